@@ -1,0 +1,254 @@
+// The C API: argument checks, error bookkeeping, and a call into the
+// memory manager.  Nothing here knows about protocols or devices.
+#include <cstdio>
+#include <cstring>
+
+#include "adsm.h"
+#include "api/runtime.h"
+#include "support/log.h"
+
+using namespace adsm;
+
+namespace {
+
+__attribute__((tls_model("initial-exec"))) thread_local adsmError_t tls_last_error = adsmSuccess;
+// The message of the thread's most recent API error.  Kept apart from the
+// scratch detail that internal steps write, and not reset by
+// adsmGetLastError, so the two can be read in either order.
+__attribute__((tls_model("initial-exec"))) thread_local char tls_error_detail[512];
+
+adsmError_t record(adsmError_t e) {
+    if (e != adsmSuccess) {
+        tls_last_error = e;
+        snprintf(tls_error_detail, sizeof tls_error_detail, "%s", last_detail());
+        ADSM_LOG(debug, "%s: %s", adsmGetErrorString(e), tls_error_detail);
+    }
+    return e;
+}
+
+void *record_ptr(adsmError_t e, void *p) {
+    record(e);
+    return e == adsmSuccess ? p : nullptr;
+}
+
+#define ADSM_RUNTIME(rt)                                                                                  \
+    Runtime *rt = nullptr;                                                                                \
+    if (Status _s = runtime(&rt); _s != adsmSuccess) return record(_s)
+
+#define ADSM_RUNTIME_PTR(rt)                                                                              \
+    Runtime *rt = nullptr;                                                                                \
+    if (Status _s = runtime(&rt); _s != adsmSuccess) return record_ptr(_s, nullptr)
+
+Status check_launch(const KernelInfo *k, adsmDim3 grid, adsmDim3 block, void **args) {
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0)
+        return fail(adsmErrorInvalidLaunch, "kernel '%s': grid (%u,%u,%u) and block (%u,%u,%u) must be at least 1 in every dimension",
+                    k->name.c_str(), grid.x, grid.y, grid.z, block.x, block.y, block.z);
+    if (block.x > 1024 || block.y > 1024 || block.z > 64 || uint64_t(block.x) * block.y * block.z > 1024)
+        return fail(adsmErrorInvalidLaunch, "kernel '%s': block (%u,%u,%u) exceeds 1024 threads (x,y <= 1024, z <= 64)",
+                    k->name.c_str(), block.x, block.y, block.z);
+    if (grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
+        return fail(adsmErrorInvalidLaunch, "kernel '%s': grid (%u,%u,%u) exceeds (2^31-1, 65535, 65535)", k->name.c_str(),
+                    grid.x, grid.y, grid.z);
+    if (!k->param_sizes.empty() && !args)
+        return fail(adsmErrorInvalidValue, "kernel '%s' takes %zu arguments but args is NULL", k->name.c_str(),
+                    k->param_sizes.size());
+    for (size_t i = 0; i < k->param_sizes.size(); ++i)
+        if (!args[i]) return fail(adsmErrorInvalidValue, "kernel '%s': args[%zu] is NULL", k->name.c_str(), i);
+    return adsmSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+adsmError_t adsmGetLastError(void) {
+    adsmError_t e = tls_last_error;
+    tls_last_error = adsmSuccess;
+    return e;
+}
+
+adsmError_t adsmPeekAtLastError(void) { return tls_last_error; }
+
+const char *adsmGetLastErrorDetail(void) { return tls_error_detail; }
+
+const char *adsmGetErrorString(adsmError_t error) {
+    switch (error) {
+    case adsmSuccess: return "no error";
+    case adsmErrorInvalidValue: return "invalid argument";
+    case adsmErrorInvalidPointer: return "invalid pointer";
+    case adsmErrorMemoryAllocation: return "out of memory";
+    case adsmErrorSizeOverflow: return "size overflow";
+    case adsmErrorInitialization: return "runtime initialization failed";
+    case adsmErrorNoDevice: return "no such device";
+    case adsmErrorKernelNotFound: return "kernel not found";
+    case adsmErrorKernelExists: return "kernel name already registered";
+    case adsmErrorInvalidLaunch: return "invalid kernel launch";
+    case adsmErrorLaunchFailure: return "kernel failed on the device";
+    case adsmErrorDeviceLost: return "device lost";
+    case adsmErrorBusy: return "memory in use by a kernel";
+    case adsmErrorNotSupported: return "operation not supported";
+    case adsmErrorInvalidContext: return "invalid context";
+    }
+    return "unknown error";
+}
+
+void *adsmAlloc(size_t size) {
+    ADSM_RUNTIME_PTR(rt);
+    void *p = nullptr;
+    Status s = rt->manager->alloc(size, false, &p);
+    return record_ptr(s, p);
+}
+
+void *adsmCalloc(size_t nmemb, size_t size) {
+    ADSM_RUNTIME_PTR(rt);
+    if (size != 0 && nmemb > SIZE_MAX / size)
+        return record_ptr(fail(adsmErrorSizeOverflow, "%zu elements of %zu bytes overflow", nmemb, size), nullptr);
+    void *p = nullptr;
+    Status s = rt->manager->alloc(nmemb * size, true, &p);
+    return record_ptr(s, p);
+}
+
+adsmError_t adsmFree(void *ptr) {
+    if (!ptr) return adsmSuccess;
+    ADSM_RUNTIME(rt);
+    return record(rt->manager->free(ptr));
+}
+
+void *adsmSafeAlloc(size_t size) {
+    ADSM_RUNTIME_PTR(rt);
+    void *p = nullptr;
+    Status s = rt->manager->safe_alloc(size, &p);
+    return record_ptr(s, p);
+}
+
+void *adsmSafe(const void *cpu_addr) {
+    ADSM_RUNTIME_PTR(rt);
+    void *d = nullptr;
+    Status s = rt->manager->safe(cpu_addr, &d);
+    return record_ptr(s, d);
+}
+
+size_t adsmGetSize(const void *ptr) {
+    Runtime *rt = nullptr;
+    if (!ptr || runtime(&rt) != adsmSuccess) return 0;
+    return rt->manager->size_of(ptr);
+}
+
+adsmError_t adsmMemset(void *ptr, int value, size_t count) {
+    ADSM_RUNTIME(rt);
+    if (!ptr && count) return record(fail(adsmErrorInvalidValue, "NULL pointer"));
+    return record(rt->manager->memset(ptr, value, count));
+}
+
+adsmError_t adsmMemcpy(void *dst, const void *src, size_t count) {
+    ADSM_RUNTIME(rt);
+    return record(rt->manager->memcpy(dst, src, count));
+}
+
+adsmError_t adsmRegisterKernel(const char *name, adsmKernelFunc func, unsigned int num_params,
+                               const size_t *param_sizes, adsmKernel_t *kernel) {
+    ADSM_RUNTIME(rt);
+    return record(rt->kernels.add(name, func, num_params, param_sizes, kernel));
+}
+
+adsmError_t adsmGetKernel(const char *name, adsmKernel_t *kernel) {
+    ADSM_RUNTIME(rt);
+    return record(rt->kernels.find(name, kernel));
+}
+
+const char *adsmGetKernelName(adsmKernel_t kernel) {
+    Runtime *rt = nullptr;
+    if (runtime(&rt) != adsmSuccess) return nullptr;
+    const KernelInfo *k = rt->kernels.get(kernel);
+    return k ? k->name.c_str() : nullptr;
+}
+
+adsmError_t adsmCall(adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args) {
+    ADSM_RUNTIME(rt);
+    const KernelInfo *k = rt->kernels.get(kernel);
+    if (!k) return record(fail(adsmErrorInvalidValue, "%p is not a kernel handle", static_cast<void *>(kernel)));
+    if (Status s = check_launch(k, grid, block, args); s != adsmSuccess) return record(s);
+    alignas(kArgAlign) unsigned char blob[kMaxArgsBytes];
+    for (size_t i = 0; i < k->param_sizes.size(); ++i) memcpy(blob + k->param_offsets[i], args[i], k->param_sizes[i]);
+    LaunchDesc l;
+    l.kernel = k;
+    l.grid = grid;
+    l.block = block;
+    l.args = blob;
+    l.args_size = k->args_size;
+    return record(rt->manager->call(l));
+}
+
+adsmError_t adsmCallByName(const char *name, adsmDim3 grid, adsmDim3 block, void **args) {
+    ADSM_RUNTIME(rt);
+    adsmKernel_t k;
+    if (Status s = rt->kernels.find(name, &k); s != adsmSuccess) return record(s);
+    return adsmCall(k, grid, block, args);
+}
+
+adsmError_t adsmSync(void) {
+    ADSM_RUNTIME(rt);
+    return record(rt->manager->sync());
+}
+
+adsmContext_t adsmGetContext(void) {
+    Runtime *rt = nullptr;
+    if (Status s = runtime(&rt); s != adsmSuccess) {
+        record(s);
+        return nullptr;
+    }
+    Context *c = rt->manager->current();
+    if (!c) {
+        record(fail(adsmErrorMemoryAllocation, "cannot create a context"));
+        return nullptr;
+    }
+    return rt->manager->handle(c);
+}
+
+adsmError_t adsmSetContext(adsmContext_t ctx) {
+    ADSM_RUNTIME(rt);
+    return record(rt->manager->bind(ctx));
+}
+
+adsmError_t adsmDeviceAlloc(void **dev_ptr, size_t size) {
+    ADSM_RUNTIME(rt);
+    if (!dev_ptr) return record(fail(adsmErrorInvalidValue, "dev_ptr is NULL"));
+    return record(rt->manager->device_alloc(size, dev_ptr));
+}
+
+adsmError_t adsmDeviceFree(void *dev_ptr) {
+    if (!dev_ptr) return adsmSuccess;
+    ADSM_RUNTIME(rt);
+    return record(rt->manager->device_free(dev_ptr));
+}
+
+adsmError_t adsmCopyToDevice(void *dev_dst, const void *host_src, size_t count) {
+    ADSM_RUNTIME(rt);
+    return record(rt->manager->copy_to_device(dev_dst, host_src, count));
+}
+
+adsmError_t adsmCopyToHost(void *host_dst, const void *dev_src, size_t count) {
+    ADSM_RUNTIME(rt);
+    return record(rt->manager->copy_to_host(host_dst, dev_src, count));
+}
+
+adsmError_t adsmDeviceMemset(void *dev_ptr, int value, size_t count) {
+    ADSM_RUNTIME(rt);
+    if (!dev_ptr && count) return record(fail(adsmErrorInvalidValue, "NULL pointer"));
+    return record(rt->manager->device_memset(dev_ptr, value, count));
+}
+
+adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info) {
+    ADSM_RUNTIME(rt);
+    if (!info) return record(fail(adsmErrorInvalidValue, "info is NULL"));
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", rt->device->name());
+    info->integrated = rt->device->integrated() ? 1 : 0;
+    info->memory_bytes = rt->device->capacity();
+    info->memory_used = rt->device->used();
+    snprintf(info->protocol, sizeof info->protocol, "%s", rt->protocol->name());
+    info->block_size = rt->config.block_size;
+    return adsmSuccess;
+}
+
+}  // extern "C"

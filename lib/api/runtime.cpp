@@ -1,0 +1,87 @@
+#include "api/runtime.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "backend/device_process.h"
+#include "os/vm.h"
+#include "support/log.h"
+#include "support/stats.h"
+
+namespace adsm {
+namespace {
+
+std::once_flag g_once;
+std::atomic<Runtime *> g_runtime{nullptr};
+Status g_status = adsmErrorInitialization;
+std::string *g_failure = nullptr;
+
+void print_stats() {
+    Runtime *rt = g_runtime.load();
+    if (!rt) return;
+    stats().print(stderr, rt->device->name(), rt->protocol->name());
+}
+
+Status start(Runtime **out) {
+    if (in_device_process())
+        return fail(adsmErrorNotSupported, "the adsm API cannot be called from inside a kernel");
+    auto rt = std::make_unique<Runtime>();
+    if (Status s = parse_config([](const char *n) { return static_cast<const char *>(getenv(n)); }, &rt->config);
+        s != adsmSuccess)
+        return s;
+    set_log_level(rt->config.log_level);
+    if (!os::page_size_supported()) return fail(adsmErrorInitialization, "only 4 KiB pages are supported");
+    if (Status s = create_device(rt->config, &rt->device); s != adsmSuccess) return s;
+
+    uint64_t window = rt->config.va_size ? rt->config.va_size : default_window_size(rt->device->capacity());
+    if (Status s = rt->space.init(rt->config.va_base, window); s != adsmSuccess) return s;
+    if (Status s = rt->table.init(rt->space.base(), rt->space.size()); s != adsmSuccess) return s;
+    if (Status s = rt->device->attach_window(rt->space.base(), rt->space.size(), rt->space.host_fd()); s != adsmSuccess)
+        return s;
+    ProtocolEnv env{rt->device.get(), &rt->space, &rt->config};
+    if (Status s = make_protocol(rt->config.protocol, env, &rt->protocol); s != adsmSuccess) return s;
+    rt->manager = std::make_unique<Manager>(rt->config, rt->space, rt->table, *rt->device, *rt->protocol);
+
+    ADSM_LOG(info, "runtime started: device %s, protocol %s, window %p + %llu bytes", rt->device->name(),
+             rt->protocol->name(), reinterpret_cast<void *>(rt->space.base()),
+             static_cast<unsigned long long>(rt->space.size()));
+    *out = rt.release();
+    return adsmSuccess;
+}
+
+}  // namespace
+
+uint64_t default_window_size(uint64_t capacity) {
+    const uint64_t min = 64ull << 30, max = 16ull << 40, align = 2ull << 20;
+    uint64_t w = capacity > max / 4 ? max : capacity * 4;
+    if (w < min) w = min;
+    return (w + align - 1) / align * align;
+}
+
+Status runtime(Runtime **out) {
+    if (Runtime *rt = g_runtime.load(std::memory_order_acquire)) {
+        *out = rt;
+        return adsmSuccess;
+    }
+    std::call_once(g_once, [] {
+        Runtime *rt = nullptr;
+        g_status = start(&rt);
+        if (g_status == adsmSuccess) {
+            g_runtime.store(rt, std::memory_order_release);
+            if (rt->config.stats) atexit(print_stats);
+        } else {
+            g_failure = new std::string(last_detail());
+            ADSM_LOG(error, "cannot start: %s", g_failure->c_str());
+        }
+    });
+    if (Runtime *rt = g_runtime.load(std::memory_order_acquire)) {
+        *out = rt;
+        return adsmSuccess;
+    }
+    return fail(g_status, "%s", g_failure ? g_failure->c_str() : "the runtime failed to start");
+}
+
+}  // namespace adsm

@@ -1,0 +1,34 @@
+// The process-wide runtime, started on first use.  It is never destroyed:
+// threads and exit handlers may still call in while the process winds down.
+#pragma once
+
+#include <memory>
+
+#include "api/kernel_registry.h"
+#include "backend/device.h"
+#include "memory/address_space.h"
+#include "memory/manager.h"
+#include "memory/region_table.h"
+#include "protocols/protocol.h"
+#include "support/config.h"
+
+namespace adsm {
+
+struct Runtime {
+    Config config;
+    std::unique_ptr<Device> device;
+    AddressSpace space;
+    RegionTable table;
+    std::unique_ptr<Protocol> protocol;
+    std::unique_ptr<Manager> manager;
+    KernelRegistry kernels;
+};
+
+// The runtime, starting it if needed.  A failed start is remembered: every
+// later call fails the same way, with the same message.
+Status runtime(Runtime **out);
+
+// Window size for a device of `capacity` bytes unless ADSM_VA_SIZE says otherwise.
+uint64_t default_window_size(uint64_t capacity);
+
+}  // namespace adsm

@@ -1,0 +1,55 @@
+// The accelerator back-end interface.  A device backs ranges of the shared
+// window with its own memory, copies between host memory and device
+// addresses, and runs kernels on streams (one per context) in order.
+//
+// Addresses the device sees are window addresses: the memory manager picks
+// them, the device only commits memory behind them.  That is what keeps CPU
+// and device addresses identical on every back-end.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "backend/kernel.h"
+#include "support/config.h"
+#include "support/status.h"
+
+namespace adsm {
+
+using StreamId = uint32_t;
+
+class Device {
+public:
+    virtual ~Device() = default;
+
+    virtual const char *name() const = 0;
+    // Device and host share physical memory: nothing ever needs copying.
+    virtual bool integrated() const = 0;
+    virtual uint64_t capacity() const = 0;
+    virtual uint64_t used() const = 0;
+
+    // Sets up device memory for the window; host_fd backs the host mirror.
+    virtual Status attach_window(uintptr_t base, uint64_t size, int host_fd) = 0;
+    // Backs [dev, dev+bytes) with device memory; fails cleanly when full.
+    virtual Status commit(uintptr_t dev, uint64_t bytes) = 0;
+    virtual void decommit(uintptr_t dev, uint64_t bytes) = 0;
+
+    // Synchronous copies and fills through the device's copy engine.
+    virtual Status copy_to_device(uintptr_t dev, const void *src, size_t n) = 0;
+    virtual Status copy_to_host(void *dst, uintptr_t dev, size_t n) = 0;
+    virtual Status fill(uintptr_t dev, int value, size_t n) = 0;
+
+    virtual Status create_stream(StreamId *out) = 0;
+    virtual void destroy_stream(StreamId id) = 0;
+    // Queues a kernel; it runs after everything queued on the stream before.
+    virtual Status launch(StreamId id, const LaunchDesc &launch) = 0;
+    // Waits for the stream; returns (and clears) the first error since the
+    // previous synchronize.
+    virtual Status synchronize(StreamId id) = 0;
+};
+
+// Builds the back-end named by config.device, or explains why it cannot.
+Status create_device(const Config &config, std::unique_ptr<Device> *out);
+
+}  // namespace adsm

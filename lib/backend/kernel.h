@@ -1,0 +1,33 @@
+// What the runtime knows about a registered kernel, and one launch of it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "adsm.h"
+
+namespace adsm {
+
+constexpr unsigned kMaxKernelParams = 64;
+constexpr unsigned kMaxArgsBytes = 4096;  // the classic CUDA parameter limit
+constexpr unsigned kArgAlign = 16;        // every parameter slot is max_align_t-aligned
+
+struct KernelInfo {
+    uint32_t id = 0;                      // dense index, stable for the process
+    std::string name;
+    adsmKernelFunc fn = nullptr;
+    std::vector<uint32_t> param_sizes;
+    std::vector<uint32_t> param_offsets;  // into the argument blob
+    uint32_t args_size = 0;               // blob bytes
+};
+
+struct LaunchDesc {
+    const KernelInfo *kernel = nullptr;
+    adsmDim3 grid{1, 1, 1};
+    adsmDim3 block{1, 1, 1};
+    const void *args = nullptr;           // blob laid out by param_offsets
+    uint32_t args_size = 0;
+};
+
+}  // namespace adsm

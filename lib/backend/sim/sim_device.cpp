@@ -1,0 +1,263 @@
+#include "backend/sim/sim_device.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/code_location.h"
+#include "os/clock.h"
+#include "os/futex.h"
+#include "os/spawn.h"
+#include "os/vm.h"
+#include "support/log.h"
+#include "support/stats.h"
+
+extern char **environ;
+
+namespace adsm {
+namespace {
+constexpr uint64_t kStartTimeoutNs = 30ull * 1000 * 1000 * 1000;
+constexpr size_t kPunchThreshold = 64 * 1024;
+
+bool socket_closed(int fd) {
+    if (fd < 0) return true;
+    struct pollfd p = {fd, POLLIN, 0};
+    int r;
+    do {
+        r = poll(&p, 1, 0);
+    } while (r < 0 && errno == EINTR);
+    // The device never writes to the socket: anything readable is the end.
+    return r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
+}
+}  // namespace
+
+std::string SimDevice::death_reason() const {
+    std::string why(channel_->death, strnlen(channel_->death, sizeof channel_->death));
+    if (!why.empty()) return why;
+    std::string kernel(channel_->running, strnlen(channel_->running, sizeof channel_->running));
+    if (!kernel.empty()) return "ended while kernel '" + kernel + "' ran (it called _exit, or a signal killed the process)";
+    return "ended unexpectedly (killed by a signal?)";
+}
+
+SimDevice::SimDevice(const Config &config)
+    : config_(config), capacity_(config.sim_memory), link_(config.link_gbps, config.link_latency_us) {}
+
+SimDevice::~SimDevice() {
+    // Closing the socket ends the device process.
+    if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
+}
+
+Status SimDevice::attach_window(uintptr_t base, uint64_t size, int) {
+    int fd = os::memfd_sized("adsm-sim-device-memory", size);
+    if (fd < 0) return fail(adsmErrorInitialization, "sim: cannot create device memory: %s", strerror(-fd));
+    void *dma = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);
+    if (dma == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return fail(adsmErrorInitialization, "sim: cannot map device memory: %s", strerror(e));
+    }
+    int cfd = os::memfd_sized("adsm-sim-channel", sizeof(exec::Channel));
+    if (cfd < 0) return fail(adsmErrorInitialization, "sim: cannot create the command channel: %s", strerror(-cfd));
+    void *ch = os::map_shared(cfd, 0, sizeof(exec::Channel), PROT_READ | PROT_WRITE);
+    if (ch == MAP_FAILED) return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", strerror(errno));
+    base_ = base;
+    size_ = size;
+    dev_fd_ = fd;
+    dma_ = static_cast<uint8_t *>(dma);
+    channel_fd_ = cfd;
+    channel_ = static_cast<exec::Channel *>(ch);
+    exec::channel_init(channel_, base, size);
+    host_ = std::make_unique<exec::ChannelHost>(channel_, /*needs_module=*/true);
+    return adsmSuccess;
+}
+
+Status SimDevice::commit(uintptr_t, uint64_t bytes) {
+    uint64_t now = used_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (now > capacity_) {
+        used_.fetch_sub(bytes, std::memory_order_relaxed);
+        return fail(adsmErrorMemoryAllocation,
+                    "sim device memory exhausted: %llu bytes requested, %llu of %llu bytes in use (ADSM_SIM_MEMORY)",
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(now - bytes),
+                    static_cast<unsigned long long>(capacity_));
+    }
+    return adsmSuccess;
+}
+
+void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
+    if (bytes >= kPunchThreshold) os::punch_hole(dev_fd_, dev - base_, bytes);
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+Status SimDevice::check_range(uintptr_t dev, size_t n) const {
+    if (dev < base_ || dev - base_ > size_ || n > size_ - (dev - base_))
+        return fail(adsmErrorInvalidValue, "[%p, +%zu) is not device memory", reinterpret_cast<void *>(dev), n);
+    return adsmSuccess;
+}
+
+void SimDevice::transfer_done(Direction d, size_t n, uint64_t start) {
+    if (link_.enabled()) os::sleep_until_ns(link_.reserve(d, n, start));
+}
+
+Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
+    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    uint64_t t0 = link_.enabled() ? os::now_ns() : 0;
+    memcpy(dma_ + (dev - base_), src, n);
+    transfer_done(Direction::to_device, n, t0);
+    stats().add(Counter::h2d_transfers);
+    stats().add(Counter::h2d_bytes, n);
+    return adsmSuccess;
+}
+
+Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
+    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    uint64_t t0 = link_.enabled() ? os::now_ns() : 0;
+    memcpy(dst, dma_ + (dev - base_), n);
+    transfer_done(Direction::to_host, n, t0);
+    stats().add(Counter::d2h_transfers);
+    stats().add(Counter::d2h_bytes, n);
+    return adsmSuccess;
+}
+
+Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
+    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    memset(dma_ + (dev - base_), value, n);
+    stats().add(Counter::device_fills);
+    return adsmSuccess;
+}
+
+Status SimDevice::create_stream(StreamId *out) { return host_->create_stream(out); }
+void SimDevice::destroy_stream(StreamId id) { host_->destroy_stream(id); }
+
+bool SimDevice::server_alive() { return !socket_closed(sock_.load()); }
+
+void SimDevice::handle_death(uint32_t generation) {
+    std::unique_lock<std::shared_mutex> lock(server_mu_);
+    if (!running_.load() || generation_.load() != generation) return;  // already handled
+    running_.store(false);
+    std::string why = "the sim device process " + death_reason() +
+                      "; device memory is intact and the next launch starts a new device process";
+    ADSM_LOG(error, "%s", why.c_str());
+    host_->lost(generation, why.c_str());
+    if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
+}
+
+Status SimDevice::start_server() {
+    if (running_.load()) return adsmSuccess;
+    host_->reset();
+
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return fail(adsmErrorNoDevice, "sim: socketpair failed: %s", strerror(errno));
+
+    // The device is this very program started again in device mode; our
+    // library must be loaded there even if the host loaded it with dlopen.
+    std::vector<std::string> env;
+    std::string preload;
+    CodeLocation self;
+    std::string err;
+    if (locate_code(reinterpret_cast<const void *>(&create_device), &self, &err) && !self.module_path.empty())
+        preload = self.module_path;
+    for (char **e = environ; e && *e; ++e) {
+        if (!strncmp(*e, "ADSM_SIM_SERVER=", 16)) continue;
+        if (!strncmp(*e, "LD_PRELOAD=", 11)) {
+            std::string cur = *e + 11;
+            if (!preload.empty() && cur.find(preload) == std::string::npos) cur = preload + ":" + cur;
+            preload.clear();
+            env.push_back("LD_PRELOAD=" + cur);
+            continue;
+        }
+        env.emplace_back(*e);
+    }
+    if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
+    char spec[96];
+    snprintf(spec, sizeof spec, "ADSM_SIM_SERVER=%d,%d,%d", sv[1], channel_fd_, dev_fd_);
+    env.emplace_back(spec);
+    std::vector<char *> envp;
+    for (auto &s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    char arg0[] = "adsm-sim-device";
+    char *argv[] = {arg0, nullptr};
+    int keep[] = {sv[1], channel_fd_, dev_fd_};
+
+    pid_t pid = 0;
+    int r = os::spawn_detached("/proc/self/exe", argv, envp.data(), keep, 3, &pid);
+    close(sv[1]);
+    if (r != 0) {
+        close(sv[0]);
+        return fail(adsmErrorNoDevice, "sim: cannot start the device process: %s", strerror(-r));
+    }
+    pid_.store(pid);
+
+    uint64_t start = os::now_ns();
+    for (;;) {
+        uint32_t st = channel_->state.load(std::memory_order_acquire);
+        if (st == static_cast<uint32_t>(exec::DeviceState::ready)) break;
+        if (st == static_cast<uint32_t>(exec::DeviceState::failed)) {
+            std::string why(channel_->failure);
+            close(sv[0]);
+            return fail(adsmErrorNoDevice, "sim: the device process failed to start: %s", why.c_str());
+        }
+        if (socket_closed(sv[0]) && channel_->state.load() != static_cast<uint32_t>(exec::DeviceState::ready)) {
+            close(sv[0]);
+            return fail(adsmErrorNoDevice, "sim: the device process %s during start-up", death_reason().c_str());
+        }
+        if (os::now_ns() - start > kStartTimeoutNs) {
+            kill(pid, SIGKILL);
+            close(sv[0]);
+            return fail(adsmErrorNoDevice, "sim: the device process did not start within 30 s");
+        }
+        os::futex_wait(&channel_->state, st, 20ull * 1000 * 1000);
+    }
+    sock_.store(sv[0]);
+    generation_.fetch_add(1);
+    running_.store(true);
+    ADSM_LOG(info, "sim device process %d started (window %p, %llu bytes)", pid, reinterpret_cast<void *>(base_),
+             static_cast<unsigned long long>(size_));
+    return adsmSuccess;
+}
+
+Status SimDevice::launch(StreamId id, const LaunchDesc &l) {
+    for (;;) {
+        {
+            std::shared_lock<std::shared_mutex> lock(server_mu_);
+            if (running_.load()) {
+                uint32_t gen = generation_.load();
+                Status s = host_->launch(id, l, gen, [this] { return server_alive(); });
+                if (s == adsmErrorDeviceLost) {
+                    lock.unlock();
+                    handle_death(gen);
+                }
+                return s;
+            }
+        }
+        std::unique_lock<std::shared_mutex> lock(server_mu_);
+        if (Status s = start_server(); s != adsmSuccess) return s;
+    }
+}
+
+Status SimDevice::synchronize(StreamId id) {
+    uint32_t gen;
+    Status s;
+    {
+        std::shared_lock<std::shared_mutex> lock(server_mu_);
+        gen = generation_.load();
+        s = host_->synchronize(id, [this] { return server_alive(); });
+    }
+    if (s == adsmErrorDeviceLost && running_.load() && !server_alive()) {
+        std::string detail = last_detail();
+        handle_death(gen);
+        fail(adsmErrorDeviceLost, "%s: the sim device process %s", detail.c_str(), death_reason().c_str());
+    }
+    return s;
+}
+
+}  // namespace adsm

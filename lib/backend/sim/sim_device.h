@@ -1,0 +1,81 @@
+// The simulated discrete accelerator, host side.
+//
+// Device memory is a memfd of its own, physically separate from the host
+// mirror.  The device server (this program re-executed in device mode, see
+// sim_server.cpp) maps it at the window's addresses, so kernels use the very
+// pointers the CPU uses; the host reaches it only through a DMA view at
+// another address, the way a copy engine would.  Data the runtime has not
+// copied is therefore really absent on the device.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+
+#include "backend/device.h"
+#include "backend/exec/channel_host.h"
+#include "backend/sim/link_model.h"
+
+namespace adsm {
+
+class SimDevice final : public Device {
+public:
+    explicit SimDevice(const Config &config);
+    ~SimDevice() override;
+
+    const char *name() const override { return "sim"; }
+    bool integrated() const override { return false; }
+    uint64_t capacity() const override { return capacity_; }
+    uint64_t used() const override { return used_.load(std::memory_order_relaxed); }
+
+    Status attach_window(uintptr_t base, uint64_t size, int host_fd) override;
+    Status commit(uintptr_t dev, uint64_t bytes) override;
+    void decommit(uintptr_t dev, uint64_t bytes) override;
+
+    Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
+    Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
+    Status fill(uintptr_t dev, int value, size_t n) override;
+
+    Status create_stream(StreamId *out) override;
+    void destroy_stream(StreamId id) override;
+    Status launch(StreamId id, const LaunchDesc &launch) override;
+    Status synchronize(StreamId id) override;
+
+    // The device process's pid, 0 if none was started (for tests that kill it).
+    pid_t server_pid() const { return pid_.load(); }
+
+private:
+    Status check_range(uintptr_t dev, size_t n) const;
+    Status start_server();          // under the exclusive lock
+    bool server_alive();
+    std::string death_reason() const;
+    void handle_death(uint32_t generation);
+    void transfer_done(Direction d, size_t n, uint64_t start);
+
+    Config config_;
+    uint64_t capacity_;
+    std::atomic<uint64_t> used_{0};
+    LinkModel link_;
+
+    uintptr_t base_ = 0;
+    uint64_t size_ = 0;
+    int dev_fd_ = -1;
+    uint8_t *dma_ = nullptr;        // host view of device memory
+    int channel_fd_ = -1;
+    exec::Channel *channel_ = nullptr;
+    std::unique_ptr<exec::ChannelHost> host_;
+
+    // Shared by launches and waits; exclusive to start or bury a server.
+    std::shared_mutex server_mu_;
+    std::atomic<bool> running_{false};
+    std::atomic<uint32_t> generation_{0};
+    std::atomic<pid_t> pid_{0};
+    // Our end of a socket whose other end only the device process holds: it
+    // reads as closed the moment that process ends, however it ends.
+    std::atomic<int> sock_{-1};
+};
+
+}  // namespace adsm

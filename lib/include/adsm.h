@@ -1,0 +1,180 @@
+/*
+ * adsm: one address space for CPUs and accelerators.
+ *
+ * The model (ADSM): shared objects are allocated with adsmAlloc and have one
+ * address that is valid on the CPU and on the accelerator.  adsmCall releases
+ * the calling context's shared objects to the accelerator and launches a
+ * kernel; adsmSync waits for the context's kernels and acquires the objects
+ * back.  CPU access to a context's shared objects between adsmCall and
+ * adsmSync is a data race.
+ *
+ * Every host thread works in a context (a virtual accelerator, created on
+ * first use).  Objects belong to the context of the thread that allocated
+ * them; a kernel sees coherent data only for its own context's objects.
+ * Threads share a context with adsmGetContext/adsmSetContext.
+ *
+ * Every function is thread-safe.  Functions that return adsmError_t also record
+ * a failure as the calling thread's last error; functions that return a
+ * pointer return NULL on failure and record why.
+ */
+#ifndef ADSM_H
+#define ADSM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ADSM_API __attribute__((visibility("default")))
+#else
+#define ADSM_API
+#endif
+
+#define ADSM_VERSION_MAJOR 0
+#define ADSM_VERSION_MINOR 1
+
+typedef enum adsmError {
+    adsmSuccess = 0,
+    adsmErrorInvalidValue = 1,      /* an argument is out of range or NULL */
+    adsmErrorInvalidPointer = 2,    /* not the start of a live allocation of the right kind */
+    adsmErrorMemoryAllocation = 3,  /* accelerator memory or address space exhausted */
+    adsmErrorSizeOverflow = 4,      /* a size computation overflows */
+    adsmErrorInitialization = 5,    /* the runtime could not start (configuration, OS) */
+    adsmErrorNoDevice = 6,          /* the selected accelerator back-end is not available */
+    adsmErrorKernelNotFound = 7,    /* no kernel registered under that name */
+    adsmErrorKernelExists = 8,      /* the name is registered with another function */
+    adsmErrorInvalidLaunch = 9,     /* bad grid/block dimensions or arguments */
+    adsmErrorLaunchFailure = 10,    /* a kernel faulted on the accelerator */
+    adsmErrorDeviceLost = 11,       /* the accelerator stopped responding or died */
+    adsmErrorBusy = 12,             /* the object is in use by a kernel not yet synced */
+    adsmErrorNotSupported = 13,     /* the back-end cannot do this */
+    adsmErrorInvalidContext = 14    /* a context handle that is not (or no longer) valid */
+} adsmError_t;
+
+/* Grid and block dimensions, as in CUDA. */
+typedef struct adsmDim3 {
+    unsigned int x, y, z;
+} adsmDim3;
+
+/* What a kernel invocation knows about itself: one call per (block, thread). */
+typedef struct adsmThreadIdx {
+    adsmDim3 gridDim;
+    adsmDim3 blockDim;
+    adsmDim3 blockIdx;
+    adsmDim3 threadIdx;
+} adsmThreadIdx;
+
+/*
+ * A kernel on the sim and cpu accelerators: a host function called once per
+ * (block, thread).  args[i] points to a copy of the i-th by-value argument.
+ * On sim it runs in the simulated device, a separate address space in which
+ * only shared and device memory is coherent; host pointers do not work there,
+ * just as on a discrete GPU.
+ */
+typedef void (*adsmKernelFunc)(const adsmThreadIdx *idx, void **args);
+
+typedef struct adsmKernel_st *adsmKernel_t;
+typedef struct adsmContext_st *adsmContext_t;
+
+/* ---- Errors ------------------------------------------------------------ */
+
+/* Return the calling thread's last error and reset it to adsmSuccess. */
+ADSM_API adsmError_t adsmGetLastError(void);
+/* Return the calling thread's last error without resetting it. */
+ADSM_API adsmError_t adsmPeekAtLastError(void);
+/* A constant, human-readable name for an error code. */
+ADSM_API const char *adsmGetErrorString(adsmError_t error);
+/* The detailed message of the calling thread's most recent error ("" if it
+ * never had one).  adsmGetLastError does not clear it. */
+ADSM_API const char *adsmGetLastErrorDetail(void);
+
+/* ---- Shared memory (paper, Table 1) ------------------------------------- */
+
+/* Shared memory at one address valid on CPU and accelerator, or NULL. */
+ADSM_API void *adsmAlloc(size_t size);
+/* As adsmAlloc for nmemb*size bytes, zero-filled; overflow is an error. */
+ADSM_API void *adsmCalloc(size_t nmemb, size_t size);
+/* Release shared memory.  adsmFree(NULL) does nothing. */
+ADSM_API adsmError_t adsmFree(void *ptr);
+/* Shared memory whose device address may differ from its CPU address. */
+ADSM_API void *adsmSafeAlloc(size_t size);
+/* The device address of a CPU address inside shared memory, or NULL. */
+ADSM_API void *adsmSafe(const void *cpu_addr);
+/* Size in bytes of the shared allocation that starts at ptr, 0 if none. */
+ADSM_API size_t adsmGetSize(const void *ptr);
+
+/* Fill or copy shared memory with the coherence protocol's help. */
+ADSM_API adsmError_t adsmMemset(void *ptr, int value, size_t count);
+ADSM_API adsmError_t adsmMemcpy(void *dst, const void *src, size_t count);
+
+/* ---- Kernels --------------------------------------------------------- */
+
+/*
+ * Register a kernel under a name.  param_sizes[i] is sizeof the i-th
+ * by-value parameter.  Registering the same name, function and parameters
+ * again returns the existing handle.
+ */
+ADSM_API adsmError_t adsmRegisterKernel(const char *name, adsmKernelFunc func,
+                                        unsigned int num_params,
+                                        const size_t *param_sizes,
+                                        adsmKernel_t *kernel);
+ADSM_API adsmError_t adsmGetKernel(const char *name, adsmKernel_t *kernel);
+ADSM_API const char *adsmGetKernelName(adsmKernel_t kernel);
+
+/*
+ * Release the calling context's shared objects and launch a kernel.  args
+ * holds one pointer per registered parameter (as cuLaunchKernel's
+ * kernelParams); the values are copied before adsmCall returns.
+ * The kernel runs asynchronously.
+ */
+ADSM_API adsmError_t adsmCall(adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block,
+                              void **args);
+ADSM_API adsmError_t adsmCallByName(const char *name, adsmDim3 grid, adsmDim3 block,
+                                    void **args);
+/*
+ * Wait for the calling context's kernels and acquire its shared objects.
+ * Returns the first error a kernel reported since the previous adsmSync.
+ */
+ADSM_API adsmError_t adsmSync(void);
+
+/* ---- Contexts -------------------------------------------------------- */
+
+/* The calling thread's context (created on first use). */
+ADSM_API adsmContext_t adsmGetContext(void);
+/* Make the calling thread work in ctx, so that several threads share objects
+ * and kernels.  NULL returns the thread to its own context.  A context ends
+ * when no thread works in it, it owns no memory, and the thread it was
+ * created for has exited; a handle to it then becomes invalid. */
+ADSM_API adsmError_t adsmSetContext(adsmContext_t ctx);
+
+/* ---- Explicit device memory (the hand-written baseline) -------------- */
+
+/* Device-only memory, not accessible to the CPU; copies move data. */
+ADSM_API adsmError_t adsmDeviceAlloc(void **dev_ptr, size_t size);
+ADSM_API adsmError_t adsmDeviceFree(void *dev_ptr);
+/* Synchronous copies, ordered after the calling context's kernels. */
+ADSM_API adsmError_t adsmCopyToDevice(void *dev_dst, const void *host_src, size_t count);
+ADSM_API adsmError_t adsmCopyToHost(void *host_dst, const void *dev_src, size_t count);
+ADSM_API adsmError_t adsmDeviceMemset(void *dev_ptr, int value, size_t count);
+
+/* ---- The accelerator ------------------------------------------------- */
+
+typedef struct adsmDeviceInfo {
+    char name[64];              /* back-end name: "sim", "cpu", ... */
+    int integrated;             /* 1 if device and host share physical memory */
+    uint64_t memory_bytes;      /* device memory capacity */
+    uint64_t memory_used;       /* bytes currently allocated on the device */
+    char protocol[32];          /* the coherence protocol in use */
+    size_t block_size;          /* coherence block size in bytes */
+} adsmDeviceInfo;
+
+ADSM_API adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ADSM_H */

@@ -1,0 +1,79 @@
+#include "memory/address_space.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "os/vm.h"
+
+namespace adsm {
+
+namespace {
+// Frees of at least this much return their pages to the system at once;
+// smaller ranges keep theirs for the next allocation.
+constexpr size_t kPunchThreshold = 64 * 1024;
+}  // namespace
+
+Status AddressSpace::init(uintptr_t preferred, uint64_t size) {
+    int fd = os::memfd_sized("adsm-host", size);
+    if (fd < 0) return fail(adsmErrorInitialization, "cannot create the host mirror memfd: %s", strerror(-fd));
+    void *user = os::map_shared(fd, 0, size, PROT_NONE, preferred);
+    if (user == MAP_FAILED) {
+        // The preferred window is taken; any free range serves as well.
+        user = os::map_shared(fd, 0, size, PROT_NONE, 0);
+    }
+    if (user == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return fail(adsmErrorInitialization, "cannot reserve a %llu-byte shared window: %s",
+                    static_cast<unsigned long long>(size), strerror(e));
+    }
+    void *alias = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE, 0);
+    if (alias == MAP_FAILED) {
+        int e = errno;
+        os::unmap(user, size);
+        close(fd);
+        return fail(adsmErrorInitialization, "cannot map the host mirror alias: %s", strerror(e));
+    }
+    base_ = reinterpret_cast<uintptr_t>(user);
+    size_ = size;
+    host_fd_ = fd;
+    alias_ = static_cast<uint8_t *>(alias);
+    ranges_.init(base_, size_);
+    return adsmSuccess;
+}
+
+Status AddressSpace::allocate(size_t span, uintptr_t *out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t a;
+    if (!ranges_.allocate(span, &a))
+        return fail(adsmErrorMemoryAllocation, "the shared window has no free range of %zu bytes (%llu bytes free of %llu)",
+                    span, static_cast<unsigned long long>(ranges_.free_bytes()),
+                    static_cast<unsigned long long>(size_));
+    *out = a;
+    return adsmSuccess;
+}
+
+void AddressSpace::release(uintptr_t addr, size_t span) {
+    os::protect(reinterpret_cast<void *>(addr), span, PROT_NONE);
+    if (span >= kPunchThreshold) os::punch_hole(host_fd_, addr - base_, span);
+    std::lock_guard<std::mutex> lock(mu_);
+    ranges_.release(addr, span);
+}
+
+Status AddressSpace::set_access(uintptr_t addr, size_t span, int prot) {
+    int r = os::protect(reinterpret_cast<void *>(addr), span, prot);
+    if (r != 0)
+        return fail(adsmErrorMemoryAllocation, "mprotect(%p, %zu) failed: %s", reinterpret_cast<void *>(addr), span,
+                    strerror(-r));
+    return adsmSuccess;
+}
+
+uint64_t AddressSpace::free_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ranges_.free_bytes();
+}
+
+}  // namespace adsm

@@ -1,0 +1,51 @@
+// The shared window: one reserved range of virtual addresses out of which
+// every shared, safe and device allocation is carved, so the same address
+// names the same object on the CPU and on the accelerator.
+//
+// The host copy of shared data lives in a memfd mapped twice: the user view
+// at the window (its protection is what coherence protocols change) and an
+// alias elsewhere that is always writable, through which the runtime fills
+// and drains pages without ever opening them to the application early.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "memory/range_allocator.h"
+#include "support/status.h"
+
+namespace adsm {
+
+class AddressSpace {
+public:
+    // Reserves `size` bytes, at `preferred` if that range is free.
+    Status init(uintptr_t preferred, uint64_t size);
+
+    uintptr_t base() const { return base_; }
+    uint64_t size() const { return size_; }
+    int host_fd() const { return host_fd_; }
+    bool contains(uintptr_t a) const { return a >= base_ && a - base_ < size_; }
+    uint8_t *alias(uintptr_t a) const { return alias_ + (a - base_); }
+
+    // A free, page-aligned range of `span` bytes; its user view stays
+    // inaccessible until set_access opens it.
+    Status allocate(size_t span, uintptr_t *out);
+    // Closes the user view and gives the range back (through quarantine).
+    void release(uintptr_t addr, size_t span);
+
+    // mprotect on the user view.
+    Status set_access(uintptr_t addr, size_t span, int prot);
+
+    uint64_t free_bytes();
+
+private:
+    uintptr_t base_ = 0;
+    uint64_t size_ = 0;
+    int host_fd_ = -1;
+    uint8_t *alias_ = nullptr;
+    std::mutex mu_;
+    RangeAllocator ranges_;
+};
+
+}  // namespace adsm

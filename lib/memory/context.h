@@ -1,0 +1,56 @@
+// A context is a virtual accelerator: a stream of kernel calls, the regions
+// those calls release and acquire, and the lock that orders them.  Each host
+// thread gets its own on first use (as in GMAC's HPE model); threads share one
+// by binding to it.  A context lives while a thread is bound to it or a
+// region belongs to it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "backend/device.h"
+#include "memory/region.h"
+
+namespace adsm {
+
+struct Context {
+    std::mutex mu;
+    Region *regions = nullptr;      // owned regions (Region::next/prev)
+    size_t nregions = 0;
+    uint64_t calls = 0;             // kernels launched, ever
+    uint64_t unsynced_calls = 0;    // kernels launched since the last sync
+    bool has_stream = false;
+    StreamId stream = 0;
+    // A kernel error seen by an implicit wait (adsmDeviceFree), kept for the
+    // next adsmSync so that it is reported exactly once.
+    Status deferred = adsmSuccess;
+    char deferred_detail[256] = {};
+
+    // Identity in the context table; handles carry both.
+    uint32_t slot = 0;
+    uint32_t generation = 0;
+    std::atomic<int> refs{0};
+    std::atomic<bool> live{false};
+
+    // Between a call and the next sync, the regions that existed at that
+    // call belong to the device.
+    bool holds(const Region &r) const { return unsynced_calls > 0 && r.birth_call < calls; }
+
+    void link(Region *r) {
+        r->prev = nullptr;
+        r->next = regions;
+        if (regions) regions->prev = r;
+        regions = r;
+        ++nregions;
+    }
+    void unlink(Region *r) {
+        if (r->prev) r->prev->next = r->next;
+        else regions = r->next;
+        if (r->next) r->next->prev = r->prev;
+        r->prev = r->next = nullptr;
+        --nregions;
+    }
+};
+
+}  // namespace adsm

@@ -1,0 +1,79 @@
+// The memory manager: owns regions and contexts, and is the one place where
+// allocation, coherence (through the protocol) and kernel calls meet.
+// Validation of user pointers happens here, so every entry point reports
+// bad input the same way.
+#pragma once
+
+#include <pthread.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backend/device.h"
+#include "memory/address_space.h"
+#include "memory/context.h"
+#include "memory/region_table.h"
+#include "protocols/protocol.h"
+#include "support/config.h"
+
+namespace adsm {
+
+class Manager {
+public:
+    Manager(const Config &config, AddressSpace &space, RegionTable &table, Device &device, Protocol &protocol);
+
+    // ---- contexts
+    // The calling thread's context, created on first use; nullptr on failure.
+    Context *current();
+    adsmContext_t handle(Context *c) const;
+    Status bind(adsmContext_t handle);  // nullptr: back to the thread's own context
+
+    // ---- shared memory
+    Status alloc(size_t size, bool zero, void **out);
+    Status safe_alloc(size_t size, void **out);
+    Status free(void *ptr);
+    Status safe(const void *cpu_addr, void **dev_addr);
+    size_t size_of(const void *ptr);
+    Status memset(void *ptr, int value, size_t n);
+    Status memcpy(void *dst, const void *src, size_t n);
+
+    // ---- device memory
+    Status device_alloc(size_t size, void **out);
+    Status device_free(void *ptr);
+    Status copy_to_device(void *dev_dst, const void *src, size_t n);
+    Status copy_to_host(void *dst, const void *dev_src, size_t n);
+    Status device_memset(void *dev, int value, size_t n);
+
+    // ---- kernels
+    Status call(const LaunchDesc &launch);
+    Status sync();
+
+    Device &device() { return device_; }
+    Protocol &protocol() { return protocol_; }
+
+private:
+    Status carve(size_t size, RegionKind kind, Region **out);
+    void retire(Region *r);
+    Status owned_range(const void *p, size_t n, bool device_side, Region **out);
+    Status wait_for_kernels(Context *c);
+    Context *new_context();
+    Context *home();
+    void switch_to(Context *c);
+    void unref(Context *c);
+    static void thread_exit(void *ctx);
+
+    Config config_;
+    AddressSpace &space_;
+    RegionTable &table_;
+    Device &device_;
+    Protocol &protocol_;
+
+    std::mutex contexts_mu_;
+    std::vector<Context *> contexts_;     // slots, never freed
+    std::vector<uint32_t> free_slots_;
+    pthread_key_t current_key_;  // both keys drop a reference at thread exit
+    pthread_key_t home_key_;
+};
+
+}  // namespace adsm

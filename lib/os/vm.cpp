@@ -1,0 +1,64 @@
+#include "os/vm.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+namespace adsm::os {
+
+int memfd_sized(const char *name, uint64_t size) {
+    int fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_CLOEXEC));
+    if (fd < 0) return -errno;
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+void *map_shared(int fd, uint64_t off, size_t len, int prot, uintptr_t at, bool replace) {
+    int flags = MAP_SHARED | MAP_NORESERVE;
+    if (at) flags |= replace ? MAP_FIXED : MAP_FIXED_NOREPLACE;
+    void *p = mmap(reinterpret_cast<void *>(at), len, prot, flags, fd, static_cast<off_t>(off));
+    // Kernels before 4.17 treat the unknown flag as a hint: refuse a move.
+    if (p != MAP_FAILED && at && reinterpret_cast<uintptr_t>(p) != at) {
+        munmap(p, len);
+        errno = EEXIST;
+        return MAP_FAILED;
+    }
+    return p;
+}
+
+void *reserve(size_t len, uintptr_t at) {
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (at) flags |= MAP_FIXED_NOREPLACE;
+    void *p = mmap(reinterpret_cast<void *>(at), len, PROT_NONE, flags, -1, 0);
+    if (p != MAP_FAILED && at && reinterpret_cast<uintptr_t>(p) != at) {
+        munmap(p, len);
+        errno = EEXIST;
+        return MAP_FAILED;
+    }
+    return p;
+}
+
+int unmap(void *addr, size_t len) { return munmap(addr, len) == 0 ? 0 : -errno; }
+
+int protect(void *addr, size_t len, int prot) { return mprotect(addr, len, prot) == 0 ? 0 : -errno; }
+
+int punch_hole(int fd, uint64_t off, uint64_t len) {
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(off), static_cast<off_t>(len)) != 0)
+        return -errno;
+    return 0;
+}
+
+bool page_size_supported() { return sysconf(_SC_PAGESIZE) == static_cast<long>(kPageSize); }
+
+}  // namespace adsm::os

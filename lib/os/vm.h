@@ -1,0 +1,46 @@
+// Virtual-memory primitives: memfds, shared mappings, protection.  Thin over
+// the system calls; every function returns 0 or a negative errno.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace adsm::os {
+
+constexpr size_t kPageSize = 4096;
+constexpr size_t kPageShift = 12;
+
+constexpr uintptr_t page_down(uintptr_t a) { return a & ~(uintptr_t(kPageSize) - 1); }
+constexpr uintptr_t page_up(uintptr_t a) { return (a + kPageSize - 1) & ~(uintptr_t(kPageSize) - 1); }
+
+// True and sets *out when `n` rounded up to pages does not overflow.
+inline bool page_round(size_t n, size_t *out) {
+    if (n > SIZE_MAX - (kPageSize - 1)) return false;
+    *out = (n + kPageSize - 1) & ~(kPageSize - 1);
+    return true;
+}
+
+// A sparse memfd of `size` bytes (close-on-exec); returns the fd or -errno.
+int memfd_sized(const char *name, uint64_t size);
+
+// Maps [off, off+len) of fd shared.  With `at` != 0 the mapping must land
+// exactly there without replacing anything (MAP_FIXED_NOREPLACE); with
+// `replace` it overwrites what is there (MAP_FIXED).  Returns the address or
+// MAP_FAILED with errno set.
+void *map_shared(int fd, uint64_t off, size_t len, int prot, uintptr_t at = 0, bool replace = false);
+
+// Anonymous PROT_NONE reservation that the kernel never commits.
+void *reserve(size_t len, uintptr_t at = 0);
+
+int unmap(void *addr, size_t len);
+int protect(void *addr, size_t len, int prot);
+
+// Gives the pages of [off, off+len) in fd back to the system; they read as zeros after.
+int punch_hole(int fd, uint64_t off, uint64_t len);
+
+// The system page size, verified once against kPageSize.
+bool page_size_supported();
+
+}  // namespace adsm::os

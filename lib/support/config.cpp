@@ -1,0 +1,140 @@
+#include "support/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace adsm {
+
+const std::vector<ConfigVar> &config_variables() {
+    static const std::vector<ConfigVar> vars = {
+        {"ADSM_DEVICE", "sim|cpu", "accelerator back-end (cuda, levelzero and remote are reserved)"},
+        {"ADSM_PROTOCOL", "batch", "coherence protocol"},
+        {"ADSM_BLOCK_SIZE", "SIZE", "coherence block size, a multiple of the page size (default 256K)"},
+        {"ADSM_ROLLING_SIZE", "N", "dirty blocks the rolling protocol keeps before evicting (default 8)"},
+        {"ADSM_SIM_MEMORY", "SIZE", "memory of the simulated accelerator (default 16G)"},
+        {"ADSM_SIM_LINK_GBPS", "GB/s", "simulated link bandwidth; 0 copies at memory speed (default 0)"},
+        {"ADSM_SIM_LINK_LATENCY_US", "us", "simulated latency per transfer (default 0)"},
+        {"ADSM_SIM_WORKERS", "N", "threads that run kernels on sim and cpu (default: one per CPU)"},
+        {"ADSM_STATS", "0|1", "print the runtime's statistics at exit"},
+        {"ADSM_LOG", "error|warn|info|debug", "diagnostic verbosity (default warn)"},
+        {"ADSM_VA_BASE", "ADDRESS", "preferred start of the shared address window (default 0x300000000000)"},
+        {"ADSM_VA_SIZE", "SIZE", "size of the shared address window (default: 4x device memory, at least 64G)"},
+    };
+    return vars;
+}
+
+bool parse_uint(const char *text, uint64_t *out) {
+    if (!text || !*text || *text == '-' || *text == '+') return false;
+    errno = 0;
+    char *end = nullptr;
+    unsigned long long v = strtoull(text, &end, 0);
+    if (errno != 0 || end == text || *end != '\0') return false;
+    *out = v;
+    return true;
+}
+
+bool parse_size(const char *text, uint64_t *out) {
+    if (!text || !*text || *text == '-' || *text == '+') return false;
+    errno = 0;
+    char *end = nullptr;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text) return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; ++end; break;
+    case 'm': case 'M': shift = 20; ++end; break;
+    case 'g': case 'G': shift = 30; ++end; break;
+    case 't': case 'T': shift = 40; ++end; break;
+    default: return false;
+    }
+    if (*end == 'i' && shift) ++end;       // accept KiB-style suffixes
+    if ((*end == 'B' || *end == 'b') && shift) ++end;
+    if (*end != '\0') return false;
+    if (shift && v > (~0ull >> shift)) return false;
+    *out = static_cast<uint64_t>(v) << shift;
+    return true;
+}
+
+bool parse_number(const char *text, double *out) {
+    if (!text || !*text) return false;
+    errno = 0;
+    char *end = nullptr;
+    double v = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v) || v < 0) return false;
+    *out = v;
+    return true;
+}
+
+namespace {
+Status bad(const char *var, const char *value, const char *expected) {
+    return fail(adsmErrorInitialization, "%s='%s' is not valid: expected %s", var, value, expected);
+}
+}  // namespace
+
+Status parse_config(const EnvLookup &lookup, Config *out) {
+    Config c;
+    const long page = 4096;
+    if (const char *v = lookup("ADSM_DEVICE"); v && *v) c.device = v;
+    if (const char *v = lookup("ADSM_PROTOCOL"); v && *v) c.protocol = v;
+    if (const char *v = lookup("ADSM_BLOCK_SIZE"); v && *v) {
+        uint64_t s;
+        if (!parse_size(v, &s) || s == 0 || s % page != 0 || s > (1ull << 30))
+            return bad("ADSM_BLOCK_SIZE", v, "a multiple of 4K up to 1G, such as 64K or 1M");
+        c.block_size = s;
+    }
+    if (const char *v = lookup("ADSM_ROLLING_SIZE"); v && *v) {
+        uint64_t n;
+        if (!parse_uint(v, &n) || n == 0 || n > (1u << 20))
+            return bad("ADSM_ROLLING_SIZE", v, "a whole number from 1 to 1048576");
+        c.rolling_size = n;
+    }
+    if (const char *v = lookup("ADSM_SIM_MEMORY"); v && *v) {
+        uint64_t s;
+        if (!parse_size(v, &s) || s < (1u << 20) || s > (1ull << 42))
+            return bad("ADSM_SIM_MEMORY", v, "a size from 1M to 4T, such as 512M or 8G");
+        c.sim_memory = s;
+    }
+    if (const char *v = lookup("ADSM_SIM_LINK_GBPS"); v && *v) {
+        if (!parse_number(v, &c.link_gbps)) return bad("ADSM_SIM_LINK_GBPS", v, "a number of GB/s >= 0");
+    }
+    if (const char *v = lookup("ADSM_SIM_LINK_LATENCY_US"); v && *v) {
+        if (!parse_number(v, &c.link_latency_us) || c.link_latency_us > 1e7)
+            return bad("ADSM_SIM_LINK_LATENCY_US", v, "microseconds from 0 to 10000000");
+    }
+    if (const char *v = lookup("ADSM_SIM_WORKERS"); v && *v) {
+        uint64_t n;
+        if (!parse_uint(v, &n) || n == 0 || n > 1024) return bad("ADSM_SIM_WORKERS", v, "a whole number from 1 to 1024");
+        c.sim_workers = static_cast<unsigned>(n);
+    }
+    if (const char *v = lookup("ADSM_STATS"); v && *v) {
+        if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true")) c.stats = true;
+        else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")) c.stats = false;
+        else return bad("ADSM_STATS", v, "0 or 1");
+    }
+    if (const char *v = lookup("ADSM_LOG"); v && *v) {
+        if (!strcmp(v, "error")) c.log_level = LogLevel::error;
+        else if (!strcmp(v, "warn")) c.log_level = LogLevel::warn;
+        else if (!strcmp(v, "info")) c.log_level = LogLevel::info;
+        else if (!strcmp(v, "debug")) c.log_level = LogLevel::debug;
+        else return bad("ADSM_LOG", v, "error, warn, info or debug");
+    }
+    if (const char *v = lookup("ADSM_VA_BASE"); v && *v) {
+        uint64_t a;
+        if (!parse_uint(v, &a) || a % (1u << 21) != 0 || a < (1ull << 32) || a >= (1ull << 47))
+            return bad("ADSM_VA_BASE", v, "a 2M-aligned address between 4G and 128T, such as 0x300000000000");
+        c.va_base = a;
+    }
+    if (const char *v = lookup("ADSM_VA_SIZE"); v && *v) {
+        uint64_t s;
+        if (!parse_size(v, &s) || s < (64u << 20) || s > (1ull << 44) || s % (1u << 21) != 0)
+            return bad("ADSM_VA_SIZE", v, "a multiple of 2M from 64M to 16T");
+        c.va_size = s;
+    }
+    *out = c;
+    return adsmSuccess;
+}
+
+}  // namespace adsm

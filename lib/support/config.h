@@ -1,0 +1,50 @@
+// The runtime's settings, read once from ADSM_* environment variables.
+// Every value is validated; a bad one fails initialisation with a message
+// that names the variable, the value and what was expected.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/log.h"
+#include "support/status.h"
+
+namespace adsm {
+
+struct Config {
+    std::string device = "sim";         // ADSM_DEVICE
+    std::string protocol = "batch";     // ADSM_PROTOCOL
+    size_t block_size = 256 * 1024;     // ADSM_BLOCK_SIZE
+    size_t rolling_size = 8;            // ADSM_ROLLING_SIZE: dirty blocks kept before eviction
+    uint64_t sim_memory = 16ull << 30;  // ADSM_SIM_MEMORY: device capacity
+    double link_gbps = 0;               // ADSM_SIM_LINK_GBPS: 0 means memcpy speed
+    double link_latency_us = 0;         // ADSM_SIM_LINK_LATENCY_US
+    unsigned sim_workers = 0;           // ADSM_SIM_WORKERS: 0 means one per CPU
+    bool stats = false;                 // ADSM_STATS
+    LogLevel log_level = LogLevel::warn;  // ADSM_LOG
+    uintptr_t va_base = 0x300000000000ull;  // ADSM_VA_BASE: preferred start of the shared window
+    uint64_t va_size = 0;               // ADSM_VA_SIZE: 0 means derived from the device capacity
+};
+
+// One documented variable; the launcher's --help prints this table.
+struct ConfigVar {
+    const char *name;
+    const char *values;
+    const char *help;
+};
+const std::vector<ConfigVar> &config_variables();
+
+using EnvLookup = std::function<const char *(const char *)>;
+
+// Parses the variables through `lookup` (getenv in production).
+Status parse_config(const EnvLookup &lookup, Config *out);
+
+// Strict scalar parsers, exposed for the launcher and tests.
+bool parse_size(const char *text, uint64_t *out);      // 4096, 64K, 256M, 16G, 1T
+bool parse_number(const char *text, double *out);      // finite, >= 0
+bool parse_uint(const char *text, uint64_t *out);      // decimal or 0x hex
+
+}  // namespace adsm

@@ -1,0 +1,30 @@
+// integrated: the device works on the host's own pages, so there is never
+// anything to copy or to protect.  Chosen automatically for integrated
+// devices, whatever ADSM_PROTOCOL says.
+#include <sys/mman.h>
+
+#include "memory/address_space.h"
+#include "protocols/protocol.h"
+
+namespace adsm {
+namespace {
+
+class Integrated final : public Protocol {
+public:
+    explicit Integrated(const ProtocolEnv &env) : env_(env) {}
+    const char *name() const override { return "integrated"; }
+    Status on_alloc(Region &r) override { return env_.space->set_access(r.host, r.span, PROT_READ | PROT_WRITE); }
+    void on_free(Region &) override {}
+    Status release(Region *) override { return adsmSuccess; }
+    Status acquire(Region *) override { return adsmSuccess; }
+    Status host_access(Region &, size_t, size_t, bool) override { return adsmSuccess; }
+
+private:
+    ProtocolEnv env_;
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_integrated(const ProtocolEnv &env) { return std::make_unique<Integrated>(env); }
+
+}  // namespace adsm

@@ -1,0 +1,46 @@
+// The one list of coherence protocols.  Adding a protocol: write its file,
+// add its line here.
+#include <cstring>
+
+#include "backend/device.h"
+#include "protocols/protocol.h"
+
+namespace adsm {
+
+std::unique_ptr<Protocol> make_batch(const ProtocolEnv &env);
+std::unique_ptr<Protocol> make_integrated(const ProtocolEnv &env);
+
+namespace {
+struct Entry {
+    ProtocolInfo info;
+    std::unique_ptr<Protocol> (*make)(const ProtocolEnv &);
+};
+
+const Entry kEntries[] = {
+    {{"batch", "copy every object to the device at each call and back at each sync"}, make_batch},
+};
+}  // namespace
+
+const std::vector<ProtocolInfo> &protocols() {
+    static const std::vector<ProtocolInfo> list = [] {
+        std::vector<ProtocolInfo> v;
+        for (const Entry &e : kEntries) v.push_back(e.info);
+        return v;
+    }();
+    return list;
+}
+
+Status make_protocol(const std::string &name, const ProtocolEnv &env, std::unique_ptr<Protocol> *out) {
+    const Entry *found = nullptr;
+    std::string known;
+    for (const Entry &e : kEntries) {
+        if (name == e.info.name) found = &e;
+        known += known.empty() ? "" : ", ";
+        known += e.info.name;
+    }
+    if (!found) return fail(adsmErrorInitialization, "ADSM_PROTOCOL=%s is not a protocol: expected one of %s", name.c_str(), known.c_str());
+    *out = env.device->integrated() ? make_integrated(env) : found->make(env);
+    return adsmSuccess;
+}
+
+}  // namespace adsm

@@ -1,0 +1,67 @@
+// Each scenario runs in a fresh process (a death test that exits), because
+// the runtime reads its configuration once.
+#include <gtest/gtest.h>
+
+#include <adsm.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+// Starts the runtime with `var=value` and exits 0 if the first call fails
+// with `want` and a detail containing `needle` (and a second call fails the
+// same way); exits 1 otherwise.
+[[noreturn]] void expect_start_failure(const char *var, const char *value, adsmError_t want, const char *needle) {
+    setenv(var, value, 1);
+    void *p = adsmAlloc(100);
+    adsmError_t e = adsmGetLastError();
+    std::string d = adsmGetLastErrorDetail();
+    bool ok = p == nullptr && e == want && d.find(needle) != std::string::npos;
+    void *q = adsmAlloc(100);
+    ok = ok && q == nullptr && adsmGetLastError() == want;
+    ok = ok && adsmSync() == want && std::string(adsmGetLastErrorDetail()).find(needle) != std::string::npos;
+    if (!ok) fprintf(stderr, "got %s: %s\n", adsmGetErrorString(e), d.c_str());
+    exit(ok ? 0 : 1);
+}
+
+}  // namespace
+
+class ConfigEnvTest : public ::testing::Test {
+protected:
+    void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+TEST_F(ConfigEnvTest, ReservedDevicesSayWhatIsMissing) {
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "cuda", adsmErrorNoDevice, "CUDA"), testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "levelzero", adsmErrorNoDevice, "Level Zero"),
+                testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "remote", adsmErrorNoDevice, "libfabric"),
+                testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "tpu", adsmErrorNoDevice, "sim or cpu"), testing::ExitedWithCode(0),
+                "");
+}
+
+TEST_F(ConfigEnvTest, UnknownProtocolListsTheKnownOnes) {
+    EXPECT_EXIT(expect_start_failure("ADSM_PROTOCOL", "magic", adsmErrorInitialization, "batch"),
+                testing::ExitedWithCode(0), "");
+}
+
+TEST_F(ConfigEnvTest, BadValuesStopTheRuntimeNotTheProgram) {
+    EXPECT_EXIT(expect_start_failure("ADSM_BLOCK_SIZE", "3", adsmErrorInitialization, "ADSM_BLOCK_SIZE"),
+                testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(expect_start_failure("ADSM_SIM_MEMORY", "lots", adsmErrorInitialization, "ADSM_SIM_MEMORY"),
+                testing::ExitedWithCode(0), "");
+}
+
+TEST_F(ConfigEnvTest, StatsArePrintedAtExit) {
+    EXPECT_EXIT(
+        {
+            setenv("ADSM_STATS", "1", 1);
+            void *p = adsmAlloc(1000);
+            adsmFree(p);
+            exit(p ? 0 : 1);
+        },
+        testing::ExitedWithCode(0), "adsm statistics \\(device sim, protocol batch\\)(.|\n)*allocations +1");
+}

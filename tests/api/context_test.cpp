@@ -1,0 +1,79 @@
+#include <thread>
+
+#include "test_kernels.h"
+
+using namespace adsm_test;
+
+TEST(ContextTest, EachThreadHasItsOwn) {
+    adsmContext_t mine = adsmGetContext();
+    ASSERT_NE(mine, nullptr);
+    EXPECT_EQ(adsmGetContext(), mine);
+    adsmContext_t other = nullptr;
+    std::thread([&] { other = adsmGetContext(); }).join();
+    EXPECT_NE(other, nullptr);
+    EXPECT_NE(other, mine);
+}
+
+TEST(ContextTest, ThreadsShareAContextByBindingToIt) {
+    adsm::kernel<increment> inc("context.increment");
+    const size_t n = 10000;
+    adsm::shared_array<uint32_t> v(n);
+    for (auto &x : v) x = 5;
+    adsmContext_t owner = adsmGetContext();
+    // A worker launches on the main thread's objects: it binds to the
+    // context that owns them, so its call releases them.
+    std::thread([&] {
+        adsm::context_scope scope(owner);
+        inc(adsm::blocks_for(n, 256), 256, v.data(), n);
+        adsm::sync();
+    }).join();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 6u);
+    // The worker's sync acquired the objects: the owner can free them.
+    EXPECT_NO_THROW(v.free());
+}
+
+TEST(ContextTest, StaleAndMadeUpHandlesAreRefused) {
+    adsmContext_t gone = nullptr;
+    std::thread([&] { gone = adsmGetContext(); }).join();
+    // The thread owned no memory, so its context ended with it.
+    EXPECT_EQ(adsmSetContext(gone), adsmErrorInvalidContext);
+    EXPECT_EQ(adsmSetContext(reinterpret_cast<adsmContext_t>(uintptr_t(0xdead0000beef))), adsmErrorInvalidContext);
+    adsmContext_t before = adsmGetContext();
+    EXPECT_EQ(adsmGetContext(), before) << "a refused bind changes nothing";
+}
+
+TEST(ContextTest, AContextOutlivesItsThreadWhileItOwnsMemory) {
+    adsmContext_t ctx = nullptr;
+    uint32_t *v = nullptr;
+    std::thread([&] {
+        ctx = adsmGetContext();
+        v = static_cast<uint32_t *>(adsmAlloc(64 * sizeof(uint32_t)));
+        for (int i = 0; i < 64; ++i) v[i] = 1;
+    }).join();
+    ASSERT_NE(v, nullptr);
+    adsmContext_t mine = adsmGetContext();
+    ASSERT_EQ(adsmSetContext(ctx), adsmSuccess) << detail();
+    adsm::kernel<increment> inc("context.increment");
+    inc(1, 64, v, size_t(64));
+    adsm::sync();
+    EXPECT_EQ(v[63], 2u);
+    EXPECT_EQ(adsmFree(v), adsmSuccess);
+    EXPECT_EQ(adsmSetContext(mine), adsmSuccess);
+    // Its last region gone and no thread bound: the context is over.
+    EXPECT_EQ(adsmSetContext(ctx), adsmErrorInvalidContext);
+}
+
+TEST(ContextTest, NullReturnsToTheThreadsOwnContext) {
+    adsmContext_t own = adsmGetContext();
+    adsmContext_t other = nullptr;
+    void *held = nullptr;
+    std::thread([&] {
+        other = adsmGetContext();
+        held = adsmAlloc(10);  // keeps `other` alive after its thread
+    }).join();
+    ASSERT_EQ(adsmSetContext(other), adsmSuccess);
+    EXPECT_EQ(adsmGetContext(), other);
+    ASSERT_EQ(adsmSetContext(nullptr), adsmSuccess);
+    EXPECT_EQ(adsmGetContext(), own);
+    EXPECT_EQ(adsmFree(held), adsmSuccess);
+}

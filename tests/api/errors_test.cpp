@@ -1,0 +1,187 @@
+#include <array>
+#include <cstdlib>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "test_kernels.h"
+
+using namespace adsm_test;
+
+namespace {
+void crash(const adsm::thread_index &t, uint32_t *marker) {
+    marker[t.threadIdx.x] = 1;
+    if (t.threadIdx.x == 5) *static_cast<volatile int *>(nullptr) = 42;
+}
+
+void fill_pattern(uint8_t *p, size_t n, uint8_t seed) {
+    for (size_t i = 0; i < n; ++i) p[i] = uint8_t(seed + i * 13);
+}
+bool has_pattern(const uint8_t *p, size_t n, uint8_t seed) {
+    for (size_t i = 0; i < n; ++i)
+        if (p[i] != uint8_t(seed + i * 13)) return false;
+    return true;
+}
+}  // namespace
+
+TEST(ErrorsTest, FreeNullDoesNothing) {
+    EXPECT_EQ(adsmFree(nullptr), adsmSuccess);
+    EXPECT_EQ(adsmDeviceFree(nullptr), adsmSuccess);
+}
+
+TEST(ErrorsTest, BadFreesAreRefusedAndCorruptNothing) {
+    const size_t n = 12345;
+    auto *a = static_cast<uint8_t *>(adsmAlloc(n));
+    auto *b = static_cast<uint8_t *>(adsmAlloc(n));
+    ASSERT_TRUE(a && b);
+    fill_pattern(a, n, 1);
+    fill_pattern(b, n, 2);
+
+    int on_stack = 0;
+    void *heap = malloc(64);
+    EXPECT_EQ(adsmFree(&on_stack), adsmErrorInvalidPointer);
+    EXPECT_NE(detail().find("not shared memory"), std::string::npos) << detail();
+    EXPECT_EQ(adsmFree(heap), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmFree(reinterpret_cast<void *>(0x10)), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmFree(a + 100), adsmErrorInvalidPointer);
+    EXPECT_NE(detail().find("100 bytes into"), std::string::npos) << detail();
+    EXPECT_EQ(adsmFree(a + n + 10), adsmErrorInvalidPointer) << "past the end, still inside the page";
+    free(heap);
+
+    EXPECT_EQ(adsmFree(b), adsmSuccess);
+    EXPECT_EQ(adsmFree(b), adsmErrorInvalidPointer);
+    EXPECT_NE(detail().find("already freed"), std::string::npos) << detail();
+
+    EXPECT_TRUE(has_pattern(a, n, 1)) << "a refused free must not touch live data";
+    EXPECT_EQ(adsmGetSize(a), n);
+    EXPECT_EQ(adsmFree(a), adsmSuccess);
+}
+
+TEST(ErrorsTest, ZeroAndOverflowingSizes) {
+    EXPECT_EQ(adsmAlloc(0), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmAlloc(SIZE_MAX), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorSizeOverflow);
+    EXPECT_EQ(adsmAlloc(SIZE_MAX - 100), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorSizeOverflow);
+    EXPECT_EQ(adsmCalloc(SIZE_MAX / 2, 3), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorSizeOverflow);
+    EXPECT_EQ(adsmAlloc(size_t(1) << 50), nullptr) << "larger than the whole window";
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    EXPECT_EQ(adsmSafeAlloc(0), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
+    void *d = reinterpret_cast<void *>(1);
+    EXPECT_EQ(adsmDeviceAlloc(&d, 0), adsmErrorInvalidValue);
+    EXPECT_EQ(d, nullptr);
+    EXPECT_EQ(adsmDeviceAlloc(nullptr, 10), adsmErrorInvalidValue);
+}
+
+TEST(ErrorsTest, ExhaustedDeviceMemoryLeavesNothingBehind) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    const uint64_t used_before = info.memory_used;
+    const size_t chunk = size_t(info.memory_bytes / 6) & ~size_t(4095);
+    std::vector<void *> held;
+    adsmError_t last = adsmSuccess;
+    for (int i = 0; i < 20; ++i) {
+        adsmGetDeviceInfo(&info);
+        uint64_t used = info.memory_used;
+        void *p = adsmAlloc(chunk);
+        if (!p) {
+            EXPECT_NE(detail().find("exhausted"), std::string::npos) << detail();
+            last = adsmGetLastError();
+            adsmGetDeviceInfo(&info);
+            EXPECT_EQ(info.memory_used, used) << "a failed allocation must not keep device memory";
+            break;
+        }
+        held.push_back(p);
+    }
+    EXPECT_EQ(last, adsmErrorMemoryAllocation);
+    EXPECT_GE(held.size(), 4u);
+    EXPECT_LE(held.size(), 6u);
+    // Safe and device allocations hit the same wall.
+    EXPECT_EQ(adsmSafeAlloc(chunk), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    void *d;
+    EXPECT_EQ(adsmDeviceAlloc(&d, chunk), adsmErrorMemoryAllocation);
+    for (void *p : held) EXPECT_EQ(adsmFree(p), adsmSuccess);
+    adsmGetDeviceInfo(&info);
+    EXPECT_EQ(info.memory_used, used_before);
+    void *again = adsmAlloc(chunk);
+    EXPECT_NE(again, nullptr) << "memory is usable again after the frees";
+    adsmFree(again);
+}
+
+TEST(ErrorsTest, KernelCrashIsReportedAtSyncAndTheProgramGoesOn) {
+    adsm::kernel<crash> k("errors.crash");
+    adsm::kernel<increment> inc("errors.increment");
+    adsm::shared_array<uint32_t> marker(32);
+    for (auto &m : marker) m = 0;
+    ASSERT_EQ(adsmCall(k.handle(), {1, 1, 1}, {32, 1, 1}, std::array<void *, 1>{&marker}.data()), adsmSuccess)
+        << "the launch itself is fine; the fault is asynchronous";
+    adsmError_t e = adsmSync();
+    EXPECT_EQ(e, adsmErrorLaunchFailure);
+    std::string d = detail();
+    EXPECT_NE(d.find("errors.crash"), std::string::npos) << d;
+    EXPECT_NE(d.find("SIGSEGV"), std::string::npos) << d;
+    EXPECT_NE(d.find("thread (5,0,0)"), std::string::npos) << d;
+    // The error was reported once; the device keeps working.
+    EXPECT_EQ(adsmSync(), adsmSuccess);
+    for (auto &m : marker) m = 7;
+    inc(1, 32, marker.data(), size_t(32));
+    adsm::sync();
+    for (auto m : marker) EXPECT_EQ(m, 8u);
+}
+
+TEST(ErrorsTest, FreeWhileAKernelMayUseItIsBusy) {
+    adsm::kernel<increment> inc("errors.increment");
+    auto *v = static_cast<uint32_t *>(adsmAlloc(4096));
+    ASSERT_NE(v, nullptr);
+    v[0] = 1;
+    inc(1, 1, v, size_t(1));
+    EXPECT_EQ(adsmFree(v), adsmErrorBusy);
+    EXPECT_NE(detail().find("adsmSync"), std::string::npos);
+    EXPECT_EQ(adsmMemset(v, 0, 16), adsmErrorBusy);
+    // An object allocated after the call is not the kernel's.
+    void *fresh = adsmAlloc(100);
+    EXPECT_EQ(adsmFree(fresh), adsmSuccess);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    EXPECT_EQ(v[0], 2u);
+    EXPECT_EQ(adsmFree(v), adsmSuccess);
+}
+
+TEST(ErrorsTest, MemsetAndMemcpyCheckTheirRanges) {
+    auto *v = static_cast<uint8_t *>(adsmAlloc(1000));
+    char local[64];
+    EXPECT_EQ(adsmMemset(v, 1, 1000), adsmSuccess);
+    EXPECT_EQ(adsmMemset(v + 10, 1, 991), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmMemset(local, 1, 10), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmMemset(nullptr, 1, 10), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmMemset(v, 1, 0), adsmSuccess);
+    EXPECT_EQ(adsmMemcpy(local, local + 32, 16), adsmErrorInvalidValue) << "neither side is shared";
+    EXPECT_EQ(adsmMemcpy(v + 990, local, 20), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmMemcpy(nullptr, v, 20), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmFree(v), adsmSuccess);
+    EXPECT_EQ(adsmMemset(v, 1, 10), adsmErrorInvalidPointer) << "freed memory";
+}
+
+TEST(ErrorsTest, ErrorStringsAreDistinct) {
+    std::set<std::string> seen;
+    for (int e = 0; e <= adsmErrorInvalidContext; ++e) {
+        std::string s = adsmGetErrorString(static_cast<adsmError_t>(e));
+        EXPECT_FALSE(s.empty());
+        EXPECT_TRUE(seen.insert(s).second) << s;
+    }
+    EXPECT_STREQ(adsmGetErrorString(static_cast<adsmError_t>(999)), "unknown error");
+}
+
+TEST(ErrorsTest, LastErrorIsPerThreadAndResets) {
+    EXPECT_EQ(adsmAlloc(0), nullptr);
+    EXPECT_EQ(adsmPeekAtLastError(), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmPeekAtLastError(), adsmErrorInvalidValue);
+    std::thread([] { EXPECT_EQ(adsmPeekAtLastError(), adsmSuccess); }).join();
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmGetLastError(), adsmSuccess);
+    EXPECT_STREQ(adsmGetLastErrorDetail(), "size is zero") << "the message outlives the reset";
+    std::thread([] { EXPECT_STREQ(adsmGetLastErrorDetail(), ""); }).join();
+}

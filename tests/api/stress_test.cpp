@@ -1,0 +1,54 @@
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "test_kernels.h"
+
+using namespace adsm_test;
+
+TEST(StressTest, HundredThousandAllocFreeCycles) {
+    std::mt19937 rng(1);
+    std::vector<void *> pool(64, nullptr);
+    for (int i = 0; i < 100000; ++i) {
+        size_t k = rng() % pool.size();
+        if (pool[k]) {
+            ASSERT_EQ(adsmFree(pool[k]), adsmSuccess) << i;
+            pool[k] = nullptr;
+        }
+        size_t n = (rng() % 4 == 0) ? 1 + rng() % (1 << 20) : 1 + rng() % 8192;
+        pool[k] = adsmAlloc(n);
+        ASSERT_NE(pool[k], nullptr) << i << ": " << detail();
+        static_cast<volatile char *>(pool[k])[n - 1] = 1;
+    }
+    for (void *p : pool) {
+        if (p) {
+            ASSERT_EQ(adsmFree(p), adsmSuccess);
+        }
+    }
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+}
+
+TEST(StressTest, AMillionLiveRegions) {
+    const size_t n = 1000000;
+    std::vector<char *> regions(n);
+    for (size_t i = 0; i < n; ++i) {
+        regions[i] = static_cast<char *>(adsmAlloc(64));
+        ASSERT_NE(regions[i], nullptr) << i << ": " << detail();
+    }
+    // Any interior address finds its region, in constant time.
+    std::mt19937_64 rng(3);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int probe = 0; probe < 200000; ++probe) {
+        size_t i = rng() % n;
+        char *inner = regions[i] + rng() % 64;
+        ASSERT_EQ(adsmSafe(inner), inner);
+        ASSERT_EQ(adsmGetSize(regions[i]), 64u);
+    }
+    auto per_lookup = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / 200000;
+    RecordProperty("ns_per_lookup_pair", std::to_string(per_lookup));
+    // Write a few and run a kernel over some of them.
+    for (size_t i = 0; i < n; i += 9973) regions[i][0] = 'x';
+    for (size_t i = 0; i < n; i += 9973) ASSERT_EQ(regions[i][0], 'x');
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(adsmFree(regions[i]), adsmSuccess) << i;
+}
