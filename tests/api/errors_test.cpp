@@ -11,7 +11,10 @@ using namespace adsm_test;
 namespace {
 void crash(const adsm::thread_index &t, uint32_t *marker) {
     marker[t.threadIdx.x] = 1;
-    if (t.threadIdx.x == 5) *static_cast<volatile int *>(nullptr) = 42;
+    if (t.threadIdx.x == 5) {
+        volatile int *volatile bad = reinterpret_cast<int *>(uintptr_t(16));
+        *bad = 42;
+    }
 }
 
 void fill_pattern(uint8_t *p, size_t n, uint8_t seed) {

@@ -27,8 +27,8 @@ int main(void) {
     float factor = 2.0f;
     void *args[] = {&v, &factor, &n};
     adsmDim3 grid = {(n + 255) / 256, 1, 1}, block = {256, 1, 1};
-    adsmCall(k, grid, block, args); /* releases v to the device, launches */
-    adsmError_t err = adsmSync();   /* waits, acquires v back */
+    adsmError_t err = adsmCall(k, grid, block, args); /* releases v to the device, launches */
+    if (err == adsmSuccess) err = adsmSync();          /* waits, acquires v back */
     if (err != adsmSuccess) {
         fprintf(stderr, "kernel failed: %s (%s)\n", adsmGetErrorString(err), adsmGetLastErrorDetail());
         return 1;

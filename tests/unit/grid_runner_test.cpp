@@ -29,10 +29,14 @@ void count_kernel(const adsmThreadIdx *t, void **args) {
 }
 
 void crash_kernel(const adsmThreadIdx *t, void **) {
-    if (t->blockIdx.x == 3 && t->threadIdx.x == 7) *static_cast<volatile int *>(nullptr) = 1;
+    if (t->blockIdx.x == 3 && t->threadIdx.x == 7) {
+        volatile int *volatile bad = reinterpret_cast<int *>(uintptr_t(16));
+        *bad = 1;
+    }
 }
 
-void divide_kernel(const adsmThreadIdx *t, void **args) {
+// The division by zero is the point: keep UBSan from stopping it first.
+__attribute__((no_sanitize("undefined"))) void divide_kernel(const adsmThreadIdx *t, void **args) {
     volatile int zero = *static_cast<int *>(args[0]);
     volatile int r = int(t->threadIdx.x) / zero;
     (void)r;
@@ -61,7 +65,7 @@ TEST(GridRunnerTest, AFaultIsCaughtAndLocated) {
     FaultInfo f;
     EXPECT_FALSE(runner.run(crash_kernel, {8, 1, 1}, {16, 1, 1}, nullptr, &f));
     EXPECT_EQ(f.signo, SIGSEGV);
-    EXPECT_EQ(f.addr, 0u);
+    EXPECT_EQ(f.addr, 16u);
     EXPECT_EQ(f.block.x, 3u);
     EXPECT_EQ(f.thread.x, 7u);
     // The runner keeps working after a fault.

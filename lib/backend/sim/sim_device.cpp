@@ -13,15 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "backend/code_location.h"
+#include "backend/sim/server_env.h"
 #include "os/clock.h"
 #include "os/futex.h"
 #include "os/spawn.h"
 #include "os/vm.h"
 #include "support/log.h"
 #include "support/stats.h"
-
-extern char **environ;
 
 namespace adsm {
 namespace {
@@ -158,29 +156,8 @@ Status SimDevice::start_server() {
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return fail(adsmErrorNoDevice, "sim: socketpair failed: %s", strerror(errno));
 
-    // The device is this very program started again in device mode; our
-    // library must be loaded there even if the host loaded it with dlopen.
-    std::vector<std::string> env;
-    std::string preload;
-    CodeLocation self;
-    std::string err;
-    if (locate_code(reinterpret_cast<const void *>(&create_device), &self, &err) && !self.module_path.empty())
-        preload = self.module_path;
-    for (char **e = environ; e && *e; ++e) {
-        if (!strncmp(*e, "ADSM_SIM_SERVER=", 16)) continue;
-        if (!strncmp(*e, "LD_PRELOAD=", 11)) {
-            std::string cur = *e + 11;
-            if (!preload.empty() && cur.find(preload) == std::string::npos) cur = preload + ":" + cur;
-            preload.clear();
-            env.push_back("LD_PRELOAD=" + cur);
-            continue;
-        }
-        env.emplace_back(*e);
-    }
-    if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
-    char spec[96];
-    snprintf(spec, sizeof spec, "ADSM_SIM_SERVER=%d,%d,%d", sv[1], channel_fd_, dev_fd_);
-    env.emplace_back(spec);
+    // The device is this very program started again in device mode.
+    std::vector<std::string> env = server_environment(sv[1], channel_fd_, dev_fd_);
     std::vector<char *> envp;
     for (auto &s : env) envp.push_back(s.data());
     envp.push_back(nullptr);

@@ -1,0 +1,27 @@
+# Shared by the scripts: install what is missing, configure and build.
+# Sourced, not run.
+
+ADSM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ADSM_PACKAGES=(g++ cmake make pkg-config libgtest-dev libgmock-dev)
+
+# Installs the Debian packages that are not installed yet (none: no apt-get at all).
+adsm_install_deps() {
+    local missing=()
+    for p in "${ADSM_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "adsm: installing ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# adsm_build DIR [cmake options...]
+adsm_build() {
+    local dir=$1
+    shift
+    cmake -S "$ADSM_ROOT" -B "$dir" "$@" >/dev/null
+    cmake --build "$dir" -j "$(nproc)"
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The program shown in README.md is the one the tests build and run.
+set -euo pipefail
+src=$1
+shown=$(awk '/^```c$/{grab=1; next} /^```$/{if (grab) exit} grab' "$src/README.md")
+if ! diff <(printf '%s\n' "$shown") "$src/tests/examples/readme_example.c"; then
+    echo "README.md's program differs from tests/examples/readme_example.c" >&2
+    exit 1
+fi
+echo "README program matches"
