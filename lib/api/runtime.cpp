@@ -22,6 +22,7 @@ std::string *g_failure = nullptr;
 void print_stats() {
     Runtime *rt = g_runtime.load();
     if (!rt) return;
+    fflush(stdout);  // the program's own output first, even through a pipe
     stats().print(stderr, rt->device->name(), rt->protocol->name());
 }
 
