@@ -6,6 +6,7 @@
 
 #include "backend/device.h"
 #include "memory/address_space.h"
+#include "memory/context.h"
 #include "protocols/protocol.h"
 
 namespace adsm {
@@ -16,15 +17,15 @@ public:
     explicit Batch(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "batch"; }
 
-    Status on_alloc(Region &r) override {
+    Status on_alloc(Region &r, bool) override {
         r.on_device = false;
         return env_.space->set_access(r.host, r.span, PROT_READ | PROT_WRITE);
     }
 
     void on_free(Region &) override {}
 
-    Status release(Region *list) override {
-        for (Region *r = list; r; r = r->next) {
+    Status release(Context &c) override {
+        for (Region *r = c.regions; r; r = r->next) {
             if (r->on_device) continue;
             if (Status s = env_.device->copy_to_device(r->dev, r->alias, r->size); s != adsmSuccess) return s;
             r->on_device = true;
@@ -32,8 +33,8 @@ public:
         return adsmSuccess;
     }
 
-    Status acquire(Region *list) override {
-        for (Region *r = list; r; r = r->next) {
+    Status acquire(Context &c) override {
+        for (Region *r = c.regions; r; r = r->next) {
             if (!r->on_device) continue;
             if (Status s = env_.device->copy_to_host(r->alias, r->dev, r->size); s != adsmSuccess) return s;
             r->on_device = false;
@@ -43,6 +44,11 @@ public:
 
     // Between a sync and the next call the host copy is the only current one.
     Status host_access(Region &, size_t, size_t, bool) override { return adsmSuccess; }
+
+    void snapshot(const Region &r, uint8_t *dst) override {
+        if (r.on_device) env_.device->copy_to_host(dst, r.dev, r.size);
+        else Protocol::snapshot(r, dst);
+    }
 
 private:
     ProtocolEnv env_;

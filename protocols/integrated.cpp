@@ -13,10 +13,10 @@ class Integrated final : public Protocol {
 public:
     explicit Integrated(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "integrated"; }
-    Status on_alloc(Region &r) override { return env_.space->set_access(r.host, r.span, PROT_READ | PROT_WRITE); }
+    Status on_alloc(Region &r, bool) override { return env_.space->set_access(r.host, r.span, PROT_READ | PROT_WRITE); }
     void on_free(Region &) override {}
-    Status release(Region *) override { return adsmSuccess; }
-    Status acquire(Region *) override { return adsmSuccess; }
+    Status release(Context &) override { return adsmSuccess; }
+    Status acquire(Context &) override { return adsmSuccess; }
     Status host_access(Region &, size_t, size_t, bool) override { return adsmSuccess; }
 
 private:

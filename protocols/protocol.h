@@ -1,12 +1,14 @@
 // A coherence protocol decides when shared data moves between the host
 // mirror and device memory, and what the CPU may touch in between.  The
 // memory manager calls it at the two moments the ADSM model defines
-// (release at adsmCall, acquire at adsmSync) and whenever the runtime itself
-// touches shared data on the program's behalf.
+// (release at adsmCall, acquire at adsmSync), when the runtime itself
+// touches shared data for the program, and from the fault handler when the
+// CPU touches a block it may not touch yet.
 //
-// A protocol works on one context's regions at a time, always under that
-// context's lock.  Each protocol is one class in its own file, registered by
-// one line in registry.cpp.
+// release, acquire and host_access run with the owning context's lock held;
+// on_fault runs in a signal handler and must stay async-signal-safe.  Each
+// protocol is one class in its own file, registered by one line in
+// registry.cpp.
 #pragma once
 
 #include <memory>
@@ -21,39 +23,60 @@ namespace adsm {
 
 class Device;
 class AddressSpace;
+struct Context;
+namespace os {
+class UffdTracker;
+}
 
 struct ProtocolEnv {
     Device *device;
     AddressSpace *space;
     const Config *config;
+    os::UffdTracker *tracker;  // fault-free write tracking, or nullptr: write faults
 };
 
 class Protocol {
 public:
     virtual ~Protocol() = default;
     virtual const char *name() const = 0;
+    // Whether CPU accesses can fault (the runtime then installs its handler).
+    virtual bool uses_faults() const { return false; }
 
-    // A new region whose host copy is current; sets its access and state.
-    virtual Status on_alloc(Region &r) = 0;
-    // The region is about to disappear.
+    virtual void context_created(Context &) {}
+    virtual void context_destroyed(Context &) {}
+
+    // A new region whose host copy is current (zeroed: and all zeros);
+    // sets its block table, access and state.
+    virtual Status on_alloc(Region &r, bool zeroed) = 0;
+    // The region is about to disappear; no copy may touch it afterwards.
     virtual void on_free(Region &r) = 0;
 
-    // adsmCall: make the device copy of every region in the list (linked by
-    // Region::next) current for the kernel.
-    virtual Status release(Region *regions) = 0;
-    // adsmSync: the context's kernels are done; hand the regions back to the CPU.
-    virtual Status acquire(Region *regions) = 0;
+    // adsmCall: make the device copy of every region of the context current.
+    virtual Status release(Context &c) = 0;
+    // adsmSync: the context's kernels are done; hand its regions back to the CPU.
+    virtual Status acquire(Context &c) = 0;
 
     // The runtime is about to read (write=false) or write [off, off+len) of
-    // r's host copy through the alias view; make that copy current first.
+    // r's host copy through the alias view; make that copy current first
+    // and remember a write.
     virtual Status host_access(Region &r, size_t off, size_t len, bool write) = 0;
+
+    // The CPU faulted at addr inside r's host range.  Returns true when the
+    // access may be retried.  Async-signal-safe.
+    virtual bool on_fault(Region &, uintptr_t, bool) { return false; }
+
+    // Writes the region's current contents to dst (a fork child keeps them).
+    virtual void snapshot(const Region &r, uint8_t *dst);
 };
 
 struct ProtocolInfo {
     const char *name;
     const char *summary;
+    bool tracks_writes;  // uses ProtocolEnv::tracker when there is one
 };
 const std::vector<ProtocolInfo> &protocols();
+// nullptr if there is no such protocol.
+const ProtocolInfo *find_protocol(const std::string &name);
 
 // Builds the protocol `name`; an integrated device always gets the protocol
 // that never copies, whatever was asked.

@@ -8,6 +8,9 @@
 namespace adsm {
 
 std::unique_ptr<Protocol> make_batch(const ProtocolEnv &env);
+std::unique_ptr<Protocol> make_lazy(const ProtocolEnv &env);
+std::unique_ptr<Protocol> make_rolling(const ProtocolEnv &env);
+std::unique_ptr<Protocol> make_delta(const ProtocolEnv &env);
 std::unique_ptr<Protocol> make_integrated(const ProtocolEnv &env);
 
 namespace {
@@ -17,7 +20,11 @@ struct Entry {
 };
 
 const Entry kEntries[] = {
-    {{"batch", "copy every object to the device at each call and back at each sync"}, make_batch},
+    {{"batch", "copy every object to the device at each call and back at each sync", false}, make_batch},
+    {{"lazy", "copy written objects at a call; fetch an object when the CPU first touches it after a sync", true},
+     make_lazy},
+    {{"rolling", "lazy per block, and send the oldest dirty blocks ahead in the background", true}, make_rolling},
+    {{"delta", "send only written pages; fetch ahead what the CPU read after earlier syncs", true}, make_delta},
 };
 }  // namespace
 
@@ -28,6 +35,12 @@ const std::vector<ProtocolInfo> &protocols() {
         return v;
     }();
     return list;
+}
+
+const ProtocolInfo *find_protocol(const std::string &name) {
+    for (const Entry &e : kEntries)
+        if (name == e.info.name) return &e.info;
+    return nullptr;
 }
 
 Status make_protocol(const std::string &name, const ProtocolEnv &env, std::unique_ptr<Protocol> *out) {

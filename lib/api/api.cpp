@@ -248,6 +248,7 @@ adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info) {
     info->memory_used = rt->device->used();
     snprintf(info->protocol, sizeof info->protocol, "%s", rt->protocol->name());
     info->block_size = rt->config.block_size;
+    snprintf(info->dirty_tracking, sizeof info->dirty_tracking, "%s", dirty_tracking_name(*rt));
     return adsmSuccess;
 }
 

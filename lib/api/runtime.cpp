@@ -6,7 +6,10 @@
 #include <mutex>
 #include <string>
 
+#include <pthread.h>
+
 #include "backend/device_process.h"
+#include "memory/fault_engine.h"
 #include "os/vm.h"
 #include "support/log.h"
 #include "support/stats.h"
@@ -19,11 +22,46 @@ std::atomic<Runtime *> g_runtime{nullptr};
 Status g_status = adsmErrorInitialization;
 std::string *g_failure = nullptr;
 
+std::atomic<bool> g_forked{false};
+
 void print_stats() {
     Runtime *rt = g_runtime.load();
-    if (!rt) return;
+    if (!rt || g_forked.load()) return;
     fflush(stdout);  // the program's own output first, even through a pipe
     stats().print(stderr, rt->device->name(), rt->protocol->name());
+}
+
+void fork_child() {
+    Runtime *rt = g_runtime.load();
+    if (!rt) return;
+    g_forked.store(true);
+    rt->manager->become_fork_child();
+}
+
+// Which tracker the configuration asks for, given what the kernel offers.
+Status choose_tracker(Runtime &rt) {
+    const ProtocolInfo *info = find_protocol(rt.config.protocol);
+    if (!info || !info->tracks_writes || rt.device->integrated()) return adsmSuccess;
+    const std::string &want = rt.config.dirty_tracking;
+    if (want == "mprotect") return adsmSuccess;
+    const char *why = "";
+    if (!os::UffdTracker::available(&why)) {
+        if (want == "uffd") return fail(adsmErrorInitialization, "ADSM_DIRTY_TRACKING=uffd: %s", why);
+        ADSM_LOG(info, "write tracking by protection faults: %s", why);
+        return adsmSuccess;
+    }
+    auto t = std::make_unique<os::UffdTracker>();
+    if (Status s = t->init(rt.space.base(), rt.space.size()); s != adsmSuccess) {
+        if (want == "uffd") return s;
+        ADSM_LOG(info, "write tracking by protection faults: %s", last_detail());
+        return adsmSuccess;
+    }
+    rt.tracker = std::move(t);
+    return adsmSuccess;
+}
+
+RacePolicy race_policy(const std::string &s) {
+    return s == "warn" ? RacePolicy::warn : s == "abort" ? RacePolicy::abort : RacePolicy::sync;
 }
 
 Status start(Runtime **out) {
@@ -42,18 +80,31 @@ Status start(Runtime **out) {
     if (Status s = rt->table.init(rt->space.base(), rt->space.size()); s != adsmSuccess) return s;
     if (Status s = rt->device->attach_window(rt->space.base(), rt->space.size(), rt->space.host_fd()); s != adsmSuccess)
         return s;
-    ProtocolEnv env{rt->device.get(), &rt->space, &rt->config};
+    if (Status s = choose_tracker(*rt); s != adsmSuccess) return s;
+    ProtocolEnv env{rt->device.get(), &rt->space, &rt->config, rt->tracker.get()};
     if (Status s = make_protocol(rt->config.protocol, env, &rt->protocol); s != adsmSuccess) return s;
     rt->manager = std::make_unique<Manager>(rt->config, rt->space, rt->table, *rt->device, *rt->protocol);
+    if (rt->protocol->uses_faults()) {
+        if (Status s = install_fault_engine(&rt->table, rt->protocol.get(), rt->manager.get(),
+                                            race_policy(rt->config.on_race));
+            s != adsmSuccess)
+            return s;
+    }
+    pthread_atfork(nullptr, nullptr, fork_child);
 
-    ADSM_LOG(info, "runtime started: device %s, protocol %s, window %p + %llu bytes", rt->device->name(),
-             rt->protocol->name(), reinterpret_cast<void *>(rt->space.base()),
+    ADSM_LOG(info, "runtime started: device %s, protocol %s, dirty tracking %s, window %p + %llu bytes",
+             rt->device->name(), rt->protocol->name(), dirty_tracking_name(*rt), reinterpret_cast<void *>(rt->space.base()),
              static_cast<unsigned long long>(rt->space.size()));
     *out = rt.release();
     return adsmSuccess;
 }
 
 }  // namespace
+
+const char *dirty_tracking_name(const Runtime &rt) {
+    if (!rt.protocol->uses_faults()) return "-";
+    return rt.tracker ? "uffd" : "mprotect";
+}
 
 uint64_t default_window_size(uint64_t capacity) {
     const uint64_t min = 64ull << 30, max = 16ull << 40, align = 2ull << 20;
@@ -63,6 +114,10 @@ uint64_t default_window_size(uint64_t capacity) {
 }
 
 Status runtime(Runtime **out) {
+    if (g_forked.load(std::memory_order_relaxed))
+        return fail(adsmErrorNotSupported,
+                    "adsm is not available in a process forked from one that used it; its shared memory is ordinary "
+                    "memory here (exec a program to use adsm again)");
     if (Runtime *rt = g_runtime.load(std::memory_order_acquire)) {
         *out = rt;
         return adsmSuccess;

@@ -9,6 +9,7 @@
 #include "memory/address_space.h"
 #include "memory/manager.h"
 #include "memory/region_table.h"
+#include "os/uffd.h"
 #include "protocols/protocol.h"
 #include "support/config.h"
 
@@ -19,14 +20,19 @@ struct Runtime {
     std::unique_ptr<Device> device;
     AddressSpace space;
     RegionTable table;
+    std::unique_ptr<os::UffdTracker> tracker;  // when writes are tracked without faults
     std::unique_ptr<Protocol> protocol;
     std::unique_ptr<Manager> manager;
     KernelRegistry kernels;
 };
 
 // The runtime, starting it if needed.  A failed start is remembered: every
-// later call fails the same way, with the same message.
+// later call fails the same way, with the same message.  In the child of a
+// fork the runtime is gone: the child's shared memory became ordinary memory.
 Status runtime(Runtime **out);
+
+// "uffd", "mprotect", or "-" when the protocol tracks no writes.
+const char *dirty_tracking_name(const Runtime &rt);
 
 // Window size for a device of `capacity` bytes unless ADSM_VA_SIZE says otherwise.
 uint64_t default_window_size(uint64_t capacity);

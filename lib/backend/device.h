@@ -19,6 +19,9 @@ namespace adsm {
 
 using StreamId = uint32_t;
 
+// Runs on the copy engine's thread when an asynchronous copy has landed.
+using CopyDone = void (*)(void *arg);
+
 class Device {
 public:
     virtual ~Device() = default;
@@ -35,10 +38,26 @@ public:
     virtual Status commit(uintptr_t dev, uint64_t bytes) = 0;
     virtual void decommit(uintptr_t dev, uint64_t bytes) = 0;
 
-    // Synchronous copies and fills through the device's copy engine.
+    // Synchronous copies and fills through the device's copy engine.  The
+    // copies are async-signal-safe: the fault handler moves data with them.
     virtual Status copy_to_device(uintptr_t dev, const void *src, size_t n) = 0;
     virtual Status copy_to_host(void *dst, uintptr_t dev, size_t n) = 0;
     virtual Status fill(uintptr_t dev, int value, size_t n) = 0;
+
+    // Asynchronous copies, in submission order, overlapping the caller's
+    // work.  Return a ticket for wait_copies, or 0 if the copy was done on
+    // the spot (then `done` already ran).  Async-signal-safe.  The ranges
+    // must be valid (checked by the caller).
+    virtual void start_copy_engine() {}
+    virtual uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg);
+    virtual uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg);
+    // Waits for every asynchronous copy up to `ticket` (kAllCopies: all so far).
+    static constexpr uint64_t kAllCopies = UINT64_MAX;
+    virtual void wait_copies(uint64_t) {}
+
+    // In a fork child: let go of the device without disturbing the parent's
+    // use of it (close descriptors, forget the device process).
+    virtual void detach_after_fork() {}
 
     virtual Status create_stream(StreamId *out) = 0;
     virtual void destroy_stream(StreamId id) = 0;

@@ -169,6 +169,7 @@ typedef struct adsmDeviceInfo {
     uint64_t memory_used;       /* bytes currently allocated on the device */
     char protocol[32];          /* the coherence protocol in use */
     size_t block_size;          /* coherence block size in bytes */
+    char dirty_tracking[16];    /* "uffd", "mprotect", or "-" when the protocol tracks no writes */
 } adsmDeviceInfo;
 
 ADSM_API adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info);

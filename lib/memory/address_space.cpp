@@ -77,3 +77,14 @@ uint64_t AddressSpace::free_bytes() {
 }
 
 }  // namespace adsm
+
+namespace adsm {
+
+void AddressSpace::detach_after_fork() {
+    if (alias_) os::unmap(alias_, size_);
+    alias_ = nullptr;
+    if (host_fd_ >= 0) close(host_fd_);
+    host_fd_ = -1;
+}
+
+}  // namespace adsm

@@ -39,6 +39,10 @@ public:
 
     uint64_t free_bytes();
 
+    // In a fork child, after the window became private memory: drop the
+    // alias and the memfd so the parent's memory is not kept alive here.
+    void detach_after_fork();
+
 private:
     uintptr_t base_ = 0;
     uint64_t size_ = 0;

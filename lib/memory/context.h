@@ -1,8 +1,8 @@
 // A context is a virtual accelerator: a stream of kernel calls, the regions
 // those calls release and acquire, and the lock that orders them.  Each host
 // thread gets its own on first use (as in GMAC's HPE model); threads share one
-// by binding to it.  A context lives while a thread is bound to it or a
-// region belongs to it.
+// by binding to it.  A context lives while a thread is bound to it, a region
+// belongs to it, or the thread it was created for is alive.
 #pragma once
 
 #include <atomic>
@@ -11,21 +11,28 @@
 
 #include "backend/device.h"
 #include "memory/region.h"
+#include "os/futex_lock.h"
 
 namespace adsm {
 
 struct Context {
-    std::mutex mu;
+    std::mutex mu;                  // calls, syncs, frees and the region list
     Region *regions = nullptr;      // owned regions (Region::next/prev)
     size_t nregions = 0;
-    uint64_t calls = 0;             // kernels launched, ever
-    uint64_t unsynced_calls = 0;    // kernels launched since the last sync
+    // Read without `mu` by the fault handler, hence atomic.
+    std::atomic<uint64_t> calls{0};           // kernels launched, ever
+    std::atomic<uint64_t> unsynced_calls{0};  // kernels launched since the last sync
     bool has_stream = false;
     StreamId stream = 0;
-    // A kernel error seen by an implicit wait (adsmDeviceFree), kept for the
-    // next adsmSync so that it is reported exactly once.
+    // A kernel error seen by an implicit wait (adsmDeviceFree, a racing
+    // CPU access), kept for the next adsmSync so that it is reported once.
     Status deferred = adsmSuccess;
     char deferred_detail[256] = {};
+
+    // Per-context state of the protocol (rolling's dirty list), under its own
+    // async-signal-safe lock because the fault handler changes it.
+    os::FutexLock protocol_lock;
+    void *protocol_state = nullptr;
 
     // Identity in the context table; handles carry both.
     uint32_t slot = 0;
@@ -35,7 +42,9 @@ struct Context {
 
     // Between a call and the next sync, the regions that existed at that
     // call belong to the device.
-    bool holds(const Region &r) const { return unsynced_calls > 0 && r.birth_call < calls; }
+    bool holds(const Region &r) const {
+        return unsynced_calls.load(std::memory_order_acquire) > 0 && r.birth_call < calls.load(std::memory_order_acquire);
+    }
 
     void link(Region *r) {
         r->prev = nullptr;

@@ -66,11 +66,13 @@ Context *Manager::new_context() {
     }
     c->regions = nullptr;
     c->nregions = 0;
-    c->calls = c->unsynced_calls = 0;
+    c->calls.store(0);
+    c->unsynced_calls.store(0);
     c->has_stream = false;
     c->deferred = adsmSuccess;
     c->generation++;
     c->refs.store(1);
+    protocol_.context_created(*c);
     c->live.store(true);
     return c;
 }
@@ -86,6 +88,7 @@ void Manager::unref(Context *c) {
         device_.destroy_stream(c->stream);
         c->has_stream = false;
     }
+    protocol_.context_destroyed(*c);
     c->generation++;  // outstanding handles now fail cleanly
     free_slots_.push_back(c->slot);
 }
@@ -205,19 +208,19 @@ Status Manager::alloc(size_t size, bool zero, void **out) {
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
     if (Status s = carve(size, RegionKind::shared, &r); s != adsmSuccess) return s;
-    if (Status s = protocol_.on_alloc(*r); s != adsmSuccess) {
-        retire(r);
-        return s;
-    }
     if (zero) {
         // Pages of a large range are fresh from the system; small ones may be reused.
         if (r->span >= kZeroByPunch) os::punch_hole(space_.host_fd(), r->host - space_.base(), r->span);
         else ::memset(r->alias, 0, r->size);
     }
+    if (Status s = protocol_.on_alloc(*r, zero); s != adsmSuccess) {
+        retire(r);
+        return s;
+    }
     {
         std::lock_guard<std::mutex> lock(c->mu);
         r->owner = c;
-        r->birth_call = c->calls;
+        r->birth_call = c->calls.load();
         c->link(r);
         c->refs.fetch_add(1);
     }
@@ -235,14 +238,14 @@ Status Manager::safe_alloc(size_t size, void **out) {
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
     if (Status s = carve(size, RegionKind::safe, &r); s != adsmSuccess) return s;
-    if (Status s = protocol_.on_alloc(*r); s != adsmSuccess) {
+    if (Status s = protocol_.on_alloc(*r, false); s != adsmSuccess) {
         retire(r);
         return s;
     }
     {
         std::lock_guard<std::mutex> lock(c->mu);
         r->owner = c;
-        r->birth_call = c->calls;
+        r->birth_call = c->calls.load();
         c->link(r);
         c->refs.fetch_add(1);
     }
@@ -513,7 +516,7 @@ Status Manager::call(const LaunchDesc &launch) {
         if (Status s = device_.create_stream(&c->stream); s != adsmSuccess) return s;
         c->has_stream = true;
     }
-    if (Status s = protocol_.release(c->regions); s != adsmSuccess) return s;
+    if (Status s = protocol_.release(*c); s != adsmSuccess) return s;
     // From here on the objects belong to the device, launched or not, so
     // that the next adsmSync gives them back.
     c->calls++;
@@ -535,7 +538,7 @@ Status Manager::sync() {
             detail = last_detail();
             stats().add(Counter::kernel_failures);
         }
-        Status a = protocol_.acquire(c->regions);
+        Status a = protocol_.acquire(*c);
         c->unsynced_calls = 0;
         if (result == adsmSuccess && a != adsmSuccess) return a;
     }
@@ -548,6 +551,41 @@ Status Manager::sync() {
     }
     if (result != adsmSuccess) fail(result, "%s", detail.c_str());
     return result;
+}
+
+void Manager::settle(Context *c) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->unsynced_calls == 0) return;
+    Status st = c->has_stream ? device_.synchronize(c->stream) : adsmSuccess;
+    if (st != adsmSuccess && c->deferred == adsmSuccess) {
+        c->deferred = st;
+        snprintf(c->deferred_detail, sizeof c->deferred_detail, "%s", last_detail());
+    }
+    protocol_.acquire(*c);
+    c->unsynced_calls = 0;
+}
+
+void Manager::become_fork_child() {
+    // Only this thread exists now, and locks other threads held at the fork
+    // stay held: read the tables without them.  A block's state only
+    // changes after its data has moved, so state and data agree.
+    const uintptr_t base = space_.base();
+    const size_t size = space_.size();
+    // Only the regions' pages open up; the rest of the window (device
+    // memory included) stays inaccessible, as it is in the parent.
+    void *copy = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (copy == MAP_FAILED) return;
+    table_.for_each_live([&](Region &r) {
+        if (r.kind == RegionKind::device || !r.host) return;
+        uint8_t *dst = static_cast<uint8_t *>(copy) + (r.host - base);
+        mprotect(dst, r.span, PROT_READ | PROT_WRITE);
+        protocol_.snapshot(r, dst);
+    });
+    // One move replaces the whole window, shared mappings and all, with the
+    // private copy: the regions become ordinary memory at the same addresses.
+    mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void *>(base));
+    device_.detach_after_fork();
+    space_.detach_after_fork();
 }
 
 }  // namespace adsm

@@ -48,6 +48,14 @@ public:
     // ---- kernels
     Status call(const LaunchDesc &launch);
     Status sync();
+    // Waits for c's kernels and gives its regions back to the CPU, as a sync
+    // would; a kernel error waits for the next adsmSync.  For a CPU access
+    // that raced with a kernel (called from the fault handler).
+    void settle(Context *c);
+
+    // In the child of a fork: turns every live shared region into ordinary
+    // private memory holding what the region held, and lets go of the device.
+    void become_fork_child();
 
     Device &device() { return device_; }
     Protocol &protocol() { return protocol_; }

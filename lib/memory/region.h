@@ -1,10 +1,14 @@
-// A region: one live allocation in the shared window.  The memory manager
-// owns regions; protocols read and update their coherence fields.
+// A region: one live allocation in the shared window, with its block table.
+// The memory manager owns regions; protocols own the coherence fields and
+// change them under the region's lock (the fault handler included).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include "os/futex_lock.h"
+#include "os/vm.h"
 
 namespace adsm {
 
@@ -16,7 +20,37 @@ enum class RegionKind : uint8_t {
     device,  // adsmDeviceAlloc: device memory only
 };
 
+// One byte per block: a state in the low bits and flags above.
+namespace block {
+constexpr uint8_t kInvalid = 0;   // host stale, device current; CPU access faults
+constexpr uint8_t kReadOnly = 1;  // both current; CPU may read
+constexpr uint8_t kDirty = 2;     // host may be newer; CPU may write
+constexpr uint8_t kHostOnly = 3;  // only a host copy exists
+constexpr uint8_t kStateMask = 3;
+constexpr uint8_t kForced = 1 << 2;    // written through the alias: flush it whole, whatever the tracker saw
+constexpr uint8_t kIncoming = 1 << 3;  // a prefetch is filling it
+// How many more syncs to fetch the block ahead of the CPU (0: none); set
+// when the CPU faults on it after a sync, decremented at each release.
+constexpr unsigned kConfidenceShift = 4;
+constexpr uint8_t kConfidenceMask = 0xf0;
+}  // namespace block
+
+struct RegionStats {
+    std::atomic<uint64_t> read_faults{0};
+    std::atomic<uint64_t> write_faults{0};
+    std::atomic<uint64_t> h2d_bytes{0};
+    std::atomic<uint64_t> d2h_bytes{0};
+    void clear() {
+        read_faults.store(0, std::memory_order_relaxed);
+        write_faults.store(0, std::memory_order_relaxed);
+        h2d_bytes.store(0, std::memory_order_relaxed);
+        d2h_bytes.store(0, std::memory_order_relaxed);
+    }
+};
+
 struct Region {
+    static constexpr uint32_t kInlineBlocks = 8;
+
     uintptr_t host = 0;       // CPU address (0 for device memory)
     uintptr_t dev = 0;        // device address
     size_t size = 0;          // bytes the program asked for
@@ -31,11 +65,18 @@ struct Region {
     std::atomic<bool> live{false};
     RegionKind kind = RegionKind::shared;
 
-    // Coherence, owned by the protocol under the owner's lock.
-    bool on_device = false;   // the device holds the newest copy
-    void *protocol_state = nullptr;
+    // ---- coherence: changed under `lock` by the protocol
+    os::FutexLock lock;
+    bool on_device = false;     // batch: the device holds the newest copy
+    uint32_t block_size = 0;    // bytes per block (a page multiple)
+    uint32_t nblocks = 0;
+    uint8_t *blocks = nullptr;  // nblocks states (inline_blocks when few)
+    uint8_t inline_blocks[kInlineBlocks] = {};
+    uint64_t *dirty_pages = nullptr;  // one bit per page, for protocols that track pages by faults
+    uint64_t prefetch_ticket = 0;     // copies filling kIncoming blocks end by this ticket
+    RegionStats stats;
 
-    // Clears everything but identity and the live flag, for a reused slot.
+    // Clears everything but identity, the lock and the live flag, for a reused slot.
     void reset_fields() {
         host = dev = 0;
         size = span = 0;
@@ -45,11 +86,30 @@ struct Region {
         birth_call = 0;
         kind = RegionKind::shared;
         on_device = false;
-        protocol_state = nullptr;
+        block_size = nblocks = 0;
+        blocks = nullptr;
+        dirty_pages = nullptr;
+        prefetch_ticket = 0;
+        stats.clear();
     }
 
     bool contains_host(uintptr_t a) const { return a >= host && a - host < span; }
     bool contains_dev(uintptr_t a) const { return a >= dev && a - dev < span; }
+
+    // Block k covers [block_begin(k), block_end(k)) of the region's pages;
+    // block_data_end(k) stops at the object's last byte.
+    size_t block_begin(uint32_t k) const { return size_t(k) * block_size; }
+    size_t block_end(uint32_t k) const {
+        size_t e = size_t(k + 1) * block_size;
+        return e < span ? e : span;
+    }
+    size_t block_data_end(uint32_t k) const {
+        size_t e = block_end(k);
+        return e < size ? e : size;
+    }
+    uint32_t block_of(size_t offset) const { return static_cast<uint32_t>(offset / block_size); }
+    uint8_t state(uint32_t k) const { return blocks[k] & block::kStateMask; }
+    void set_state(uint32_t k, uint8_t s) { blocks[k] = static_cast<uint8_t>((blocks[k] & ~block::kStateMask) | s); }
 };
 
 }  // namespace adsm

@@ -46,6 +46,16 @@ public:
     }
 
     size_t live_regions() const { return live_.load(std::memory_order_relaxed); }
+
+    // Visits every live region without taking a lock (for a fork child,
+    // where locks may be held by threads that no longer exist).
+    template <class F>
+    void for_each_live(F &&f) {
+        for (uint32_t id = 1; id < next_id_; ++id) {
+            Region *r = slot(id);
+            if (r && r->live.load(std::memory_order_acquire)) f(*r);
+        }
+    }
     uintptr_t base() const { return base_; }
 
 private:

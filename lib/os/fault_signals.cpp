@@ -8,6 +8,9 @@
 #include <cstring>
 #include <mutex>
 
+#include "os/futex_lock.h"
+#include "os/next_symbol.h"
+
 namespace adsm::os {
 namespace {
 
@@ -15,12 +18,18 @@ constexpr int kMaxHooks = 4;
 std::atomic<FaultHook> g_hooks[kMaxHooks];
 std::atomic<int> g_nhooks{0};
 
-struct Previous {
-    struct sigaction action;
-    std::atomic<bool> installed{false};
+// The handler the application wants for a signal we own: two copies and an
+// index, so the signal handler always reads a complete one.
+struct ChainTarget {
+    struct sigaction slot[2];
+    std::atomic<int> current{0};
+    std::atomic<bool> owned{false};
 };
-Previous g_prev[NSIG];
+ChainTarget g_chain[NSIG];
+FutexLock g_chain_lock;  // writers only
 std::mutex g_install_mu;
+
+using SigactionFn = int (*)(int, const struct sigaction *, struct sigaction *);
 
 void handler(int sig, siginfo_t *info, void *uctx) {
     int saved_errno = errno;
@@ -38,17 +47,28 @@ void handler(int sig, siginfo_t *info, void *uctx) {
 
 }  // namespace
 
+int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    static SigactionFn fn = reinterpret_cast<SigactionFn>(next_symbol("sigaction"));
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return fn(sig, act, old);
+}
+
 int install_fault_handler(int sig) {
     if (sig <= 0 || sig >= NSIG) return -EINVAL;
     std::lock_guard<std::mutex> lock(g_install_mu);
-    if (g_prev[sig].installed.load(std::memory_order_acquire)) return 0;
+    ChainTarget &t = g_chain[sig];
+    if (t.owned.load(std::memory_order_acquire)) return 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, &g_prev[sig].action) != 0) return -errno;
-    g_prev[sig].installed.store(true, std::memory_order_release);
+    if (real_sigaction(sig, &sa, &t.slot[0]) != 0) return -errno;
+    t.current.store(0, std::memory_order_release);
+    t.owned.store(true, std::memory_order_release);
     return 0;
 }
 
@@ -63,8 +83,23 @@ bool add_fault_hook(FaultHook hook) {
     return true;
 }
 
+bool app_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    if (sig <= 0 || sig >= NSIG) return false;
+    ChainTarget &t = g_chain[sig];
+    if (!t.owned.load(std::memory_order_acquire)) return false;
+    FutexGuard g(g_chain_lock);
+    int cur = t.current.load(std::memory_order_relaxed);
+    if (old) *old = t.slot[cur];
+    if (act) {
+        t.slot[1 - cur] = *act;
+        t.current.store(1 - cur, std::memory_order_release);
+    }
+    return true;
+}
+
 void chain_fault(int sig, siginfo_t *info, void *uctx) {
-    const struct sigaction &prev = g_prev[sig].action;
+    ChainTarget &t = g_chain[sig];
+    struct sigaction prev = t.slot[t.current.load(std::memory_order_acquire)];
     if (prev.sa_flags & SA_SIGINFO) {
         if (prev.sa_sigaction) {
             prev.sa_sigaction(sig, info, uctx);
@@ -80,7 +115,8 @@ void chain_fault(int sig, siginfo_t *info, void *uctx) {
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, nullptr);
+    real_sigaction(sig, &dfl, nullptr);
+    t.owned.store(false, std::memory_order_release);
     if (info == nullptr || info->si_code <= 0) {
         sigset_t set;
         sigemptyset(&set);

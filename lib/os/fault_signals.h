@@ -1,11 +1,15 @@
 // The runtime's one handler for synchronous fault signals (SIGSEGV, SIGBUS,
 // SIGFPE, SIGILL).  Layers register hooks that claim the faults they own (a
 // kernel that crashed on the device, a protected shared page); every other
-// fault goes to the handler the application had installed, or gets the
-// default action, exactly as if the runtime were not there.
+// fault goes to the handler the application installed, or gets the default
+// action, exactly as if the runtime were not there.
+//
+// The application keeps installing its own handlers: the interposed
+// sigaction and signal record them here as the chain target (see
+// app_sigaction) instead of displacing the runtime's handler.
 //
 // Everything reachable from the handler is async-signal-safe: hooks live in a
-// fixed array and are read with atomic loads.
+// fixed array read with atomic loads; chain targets are double-buffered.
 #pragma once
 
 #include <signal.h>
@@ -24,6 +28,14 @@ bool add_fault_hook(FaultHook hook);
 
 // Passes a fault on to the application's handler or the default action.
 void chain_fault(int sig, siginfo_t *info, void *ucontext);
+
+// sigaction as the application sees it for a signal whose handler the
+// runtime owns: reports and replaces the chain target.  Returns false (and
+// does nothing) for signals the runtime does not own.
+bool app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+// The C library's sigaction, bypassing any interposer.
+int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 // Gives the calling thread an alternate signal stack, so that a stack
 // overflow still reaches the handler.  Idempotent per thread.

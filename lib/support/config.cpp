@@ -10,13 +10,17 @@ namespace adsm {
 const std::vector<ConfigVar> &config_variables() {
     static const std::vector<ConfigVar> vars = {
         {"ADSM_DEVICE", "sim|cpu", "accelerator back-end (cuda, levelzero and remote are reserved)"},
-        {"ADSM_PROTOCOL", "batch", "coherence protocol"},
+        {"ADSM_PROTOCOL", "batch|lazy|rolling|delta", "coherence protocol (default batch)"},
         {"ADSM_BLOCK_SIZE", "SIZE", "coherence block size, a multiple of the page size (default 256K)"},
         {"ADSM_ROLLING_SIZE", "N", "dirty blocks the rolling protocol keeps before evicting (default 8)"},
         {"ADSM_SIM_MEMORY", "SIZE", "memory of the simulated accelerator (default 16G)"},
         {"ADSM_SIM_LINK_GBPS", "GB/s", "simulated link bandwidth; 0 copies at memory speed (default 0)"},
         {"ADSM_SIM_LINK_LATENCY_US", "us", "simulated latency per transfer (default 0)"},
         {"ADSM_SIM_WORKERS", "N", "threads that run kernels on sim and cpu (default: one per CPU)"},
+        {"ADSM_DIRTY_TRACKING", "auto|uffd|mprotect",
+         "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto)"},
+        {"ADSM_ON_RACE", "sync|warn|abort",
+         "CPU access to data a kernel may be using: wait for it, warn, or abort (default sync, warning once)"},
         {"ADSM_STATS", "0|1", "print the runtime's statistics at exit"},
         {"ADSM_LOG", "error|warn|info|debug", "diagnostic verbosity (default warn)"},
         {"ADSM_VA_BASE", "ADDRESS", "preferred start of the shared address window (default 0x300000000000)"},
@@ -108,6 +112,16 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         uint64_t n;
         if (!parse_uint(v, &n) || n == 0 || n > 1024) return bad("ADSM_SIM_WORKERS", v, "a whole number from 1 to 1024");
         c.sim_workers = static_cast<unsigned>(n);
+    }
+    if (const char *v = lookup("ADSM_DIRTY_TRACKING"); v && *v) {
+        if (strcmp(v, "auto") && strcmp(v, "uffd") && strcmp(v, "mprotect"))
+            return bad("ADSM_DIRTY_TRACKING", v, "auto, uffd or mprotect");
+        c.dirty_tracking = v;
+    }
+    if (const char *v = lookup("ADSM_ON_RACE"); v && *v) {
+        if (strcmp(v, "sync") && strcmp(v, "warn") && strcmp(v, "abort"))
+            return bad("ADSM_ON_RACE", v, "sync, warn or abort");
+        c.on_race = v;
     }
     if (const char *v = lookup("ADSM_STATS"); v && *v) {
         if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true")) c.stats = true;

@@ -25,6 +25,8 @@ struct Config {
     unsigned sim_workers = 0;           // ADSM_SIM_WORKERS: 0 means one per CPU
     bool stats = false;                 // ADSM_STATS
     LogLevel log_level = LogLevel::warn;  // ADSM_LOG
+    std::string dirty_tracking = "auto";  // ADSM_DIRTY_TRACKING: auto|uffd|mprotect
+    std::string on_race = "sync";       // ADSM_ON_RACE: sync|warn|abort
     uintptr_t va_base = 0x300000000000ull;  // ADSM_VA_BASE: preferred start of the shared window
     uint64_t va_size = 0;               // ADSM_VA_SIZE: 0 means derived from the device capacity
 };

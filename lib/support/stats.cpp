@@ -23,7 +23,14 @@ const char *Stats::name(Counter c) {
     case Counter::h2d_bytes: return "bytes host->device";
     case Counter::d2h_transfers: return "transfers device->host";
     case Counter::d2h_bytes: return "bytes device->host";
+    case Counter::async_copies: return "asynchronous copies";
     case Counter::device_fills: return "device-side fills";
+    case Counter::read_faults: return "read faults";
+    case Counter::write_faults: return "write faults";
+    case Counter::race_faults: return "faults during a kernel";
+    case Counter::fault_ns: return "ns in the fault handler";
+    case Counter::evictions: return "rolling evictions";
+    case Counter::prefetched_blocks: return "blocks prefetched";
     case Counter::count_: break;
     }
     return "?";

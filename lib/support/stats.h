@@ -19,7 +19,14 @@ enum class Counter : unsigned {
     h2d_bytes,
     d2h_transfers,
     d2h_bytes,
+    async_copies,
     device_fills,
+    read_faults,
+    write_faults,
+    race_faults,
+    fault_ns,
+    evictions,
+    prefetched_blocks,
     count_
 };
 

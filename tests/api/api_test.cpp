@@ -187,7 +187,16 @@ TEST(ApiTest, DeviceInfoDescribesTheBackend) {
     EXPECT_STREQ(info.name, want);
     EXPECT_EQ(info.integrated, std::string(want) == "cpu");
     EXPECT_GT(info.memory_bytes, 0u);
-    EXPECT_STREQ(info.protocol, std::string(want) == "cpu" ? "integrated" : "batch");
+    const char *protocol = getenv("ADSM_PROTOCOL") ? getenv("ADSM_PROTOCOL") : "batch";
+    EXPECT_STREQ(info.protocol, std::string(want) == "cpu" ? "integrated" : protocol);
+    std::string tracking = info.dirty_tracking;
+    if (std::string(info.protocol) == "batch" || std::string(info.protocol) == "integrated") {
+        EXPECT_EQ(tracking, "-");
+    } else {
+        const char *asked = getenv("ADSM_DIRTY_TRACKING");
+        if (asked && std::string(asked) != "auto") EXPECT_EQ(tracking, asked);
+        else EXPECT_TRUE(tracking == "uffd" || tracking == "mprotect") << tracking;
+    }
     EXPECT_EQ(adsmGetDeviceInfo(nullptr), adsmErrorInvalidValue);
 }
 

@@ -75,7 +75,9 @@ TEST(ConfigTest, ReadsEveryVariable) {
                      {"ADSM_STATS", "1"},
                      {"ADSM_LOG", "debug"},
                      {"ADSM_VA_BASE", "0x400000000000"},
-                     {"ADSM_VA_SIZE", "128G"}},
+                     {"ADSM_VA_SIZE", "128G"},
+                     {"ADSM_DIRTY_TRACKING", "mprotect"},
+                     {"ADSM_ON_RACE", "abort"}},
                     &c),
               adsmSuccess);
     EXPECT_EQ(c.device, "cpu");
@@ -90,6 +92,8 @@ TEST(ConfigTest, ReadsEveryVariable) {
     EXPECT_EQ(c.log_level, LogLevel::debug);
     EXPECT_EQ(c.va_base, 0x400000000000ull);
     EXPECT_EQ(c.va_size, 128ull << 30);
+    EXPECT_EQ(c.dirty_tracking, "mprotect");
+    EXPECT_EQ(c.on_race, "abort");
 }
 
 TEST(ConfigTest, BadValuesNameTheVariable) {
@@ -99,7 +103,8 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_BLOCK_SIZE", "1000"},      {"ADSM_BLOCK_SIZE", "0"},      {"ADSM_ROLLING_SIZE", "0"},
         {"ADSM_SIM_MEMORY", "12"},        {"ADSM_SIM_LINK_GBPS", "fast"}, {"ADSM_SIM_LINK_LATENCY_US", "-2"},
         {"ADSM_SIM_WORKERS", "0"},        {"ADSM_STATS", "maybe"},       {"ADSM_LOG", "loud"},
-        {"ADSM_VA_BASE", "0x1234"},       {"ADSM_VA_SIZE", "1M"},
+        {"ADSM_VA_BASE", "0x1234"},       {"ADSM_VA_SIZE", "1M"},        {"ADSM_DIRTY_TRACKING", "soft"},
+        {"ADSM_ON_RACE", "ignore"},
     };
     for (const Case &k : cases) {
         Config c;

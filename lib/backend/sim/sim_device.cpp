@@ -132,6 +132,41 @@ Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
     return adsmSuccess;
 }
 
+uint64_t SimDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+    uint64_t t = engine_.submit(dma_ + (dev - base_), src, n, Direction::to_device, done, arg);
+    if (t == 0) return Device::copy_to_device_async(dev, src, n, done, arg);
+    stats().add(Counter::h2d_transfers);
+    stats().add(Counter::h2d_bytes, n);
+    stats().add(Counter::async_copies);
+    return t;
+}
+
+uint64_t SimDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    uint64_t t = engine_.submit(dst, dma_ + (dev - base_), n, Direction::to_host, done, arg);
+    if (t == 0) return Device::copy_to_host_async(dst, dev, n, done, arg);
+    stats().add(Counter::d2h_transfers);
+    stats().add(Counter::d2h_bytes, n);
+    stats().add(Counter::async_copies);
+    return t;
+}
+
+void SimDevice::wait_copies(uint64_t ticket) {
+    if (!engine_.running()) return;
+    engine_.wait(ticket == kAllCopies ? engine_.last_ticket() : ticket);
+}
+
+void SimDevice::detach_after_fork() {
+    // Our copy of the socket must go, or the device process would outlive
+    // the parent for as long as this child runs.
+    running_.store(false);
+    if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
+    if (dma_) munmap(dma_, size_);
+    dma_ = nullptr;
+    if (dev_fd_ >= 0) close(dev_fd_);
+    if (channel_fd_ >= 0) close(channel_fd_);
+    dev_fd_ = channel_fd_ = -1;
+}
+
 Status SimDevice::create_stream(StreamId *out) { return host_->create_stream(out); }
 void SimDevice::destroy_stream(StreamId id) { host_->destroy_stream(id); }
 

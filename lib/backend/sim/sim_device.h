@@ -17,6 +17,7 @@
 
 #include "backend/device.h"
 #include "backend/exec/channel_host.h"
+#include "backend/sim/copy_engine.h"
 #include "backend/sim/link_model.h"
 
 namespace adsm {
@@ -39,6 +40,13 @@ public:
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
     Status fill(uintptr_t dev, int value, size_t n) override;
 
+    void start_copy_engine() override { engine_.start(); }
+    uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;
+    uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
+    void wait_copies(uint64_t ticket) override;
+
+    void detach_after_fork() override;
+
     Status create_stream(StreamId *out) override;
     void destroy_stream(StreamId id) override;
     Status launch(StreamId id, const LaunchDesc &launch) override;
@@ -59,6 +67,7 @@ private:
     uint64_t capacity_;
     std::atomic<uint64_t> used_{0};
     LinkModel link_;
+    CopyEngine engine_{link_};
 
     uintptr_t base_ = 0;
     uint64_t size_ = 0;

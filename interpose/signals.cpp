@@ -1,0 +1,58 @@
+// The sigaction family.  The runtime's fault handler must stay installed
+// for SIGSEGV (protected shared pages) and the kernel guard's signals, yet
+// programs that install their own handlers (language runtimes, crash
+// reporters) must keep working.  So for a signal the runtime owns, the
+// application's handler is recorded as the one the runtime chains to for
+// faults that are not its own, and the application sees exactly what it
+// installed.  Every other signal goes straight to the C library.
+#include <signal.h>
+
+#include "interpose/interceptor.h"
+#include "os/fault_signals.h"
+
+namespace {
+
+// signal() can only report a plain handler; an SA_SIGINFO one is returned as
+// the same address, as the C library does (the field is a union).
+sighandler_t handler_of(const struct sigaction &sa) {
+    return (sa.sa_flags & SA_SIGINFO) ? reinterpret_cast<sighandler_t>(reinterpret_cast<void *>(sa.sa_sigaction))
+                                      : sa.sa_handler;
+}
+
+// signal() in the flavour given by flags: BSD (restart, signal blocked in the
+// handler) or System V (reset to default on delivery, not blocked).
+bool app_signal(int sig, sighandler_t h, int flags, sighandler_t *old_handler) {
+    struct sigaction sa = {}, old = {};
+    sa.sa_handler = h;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    if (!(flags & SA_NODEFER)) sigaddset(&sa.sa_mask, sig);
+    if (!adsm::os::app_sigaction(sig, &sa, &old)) return false;
+    *old_handler = handler_of(old);
+    return true;
+}
+
+}  // namespace
+
+INTERCEPTOR(int, sigaction, int sig, const struct sigaction *act, struct sigaction *old) {
+    if (adsm::os::app_sigaction(sig, act, old)) return 0;
+    return REAL(sigaction)(sig, act, old);
+}
+
+INTERCEPTOR(sighandler_t, signal, int sig, sighandler_t handler) {
+    sighandler_t old;
+    if (app_signal(sig, handler, SA_RESTART, &old)) return old;
+    return REAL(signal)(sig, handler);
+}
+
+INTERCEPTOR(sighandler_t, bsd_signal, int sig, sighandler_t handler) {
+    sighandler_t old;
+    if (app_signal(sig, handler, SA_RESTART, &old)) return old;
+    return REAL(bsd_signal)(sig, handler);
+}
+
+INTERCEPTOR(sighandler_t, sysv_signal, int sig, sighandler_t handler) {
+    sighandler_t old;
+    if (app_signal(sig, handler, SA_RESETHAND | SA_NODEFER, &old)) return old;
+    return REAL(sysv_signal)(sig, handler);
+}

@@ -1,0 +1,92 @@
+#include "memory/fault_engine.h"
+
+#include <signal.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "memory/context.h"
+#include "memory/manager.h"
+#include "memory/region_table.h"
+#include "os/clock.h"
+#include "os/code_site.h"
+#include "os/fault_signals.h"
+#include "protocols/protocol.h"
+#include "support/log.h"
+#include "support/stats.h"
+
+namespace adsm {
+namespace {
+
+RegionTable *g_table = nullptr;
+Protocol *g_protocol = nullptr;
+Manager *g_manager = nullptr;
+RacePolicy g_policy = RacePolicy::sync;
+std::atomic<bool> g_warned{false};
+
+bool is_write(void *uctx) {
+#if defined(__x86_64__)
+    // Bit 1 of the page-fault error code: the access was a write.
+    return static_cast<ucontext_t *>(uctx)->uc_mcontext.gregs[REG_ERR] & 2;
+#else
+    (void)uctx;
+    return true;  // unknown: treat as a write, which is always safe
+#endif
+}
+
+void report_race(const Region &r, uintptr_t addr, bool write, void *uctx, const char *action) {
+    char where[768];
+    os::describe_fault_site(uctx, 4, where, sizeof where);
+    log(LogLevel::warn,
+        "the CPU %s %p (%zu bytes into a %zu-byte shared object) at %s while a kernel launched by its context "
+        "may still use it, between adsmCall and adsmSync; %s (ADSM_ON_RACE=sync|warn|abort)",
+        write ? "wrote" : "read", reinterpret_cast<void *>(addr), static_cast<size_t>(addr - r.host), r.size,
+        where, action);
+}
+
+bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
+    if (sig != SIGSEGV || !info) return false;
+    uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+    Region *r = g_table->find(a);
+    if (!r || r->kind == RegionKind::device || !r->contains_host(a)) return false;
+    uint64_t t0 = os::now_ns();
+    bool write = is_write(uctx);
+    Context *c = r->owner;
+    if (c && c->holds(*r)) {
+        stats().add(Counter::race_faults);
+        switch (g_policy) {
+        case RacePolicy::abort:
+            report_race(*r, a, write, uctx, "aborting");
+            abort();
+        case RacePolicy::warn:
+            if (!g_warned.exchange(true)) report_race(*r, a, write, uctx, "going on (further races are not reported)");
+            break;
+        case RacePolicy::sync:
+            if (!g_warned.exchange(true))
+                report_race(*r, a, write, uctx, "waiting for the kernels first (this warning is shown once)");
+            g_manager->settle(c);
+            break;
+        }
+    }
+    bool handled = g_protocol->on_fault(*r, a, write);
+    stats().add(Counter::fault_ns, os::now_ns() - t0);
+    return handled;
+}
+
+}  // namespace
+
+Status install_fault_engine(RegionTable *table, Protocol *protocol, Manager *manager, RacePolicy policy) {
+    g_table = table;
+    g_protocol = protocol;
+    g_manager = manager;
+    g_policy = policy;
+    if (!os::add_fault_hook(shared_memory_fault)) return fail(adsmErrorInitialization, "no room for the fault hook");
+    if (int r = os::install_fault_handler(SIGSEGV); r != 0)
+        return fail(adsmErrorInitialization, "cannot install the SIGSEGV handler: %s", strerror(-r));
+    return adsmSuccess;
+}
+
+}  // namespace adsm

@@ -1,0 +1,149 @@
+#include "os/uffd.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+// Debian 12's headers predate these (Linux 6.7); the values are the kernel ABI.
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+namespace {
+struct page_region_abi {
+    uint64_t start, end, categories;
+};
+struct pm_scan_arg_abi {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
+        category_anyof_mask, return_mask;
+};
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, pm_scan_arg_abi);
+constexpr uint64_t kScanWpMatching = 1 << 0;
+constexpr uint64_t kScanCheckWpAsync = 1 << 1;
+constexpr uint64_t kPageIsWritten = 1 << 1;
+constexpr uint64_t kFeatures = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_WP_UNPOPULATED;
+
+int open_uffd() {
+    int fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+    if (fd < 0) return -errno;
+    struct uffdio_api api;
+    memset(&api, 0, sizeof api);
+    api.api = UFFD_API;
+    api.features = kFeatures;
+    if (ioctl(fd, UFFDIO_API, &api) != 0 || (api.features & kFeatures) != kFeatures) {
+        int e = errno ? errno : ENOTSUP;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+}  // namespace
+
+namespace adsm::os {
+
+bool UffdTracker::available(const char **why) {
+    static int verdict = 0;  // 0 unknown, 1 yes, 2 no
+    static const char *reason = "";
+    if (verdict == 0) {
+        int fd = open_uffd();
+        if (fd < 0) {
+            reason = fd == -ENOSYS ? "userfaultfd is not available"
+                     : fd == -EPERM ? "userfaultfd is not permitted (vm.unprivileged_userfaultfd)"
+                                    : "userfaultfd lacks async write-protection (Linux 6.7+)";
+            verdict = 2;
+        } else {
+            close(fd);
+            int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+            pm_scan_arg_abi arg;
+            memset(&arg, 0, sizeof arg);
+            arg.size = sizeof arg;
+            // An empty, valid scan tells whether the ioctl exists.
+            static char probe[4096] __attribute__((aligned(4096)));
+            arg.start = reinterpret_cast<uintptr_t>(probe);
+            arg.end = arg.start;
+            bool ok = pm >= 0 && ioctl(pm, kPagemapScan, &arg) >= 0;
+            if (pm >= 0) close(pm);
+            verdict = ok ? 1 : 2;
+            if (!ok) reason = "the PAGEMAP_SCAN ioctl is missing (Linux 6.7+)";
+        }
+    }
+    if (why) *why = reason;
+    return verdict == 1;
+}
+
+Status UffdTracker::init(uintptr_t base, size_t size) {
+    int fd = open_uffd();
+    if (fd < 0) return fail(adsmErrorInitialization, "userfaultfd: %s", strerror(-fd));
+    struct uffdio_register reg;
+    memset(&reg, 0, sizeof reg);
+    reg.range.start = base;
+    reg.range.len = size;
+    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
+        int e = errno;
+        close(fd);
+        return fail(adsmErrorInitialization, "userfaultfd register of the window: %s", strerror(e));
+    }
+    int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (pm < 0) {
+        int e = errno;
+        close(fd);
+        return fail(adsmErrorInitialization, "cannot open /proc/self/pagemap: %s", strerror(e));
+    }
+    uffd_ = fd;
+    pagemap_ = pm;
+    return adsmSuccess;
+}
+
+Status UffdTracker::arm(uintptr_t addr, size_t len) {
+    struct uffdio_writeprotect wp;
+    wp.range.start = addr;
+    wp.range.len = len;
+    wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+    if (ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0)
+        return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", len, strerror(errno));
+    return adsmSuccess;
+}
+
+Status UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg) {
+    page_region_abi vec[64];
+    uintptr_t pos = addr, end = addr + len;
+    while (pos < end) {
+        pm_scan_arg_abi a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.flags = kScanWpMatching | kScanCheckWpAsync;
+        a.start = pos;
+        a.end = end;
+        a.vec = reinterpret_cast<uintptr_t>(vec);
+        a.vec_len = 64;
+        a.category_mask = kPageIsWritten;
+        a.return_mask = kPageIsWritten;
+        long n = ioctl(pagemap_, kPagemapScan, &a);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail(adsmErrorInitialization, "PAGEMAP_SCAN failed: %s", strerror(errno));
+        }
+        for (long i = 0; i < n; ++i) fn(arg, vec[i].start, vec[i].end - vec[i].start);
+        if (a.walk_end <= pos) break;
+        pos = a.walk_end;
+    }
+    return adsmSuccess;
+}
+
+}  // namespace adsm::os

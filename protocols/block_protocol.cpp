@@ -1,0 +1,396 @@
+#include "protocols/block_protocol.h"
+
+#include <cstring>
+#include <new>
+
+#include "backend/device.h"
+#include "memory/address_space.h"
+#include "memory/context.h"
+#include "os/uffd.h"
+#include "support/stats.h"
+
+namespace adsm {
+namespace {
+
+using namespace block;
+
+// A block the CPU faulted on after a sync is fetched ahead for this many
+// following syncs; each fault renews it.
+constexpr uint8_t kConfidenceOnFault = 8;
+
+uint8_t confidence(uint8_t b) { return static_cast<uint8_t>((b & kConfidenceMask) >> kConfidenceShift); }
+uint8_t with_confidence(uint8_t b, uint8_t c) {
+    return static_cast<uint8_t>((b & ~kConfidenceMask) | (c << kConfidenceShift));
+}
+
+bool bit(const uint64_t *bits, size_t i) { return bits[i / 64] >> (i % 64) & 1; }
+void set_bit(uint64_t *bits, size_t i) { bits[i / 64] |= uint64_t(1) << (i % 64); }
+
+struct PrefetchRun {
+    BlockProtocol *protocol;
+    Region *region;
+    uint32_t id, generation, first, last;
+};
+
+}  // namespace
+
+BlockProtocol::BlockProtocol(const ProtocolEnv &env, BlockPolicy policy)
+    : env_(env), policy_(policy), block_size_(env.config->block_size) {
+    env_.device->start_copy_engine();
+}
+
+int BlockProtocol::prot_for(uint8_t state) const {
+    switch (state) {
+    case kInvalid: return PROT_NONE;
+    case kReadOnly: return PROT_READ;
+    default:
+        // Page-precise tracking by faults opens a Dirty block's pages one by one.
+        return page_faults() ? PROT_READ : PROT_READ | PROT_WRITE;
+    }
+}
+
+void BlockProtocol::protect(Region &r, uint32_t first, uint32_t last, int prot) {
+    size_t b = r.block_begin(first), e = r.block_end(last - 1);
+    mprotect(reinterpret_cast<void *>(r.host + b), e - b, prot);
+}
+
+void BlockProtocol::protect_page(Region &r, size_t page, int prot) {
+    mprotect(reinterpret_cast<void *>(r.host + page * os::kPageSize), os::kPageSize, prot);
+}
+
+Status BlockProtocol::fill(Region &r, uint32_t first, uint32_t last) {
+    size_t b = r.block_begin(first), e = r.block_data_end(last - 1);
+    if (e <= b) return adsmSuccess;
+    r.stats.d2h_bytes.fetch_add(e - b, std::memory_order_relaxed);
+    return env_.device->copy_to_host(r.alias + b, r.dev + b, e - b);
+}
+
+// Sends [begin, end) of the host copy (clipped to the object) to the device.
+void BlockProtocol::copy_out(Region &r, size_t begin, size_t end, bool async) {
+    if (end > r.size) end = r.size;
+    if (end <= begin) return;
+    r.stats.h2d_bytes.fetch_add(end - begin, std::memory_order_relaxed);
+    if (async) env_.device->copy_to_device_async(r.dev + begin, r.alias + begin, end - begin, nullptr, nullptr);
+    else env_.device->copy_to_device(r.dev + begin, r.alias + begin, end - begin);
+}
+
+Status BlockProtocol::on_alloc(Region &r, bool zeroed) {
+    size_t bs = policy_.whole_object || block_size_ > r.span ? r.span : block_size_;
+    r.block_size = static_cast<uint32_t>(bs);
+    r.nblocks = static_cast<uint32_t>((r.span + bs - 1) / bs);
+    if (r.nblocks <= Region::kInlineBlocks) {
+        r.blocks = r.inline_blocks;
+    } else {
+        r.blocks = new (std::nothrow) uint8_t[r.nblocks];
+        if (!r.blocks) return fail(adsmErrorMemoryAllocation, "no memory for a block table of %u blocks", r.nblocks);
+    }
+    if (page_faults()) {
+        r.dirty_pages = new (std::nothrow) uint64_t[(r.span / os::kPageSize + 63) / 64]();
+        if (!r.dirty_pages) return fail(adsmErrorMemoryAllocation, "no memory for a dirty-page map");
+    }
+    // Fresh memory: both copies hold the same nothing, so nothing needs
+    // moving until the CPU writes.
+    uint8_t initial = silent_writes() ? kDirty : kReadOnly;
+    memset(r.blocks, initial, r.nblocks);
+    if (env_.tracker) {
+        if (Status s = env_.tracker->arm(r.host, r.span); s != adsmSuccess) return s;
+    }
+    if (zeroed) env_.device->fill(r.dev, 0, r.size);
+    return env_.space->set_access(r.host, r.span, prot_for(initial));
+}
+
+void BlockProtocol::on_free(Region &r) {
+    // No background copy may touch the range once it can be reused.
+    env_.device->wait_copies(Device::kAllCopies);
+    os::FutexGuard g(r.lock);
+    if (r.blocks != r.inline_blocks) delete[] r.blocks;
+    delete[] r.dirty_pages;
+    r.blocks = nullptr;
+    r.dirty_pages = nullptr;
+}
+
+// Takes r.lock once no block in [first, last) is being prefetched.
+void BlockProtocol::lock_settled(Region &r, uint32_t first, uint32_t last) {
+    for (;;) {
+        r.lock.lock();
+        if (!r.blocks) return;
+        bool incoming = false;
+        for (uint32_t k = first; k < last && !incoming; ++k) incoming = r.blocks[k] & kIncoming;
+        if (!incoming) return;
+        uint64_t t = r.prefetch_ticket;
+        r.lock.unlock();
+        env_.device->wait_copies(t);  // its completion opens the blocks under this lock
+    }
+}
+
+// Makes an Invalid block valid after its fill.  Caller holds r.lock.
+void BlockProtocol::open_block(Region &r, uint32_t k, bool write, bool *newly_dirty) {
+    uint8_t s = silent_writes() || write ? kDirty : kReadOnly;
+    r.set_state(k, s);
+    protect(r, k, k + 1, prot_for(s));
+    *newly_dirty = s == kDirty && policy_.write_events;
+}
+
+bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
+    size_t off = addr - r.host;
+    uint32_t k;
+    for (;;) {
+        r.lock.lock();
+        if (!r.blocks || !r.live.load(std::memory_order_acquire)) {
+            r.lock.unlock();
+            return false;  // freed under our feet: not ours to fix
+        }
+        k = r.block_of(off);
+        if (!(r.blocks[k] & kIncoming)) break;
+        uint64_t t = r.prefetch_ticket;
+        r.lock.unlock();
+        env_.device->wait_copies(t);  // the prefetch opens the block when it lands
+    }
+    bool newly_dirty = false;
+    uint8_t st = r.state(k);
+    size_t page = off / os::kPageSize;
+    if (st == kInvalid) {
+        fill(r, k, k + 1);
+        if (policy_.learn_reads) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
+        open_block(r, k, write, &newly_dirty);
+        if (write && page_faults()) {
+            protect_page(r, page, PROT_READ | PROT_WRITE);
+            set_bit(r.dirty_pages, page);
+        }
+        (write ? r.stats.write_faults : r.stats.read_faults).fetch_add(1, std::memory_order_relaxed);
+        stats().add(write ? Counter::write_faults : Counter::read_faults);
+    } else if (write && page_faults() && !bit(r.dirty_pages, page)) {
+        r.set_state(k, kDirty);
+        protect_page(r, page, PROT_READ | PROT_WRITE);
+        set_bit(r.dirty_pages, page);
+        r.stats.write_faults.fetch_add(1, std::memory_order_relaxed);
+        stats().add(Counter::write_faults);
+    } else if (write && st == kReadOnly) {
+        r.set_state(k, kDirty);
+        protect(r, k, k + 1, prot_for(kDirty));
+        newly_dirty = policy_.write_events;
+        r.stats.write_faults.fetch_add(1, std::memory_order_relaxed);
+        stats().add(Counter::write_faults);
+    } else {
+        // Another thread resolved it first; make sure the protection agrees.
+        if (page_faults() && st == kDirty && bit(r.dirty_pages, page)) protect_page(r, page, PROT_READ | PROT_WRITE);
+        else protect(r, k, k + 1, prot_for(st));
+    }
+    r.lock.unlock();
+    if (newly_dirty) dirtied(r, k);
+    return true;
+}
+
+Status BlockProtocol::host_access(Region &r, size_t off, size_t len, bool write) {
+    if (len == 0) return adsmSuccess;
+    uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;
+    lock_settled(r, first, last);
+    std::vector<uint32_t> dirtied_now;
+    Status result = adsmSuccess;
+    for (uint32_t k = first; k < last; ++k) {
+        bool newly_dirty = false;
+        if (r.state(k) == kInvalid) {
+            // A block the write covers entirely needs nothing from the device.
+            bool covered = write && off <= r.block_begin(k) && off + len >= r.block_data_end(k);
+            if (!covered) {
+                if (Status s = fill(r, k, k + 1); s != adsmSuccess) result = s;
+                if (policy_.learn_reads) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
+            }
+            open_block(r, k, write, &newly_dirty);
+        }
+        if (write) {
+            // Alias writes are invisible to every tracker: flush the block whole.
+            if (r.state(k) != kDirty) {
+                r.set_state(k, kDirty);
+                protect(r, k, k + 1, prot_for(kDirty));
+                newly_dirty = policy_.write_events;
+            }
+            r.blocks[k] |= kForced;
+        }
+        if (newly_dirty) dirtied_now.push_back(k);
+    }
+    r.lock.unlock();
+    for (uint32_t k : dirtied_now) dirtied(r, k);
+    return result;
+}
+
+namespace {
+struct CollectArgs {
+    Region *r;
+    bool page_precise;
+    std::vector<std::pair<size_t, size_t>> *runs;  // page-precise: byte ranges to send
+};
+}  // namespace
+
+// Flushes what the device lacks and closes every block.  Caller holds r.lock.
+void BlockProtocol::flush_region(Region &r) {
+    if (!r.blocks) return;
+    bool any_open = false;
+    for (uint32_t k = 0; k < r.nblocks && !any_open; ++k) any_open = r.state(k) != kInvalid;
+    if (!any_open) return;
+    // Close first: from here on no CPU write can slip in behind the copy.
+    protect(r, 0, r.nblocks, PROT_NONE);
+
+    if (env_.tracker) {
+        std::vector<std::pair<size_t, size_t>> runs;
+        CollectArgs a{&r, policy_.page_precise, &runs};
+        env_.tracker->collect(
+            r.host, r.span,
+            [](void *p, uintptr_t start, size_t len) {
+                auto *a = static_cast<CollectArgs *>(p);
+                size_t b = start - a->r->host, e = b + len;
+                if (a->page_precise) {
+                    a->runs->emplace_back(b, e);
+                } else {
+                    for (uint32_t k = a->r->block_of(b); k <= a->r->block_of(e - 1); ++k) a->r->blocks[k] |= kForced;
+                }
+            },
+            &a);
+        for (auto &[b, e] : runs) {
+            // A block flushed whole below needs no page-wise copy.
+            if (!(r.blocks[r.block_of(b)] & kForced) || r.block_of(b) != r.block_of(e - 1)) copy_out(r, b, e, false);
+        }
+    } else if (page_faults()) {
+        size_t pages = r.span / os::kPageSize;
+        for (size_t p = 0; p < pages;) {
+            if (!bit(r.dirty_pages, p) || (r.blocks[r.block_of(p * os::kPageSize)] & kForced)) {
+                ++p;
+                continue;
+            }
+            size_t q = p;
+            while (q < pages && bit(r.dirty_pages, q) && !(r.blocks[r.block_of(q * os::kPageSize)] & kForced)) ++q;
+            copy_out(r, p * os::kPageSize, q * os::kPageSize, false);
+            p = q;
+        }
+        memset(r.dirty_pages, 0, (pages + 63) / 64 * sizeof(uint64_t));
+    }
+
+    // Whole blocks, adjacent ones in one transfer.
+    auto whole = [&](uint32_t k) {
+        return (r.blocks[k] & kForced) || (r.state(k) == kDirty && !env_.tracker && !policy_.page_precise);
+    };
+    for (uint32_t k = 0; k < r.nblocks;) {
+        if (!whole(k)) {
+            ++k;
+            continue;
+        }
+        uint32_t j = k;
+        while (j < r.nblocks && whole(j)) ++j;
+        copy_out(r, r.block_begin(k), r.block_end(j - 1), false);
+        k = j;
+    }
+    for (uint32_t k = 0; k < r.nblocks; ++k) {
+        uint8_t b = kInvalid;
+        if (policy_.learn_reads) {
+            uint8_t c = confidence(r.blocks[k]);
+            b = with_confidence(b, c ? c - 1 : 0);
+        }
+        r.blocks[k] = b;
+    }
+}
+
+void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
+    if (!r.blocks || r.state(k) != kDirty) return;
+    if (env_.tracker && !(r.blocks[k] & kForced)) {
+        // Only the pages written since the block was last flushed; the block
+        // stays writable and later writes are found again.
+        struct A {
+            BlockProtocol *self;
+            Region *r;
+        } a{this, &r};
+        env_.tracker->collect(
+            r.host + r.block_begin(k), r.block_end(k) - r.block_begin(k),
+            [](void *p, uintptr_t start, size_t len) {
+                auto *a = static_cast<A *>(p);
+                size_t b = start - a->r->host;
+                a->self->copy_out(*a->r, b, b + len, true);
+            },
+            &a);
+        return;
+    }
+    // Stop writers, then copy: a later write faults and dirties it again.
+    // kForced stays: the runtime may still be writing this block through the
+    // alias (adsmMemset and friends hold only the context's lock), which no
+    // fault would reveal, so the release sends it whole once more.
+    r.set_state(k, kReadOnly);
+    protect(r, k, k + 1, prot_for(kReadOnly));
+    if (env_.tracker) env_.tracker->collect(r.host + r.block_begin(k), r.block_end(k) - r.block_begin(k),
+                                            [](void *, uintptr_t, size_t) {}, nullptr);
+    copy_out(r, r.block_begin(k), r.block_end(k), true);
+}
+
+Status BlockProtocol::release(Context &c) {
+    // Background copies of these blocks must land before the final ones.
+    env_.device->wait_copies(Device::kAllCopies);
+    for (Region *r = c.regions; r; r = r->next) {
+        os::FutexGuard g(r->lock);
+        flush_region(*r);
+    }
+    released(c);
+    return adsmSuccess;
+}
+
+Status BlockProtocol::acquire(Context &c) {
+    if (!policy_.learn_reads) return adsmSuccess;
+    for (Region *r = c.regions; r; r = r->next) prefetch(*r);
+    return adsmSuccess;
+}
+
+// Starts fetching the blocks the CPU is expected to read; each lands and
+// opens without a fault.
+void BlockProtocol::prefetch(Region &r) {
+    std::vector<PrefetchRun *> runs;
+    {
+        os::FutexGuard g(r.lock);
+        if (!r.blocks) return;
+        for (uint32_t k = 0; k < r.nblocks;) {
+            auto wanted = [&](uint32_t i) { return r.state(i) == kInvalid && confidence(r.blocks[i]) > 0; };
+            if (!wanted(k)) {
+                ++k;
+                continue;
+            }
+            uint32_t j = k;
+            while (j < r.nblocks && wanted(j)) r.blocks[j++] |= kIncoming;
+            runs.push_back(new PrefetchRun{this, &r, r.id, r.generation, k, j});
+            k = j;
+        }
+    }
+    for (PrefetchRun *run : runs) {
+        size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
+        stats().add(Counter::prefetched_blocks, run->last - run->first);
+        r.stats.d2h_bytes.fetch_add(e - b, std::memory_order_relaxed);
+        uint64_t t = env_.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
+        os::FutexGuard g(r.lock);
+        if (t > r.prefetch_ticket) r.prefetch_ticket = t;
+    }
+}
+
+// On the copy engine's thread, once a prefetch has landed.
+void BlockProtocol::prefetched(void *arg) {
+    auto *run = static_cast<PrefetchRun *>(arg);
+    Region &r = *run->region;
+    {
+        os::FutexGuard g(r.lock);
+        if (r.blocks && r.live.load() && r.id == run->id && r.generation == run->generation) {
+            for (uint32_t k = run->first; k < run->last; ++k) {
+                if (!(r.blocks[k] & kIncoming)) continue;
+                r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
+                bool unused;
+                if (r.state(k) == kInvalid) run->protocol->open_block(r, k, false, &unused);
+            }
+        }
+    }
+    delete run;
+}
+
+void BlockProtocol::snapshot(const Region &r, uint8_t *dst) {
+    if (!r.blocks) return Protocol::snapshot(r, dst);
+    for (uint32_t k = 0; k < r.nblocks; ++k) {
+        size_t b = r.block_begin(k), e = r.block_data_end(k);
+        if (e <= b) continue;
+        if (r.state(k) == kInvalid && !(r.blocks[k] & kIncoming)) env_.device->copy_to_host(dst + b, r.dev + b, e - b);
+        else memcpy(dst + b, r.alias + b, e - b);
+    }
+}
+
+}  // namespace adsm

@@ -1,0 +1,86 @@
+// What the fault-driven protocols (lazy, rolling, delta) share: each region
+// is cut into blocks, each block is Invalid, ReadOnly or Dirty, and the
+// state decides the protection of the block's pages in the user view.
+//
+//   Invalid  --read fault-->   ReadOnly   (filled from the device first)
+//   Invalid  --write fault-->  Dirty      (filled first)
+//   ReadOnly --write fault-->  Dirty
+//   any      --release-->      Invalid    (Dirty data flushed first)
+//
+// A block is always filled through the alias view while its user pages are
+// still closed, and opened only afterwards, so no thread ever sees a half
+// filled page.  All transitions of a region happen under its lock; two
+// threads faulting on one block find it already done the second time, so
+// the data moves once.
+//
+// How writes are found depends on the tracker.  Without one, a write to a
+// ReadOnly block faults.  With userfaultfd (ProtocolEnv::tracker), open
+// blocks can stay writable and a release asks the kernel which pages were
+// written: no signal per page.  Policies choose the rest:
+//   whole_object  one block per object (lazy)
+//   write_events  fault on the first write to each block even with a tracker,
+//                 to learn the order in which blocks turn dirty (rolling)
+//   page_precise  move only the pages written, not whole blocks (delta)
+//   learn_reads   prefetch at acquire what the CPU read after past syncs (delta)
+#pragma once
+
+#include <sys/mman.h>
+
+#include "protocols/protocol.h"
+
+namespace adsm {
+
+struct BlockPolicy {
+    bool whole_object = false;
+    bool write_events = false;
+    bool page_precise = false;
+    bool learn_reads = false;
+};
+
+class BlockProtocol : public Protocol {
+public:
+    BlockProtocol(const ProtocolEnv &env, BlockPolicy policy);
+
+    bool uses_faults() const override { return true; }
+    Status on_alloc(Region &r, bool zeroed) override;
+    void on_free(Region &r) override;
+    Status release(Context &c) override;
+    Status acquire(Context &c) override;
+    Status host_access(Region &r, size_t off, size_t len, bool write) override;
+    bool on_fault(Region &r, uintptr_t addr, bool write) override;
+    void snapshot(const Region &r, uint8_t *dst) override;
+
+protected:
+    // Policy hooks, called without any region lock held.
+    virtual void dirtied(Region &, uint32_t /*block*/) {}
+    virtual void released(Context &) {}
+
+    // Starts sending a Dirty block to the device in the background; the
+    // block stays usable.  Caller holds r.lock.
+    void flush_block_async(Region &r, uint32_t k);
+
+    const ProtocolEnv &env() const { return env_; }
+
+private:
+    // Writes go unseen until a release asks the tracker.
+    bool silent_writes() const { return env_.tracker && !policy_.write_events; }
+    // Pages are opened for writing one at a time (page_precise without a tracker).
+    bool page_faults() const { return policy_.page_precise && !env_.tracker; }
+    int prot_for(uint8_t state) const;
+
+    Status fill(Region &r, uint32_t first, uint32_t last);
+    void protect(Region &r, uint32_t first, uint32_t last, int prot);
+    void protect_page(Region &r, size_t page, int prot);
+    void open_block(Region &r, uint32_t k, bool write, bool *newly_dirty);
+    void lock_settled(Region &r, uint32_t first, uint32_t last);
+    void flush_region(Region &r);
+    void copy_out(Region &r, size_t begin, size_t end, bool async);
+    void prefetch(Region &r);
+    static void prefetched(void *arg);
+
+    ProtocolEnv env_;
+    BlockPolicy policy_;
+    size_t block_size_;
+};
+
+}  // namespace adsm

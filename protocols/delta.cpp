@@ -1,0 +1,27 @@
+// delta: our protocol.  Block states as in rolling, but
+//  * a release sends only the pages the CPU wrote, not whole blocks: with
+//    userfaultfd tracking it learns them from the kernel without a single
+//    write fault; without it, it opens pages for writing one by one;
+//  * it learns which blocks the CPU reads after each sync and, at the next
+//    sync, fetches them in the background and opens them before the CPU
+//    asks, so repeated read patterns (a stencil's halo, a histogram's bins)
+//    stop faulting.
+// It wins where writes are sparse inside blocks and where what the CPU reads
+// after a sync repeats from one iteration to the next.
+#include "protocols/block_protocol.h"
+
+namespace adsm {
+namespace {
+
+class Delta final : public BlockProtocol {
+public:
+    explicit Delta(const ProtocolEnv &env)
+        : BlockProtocol(env, BlockPolicy{.page_precise = true, .learn_reads = true}) {}
+    const char *name() const override { return "delta"; }
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_delta(const ProtocolEnv &env) { return std::make_unique<Delta>(env); }
+
+}  // namespace adsm

@@ -1,0 +1,93 @@
+// rolling: lazy at block granularity (ADSM_BLOCK_SIZE), plus a bounded list
+// of the blocks that turned dirty most recently (ADSM_ROLLING_SIZE).  When a
+// block turns dirty and the list is full, the oldest dirty block starts
+// travelling to the device in the background, so transfers overlap the
+// CPU's work (while it is still producing the input, say) instead of all
+// waiting for the call.  GMAC's default protocol.
+#include <new>
+
+#include "memory/context.h"
+#include "protocols/block_protocol.h"
+#include "support/stats.h"
+
+namespace adsm {
+namespace {
+
+struct Entry {
+    Region *region;
+    uint32_t id, generation, block;
+};
+
+// A ring of the dirty blocks of one context, oldest first.
+struct DirtyList {
+    uint32_t capacity = 0, head = 0, count = 0;
+    Entry *entries = nullptr;
+};
+
+class Rolling final : public BlockProtocol {
+public:
+    explicit Rolling(const ProtocolEnv &env)
+        : BlockProtocol(env, BlockPolicy{.write_events = true}), capacity_(env.config->rolling_size) {}
+    const char *name() const override { return "rolling"; }
+
+    void context_created(Context &c) override {
+        auto *l = new DirtyList;
+        l->capacity = static_cast<uint32_t>(capacity_);
+        // One spare slot: the newest entry is in before the oldest leaves.
+        l->entries = new Entry[capacity_ + 1];
+        c.protocol_state = l;
+    }
+
+    void context_destroyed(Context &c) override {
+        auto *l = static_cast<DirtyList *>(c.protocol_state);
+        if (!l) return;
+        delete[] l->entries;
+        delete l;
+        c.protocol_state = nullptr;
+    }
+
+protected:
+    // In the fault handler: no allocation, only the context's futex lock.
+    void dirtied(Region &r, uint32_t block) override {
+        Context *c = r.owner;
+        auto *l = c ? static_cast<DirtyList *>(c->protocol_state) : nullptr;
+        if (!l) return;
+        Entry victim{};
+        bool evict = false;
+        {
+            os::FutexGuard g(c->protocol_lock);
+            l->entries[(l->head + l->count) % (l->capacity + 1)] = {&r, r.id, r.generation, block};
+            if (++l->count > l->capacity) {
+                victim = l->entries[l->head];
+                l->head = (l->head + 1) % (l->capacity + 1);
+                --l->count;
+                evict = true;
+            }
+        }
+        if (!evict) return;
+        Region &v = *victim.region;
+        os::FutexGuard g(v.lock);
+        // The victim may have been flushed, freed or reused meanwhile.
+        if (v.live.load() && v.id == victim.id && v.generation == victim.generation && v.blocks &&
+            victim.block < v.nblocks) {
+            flush_block_async(v, victim.block);
+            stats().add(Counter::evictions);
+        }
+    }
+
+    void released(Context &c) override {
+        auto *l = static_cast<DirtyList *>(c.protocol_state);
+        if (!l) return;
+        os::FutexGuard g(c.protocol_lock);
+        l->head = l->count = 0;  // every block is Invalid now
+    }
+
+private:
+    size_t capacity_;
+};
+
+}  // namespace
+
+std::unique_ptr<Protocol> make_rolling(const ProtocolEnv &env) { return std::make_unique<Rolling>(env); }
+
+}  // namespace adsm

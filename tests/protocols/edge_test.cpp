@@ -1,0 +1,285 @@
+// The protocols' edge cases, run under every protocol, block size and dirty
+// tracker of the model test.  Where protocols legitimately differ (batch
+// takes no faults, so it cannot see a race), each test asserts the
+// behaviour the protocol documents.
+#include <adsm.hpp>
+#include <gtest/gtest.h>
+
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/stats.h"
+
+namespace {
+
+std::string protocol() {
+    adsmDeviceInfo info;
+    adsmGetDeviceInfo(&info);
+    return info.protocol;
+}
+bool faults() {
+    std::string p = protocol();
+    return p != "batch" && p != "integrated";
+}
+size_t block_size() {
+    adsmDeviceInfo info;
+    adsmGetDeviceInfo(&info);
+    return info.block_size;
+}
+
+void fill_bytes(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_t v) {
+    size_t i = adsm::global_x(t);
+    if (i < n) p[i] = static_cast<uint8_t>(v + i);
+}
+
+void add_bytes(const adsm::thread_index &t, const uint8_t *src, uint8_t *dst, size_t n) {
+    size_t i = adsm::global_x(t);
+    if (i < n) dst[i] = static_cast<uint8_t>(dst[i] + src[i]);
+}
+
+void slow_write(const adsm::thread_index &, uint64_t *p, uint64_t v) {
+    usleep(150 * 1000);
+    *p = v;
+}
+
+adsm::kernel<fill_bytes> &fill_k() {
+    static adsm::kernel<fill_bytes> k("edge.fill");
+    return k;
+}
+
+void device_fill(uint8_t *p, size_t n, uint8_t v) {
+    fill_k()(adsm::blocks_for(n, 256), 256, p, n, v);
+}
+
+}  // namespace
+
+TEST(EdgeTest, SmallObjectsNeverShareABlock) {
+    std::vector<uint8_t *> objs;
+    for (int i = 0; i < 16; ++i) {
+        objs.push_back(static_cast<uint8_t *>(adsmAlloc(17)));
+        ASSERT_NE(objs.back(), nullptr);
+    }
+    // Even the odd objects are written by the CPU, the even ones by kernels,
+    // in the same round: neighbours must not clobber each other.
+    for (int i = 1; i < 16; i += 2) memset(objs[i], 0x40 + i, 17);
+    for (int i = 0; i < 16; i += 2) device_fill(objs[i], 17, static_cast<uint8_t>(i));
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    for (int i = 0; i < 16; ++i)
+        for (int b = 0; b < 17; ++b)
+            ASSERT_EQ(objs[i][b], i % 2 ? 0x40 + i : static_cast<uint8_t>(i + b)) << i << " " << b;
+    for (auto *p : objs) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u) << "every object starts a page of its own";
+        adsmFree(p);
+    }
+}
+
+TEST(EdgeTest, SizesThatAreNotMultiplesOfTheBlockSize) {
+    const size_t bs = block_size(), n = 3 * bs + 123;
+    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    ASSERT_NE(p, nullptr);
+    memset(p, 1, n);
+    device_fill(p + 3 * bs, 123, 7);  // only the ragged tail
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], i < 3 * bs ? 1 : static_cast<uint8_t>(7 + i - 3 * bs)) << i;
+    p[n - 1] = 99;
+    adsm::kernel<add_bytes> add("edge.add");
+    auto *q = static_cast<uint8_t *>(adsmCalloc(1, 1));
+    add(1, 1, p + n - 1, q, size_t(1));
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    EXPECT_EQ(q[0], 99) << "the last byte of a ragged block reached the device";
+    adsmFree(q);
+    adsmFree(p);
+}
+
+TEST(EdgeTest, FreeWhileDirtyLeavesNothingBehind) {
+    const size_t n = 5 * 4096 + 7;
+    for (int round = 0; round < 20; ++round) {
+        auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+        ASSERT_NE(p, nullptr);
+        memset(p, 0xee, n);  // dirty, never released
+        ASSERT_EQ(adsmFree(p), adsmSuccess);
+    }
+    // The device goes on working with fresh objects, zeroed ones included.
+    auto *z = static_cast<uint8_t *>(adsmCalloc(n, 1));
+    auto *out = static_cast<uint8_t *>(adsmCalloc(n, 1));
+    adsm::kernel<add_bytes> add("edge.add");
+    add(adsm::blocks_for(n, 256), 256, z, out, n);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 0) << "stale device data at " << i;
+    adsmFree(z);
+    adsmFree(out);
+}
+
+TEST(EdgeTest, FreeDuringARunningKernelIsAClearError) {
+    auto *p = static_cast<uint64_t *>(adsmAlloc(4096));
+    adsm::kernel<slow_write> k("edge.slow_write");
+    k(1, 1, p, uint64_t(5));
+    EXPECT_EQ(adsmFree(p), adsmErrorBusy);
+    EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("adsmSync"), std::string::npos);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    EXPECT_EQ(*p, 5u);
+    EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
+TEST(EdgeTest, ThreadsFaultingOnOneBlockTogetherMoveItOnce) {
+    const size_t n = 4096 * 4;
+    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    ASSERT_NE(p, nullptr);
+    device_fill(p, n, 3);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    uint64_t before = adsm::stats().get(adsm::Counter::d2h_bytes);
+    std::atomic<int> ready{0}, bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 6; ++t)
+        ts.emplace_back([&] {
+            ready++;
+            while (ready.load() < 6) {
+            }
+            for (size_t i = 0; i < 4096; ++i)
+                if (p[i] != static_cast<uint8_t>(3 + i)) bad++;
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+    uint64_t moved = adsm::stats().get(adsm::Counter::d2h_bytes) - before;
+    if (faults()) {
+        // One block's worth, however many threads asked at once.
+        size_t expect = std::min(block_size(), n);
+        if (protocol() == "lazy") expect = n;
+        EXPECT_EQ(moved, expect);
+    } else {
+        EXPECT_EQ(moved, 0u) << "batch brought everything back at the sync";
+    }
+    adsmFree(p);
+}
+
+TEST(EdgeTest, CpuAccessDuringAKernelWaitsForIt) {
+    auto *v = static_cast<uint64_t *>(adsmAlloc(sizeof(uint64_t)));
+    *v = 1;
+    adsm::kernel<slow_write> k("edge.slow_write");
+    testing::internal::CaptureStderr();
+    k(1, 1, v, uint64_t(42));
+    uint64_t seen = *v;  // a race: between adsmCall and adsmSync
+    std::string err = testing::internal::GetCapturedStderr();
+    if (faults()) {
+        EXPECT_EQ(seen, 42u) << "ADSM_ON_RACE=sync waits for the kernel";
+        EXPECT_NE(err.find("between adsmCall and adsmSync"), std::string::npos) << err;
+        EXPECT_NE(err.find("EdgeTest_CpuAccessDuringAKernelWaitsForIt"), std::string::npos)
+            << "the warning names the code: " << err;
+    } else {
+        EXPECT_EQ(seen, 1u) << "batch cannot see the access: the CPU reads its own copy";
+    }
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    EXPECT_EQ(*v, 42u);
+    adsmFree(v);
+}
+
+TEST(EdgeDeathTest, RacePolicyAbortStopsTheProgram) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    // The runtime must start inside the death statement, after the setenv,
+    // so the protocol is read from the environment here.
+    const char *env = getenv("ADSM_PROTOCOL");
+    const char *dev = getenv("ADSM_DEVICE");
+    std::string p = env ? env : "batch";
+    bool takes_faults = p != "batch" && !(dev && std::string(dev) == "cpu");
+    if (takes_faults) {
+        EXPECT_DEATH(
+            {
+                setenv("ADSM_ON_RACE", "abort", 1);
+                auto *v = static_cast<uint64_t *>(adsmAlloc(8));
+                adsm::kernel<slow_write> k("edge.slow_write");
+                k(1, 1, v, uint64_t(42));
+                volatile uint64_t x = *v;
+                (void)x;
+            },
+            "aborting");
+    } else {
+        EXPECT_EXIT(
+            {
+                setenv("ADSM_ON_RACE", "abort", 1);
+                auto *v = static_cast<uint64_t *>(adsmAlloc(8));
+                adsm::kernel<slow_write> k("edge.slow_write");
+                k(1, 1, v, uint64_t(42));
+                volatile uint64_t x = *v;
+                (void)x;
+                exit(adsmSync() == adsmSuccess ? 0 : 1);
+            },
+            testing::ExitedWithCode(0), "");
+    }
+}
+
+TEST(EdgeTest, ForkChildSeesTheDataAsOrdinaryMemory) {
+    const size_t n = 3 * block_size() + 100;
+    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    ASSERT_NE(p, nullptr);
+    memset(p, 0, n);
+    device_fill(p, n, 10);  // results on the device; lazy protocols leave them there
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    p[n - 1] = 0xab;  // and one fresh CPU write
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int code = 0;
+        for (size_t i = 0; i + 1 < n; ++i)
+            if (p[i] != static_cast<uint8_t>(10 + i)) code = 1;
+        if (p[n - 1] != 0xab) code = 2;
+        memset(p, 0x77, n);  // private to the child now
+        if (adsmAlloc(10) != nullptr || adsmGetLastError() != adsmErrorNotSupported) code = 3;
+        _exit(code);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "1: kernel results, 2: CPU write, 3: API in the child";
+    // The parent's data and device are untouched by the child.
+    for (size_t i = 0; i + 1 < n; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(10 + i)) << i;
+    EXPECT_EQ(p[n - 1], 0xab);
+    device_fill(p, n, 20);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    EXPECT_EQ(p[5], static_cast<uint8_t>(25));
+    adsmFree(p);
+}
+
+namespace {
+sigjmp_buf g_jump;
+std::atomic<int> g_app_faults{0};
+void app_handler(int, siginfo_t *, void *) {
+    g_app_faults++;
+    siglongjmp(g_jump, 1);
+}
+}  // namespace
+
+TEST(EdgeTest, TheApplicationsOwnFaultHandlerKeepsWorking) {
+    struct sigaction sa = {}, old = {}, seen = {};
+    sa.sa_sigaction = app_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    ASSERT_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+    ASSERT_EQ(sigaction(SIGSEGV, nullptr, &seen), 0);
+    EXPECT_EQ(seen.sa_sigaction, app_handler) << "the application sees its own handler";
+
+    // A fault outside shared memory reaches the application's handler...
+    void *page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (sigsetjmp(g_jump, 1) == 0) *static_cast<volatile int *>(page) = 1;
+    EXPECT_EQ(g_app_faults.load(), 1);
+
+    // ...while faults on shared memory stay the runtime's.
+    auto *v = static_cast<uint8_t *>(adsmAlloc(8192));
+    device_fill(v, 8192, 1);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    EXPECT_EQ(v[100], static_cast<uint8_t>(101));
+    v[5000] = 3;
+    EXPECT_EQ(g_app_faults.load(), 1);
+
+    ASSERT_EQ(sigaction(SIGSEGV, &old, nullptr), 0);
+    munmap(page, 4096);
+    adsmFree(v);
+}
