@@ -28,6 +28,7 @@ public:
         for (Region *r = c.regions; r; r = r->next) {
             if (r->on_device) continue;
             if (Status s = env_.device->copy_to_device(r->dev, r->alias, r->size); s != adsmSuccess) return s;
+            r->stats.moved(true, r->size);
             r->on_device = true;
         }
         return adsmSuccess;
@@ -37,6 +38,7 @@ public:
         for (Region *r = c.regions; r; r = r->next) {
             if (!r->on_device) continue;
             if (Status s = env_.device->copy_to_host(r->alias, r->dev, r->size); s != adsmSuccess) return s;
+            r->stats.moved(false, r->size);
             r->on_device = false;
         }
         return adsmSuccess;

@@ -6,6 +6,7 @@
 #include "backend/device.h"
 #include "memory/address_space.h"
 #include "memory/context.h"
+#include "os/clock.h"
 #include "os/uffd.h"
 #include "support/stats.h"
 
@@ -14,9 +15,16 @@ namespace {
 
 using namespace block;
 
-// A block the CPU faulted on after a sync is fetched ahead for this many
-// following syncs; each fault renews it.
-constexpr uint8_t kConfidenceOnFault = 8;
+// A block the CPU read after a sync is fetched ahead at the next syncs.  Its
+// confidence starts here and drops by one at each release; while it is at
+// least kOpenAhead the prefetch also opens the block, so the CPU reads it
+// without any fault.  Below that the block lands closed, and the CPU's
+// touch (a cheap fault, nothing to copy) confirms the prediction and renews
+// it, while an untouched landed block ends the prediction at once.  A block
+// read every time thus faults once every three syncs, and a wrong guess
+// costs at most three fetches.
+constexpr uint8_t kConfidenceOnFault = 4;
+constexpr uint8_t kOpenAhead = 2;
 
 uint8_t confidence(uint8_t b) { return static_cast<uint8_t>((b & kConfidenceMask) >> kConfidenceShift); }
 uint8_t with_confidence(uint8_t b, uint8_t c) {
@@ -61,7 +69,7 @@ void BlockProtocol::protect_page(Region &r, size_t page, int prot) {
 Status BlockProtocol::fill(Region &r, uint32_t first, uint32_t last) {
     size_t b = r.block_begin(first), e = r.block_data_end(last - 1);
     if (e <= b) return adsmSuccess;
-    r.stats.d2h_bytes.fetch_add(e - b, std::memory_order_relaxed);
+    r.stats.moved(false, e - b);
     return env_.device->copy_to_host(r.alias + b, r.dev + b, e - b);
 }
 
@@ -69,7 +77,7 @@ Status BlockProtocol::fill(Region &r, uint32_t first, uint32_t last) {
 void BlockProtocol::copy_out(Region &r, size_t begin, size_t end, bool async) {
     if (end > r.size) end = r.size;
     if (end <= begin) return;
-    r.stats.h2d_bytes.fetch_add(end - begin, std::memory_order_relaxed);
+    r.stats.moved(true, end - begin);
     if (async) env_.device->copy_to_device_async(r.dev + begin, r.alias + begin, end - begin, nullptr, nullptr);
     else env_.device->copy_to_device(r.dev + begin, r.alias + begin, end - begin);
 }
@@ -150,8 +158,10 @@ bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
     uint8_t st = r.state(k);
     size_t page = off / os::kPageSize;
     if (st == kInvalid) {
-        fill(r, k, k + 1);
-        if (policy_.learn_reads) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
+        if (r.blocks[k] & kLanded) r.blocks[k] &= static_cast<uint8_t>(~kLanded);  // prefetched: a hit
+        else fill(r, k, k + 1);
+        // Reads teach the prefetcher; a write would have faulted anyway.
+        if (policy_.learn_reads && !write) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
         open_block(r, k, write, &newly_dirty);
         if (write && page_faults()) {
             protect_page(r, page, PROT_READ | PROT_WRITE);
@@ -160,8 +170,15 @@ bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
         (write ? r.stats.write_faults : r.stats.read_faults).fetch_add(1, std::memory_order_relaxed);
         stats().add(write ? Counter::write_faults : Counter::read_faults);
     } else if (write && page_faults() && !bit(r.dirty_pages, page)) {
-        r.set_state(k, kDirty);
-        protect_page(r, page, PROT_READ | PROT_WRITE);
+        if (st == kDirty) {
+            // A second page of the block: stop paying a fault per page and
+            // send the block whole.
+            r.blocks[k] |= kForced;
+            protect(r, k, k + 1, PROT_READ | PROT_WRITE);
+        } else {
+            r.set_state(k, kDirty);
+            protect_page(r, page, PROT_READ | PROT_WRITE);
+        }
         set_bit(r.dirty_pages, page);
         r.stats.write_faults.fetch_add(1, std::memory_order_relaxed);
         stats().add(Counter::write_faults);
@@ -173,7 +190,8 @@ bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
         stats().add(Counter::write_faults);
     } else {
         // Another thread resolved it first; make sure the protection agrees.
-        if (page_faults() && st == kDirty && bit(r.dirty_pages, page)) protect_page(r, page, PROT_READ | PROT_WRITE);
+        if (page_faults() && st == kDirty && (r.blocks[k] & kForced)) protect(r, k, k + 1, PROT_READ | PROT_WRITE);
+        else if (page_faults() && st == kDirty && bit(r.dirty_pages, page)) protect_page(r, page, PROT_READ | PROT_WRITE);
         else protect(r, k, k + 1, prot_for(st));
     }
     r.lock.unlock();
@@ -192,10 +210,14 @@ Status BlockProtocol::host_access(Region &r, size_t off, size_t len, bool write)
         if (r.state(k) == kInvalid) {
             // A block the write covers entirely needs nothing from the device.
             bool covered = write && off <= r.block_begin(k) && off + len >= r.block_data_end(k);
+            if (r.blocks[k] & kLanded) {
+                r.blocks[k] &= static_cast<uint8_t>(~kLanded);
+                covered = true;  // already here
+            }
             if (!covered) {
                 if (Status s = fill(r, k, k + 1); s != adsmSuccess) result = s;
-                if (policy_.learn_reads) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
             }
+            if (policy_.learn_reads && !write) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
             open_block(r, k, write, &newly_dirty);
         }
         if (write) {
@@ -227,12 +249,18 @@ void BlockProtocol::flush_region(Region &r) {
     if (!r.blocks) return;
     bool any_open = false;
     for (uint32_t k = 0; k < r.nblocks && !any_open; ++k) any_open = r.state(k) != kInvalid;
-    if (!any_open) return;
+    if (!any_open) {
+        if (policy_.learn_reads) age_predictions(r);
+        return;
+    }
     // Close first: from here on no CPU write can slip in behind the copy.
     protect(r, 0, r.nblocks, PROT_NONE);
 
+    // Find what was written (timed apart from the copies: it is the
+    // tracker's cost), then send it.
+    std::vector<std::pair<size_t, size_t>> runs;  // page-precise byte ranges
+    uint64_t t0 = os::now_ns();
     if (env_.tracker) {
-        std::vector<std::pair<size_t, size_t>> runs;
         CollectArgs a{&r, policy_.page_precise, &runs};
         env_.tracker->collect(
             r.host, r.span,
@@ -246,23 +274,24 @@ void BlockProtocol::flush_region(Region &r) {
                 }
             },
             &a);
-        for (auto &[b, e] : runs) {
-            // A block flushed whole below needs no page-wise copy.
-            if (!(r.blocks[r.block_of(b)] & kForced) || r.block_of(b) != r.block_of(e - 1)) copy_out(r, b, e, false);
-        }
     } else if (page_faults()) {
         size_t pages = r.span / os::kPageSize;
         for (size_t p = 0; p < pages;) {
-            if (!bit(r.dirty_pages, p) || (r.blocks[r.block_of(p * os::kPageSize)] & kForced)) {
+            if (!bit(r.dirty_pages, p)) {
                 ++p;
                 continue;
             }
             size_t q = p;
-            while (q < pages && bit(r.dirty_pages, q) && !(r.blocks[r.block_of(q * os::kPageSize)] & kForced)) ++q;
-            copy_out(r, p * os::kPageSize, q * os::kPageSize, false);
+            while (q < pages && bit(r.dirty_pages, q)) ++q;
+            runs.emplace_back(p * os::kPageSize, q * os::kPageSize);
             p = q;
         }
         memset(r.dirty_pages, 0, (pages + 63) / 64 * sizeof(uint64_t));
+    }
+    stats().add(Counter::tracking_ns, os::now_ns() - t0);
+    for (auto &[b, e] : runs) {
+        // A block flushed whole below needs no page-wise copy.
+        if (!(r.blocks[r.block_of(b)] & kForced) || r.block_of(b) != r.block_of(e - 1)) copy_out(r, b, e, false);
     }
 
     // Whole blocks, adjacent ones in one transfer.
@@ -279,33 +308,32 @@ void BlockProtocol::flush_region(Region &r) {
         copy_out(r, r.block_begin(k), r.block_end(j - 1), false);
         k = j;
     }
+    if (policy_.learn_reads) age_predictions(r);
+    else memset(r.blocks, kInvalid, r.nblocks);
+}
+
+// Every block becomes Invalid; a prediction weakens by one sync, and ends
+// at once if its prefetch went unused.
+void BlockProtocol::age_predictions(Region &r) {
     for (uint32_t k = 0; k < r.nblocks; ++k) {
-        uint8_t b = kInvalid;
-        if (policy_.learn_reads) {
-            uint8_t c = confidence(r.blocks[k]);
-            b = with_confidence(b, c ? c - 1 : 0);
-        }
-        r.blocks[k] = b;
+        uint8_t c = confidence(r.blocks[k]);
+        bool unused_prefetch = (r.blocks[k] & kLanded) != 0;
+        r.blocks[k] = with_confidence(kInvalid, unused_prefetch || c == 0 ? 0 : static_cast<uint8_t>(c - 1));
     }
 }
 
 void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
     if (!r.blocks || r.state(k) != kDirty) return;
-    if (env_.tracker && !(r.blocks[k] & kForced)) {
-        // Only the pages written since the block was last flushed; the block
-        // stays writable and later writes are found again.
-        struct A {
-            BlockProtocol *self;
-            Region *r;
-        } a{this, &r};
+    size_t b = r.block_begin(k), e = r.block_end(k);
+    if (env_.tracker) {
+        // The kernel says whether anything was written since the last flush
+        // (and starts watching afresh); the block stays writable, and later
+        // writes are found again at the release.  kForced stays for the
+        // reason given below.
+        bool written = r.blocks[k] & kForced;
         env_.tracker->collect(
-            r.host + r.block_begin(k), r.block_end(k) - r.block_begin(k),
-            [](void *p, uintptr_t start, size_t len) {
-                auto *a = static_cast<A *>(p);
-                size_t b = start - a->r->host;
-                a->self->copy_out(*a->r, b, b + len, true);
-            },
-            &a);
+            r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; }, &written);
+        if (written) copy_out(r, b, e, true);
         return;
     }
     // Stop writers, then copy: a later write faults and dirties it again.
@@ -314,9 +342,7 @@ void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
     // fault would reveal, so the release sends it whole once more.
     r.set_state(k, kReadOnly);
     protect(r, k, k + 1, prot_for(kReadOnly));
-    if (env_.tracker) env_.tracker->collect(r.host + r.block_begin(k), r.block_end(k) - r.block_begin(k),
-                                            [](void *, uintptr_t, size_t) {}, nullptr);
-    copy_out(r, r.block_begin(k), r.block_end(k), true);
+    copy_out(r, b, e, true);
 }
 
 Status BlockProtocol::release(Context &c) {
@@ -336,15 +362,17 @@ Status BlockProtocol::acquire(Context &c) {
     return adsmSuccess;
 }
 
-// Starts fetching the blocks the CPU is expected to read; each lands and
-// opens without a fault.
+// Starts fetching the blocks the CPU is expected to read; they land (and
+// open, or wait closed to be confirmed; see kOpenAhead) while the CPU goes on.
 void BlockProtocol::prefetch(Region &r) {
     std::vector<PrefetchRun *> runs;
     {
         os::FutexGuard g(r.lock);
         if (!r.blocks) return;
         for (uint32_t k = 0; k < r.nblocks;) {
-            auto wanted = [&](uint32_t i) { return r.state(i) == kInvalid && confidence(r.blocks[i]) > 0; };
+            auto wanted = [&](uint32_t i) {
+                return r.state(i) == kInvalid && !(r.blocks[i] & kLanded) && confidence(r.blocks[i]) > 0;
+            };
             if (!wanted(k)) {
                 ++k;
                 continue;
@@ -358,7 +386,7 @@ void BlockProtocol::prefetch(Region &r) {
     for (PrefetchRun *run : runs) {
         size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
         stats().add(Counter::prefetched_blocks, run->last - run->first);
-        r.stats.d2h_bytes.fetch_add(e - b, std::memory_order_relaxed);
+        r.stats.moved(false, e - b);
         uint64_t t = env_.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
         os::FutexGuard g(r.lock);
         if (t > r.prefetch_ticket) r.prefetch_ticket = t;
@@ -375,8 +403,13 @@ void BlockProtocol::prefetched(void *arg) {
             for (uint32_t k = run->first; k < run->last; ++k) {
                 if (!(r.blocks[k] & kIncoming)) continue;
                 r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
-                bool unused;
-                if (r.state(k) == kInvalid) run->protocol->open_block(r, k, false, &unused);
+                if (r.state(k) != kInvalid) continue;
+                if (confidence(r.blocks[k]) >= kOpenAhead) {
+                    bool unused;
+                    run->protocol->open_block(r, k, false, &unused);
+                } else {
+                    r.blocks[k] |= kLanded;
+                }
             }
         }
     }
@@ -388,7 +421,8 @@ void BlockProtocol::snapshot(const Region &r, uint8_t *dst) {
     for (uint32_t k = 0; k < r.nblocks; ++k) {
         size_t b = r.block_begin(k), e = r.block_data_end(k);
         if (e <= b) continue;
-        if (r.state(k) == kInvalid && !(r.blocks[k] & kIncoming)) env_.device->copy_to_host(dst + b, r.dev + b, e - b);
+        if (r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded)))
+            env_.device->copy_to_host(dst + b, r.dev + b, e - b);
         else memcpy(dst + b, r.alias + b, e - b);
     }
 }

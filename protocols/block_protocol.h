@@ -20,8 +20,13 @@
 //   whole_object  one block per object (lazy)
 //   write_events  fault on the first write to each block even with a tracker,
 //                 to learn the order in which blocks turn dirty (rolling)
-//   page_precise  move only the pages written, not whole blocks (delta)
-//   learn_reads   prefetch at acquire what the CPU read after past syncs (delta)
+//   page_precise  move only the pages written, not whole blocks (delta); without
+//                 a tracker a block's first written page opens alone and a
+//                 second one opens the block, sent whole (two faults at most)
+//   learn_reads   prefetch at acquire what the CPU read after past syncs (delta);
+//                 confident predictions open on landing (no fault), the others
+//                 land closed so that a touch (a cheap fault) confirms them and
+//                 an untouched one ends the prediction
 #pragma once
 
 #include <sys/mman.h>
@@ -55,8 +60,8 @@ protected:
     virtual void dirtied(Region &, uint32_t /*block*/) {}
     virtual void released(Context &) {}
 
-    // Starts sending a Dirty block to the device in the background; the
-    // block stays usable.  Caller holds r.lock.
+    // Starts sending a Dirty block to the device in the background, whole;
+    // the block stays usable.  Caller holds r.lock.
     void flush_block_async(Region &r, uint32_t k);
 
     const ProtocolEnv &env() const { return env_; }
@@ -75,6 +80,7 @@ private:
     void lock_settled(Region &r, uint32_t first, uint32_t last);
     void flush_region(Region &r);
     void copy_out(Region &r, size_t begin, size_t end, bool async);
+    void age_predictions(Region &r);
     void prefetch(Region &r);
     static void prefetched(void *arg);
 

@@ -1,11 +1,12 @@
 // delta: our protocol.  Block states as in rolling, but
 //  * a release sends only the pages the CPU wrote, not whole blocks: with
 //    userfaultfd tracking it learns them from the kernel without a single
-//    write fault; without it, it opens pages for writing one by one;
+//    write fault; without it, a block's first written page is tracked alone
+//    and a second one makes the block go whole (never more than two faults);
 //  * it learns which blocks the CPU reads after each sync and, at the next
-//    sync, fetches them in the background and opens them before the CPU
-//    asks, so repeated read patterns (a stencil's halo, a histogram's bins)
-//    stop faulting.
+//    sync, fetches them in the background, so that repeated read patterns (a
+//    stencil's halo, a histogram's bins) find their data already there; a
+//    prediction the CPU does not use is dropped at once.
 // It wins where writes are sparse inside blocks and where what the CPU reads
 // after a sync repeats from one iteration to the next.
 #include "protocols/block_protocol.h"

@@ -26,8 +26,11 @@ struct DirtyList {
 
 class Rolling final : public BlockProtocol {
 public:
+    // At least two: one store can straddle two blocks, and with room for one
+    // only, each of its faults would evict the other block, forever.
     explicit Rolling(const ProtocolEnv &env)
-        : BlockProtocol(env, BlockPolicy{.write_events = true}), capacity_(env.config->rolling_size) {}
+        : BlockProtocol(env, BlockPolicy{.write_events = true}),
+          capacity_(env.config->rolling_size < 2 ? 2 : env.config->rolling_size) {}
     const char *name() const override { return "rolling"; }
 
     void context_created(Context &c) override {

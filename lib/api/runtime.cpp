@@ -28,7 +28,12 @@ void print_stats() {
     Runtime *rt = g_runtime.load();
     if (!rt || g_forked.load()) return;
     fflush(stdout);  // the program's own output first, even through a pipe
-    stats().print(stderr, rt->device->name(), rt->protocol->name());
+    std::vector<RegionSummary> live;
+    rt->table.for_each_live([&](Region &r) { live.push_back(r.summary<RegionSummary>(false)); });
+    char heading[256];
+    snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", rt->device->name(),
+             rt->protocol->name(), rt->config.block_size / 1024, dirty_tracking_name(*rt));
+    stats().print(stderr, heading, live);
 }
 
 void fork_child() {

@@ -194,6 +194,7 @@ Status Manager::carve(size_t size, RegionKind kind, Region **out) {
 
 // Gives a region's memory back once nothing can reach it any more.
 void Manager::retire(Region *r) {
+    stats().remember_freed(r->summary<RegionSummary>(true));
     table_.unmap_freed(r->dev, r->span);
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
     device_.decommit(r->dev, r->span);

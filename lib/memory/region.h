@@ -29,10 +29,11 @@ constexpr uint8_t kHostOnly = 3;  // only a host copy exists
 constexpr uint8_t kStateMask = 3;
 constexpr uint8_t kForced = 1 << 2;    // written through the alias: flush it whole, whatever the tracker saw
 constexpr uint8_t kIncoming = 1 << 3;  // a prefetch is filling it
-// How many more syncs to fetch the block ahead of the CPU (0: none); set
-// when the CPU faults on it after a sync, decremented at each release.
-constexpr unsigned kConfidenceShift = 4;
-constexpr uint8_t kConfidenceMask = 0xf0;
+constexpr uint8_t kLanded = 1 << 4;    // Invalid but filled by a prefetch: opening it needs no copy
+// How many more syncs to fetch the block ahead of the CPU (0: none): set
+// when the CPU needs it, cleared when a prefetch of it went unused.
+constexpr unsigned kConfidenceShift = 5;
+constexpr uint8_t kConfidenceMask = 0xe0;
 }  // namespace block
 
 struct RegionStats {
@@ -40,11 +41,17 @@ struct RegionStats {
     std::atomic<uint64_t> write_faults{0};
     std::atomic<uint64_t> h2d_bytes{0};
     std::atomic<uint64_t> d2h_bytes{0};
+    std::atomic<uint64_t> transfers{0};
     void clear() {
         read_faults.store(0, std::memory_order_relaxed);
         write_faults.store(0, std::memory_order_relaxed);
         h2d_bytes.store(0, std::memory_order_relaxed);
         d2h_bytes.store(0, std::memory_order_relaxed);
+        transfers.store(0, std::memory_order_relaxed);
+    }
+    void moved(bool to_device, uint64_t bytes) {
+        (to_device ? h2d_bytes : d2h_bytes).fetch_add(bytes, std::memory_order_relaxed);
+        transfers.fetch_add(1, std::memory_order_relaxed);
     }
 };
 
@@ -91,6 +98,20 @@ struct Region {
         dirty_pages = nullptr;
         prefetch_ticket = 0;
         stats.clear();
+    }
+
+    template <class Summary>
+    Summary summary(bool freed) const {
+        Summary s;
+        s.address = host ? host : dev;
+        s.size = size;
+        s.read_faults = stats.read_faults.load(std::memory_order_relaxed);
+        s.write_faults = stats.write_faults.load(std::memory_order_relaxed);
+        s.h2d_bytes = stats.h2d_bytes.load(std::memory_order_relaxed);
+        s.d2h_bytes = stats.d2h_bytes.load(std::memory_order_relaxed);
+        s.transfers = stats.transfers.load(std::memory_order_relaxed);
+        s.freed = freed;
+        return s;
     }
 
     bool contains_host(uintptr_t a) const { return a >= host && a - host < span; }

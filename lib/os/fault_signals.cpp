@@ -24,6 +24,7 @@ struct ChainTarget {
     struct sigaction slot[2];
     std::atomic<int> current{0};
     std::atomic<bool> owned{false};
+    bool alt_stack = false;
 };
 ChainTarget g_chain[NSIG];
 FutexLock g_chain_lock;  // writers only
@@ -56,19 +57,26 @@ int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) 
     return fn(sig, act, old);
 }
 
-int install_fault_handler(int sig) {
+int install_fault_handler(int sig, bool on_alt_stack) {
     if (sig <= 0 || sig >= NSIG) return -EINVAL;
     std::lock_guard<std::mutex> lock(g_install_mu);
     ChainTarget &t = g_chain[sig];
-    if (t.owned.load(std::memory_order_acquire)) return 0;
+    bool owned = t.owned.load(std::memory_order_acquire);
+    if (owned && (t.alt_stack || !on_alt_stack)) return 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | (on_alt_stack ? SA_ONSTACK : 0);
     sigemptyset(&sa.sa_mask);
-    if (real_sigaction(sig, &sa, &t.slot[0]) != 0) return -errno;
-    t.current.store(0, std::memory_order_release);
-    t.owned.store(true, std::memory_order_release);
+    // Re-installing (to add the alternate stack) keeps the chain target.
+    struct sigaction displaced;
+    if (real_sigaction(sig, &sa, &displaced) != 0) return -errno;
+    if (!owned) {
+        t.slot[0] = displaced;
+        t.current.store(0, std::memory_order_release);
+        t.owned.store(true, std::memory_order_release);
+    }
+    t.alt_stack = on_alt_stack;
     return 0;
 }
 

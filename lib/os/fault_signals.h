@@ -20,8 +20,12 @@ namespace adsm::os {
 using FaultHook = bool (*)(int sig, siginfo_t *info, void *ucontext);
 
 // Installs the handler for sig (idempotent), remembering the one it displaces
-// as the chain target.  Returns 0 or -errno.
-int install_fault_handler(int sig);
+// as the chain target.  on_alt_stack makes it run on the thread's alternate
+// signal stack, which only threads that run kernels need (to report a
+// kernel's stack overflow); other threads' handlers run on their own stack,
+// whatever small alternate stack the application (or a sanitizer) set up.
+// Returns 0 or -errno.
+int install_fault_handler(int sig, bool on_alt_stack = false);
 
 // Adds a hook; hooks run in the order added.  Returns false if full.
 bool add_fault_hook(FaultHook hook);

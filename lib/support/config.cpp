@@ -10,9 +10,9 @@ namespace adsm {
 const std::vector<ConfigVar> &config_variables() {
     static const std::vector<ConfigVar> vars = {
         {"ADSM_DEVICE", "sim|cpu", "accelerator back-end (cuda, levelzero and remote are reserved)"},
-        {"ADSM_PROTOCOL", "batch|lazy|rolling|delta", "coherence protocol (default batch)"},
+        {"ADSM_PROTOCOL", "batch|lazy|rolling|delta", "coherence protocol (default delta)"},
         {"ADSM_BLOCK_SIZE", "SIZE", "coherence block size, a multiple of the page size (default 256K)"},
-        {"ADSM_ROLLING_SIZE", "N", "dirty blocks the rolling protocol keeps before evicting (default 8)"},
+        {"ADSM_ROLLING_SIZE", "N", "dirty blocks the rolling protocol keeps before evicting (default 8, at least 2)"},
         {"ADSM_SIM_MEMORY", "SIZE", "memory of the simulated accelerator (default 16G)"},
         {"ADSM_SIM_LINK_GBPS", "GB/s", "simulated link bandwidth; 0 copies at memory speed (default 0)"},
         {"ADSM_SIM_LINK_LATENCY_US", "us", "simulated latency per transfer (default 0)"},

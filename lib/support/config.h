@@ -16,7 +16,7 @@ namespace adsm {
 
 struct Config {
     std::string device = "sim";         // ADSM_DEVICE
-    std::string protocol = "batch";     // ADSM_PROTOCOL
+    std::string protocol = "delta";     // ADSM_PROTOCOL
     size_t block_size = 256 * 1024;     // ADSM_BLOCK_SIZE
     size_t rolling_size = 8;            // ADSM_ROLLING_SIZE: dirty blocks kept before eviction
     uint64_t sim_memory = 16ull << 30;  // ADSM_SIM_MEMORY: device capacity

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
+#include <vector>
 
 namespace adsm {
 
@@ -25,9 +27,19 @@ enum class Counter : unsigned {
     write_faults,
     race_faults,
     fault_ns,
+    tracking_ns,
     evictions,
     prefetched_blocks,
     count_
+};
+
+// What one region did, for the report of the busiest regions.
+struct RegionSummary {
+    uintptr_t address = 0;
+    size_t size = 0;
+    uint64_t read_faults = 0, write_faults = 0, h2d_bytes = 0, d2h_bytes = 0, transfers = 0;
+    bool freed = false;
+    uint64_t traffic() const { return h2d_bytes + d2h_bytes; }
 };
 
 class Stats {
@@ -36,10 +48,18 @@ public:
     uint64_t get(Counter c) const { return v_[idx(c)].load(std::memory_order_relaxed); }
     void reset();
     static const char *name(Counter c);
-    // A readable table: what moved, how often.
-    void print(FILE *out, const char *device, const char *protocol) const;
+
+    // Keeps a freed region's summary if it is among the busiest seen.
+    void remember_freed(const RegionSummary &r);
+
+    // A readable report: totals, then the busiest regions (the freed ones
+    // remembered, plus `live`).
+    void print(FILE *out, const char *heading, const std::vector<RegionSummary> &live) const;
 
 private:
+    static constexpr size_t kTopRegions = 10;
+    mutable std::mutex top_mu_;
+    std::vector<RegionSummary> top_freed_;
     static unsigned idx(Counter c) { return static_cast<unsigned>(c); }
     std::atomic<uint64_t> v_[static_cast<unsigned>(Counter::count_)] = {};
 };

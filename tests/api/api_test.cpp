@@ -187,7 +187,7 @@ TEST(ApiTest, DeviceInfoDescribesTheBackend) {
     EXPECT_STREQ(info.name, want);
     EXPECT_EQ(info.integrated, std::string(want) == "cpu");
     EXPECT_GT(info.memory_bytes, 0u);
-    const char *protocol = getenv("ADSM_PROTOCOL") ? getenv("ADSM_PROTOCOL") : "batch";
+    const char *protocol = getenv("ADSM_PROTOCOL") ? getenv("ADSM_PROTOCOL") : "delta";
     EXPECT_STREQ(info.protocol, std::string(want) == "cpu" ? "integrated" : protocol);
     std::string tracking = info.dirty_tracking;
     if (std::string(info.protocol) == "batch" || std::string(info.protocol) == "integrated") {

@@ -63,5 +63,5 @@ TEST_F(ConfigEnvTest, StatsArePrintedAtExit) {
             adsmFree(p);
             exit(p ? 0 : 1);
         },
-        testing::ExitedWithCode(0), "adsm statistics \\(device sim, protocol batch\\)(.|\n)*allocations +1");
+        testing::ExitedWithCode(0), "adsm statistics \\(device sim, protocol delta(.|\n)*allocations +1");
 }

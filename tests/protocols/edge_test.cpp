@@ -100,6 +100,24 @@ TEST(EdgeTest, SizesThatAreNotMultiplesOfTheBlockSize) {
     adsmFree(p);
 }
 
+TEST(EdgeTest, AStoreAcrossTwoBlocksCompletes) {
+    // An unaligned store that straddles a block boundary needs both blocks
+    // writable at once, whatever the rolling size.
+    const size_t bs = block_size();
+    auto *p = static_cast<uint8_t *>(adsmAlloc(4 * bs));
+    ASSERT_NE(p, nullptr);
+    device_fill(p, 4 * bs, 0);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    for (size_t b = 1; b < 4; ++b) {
+        uint64_t v = 0x0102030405060708ull * b;
+        memcpy(p + b * bs - 3, &v, sizeof v);
+        uint64_t back;
+        memcpy(&back, p + b * bs - 3, sizeof back);
+        EXPECT_EQ(back, v);
+    }
+    adsmFree(p);
+}
+
 TEST(EdgeTest, FreeWhileDirtyLeavesNothingBehind) {
     const size_t n = 5 * 4096 + 7;
     for (int round = 0; round < 20; ++round) {

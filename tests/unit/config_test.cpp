@@ -56,7 +56,7 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
     Config c;
     ASSERT_EQ(parse({}, &c), adsmSuccess);
     EXPECT_EQ(c.device, "sim");
-    EXPECT_EQ(c.protocol, "batch");
+    EXPECT_EQ(c.protocol, "delta");
     EXPECT_EQ(c.block_size, 256u * 1024);
     EXPECT_EQ(c.sim_memory, 16ull << 30);
     EXPECT_FALSE(c.stats);
