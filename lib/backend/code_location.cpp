@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <link.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +40,7 @@ int find_by_addr(struct dl_phdr_info *info, size_t, void *p) {
 
 bool file_identity(const std::string &path, uint64_t *dev, uint64_t *ino) {
     struct stat st;
-    if (stat(path.empty() ? "/proc/self/exe" : path.c_str(), &st) != 0) return false;
+    if (stat(path.empty() ? main_program_path().c_str() : path.c_str(), &st) != 0) return false;
     *dev = st.st_dev;
     *ino = st.st_ino;
     return true;
@@ -64,6 +65,16 @@ int find_by_file(struct dl_phdr_info *info, size_t, void *p) {
 }
 
 }  // namespace
+
+std::string main_program_path() {
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        if (!strstr(buf, " (deleted)") && access(buf, X_OK) == 0) return buf;
+    }
+    return "/proc/self/exe";
+}
 
 bool locate_code(const void *addr, CodeLocation *out, std::string *err) {
     FindByAddr f;

@@ -14,6 +14,12 @@ struct CodeLocation {
     uint64_t dev = 0, ino = 0;  // identity of the module file
 };
 
+// The file of the running program.  /proc/self/exe names it even if it was
+// replaced on disk, but under a tool that runs the program (valgrind, say)
+// the kernel's link names the tool; the path the program was started from
+// names the program in both cases, as long as it is still there.
+std::string main_program_path();
+
 // Finds the module holding `addr`; false (and a reason) if none does, as for
 // code generated at run time.
 bool locate_code(const void *addr, CodeLocation *out, std::string *err);

@@ -8,3 +8,9 @@ if ! diff <(printf '%s\n' "$shown") "$src/tests/examples/readme_example.c"; then
     exit 1
 fi
 echo "README program matches"
+
+# Every setting the runtime reads is documented there.
+for var in $(grep -o '{"ADSM_[A-Z_]*"' "$src/lib/support/config.cpp" | tr -d '{"'); do
+    grep -q "\`$var\`" "$src/README.md" || { echo "README.md does not document $var" >&2; exit 1; }
+done
+echo "README documents every setting"

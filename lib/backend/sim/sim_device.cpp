@@ -7,12 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "backend/code_location.h"
 #include "backend/sim/server_env.h"
 #include "os/clock.h"
 #include "os/futex.h"
@@ -201,7 +203,8 @@ Status SimDevice::start_server() {
     int keep[] = {sv[1], channel_fd_, dev_fd_};
 
     pid_t pid = 0;
-    int r = os::spawn_detached("/proc/self/exe", argv, envp.data(), keep, 3, &pid);
+    std::string program = main_program_path();
+    int r = os::spawn_detached(program.c_str(), argv, envp.data(), keep, 3, &pid);
     close(sv[1]);
     if (r != 0) {
         close(sv[0]);
