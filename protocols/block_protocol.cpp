@@ -1,7 +1,9 @@
 #include "protocols/block_protocol.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "backend/device.h"
 #include "memory/address_space.h"
@@ -66,7 +68,7 @@ void BlockProtocol::protect_page(Region &r, size_t page, int prot) {
     mprotect(reinterpret_cast<void *>(r.host + page * os::kPageSize), os::kPageSize, prot);
 }
 
-Status BlockProtocol::fill(Region &r, uint32_t first, uint32_t last) {
+Status BlockProtocol::fetch(Region &r, uint32_t first, uint32_t last) {
     size_t b = r.block_begin(first), e = r.block_data_end(last - 1);
     if (e <= b) return adsmSuccess;
     r.stats.moved(false, e - b);
@@ -159,7 +161,7 @@ bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
     size_t page = off / os::kPageSize;
     if (st == kInvalid) {
         if (r.blocks[k] & kLanded) r.blocks[k] &= static_cast<uint8_t>(~kLanded);  // prefetched: a hit
-        else fill(r, k, k + 1);
+        else fetch(r, k, k + 1);
         // Reads teach the prefetcher; a write would have faulted anyway.
         if (policy_.learn_reads && !write) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
         open_block(r, k, write, &newly_dirty);
@@ -199,41 +201,90 @@ bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
     return true;
 }
 
-Status BlockProtocol::host_access(Region &r, size_t off, size_t len, bool write) {
+Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len) {
     if (len == 0) return adsmSuccess;
     uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;
     lock_settled(r, first, last);
-    std::vector<uint32_t> dirtied_now;
     Status result = adsmSuccess;
-    for (uint32_t k = first; k < last; ++k) {
-        bool newly_dirty = false;
-        if (r.state(k) == kInvalid) {
-            // A block the write covers entirely needs nothing from the device.
-            bool covered = write && off <= r.block_begin(k) && off + len >= r.block_data_end(k);
-            if (r.blocks[k] & kLanded) {
-                r.blocks[k] &= static_cast<uint8_t>(~kLanded);
-                covered = true;  // already here
-            }
-            if (!covered) {
-                if (Status s = fill(r, k, k + 1); s != adsmSuccess) result = s;
-            }
-            if (policy_.learn_reads && !write) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
-            open_block(r, k, write, &newly_dirty);
+    auto *out = static_cast<uint8_t *>(dst);
+    for (uint32_t k = first; k < last;) {
+        // Runs of blocks whose current copy is in the same place move together.
+        bool on_device = r.state(k) == kInvalid && !(r.blocks[k] & kLanded);
+        uint32_t j = k + 1;
+        while (j < last && (r.state(j) == kInvalid && !(r.blocks[j] & kLanded)) == on_device) ++j;
+        size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
+        if (on_device) {
+            r.stats.moved(false, e - b);
+            if (Status s = env_.device->copy_to_host(out + (b - off), r.dev + b, e - b); s != adsmSuccess) result = s;
+        } else {
+            memcpy(out + (b - off), r.alias + b, e - b);
         }
-        if (write) {
-            // Alias writes are invisible to every tracker: flush the block whole.
-            if (r.state(k) != kDirty) {
-                r.set_state(k, kDirty);
-                protect(r, k, k + 1, prot_for(kDirty));
-                newly_dirty = policy_.write_events;
-            }
-            r.blocks[k] |= kForced;
-        }
-        if (newly_dirty) dirtied_now.push_back(k);
+        k = j;
     }
     r.lock.unlock();
-    for (uint32_t k : dirtied_now) dirtied(r, k);
     return result;
+}
+
+template <class HostPut, class DevicePut>
+Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, DevicePut &&device) {
+    if (len == 0) return adsmSuccess;
+    uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;
+    lock_settled(r, first, last);
+    uint32_t dirtied_now[8];
+    unsigned ndirtied = 0;
+    std::vector<uint32_t> more;
+    Status result = adsmSuccess;
+    auto covered = [&](uint32_t k) { return off <= r.block_begin(k) && off + len >= r.block_data_end(k); };
+    auto closed = [&](uint32_t k) { return r.state(k) == kInvalid && !(r.blocks[k] & kLanded); };
+    for (uint32_t k = first; k < last;) {
+        if (closed(k) && covered(k)) {
+            // Whole closed blocks: the device gets the bytes, the host copy
+            // stays closed and nothing is fetched.
+            uint32_t j = k + 1;
+            while (j < last && closed(j) && covered(j)) ++j;
+            size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
+            r.stats.moved(true, e - b);
+            if (Status s = device(b, e); s != adsmSuccess) result = s;
+            k = j;
+            continue;
+        }
+        bool newly_dirty = false;
+        if (r.state(k) == kInvalid) {
+            if (r.blocks[k] & kLanded) r.blocks[k] &= static_cast<uint8_t>(~kLanded);
+            else if (Status s = fetch(r, k, k + 1); s != adsmSuccess) result = s;
+            open_block(r, k, true, &newly_dirty);
+        } else if (r.state(k) != kDirty) {
+            r.set_state(k, kDirty);
+            protect(r, k, k + 1, prot_for(kDirty));
+            newly_dirty = policy_.write_events;
+        }
+        // Alias writes are invisible to every tracker: send the block whole.
+        r.blocks[k] |= kForced;
+        size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(k));
+        host(b, e);
+        if (newly_dirty) {
+            if (ndirtied < 8) dirtied_now[ndirtied++] = k;
+            else more.push_back(k);
+        }
+        ++k;
+    }
+    r.lock.unlock();
+    for (unsigned i = 0; i < ndirtied; ++i) dirtied(r, dirtied_now[i]);
+    for (uint32_t k : more) dirtied(r, k);
+    return result;
+}
+
+Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t len) {
+    auto *in = static_cast<const uint8_t *>(src);
+    return store(
+        r, off, len, [&](size_t b, size_t e) { memcpy(r.alias + b, in + (b - off), e - b); },
+        [&](size_t b, size_t e) { return env_.device->copy_to_device(r.dev + b, in + (b - off), e - b); });
+}
+
+Status BlockProtocol::fill(Region &r, size_t off, int value, size_t len) {
+    return store(
+        r, off, len, [&](size_t b, size_t e) { memset(r.alias + b, value, e - b); },
+        [&](size_t b, size_t e) { return env_.device->fill(r.dev + b, value, e - b); });
 }
 
 namespace {

@@ -51,7 +51,9 @@ public:
     void on_free(Region &r) override;
     Status release(Context &c) override;
     Status acquire(Context &c) override;
-    Status host_access(Region &r, size_t off, size_t len, bool write) override;
+    Status read_out(Region &r, size_t off, void *dst, size_t len) override;
+    Status write_in(Region &r, size_t off, const void *src, size_t len) override;
+    Status fill(Region &r, size_t off, int value, size_t len) override;
     bool on_fault(Region &r, uintptr_t addr, bool write) override;
     void snapshot(const Region &r, uint8_t *dst) override;
 
@@ -73,11 +75,15 @@ private:
     bool page_faults() const { return policy_.page_precise && !env_.tracker; }
     int prot_for(uint8_t state) const;
 
-    Status fill(Region &r, uint32_t first, uint32_t last);
+    Status fetch(Region &r, uint32_t first, uint32_t last);
     void protect(Region &r, uint32_t first, uint32_t last, int prot);
     void protect_page(Region &r, size_t page, int prot);
     void open_block(Region &r, uint32_t k, bool write, bool *newly_dirty);
     void lock_settled(Region &r, uint32_t first, uint32_t last);
+    // write_in and fill: `put(dst, begin, end)` writes bytes [begin, end) of
+    // the region at dst (the alias or the device view).
+    template <class HostPut, class DevicePut>
+    Status store(Region &r, size_t off, size_t len, HostPut &&host, DevicePut &&device);
     void flush_region(Region &r);
     void copy_out(Region &r, size_t begin, size_t end, bool async);
     void age_predictions(Region &r);

@@ -5,7 +5,8 @@
 // touches shared data for the program, and from the fault handler when the
 // CPU touches a block it may not touch yet.
 //
-// release, acquire and host_access run with the owning context's lock held;
+// release, acquire, read_out, write_in and fill run with the owning
+// context's lock held;
 // on_fault runs in a signal handler and must stay async-signal-safe.  Each
 // protocol is one class in its own file, registered by one line in
 // registry.cpp.
@@ -56,10 +57,15 @@ public:
     // adsmSync: the context's kernels are done; hand its regions back to the CPU.
     virtual Status acquire(Context &c) = 0;
 
-    // The runtime is about to read (write=false) or write [off, off+len) of
-    // r's host copy through the alias view; make that copy current first
-    // and remember a write.
-    virtual Status host_access(Region &r, size_t off, size_t len, bool write) = 0;
+    // The runtime's own accesses to shared data, for the program (adsmMemcpy,
+    // adsmMemset, interposed I/O and bulk memory): copy the region's current
+    // contents of [off, off+len) to dst; write src there; fill it with a
+    // byte.  The caller has checked the range.  Whole blocks whose current
+    // copy is on the device move from or to the device directly, without a
+    // round trip through the host copy.
+    virtual Status read_out(Region &r, size_t off, void *dst, size_t len) = 0;
+    virtual Status write_in(Region &r, size_t off, const void *src, size_t len) = 0;
+    virtual Status fill(Region &r, size_t off, int value, size_t len) = 0;
 
     // The CPU faulted at addr inside r's host range.  Returns true when the
     // access may be retried.  Async-signal-safe.

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 
 #include "os/vm.h"
@@ -19,6 +21,7 @@ __attribute__((tls_model("initial-exec"))) thread_local Context *tls_context = n
 __attribute__((tls_model("initial-exec"))) thread_local Context *tls_home = nullptr;
 Manager *g_instance = nullptr;
 constexpr size_t kZeroByPunch = 64 * 1024;
+constexpr size_t kBounce = 1 << 20;
 
 void *ptr(uintptr_t a) { return reinterpret_cast<void *>(a); }
 
@@ -342,10 +345,7 @@ Status Manager::memset(void *p, int value, size_t n) {
     OwnerLock lock(r);
     if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", p);
     if (lock.owner()->holds(*r)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", p);
-    size_t off = reinterpret_cast<uintptr_t>(p) - r->host;
-    if (Status s = protocol_.host_access(*r, off, n, true); s != adsmSuccess) return s;
-    ::memset(r->alias + off, value, n);
-    return adsmSuccess;
+    return protocol_.fill(*r, reinterpret_cast<uintptr_t>(p) - r->host, value, n);
 }
 
 Status Manager::memcpy(void *dst, const void *src, size_t n) {
@@ -372,17 +372,25 @@ Status Manager::memcpy(void *dst, const void *src, size_t n) {
         if (!r->live.load()) return fail(adsmErrorInvalidPointer, "an operand was freed meanwhile");
         if (r->owner->holds(*r)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", ptr(r->host));
     }
-    uint8_t *sp = const_cast<uint8_t *>(static_cast<const uint8_t *>(src));
-    uint8_t *dp = static_cast<uint8_t *>(dst);
-    if (rs) {
-        if (Status st = protocol_.host_access(*rs, s - rs->host, n, false); st != adsmSuccess) return st;
-        sp = rs->alias + (s - rs->host);
+    if (rs && rd) return copy_shared(*rd, d - rd->host, *rs, s - rs->host, n);
+    if (rs) return protocol_.read_out(*rs, s - rs->host, dst, n);
+    return protocol_.write_in(*rd, d - rd->host, src, n);
+}
+
+// Shared to shared, through a bounce buffer, in the direction that keeps an
+// overlapping move correct.
+Status Manager::copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n) {
+    const size_t chunk = n < kBounce ? n : kBounce;
+    std::unique_ptr<uint8_t[]> bounce(new (std::nothrow) uint8_t[chunk]);
+    if (!bounce) return fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte bounce buffer", chunk);
+    bool backward = &rd == &rs && doff > soff && doff < soff + n;
+    for (size_t done = 0; done < n;) {
+        size_t len = n - done < chunk ? n - done : chunk;
+        size_t at = backward ? n - done - len : done;
+        if (Status st = protocol_.read_out(rs, soff + at, bounce.get(), len); st != adsmSuccess) return st;
+        if (Status st = protocol_.write_in(rd, doff + at, bounce.get(), len); st != adsmSuccess) return st;
+        done += len;
     }
-    if (rd) {
-        if (Status st = protocol_.host_access(*rd, d - rd->host, n, true); st != adsmSuccess) return st;
-        dp = rd->alias + (d - rd->host);
-    }
-    ::memmove(dp, sp, n);
     return adsmSuccess;
 }
 
@@ -464,8 +472,7 @@ Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {
         OwnerLock lock(rs);
         if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", src);
         if (lock.owner()->holds(*rs)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", src);
-        if (Status s = protocol_.host_access(*rs, sa - rs->host, n, false); s != adsmSuccess) return s;
-        return device_.copy_to_device(reinterpret_cast<uintptr_t>(dev_dst), rs->alias + (sa - rs->host), n);
+        return bounce_to_device(reinterpret_cast<uintptr_t>(dev_dst), *rs, sa - rs->host, n);
     }
     return device_.copy_to_device(reinterpret_cast<uintptr_t>(dev_dst), src, n);
 }
@@ -488,10 +495,33 @@ Status Manager::copy_to_host(void *dst, const void *dev_src, size_t n) {
         OwnerLock lock(rd);
         if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", dst);
         if (lock.owner()->holds(*rd)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", dst);
-        if (Status s = protocol_.host_access(*rd, da - rd->host, n, true); s != adsmSuccess) return s;
-        return device_.copy_to_host(rd->alias + (da - rd->host), reinterpret_cast<uintptr_t>(dev_src), n);
+        return bounce_from_device(*rd, da - rd->host, reinterpret_cast<uintptr_t>(dev_src), n);
     }
     return device_.copy_to_host(dst, reinterpret_cast<uintptr_t>(dev_src), n);
+}
+
+Status Manager::bounce_to_device(uintptr_t dev, Region &rs, size_t soff, size_t n) {
+    const size_t chunk = n < kBounce ? n : kBounce;
+    std::unique_ptr<uint8_t[]> bounce(new (std::nothrow) uint8_t[chunk]);
+    if (!bounce) return fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte bounce buffer", chunk);
+    for (size_t done = 0; done < n; done += chunk) {
+        size_t len = n - done < chunk ? n - done : chunk;
+        if (Status st = protocol_.read_out(rs, soff + done, bounce.get(), len); st != adsmSuccess) return st;
+        if (Status st = device_.copy_to_device(dev + done, bounce.get(), len); st != adsmSuccess) return st;
+    }
+    return adsmSuccess;
+}
+
+Status Manager::bounce_from_device(Region &rd, size_t doff, uintptr_t dev, size_t n) {
+    const size_t chunk = n < kBounce ? n : kBounce;
+    std::unique_ptr<uint8_t[]> bounce(new (std::nothrow) uint8_t[chunk]);
+    if (!bounce) return fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte bounce buffer", chunk);
+    for (size_t done = 0; done < n; done += chunk) {
+        size_t len = n - done < chunk ? n - done : chunk;
+        if (Status st = device_.copy_to_host(bounce.get(), dev + done, len); st != adsmSuccess) return st;
+        if (Status st = protocol_.write_in(rd, doff + done, bounce.get(), len); st != adsmSuccess) return st;
+    }
+    return adsmSuccess;
 }
 
 Status Manager::device_memset(void *dev, int value, size_t n) {

@@ -65,6 +65,9 @@ private:
     void retire(Region *r);
     Status owned_range(const void *p, size_t n, bool device_side, Region **out);
     Status wait_for_kernels(Context *c);
+    Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
+    Status bounce_to_device(uintptr_t dev, Region &rs, size_t soff, size_t n);
+    Status bounce_from_device(Region &rd, size_t doff, uintptr_t dev, size_t n);
     Context *new_context();
     Context *home();
     void switch_to(Context *c);
