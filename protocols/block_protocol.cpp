@@ -61,11 +61,11 @@ int BlockProtocol::prot_for(uint8_t state) const {
 
 void BlockProtocol::protect(Region &r, uint32_t first, uint32_t last, int prot) {
     size_t b = r.block_begin(first), e = r.block_end(last - 1);
-    mprotect(reinterpret_cast<void *>(r.host + b), e - b, prot);
+    os::protect(reinterpret_cast<void *>(r.host + b), e - b, prot);
 }
 
 void BlockProtocol::protect_page(Region &r, size_t page, int prot) {
-    mprotect(reinterpret_cast<void *>(r.host + page * os::kPageSize), os::kPageSize, prot);
+    os::protect(reinterpret_cast<void *>(r.host + page * os::kPageSize), os::kPageSize, prot);
 }
 
 Status BlockProtocol::fetch(Region &r, uint32_t first, uint32_t last) {

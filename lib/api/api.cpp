@@ -5,6 +5,7 @@
 
 #include "adsm.h"
 #include "api/runtime.h"
+#include "support/inside.h"
 #include "support/log.h"
 
 using namespace adsm;
@@ -31,11 +32,15 @@ void *record_ptr(adsmError_t e, void *p) {
     return e == adsmSuccess ? p : nullptr;
 }
 
+// Every entry point marks the thread as inside the runtime, so that the
+// runtime's own allocations never come back to it through interposed malloc.
 #define ADSM_RUNTIME(rt)                                                                                  \
+    adsm::Inside scope_;                                                                          \
     Runtime *rt = nullptr;                                                                                \
     if (Status _s = runtime(&rt); _s != adsmSuccess) return record(_s)
 
 #define ADSM_RUNTIME_PTR(rt)                                                                              \
+    adsm::Inside scope_;                                                                          \
     Runtime *rt = nullptr;                                                                                \
     if (Status _s = runtime(&rt); _s != adsmSuccess) return record_ptr(_s, nullptr)
 
@@ -129,6 +134,7 @@ void *adsmSafe(const void *cpu_addr) {
 }
 
 size_t adsmGetSize(const void *ptr) {
+    adsm::Inside scope_;
     Runtime *rt = nullptr;
     if (!ptr || runtime(&rt) != adsmSuccess) return 0;
     return rt->manager->size_of(ptr);
@@ -157,6 +163,7 @@ adsmError_t adsmGetKernel(const char *name, adsmKernel_t *kernel) {
 }
 
 const char *adsmGetKernelName(adsmKernel_t kernel) {
+    adsm::Inside scope_;
     Runtime *rt = nullptr;
     if (runtime(&rt) != adsmSuccess) return nullptr;
     const KernelInfo *k = rt->kernels.get(kernel);
@@ -192,6 +199,7 @@ adsmError_t adsmSync(void) {
 }
 
 adsmContext_t adsmGetContext(void) {
+    adsm::Inside scope_;
     Runtime *rt = nullptr;
     if (Status s = runtime(&rt); s != adsmSuccess) {
         record(s);

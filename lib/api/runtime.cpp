@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "api/preload.h"
 #include "backend/device_process.h"
 #include "memory/fault_engine.h"
 #include "os/vm.h"
@@ -38,8 +39,8 @@ void print_stats() {
 
 void fork_child() {
     Runtime *rt = g_runtime.load();
-    if (!rt) return;
-    g_forked.store(true);
+    // A child of a child has nothing left to convert: its parent did it.
+    if (!rt || g_forked.exchange(true)) return;
     rt->manager->become_fork_child();
 }
 
@@ -96,6 +97,9 @@ Status start(Runtime **out) {
             return s;
     }
     pthread_atfork(nullptr, nullptr, fork_child);
+    preload::g_chaos.store(rt->config.chaos_every > 0, std::memory_order_relaxed);
+    preload::g_window_size.store(rt->space.size(), std::memory_order_relaxed);
+    preload::g_window_base.store(rt->space.base(), std::memory_order_release);
 
     ADSM_LOG(info, "runtime started: device %s, protocol %s, dirty tracking %s, window %p + %llu bytes",
              rt->device->name(), rt->protocol->name(), dirty_tracking_name(*rt), reinterpret_cast<void *>(rt->space.base()),
@@ -105,6 +109,9 @@ Status start(Runtime **out) {
 }
 
 }  // namespace
+
+Runtime *started_runtime() { return g_runtime.load(std::memory_order_acquire); }
+bool forked_child() { return g_forked.load(std::memory_order_relaxed); }
 
 const char *dirty_tracking_name(const Runtime &rt) {
     if (!rt.protocol->uses_faults()) return "-";

@@ -31,6 +31,11 @@ struct Runtime {
 // fork the runtime is gone: the child's shared memory became ordinary memory.
 Status runtime(Runtime **out);
 
+// The runtime if it ever started, in a fork child too (its tables remain
+// readable there); nullptr otherwise.  Never starts it.
+Runtime *started_runtime();
+bool forked_child();
+
 // "uffd", "mprotect", or "-" when the protocol tracks no writes.
 const char *dirty_tracking_name(const Runtime &rt);
 

@@ -15,6 +15,7 @@
 #include "os/code_site.h"
 #include "os/fault_signals.h"
 #include "protocols/protocol.h"
+#include "support/inside.h"
 #include "support/log.h"
 #include "support/stats.h"
 
@@ -53,6 +54,7 @@ bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
     Region *r = g_table->find(a);
     if (!r || r->kind == RegionKind::device || !r->contains_host(a)) return false;
     uint64_t t0 = os::now_ns();
+    Inside in;  // what the handler allocates stays private
     bool write = is_write(uctx);
     Context *c = r->owner;
     if (c && c->holds(*r)) {

@@ -262,7 +262,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
     return adsmSuccess;
 }
 
-Status Manager::free(void *p) {
+Status Manager::free(void *p, bool wait) {
     if (!p) return adsmSuccess;
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     Region *r = nullptr;
@@ -283,17 +283,26 @@ Status Manager::free(void *p) {
     if (a != r->host)
         return fail(adsmErrorInvalidPointer, "%p points %zu bytes into the allocation at %p; adsmFree takes the start", p,
                     static_cast<size_t>(a - r->host), ptr(r->host));
-    Context *owner;
-    {
-        OwnerLock lock(r);
-        if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was already freed (double free?)", p);
-        owner = lock.owner();
-        if (owner->holds(*r))
-            return fail(adsmErrorBusy,
-                        "%p is in use by a kernel its context launched; call adsmSync before adsmFree", p);
-        owner->unlink(r);
-        r->live.store(false, std::memory_order_release);
-        protocol_.on_free(*r);
+    Context *owner = nullptr;
+    for (;;) {
+        Context *busy = nullptr;
+        {
+            OwnerLock lock(r);
+            if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was already freed (double free?)", p);
+            owner = lock.owner();
+            if (owner->holds(*r)) {
+                if (!wait)
+                    return fail(adsmErrorBusy,
+                                "%p is in use by a kernel its context launched; call adsmSync before adsmFree", p);
+                busy = owner;
+            } else {
+                owner->unlink(r);
+                r->live.store(false, std::memory_order_release);
+                protocol_.on_free(*r);
+            }
+        }
+        if (!busy) break;
+        settle(busy);  // then look again: another call may have come meanwhile
     }
     retire(r);
     unref(owner);
@@ -392,6 +401,60 @@ Status Manager::copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, si
         done += len;
     }
     return adsmSuccess;
+}
+
+template <class F>
+Status Manager::for_program(const void *p, size_t n, F &&f) {
+    if (n == 0) return adsmSuccess;
+    Region *r;
+    if (Status s = owned_range(p, n, false, &r); s != adsmSuccess) return s;
+    for (;;) {
+        Context *busy = nullptr;
+        {
+            OwnerLock lock(r);
+            if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", p);
+            if (!lock.owner()->holds(*r)) return f(*r, reinterpret_cast<uintptr_t>(p) - r->host);
+            busy = lock.owner();
+        }
+        settle(busy);
+    }
+}
+
+Status Manager::program_read(const void *src, void *dst, size_t n) {
+    return for_program(src, n, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n); });
+}
+
+Status Manager::program_write(void *dst, const void *src, size_t n) {
+    return for_program(dst, n, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n); });
+}
+
+Status Manager::program_fill(void *dst, int value, size_t n) {
+    return for_program(dst, n, [&](Region &r, size_t off) { return protocol_.fill(r, off, value, n); });
+}
+
+void Manager::chaos_cycle() {
+    // Hold a reference to each live context, then cycle each under its own
+    // lock (never under contexts_mu_, which frees take after a context's).
+    std::vector<Context *> live;
+    {
+        std::lock_guard<std::mutex> lock(contexts_mu_);
+        for (Context *c : contexts_)
+            if (c->live.load()) {
+                c->refs.fetch_add(1);
+                live.push_back(c);
+            }
+    }
+    for (Context *c : live) {
+        {
+            std::lock_guard<std::mutex> lock(c->mu);
+            if (c->unsynced_calls == 0) {
+                protocol_.release(*c);
+                protocol_.acquire(*c);
+                stats().add(Counter::chaos_cycles);
+            }
+        }
+        unref(c);
+    }
 }
 
 // ---------------------------------------------------------------- device memory
@@ -604,17 +667,17 @@ void Manager::become_fork_child() {
     const size_t size = space_.size();
     // Only the regions' pages open up; the rest of the window (device
     // memory included) stays inaccessible, as it is in the parent.
-    void *copy = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *copy = os::map_anon(size, PROT_NONE, true);
     if (copy == MAP_FAILED) return;
     table_.for_each_live([&](Region &r) {
         if (r.kind == RegionKind::device || !r.host) return;
         uint8_t *dst = static_cast<uint8_t *>(copy) + (r.host - base);
-        mprotect(dst, r.span, PROT_READ | PROT_WRITE);
+        os::protect(dst, r.span, PROT_READ | PROT_WRITE);
         protocol_.snapshot(r, dst);
     });
     // One move replaces the whole window, shared mappings and all, with the
     // private copy: the regions become ordinary memory at the same addresses.
-    mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void *>(base));
+    os::remap_fixed(copy, size, reinterpret_cast<void *>(base));
     device_.detach_after_fork();
     space_.detach_after_fork();
 }

@@ -32,11 +32,23 @@ public:
     // ---- shared memory
     Status alloc(size_t size, bool zero, void **out);
     Status safe_alloc(size_t size, void **out);
-    Status free(void *ptr);
+    // free; with wait, an object a kernel may still use is freed after that
+    // kernel (as cudaFree does) instead of refused with adsmErrorBusy.
+    Status free(void *ptr, bool wait = false);
     Status safe(const void *cpu_addr, void **dev_addr);
     size_t size_of(const void *ptr);
     Status memset(void *ptr, int value, size_t n);
     Status memcpy(void *dst, const void *src, size_t n);
+
+    // The runtime moving data for the program (interposed I/O and bulk
+    // memory): [p, p+n) must lie in one shared allocation.  A kernel that may
+    // be using it is waited for first, as for a racing CPU access.
+    Status program_read(const void *src, void *dst, size_t n);
+    Status program_write(void *dst, const void *src, size_t n);
+    Status program_fill(void *dst, int value, size_t n);
+
+    // Chaos mode: a release and an acquire of every context now.
+    void chaos_cycle();
 
     // ---- device memory
     Status device_alloc(size_t size, void **out);
@@ -66,6 +78,8 @@ private:
     Status owned_range(const void *p, size_t n, bool device_side, Region **out);
     Status wait_for_kernels(Context *c);
     Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
+    template <class F>
+    Status for_program(const void *p, size_t n, F &&f);
     Status bounce_to_device(uintptr_t dev, Region &rs, size_t soff, size_t n);
     Status bounce_from_device(Region &rd, size_t doff, uintptr_t dev, size_t n);
     Context *new_context();

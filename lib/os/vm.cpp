@@ -12,6 +12,16 @@
 #endif
 
 namespace adsm::os {
+namespace {
+void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    if (r < 0 && r > -4096) {
+        errno = static_cast<int>(-r);
+        return MAP_FAILED;
+    }
+    return reinterpret_cast<void *>(r);
+}
+}  // namespace
 
 int memfd_sized(const char *name, uint64_t size) {
     int fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_CLOEXEC));
@@ -27,10 +37,10 @@ int memfd_sized(const char *name, uint64_t size) {
 void *map_shared(int fd, uint64_t off, size_t len, int prot, uintptr_t at, bool replace) {
     int flags = MAP_SHARED | MAP_NORESERVE;
     if (at) flags |= replace ? MAP_FIXED : MAP_FIXED_NOREPLACE;
-    void *p = mmap(reinterpret_cast<void *>(at), len, prot, flags, fd, static_cast<off_t>(off));
+    void *p = sys_mmap(reinterpret_cast<void *>(at), len, prot, flags, fd, static_cast<off_t>(off));
     // Kernels before 4.17 treat the unknown flag as a hint: refuse a move.
     if (p != MAP_FAILED && at && reinterpret_cast<uintptr_t>(p) != at) {
-        munmap(p, len);
+        unmap(p, len);
         errno = EEXIST;
         return MAP_FAILED;
     }
@@ -40,18 +50,33 @@ void *map_shared(int fd, uint64_t off, size_t len, int prot, uintptr_t at, bool 
 void *reserve(size_t len, uintptr_t at) {
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     if (at) flags |= MAP_FIXED_NOREPLACE;
-    void *p = mmap(reinterpret_cast<void *>(at), len, PROT_NONE, flags, -1, 0);
+    void *p = sys_mmap(reinterpret_cast<void *>(at), len, PROT_NONE, flags, -1, 0);
     if (p != MAP_FAILED && at && reinterpret_cast<uintptr_t>(p) != at) {
-        munmap(p, len);
+        unmap(p, len);
         errno = EEXIST;
         return MAP_FAILED;
     }
     return p;
 }
 
-int unmap(void *addr, size_t len) { return munmap(addr, len) == 0 ? 0 : -errno; }
+void *map_anon(size_t len, int prot, bool noreserve) {
+    return sys_mmap(nullptr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | (noreserve ? MAP_NORESERVE : 0), -1, 0);
+}
 
-int protect(void *addr, size_t len, int prot) { return mprotect(addr, len, prot) == 0 ? 0 : -errno; }
+int unmap(void *addr, size_t len) {
+    long r = syscall(SYS_munmap, addr, len);
+    return r < 0 ? -errno : 0;
+}
+
+int protect(void *addr, size_t len, int prot) {
+    long r = syscall(SYS_mprotect, addr, len, prot);
+    return r < 0 ? -errno : 0;
+}
+
+int remap_fixed(void *from, size_t len, void *to) {
+    long r = syscall(SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+    return r < 0 ? -errno : 0;
+}
 
 int punch_hole(int fd, uint64_t off, uint64_t len) {
     if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(off), static_cast<off_t>(len)) != 0)

@@ -1,5 +1,8 @@
 // Virtual-memory primitives: memfds, shared mappings, protection.  Thin over
-// the system calls; every function returns 0 or a negative errno.
+// the system calls, which they make directly: the runtime's own mappings
+// never pass through the interposed mmap family (interpose/mmap.cpp), which
+// guards the shared window against the program.  Functions return 0 or a
+// negative errno unless they say otherwise.
 #pragma once
 
 #include <sys/mman.h>
@@ -34,8 +37,12 @@ void *map_shared(int fd, uint64_t off, size_t len, int prot, uintptr_t at = 0, b
 // Anonymous PROT_NONE reservation that the kernel never commits.
 void *reserve(size_t len, uintptr_t at = 0);
 
+// Private anonymous memory, or MAP_FAILED with errno set.
+void *map_anon(size_t len, int prot, bool noreserve = false);
 int unmap(void *addr, size_t len);
 int protect(void *addr, size_t len, int prot);
+// Moves the mapping at from (len bytes) to exactly `to`, replacing what is there.
+int remap_fixed(void *from, size_t len, void *to);
 
 // Gives the pages of [off, off+len) in fd back to the system; they read as zeros after.
 int punch_hole(int fd, uint64_t off, uint64_t len);

@@ -21,6 +21,12 @@ const std::vector<ConfigVar> &config_variables() {
          "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto)"},
         {"ADSM_ON_RACE", "sync|warn|abort",
          "CPU access to data a kernel may be using: wait for it, warn, or abort (default sync, warning once)"},
+        {"ADSM_MALLOC_THRESHOLD", "SIZE|off",
+         "preloaded: malloc and friends of at least this many bytes return shared memory (default 1M when "
+         "preloaded, off when linked)"},
+        {"ADSM_CHAOS_RELEASE_EVERY", "N",
+         "force a release and acquire of every context at about one interposed call in N (default 0: off)"},
+        {"ADSM_CHAOS_SEED", "N", "seed of the chaos mode's choices (default 1)"},
         {"ADSM_STATS", "0|1", "print the runtime's statistics at exit"},
         {"ADSM_LOG", "error|warn|info|debug", "diagnostic verbosity (default warn)"},
         {"ADSM_VA_BASE", "ADDRESS", "preferred start of the shared address window (default 0x300000000000)"},
@@ -68,6 +74,21 @@ bool parse_number(const char *text, double *out) {
     char *end = nullptr;
     double v = strtod(text, &end);
     if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v) || v < 0) return false;
+    *out = v;
+    return true;
+}
+
+bool malloc_threshold_from(const char *value, bool preloaded, uint64_t *out) {
+    if (!value || !*value) {
+        *out = preloaded ? (1u << 20) : UINT64_MAX;
+        return true;
+    }
+    if (!strcmp(value, "off")) {
+        *out = UINT64_MAX;
+        return true;
+    }
+    uint64_t v;
+    if (!parse_size(value, &v) || v == 0) return false;
     *out = v;
     return true;
 }
@@ -122,6 +143,16 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         if (strcmp(v, "sync") && strcmp(v, "warn") && strcmp(v, "abort"))
             return bad("ADSM_ON_RACE", v, "sync, warn or abort");
         c.on_race = v;
+    }
+    if (const char *v = lookup("ADSM_MALLOC_THRESHOLD"); v && *v) {
+        if (!malloc_threshold_from(v, false, &c.malloc_threshold))
+            return bad("ADSM_MALLOC_THRESHOLD", v, "a size of at least 1 byte, such as 64K, or off");
+    }
+    if (const char *v = lookup("ADSM_CHAOS_RELEASE_EVERY"); v && *v) {
+        if (!parse_uint(v, &c.chaos_every)) return bad("ADSM_CHAOS_RELEASE_EVERY", v, "a whole number (0 is off)");
+    }
+    if (const char *v = lookup("ADSM_CHAOS_SEED"); v && *v) {
+        if (!parse_uint(v, &c.chaos_seed)) return bad("ADSM_CHAOS_SEED", v, "a whole number");
     }
     if (const char *v = lookup("ADSM_STATS"); v && *v) {
         if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true")) c.stats = true;

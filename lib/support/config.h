@@ -27,6 +27,9 @@ struct Config {
     LogLevel log_level = LogLevel::warn;  // ADSM_LOG
     std::string dirty_tracking = "auto";  // ADSM_DIRTY_TRACKING: auto|uffd|mprotect
     std::string on_race = "sync";       // ADSM_ON_RACE: sync|warn|abort
+    uint64_t malloc_threshold = UINT64_MAX;  // ADSM_MALLOC_THRESHOLD (see malloc_threshold_from_env)
+    uint64_t chaos_every = 0;           // ADSM_CHAOS_RELEASE_EVERY: 0 is off
+    uint64_t chaos_seed = 1;            // ADSM_CHAOS_SEED
     uintptr_t va_base = 0x300000000000ull;  // ADSM_VA_BASE: preferred start of the shared window
     uint64_t va_size = 0;               // ADSM_VA_SIZE: 0 means derived from the device capacity
 };
@@ -43,6 +46,12 @@ using EnvLookup = std::function<const char *(const char *)>;
 
 // Parses the variables through `lookup` (getenv in production).
 Status parse_config(const EnvLookup &lookup, Config *out);
+
+// ADSM_MALLOC_THRESHOLD as a number of bytes: a size, or "off"; unset, the
+// default `preloaded ? 1 MiB : off` (a program that links adsm for its API
+// keeps its own mallocs private unless it asks).  UINT64_MAX means off.
+// Returns false for a malformed value.
+bool malloc_threshold_from(const char *value, bool preloaded, uint64_t *out);
 
 // Strict scalar parsers, exposed for the launcher and tests.
 bool parse_size(const char *text, uint64_t *out);      // 4096, 64K, 256M, 16G, 1T

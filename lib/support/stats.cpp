@@ -34,6 +34,7 @@ const char *Stats::name(Counter c) {
     case Counter::tracking_ns: return "ns finding written pages";
     case Counter::evictions: return "rolling evictions";
     case Counter::prefetched_blocks: return "blocks prefetched";
+    case Counter::chaos_cycles: return "chaos release/acquire cycles";
     case Counter::count_: break;
     }
     return "?";

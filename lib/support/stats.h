@@ -30,6 +30,7 @@ enum class Counter : unsigned {
     tracking_ns,
     evictions,
     prefetched_blocks,
+    chaos_cycles,
     count_
 };
 

@@ -251,12 +251,18 @@ TEST(EdgeTest, ForkChildSeesTheDataAsOrdinaryMemory) {
         if (p[n - 1] != 0xab) code = 2;
         memset(p, 0x77, n);  // private to the child now
         if (adsmAlloc(10) != nullptr || adsmGetLastError() != adsmErrorNotSupported) code = 3;
+        // A grandchild inherits the child's ordinary memory as it is.
+        pid_t grandchild = fork();
+        if (grandchild == 0) _exit(p[0] == 0x77 && p[n - 1] == 0x77 ? 0 : 4);
+        int gst = 0;
+        waitpid(grandchild, &gst, 0);
+        if (!WIFEXITED(gst) || WEXITSTATUS(gst) != 0) code = 4;
         _exit(code);
     }
     int st = 0;
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
     ASSERT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "1: kernel results, 2: CPU write, 3: API in the child";
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "1: kernel results, 2: CPU write, 3: API in the child, 4: grandchild";
     // The parent's data and device are untouched by the child.
     for (size_t i = 0; i + 1 < n; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(10 + i)) << i;
     EXPECT_EQ(p[n - 1], 0xab);

@@ -104,7 +104,8 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_SIM_MEMORY", "12"},        {"ADSM_SIM_LINK_GBPS", "fast"}, {"ADSM_SIM_LINK_LATENCY_US", "-2"},
         {"ADSM_SIM_WORKERS", "0"},        {"ADSM_STATS", "maybe"},       {"ADSM_LOG", "loud"},
         {"ADSM_VA_BASE", "0x1234"},       {"ADSM_VA_SIZE", "1M"},        {"ADSM_DIRTY_TRACKING", "soft"},
-        {"ADSM_ON_RACE", "ignore"},
+        {"ADSM_ON_RACE", "ignore"},       {"ADSM_MALLOC_THRESHOLD", "0"},  {"ADSM_CHAOS_RELEASE_EVERY", "x"},
+        {"ADSM_CHAOS_SEED", "-1"},
     };
     for (const Case &k : cases) {
         Config c;
@@ -113,6 +114,19 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         EXPECT_NE(detail.find(k.var), std::string::npos) << detail;
         EXPECT_NE(detail.find(k.value), std::string::npos) << detail;
     }
+}
+
+TEST(ConfigTest, MallocThresholdDefaultsToTheWayTheLibraryCameIn) {
+    uint64_t t;
+    ASSERT_TRUE(malloc_threshold_from(nullptr, true, &t));
+    EXPECT_EQ(t, 1u << 20);
+    ASSERT_TRUE(malloc_threshold_from(nullptr, false, &t));
+    EXPECT_EQ(t, UINT64_MAX);
+    ASSERT_TRUE(malloc_threshold_from("16K", false, &t));
+    EXPECT_EQ(t, 16u << 10);
+    ASSERT_TRUE(malloc_threshold_from("off", true, &t));
+    EXPECT_EQ(t, UINT64_MAX);
+    EXPECT_FALSE(malloc_threshold_from("lots", true, &t));
 }
 
 TEST(ConfigTest, EveryVariableIsDocumented) {

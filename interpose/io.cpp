@@ -1,0 +1,382 @@
+// The read and write families, sockets and stdio included, with their
+// _FORTIFY_SOURCE (__*_chk) and 64-bit-offset twins.  A call whose buffers
+// do not touch shared memory goes to the C library as it is; one that does
+// goes through staging (staging.h), which keeps its result and errno those
+// of one real call.
+#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "api/preload.h"
+#include "interpose/interceptor.h"
+#include "interpose/staging.h"
+
+extern "C" [[noreturn]] void __chk_fail(void);
+
+namespace {
+
+using adsm::interpose::Staged;
+
+bool staged_call(const void *buf, size_t n) {
+    return !adsm::inside_runtime() && adsm::preload::touches_window(buf, n);
+}
+bool staged_call(const struct iovec *iov, int iovcnt) {
+    return !adsm::inside_runtime() && adsm::interpose::touches_shared(iov, iovcnt);
+}
+
+size_t total_of(const struct iovec *iov, int iovcnt) {
+    size_t t = 0;
+    for (int i = 0; i < iovcnt; ++i) t += iov[i].iov_len;
+    return t;
+}
+
+void tick() {
+    if (adsm::preload::g_chaos.load(std::memory_order_relaxed)) adsm::preload::chaos_tick();
+}
+
+// Data into memory.  call(iov, iovcnt, done) makes one real call; with
+// `rounds` a complete round is followed by another (regular files).
+template <class Call>
+ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call) {
+    tick();
+    const size_t want = total_of(iov, iovcnt);
+    size_t done = 0;
+    for (;;) {
+        Staged st(iov, iovcnt, done);
+        if (st.requested() == 0) return static_cast<ssize_t>(done);
+        ssize_t r = call(st.iov(), st.iovcnt(), done);
+        if (r < 0) return done ? static_cast<ssize_t>(done) : -1;
+        st.scatter(static_cast<size_t>(r));
+        done += static_cast<size_t>(r);
+        if (!rounds || r == 0 || static_cast<size_t>(r) < st.requested() || done >= want)
+            return static_cast<ssize_t>(done);
+    }
+}
+
+// Data out of memory: rounds go on while each one was taken whole, which is
+// what one big blocking call does.
+template <class Call>
+ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
+    tick();
+    const size_t want = total_of(iov, iovcnt);
+    size_t done = 0;
+    for (;;) {
+        Staged st(iov, iovcnt, done);
+        if (st.requested() == 0) return static_cast<ssize_t>(done);
+        if (!st.gather()) {
+            if (done) return static_cast<ssize_t>(done);
+            errno = EFAULT;
+            return -1;
+        }
+        ssize_t r = call(st.iov(), st.iovcnt(), done);
+        if (r < 0) return done ? static_cast<ssize_t>(done) : -1;
+        done += static_cast<size_t>(r);
+        if (static_cast<size_t>(r) < st.requested() || done >= want) return static_cast<ssize_t>(done);
+    }
+}
+
+struct iovec one(const void *buf, size_t n) { return {const_cast<void *>(buf), n}; }
+
+// recvmsg and sendmsg with the program's iovecs replaced; the fields the
+// kernel fills go back into the program's msghdr.
+ssize_t recvmsg_staged(int fd, struct msghdr *msg, int flags) {
+    bool rounds = (flags & MSG_WAITALL) != 0;
+    return staged_in(msg->msg_iov, static_cast<int>(msg->msg_iovlen), rounds,
+                     [&](const struct iovec *iov, int cnt, size_t) {
+                         struct msghdr m = *msg;
+                         m.msg_iov = const_cast<struct iovec *>(iov);
+                         m.msg_iovlen = static_cast<size_t>(cnt);
+                         ssize_t r = REAL(recvmsg)(fd, &m, flags);
+                         msg->msg_namelen = m.msg_namelen;
+                         msg->msg_controllen = m.msg_controllen;
+                         msg->msg_flags = m.msg_flags;
+                         return r;
+                     });
+}
+
+ssize_t sendmsg_staged(int fd, const struct msghdr *msg, int flags) {
+    return staged_out(msg->msg_iov, static_cast<int>(msg->msg_iovlen), [&](const struct iovec *iov, int cnt, size_t) {
+        struct msghdr m = *msg;
+        m.msg_iov = const_cast<struct iovec *>(iov);
+        m.msg_iovlen = static_cast<size_t>(cnt);
+        return REAL(sendmsg)(fd, &m, flags);
+    });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- read family
+
+INTERCEPTOR(ssize_t, read, int fd, void *buf, size_t n) {
+    if (!staged_call(buf, n)) return REAL(read)(fd, buf, n);
+    struct iovec v = one(buf, n);
+    return staged_in(&v, 1, adsm::interpose::is_regular(fd),
+                     [&](const struct iovec *iov, int cnt, size_t) { return REAL(readv)(fd, iov, cnt); });
+}
+
+INTERCEPTOR(ssize_t, pread, int fd, void *buf, size_t n, off_t off) {
+    if (!staged_call(buf, n)) return REAL(pread)(fd, buf, n, off);
+    struct iovec v = one(buf, n);
+    return staged_in(&v, 1, adsm::interpose::is_regular(fd), [&](const struct iovec *iov, int cnt, size_t done) {
+        return REAL(preadv)(fd, iov, cnt, off + static_cast<off_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, pread64, int fd, void *buf, size_t n, off64_t off) {
+    if (!staged_call(buf, n)) return REAL(pread64)(fd, buf, n, off);
+    struct iovec v = one(buf, n);
+    return staged_in(&v, 1, adsm::interpose::is_regular(fd), [&](const struct iovec *iov, int cnt, size_t done) {
+        return REAL(preadv64)(fd, iov, cnt, off + static_cast<off64_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, readv, int fd, const struct iovec *iov, int iovcnt) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(readv)(fd, iov, iovcnt);
+    return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd),
+                     [&](const struct iovec *v, int cnt, size_t) { return REAL(readv)(fd, v, cnt); });
+}
+
+INTERCEPTOR(ssize_t, preadv, int fd, const struct iovec *iov, int iovcnt, off_t off) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv)(fd, iov, iovcnt, off);
+    return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(preadv)(fd, v, cnt, off + static_cast<off_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, preadv64, int fd, const struct iovec *iov, int iovcnt, off64_t off) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv64)(fd, iov, iovcnt, off);
+    return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(preadv64)(fd, v, cnt, off + static_cast<off64_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, preadv2, int fd, const struct iovec *iov, int iovcnt, off_t off, int flags) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv2)(fd, iov, iovcnt, off, flags);
+    // Offset -1 reads at the file position: each round moves it on.
+    return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(preadv2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off_t>(done), flags);
+    });
+}
+
+// ---------------------------------------------------------------- write family
+
+INTERCEPTOR(ssize_t, write, int fd, const void *buf, size_t n) {
+    if (!staged_call(buf, n)) return REAL(write)(fd, buf, n);
+    struct iovec v = one(buf, n);
+    return staged_out(&v, 1, [&](const struct iovec *iov, int cnt, size_t) { return REAL(writev)(fd, iov, cnt); });
+}
+
+INTERCEPTOR(ssize_t, pwrite, int fd, const void *buf, size_t n, off_t off) {
+    if (!staged_call(buf, n)) return REAL(pwrite)(fd, buf, n, off);
+    struct iovec v = one(buf, n);
+    return staged_out(&v, 1, [&](const struct iovec *iov, int cnt, size_t done) {
+        return REAL(pwritev)(fd, iov, cnt, off + static_cast<off_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, pwrite64, int fd, const void *buf, size_t n, off64_t off) {
+    if (!staged_call(buf, n)) return REAL(pwrite64)(fd, buf, n, off);
+    struct iovec v = one(buf, n);
+    return staged_out(&v, 1, [&](const struct iovec *iov, int cnt, size_t done) {
+        return REAL(pwritev64)(fd, iov, cnt, off + static_cast<off64_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, writev, int fd, const struct iovec *iov, int iovcnt) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(writev)(fd, iov, iovcnt);
+    return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t) { return REAL(writev)(fd, v, cnt); });
+}
+
+INTERCEPTOR(ssize_t, pwritev, int fd, const struct iovec *iov, int iovcnt, off_t off) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(pwritev)(fd, iov, iovcnt, off);
+    return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(pwritev)(fd, v, cnt, off + static_cast<off_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, pwritev64, int fd, const struct iovec *iov, int iovcnt, off64_t off) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(pwritev64)(fd, iov, iovcnt, off);
+    return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(pwritev64)(fd, v, cnt, off + static_cast<off64_t>(done));
+    });
+}
+
+INTERCEPTOR(ssize_t, pwritev2, int fd, const struct iovec *iov, int iovcnt, off_t off, int flags) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(pwritev2)(fd, iov, iovcnt, off, flags);
+    return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(pwritev2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off_t>(done), flags);
+    });
+}
+
+// ---------------------------------------------------------------- sockets
+
+INTERCEPTOR(ssize_t, recv, int fd, void *buf, size_t n, int flags) {
+    if (!staged_call(buf, n)) return REAL(recv)(fd, buf, n, flags);
+    struct iovec v = one(buf, n);
+    struct msghdr m = {};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    return recvmsg_staged(fd, &m, flags);
+}
+
+INTERCEPTOR(ssize_t, recvfrom, int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *addrlen) {
+    if (!staged_call(buf, n)) return REAL(recvfrom)(fd, buf, n, flags, addr, addrlen);
+    struct iovec v = one(buf, n);
+    struct msghdr m = {};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    m.msg_name = addr;
+    m.msg_namelen = addrlen ? *addrlen : 0;
+    ssize_t r = recvmsg_staged(fd, &m, flags);
+    if (r >= 0 && addrlen) *addrlen = m.msg_namelen;
+    return r;
+}
+
+INTERCEPTOR(ssize_t, recvmsg, int fd, struct msghdr *msg, int flags) {
+    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !staged_call(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
+        return REAL(recvmsg)(fd, msg, flags);
+    return recvmsg_staged(fd, msg, flags);
+}
+
+INTERCEPTOR(ssize_t, send, int fd, const void *buf, size_t n, int flags) {
+    if (!staged_call(buf, n)) return REAL(send)(fd, buf, n, flags);
+    struct iovec v = one(buf, n);
+    struct msghdr m = {};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    return sendmsg_staged(fd, &m, flags);
+}
+
+INTERCEPTOR(ssize_t, sendto, int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+            socklen_t addrlen) {
+    if (!staged_call(buf, n)) return REAL(sendto)(fd, buf, n, flags, addr, addrlen);
+    struct iovec v = one(buf, n);
+    struct msghdr m = {};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    m.msg_name = const_cast<struct sockaddr *>(addr);
+    m.msg_namelen = addrlen;
+    return sendmsg_staged(fd, &m, flags);
+}
+
+INTERCEPTOR(ssize_t, sendmsg, int fd, const struct msghdr *msg, int flags) {
+    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !staged_call(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
+        return REAL(sendmsg)(fd, msg, flags);
+    return sendmsg_staged(fd, msg, flags);
+}
+
+// ---------------------------------------------------------------- stdio
+
+namespace {
+
+// fread and fwrite, piece by piece: ordinary pieces go to the C library
+// directly (so an unmapped byte gives the error it would give), shared ones
+// through staging.  Returns bytes moved.
+template <class Real>
+size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real) {
+    tick();
+    adsm::preload::Piece pieces[64];
+    size_t done = 0;
+    while (done < bytes) {
+        size_t np = adsm::preload::split(static_cast<uint8_t *>(ptr) + done, bytes - done, pieces, 64);
+        for (size_t k = 0; k < np; ++k) {
+            const adsm::preload::Piece &pc = pieces[k];
+            if (!pc.shared) {
+                size_t got = real(pc.p, pc.n, stream);
+                done += got;
+                if (got < pc.n) return done;
+                continue;
+            }
+            for (size_t at = 0; at < pc.n;) {
+                struct iovec v = one(pc.p + at, pc.n - at);
+                Staged st(&v, 1, 0);
+                if (st.requested() == 0) return done;
+                size_t len = st.requested();
+                void *stage = st.iov()[0].iov_base;
+                if (!in && !st.gather()) return done;
+                size_t got = real(stage, len, stream);
+                if (in) st.scatter(got);
+                done += got;
+                at += got;
+                if (got < len) return done;
+            }
+        }
+    }
+    return done;
+}
+
+}  // namespace
+
+INTERCEPTOR(size_t, fread, void *ptr, size_t size, size_t nmemb, FILE *stream) {
+    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
+        return REAL(fread)(ptr, size, nmemb, stream);
+    return stdio_staged(ptr, size * nmemb, stream, true,
+                        [](void *p, size_t n, FILE *f) { return REAL(fread)(p, 1, n, f); }) /
+           size;
+}
+
+INTERCEPTOR(size_t, fread_unlocked, void *ptr, size_t size, size_t nmemb, FILE *stream) {
+    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
+        return REAL(fread_unlocked)(ptr, size, nmemb, stream);
+    return stdio_staged(ptr, size * nmemb, stream, true,
+                        [](void *p, size_t n, FILE *f) { return REAL(fread_unlocked)(p, 1, n, f); }) /
+           size;
+}
+
+INTERCEPTOR(size_t, fwrite, const void *ptr, size_t size, size_t nmemb, FILE *stream) {
+    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
+        return REAL(fwrite)(ptr, size, nmemb, stream);
+    return stdio_staged(const_cast<void *>(ptr), size * nmemb, stream, false,
+                        [](void *p, size_t n, FILE *f) { return REAL(fwrite)(p, 1, n, f); }) /
+           size;
+}
+
+INTERCEPTOR(size_t, fwrite_unlocked, const void *ptr, size_t size, size_t nmemb, FILE *stream) {
+    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
+        return REAL(fwrite_unlocked)(ptr, size, nmemb, stream);
+    return stdio_staged(const_cast<void *>(ptr), size * nmemb, stream, false,
+                        [](void *p, size_t n, FILE *f) { return REAL(fwrite_unlocked)(p, 1, n, f); }) /
+           size;
+}
+
+// ---------------------------------------------------------------- _FORTIFY_SOURCE
+
+INTERCEPTOR(ssize_t, __read_chk, int fd, void *buf, size_t n, size_t buflen) {
+    if (n > buflen) __chk_fail();
+    return read(fd, buf, n);
+}
+
+INTERCEPTOR(ssize_t, __pread_chk, int fd, void *buf, size_t n, off_t off, size_t buflen) {
+    if (n > buflen) __chk_fail();
+    return pread(fd, buf, n, off);
+}
+
+INTERCEPTOR(ssize_t, __pread64_chk, int fd, void *buf, size_t n, off64_t off, size_t buflen) {
+    if (n > buflen) __chk_fail();
+    return pread64(fd, buf, n, off);
+}
+
+INTERCEPTOR(ssize_t, __recv_chk, int fd, void *buf, size_t n, size_t buflen, int flags) {
+    if (n > buflen) __chk_fail();
+    return recv(fd, buf, n, flags);
+}
+
+INTERCEPTOR(ssize_t, __recvfrom_chk, int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+            socklen_t *addrlen) {
+    if (n > buflen) __chk_fail();
+    return recvfrom(fd, buf, n, flags, addr, addrlen);
+}
+
+INTERCEPTOR(size_t, __fread_chk, void *ptr, size_t ptrlen, size_t size, size_t nmemb, FILE *stream) {
+    if (size && nmemb > SIZE_MAX / size) __chk_fail();
+    if (size * nmemb > ptrlen) __chk_fail();
+    return fread(ptr, size, nmemb, stream);
+}
+
+INTERCEPTOR(size_t, __fread_unlocked_chk, void *ptr, size_t ptrlen, size_t size, size_t nmemb, FILE *stream) {
+    if (size && nmemb > SIZE_MAX / size) __chk_fail();
+    if (size * nmemb > ptrlen) __chk_fail();
+    return fread_unlocked(ptr, size, nmemb, stream);
+}

@@ -1,0 +1,226 @@
+// The malloc family.  Requests of at least ADSM_MALLOC_THRESHOLD bytes get
+// shared memory, so that programs written for system-allocated unified
+// memory hand malloc'd buffers straight to kernels; everything else (and
+// every request the runtime cannot serve, and the C library's requests for
+// its own buffers) goes to the C library untouched.
+//
+// The fast paths are one comparison each: a size against the threshold, a
+// pointer against the shared window.  The C library is reached through its
+// __libc_* entry points, which need no dlsym, so these functions work while
+// the dynamic linker is still bootstrapping dlsym itself.  Calls made from
+// inside the runtime (its own allocations, the fault handler) always go to
+// the C library, so the runtime never re-enters itself.
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "api/preload.h"
+#include "interpose/interceptor.h"
+#include "os/vm.h"
+#include "support/config.h"
+#include "support/log.h"
+
+extern "C" {
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void __libc_free(void *);
+void *__libc_memalign(size_t, size_t);
+void *__libc_valloc(size_t);
+void *__libc_pvalloc(size_t);
+}
+
+namespace {
+
+using adsm::preload::in_window;
+
+std::atomic<size_t> g_threshold{SIZE_MAX};
+size_t (*g_libc_usable_size)(void *) = nullptr;
+
+// The code of the C library and the dynamic linker.  What they allocate for
+// themselves (stdio and directory buffers, say) they hand to system calls
+// from inside, where no interposer sees the call, so it must stay private:
+// a closed shared page there would make the kernel fail with EFAULT.
+struct CodeRange {
+    uintptr_t lo = 0, hi = 0;
+};
+CodeRange g_private_callers[2];
+
+int find_libc_code(struct dl_phdr_info *info, size_t, void *) {
+    const char *name = info->dlpi_name ? strrchr(info->dlpi_name, '/') : nullptr;
+    name = name ? name + 1 : info->dlpi_name;
+    int slot = !name ? -1 : !strncmp(name, "libc.so", 7) ? 0 : !strncmp(name, "ld-linux", 8) ? 1 : -1;
+    if (slot < 0) return 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+        g_private_callers[slot].lo = info->dlpi_addr + ph.p_vaddr;
+        g_private_callers[slot].hi = info->dlpi_addr + ph.p_vaddr + ph.p_memsz;
+    }
+    return 0;
+}
+
+bool private_caller(void *ret) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(ret);
+    for (const CodeRange &r : g_private_callers)
+        if (a >= r.lo && a < r.hi) return true;
+    return false;
+}
+
+// Preloaded (rather than linked by a program that uses the API): the
+// library's file is named in LD_PRELOAD.
+bool preloaded() {
+    const char *list = getenv("LD_PRELOAD");
+    Dl_info info;
+    if (!list || !dladdr(reinterpret_cast<void *>(&preloaded), &info) || !info.dli_fname) return false;
+    const char *self = strrchr(info.dli_fname, '/');
+    self = self ? self + 1 : info.dli_fname;
+    size_t len = strcspn(self, ".");  // "libadsm" of "libadsm.so.0"
+    if (len == 0) return false;
+    for (const char *p = list; *p; ++p)
+        if ((p == list || p[-1] == '/' || p[-1] == ':' || p[-1] == ' ') && !strncmp(p, self, len) && p[len] == '.')
+            return true;
+    return false;
+}
+
+__attribute__((constructor(102))) void init_threshold() {
+    g_libc_usable_size = reinterpret_cast<size_t (*)(void *)>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+    dl_iterate_phdr(find_libc_code, nullptr);
+    if (getenv("ADSM_SIM_SERVER")) return;  // the device process keeps to the C library
+    uint64_t t;
+    if (!adsm::malloc_threshold_from(getenv("ADSM_MALLOC_THRESHOLD"), preloaded(), &t)) t = UINT64_MAX;
+    g_threshold.store(t > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(t), std::memory_order_relaxed);
+}
+
+bool wants_shared(size_t n) {
+    return n >= g_threshold.load(std::memory_order_relaxed) && !adsm::inside_runtime() && !adsm::preload::detached();
+}
+
+void tick() {
+    if (adsm::preload::g_chaos.load(std::memory_order_relaxed)) adsm::preload::chaos_tick();
+}
+
+[[noreturn]] void invalid_pointer(const char *fn, void *p) {
+    // As the C library does for a pointer it never handed out: stop here,
+    // before anything is corrupted.
+    adsm::log(adsm::LogLevel::error, "%s(): invalid pointer %p (inside shared memory, but not the start of a live allocation)", fn, p);
+    abort();
+}
+
+// Shared memory for the program's request, or nullptr; `caller` is the
+// program's return address.
+void *shared_or_libc(size_t n, bool zero, void *caller) {
+    if (wants_shared(n) && !private_caller(caller)) {
+        if (void *p = adsm::preload::alloc(n, zero)) {
+            tick();
+            return p;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+#define CALLER __builtin_return_address(0)
+
+INTERCEPTOR(void *, malloc, size_t n) {
+    if (void *p = shared_or_libc(n, false, CALLER)) return p;
+    return __libc_malloc(n);
+}
+
+INTERCEPTOR(void *, calloc, size_t nmemb, size_t size) {
+    if (size != 0 && nmemb > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (void *p = shared_or_libc(nmemb * size, true, CALLER)) return p;
+    return __libc_calloc(nmemb, size);
+}
+
+INTERCEPTOR(void, free, void *p) {
+    if (!in_window(p)) return __libc_free(p);
+    switch (adsm::preload::release(p)) {
+    case adsm::preload::Release::freed: tick(); return;
+    case adsm::preload::Release::not_shared: return __libc_free(p);
+    case adsm::preload::Release::invalid: invalid_pointer("free", p);
+    }
+}
+
+INTERCEPTOR(void *, realloc, void *p, size_t n) {
+    if (!p) return malloc(n);
+    if (in_window(p)) {
+        size_t old = adsm::preload::size_of(p);
+        if (old == 0) invalid_pointer("realloc", p);
+        if (n == 0) {
+            free(p);
+            return nullptr;
+        }
+        void *q = shared_or_libc(n, false, CALLER);
+        if (!q) q = __libc_malloc(n);
+        if (!q) return nullptr;  // p stays valid, as realloc promises
+        // Through the program's view: the protocol fetches what it must.
+        memcpy(q, p, old < n ? old : n);
+        free(p);
+        return q;
+    }
+    if (wants_shared(n)) {
+        if (void *q = shared_or_libc(n, false, CALLER)) {
+            size_t old = g_libc_usable_size ? g_libc_usable_size(p) : 0;
+            memcpy(q, p, old < n ? old : n);
+            __libc_free(p);
+            return q;
+        }
+    }
+    return __libc_realloc(p, n);
+}
+
+INTERCEPTOR(int, posix_memalign, void **out, size_t align, size_t n) {
+    if (align == 0 || (align & (align - 1)) != 0 || align % sizeof(void *) != 0) return EINVAL;
+    // Shared allocations start on a page: any alignment up to that holds.
+    if (align <= adsm::os::kPageSize) {
+        if (void *p = shared_or_libc(n, false, CALLER)) {
+            *out = p;
+            return 0;
+        }
+    }
+    void *p = __libc_memalign(align, n);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+INTERCEPTOR(void *, memalign, size_t align, size_t n) {
+    if (align <= adsm::os::kPageSize)
+        if (void *p = shared_or_libc(n, false, CALLER)) return p;
+    return __libc_memalign(align, n);
+}
+
+INTERCEPTOR(void *, aligned_alloc, size_t align, size_t n) {
+    if (align <= adsm::os::kPageSize)
+        if (void *p = shared_or_libc(n, false, CALLER)) return p;
+    return __libc_memalign(align, n);
+}
+
+INTERCEPTOR(void *, valloc, size_t n) {
+    if (void *p = shared_or_libc(n, false, CALLER)) return p;
+    return __libc_valloc(n);
+}
+
+INTERCEPTOR(void *, pvalloc, size_t n) {
+    size_t rounded;
+    if (adsm::os::page_round(n ? n : 1, &rounded))
+        if (void *p = shared_or_libc(rounded, false, CALLER)) return p;
+    return __libc_pvalloc(n);
+}
+
+INTERCEPTOR(size_t, malloc_usable_size, void *p) {
+    if (in_window(p)) return adsm::preload::size_of(p);
+    return g_libc_usable_size ? g_libc_usable_size(p) : 0;
+}

@@ -1,0 +1,119 @@
+#include "api/preload.h"
+
+#include "api/runtime.h"
+#include "os/vm.h"
+#include "support/log.h"
+
+namespace adsm::preload {
+
+std::atomic<uintptr_t> g_window_base{0};
+std::atomic<uintptr_t> g_window_size{0};
+std::atomic<bool> g_chaos{false};
+
+namespace {
+__attribute__((tls_model("initial-exec"))) thread_local uint64_t tls_chaos_state = 0;
+
+Runtime *ready_runtime() {
+    Runtime *rt = nullptr;
+    return runtime(&rt) == adsmSuccess ? rt : nullptr;
+}
+}  // namespace
+
+
+bool detached() { return forked_child(); }
+
+void *alloc(size_t n, bool zero) {
+    Scope in;
+    Runtime *rt = ready_runtime();
+    if (!rt) return nullptr;
+    void *p = nullptr;
+    if (rt->manager->alloc(n, zero, &p) != adsmSuccess) {
+        ADSM_LOG(debug, "shared allocation of %zu bytes failed (%s); using the C library", n, last_detail());
+        return nullptr;
+    }
+    return p;
+}
+
+Release release(void *p) {
+    Scope in;
+    if (forked_child()) return Release::freed;  // ordinary memory here; it goes with the process
+    Runtime *rt = started_runtime();
+    if (!rt || !in_window(p)) return Release::not_shared;
+    return rt->manager->free(p, /*wait=*/true) == adsmSuccess ? Release::freed : Release::invalid;
+}
+
+size_t size_of(const void *p) {
+    Runtime *rt = started_runtime();
+    return rt && in_window(p) ? rt->manager->size_of(p) : 0;
+}
+
+size_t split(const void *p, size_t n, Piece *out, size_t max) {
+    Runtime *rt = started_runtime();
+    auto *a = static_cast<uint8_t *>(const_cast<void *>(p));
+    uint8_t *end = a + n;
+    size_t count = 0;
+    while (a < end && count + 1 < max) {
+        Region *r = rt && !forked_child() && in_window(a) ? rt->table.find(reinterpret_cast<uintptr_t>(a)) : nullptr;
+        if (r && r->kind != RegionKind::device && r->contains_host(reinterpret_cast<uintptr_t>(a)) &&
+            reinterpret_cast<uintptr_t>(a) - r->host < r->size) {
+            uint8_t *stop = reinterpret_cast<uint8_t *>(r->host + r->size);
+            if (stop > end) stop = end;
+            out[count++] = {a, static_cast<size_t>(stop - a), true};
+            a = stop;
+            continue;
+        }
+        // Ordinary memory, or the window outside any allocation: the latter
+        // ends at the next page (where an allocation may start); the former
+        // at the window.
+        uint8_t *stop = end;
+        uintptr_t base = g_window_base.load(std::memory_order_relaxed);
+        if (in_window(a)) stop = reinterpret_cast<uint8_t *>(os::page_up(reinterpret_cast<uintptr_t>(a) + 1));
+        else if (reinterpret_cast<uintptr_t>(a) < base && reinterpret_cast<uintptr_t>(end) > base)
+            stop = reinterpret_cast<uint8_t *>(base);
+        if (stop > end) stop = end;
+        if (count > 0 && !out[count - 1].shared) out[count - 1].n += static_cast<size_t>(stop - a);
+        else out[count++] = {a, static_cast<size_t>(stop - a), false};
+        a = stop;
+    }
+    if (a < end) out[count++] = {a, static_cast<size_t>(end - a), false};
+    return count;
+}
+
+Status read_shared(const void *src, void *dst, size_t n) {
+    Scope in;
+    Runtime *rt = started_runtime();
+    if (!rt || forked_child()) return fail(adsmErrorNotSupported, "no runtime");
+    return rt->manager->program_read(src, dst, n);
+}
+
+Status write_shared(void *dst, const void *src, size_t n) {
+    Scope in;
+    Runtime *rt = started_runtime();
+    if (!rt || forked_child()) return fail(adsmErrorNotSupported, "no runtime");
+    return rt->manager->program_write(dst, src, n);
+}
+
+Status fill_shared(void *dst, int value, size_t n) {
+    Scope in;
+    Runtime *rt = started_runtime();
+    if (!rt || forked_child()) return fail(adsmErrorNotSupported, "no runtime");
+    return rt->manager->program_fill(dst, value, n);
+}
+
+void chaos_tick() {
+    if (inside() || forked_child()) return;
+    Runtime *rt = started_runtime();
+    if (!rt || rt->config.chaos_every == 0) return;
+    // A per-thread generator, seeded from the configured seed and the
+    // thread, so a run repeats for a given seed and schedule.
+    uint64_t &s = tls_chaos_state;
+    if (s == 0) s = rt->config.chaos_seed * 0x9e3779b97f4a7c15ull + reinterpret_cast<uintptr_t>(&s);
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    if (s % rt->config.chaos_every != 0) return;
+    Scope in;
+    rt->manager->chaos_cycle();
+}
+
+}  // namespace adsm::preload

@@ -1,0 +1,77 @@
+// What the interposers (interpose/) need from the runtime, and nothing
+// else: a cheap test for "is this shared memory", allocation and release
+// that never fail the program, buffers split into ordinary and shared
+// pieces, copies in and out of shared memory that respect the protocol
+// (waiting for kernels first, as a racing CPU access would), and the chaos
+// mode's forced release/acquire cycles.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "support/inside.h"
+#include "support/status.h"
+
+namespace adsm::preload {
+
+// The shared window; empty until the runtime starts.
+extern std::atomic<uintptr_t> g_window_base;
+extern std::atomic<uintptr_t> g_window_size;
+
+inline bool in_window(const void *p) {
+    return reinterpret_cast<uintptr_t>(p) - g_window_base.load(std::memory_order_relaxed) <
+           g_window_size.load(std::memory_order_relaxed);
+}
+// Whether [p, p+n) overlaps the window at all.
+inline bool touches_window(const void *p, size_t n) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p), base = g_window_base.load(std::memory_order_relaxed);
+    uintptr_t size = g_window_size.load(std::memory_order_relaxed);
+    if (size == 0 || n == 0) return false;
+    uintptr_t end = a + n < a ? UINTPTR_MAX : a + n;
+    return a < base + size && end > base;
+}
+
+// Interposed calls made from inside the runtime pass straight through.
+using Scope = adsm::Inside;
+inline bool inside() { return inside_runtime(); }
+
+// Shared memory for an interposed allocation, or nullptr (the caller then
+// uses the C library).  Starts the runtime if needed.
+void *alloc(size_t n, bool zero);
+
+enum class Release { freed, not_shared, invalid };
+// Frees shared memory; waits for kernels that may still use it.
+Release release(void *p);
+
+// Bytes the shared allocation at p holds (0 if p is not one); works in the
+// child of a fork, where the runtime is gone but the memory remains.
+size_t size_of(const void *p);
+
+// Whether the runtime is gone from this process (a fork child).
+bool detached();
+
+// A piece of a buffer: shared memory (which the runtime must move) or
+// anything else (which the kernel may use directly, including unallocated
+// parts of the window, which it reports as it would unmapped memory).
+struct Piece {
+    uint8_t *p;
+    size_t n;
+    bool shared;
+};
+// Splits [p, p+n) at the bounds of shared allocations.  Returns the number
+// of pieces written (at most max; the rest of the buffer is then one more
+// ordinary piece).
+size_t split(const void *p, size_t n, Piece *out, size_t max);
+
+// Copies between shared memory (one piece) and other memory.
+Status read_shared(const void *src, void *dst, size_t n);
+Status write_shared(void *dst, const void *src, size_t n);
+Status fill_shared(void *dst, int value, size_t n);
+
+// Chaos mode (ADSM_CHAOS_RELEASE_EVERY): called at interposed calls; now and
+// then forces a release and an acquire of the calling thread's context.
+extern std::atomic<bool> g_chaos;
+void chaos_tick();
+
+}  // namespace adsm::preload
