@@ -19,11 +19,23 @@ namespace {
 
 using adsm::interpose::Staged;
 
+// A length the kernel refuses anyway (more than SSIZE_MAX, or wrapping
+// around the address space) goes to it unchanged, so the error is its own.
+bool plausible(const void *buf, size_t n) {
+    return n <= SSIZE_MAX && reinterpret_cast<uintptr_t>(buf) <= UINTPTR_MAX - n;
+}
+
 bool staged_call(const void *buf, size_t n) {
-    return !adsm::inside_runtime() && adsm::preload::touches_window(buf, n);
+    return !adsm::inside_runtime() && plausible(buf, n) && adsm::preload::touches_window(buf, n);
 }
 bool staged_call(const struct iovec *iov, int iovcnt) {
-    return !adsm::inside_runtime() && adsm::interpose::touches_shared(iov, iovcnt);
+    if (adsm::inside_runtime() || !iov) return false;
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+        if (!plausible(iov[i].iov_base, iov[i].iov_len) || iov[i].iov_len > SSIZE_MAX - total) return false;
+        total += iov[i].iov_len;
+    }
+    return adsm::interpose::touches_shared(iov, iovcnt);
 }
 
 size_t total_of(const struct iovec *iov, int iovcnt) {

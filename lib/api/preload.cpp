@@ -36,7 +36,9 @@ void *alloc(size_t n, bool zero) {
 
 Release release(void *p) {
     Scope in;
-    if (forked_child()) return Release::freed;  // ordinary memory here; it goes with the process
+    // In a fork child the allocation is ordinary memory that goes with the
+    // process; a pointer that is no allocation is still a bug.
+    if (forked_child()) return size_of(p) ? Release::freed : Release::invalid;
     Runtime *rt = started_runtime();
     if (!rt || !in_window(p)) return Release::not_shared;
     return rt->manager->free(p, /*wait=*/true) == adsmSuccess ? Release::freed : Release::invalid;

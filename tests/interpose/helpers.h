@@ -1,0 +1,48 @@
+// Shared by the interposition tests, which run with the interposers linked
+// into the test program and ADSM_MALLOC_THRESHOLD=64K (see CMakeLists.txt).
+#pragma once
+
+#include <adsm.hpp>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "api/preload.h"
+#include "support/stats.h"
+
+namespace interpose_test {
+
+constexpr size_t kThreshold = 64 * 1024;
+
+// Hides a value from the compiler, so a deliberately bad call is made as
+// written and fresh memory is not taken for uninitialised data.
+template <class T>
+T opaque(T v) {
+    asm volatile("" : "+r"(v));
+    return v;
+}
+
+inline bool shared(const void *p) {
+    const void *q = opaque(p);
+    return adsm::preload::in_window(q) && adsmGetSize(q) != 0;
+}
+
+inline uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
+
+inline void device_write(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_t v) {
+    size_t i = adsm::global_x(t);
+    if (i < n) p[i] = static_cast<uint8_t>(v + i * 7);
+}
+
+// Makes every block of p's allocation closed (its data on the device) by
+// having a kernel write it: p[i] = v + 7i.
+inline void close_on_device(uint8_t *p, size_t n, uint8_t v) {
+    static adsm::kernel<device_write> k("interpose.device_write");
+    k(adsm::blocks_for(n, 256), 256, p, n, v);
+    adsm::sync();
+}
+
+inline uint8_t pattern(size_t i, uint8_t v) { return static_cast<uint8_t>(v + i * 7); }
+
+}  // namespace interpose_test

@@ -1,0 +1,283 @@
+// I/O on shared memory must behave exactly as the same call on ordinary
+// memory: each test runs a call both ways and compares results and errno.
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helpers.h"
+
+using namespace interpose_test;
+
+namespace {
+
+// A file of n bytes with byte i = i * 13 + 5.
+struct TempFile {
+    std::string path;
+    int fd = -1;
+    explicit TempFile(size_t n) {
+        char tmpl[] = "/tmp/adsm-io-XXXXXX";
+        fd = mkstemp(tmpl);
+        path = tmpl;
+        std::vector<uint8_t> data(n);
+        for (size_t i = 0; i < n; ++i) data[i] = static_cast<uint8_t>(i * 13 + 5);
+        EXPECT_EQ(::write(fd, data.data(), n), static_cast<ssize_t>(n));
+        lseek(fd, 0, SEEK_SET);
+    }
+    ~TempFile() {
+        close(fd);
+        unlink(path.c_str());
+    }
+};
+uint8_t file_byte(size_t i) { return static_cast<uint8_t>(i * 13 + 5); }
+
+}  // namespace
+
+TEST(IoTest, ReadIntoSharedMemoryInEveryState) {
+    const size_t n = 6 * 256 * 1024 + 1234;
+    TempFile f(n);
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    // Closed blocks (data on the device), open ones, and a partial block.
+    close_on_device(p, n, 1);
+    p[100] = 42;
+    uint64_t fetched = counter(adsm::Counter::d2h_bytes);
+    ASSERT_EQ(pread(f.fd, p + 256 * 1024, 3 * 256 * 1024 + 10, 256 * 1024),
+              static_cast<ssize_t>(3 * 256 * 1024 + 10));
+    fetched = counter(adsm::Counter::d2h_bytes) - fetched;
+    EXPECT_LE(fetched, 256u * 1024) << "blocks the read covers whole are not fetched first";
+    for (size_t i = 0; i < n; ++i) {
+        uint8_t want = i >= 256 * 1024 && i < 4 * 256 * 1024 + 10 ? file_byte(i) : i == 100 ? 42 : pattern(i, 1);
+        ASSERT_EQ(p[i], want) << i;
+    }
+    // read and readv at the file position, to EOF.
+    lseek(f.fd, 0, SEEK_SET);
+    close_on_device(p, n, 2);
+    struct iovec iov[3] = {{p, 1000}, {p + 5000, 300000}, {p + 400000, n - 400000}};
+    ASSERT_EQ(readv(f.fd, iov, 3), static_cast<ssize_t>(n - 99000));
+    for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(p[i], file_byte(i));
+    for (size_t i = 0; i < 300000; ++i) ASSERT_EQ(p[5000 + i], file_byte(1000 + i));
+    EXPECT_EQ(read(f.fd, p, 200000), 99000) << "the rest of the file";
+    EXPECT_EQ(read(f.fd, p, 10), 0) << "EOF";
+    free(p);
+}
+
+TEST(IoTest, WriteFromSharedMemoryInEveryState) {
+    const size_t n = 5 * 256 * 1024 + 77;
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    close_on_device(p, n, 3);
+    p[7] = 0xee;  // one open block with a CPU write
+    char tmpl[] = "/tmp/adsm-io-XXXXXX";
+    int fd = mkstemp(tmpl);
+    unlink(tmpl);
+    EXPECT_EQ(write(fd, p, n), static_cast<ssize_t>(n));
+    struct iovec iov[2] = {{p + 10, 100}, {p + 300000, 200000}};
+    EXPECT_EQ(pwritev(fd, iov, 2, 1000000000), 200100);
+    std::vector<uint8_t> back(n);
+    ASSERT_EQ(pread(fd, back.data(), n, 0), static_cast<ssize_t>(n));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], i == 7 ? 0xee : pattern(i, 3)) << i;
+    ASSERT_EQ(pread(fd, back.data(), 200100, 1000000000), 200100);
+    for (size_t i = 0; i < 100; ++i) ASSERT_EQ(back[i], pattern(10 + i, 3));
+    close(fd);
+    free(p);
+}
+
+TEST(IoTest, PipesGiveShortReadsAndEintrAsUsual) {
+    auto *p = static_cast<uint8_t *>(malloc(kThreshold * 4));
+    close_on_device(p, kThreshold * 4, 5);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ASSERT_EQ(::write(fds[1], "hello", 5), 5);
+    EXPECT_EQ(read(fds[0], p, kThreshold * 4), 5) << "one read returns what is there";
+    EXPECT_EQ(memcmp(p, "hello", 5), 0);
+    EXPECT_EQ(p[5], pattern(5, 5)) << "the rest is untouched";
+    // A signal interrupts a blocked read before any data: -1 and EINTR.
+    struct sigaction sa = {}, old = {};
+    sa.sa_handler = [](int) {};
+    sigaction(SIGALRM, &sa, &old);  // no SA_RESTART
+    std::thread t([] {
+        usleep(100000);
+        kill(getpid(), SIGALRM);
+    });
+    errno = 0;
+    EXPECT_EQ(read(fds[0], p, 100), -1);
+    EXPECT_EQ(errno, EINTR);
+    t.join();
+    sigaction(SIGALRM, &old, nullptr);
+    // EOF once the writer is gone.
+    close(fds[1]);
+    EXPECT_EQ(read(fds[0], p, 100), 0);
+    close(fds[0]);
+    free(p);
+}
+
+TEST(IoTest, SocketsBothWays) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    auto *out = static_cast<uint8_t *>(malloc(kThreshold * 2));
+    auto *in = static_cast<uint8_t *>(malloc(kThreshold * 2));
+    close_on_device(out, kThreshold * 2, 6);
+    close_on_device(in, kThreshold * 2, 0);
+    std::thread writer([&] { EXPECT_EQ(send(sv[0], out, kThreshold * 2, 0), static_cast<ssize_t>(kThreshold * 2)); });
+    size_t got = 0;
+    while (got < kThreshold * 2) {
+        ssize_t r = recv(sv[1], in + got, kThreshold * 2 - got, 0);
+        ASSERT_GT(r, 0);
+        got += static_cast<size_t>(r);
+    }
+    writer.join();
+    for (size_t i = 0; i < kThreshold * 2; ++i) ASSERT_EQ(in[i], pattern(i, 6)) << i;
+    // Datagrams keep their bounds and MSG_TRUNC reports the true size.
+    int dg[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), 0);
+    ASSERT_EQ(sendto(dg[0], out, 1000, 0, nullptr, 0), 1000);
+    EXPECT_EQ(recvfrom(dg[1], in, 10, MSG_TRUNC, nullptr, nullptr), 1000);
+    EXPECT_EQ(in[9], pattern(9, 6));
+    struct iovec iov = {in, 500};
+    struct msghdr m = {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    ASSERT_EQ(sendmsg(dg[0], &m, 0), 500);
+    ASSERT_EQ(recvmsg(dg[1], &m, 0), 500);
+    for (int fd : {sv[0], sv[1], dg[0], dg[1]}) close(fd);
+    free(out);
+    free(in);
+}
+
+TEST(IoTest, StdioFreadAndFwrite) {
+    const size_t n = 3 * 256 * 1024 + 11;
+    TempFile f(n);
+    FILE *fp = fdopen(dup(f.fd), "r");
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    close_on_device(p, n, 8);
+    ASSERT_EQ(fread(p, 1, 5, fp), 5u);  // a small read through stdio's buffer
+    ASSERT_EQ(fread(p + 5, 4, n, fp), (n - 5) / 4) << "stops at EOF, counts whole items";
+    for (size_t i = 0; i < n - 3; ++i) ASSERT_EQ(p[i], file_byte(i)) << i;
+    EXPECT_TRUE(feof(fp));
+    fclose(fp);
+    FILE *w = tmpfile();
+    EXPECT_EQ(fwrite(p, 3, n / 3, w), n / 3);
+    rewind(w);
+    std::vector<uint8_t> back(n);
+    EXPECT_EQ(fread(back.data(), 1, n, w), n / 3 * 3);
+    EXPECT_EQ(memcmp(back.data(), p, n / 3 * 3), 0);
+    fclose(w);
+    free(p);
+}
+
+TEST(IoTest, BadInputGetsWhatTheCLibraryGives) {
+    auto *p = static_cast<uint8_t *>(malloc(kThreshold));
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    // A closed descriptor.
+    int closed = dup(fds[0]);
+    close(closed);
+    errno = 0;
+    EXPECT_EQ(read(closed, p, 10), -1);
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_EQ(write(closed, p, 10), -1);
+    EXPECT_EQ(errno, EBADF);
+    // NULL buffers.
+    ASSERT_EQ(::write(fds[1], "abc", 3), 3);
+    EXPECT_EQ(read(fds[0], opaque<void *>(nullptr), 3), -1);
+    EXPECT_EQ(errno, EFAULT);
+    // A size that overflows the address space (from shared memory, so the
+    // interposer sees it).
+    EXPECT_EQ(write(fds[1], p, opaque(SIZE_MAX)), -1);
+    int overflow_errno = errno;
+    int ref = ::write(fds[1], reinterpret_cast<void *>(&fds), opaque(SIZE_MAX)) == -1 ? errno : 0;
+    EXPECT_EQ(overflow_errno, ref);
+    close(fds[0]);
+    close(fds[1]);
+    free(p);
+}
+
+namespace {
+
+// A buffer whose last bytes sit just before an inaccessible page: in
+// ordinary memory, and in shared memory (an allocation followed by a freed,
+// quarantined one).  Each test runs a call on both and compares.
+struct EdgeBuffers {
+    uint8_t *ordinary;  // 64K accessible, then a PROT_NONE page
+    uint8_t *shared_mem = nullptr;
+    void *map;
+    EdgeBuffers() {
+        map = mmap(nullptr, kThreshold + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mprotect(static_cast<uint8_t *>(map) + kThreshold, 4096, PROT_NONE);
+        ordinary = static_cast<uint8_t *>(map);
+        // Two allocations in a row; the second is freed, so it stays
+        // inaccessible (and quarantined, so not reused soon).
+        std::vector<void *> misses;
+        for (int i = 0; i < 200; ++i) {
+            auto *a = static_cast<uint8_t *>(malloc(kThreshold));
+            void *after = malloc(kThreshold);
+            if (after == a + kThreshold) {
+                shared_mem = a;
+                free(after);
+                break;
+            }
+            misses.push_back(a);
+            misses.push_back(after);
+        }
+        for (void *m : misses) free(m);
+        EXPECT_NE(shared_mem, nullptr);
+        close_on_device(shared_mem, kThreshold, 4);
+    }
+    ~EdgeBuffers() {
+        munmap(map, kThreshold + 4096);
+        free(shared_mem);
+    }
+};
+
+struct Outcome {
+    ssize_t result;
+    int err;
+    bool operator==(const Outcome &o) const { return result == o.result && (result >= 0 || err == o.err); }
+};
+std::ostream &operator<<(std::ostream &os, const Outcome &o) { return os << o.result << " (errno " << o.err << ")"; }
+
+template <class F>
+Outcome outcome(F &&f) {
+    errno = 0;
+    ssize_t r = f();
+    return {r, errno};
+}
+
+}  // namespace
+
+TEST(IoTest, ABufferThatRunsPastSharedMemoryIntoUnmappedMemory) {
+    EdgeBuffers b;
+    TempFile f(kThreshold * 4);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    for (size_t before : {size_t(100), size_t(5000)}) {
+        SCOPED_TRACE(before);
+        uint8_t *o = opaque(b.ordinary + kThreshold - before), *s = opaque(b.shared_mem + kThreshold - before);
+        Outcome ro = outcome([&] { return pread(f.fd, o, 20000, 0); });
+        Outcome rs = outcome([&] { return pread(f.fd, s, 20000, 0); });
+        EXPECT_EQ(ro, rs) << "read from a file";
+        if (rs.result > 0) {
+            EXPECT_EQ(memcmp(o, s, static_cast<size_t>(rs.result)), 0);
+        }
+        Outcome wo = outcome([&] { return write(fds[1], o, 20000); });
+        Outcome ws = outcome([&] { return write(fds[1], s, 20000); });
+        EXPECT_EQ(wo, ws) << "write to a pipe";
+        struct iovec vo[2] = {{o, before}, {o + before, 100}}, vs[2] = {{s, before}, {s + before, 100}};
+        Outcome xo = outcome([&] { return preadv(f.fd, vo, 2, 0); });
+        Outcome xs = outcome([&] { return preadv(f.fd, vs, 2, 0); });
+        EXPECT_EQ(xo, xs) << "preadv with a second iovec in unmapped memory";
+        // Drain the pipe between rounds.
+        char sink[1 << 16];
+        while (wo.result > 0 && ::read(fds[0], sink, sizeof sink) == sizeof sink) {
+        }
+    }
+    close(fds[0]);
+    close(fds[1]);
+}

@@ -1,0 +1,216 @@
+#include <malloc.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "helpers.h"
+
+using namespace interpose_test;
+
+TEST(MallocTest, TheThresholdDecides) {
+    void *small = malloc(kThreshold - 1);
+    void *big = malloc(kThreshold);
+    EXPECT_FALSE(adsm::preload::in_window(small));
+    EXPECT_TRUE(shared(big));
+    EXPECT_EQ(malloc_usable_size(big), kThreshold);
+    EXPECT_GE(malloc_usable_size(small), kThreshold - 1);
+    free(small);
+    free(big);
+}
+
+TEST(MallocTest, EveryEntryPoint) {
+    auto *c = static_cast<uint8_t *>(calloc(kThreshold, 2));
+    ASSERT_TRUE(shared(c));
+    for (size_t i = 0; i < 2 * kThreshold; i += 511) ASSERT_EQ(c[i], 0);
+    free(c);
+    EXPECT_EQ(calloc(opaque(SIZE_MAX / 2), 4), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+
+    void *p = nullptr;
+    ASSERT_EQ(posix_memalign(&p, 4096, kThreshold), 0);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(shared(p));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+    free(p);
+    EXPECT_EQ(posix_memalign(&p, 3, kThreshold), EINVAL);
+    ASSERT_EQ(posix_memalign(&p, 1 << 21, kThreshold), 0) << "larger alignments go to the C library";
+    EXPECT_FALSE(adsm::preload::in_window(p));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (1 << 21), 0u);
+    free(p);
+
+    for (void *q : {aligned_alloc(64, kThreshold), memalign(256, kThreshold), valloc(kThreshold), pvalloc(kThreshold + 1)}) {
+        ASSERT_NE(q, nullptr);
+        EXPECT_TRUE(shared(q));
+        memset(q, 1, kThreshold);
+        free(q);
+    }
+}
+
+TEST(MallocTest, ReallocKeepsTheDataAcrossTheThresholdBothWays) {
+    auto *p = static_cast<uint8_t *>(malloc(1000));
+    for (int i = 0; i < 1000; ++i) p[i] = static_cast<uint8_t>(i);
+    p = static_cast<uint8_t *>(realloc(p, 3 * kThreshold));  // up: into shared memory
+    ASSERT_TRUE(shared(p));
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(i));
+    for (size_t i = 1000; i < 3 * kThreshold; ++i) p[i] = static_cast<uint8_t>(i * 3);
+    close_on_device(p + 2 * kThreshold, kThreshold, 9);  // part of it lives on the device now
+    p = static_cast<uint8_t *>(realloc(p, 4 * kThreshold));  // shared to shared
+    ASSERT_TRUE(shared(p));
+    for (size_t i = 1000; i < 2 * kThreshold; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(i * 3));
+    for (size_t i = 0; i < kThreshold; ++i) ASSERT_EQ(p[2 * kThreshold + i], pattern(i, 9));
+    close_on_device(p, kThreshold, 4);
+    p = static_cast<uint8_t *>(realloc(p, 5000));  // down: back to the C library
+    ASSERT_FALSE(adsm::preload::in_window(p));
+    for (size_t i = 0; i < 5000; ++i) ASSERT_EQ(p[i], pattern(i, 4));
+    EXPECT_EQ(realloc(p, 0), nullptr);  // frees
+}
+
+TEST(MallocTest, CppNewAndDeleteGoThroughIt) {
+    auto v = std::make_unique<uint8_t[]>(kThreshold * 2);
+    EXPECT_TRUE(shared(v.get()));
+    std::vector<int> small(10);
+    EXPECT_FALSE(adsm::preload::in_window(small.data()));
+}
+
+TEST(MallocTest, ManyThreadsAtOnce) {
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 8; ++t)
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < 300; ++i) {
+                size_t n = (i % 3 == 0) ? kThreshold + static_cast<size_t>(i) * 100 : 100 + static_cast<size_t>(i);
+                auto *p = static_cast<uint8_t *>(malloc(n));
+                memset(p, t, n);
+                p = static_cast<uint8_t *>(realloc(p, n * 2));
+                for (size_t k = 0; k < n; k += 97)
+                    if (p[k] != t) bad++;
+                free(p);
+            }
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+}
+
+namespace {
+std::atomic<int> g_handler_allocs{0};
+void allocating_handler(int) {
+    // What some libraries do in their handlers: not async-signal-safe in
+    // general, but it must not deadlock or corrupt anything here.
+    void *p = opaque(malloc(kThreshold * 2));
+    if (p) {
+        memset(p, 5, kThreshold * 2);
+        free(p);
+        g_handler_allocs++;
+    }
+}
+}  // namespace
+
+TEST(MallocTest, FromAnotherLibrarysSignalHandler) {
+    struct sigaction sa = {}, old = {};
+    sa.sa_handler = allocating_handler;
+    ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+    std::atomic<bool> stop{false};
+    pthread_t self = pthread_self();
+    std::thread killer([&] {
+        while (!stop.load()) {
+            pthread_kill(self, SIGUSR1);  // at the thread that allocates
+            usleep(200);
+        }
+    });
+    // Allocate until the handler has run a good number of times.
+    int i = 0;
+    for (; g_handler_allocs.load() < 50 && i < 5000000; ++i) {
+        void *p = opaque(malloc(i % 2 ? kThreshold : 64));
+        free(p);
+    }
+    stop = true;
+    killer.join();
+    sigaction(SIGUSR1, &old, nullptr);
+    EXPECT_GE(g_handler_allocs.load(), 50) << "after " << i << " allocations";
+}
+
+TEST(MallocTest, AcrossFork) {
+    auto *p = static_cast<uint8_t *>(malloc(2 * kThreshold));
+    ASSERT_TRUE(shared(p));
+    memset(p, 7, 2 * kThreshold);
+    close_on_device(p, kThreshold, 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int code = 0;
+        for (size_t i = 0; i < kThreshold; ++i)
+            if (p[i] != pattern(i, 1)) code = 1;
+        p = static_cast<uint8_t *>(realloc(p, 3 * kThreshold));  // ordinary memory now
+        if (!p || p[kThreshold + 5] != 7) code = 2;
+        void *q = malloc(4 * kThreshold);  // the runtime is gone: the C library serves
+        if (!q || adsm::preload::in_window(q)) code = 3;
+        free(q);
+        free(p);
+        _exit(code);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0);
+    EXPECT_EQ(p[kThreshold + 5], 7);
+    free(p);
+}
+
+TEST(MallocTest, AcrossExec) {
+    // The child is this test program again, running one test that checks
+    // the threshold applies there too.
+    if (getenv("ADSM_TEST_EXECED")) {
+        void *p = malloc(kThreshold);
+        bool ok = shared(p);
+        free(p);
+        _exit(ok ? 0 : 1);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("ADSM_TEST_EXECED", "1", 1);
+        execl("/proc/self/exe", "interpose_tests", "--gtest_filter=MallocTest.AcrossExec", static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
+TEST(MallocDeathTest, FreeingAnInvalidSharedPointerStopsTheProgram) {
+    // In a fresh process (not a fork child, where the runtime is gone).
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            auto *p = static_cast<uint8_t *>(malloc(kThreshold));
+            free(opaque(p + 16));
+        },
+        "invalid pointer");
+    EXPECT_DEATH(
+        {
+            auto *p = static_cast<uint8_t *>(malloc(kThreshold));
+            uint8_t *stale = opaque(p);
+            free(p);
+            free(stale);
+        },
+        "invalid pointer");
+}
+
+TEST(MallocTest, AnInvalidFreeInAForkChildIsStillCaught) {
+    auto *p = static_cast<uint8_t *>(malloc(kThreshold));
+    pid_t pid = fork();
+    if (pid == 0) {
+        free(opaque(p + 16));
+        _exit(0);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(st)) << "aborted";
+    free(p);
+}
