@@ -49,44 +49,92 @@ void tick() {
 }
 
 // Data into memory.  call(iov, iovcnt, done) makes one real call; with
-// `rounds` a complete round is followed by another (regular files).
+// `rounds` a complete round is followed by another (regular files), and the
+// rounds alternate staging buffers so that one round's copies to the device
+// overlap the next round's call.
 template <class Call>
 ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call) {
     tick();
+    adsm::interpose::StagingCall bracket;
     const size_t want = total_of(iov, iovcnt);
     size_t done = 0;
-    for (;;) {
-        Staged st(iov, iovcnt, done);
-        if (st.requested() == 0) return static_cast<ssize_t>(done);
-        ssize_t r = call(st.iov(), st.iovcnt(), done);
-        if (r < 0) return done ? static_cast<ssize_t>(done) : -1;
-        st.scatter(static_cast<size_t>(r));
+    ssize_t result = -1;
+    int err = 0;
+    uint64_t pending[2] = {0, 0};
+    Staged st[2];
+    for (int round = 0;; ++round) {
+        int b = round & 1;
+        adsm::preload::wait_copies(pending[b]);  // this buffer's last round has landed
+        pending[b] = 0;
+        st[b].layout(iov, iovcnt, done, b);
+        if (st[b].requested() == 0) {
+            result = static_cast<ssize_t>(done);
+            break;
+        }
+        ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
+        if (r < 0) {
+            err = errno;
+            result = done ? static_cast<ssize_t>(done) : -1;
+            break;
+        }
+        bool more = rounds && r > 0 && static_cast<size_t>(r) == st[b].requested() && done + static_cast<size_t>(r) < want;
+        pending[b] = st[b].scatter(static_cast<size_t>(r), more);
         done += static_cast<size_t>(r);
-        if (!rounds || r == 0 || static_cast<size_t>(r) < st.requested() || done >= want)
-            return static_cast<ssize_t>(done);
+        if (!more) {
+            result = static_cast<ssize_t>(done);
+            break;
+        }
     }
+    // The data is in place when the call returns.
+    adsm::preload::wait_copies(pending[0]);
+    adsm::preload::wait_copies(pending[1]);
+    if (result < 0) errno = err;
+    return result;
 }
 
 // Data out of memory: rounds go on while each one was taken whole, which is
-// what one big blocking call does.
+// what one big blocking call does; the next round is gathered from the
+// device while this round's call runs.
 template <class Call>
 ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
     tick();
+    adsm::interpose::StagingCall bracket;
     const size_t want = total_of(iov, iovcnt);
     size_t done = 0;
-    for (;;) {
-        Staged st(iov, iovcnt, done);
-        if (st.requested() == 0) return static_cast<ssize_t>(done);
-        if (!st.gather()) {
-            if (done) return static_cast<ssize_t>(done);
-            errno = EFAULT;
-            return -1;
-        }
-        ssize_t r = call(st.iov(), st.iovcnt(), done);
-        if (r < 0) return done ? static_cast<ssize_t>(done) : -1;
-        done += static_cast<size_t>(r);
-        if (static_cast<size_t>(r) < st.requested() || done >= want) return static_cast<ssize_t>(done);
+    Staged st[2];
+    uint64_t ticket[2] = {0, 0};
+    st[0].layout(iov, iovcnt, 0, 0);
+    if (st[0].requested() == 0) return 0;
+    if (!st[0].gather(&ticket[0])) {
+        errno = EFAULT;
+        return -1;
     }
+    ssize_t result = -1;
+    int err = 0;
+    for (int round = 0;; ++round) {
+        int b = round & 1, n = 1 - b;
+        size_t next_at = done + st[b].requested();
+        bool prefetched = false;
+        if (next_at < want) {
+            st[n].layout(iov, iovcnt, next_at, n);
+            prefetched = st[n].requested() > 0 && st[n].gather(&ticket[n]);
+        }
+        adsm::preload::wait_copies(ticket[b]);
+        ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
+        if (r < 0) {
+            err = errno;
+            result = done ? static_cast<ssize_t>(done) : -1;
+            break;
+        }
+        done += static_cast<size_t>(r);
+        if (static_cast<size_t>(r) < st[b].requested() || done >= want || !prefetched) {
+            result = static_cast<ssize_t>(done);
+            break;
+        }
+    }
+    adsm::preload::wait_copies(ticket[0] > ticket[1] ? ticket[0] : ticket[1]);
+    if (result < 0) errno = err;
+    return result;
 }
 
 struct iovec one(const void *buf, size_t n) { return {const_cast<void *>(buf), n}; }
@@ -289,6 +337,7 @@ namespace {
 template <class Real>
 size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real) {
     tick();
+    adsm::interpose::StagingCall bracket;
     adsm::preload::Piece pieces[64];
     size_t done = 0;
     while (done < bytes) {
@@ -303,13 +352,14 @@ size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real)
             }
             for (size_t at = 0; at < pc.n;) {
                 struct iovec v = one(pc.p + at, pc.n - at);
-                Staged st(&v, 1, 0);
+                Staged st;
+                st.layout(&v, 1, 0, 0);
                 if (st.requested() == 0) return done;
                 size_t len = st.requested();
                 void *stage = st.iov()[0].iov_base;
                 if (!in && !st.gather()) return done;
                 size_t got = real(stage, len, stream);
-                if (in) st.scatter(got);
+                if (in) st.scatter(got, false);
                 done += got;
                 at += got;
                 if (got < len) return done;

@@ -12,13 +12,14 @@
 namespace adsm::interpose {
 namespace {
 
-// One staging buffer per thread, mapped on first use.  A signal handler that
-// does I/O on shared memory while its thread is in the middle of a staged
-// call gets a buffer of its own.
-__attribute__((tls_model("initial-exec"))) thread_local uint8_t *tls_stage = nullptr;
-__attribute__((tls_model("initial-exec"))) thread_local bool tls_stage_busy = false;
+// Two staging buffers per thread, mapped on first use.
+__attribute__((tls_model("initial-exec"))) thread_local uint8_t *tls_stage[2] = {nullptr, nullptr};
+__attribute__((tls_model("initial-exec"))) thread_local int tls_depth = 0;
 
 }  // namespace
+
+StagingCall::StagingCall() { ++tls_depth; }
+StagingCall::~StagingCall() { --tls_depth; }
 
 bool touches_shared(const struct iovec *iov, int iovcnt) {
     for (int i = 0; i < iovcnt; ++i)
@@ -31,7 +32,31 @@ bool is_regular(int fd) {
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-Staged::Staged(const struct iovec *iov, int iovcnt, size_t skip) {
+uint8_t *Staged::stage_buffer(int buffer) {
+    if (tls_depth > 1) {
+        // Nested in a signal handler while the thread's own call is under
+        // way: its buffers may be in use, so this call maps one for itself.
+        if (!owned_) {
+            void *m = os::map_anon(kStageBytes, PROT_READ | PROT_WRITE);
+            owned_ = m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+        }
+        return owned_;
+    }
+    if (!tls_stage[buffer]) {
+        void *m = os::map_anon(kStageBytes, PROT_READ | PROT_WRITE);
+        if (m == MAP_FAILED) return nullptr;
+        tls_stage[buffer] = static_cast<uint8_t *>(m);
+    }
+    return tls_stage[buffer];
+}
+
+Staged::~Staged() {
+    if (owned_) os::unmap(owned_, kStageBytes);
+}
+
+void Staged::layout(const struct iovec *iov, int iovcnt, size_t skip, int buffer) {
+    n_ = 0;
+    requested_ = 0;
     uint8_t *stage = nullptr;
     size_t staged = 0;
     for (int i = 0; i < iovcnt && n_ < kMaxIov; ++i) {
@@ -51,52 +76,36 @@ Staged::Staged(const struct iovec *iov, int iovcnt, size_t skip) {
                 requested_ += pieces[k].n;
                 continue;
             }
-            if (!stage) {
-                if (tls_stage_busy || !tls_stage) {
-                    void *m = os::map_anon(kStageBytes, PROT_READ | PROT_WRITE);
-                    if (m == MAP_FAILED) return;
-                    if (!tls_stage_busy) tls_stage = static_cast<uint8_t *>(m);
-                    stage = static_cast<uint8_t *>(m);
-                } else {
-                    stage = tls_stage;
-                }
-                owned_ = stage != tls_stage;
-                if (!owned_) tls_stage_busy = true;
-                stage_ = stage;
-            }
+            if (!stage && !(stage = stage_buffer(buffer))) return;
             size_t take = pieces[k].n < kStageBytes - staged ? pieces[k].n : kStageBytes - staged;
             if (take == 0) return;
             out_[n_] = {stage + staged, take};
             slots_[n_++] = {pieces[k].p, stage + staged, take};
             staged += take;
             requested_ += take;
-            shared_ = true;
             if (take < pieces[k].n) return;  // staging full: the rest waits for the next round
         }
     }
 }
 
-Staged::~Staged() {
-    if (!stage_) return;
-    if (owned_) os::unmap(stage_, kStageBytes);
-    else tls_stage_busy = false;
-}
-
-bool Staged::gather() {
+bool Staged::gather(uint64_t *ticket) {
     for (int i = 0; i < n_; ++i)
-        if (slots_[i].shared && preload::read_shared(slots_[i].shared, slots_[i].stage, slots_[i].len) != adsmSuccess)
+        if (slots_[i].shared &&
+            preload::read_shared(slots_[i].shared, slots_[i].stage, slots_[i].len, ticket) != adsmSuccess)
             return false;
     return true;
 }
 
-void Staged::scatter(size_t done) {
+uint64_t Staged::scatter(size_t done, bool async) {
     int saved = errno;
+    uint64_t ticket = 0;
     for (int i = 0; i < n_ && done > 0; ++i) {
         size_t len = slots_[i].len < done ? slots_[i].len : done;
-        if (slots_[i].shared) preload::write_shared(slots_[i].shared, slots_[i].stage, len);
+        if (slots_[i].shared) preload::write_shared(slots_[i].shared, slots_[i].stage, len, async ? &ticket : nullptr);
         done -= len;
     }
     errno = saved;
+    return ticket;
 }
 
 }  // namespace adsm::interpose

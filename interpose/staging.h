@@ -9,7 +9,9 @@
 // sent to the device without ever being fetched.
 //
 // Big transfers on regular files repeat the call in rounds (which is what
-// one big call does for them), and only while each round was complete.
+// one big call does for them), only while each round was complete, and
+// alternate two staging buffers: the copy engine moves one round's data
+// between staging and the device while the next round's system call runs.
 #pragma once
 
 #include <sys/uio.h>
@@ -23,27 +25,30 @@ constexpr size_t kStageBytes = 4u << 20;  // per round
 constexpr int kMaxIov = 64;               // pieces per round; more go to later rounds
 
 // One round of a call: the program's buffers as pieces, with shared ones
-// mapped onto staging.
+// mapped onto one of the thread's two staging buffers.
 class Staged {
 public:
-    // Lays out the program's iovecs from byte `skip` on; stops at the staging
-    // or iovec limits.  requested() says how many bytes this round covers.
-    Staged(const struct iovec *iov, int iovcnt, size_t skip);
+    Staged() = default;
     ~Staged();
     Staged(const Staged &) = delete;
     Staged &operator=(const Staged &) = delete;
 
-    bool any_shared() const { return shared_; }
+    // Lays out the program's iovecs from byte `skip` on, on staging buffer
+    // `buffer` (0 or 1); stops at the staging or iovec limits.
+    void layout(const struct iovec *iov, int iovcnt, size_t skip, int buffer);
+
     const struct iovec *iov() const { return out_; }
     int iovcnt() const { return n_; }
     size_t requested() const { return requested_; }
 
     // Before a call that reads from memory (write, send): copies the shared
-    // pieces into staging.  False if the runtime could not (EFAULT).
-    bool gather();
+    // pieces into staging; with `ticket` the device part may still be under
+    // way on return (wait before the call).  False if the runtime could not.
+    bool gather(uint64_t *ticket = nullptr);
     // After a call that wrote `done` bytes into memory (read, recv): moves
-    // the staged part of them to shared memory.
-    void scatter(size_t done);
+    // the staged part to shared memory; with async, returns the ticket of
+    // device copies still reading from staging.
+    uint64_t scatter(size_t done, bool async);
 
 private:
     struct Slot {
@@ -51,13 +56,23 @@ private:
         uint8_t *stage;
         size_t len;
     };
+    uint8_t *stage_buffer(int buffer);
+
     struct iovec out_[kMaxIov];
     Slot slots_[kMaxIov];
     int n_ = 0;
     size_t requested_ = 0;
-    bool shared_ = false;
-    uint8_t *stage_ = nullptr;
-    bool owned_ = false;  // a buffer of this call's own (nested in a signal handler)
+    uint8_t *owned_ = nullptr;  // a buffer of this call's own (nested in a signal handler)
+};
+
+// Brackets a whole interposed call: the thread's staging buffers belong to
+// the outermost one, and a call nested in a signal handler gets its own.
+class StagingCall {
+public:
+    StagingCall();
+    ~StagingCall();
+    StagingCall(const StagingCall &) = delete;
+    StagingCall &operator=(const StagingCall &) = delete;
 };
 
 // Whether any of the iovecs touches the shared window.

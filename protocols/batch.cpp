@@ -47,12 +47,12 @@ public:
     }
 
     // Between a sync and the next call the host copy is the only current one.
-    Status read_out(Region &r, size_t off, void *dst, size_t len) override {
+    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t * = nullptr) override {
         if (r.on_device) return env_.device->copy_to_host(dst, r.dev + off, len);
         memcpy(dst, r.alias + off, len);
         return adsmSuccess;
     }
-    Status write_in(Region &r, size_t off, const void *src, size_t len) override {
+    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t * = nullptr) override {
         memcpy(r.alias + off, src, len);
         return adsmSuccess;
     }

@@ -201,7 +201,7 @@ bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
     return true;
 }
 
-Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len) {
+Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket) {
     if (len == 0) return adsmSuccess;
     uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;
     lock_settled(r, first, last);
@@ -215,7 +215,12 @@ Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len) {
         size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
         if (on_device) {
             r.stats.moved(false, e - b);
-            if (Status s = env_.device->copy_to_host(out + (b - off), r.dev + b, e - b); s != adsmSuccess) result = s;
+            if (ticket) {
+                uint64_t t = env_.device->copy_to_host_async(out + (b - off), r.dev + b, e - b, nullptr, nullptr);
+                if (t > *ticket) *ticket = t;
+            } else if (Status s = env_.device->copy_to_host(out + (b - off), r.dev + b, e - b); s != adsmSuccess) {
+                result = s;
+            }
         } else {
             memcpy(out + (b - off), r.alias + b, e - b);
         }
@@ -274,11 +279,16 @@ Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, D
     return result;
 }
 
-Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t len) {
+Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket) {
     auto *in = static_cast<const uint8_t *>(src);
     return store(
         r, off, len, [&](size_t b, size_t e) { memcpy(r.alias + b, in + (b - off), e - b); },
-        [&](size_t b, size_t e) { return env_.device->copy_to_device(r.dev + b, in + (b - off), e - b); });
+        [&](size_t b, size_t e) {
+            if (!ticket) return env_.device->copy_to_device(r.dev + b, in + (b - off), e - b);
+            uint64_t t = env_.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, nullptr, nullptr);
+            if (t > *ticket) *ticket = t;
+            return adsmSuccess;
+        });
 }
 
 Status BlockProtocol::fill(Region &r, size_t off, int value, size_t len) {

@@ -51,8 +51,8 @@ public:
     void on_free(Region &r) override;
     Status release(Context &c) override;
     Status acquire(Context &c) override;
-    Status read_out(Region &r, size_t off, void *dst, size_t len) override;
-    Status write_in(Region &r, size_t off, const void *src, size_t len) override;
+    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
+    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
     Status fill(Region &r, size_t off, int value, size_t len) override;
     bool on_fault(Region &r, uintptr_t addr, bool write) override;
     void snapshot(const Region &r, uint8_t *dst) override;

@@ -19,11 +19,11 @@ public:
     void on_free(Region &) override {}
     Status release(Context &) override { return adsmSuccess; }
     Status acquire(Context &) override { return adsmSuccess; }
-    Status read_out(Region &r, size_t off, void *dst, size_t len) override {
+    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t * = nullptr) override {
         memcpy(dst, r.alias + off, len);
         return adsmSuccess;
     }
-    Status write_in(Region &r, size_t off, const void *src, size_t len) override {
+    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t * = nullptr) override {
         memcpy(r.alias + off, src, len);
         return adsmSuccess;
     }

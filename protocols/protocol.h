@@ -62,9 +62,11 @@ public:
     // contents of [off, off+len) to dst; write src there; fill it with a
     // byte.  The caller has checked the range.  Whole blocks whose current
     // copy is on the device move from or to the device directly, without a
-    // round trip through the host copy.
-    virtual Status read_out(Region &r, size_t off, void *dst, size_t len) = 0;
-    virtual Status write_in(Region &r, size_t off, const void *src, size_t len) = 0;
+    // round trip through the host copy.  With `ticket`, those device copies
+    // may still be under way on return: the caller keeps dst or src as they
+    // are until Device::wait_copies(*ticket).
+    virtual Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) = 0;
+    virtual Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) = 0;
     virtual Status fill(Region &r, size_t off, int value, size_t len) = 0;
 
     // The CPU faulted at addr inside r's host range.  Returns true when the

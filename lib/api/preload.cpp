@@ -81,18 +81,24 @@ size_t split(const void *p, size_t n, Piece *out, size_t max) {
     return count;
 }
 
-Status read_shared(const void *src, void *dst, size_t n) {
+Status read_shared(const void *src, void *dst, size_t n, uint64_t *ticket) {
     Scope in;
     Runtime *rt = started_runtime();
     if (!rt || forked_child()) return fail(adsmErrorNotSupported, "no runtime");
-    return rt->manager->program_read(src, dst, n);
+    return rt->manager->program_read(src, dst, n, ticket);
 }
 
-Status write_shared(void *dst, const void *src, size_t n) {
+Status write_shared(void *dst, const void *src, size_t n, uint64_t *ticket) {
     Scope in;
     Runtime *rt = started_runtime();
     if (!rt || forked_child()) return fail(adsmErrorNotSupported, "no runtime");
-    return rt->manager->program_write(dst, src, n);
+    return rt->manager->program_write(dst, src, n, ticket);
+}
+
+void wait_copies(uint64_t ticket) {
+    if (ticket == 0) return;
+    Scope in;
+    if (Runtime *rt = started_runtime()) rt->device->wait_copies(ticket);
 }
 
 Status fill_shared(void *dst, int value, size_t n) {

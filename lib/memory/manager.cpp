@@ -420,12 +420,12 @@ Status Manager::for_program(const void *p, size_t n, F &&f) {
     }
 }
 
-Status Manager::program_read(const void *src, void *dst, size_t n) {
-    return for_program(src, n, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n); });
+Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *ticket) {
+    return for_program(src, n, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n, ticket); });
 }
 
-Status Manager::program_write(void *dst, const void *src, size_t n) {
-    return for_program(dst, n, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n); });
+Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket) {
+    return for_program(dst, n, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n, ticket); });
 }
 
 Status Manager::program_fill(void *dst, int value, size_t n) {

@@ -43,8 +43,10 @@ public:
     // The runtime moving data for the program (interposed I/O and bulk
     // memory): [p, p+n) must lie in one shared allocation.  A kernel that may
     // be using it is waited for first, as for a racing CPU access.
-    Status program_read(const void *src, void *dst, size_t n);
-    Status program_write(void *dst, const void *src, size_t n);
+    // With `ticket` the device copies may still run on return (see
+    // Protocol::read_out); wait with Device::wait_copies.
+    Status program_read(const void *src, void *dst, size_t n, uint64_t *ticket = nullptr);
+    Status program_write(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr);
     Status program_fill(void *dst, int value, size_t n);
 
     // Chaos mode: a release and an acquire of every context now.
