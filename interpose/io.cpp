@@ -5,6 +5,7 @@
 // of one real call.
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,11 +26,12 @@ bool plausible(const void *buf, size_t n) {
     return n <= SSIZE_MAX && reinterpret_cast<uintptr_t>(buf) <= UINTPTR_MAX - n;
 }
 
+// Cheapest test first: most calls are nowhere near the window.
 bool staged_call(const void *buf, size_t n) {
-    return !adsm::inside_runtime() && plausible(buf, n) && adsm::preload::touches_window(buf, n);
+    return adsm::preload::touches_window(buf, n) && plausible(buf, n) && !adsm::inside_runtime();
 }
 bool staged_call(const struct iovec *iov, int iovcnt) {
-    if (adsm::inside_runtime() || !iov) return false;
+    if (adsm::preload::g_window_size.load(std::memory_order_relaxed) == 0 || !iov || adsm::inside_runtime()) return false;
     size_t total = 0;
     for (int i = 0; i < iovcnt; ++i) {
         if (!plausible(iov[i].iov_base, iov[i].iov_len) || iov[i].iov_len > SSIZE_MAX - total) return false;
@@ -331,6 +333,21 @@ INTERCEPTOR(ssize_t, sendmsg, int fd, const struct msghdr *msg, int flags) {
 
 namespace {
 
+// A transfer smaller than the stream's buffer goes through that buffer: the
+// C library copies it in user space, where a protected page faults into the
+// runtime like any access of the program.  (glibc has the system call use
+// the program's memory only for a transfer at least the buffer's size, or
+// when the buffer is under 128 bytes, as an unbuffered stream's is.)
+bool via_stream_buffer(FILE *stream, size_t n) {
+    size_t buffer = stream ? __fbufsize(stream) : 0;
+    return buffer >= 128 && n < buffer;
+}
+
+bool stdio_direct(const void *ptr, size_t size, size_t nmemb, FILE *stream) {
+    return size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb) ||
+           via_stream_buffer(stream, size * nmemb);
+}
+
 // fread and fwrite, piece by piece: ordinary pieces go to the C library
 // directly (so an unmapped byte gives the error it would give), shared ones
 // through staging.  Returns bytes moved.
@@ -372,32 +389,28 @@ size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real)
 }  // namespace
 
 INTERCEPTOR(size_t, fread, void *ptr, size_t size, size_t nmemb, FILE *stream) {
-    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
-        return REAL(fread)(ptr, size, nmemb, stream);
+    if (stdio_direct(ptr, size, nmemb, stream)) return REAL(fread)(ptr, size, nmemb, stream);
     return stdio_staged(ptr, size * nmemb, stream, true,
                         [](void *p, size_t n, FILE *f) { return REAL(fread)(p, 1, n, f); }) /
            size;
 }
 
 INTERCEPTOR(size_t, fread_unlocked, void *ptr, size_t size, size_t nmemb, FILE *stream) {
-    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
-        return REAL(fread_unlocked)(ptr, size, nmemb, stream);
+    if (stdio_direct(ptr, size, nmemb, stream)) return REAL(fread_unlocked)(ptr, size, nmemb, stream);
     return stdio_staged(ptr, size * nmemb, stream, true,
                         [](void *p, size_t n, FILE *f) { return REAL(fread_unlocked)(p, 1, n, f); }) /
            size;
 }
 
 INTERCEPTOR(size_t, fwrite, const void *ptr, size_t size, size_t nmemb, FILE *stream) {
-    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
-        return REAL(fwrite)(ptr, size, nmemb, stream);
+    if (stdio_direct(ptr, size, nmemb, stream)) return REAL(fwrite)(ptr, size, nmemb, stream);
     return stdio_staged(const_cast<void *>(ptr), size * nmemb, stream, false,
                         [](void *p, size_t n, FILE *f) { return REAL(fwrite)(p, 1, n, f); }) /
            size;
 }
 
 INTERCEPTOR(size_t, fwrite_unlocked, const void *ptr, size_t size, size_t nmemb, FILE *stream) {
-    if (size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb))
-        return REAL(fwrite_unlocked)(ptr, size, nmemb, stream);
+    if (stdio_direct(ptr, size, nmemb, stream)) return REAL(fwrite_unlocked)(ptr, size, nmemb, stream);
     return stdio_staged(const_cast<void *>(ptr), size * nmemb, stream, false,
                         [](void *p, size_t n, FILE *f) { return REAL(fwrite_unlocked)(p, 1, n, f); }) /
            size;

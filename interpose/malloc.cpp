@@ -110,7 +110,7 @@ void tick() {
 [[noreturn]] void invalid_pointer(const char *fn, void *p) {
     // As the C library does for a pointer it never handed out: stop here,
     // before anything is corrupted.
-    adsm::log(adsm::LogLevel::error, "%s(): invalid pointer %p (inside shared memory, but not the start of a live allocation)", fn, p);
+    adsm::log(adsm::LogLevel::error, "%s(): invalid pointer %p (inside shared memory, but not the start of a live allocation of the malloc family)", fn, p);
     abort();
 }
 

@@ -1,5 +1,6 @@
 #include "api/preload.h"
 
+#include "api/gpu_bridge.h"
 #include "api/runtime.h"
 #include "os/vm.h"
 #include "support/log.h"
@@ -27,7 +28,10 @@ void *alloc(size_t n, bool zero) {
     Runtime *rt = ready_runtime();
     if (!rt) return nullptr;
     void *p = nullptr;
-    if (rt->manager->alloc(n, zero, &p) != adsmSuccess) {
+    // A routed GPU API releases the program context at its launches, so
+    // memory the program allocates for its kernels must be there too.
+    Context *ctx = gpu_bridge::any_routed() ? rt->manager->program_context() : nullptr;
+    if (rt->manager->alloc(n, zero, &p, ctx, RegionOrigin::malloc) != adsmSuccess) {
         ADSM_LOG(debug, "shared allocation of %zu bytes failed (%s); using the C library", n, last_detail());
         return nullptr;
     }
@@ -41,6 +45,9 @@ Release release(void *p) {
     if (forked_child()) return size_of(p) ? Release::freed : Release::invalid;
     Runtime *rt = started_runtime();
     if (!rt || !in_window(p)) return Release::not_shared;
+    // Only what malloc handed out: free() of an adsmAlloc or managed
+    // allocation is the program's bug, as it would be for the C library.
+    if (!rt->manager->allocated_for(p, RegionOrigin::malloc)) return Release::invalid;
     return rt->manager->free(p, /*wait=*/true) == adsmSuccess ? Release::freed : Release::invalid;
 }
 

@@ -206,12 +206,22 @@ void Manager::retire(Region *r) {
     table_.destroy(r);
 }
 
-Status Manager::alloc(size_t size, bool zero, void **out) {
+Context *Manager::program_context() {
+    if (Context *c = program_.load(std::memory_order_acquire)) return c;
+    std::lock_guard<std::mutex> lock(program_mu_);
+    if (Context *c = program_.load(std::memory_order_relaxed)) return c;
+    Context *c = new_context();  // its one reference is never dropped
+    program_.store(c, std::memory_order_release);
+    return c;
+}
+
+Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOrigin origin) {
     *out = nullptr;
-    Context *c = current();
+    Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
     if (Status s = carve(size, RegionKind::shared, &r); s != adsmSuccess) return s;
+    r->origin = origin;
     if (zero) {
         // Pages of a large range are fresh from the system; small ones may be reused.
         if (r->span >= kZeroByPunch) os::punch_hole(space_.host_fd(), r->host - space_.base(), r->span);
@@ -318,6 +328,12 @@ Status Manager::safe(const void *cpu_addr, void **dev_addr) {
         return fail(adsmErrorInvalidPointer, "%p is not inside a live shared allocation", cpu_addr);
     *dev_addr = ptr(r->dev + (a - r->host));
     return adsmSuccess;
+}
+
+bool Manager::allocated_for(const void *p, RegionOrigin origin) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    Region *r = table_.find(a);
+    return r && r->kind == RegionKind::shared && r->host == a && r->origin == origin;
 }
 
 size_t Manager::size_of(const void *p) {
@@ -602,8 +618,8 @@ Status Manager::device_memset(void *dev, int value, size_t n) {
 
 // ---------------------------------------------------------------- kernels
 
-Status Manager::call(const LaunchDesc &launch) {
-    Context *c = current();
+Status Manager::call(const LaunchDesc &launch, Context *in) {
+    Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     std::lock_guard<std::mutex> lock(c->mu);
     if (!c->has_stream) {
@@ -619,8 +635,8 @@ Status Manager::call(const LaunchDesc &launch) {
     return device_.launch(c->stream, launch);
 }
 
-Status Manager::sync() {
-    Context *c = current();
+Status Manager::sync(Context *in) {
+    Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     std::lock_guard<std::mutex> lock(c->mu);
     stats().add(Counter::syncs);

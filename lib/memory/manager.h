@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -28,15 +29,22 @@ public:
     Context *current();
     adsmContext_t handle(Context *c) const;
     Status bind(adsmContext_t handle);  // nullptr: back to the thread's own context
+    // One context for the whole program, never ending: an unmodified program
+    // knows nothing of contexts, and the GPU APIs it calls are process-wide,
+    // so its interposed allocations, launches and syncs share this one.
+    Context *program_context();
 
     // ---- shared memory
-    Status alloc(size_t size, bool zero, void **out);
+    // In `in`, or the calling thread's context when null.
+    Status alloc(size_t size, bool zero, void **out, Context *in = nullptr, RegionOrigin origin = RegionOrigin::api);
     Status safe_alloc(size_t size, void **out);
     // free; with wait, an object a kernel may still use is freed after that
     // kernel (as cudaFree does) instead of refused with adsmErrorBusy.
     Status free(void *ptr, bool wait = false);
     Status safe(const void *cpu_addr, void **dev_addr);
     size_t size_of(const void *ptr);
+    // Whether ptr is the start of a live shared allocation made for `origin`.
+    bool allocated_for(const void *ptr, RegionOrigin origin);
     Status memset(void *ptr, int value, size_t n);
     Status memcpy(void *dst, const void *src, size_t n);
 
@@ -60,8 +68,9 @@ public:
     Status device_memset(void *dev, int value, size_t n);
 
     // ---- kernels
-    Status call(const LaunchDesc &launch);
-    Status sync();
+    // In `in`, or the calling thread's context when null.
+    Status call(const LaunchDesc &launch, Context *in = nullptr);
+    Status sync(Context *in = nullptr);
     // Waits for c's kernels and gives its regions back to the CPU, as a sync
     // would; a kernel error waits for the next adsmSync.  For a CPU access
     // that raced with a kernel (called from the fault handler).
@@ -99,6 +108,8 @@ private:
     std::mutex contexts_mu_;
     std::vector<Context *> contexts_;     // slots, never freed
     std::vector<uint32_t> free_slots_;
+    std::mutex program_mu_;
+    std::atomic<Context *> program_{nullptr};
     pthread_key_t current_key_;  // both keys drop a reference at thread exit
     pthread_key_t home_key_;
 };

@@ -20,6 +20,15 @@ enum class RegionKind : uint8_t {
     device,  // adsmDeviceAlloc: device memory only
 };
 
+// Who asked for a shared region: frees through one family of calls must not
+// release memory of another (cudaFree of a malloc'd buffer is a bug to
+// report, not a free).
+enum class RegionOrigin : uint8_t {
+    api,      // adsmAlloc and friends
+    malloc,   // the interposed malloc family
+    gpu_api,  // managed allocations of an interposed GPU API
+};
+
 // One byte per block: a state in the low bits and flags above.
 namespace block {
 constexpr uint8_t kInvalid = 0;   // host stale, device current; CPU access faults
@@ -71,6 +80,7 @@ struct Region {
     uint32_t generation = 0;  // bumped each time the slot is reused
     std::atomic<bool> live{false};
     RegionKind kind = RegionKind::shared;
+    RegionOrigin origin = RegionOrigin::api;
 
     // ---- coherence: changed under `lock` by the protocol
     os::FutexLock lock;
@@ -92,6 +102,7 @@ struct Region {
         prev = next = nullptr;
         birth_call = 0;
         kind = RegionKind::shared;
+        origin = RegionOrigin::api;
         on_device = false;
         block_size = nblocks = 0;
         blocks = nullptr;

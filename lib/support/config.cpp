@@ -24,6 +24,10 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_MALLOC_THRESHOLD", "SIZE|off",
          "preloaded: malloc and friends of at least this many bytes return shared memory (default 1M when "
          "preloaded, off when linked)"},
+        {"ADSM_GPU_APIS", "auto|on|off",
+         "preloaded: route the program's CUDA and Level Zero calls through the runtime (managed memory is shared "
+         "memory, a launch releases and runs the kernel registered under the same name, a synchronisation waits and "
+         "acquires); auto routes an API only when ADSM_DEVICE is its back-end (default auto)"},
         {"ADSM_CHAOS_RELEASE_EVERY", "N",
          "force a release and acquire of every context at about one interposed call in N (default 0: off)"},
         {"ADSM_CHAOS_SEED", "N", "seed of the chaos mode's choices (default 1)"},
@@ -147,6 +151,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_MALLOC_THRESHOLD"); v && *v) {
         if (!malloc_threshold_from(v, false, &c.malloc_threshold))
             return bad("ADSM_MALLOC_THRESHOLD", v, "a size of at least 1 byte, such as 64K, or off");
+    }
+    if (const char *v = lookup("ADSM_GPU_APIS"); v && *v) {
+        if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off")) return bad("ADSM_GPU_APIS", v, "auto, on or off");
+        c.gpu_apis = v;
     }
     if (const char *v = lookup("ADSM_CHAOS_RELEASE_EVERY"); v && *v) {
         if (!parse_uint(v, &c.chaos_every)) return bad("ADSM_CHAOS_RELEASE_EVERY", v, "a whole number (0 is off)");

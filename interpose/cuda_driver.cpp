@@ -1,0 +1,212 @@
+// The CUDA driver API.  Routed (ADSM_GPU_APIS), managed allocations are
+// shared memory, launches release and run the kernel registered under the
+// function's name on the runtime's accelerator, and every synchronisation
+// (context, stream, event, and their queries) waits for those kernels and
+// acquires before it asks the driver about the driver's own work.  Emulated
+// kernels run in order on one stream, so any synchronisation waits for all
+// of them: more than the program asked for, never less.
+//
+// A statically linked CUDA runtime reaches the driver only through
+// cuGetProcAddress; its answers are rewritten to the wrappers here.
+#include <cuda.h>
+
+#include "interpose/gpu_kernels.h"
+#include "interpose/gpu_symbols.h"
+#include "interpose/handle_map.h"
+#include "support/log.h"
+
+// Entry points the header hides behind its version macros.
+#undef cuGetProcAddress
+extern "C" {
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream);
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream);
+}
+
+namespace {
+constexpr const char *kLibrary = "libcuda.so.1";
+constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
+}  // namespace
+
+#define CUDA_DRIVER_SYMBOLS(X)                                                                                   \
+    X(cuMemAllocManaged)                                                                                         \
+    X(cuMemFree_v2)                                                                                              \
+    X(cuModuleGetFunction)                                                                                       \
+    X(cuLaunchKernel)                                                                                            \
+    X(cuLaunchKernel_ptsz)                                                                                       \
+    X(cuLaunchKernelEx)                                                                                          \
+    X(cuLaunchKernelEx_ptsz)                                                                                     \
+    X(cuCtxSynchronize)                                                                                          \
+    X(cuStreamSynchronize)                                                                                       \
+    X(cuStreamSynchronize_ptsz)                                                                                  \
+    X(cuStreamQuery)                                                                                             \
+    X(cuStreamQuery_ptsz)                                                                                        \
+    X(cuEventSynchronize)                                                                                        \
+    X(cuEventQuery)                                                                                              \
+    X(cuGetProcAddress)                                                                                          \
+    X(cuGetProcAddress_v2)
+
+ADSM_GPU_FAMILY(cuda_driver_family, CUDA_DRIVER_SYMBOLS)
+
+namespace {
+
+using adsm::Status;
+using adsm::interpose::GpuForwarding;
+namespace bridge = adsm::gpu_bridge;
+
+adsm::interpose::HandleMap<adsm::interpose::KernelName, 8192> g_functions;
+
+// The driver's answer to a call the preload passes on.
+#define FORWARD(name, ...)                                                              \
+    ([&]() -> CUresult {                                                                \
+        auto fn_ = GPU_REAL(name);                                                      \
+        if (!fn_) return no_driver(#name);                                              \
+        GpuForwarding fw_;                                                              \
+        return fn_(__VA_ARGS__);                                                        \
+    }())
+
+CUresult no_driver(const char *fn) {
+    adsm::log(adsm::LogLevel::error, "%s: the CUDA driver (%s) is not loaded", fn, kLibrary);
+    return CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult to_cu(Status s, const char *fn) {
+    if (s == adsmSuccess) return CUDA_SUCCESS;
+    adsm::log(adsm::LogLevel::warn, "%s: %s", fn, adsm::last_detail());
+    switch (s) {
+    case adsmErrorMemoryAllocation: return CUDA_ERROR_OUT_OF_MEMORY;
+    case adsmErrorNotSupported: return CUDA_ERROR_NOT_SUPPORTED;
+    case adsmErrorKernelNotFound: return CUDA_ERROR_NOT_FOUND;
+    case adsmErrorLaunchFailure: return CUDA_ERROR_LAUNCH_FAILED;
+    case adsmErrorInitialization: return CUDA_ERROR_NOT_INITIALIZED;
+    case adsmErrorNoDevice: return CUDA_ERROR_NO_DEVICE;
+    case adsmErrorDeviceLost: return CUDA_ERROR_UNKNOWN;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+// The name the driver knows a function by, when the program did not get the
+// handle through cuModuleGetFunction (cuLibraryGetKernel, say).
+const char *driver_function_name(CUfunction f) {
+    using GetName = CUresult (*)(const char **, CUfunction);
+    static const auto get = reinterpret_cast<GetName>(adsm::interpose::driver_function(kLibrary, "cuFuncGetName"));
+    const char *name = nullptr;
+    if (!get) return nullptr;
+    GpuForwarding fw;
+    return get(&name, f) == CUDA_SUCCESS ? name : nullptr;
+}
+
+CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, void **params, void **extra) {
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (extra && extra[0] != CU_LAUNCH_PARAM_END) {
+        adsm::log(adsm::LogLevel::warn,
+                  "%s: arguments packed in `extra` are not supported on the runtime's accelerator; pass kernelParams", fn);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    adsm::interpose::KernelName *rec = g_functions.find(f);
+    adsmKernel_t k;
+    Status s = adsm::interpose::registered_kernel(rec, rec ? nullptr : driver_function_name(f), fn, &k);
+    if (s == adsmSuccess) s = bridge::launch(k, grid, block, params);
+    return to_cu(s, fn);
+}
+
+CUresult launch_ex(const char *fn, const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    return launch(fn, f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ}, params,
+                  extra);
+}
+
+// Our kernels first, then whatever the driver has of its own.
+#define SYNC_THEN_FORWARD(name, ...)                                          \
+    do {                                                                      \
+        if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(name, __VA_ARGS__); \
+        CUresult ours_ = to_cu(bridge::sync(), #name);                        \
+        CUresult theirs_ = FORWARD(name, __VA_ARGS__);                        \
+        return ours_ != CUDA_SUCCESS ? ours_ : theirs_;                       \
+    } while (0)
+
+// A driver function handed out by cuGetProcAddress becomes our wrapper of
+// it when it is one we wrap, whatever name or version was asked for.
+void substitute(void **pfn) {
+    if (!bridge::routed(kApi)) return;
+    for (auto &s : g_gpu_symbols)
+        if (adsm::interpose::gpu_real(s) == *pfn) {
+            *pfn = s.wrapper;
+            return;
+        }
+}
+
+}  // namespace
+
+#define CUDA_WRAPPER(name, ...) extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI name(__VA_ARGS__)
+
+CUDA_WRAPPER(cuMemAllocManaged, CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+    if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuMemAllocManaged, dptr, bytesize, flags);
+    if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = nullptr;
+    if (CUresult r = to_cu(bridge::alloc(bytesize, 0, &p), "cuMemAllocManaged"); r != CUDA_SUCCESS) return r;
+    *dptr = reinterpret_cast<CUdeviceptr>(p);
+    return CUDA_SUCCESS;
+}
+
+CUDA_WRAPPER(cuMemFree_v2, CUdeviceptr dptr) {
+    void *p = reinterpret_cast<void *>(dptr);
+    if (adsm::interpose::gpu_routed(kApi) && bridge::owns(p)) return to_cu(bridge::free(p), "cuMemFree");
+    return FORWARD(cuMemFree_v2, dptr);
+}
+
+CUDA_WRAPPER(cuModuleGetFunction, CUfunction *hfunc, CUmodule hmod, const char *name) {
+    CUresult r = FORWARD(cuModuleGetFunction, hfunc, hmod, name);
+    if (r == CUDA_SUCCESS && hfunc && name && bridge::routed(kApi))
+        if (auto *rec = g_functions.obtain(*hfunc)) rec->set(name);
+    return r;
+}
+
+CUDA_WRAPPER(cuLaunchKernel, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+             unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra) {
+    if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, params, extra);
+}
+
+CUDA_WRAPPER(cuLaunchKernel_ptsz, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+             unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra) {
+    if (!adsm::interpose::gpu_routed(kApi))
+        return FORWARD(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, params, extra);
+}
+
+CUDA_WRAPPER(cuLaunchKernelEx, const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
+    if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernelEx, config, f, params, extra);
+    return launch_ex("cuLaunchKernelEx", config, f, params, extra);
+}
+
+CUDA_WRAPPER(cuLaunchKernelEx_ptsz, const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
+    if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernelEx_ptsz, config, f, params, extra);
+    return launch_ex("cuLaunchKernelEx", config, f, params, extra);
+}
+
+CUDA_WRAPPER(cuCtxSynchronize, void) { SYNC_THEN_FORWARD(cuCtxSynchronize); }
+CUDA_WRAPPER(cuStreamSynchronize, CUstream s) { SYNC_THEN_FORWARD(cuStreamSynchronize, s); }
+CUDA_WRAPPER(cuStreamSynchronize_ptsz, CUstream s) { SYNC_THEN_FORWARD(cuStreamSynchronize_ptsz, s); }
+CUDA_WRAPPER(cuStreamQuery, CUstream s) { SYNC_THEN_FORWARD(cuStreamQuery, s); }
+CUDA_WRAPPER(cuStreamQuery_ptsz, CUstream s) { SYNC_THEN_FORWARD(cuStreamQuery_ptsz, s); }
+CUDA_WRAPPER(cuEventSynchronize, CUevent e) { SYNC_THEN_FORWARD(cuEventSynchronize, e); }
+CUDA_WRAPPER(cuEventQuery, CUevent e) { SYNC_THEN_FORWARD(cuEventQuery, e); }
+
+CUDA_WRAPPER(cuGetProcAddress, const char *symbol, void **pfn, int version, cuuint64_t flags) {
+    CUresult r = FORWARD(cuGetProcAddress, symbol, pfn, version, flags);
+    if (r == CUDA_SUCCESS && pfn && *pfn) substitute(pfn);
+    return r;
+}
+
+CUDA_WRAPPER(cuGetProcAddress_v2, const char *symbol, void **pfn, int version, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *status) {
+    CUresult r = FORWARD(cuGetProcAddress_v2, symbol, pfn, version, flags, status);
+    if (r == CUDA_SUCCESS && pfn && *pfn) substitute(pfn);
+    return r;
+}

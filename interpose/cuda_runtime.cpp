@@ -1,0 +1,177 @@
+// The CUDA runtime API, for programs that link it dynamically (a static one
+// is reached through the driver: see cuda_driver.cpp).  The runtime's own
+// launch path goes through private driver entry points, so the launch and
+// synchronisation calls are wrapped here too, with the same meaning as the
+// driver's.  Kernel names come from the registrations nvcc's start-up code
+// makes (__cudaRegisterFunction), or from cudaFuncGetName.
+#include <cuda_runtime_api.h>
+
+#include "interpose/gpu_kernels.h"
+#include "interpose/gpu_symbols.h"
+#include "interpose/handle_map.h"
+#include "support/log.h"
+
+extern "C" {
+void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                                      const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim,
+                                      dim3 *gDim, int *wSize);
+cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                            size_t sharedMem, cudaStream_t stream);
+cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream);
+}
+
+namespace {
+constexpr const char *kLibrary = "libcudart.so.13";
+constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
+}  // namespace
+
+#define CUDA_RUNTIME_SYMBOLS(X)   \
+    X(__cudaRegisterFunction)     \
+    X(cudaMallocManaged)          \
+    X(cudaFree)                   \
+    X(cudaLaunchKernel)           \
+    X(cudaLaunchKernel_ptsz)      \
+    X(cudaDeviceSynchronize)      \
+    X(cudaStreamSynchronize)      \
+    X(cudaStreamSynchronize_ptsz) \
+    X(cudaEventSynchronize)       \
+    X(cudaGetLastError)           \
+    X(cudaPeekAtLastError)
+
+ADSM_GPU_FAMILY(cuda_runtime_family, CUDA_RUNTIME_SYMBOLS)
+
+namespace {
+
+using adsm::Status;
+using adsm::interpose::GpuForwarding;
+using adsm::interpose::gpu_routed;
+namespace bridge = adsm::gpu_bridge;
+
+adsm::interpose::HandleMap<adsm::interpose::KernelName, 8192> g_stubs;  // host stub -> device name
+
+// Errors of the calls the preload handled itself, for cudaGetLastError as
+// the CUDA runtime keeps its own.
+__attribute__((tls_model("initial-exec"))) thread_local cudaError_t tls_error = cudaSuccess;
+
+cudaError_t no_runtime(const char *fn) {
+    adsm::log(adsm::LogLevel::error, "%s: the CUDA runtime library is not loaded", fn);
+    return cudaErrorInitializationError;
+}
+
+#define FORWARD(name, ...)                                   \
+    ([&]() -> cudaError_t {                                  \
+        auto fn_ = GPU_REAL(name);                           \
+        if (!fn_) return no_runtime(#name);                  \
+        GpuForwarding fw_;                                   \
+        return fn_(__VA_ARGS__);                             \
+    }())
+
+cudaError_t to_cuda(Status s, const char *fn) {
+    if (s == adsmSuccess) return cudaSuccess;
+    adsm::log(adsm::LogLevel::warn, "%s: %s", fn, adsm::last_detail());
+    cudaError_t e;
+    switch (s) {
+    case adsmErrorMemoryAllocation: e = cudaErrorMemoryAllocation; break;
+    case adsmErrorNotSupported: e = cudaErrorNotSupported; break;
+    case adsmErrorKernelNotFound: e = cudaErrorInvalidDeviceFunction; break;
+    case adsmErrorInvalidLaunch: e = cudaErrorInvalidConfiguration; break;
+    case adsmErrorLaunchFailure: e = cudaErrorLaunchFailure; break;
+    case adsmErrorInitialization: e = cudaErrorInitializationError; break;
+    case adsmErrorNoDevice: e = cudaErrorNoDevice; break;
+    case adsmErrorDeviceLost: e = cudaErrorUnknown; break;
+    default: e = cudaErrorInvalidValue; break;
+    }
+    tls_error = e;
+    return e;
+}
+
+cudaError_t fail_with(cudaError_t e) {
+    tls_error = e;
+    return e;
+}
+
+const char *runtime_function_name(const void *func) {
+    using GetName = cudaError_t (*)(const char **, const void *);
+    static const auto get = reinterpret_cast<GetName>(adsm::interpose::driver_function(kLibrary, "cudaFuncGetName"));
+    const char *name = nullptr;
+    if (!get) return nullptr;
+    GpuForwarding fw;
+    return get(&name, func) == cudaSuccess ? name : nullptr;
+}
+
+cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args) {
+    if (!func) return fail_with(cudaErrorInvalidDeviceFunction);
+    adsm::interpose::KernelName *rec = g_stubs.find(func);
+    adsmKernel_t k;
+    Status s = adsm::interpose::registered_kernel(rec, rec ? nullptr : runtime_function_name(func), "cudaLaunchKernel", &k);
+    if (s == adsmSuccess) s = bridge::launch(k, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, args);
+    return to_cuda(s, "cudaLaunchKernel");
+}
+
+#define SYNC_THEN_FORWARD(name, ...)                                   \
+    do {                                                               \
+        if (!gpu_routed(kApi)) return FORWARD(name, __VA_ARGS__);      \
+        cudaError_t ours_ = to_cuda(bridge::sync(), #name);            \
+        cudaError_t theirs_ = FORWARD(name, __VA_ARGS__);              \
+        return ours_ != cudaSuccess ? ours_ : theirs_;                 \
+    } while (0)
+
+}  // namespace
+
+#define CUDART_WRAPPER(ret, name, ...) extern "C" __attribute__((visibility("default"))) ret CUDARTAPI name(__VA_ARGS__)
+
+CUDART_WRAPPER(void, __cudaRegisterFunction, void **handle, const char *hostFun, char *deviceFun,
+               const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
+    if (bridge::routed(kApi))
+        if (auto *rec = g_stubs.obtain(hostFun)) rec->set(deviceFun ? deviceFun : deviceName);
+    auto real = GPU_REAL(__cudaRegisterFunction);
+    if (!real) {
+        no_runtime("__cudaRegisterFunction");
+        return;
+    }
+    GpuForwarding fw;
+    real(handle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+}
+
+CUDART_WRAPPER(cudaError_t, cudaMallocManaged, void **devPtr, size_t size, unsigned int flags) {
+    if (!gpu_routed(kApi)) return FORWARD(cudaMallocManaged, devPtr, size, flags);
+    if (!devPtr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
+        return fail_with(cudaErrorInvalidValue);
+    return to_cuda(bridge::alloc(size, 0, devPtr), "cudaMallocManaged");
+}
+
+CUDART_WRAPPER(cudaError_t, cudaFree, void *p) {
+    if (gpu_routed(kApi) && bridge::owns(p)) return to_cuda(bridge::free(p), "cudaFree");
+    return FORWARD(cudaFree, p);
+}
+
+CUDART_WRAPPER(cudaError_t, cudaLaunchKernel, const void *func, dim3 grid, dim3 block, void **args, size_t shared,
+               cudaStream_t stream) {
+    if (!gpu_routed(kApi)) return FORWARD(cudaLaunchKernel, func, grid, block, args, shared, stream);
+    return launch(func, grid, block, args);
+}
+
+CUDART_WRAPPER(cudaError_t, cudaLaunchKernel_ptsz, const void *func, dim3 grid, dim3 block, void **args,
+               size_t shared, cudaStream_t stream) {
+    if (!gpu_routed(kApi)) return FORWARD(cudaLaunchKernel_ptsz, func, grid, block, args, shared, stream);
+    return launch(func, grid, block, args);
+}
+
+CUDART_WRAPPER(cudaError_t, cudaDeviceSynchronize, void) { SYNC_THEN_FORWARD(cudaDeviceSynchronize); }
+CUDART_WRAPPER(cudaError_t, cudaStreamSynchronize, cudaStream_t s) { SYNC_THEN_FORWARD(cudaStreamSynchronize, s); }
+CUDART_WRAPPER(cudaError_t, cudaStreamSynchronize_ptsz, cudaStream_t s) {
+    SYNC_THEN_FORWARD(cudaStreamSynchronize_ptsz, s);
+}
+CUDART_WRAPPER(cudaError_t, cudaEventSynchronize, cudaEvent_t e) { SYNC_THEN_FORWARD(cudaEventSynchronize, e); }
+
+CUDART_WRAPPER(cudaError_t, cudaGetLastError, void) {
+    cudaError_t ours = tls_error;
+    tls_error = cudaSuccess;
+    cudaError_t theirs = FORWARD(cudaGetLastError);
+    return ours != cudaSuccess ? ours : theirs;
+}
+
+CUDART_WRAPPER(cudaError_t, cudaPeekAtLastError, void) {
+    cudaError_t theirs = FORWARD(cudaPeekAtLastError);
+    return tls_error != cudaSuccess ? tls_error : theirs;
+}

@@ -1,0 +1,79 @@
+// The GPU API functions the preload wraps (CUDA driver and runtime, Level
+// Zero), kept in one table so that every way a program can reach one (a
+// direct call, dlsym, cuGetProcAddress) ends in the same wrapper, and the
+// wrapper reaches the driver's own function whichever way that was found.
+//
+// A wrapper is an exported function named as the driver's; GPU_REAL(name)
+// calls the driver's.  The driver's function is found on first use: after
+// libadsm in lookup order, or in the driver library when the program loaded
+// it privately (dlopen without RTLD_GLOBAL, as a static CUDA runtime does),
+// or as handed over by an intercepted lookup.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "api/gpu_bridge.h"
+
+namespace adsm::interpose {
+
+struct GpuSymbol {
+    const char *name;
+    void *wrapper;
+    const char *library;  // the driver library's soname
+    gpu_bridge::Api api;
+    std::atomic<void *> real{nullptr};
+    std::atomic<bool> absent{false};  // the driver is loaded and lacks it
+};
+
+// A family's table, defined next to its wrappers.
+struct GpuFamily {
+    GpuSymbol *symbols;
+    size_t count;
+};
+GpuFamily cuda_driver_family();
+GpuFamily cuda_runtime_family();
+GpuFamily level_zero_family();
+
+// The driver's function for s, or nullptr when the driver is not loaded.
+void *gpu_real(GpuSymbol &s);
+// Any other function of a driver library (one the preload does not wrap).
+void *driver_function(const char *library, const char *name, bool *library_loaded = nullptr);
+
+// The table entry for a name.
+GpuSymbol *find_gpu_symbol(const char *name);
+
+// The C library's dlsym, bypassing the preload's.
+void *real_dlsym(void *handle, const char *name);
+
+// Calls made by a wrapper into the driver may come back into other wrappers
+// (the CUDA runtime calls the driver); those pass straight through.
+class GpuForwarding {
+public:
+    GpuForwarding();
+    ~GpuForwarding();
+    GpuForwarding(const GpuForwarding &) = delete;
+    GpuForwarding &operator=(const GpuForwarding &) = delete;
+    static bool active();
+};
+
+// Whether a wrapper should act: the API is routed, and this is the program's
+// own call, not the driver calling itself.
+inline bool gpu_routed(gpu_bridge::Api api) { return !GpuForwarding::active() && gpu_bridge::routed(api); }
+
+}  // namespace adsm::interpose
+
+// A family file lists its wrappers once, X(name) each, and gets from that an
+// index per wrapper, the table, its GpuFamily accessor, and GPU_REAL(name).
+#define ADSM_GPU_ID(name) name,
+#define ADSM_GPU_ENTRY(name) {#name, reinterpret_cast<void *>(&::name), kLibrary, kApi},
+#define ADSM_GPU_FAMILY(accessor, list)                                                       \
+    namespace {                                                                              \
+    enum class GpuId : size_t { list(ADSM_GPU_ID) };                                         \
+    ::adsm::interpose::GpuSymbol g_gpu_symbols[] = {list(ADSM_GPU_ENTRY)};                   \
+    }                                                                                        \
+    ::adsm::interpose::GpuFamily adsm::interpose::accessor() {                              \
+        return {g_gpu_symbols, sizeof g_gpu_symbols / sizeof g_gpu_symbols[0]};              \
+    }
+#define GPU_REAL(name) \
+    reinterpret_cast<decltype(&::name)>(::adsm::interpose::gpu_real(g_gpu_symbols[static_cast<size_t>(GpuId::name)]))

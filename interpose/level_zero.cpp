@@ -1,0 +1,315 @@
+// oneAPI Level Zero.  Routed (ADSM_GPU_APIS), shared allocations are the
+// runtime's shared memory, and a kernel launch runs the kernel registered
+// under the kernel's name on the runtime's accelerator, with the arguments
+// and group size the program set on the kernel object: at once on an
+// immediate command list, when the list is executed on a regular one.  The
+// driver still gets every call that creates, sets or executes something, so
+// its own objects (queues, fences, events, non-kernel commands) behave as
+// usual.  Every host synchronisation and status query waits for the
+// emulated kernels and acquires first.
+//
+// A launch that signals an event completes before the event is signalled
+// from the host (zeEventHostSignal); wait events are waited for on the host
+// before the launch.  A regular list's kernels run before the driver
+// executes the rest of that list.
+#include <level_zero/ze_api.h>
+
+#include <mutex>
+#include <vector>
+
+#include "interpose/gpu_kernels.h"
+#include "interpose/gpu_symbols.h"
+#include "interpose/handle_map.h"
+#include "support/log.h"
+
+namespace {
+constexpr const char *kLibrary = "libze_loader.so.1";
+constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::level_zero;
+}  // namespace
+
+#define LEVEL_ZERO_SYMBOLS(X)               \
+    X(zeMemAllocShared)                     \
+    X(zeMemFree)                            \
+    X(zeKernelCreate)                       \
+    X(zeKernelSetArgumentValue)             \
+    X(zeKernelSetGroupSize)                 \
+    X(zeCommandListCreate)                  \
+    X(zeCommandListCreateImmediate)         \
+    X(zeCommandListReset)                   \
+    X(zeCommandListAppendLaunchKernel)      \
+    X(zeCommandQueueExecuteCommandLists)    \
+    X(zeCommandQueueSynchronize)            \
+    X(zeFenceHostSynchronize)               \
+    X(zeFenceQueryStatus)                   \
+    X(zeEventHostSynchronize)               \
+    X(zeEventQueryStatus)
+
+ADSM_GPU_FAMILY(level_zero_family, LEVEL_ZERO_SYMBOLS)
+
+namespace {
+
+using adsm::Status;
+using adsm::interpose::GpuForwarding;
+using adsm::interpose::gpu_routed;
+namespace bridge = adsm::gpu_bridge;
+
+// What the program set on a kernel object.
+struct KernelState {
+    adsm::interpose::KernelName name;
+    std::mutex mu;
+    uint32_t group[3] = {1, 1, 1};
+    std::vector<std::vector<uint8_t>> args;
+    std::vector<bool> set;
+
+    void reset(const char *kernel_name) {
+        std::lock_guard<std::mutex> lock(mu);
+        name.set(kernel_name);
+        group[0] = group[1] = group[2] = 1;
+        args.clear();
+        set.clear();
+    }
+};
+
+// One emulated launch, with its arguments as they were at the append.
+struct Launch {
+    adsmKernel_t kernel = nullptr;
+    adsmDim3 grid{1, 1, 1}, block{1, 1, 1};
+    std::vector<std::vector<uint8_t>> args;
+    ze_event_handle_t signal = nullptr;
+    std::vector<ze_event_handle_t> waits;
+};
+
+struct ListState {
+    std::mutex mu;
+    bool immediate = false;
+    std::vector<Launch> launches;  // a regular list's emulated kernels, in order
+
+    void reset(bool is_immediate) {
+        std::lock_guard<std::mutex> lock(mu);
+        immediate = is_immediate;
+        launches.clear();
+    }
+};
+
+adsm::interpose::HandleMap<KernelState, 4096> g_kernels;
+adsm::interpose::HandleMap<ListState, 4096> g_lists;
+
+ze_result_t no_loader(const char *fn) {
+    adsm::log(adsm::LogLevel::error, "%s: the Level Zero loader (%s) is not loaded", fn, kLibrary);
+    return ZE_RESULT_ERROR_UNINITIALIZED;
+}
+
+#define FORWARD(name, ...)                                \
+    ([&]() -> ze_result_t {                               \
+        auto fn_ = GPU_REAL(name);                        \
+        if (!fn_) return no_loader(#name);                \
+        GpuForwarding fw_;                                \
+        return fn_(__VA_ARGS__);                          \
+    }())
+
+ze_result_t to_ze(Status s, const char *fn) {
+    if (s == adsmSuccess) return ZE_RESULT_SUCCESS;
+    adsm::log(adsm::LogLevel::warn, "%s: %s", fn, adsm::last_detail());
+    switch (s) {
+    case adsmErrorMemoryAllocation: return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+    case adsmErrorNotSupported: return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+    case adsmErrorKernelNotFound: return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+    case adsmErrorInvalidLaunch: return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
+    case adsmErrorInitialization:
+    case adsmErrorNoDevice: return ZE_RESULT_ERROR_UNINITIALIZED;
+    case adsmErrorDeviceLost: return ZE_RESULT_ERROR_DEVICE_LOST;
+    case adsmErrorLaunchFailure: return ZE_RESULT_ERROR_UNKNOWN;
+    default: return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    }
+}
+
+ze_result_t refuse(ze_result_t r, const char *fn, const char *why) {
+    adsm::log(adsm::LogLevel::warn, "%s: %s", fn, why);
+    return r;
+}
+
+// The launch as it stands on the kernel object now.
+ze_result_t capture(ze_kernel_handle_t kernel, const ze_group_count_t *groups, Launch *out) {
+    constexpr const char *fn = "zeCommandListAppendLaunchKernel";
+    if (!groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    KernelState *ks = g_kernels.find(kernel);
+    if (!ks) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a kernel the preload did not see created");
+    std::lock_guard<std::mutex> lock(ks->mu);
+    if (Status s = adsm::interpose::registered_kernel(&ks->name, nullptr, fn, &out->kernel); s != adsmSuccess)
+        return to_ze(s, fn);
+    unsigned n = bridge::param_count(out->kernel);
+    for (unsigned i = 0; i < n; ++i) {
+        if (i >= ks->set.size() || !ks->set[i]) {
+            adsm::log(adsm::LogLevel::warn, "%s: argument %u of kernel '%s' was never set", fn, i, ks->name.name);
+            return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        }
+        if (ks->args[i].size() != bridge::param_size(out->kernel, i)) {
+            adsm::log(adsm::LogLevel::warn, "%s: argument %u of kernel '%s' was set with %zu bytes; it takes %zu", fn,
+                      i, ks->name.name, ks->args[i].size(), bridge::param_size(out->kernel, i));
+            return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+        }
+    }
+    out->args.assign(ks->args.begin(), ks->args.begin() + n);
+    out->grid = {groups->groupCountX, groups->groupCountY, groups->groupCountZ};
+    out->block = {ks->group[0], ks->group[1], ks->group[2]};
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t run(Launch &l, const char *fn) {
+    for (ze_event_handle_t e : l.waits)
+        if (ze_result_t r = FORWARD(zeEventHostSynchronize, e, UINT64_MAX); r != ZE_RESULT_SUCCESS) return r;
+    void *args[64];
+    for (size_t i = 0; i < l.args.size() && i < 64; ++i) args[i] = l.args[i].data();
+    if (ze_result_t r = to_ze(bridge::launch(l.kernel, l.grid, l.block, args), fn); r != ZE_RESULT_SUCCESS) return r;
+    if (!l.signal) return ZE_RESULT_SUCCESS;
+    // The event says the kernel is done: make it so, then tell the driver.
+    if (ze_result_t r = to_ze(bridge::sync(), fn); r != ZE_RESULT_SUCCESS) return r;
+    using Signal = ze_result_t (*)(ze_event_handle_t);
+    static const auto host_signal = reinterpret_cast<Signal>(adsm::interpose::driver_function(kLibrary, "zeEventHostSignal"));
+    if (!host_signal) return no_loader("zeEventHostSignal");
+    GpuForwarding fw;
+    return host_signal(l.signal);
+}
+
+#define SYNC_THEN_FORWARD(name, ...)                                  \
+    do {                                                              \
+        if (!gpu_routed(kApi)) return FORWARD(name, __VA_ARGS__);     \
+        ze_result_t ours_ = to_ze(bridge::sync(), #name);             \
+        ze_result_t theirs_ = FORWARD(name, __VA_ARGS__);             \
+        return ours_ != ZE_RESULT_SUCCESS ? ours_ : theirs_;          \
+    } while (0)
+
+}  // namespace
+
+#define ZE_WRAPPER(name, ...) extern "C" __attribute__((visibility("default"))) ze_result_t ZE_APICALL name(__VA_ARGS__)
+
+ZE_WRAPPER(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *device_desc,
+           const ze_host_mem_alloc_desc_t *host_desc, size_t size, size_t alignment, ze_device_handle_t device,
+           void **pptr) {
+    if (!gpu_routed(kApi)) return FORWARD(zeMemAllocShared, ctx, device_desc, host_desc, size, alignment, device, pptr);
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!device_desc || !host_desc || !pptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    if (alignment & (alignment - 1)) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+    return to_ze(bridge::alloc(size, alignment, pptr), "zeMemAllocShared");
+}
+
+ZE_WRAPPER(zeMemFree, ze_context_handle_t ctx, void *ptr) {
+    if (gpu_routed(kApi) && bridge::owns(ptr)) {
+        if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+        return to_ze(bridge::free(ptr), "zeMemFree");
+    }
+    return FORWARD(zeMemFree, ctx, ptr);
+}
+
+ZE_WRAPPER(zeKernelCreate, ze_module_handle_t module, const ze_kernel_desc_t *desc, ze_kernel_handle_t *kernel) {
+    ze_result_t r = FORWARD(zeKernelCreate, module, desc, kernel);
+    if (r == ZE_RESULT_SUCCESS && bridge::routed(kApi) && desc && kernel)
+        if (KernelState *ks = g_kernels.obtain(*kernel)) ks->reset(desc->pKernelName);
+    return r;
+}
+
+ZE_WRAPPER(zeKernelSetArgumentValue, ze_kernel_handle_t kernel, uint32_t index, size_t size, const void *value) {
+    ze_result_t r = FORWARD(zeKernelSetArgumentValue, kernel, index, size, value);
+    if (r != ZE_RESULT_SUCCESS || !gpu_routed(kApi)) return r;
+    KernelState *ks = g_kernels.find(kernel);
+    if (!ks || index >= 64) return r;
+    std::lock_guard<std::mutex> lock(ks->mu);
+    if (ks->args.size() <= index) {
+        ks->args.resize(index + 1);
+        ks->set.resize(index + 1);
+    }
+    const auto *v = static_cast<const uint8_t *>(value);
+    // A null value is a null pointer argument.
+    ks->args[index] = v ? std::vector<uint8_t>(v, v + size) : std::vector<uint8_t>(size, 0);
+    ks->set[index] = true;
+    return r;
+}
+
+ZE_WRAPPER(zeKernelSetGroupSize, ze_kernel_handle_t kernel, uint32_t x, uint32_t y, uint32_t z) {
+    ze_result_t r = FORWARD(zeKernelSetGroupSize, kernel, x, y, z);
+    if (r != ZE_RESULT_SUCCESS || !gpu_routed(kApi)) return r;
+    if (KernelState *ks = g_kernels.find(kernel)) {
+        std::lock_guard<std::mutex> lock(ks->mu);
+        ks->group[0] = x;
+        ks->group[1] = y;
+        ks->group[2] = z;
+    }
+    return r;
+}
+
+ZE_WRAPPER(zeCommandListCreate, ze_context_handle_t ctx, ze_device_handle_t device, const ze_command_list_desc_t *desc,
+           ze_command_list_handle_t *list) {
+    ze_result_t r = FORWARD(zeCommandListCreate, ctx, device, desc, list);
+    if (r == ZE_RESULT_SUCCESS && list && bridge::routed(kApi))
+        if (ListState *ls = g_lists.obtain(*list)) ls->reset(false);
+    return r;
+}
+
+ZE_WRAPPER(zeCommandListCreateImmediate, ze_context_handle_t ctx, ze_device_handle_t device,
+           const ze_command_queue_desc_t *desc, ze_command_list_handle_t *list) {
+    ze_result_t r = FORWARD(zeCommandListCreateImmediate, ctx, device, desc, list);
+    if (r == ZE_RESULT_SUCCESS && list && bridge::routed(kApi))
+        if (ListState *ls = g_lists.obtain(*list)) ls->reset(true);
+    return r;
+}
+
+ZE_WRAPPER(zeCommandListReset, ze_command_list_handle_t list) {
+    ze_result_t r = FORWARD(zeCommandListReset, list);
+    if (r == ZE_RESULT_SUCCESS)
+        if (ListState *ls = g_lists.find(list)) {
+            std::lock_guard<std::mutex> lock(ls->mu);
+            ls->launches.clear();
+        }
+    return r;
+}
+
+ZE_WRAPPER(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_handle_t kernel,
+           const ze_group_count_t *groups, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    if (!gpu_routed(kApi)) return FORWARD(zeCommandListAppendLaunchKernel, list, kernel, groups, signal, nwait, waits);
+    constexpr const char *fn = "zeCommandListAppendLaunchKernel";
+    ListState *ls = g_lists.find(list);
+    if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    Launch l;
+    if (ze_result_t r = capture(kernel, groups, &l); r != ZE_RESULT_SUCCESS) return r;
+    l.signal = signal;
+    l.waits.assign(waits, waits + nwait);
+    std::unique_lock<std::mutex> lock(ls->mu);
+    if (!ls->immediate) {
+        ls->launches.push_back(std::move(l));
+        return ZE_RESULT_SUCCESS;
+    }
+    lock.unlock();
+    return run(l, fn);
+}
+
+ZE_WRAPPER(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t queue, uint32_t count,
+           ze_command_list_handle_t *lists, ze_fence_handle_t fence) {
+    if (gpu_routed(kApi) && lists) {
+        for (uint32_t i = 0; i < count; ++i) {
+            ListState *ls = g_lists.find(lists[i]);
+            if (!ls) continue;
+            std::vector<Launch> launches;
+            {
+                std::lock_guard<std::mutex> lock(ls->mu);
+                launches = ls->launches;  // a list may be executed again
+            }
+            for (Launch &l : launches)
+                if (ze_result_t r = run(l, "zeCommandQueueExecuteCommandLists"); r != ZE_RESULT_SUCCESS) return r;
+        }
+    }
+    return FORWARD(zeCommandQueueExecuteCommandLists, queue, count, lists, fence);
+}
+
+ZE_WRAPPER(zeCommandQueueSynchronize, ze_command_queue_handle_t queue, uint64_t timeout) {
+    SYNC_THEN_FORWARD(zeCommandQueueSynchronize, queue, timeout);
+}
+ZE_WRAPPER(zeFenceHostSynchronize, ze_fence_handle_t fence, uint64_t timeout) {
+    SYNC_THEN_FORWARD(zeFenceHostSynchronize, fence, timeout);
+}
+ZE_WRAPPER(zeFenceQueryStatus, ze_fence_handle_t fence) { SYNC_THEN_FORWARD(zeFenceQueryStatus, fence); }
+ZE_WRAPPER(zeEventHostSynchronize, ze_event_handle_t event, uint64_t timeout) {
+    SYNC_THEN_FORWARD(zeEventHostSynchronize, event, timeout);
+}
+ZE_WRAPPER(zeEventQueryStatus, ze_event_handle_t event) { SYNC_THEN_FORWARD(zeEventQueryStatus, event); }

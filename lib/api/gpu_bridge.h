@@ -1,0 +1,45 @@
+// What the interposed GPU APIs (interpose/cuda_*.cpp, level_zero.cpp) need
+// from the runtime.  A routed program's managed allocations are shared
+// memory, its launches run the kernel registered under the same name after
+// a release, and its synchronisations wait for those kernels and acquire.
+// Everything happens in the program context (Manager::program_context), so
+// any thread's launch releases what any thread allocated, as with CUDA's
+// process-wide unified memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "adsm.h"
+#include "support/status.h"
+
+namespace adsm::gpu_bridge {
+
+enum class Api { cuda, level_zero };
+
+// Whether the program's calls of `api` go through the runtime
+// (ADSM_GPU_APIS; see config.cpp).  Never starts the runtime, so it is safe
+// from dlsym and during start-up.
+bool routed(Api api);
+bool any_routed();
+
+// Shared memory for a managed allocation; alignment beyond the page is
+// refused (adsmErrorNotSupported).  Starts the runtime.
+Status alloc(size_t size, size_t alignment, void **out);
+// Whether p is the start of a live managed allocation from alloc().
+bool owns(const void *p);
+// Frees such an allocation after the kernels that may use it.
+Status free(void *p);
+
+// The kernel registered under `name` and its parameters.
+Status find_kernel(const char *name, adsmKernel_t *out);
+unsigned param_count(adsmKernel_t k);
+size_t param_size(adsmKernel_t k, unsigned index);  // 0 when out of range
+
+// A release and a launch; args as cuLaunchKernel's kernelParams.
+Status launch(adsmKernel_t k, adsmDim3 grid, adsmDim3 block, void **args);
+// Waits for every launched kernel and acquires; the first kernel error
+// since the last sync.
+Status sync();
+
+}  // namespace adsm::gpu_bridge

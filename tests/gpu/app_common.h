@@ -1,0 +1,66 @@
+/*
+ * Shared by the GPU test programs: they are written as ordinary CUDA or
+ * Level Zero programs, run plain, under the preload with the GPU APIs left
+ * alone, and routed through adsm, and check their own results in each.
+ */
+#pragma once
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The module every program loads: kernels and their parameter sizes, in the
+ * test doubles' module format (kernels.c has the code). */
+#define MODULE_IMAGE "vec_add:8,8,8,4;scale:8,4,4;sum_list:8,8;crash:;unregistered:"
+
+enum mode { PLAIN, PASSTHROUGH, ROUTED, ERRORS };
+
+static inline enum mode parse_mode(int argc, char **argv) {
+    const char *names[] = {"plain", "passthrough", "routed", "errors"};
+    for (int i = 0; argc == 2 && i < 4; ++i)
+        if (strcmp(argv[1], names[i]) == 0) return (enum mode)i;
+    fprintf(stderr, "usage: %s plain|passthrough|routed|errors\n", argv[0]);
+    exit(2);
+}
+
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, "\n");                                         \
+            exit(1);                                                       \
+        }                                                                  \
+    } while (0)
+
+/* Whether p is adsm shared memory of n bytes: asked of the preloaded
+ * library, if there is one, without linking it. */
+static inline int is_shared(const void *p, size_t n) {
+    size_t (*size_of)(const void *) = (size_t(*)(const void *))dlsym(RTLD_DEFAULT, "adsmGetSize");
+    return size_of && size_of(p) == n;
+}
+
+/* Routed, managed memory is shared memory; otherwise it is the driver's. */
+static inline void check_memory(enum mode m, const void *p, size_t n) {
+    if (m == ROUTED || m == ERRORS) CHECK(is_shared(p, n), "%p should be adsm shared memory of %zu bytes", p, n);
+    else CHECK(!is_shared(p, n), "%p should be the driver's memory", p);
+}
+
+/* Routed, no launch reaches the driver; otherwise they all do. */
+static inline void check_launches(enum mode m, long reached, const char *what) {
+    if (m == ROUTED) CHECK(reached == 0, "%ld %s calls reached the driver", reached, what);
+    else CHECK(reached > 0, "no %s call reached the driver", what);
+}
+
+static inline long driver_calls(const char *lib, const char *counter, const char *name) {
+    void *h = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
+    long (*calls)(const char *) = h ? (long (*)(const char *))dlsym(h, counter) : NULL;
+    CHECK(calls != NULL, "%s is not loaded", lib);
+    return calls(name);
+}
+
+static inline void check_floats(const float *v, unsigned n, float (*expected)(unsigned), const char *what) {
+    for (unsigned i = 0; i < n; ++i)
+        CHECK(v[i] == expected(i), "%s[%u] = %g, expected %g", what, i, v[i], expected(i));
+}

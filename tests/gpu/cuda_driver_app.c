@@ -1,0 +1,153 @@
+/*
+ * An ordinary CUDA driver API program: managed memory written by the CPU,
+ * kernels launched with cuLaunchKernel, cuLaunchKernelEx and a pointer from
+ * cuGetProcAddress, results read back after stream, event and context
+ * synchronisation, a linked list whose pointers a kernel follows.  In
+ * `errors` mode it makes the mistakes a program makes and checks the codes.
+ */
+#include <cuda.h>
+
+#include "app_common.h"
+
+#define N (1u << 16)
+
+#define CU(call)                                                        \
+    do {                                                                \
+        CUresult r_ = (call);                                           \
+        CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_);    \
+    } while (0)
+
+static float sum3(unsigned i) { return 3.0f * i; }
+static float times6(unsigned i) { return 6.0f * i; }
+static float plus1_times2(unsigned i) { return (6.0f * i + 1) * 2; }
+
+static long driver_launches(void) {
+    return driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernel") +
+           driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx");
+}
+
+struct node {
+    struct node *next;
+    long value;
+};
+
+static void run_errors(CUfunction add, CUfunction unregistered, CUfunction crash) {
+    CUdeviceptr p;
+    CHECK(cuMemAllocManaged(&p, 0, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_INVALID_VALUE, "size 0");
+    CHECK(cuMemAllocManaged(&p, 16, 7) == CUDA_ERROR_INVALID_VALUE, "bad flags");
+    CHECK(cuMemAllocManaged(NULL, 16, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_INVALID_VALUE, "null result pointer");
+    CU(cuMemAllocManaged(&p, 4096, CU_MEM_ATTACH_GLOBAL));
+    check_memory(ERRORS, (void *)p, 4096);
+    CU(cuMemFree(p));
+    CHECK(cuMemFree(p) == CUDA_ERROR_INVALID_VALUE, "double free");
+
+    CHECK(cuLaunchKernel(unregistered, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_NOT_FOUND,
+          "a kernel with no implementation on the runtime's accelerator");
+    unsigned n = 1;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &n, CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra) == CUDA_ERROR_NOT_SUPPORTED, "packed arguments");
+    CHECK(cuLaunchKernel(add, 0, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE, "empty grid");
+
+    /* A kernel that faults: reported at the synchronisation; the program lives on. */
+    CU(cuLaunchKernel(crash, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cuCtxSynchronize() == CUDA_ERROR_LAUNCH_FAILED, "the fault is reported");
+    CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "reported once");
+
+    CUdeviceptr x, y, out;
+    CU(cuMemAllocManaged(&x, N * 4, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAllocManaged(&y, N * 4, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAllocManaged(&out, N * 4, CU_MEM_ATTACH_GLOBAL));
+    for (unsigned i = 0; i < N; ++i) ((float *)x)[i] = i, ((float *)y)[i] = 2.0f * i;
+    unsigned count = N;
+    void *params[] = {&x, &y, &out, &count};
+    CU(cuLaunchKernel(add, N / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    CU(cuCtxSynchronize());
+    check_floats((float *)out, N, sum3, "out after the fault");
+    CU(cuMemFree(x));
+    CU(cuMemFree(y));
+    CU(cuMemFree(out));
+}
+
+int main(int argc, char **argv) {
+    enum mode mode = parse_mode(argc, argv);
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule module;
+    CUfunction add, scale, sum_list, crash, unregistered;
+    CU(cuInit(0));
+    CU(cuDeviceGet(&dev, 0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
+    CU(cuModuleLoadData(&module, MODULE_IMAGE));
+    CU(cuModuleGetFunction(&add, module, "vec_add"));
+    CU(cuModuleGetFunction(&scale, module, "scale"));
+    CU(cuModuleGetFunction(&sum_list, module, "sum_list"));
+    CU(cuModuleGetFunction(&crash, module, "crash"));
+    CU(cuModuleGetFunction(&unregistered, module, "unregistered"));
+    if (mode == ERRORS) {
+        run_errors(add, unregistered, crash);
+        printf("cuda-driver errors: ok\n");
+        return 0;
+    }
+
+    CUdeviceptr x, y, out;
+    CU(cuMemAllocManaged(&x, N * 4, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAllocManaged(&y, N * 4, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAllocManaged(&out, N * 4, CU_MEM_ATTACH_HOST));
+    check_memory(mode, (void *)x, N * 4);
+    float *xs = (float *)x, *ys = (float *)y, *outs = (float *)out;
+    for (unsigned i = 0; i < N; ++i) xs[i] = i, ys[i] = 2.0f * i;
+
+    CUstream stream;
+    CUevent done;
+    CU(cuStreamCreate(&stream, 0));
+    CU(cuEventCreate(&done, 0));
+    unsigned n = N;
+    void *add_params[] = {&x, &y, &out, &n};
+    CU(cuLaunchKernel(add, N / 256, 1, 1, 256, 1, 1, 0, stream, add_params, NULL));
+    CU(cuStreamSynchronize(stream));
+    check_floats(outs, N, sum3, "out");
+
+    float two = 2.0f;
+    void *scale_params[] = {&out, &two, &n};
+    CUlaunchConfig config = {N / 128, 1, 1, 128, 1, 1, 0, stream, NULL, 0};
+    CU(cuLaunchKernelEx(&config, scale, scale_params, NULL));
+    CU(cuEventRecord(done, stream));
+    CU(cuEventSynchronize(done));
+    check_floats(outs, N, times6, "out after scale");
+
+    /* The CPU writes between kernels: the next launch must see it. */
+    for (unsigned i = 0; i < N; ++i) outs[i] += 1;
+    CU(cuLaunchKernel(scale, N / 256, 1, 1, 256, 1, 1, 0, NULL, scale_params, NULL));
+    while (cuStreamQuery(NULL) == CUDA_ERROR_NOT_READY) {
+    }
+    check_floats(outs, N, plus1_times2, "out after the CPU's write");
+
+    /* Pointers inside managed memory, and entry points from cuGetProcAddress
+     * as a statically linked CUDA runtime gets them. */
+    CUdeviceptr nodes, total;
+    CU(cuMemAllocManaged(&nodes, 1000 * sizeof(struct node), CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAllocManaged(&total, sizeof(long), CU_MEM_ATTACH_GLOBAL));
+    struct node *list = (struct node *)nodes;
+    for (int i = 0; i < 1000; ++i) list[i] = (struct node){i + 1 < 1000 ? &list[i + 1] : NULL, i};
+    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                       void **, void **) = NULL;
+    CUresult (*ctx_sync)(void) = NULL;
+    CUdriverProcAddressQueryResult status;
+    CU(cuGetProcAddress("cuLaunchKernel", (void **)&launch, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+    CU(cuGetProcAddress("cuCtxSynchronize", (void **)&ctx_sync, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status));
+    void *list_params[] = {&list, &total};
+    CU(launch(sum_list, 1, 1, 1, 1, 1, 1, 0, NULL, list_params, NULL));
+    CU(ctx_sync());
+    CHECK(*(long *)total == 999 * 1000 / 2, "the list sums to %ld", *(long *)total);
+
+    check_launches(mode, driver_launches(), "launch");
+    CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");
+    CU(cuMemFree(x));
+    CU(cuMemFree(y));
+    CU(cuMemFree(out));
+    CU(cuMemFree(nodes));
+    CU(cuMemFree(total));
+    printf("cuda-driver %s: ok\n", argv[1]);
+    return 0;
+}

@@ -1,0 +1,117 @@
+/*
+ * An ordinary CUDA runtime API program, as nvcc would build it: start-up
+ * code registers the module and each kernel's host stub, launches go
+ * through cudaLaunchKernel with the stub's address.  Built twice: against
+ * the runtime as a shared library, and with it linked in statically, in
+ * which case only the runtime's driver calls (found with dlsym and
+ * cuGetProcAddress) can be intercepted.
+ */
+#include <cuda_runtime_api.h>
+
+#include "app_common.h"
+
+#define N (1u << 16)
+
+#define CUDA(call)                                                          \
+    do {                                                                    \
+        cudaError_t e_ = (call);                                            \
+        CHECK(e_ == cudaSuccess, "%s returned %d", #call, (int)e_);         \
+    } while (0)
+
+/* What nvcc generates: a host stub per kernel, whose address names it. */
+static void vec_add_stub(void) {}
+static void scale_stub(void) {}
+static void crash_stub(void) {}
+static void unregistered_stub(void) {}
+
+typedef struct {
+    int magic, version;
+    const void *data;
+    void *unused;
+} fatbin_wrapper;
+static fatbin_wrapper fatbin = {0x466243b1, 1, MODULE_IMAGE, NULL};
+
+extern void **__cudaRegisterFatBinary(void *fatbin);
+extern void __cudaRegisterFatBinaryEnd(void **handle);
+extern void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
+                                   int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
+
+__attribute__((constructor)) static void register_module(void) {
+    void **h = __cudaRegisterFatBinary(&fatbin);
+    __cudaRegisterFunction(h, (const char *)vec_add_stub, (char *)"vec_add", "vec_add", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterFunction(h, (const char *)scale_stub, (char *)"scale", "scale", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterFunction(h, (const char *)crash_stub, (char *)"crash", "crash", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterFunction(h, (const char *)unregistered_stub, (char *)"unregistered", "unregistered", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterFatBinaryEnd(h);
+}
+
+static float sum3(unsigned i) { return 3.0f * i; }
+static float times6(unsigned i) { return 6.0f * i; }
+
+static void vec_add(float *x, float *y, float *out, cudaStream_t s) {
+    unsigned n = N;
+    void *args[] = {&x, &y, &out, &n};
+    dim3 grid = {N / 256, 1, 1}, block = {256, 1, 1};
+    CUDA(cudaLaunchKernel((const void *)vec_add_stub, grid, block, args, 0, s));
+}
+
+static void run_errors(void) {
+    float *p;
+    CHECK(cudaMallocManaged((void **)&p, 0, cudaMemAttachGlobal) == cudaErrorInvalidValue, "size 0");
+    CHECK(cudaGetLastError() == cudaErrorInvalidValue, "the error is the last error");
+    CHECK(cudaGetLastError() == cudaSuccess, "and is cleared");
+    dim3 one = {1, 1, 1};
+    CHECK(cudaLaunchKernel((const void *)unregistered_stub, one, one, NULL, 0, 0) == cudaErrorInvalidDeviceFunction,
+          "a kernel with no implementation on the runtime's accelerator");
+    cudaGetLastError();
+    CUDA(cudaLaunchKernel((const void *)crash_stub, one, one, NULL, 0, 0));
+    CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure, "the fault is reported");
+    cudaGetLastError();
+
+    float *x, *y, *out;
+    CUDA(cudaMallocManaged((void **)&x, N * 4, cudaMemAttachGlobal));
+    CUDA(cudaMallocManaged((void **)&y, N * 4, cudaMemAttachGlobal));
+    CUDA(cudaMallocManaged((void **)&out, N * 4, cudaMemAttachGlobal));
+    for (unsigned i = 0; i < N; ++i) x[i] = i, y[i] = 2.0f * i;
+    vec_add(x, y, out, 0);
+    CUDA(cudaDeviceSynchronize());
+    check_floats(out, N, sum3, "out after the fault");
+    CUDA(cudaFree(x));
+    CUDA(cudaFree(y));
+    CUDA(cudaFree(out));
+}
+
+int main(int argc, char **argv) {
+    enum mode mode = parse_mode(argc, argv);
+    if (mode == ERRORS) {
+        run_errors();
+        printf("cuda-runtime errors: ok\n");
+        return 0;
+    }
+    float *x, *y, *out;
+    CUDA(cudaMallocManaged((void **)&x, N * 4, cudaMemAttachGlobal));
+    CUDA(cudaMallocManaged((void **)&y, N * 4, cudaMemAttachGlobal));
+    CUDA(cudaMallocManaged((void **)&out, N * 4, cudaMemAttachGlobal));
+    check_memory(mode, x, N * 4);
+    for (unsigned i = 0; i < N; ++i) x[i] = i, y[i] = 2.0f * i;
+
+    vec_add(x, y, out, 0);
+    CUDA(cudaStreamSynchronize(0));
+    check_floats(out, N, sum3, "out");
+
+    float two = 2.0f;
+    unsigned n = N;
+    void *args[] = {&out, &two, &n};
+    dim3 grid = {N / 256, 1, 1}, block = {256, 1, 1};
+    CUDA(cudaLaunchKernel((const void *)scale_stub, grid, block, args, 0, 0));
+    CUDA(cudaDeviceSynchronize());
+    check_floats(out, N, times6, "out after scale");
+    CUDA(cudaGetLastError());
+
+    check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernel"), "cuLaunchKernel");
+    CUDA(cudaFree(x));
+    CUDA(cudaFree(y));
+    CUDA(cudaFree(out));
+    printf("cuda-runtime %s: ok\n", argv[1]);
+    return 0;
+}

@@ -1,0 +1,360 @@
+/*
+ * A test double of the CUDA driver (libcuda.so.1): the entry points the
+ * tests use, with the driver's signatures (from the toolkit's cuda.h) and
+ * its error codes for bad input, over fake_device.h.  Memory is host memory
+ * (an integrated device); kernels are host functions found by name.
+ * fake_cuda_calls(name) says how many calls of an entry point reached it.
+ */
+#include <cuda.h>
+
+#include <stdio.h>
+
+#include "fake_device.h"
+
+#undef cuGetProcAddress
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                     unsigned int by, unsigned int bz, unsigned int shared, CUstream s,
+                                     void **params, void **extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s);
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s);
+
+#define EXPORT __attribute__((visibility("default")))
+#define COUNT() fake_count(__func__)
+
+static fake_device device = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0};
+static atomic_int initialized;
+static int primary_context;  /* its address is the one context handle */
+
+struct CUmod_st {
+    char image[4096];
+};
+struct CUevent_st {
+    atomic_int done;
+};
+struct CUstream_st {
+    int unused;
+};
+
+EXPORT long fake_cuda_calls(const char *name) { return fake_count_of(name); }
+
+#define NEED_INIT()                                               \
+    do {                                                          \
+        if (!atomic_load(&initialized)) return CUDA_ERROR_NOT_INITIALIZED; \
+    } while (0)
+
+EXPORT CUresult CUDAAPI cuInit(unsigned int flags) {
+    COUNT();
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    atomic_store(&initialized, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDriverGetVersion(int *v) {
+    COUNT();
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) {
+    COUNT();
+    NEED_INIT();
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+    COUNT();
+    NEED_INIT();
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *c = (CUcontext)&primary_context;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
+    COUNT();
+    NEED_INIT();
+    return c == NULL || c == (CUcontext)&primary_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
+    COUNT();
+    NEED_INIT();
+    if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+    struct CUmod_st *mod = (struct CUmod_st *)calloc(1, sizeof *mod);
+    snprintf(mod->image, sizeof mod->image, "%s", (const char *)image);
+    *m = mod;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+    COUNT();
+    NEED_INIT();
+    if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
+    fake_kernel k;
+    if (!fake_module_find(m->image, name, &k)) return CUDA_ERROR_NOT_FOUND;
+    fake_kernel *copy = (fake_kernel *)malloc(sizeof k);
+    *copy = k;
+    *f = (CUfunction)copy;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction f) {
+    COUNT();
+    if (!name || !f) return CUDA_ERROR_INVALID_VALUE;
+    *name = ((fake_kernel *)f)->name;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags) {
+    COUNT();
+    NEED_INIT();
+    if (!p || n == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) return CUDA_ERROR_INVALID_VALUE;
+    void *m = fake_alloc(n);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (CUdeviceptr)m;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
+    COUNT();
+    NEED_INIT();
+    if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
+    void *m = fake_alloc(n);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (CUdeviceptr)m;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
+    COUNT();
+    NEED_INIT();
+    if (p == 0) return CUDA_SUCCESS;
+    fake_drain(&device);  /* cuMemFree waits for the device */
+    return fake_free((void *)p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, void **params, void **extra) {
+    NEED_INIT();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (extra && extra[0] != CU_LAUNCH_PARAM_END) return CUDA_ERROR_NOT_SUPPORTED;
+    const fake_kernel *k = (const fake_kernel *)f;
+    if (k->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
+    if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return CUDA_ERROR_INVALID_VALUE;
+    fake_submit(&device, k, grid, block, params, NULL);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                       unsigned int by, unsigned int bz, unsigned int shared, CUstream s,
+                                       void **params, void **extra) {
+    COUNT();
+    (void)shared;
+    (void)s;
+    return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, params, extra);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                            unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                            CUstream s, void **params, void **extra) {
+    COUNT();
+    (void)shared;
+    (void)s;
+    return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, params, extra);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, (gpu_dim){c->gridDimX, c->gridDimY, c->gridDimZ}, (gpu_dim){c->blockDimX, c->blockDimY, c->blockDimZ},
+                  params, extra);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    COUNT();
+    return launch_ex(c, f, params, extra);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    COUNT();
+    return launch_ex(c, f, params, extra);
+}
+
+/* One in-order queue serves every stream: waiting for a stream waits for all. */
+EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
+    COUNT();
+    NEED_INIT();
+    fake_drain(&device);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
+    COUNT();
+    NEED_INIT();
+    (void)flags;
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    *s = (CUstream)calloc(1, sizeof(struct CUstream_st));
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) {
+    COUNT();
+    fake_drain(&device);
+    free(s);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+    COUNT();
+    NEED_INIT();
+    (void)s;
+    fake_drain(&device);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {
+    COUNT();
+    NEED_INIT();
+    (void)s;
+    fake_drain(&device);
+    return CUDA_SUCCESS;
+}
+
+static CUresult query(void) {
+    NEED_INIT();
+    pthread_mutex_lock(&device.mu);
+    int idle = !device.head && !device.busy;
+    pthread_mutex_unlock(&device.mu);
+    return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) {
+    COUNT();
+    (void)s;
+    return query();
+}
+
+EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) {
+    COUNT();
+    (void)s;
+    return query();
+}
+
+EXPORT CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
+    COUNT();
+    NEED_INIT();
+    (void)flags;
+    if (!e) return CUDA_ERROR_INVALID_VALUE;
+    *e = (CUevent)calloc(1, sizeof(struct CUevent_st));
+    atomic_store(&(*e)->done, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+    COUNT();
+    NEED_INIT();
+    (void)s;
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &e->done);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+    COUNT();
+    NEED_INIT();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    while (!atomic_load(&e->done)) sched_yield();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
+    COUNT();
+    NEED_INIT();
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    return atomic_load(&e->done) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+EXPORT CUresult CUDAAPI cuEventDestroy(CUevent e) {
+    COUNT();
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuGetErrorName(CUresult r, const char **s) {
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    switch (r) {
+    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    default: *s = "CUDA_ERROR_OTHER"; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The driver's table of entry points by name, as cuGetProcAddress serves
+ * it: versioned names by the caller's CUDA version, per-thread-stream
+ * variants by the flags. */
+static const struct {
+    const char *name;
+    void *fn, *ptsz, *v2;
+    int v2_since;
+} entries[] = {
+    {"cuInit", (void *)cuInit, NULL, NULL, 0},
+    {"cuDriverGetVersion", (void *)cuDriverGetVersion, NULL, NULL, 0},
+    {"cuDeviceGet", (void *)cuDeviceGet, NULL, NULL, 0},
+    {"cuDevicePrimaryCtxRetain", (void *)cuDevicePrimaryCtxRetain, NULL, NULL, 0},
+    {"cuCtxSetCurrent", (void *)cuCtxSetCurrent, NULL, NULL, 0},
+    {"cuModuleLoadData", (void *)cuModuleLoadData, NULL, NULL, 0},
+    {"cuModuleGetFunction", (void *)cuModuleGetFunction, NULL, NULL, 0},
+    {"cuFuncGetName", (void *)cuFuncGetName, NULL, NULL, 0},
+    {"cuMemAllocManaged", (void *)cuMemAllocManaged, NULL, NULL, 0},
+    {"cuMemAlloc", NULL, NULL, (void *)cuMemAlloc, 3020},
+    {"cuMemFree", NULL, NULL, (void *)cuMemFree, 3020},
+    {"cuLaunchKernel", (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz, NULL, 0},
+    {"cuLaunchKernelEx", (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx_ptsz, NULL, 0},
+    {"cuCtxSynchronize", (void *)cuCtxSynchronize, NULL, NULL, 0},
+    {"cuStreamCreate", (void *)cuStreamCreate, NULL, NULL, 0},
+    {"cuStreamSynchronize", (void *)cuStreamSynchronize, (void *)cuStreamSynchronize_ptsz, NULL, 0},
+    {"cuStreamQuery", (void *)cuStreamQuery, (void *)cuStreamQuery_ptsz, NULL, 0},
+    {"cuEventCreate", (void *)cuEventCreate, NULL, NULL, 0},
+    {"cuEventRecord", (void *)cuEventRecord, NULL, NULL, 0},
+    {"cuEventSynchronize", (void *)cuEventSynchronize, NULL, NULL, 0},
+    {"cuEventQuery", (void *)cuEventQuery, NULL, NULL, 0},
+    {"cuGetErrorName", (void *)cuGetErrorName, NULL, NULL, 0},
+    {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
+};
+
+static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult *status) {
+    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+    *pfn = NULL;
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; ++i) {
+        if (strcmp(entries[i].name, symbol) != 0) continue;
+        void *fn = entries[i].v2 && version >= entries[i].v2_since ? entries[i].v2 : entries[i].fn;
+        if (entries[i].ptsz && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) fn = entries[i].ptsz;
+        if (!fn) break;
+        *pfn = fn;
+        if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+        return CUDA_SUCCESS;
+    }
+    if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
+    COUNT();
+    return lookup(symbol, pfn, version, flags, NULL);
+}
+
+EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                            CUdriverProcAddressQueryResult *status) {
+    COUNT();
+    return lookup(symbol, pfn, version, flags, status);
+}

@@ -1,0 +1,190 @@
+/*
+ * The device of the drivers' test doubles: an in-order queue of work run
+ * by one worker thread, so that launches are asynchronous and
+ * synchronisation means something.  Kernels are host functions found by
+ * name; a module image is a text such as "vec_add:8,8,8,4;scale:8,4,4"
+ * giving each kernel's parameter sizes, as a real module would.
+ */
+#pragma once
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../gpu_idx.h"
+
+#define FAKE_MAX_PARAMS 16
+
+typedef struct fake_kernel {
+    char name[64];
+    unsigned nparams;
+    size_t sizes[FAKE_MAX_PARAMS];
+    gpu_kernel fn;
+} fake_kernel;
+
+/* Parses one kernel's entry of a module image; 0 if the image lacks it. */
+static int fake_module_find(const char *image, const char *name, fake_kernel *out) {
+    size_t len = strlen(name);
+    for (const char *p = image; p && *p;) {
+        const char *colon = strchr(p, ':');
+        if (!colon) return 0;
+        const char *end = strchr(colon, ';');
+        if ((size_t)(colon - p) == len && strncmp(p, name, len) == 0) {
+            memset(out, 0, sizeof *out);
+            strncpy(out->name, name, sizeof out->name - 1);
+            for (const char *q = colon + 1; *q && q != end && out->nparams < FAKE_MAX_PARAMS;) {
+                out->sizes[out->nparams++] = strtoul(q, (char **)&q, 10);
+                if (*q == ',') ++q;
+            }
+            out->fn = (gpu_kernel)dlsym(RTLD_DEFAULT, name);
+            return out->fn != NULL;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+typedef struct fake_job {
+    fake_kernel kernel;
+    int has_kernel;             /* 0: only a completion flag */
+    gpu_dim grid, block;
+    unsigned char argbuf[FAKE_MAX_PARAMS * 16];
+    void *args[FAKE_MAX_PARAMS];
+    atomic_int *done_flag;      /* set to 1 when the job has run */
+    struct fake_job *next;
+} fake_job;
+
+typedef struct fake_device {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    fake_job *head, *tail;
+    int busy, started;
+    pthread_t worker;
+} fake_device;
+
+static void *fake_worker(void *arg) {
+    fake_device *d = (fake_device *)arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->head) pthread_cond_wait(&d->cv, &d->mu);
+        fake_job *j = d->head;
+        d->head = j->next;
+        if (!d->head) d->tail = NULL;
+        d->busy = 1;
+        pthread_mutex_unlock(&d->mu);
+        if (j->has_kernel) gpu_run_grid(j->kernel.fn, j->grid, j->block, j->args);
+        if (j->done_flag) atomic_store(j->done_flag, 1);
+        free(j);
+        pthread_mutex_lock(&d->mu);
+        d->busy = 0;
+        pthread_cond_broadcast(&d->cv);
+    }
+    return NULL;
+}
+
+/* Queues a launch (the argument values are copied now) or, with k NULL, a
+ * marker that sets *done when everything before it has run. */
+static void fake_submit(fake_device *d, const fake_kernel *k, gpu_dim grid, gpu_dim block, void **params,
+                        atomic_int *done) {
+    fake_job *j = (fake_job *)calloc(1, sizeof *j);
+    if (k) j->kernel = *k;
+    j->has_kernel = k != NULL;
+    j->grid = grid;
+    j->block = block;
+    j->done_flag = done;
+    if (done) atomic_store(done, 0);
+    size_t off = 0;
+    for (unsigned i = 0; k && i < k->nparams; ++i) {
+        memcpy(j->argbuf + off, params[i], k->sizes[i]);
+        j->args[i] = j->argbuf + off;
+        off += (k->sizes[i] + 15) / 16 * 16;
+    }
+    pthread_mutex_lock(&d->mu);
+    if (!d->started) {
+        d->started = 1;
+        pthread_create(&d->worker, NULL, fake_worker, d);
+    }
+    if (d->tail) d->tail->next = j;
+    else d->head = j;
+    d->tail = j;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void fake_drain(fake_device *d) {
+    pthread_mutex_lock(&d->mu);
+    while (d->head || d->busy) pthread_cond_wait(&d->cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* The doubles' memory: whole pages from the system (so the runtime's malloc
+ * never sees it), remembered so that a bad free is an error, not a crash. */
+#define FAKE_MAX_ALLOCS 1024
+static struct {
+    void *p;
+    size_t n;
+} fake_allocs[FAKE_MAX_ALLOCS];
+static pthread_mutex_t fake_allocs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *fake_alloc(size_t n) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    pthread_mutex_lock(&fake_allocs_mu);
+    for (int i = 0; i < FAKE_MAX_ALLOCS; ++i)
+        if (!fake_allocs[i].p) {
+            fake_allocs[i].p = p;
+            fake_allocs[i].n = n;
+            pthread_mutex_unlock(&fake_allocs_mu);
+            return p;
+        }
+    pthread_mutex_unlock(&fake_allocs_mu);
+    munmap(p, n);
+    return NULL;
+}
+
+/* 0 if p is not a live allocation of the double. */
+static int fake_free(void *p) {
+    pthread_mutex_lock(&fake_allocs_mu);
+    for (int i = 0; p && i < FAKE_MAX_ALLOCS; ++i)
+        if (fake_allocs[i].p == p) {
+            munmap(p, fake_allocs[i].n);
+            fake_allocs[i].p = NULL;
+            pthread_mutex_unlock(&fake_allocs_mu);
+            return 1;
+        }
+    pthread_mutex_unlock(&fake_allocs_mu);
+    return 0;
+}
+
+/* Calls per entry point, for the tests to see what reached the driver. */
+#define FAKE_COUNTERS 64
+static struct {
+    const char *name;
+    atomic_long n;
+} fake_counters[FAKE_COUNTERS];
+static pthread_mutex_t fake_counters_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void fake_count(const char *name) {
+    pthread_mutex_lock(&fake_counters_mu);
+    for (int i = 0; i < FAKE_COUNTERS; ++i) {
+        if (!fake_counters[i].name) fake_counters[i].name = name;
+        if (strcmp(fake_counters[i].name, name) == 0) {
+            atomic_fetch_add(&fake_counters[i].n, 1);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&fake_counters_mu);
+}
+
+static long fake_count_of(const char *name) {
+    long n = 0;
+    pthread_mutex_lock(&fake_counters_mu);
+    for (int i = 0; i < FAKE_COUNTERS && fake_counters[i].name; ++i)
+        if (strcmp(fake_counters[i].name, name) == 0) n = atomic_load(&fake_counters[i].n);
+    pthread_mutex_unlock(&fake_counters_mu);
+    return n;
+}

@@ -1,0 +1,407 @@
+/*
+ * A test double of the Level Zero loader (libze_loader.so.1): the entry
+ * points the tests use, with the loader's signatures (ze_api.h) and its
+ * error codes for bad input, over fake_device.h.  Regular command lists
+ * record launches and run them when executed; immediate ones run them at
+ * once; fences and events are flags the device sets in order.
+ * fake_ze_calls(name) says how many calls of an entry point reached it.
+ */
+#include <level_zero/ze_api.h>
+
+#include <sched.h>
+#include <stdio.h>
+
+#include "fake_device.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define COUNT() fake_count(__func__)
+
+static fake_device device = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0};
+static atomic_int initialized;
+static int the_driver, the_device, the_context;
+
+struct _ze_module_handle_t {
+    char image[4096];
+};
+struct _ze_kernel_handle_t {
+    fake_kernel k;  /* parameter sizes come from the arguments set */
+    unsigned char args[FAKE_MAX_PARAMS][16];
+    gpu_dim group;
+};
+struct _ze_event_handle_t {
+    atomic_int signaled;
+};
+struct _ze_fence_handle_t {
+    atomic_int signaled;
+};
+struct _ze_event_pool_handle_t {
+    int unused;
+};
+struct _ze_command_queue_handle_t {
+    int unused;
+};
+
+typedef struct command {
+    fake_kernel k;
+    unsigned char args[FAKE_MAX_PARAMS][16];
+    gpu_dim grid, block;
+    ze_event_handle_t signal;
+} command;
+
+struct _ze_command_list_handle_t {
+    int immediate, closed;
+    command cmds[64];
+    int n;
+};
+
+EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
+
+#define NEED_INIT()                                                       \
+    do {                                                                  \
+        if (!atomic_load(&initialized)) return ZE_RESULT_ERROR_UNINITIALIZED; \
+    } while (0)
+
+static void submit(const command *c) {
+    void *params[FAKE_MAX_PARAMS];
+    for (unsigned i = 0; i < c->k.nparams; ++i) params[i] = (void *)c->args[i];
+    fake_submit(&device, &c->k, c->grid, c->block, params, NULL);
+    if (c->signal) fake_submit(&device, NULL, c->grid, c->block, NULL, &c->signal->signaled);
+}
+
+EXPORT ze_result_t ZE_APICALL zeInit(ze_init_flags_t flags) {
+    COUNT();
+    (void)flags;
+    atomic_store(&initialized, 1);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeDriverGet(uint32_t *count, ze_driver_handle_t *drivers) {
+    COUNT();
+    NEED_INIT();
+    if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (*count == 0 || !drivers) {
+        *count = 1;
+        return ZE_RESULT_SUCCESS;
+    }
+    *count = 1;
+    drivers[0] = (ze_driver_handle_t)&the_driver;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeDeviceGet(ze_driver_handle_t driver, uint32_t *count, ze_device_handle_t *devices) {
+    COUNT();
+    NEED_INIT();
+    if (driver != (ze_driver_handle_t)&the_driver) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (*count == 0 || !devices) {
+        *count = 1;
+        return ZE_RESULT_SUCCESS;
+    }
+    *count = 1;
+    devices[0] = (ze_device_handle_t)&the_device;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeContextCreate(ze_driver_handle_t driver, const ze_context_desc_t *desc,
+                                              ze_context_handle_t *ctx) {
+    COUNT();
+    NEED_INIT();
+    if (!driver) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !ctx) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    *ctx = (ze_context_handle_t)&the_context;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeContextDestroy(ze_context_handle_t ctx) {
+    COUNT();
+    (void)ctx;
+    return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t alignment, void **p) {
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    if ((alignment & (alignment - 1)) || alignment > 4096) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
+    *p = fake_alloc(size);
+    return *p ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+}
+
+EXPORT ze_result_t ZE_APICALL zeMemAllocShared(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd,
+                                               const ze_host_mem_alloc_desc_t *hd, size_t size, size_t alignment,
+                                               ze_device_handle_t dev, void **p) {
+    COUNT();
+    (void)dev;
+    if (!dd || !hd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    return alloc(ctx, size, alignment, p);
+}
+
+EXPORT ze_result_t ZE_APICALL zeMemAllocDevice(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd,
+                                               size_t size, size_t alignment, ze_device_handle_t dev, void **p) {
+    COUNT();
+    if (!dd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (!dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    return alloc(ctx, size, alignment, p);
+}
+
+EXPORT ze_result_t ZE_APICALL zeMemFree(ze_context_handle_t ctx, void *p) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    fake_drain(&device);
+    return fake_free(p) ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
+}
+
+EXPORT ze_result_t ZE_APICALL zeModuleCreate(ze_context_handle_t ctx, ze_device_handle_t dev, const ze_module_desc_t *desc,
+                                             ze_module_handle_t *module, ze_module_build_log_handle_t *log) {
+    COUNT();
+    NEED_INIT();
+    (void)log;
+    if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !module || !desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    struct _ze_module_handle_t *m = (struct _ze_module_handle_t *)calloc(1, sizeof *m);
+    snprintf(m->image, sizeof m->image, "%.*s", (int)desc->inputSize, (const char *)desc->pInputModule);
+    *module = m;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeModuleDestroy(ze_module_handle_t m) {
+    COUNT();
+    free(m);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeKernelCreate(ze_module_handle_t m, const ze_kernel_desc_t *desc, ze_kernel_handle_t *kernel) {
+    COUNT();
+    NEED_INIT();
+    if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !kernel || !desc->pKernelName) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    struct _ze_kernel_handle_t *k = (struct _ze_kernel_handle_t *)calloc(1, sizeof *k);
+    if (!fake_module_find(m->image, desc->pKernelName, &k->k)) {
+        free(k);
+        return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+    }
+    k->group = (gpu_dim){1, 1, 1};
+    *kernel = k;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeKernelDestroy(ze_kernel_handle_t k) {
+    COUNT();
+    free(k);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeKernelSetArgumentValue(ze_kernel_handle_t k, uint32_t index, size_t size, const void *value) {
+    COUNT();
+    if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (index >= k->k.nparams) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+    if (size > 16) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+    memset(k->args[index], 0, 16);
+    if (value) memcpy(k->args[index], value, size);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeKernelSetGroupSize(ze_kernel_handle_t k, uint32_t x, uint32_t y, uint32_t z) {
+    COUNT();
+    if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!x || !y || !z || (uint64_t)x * y * z > 1024) return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
+    k->group = (gpu_dim){x, y, z};
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandQueueCreate(ze_context_handle_t ctx, ze_device_handle_t dev,
+                                                   const ze_command_queue_desc_t *desc, ze_command_queue_handle_t *q) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !q) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    *q = (ze_command_queue_handle_t)calloc(1, sizeof(struct _ze_command_queue_handle_t));
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandQueueDestroy(ze_command_queue_handle_t q) {
+    COUNT();
+    fake_drain(&device);
+    free(q);
+    return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t new_list(ze_context_handle_t ctx, ze_device_handle_t dev, const void *desc, int immediate,
+                            ze_command_list_handle_t *list) {
+    NEED_INIT();
+    if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !list) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    *list = (ze_command_list_handle_t)calloc(1, sizeof(struct _ze_command_list_handle_t));
+    (*list)->immediate = immediate;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandListCreate(ze_context_handle_t ctx, ze_device_handle_t dev,
+                                                  const ze_command_list_desc_t *desc, ze_command_list_handle_t *list) {
+    COUNT();
+    return new_list(ctx, dev, desc, 0, list);
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandListCreateImmediate(ze_context_handle_t ctx, ze_device_handle_t dev,
+                                                           const ze_command_queue_desc_t *desc,
+                                                           ze_command_list_handle_t *list) {
+    COUNT();
+    return new_list(ctx, dev, desc, 1, list);
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandListClose(ze_command_list_handle_t list) {
+    COUNT();
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    list->closed = 1;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandListReset(ze_command_list_handle_t list) {
+    COUNT();
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    list->n = 0;
+    list->closed = 0;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandListDestroy(ze_command_list_handle_t list) {
+    COUNT();
+    fake_drain(&device);
+    free(list);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandListAppendLaunchKernel(ze_command_list_handle_t list, ze_kernel_handle_t k,
+                                                              const ze_group_count_t *groups, ze_event_handle_t signal,
+                                                              uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    if (!list || !k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (list->closed || list->n == 64) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < nwait; ++i)
+        while (!atomic_load(&waits[i]->signaled)) sched_yield();
+    command *c = &list->cmds[list->n];
+    c->k = k->k;
+    memcpy(c->args, k->args, sizeof c->args);
+    c->grid = (gpu_dim){groups->groupCountX, groups->groupCountY, groups->groupCountZ};
+    c->block = k->group;
+    c->signal = signal;
+    if (signal) atomic_store(&signal->signaled, 0);
+    if (list->immediate) submit(c);
+    else list->n++;
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandQueueExecuteCommandLists(ze_command_queue_handle_t q, uint32_t n,
+                                                                ze_command_list_handle_t *lists, ze_fence_handle_t fence) {
+    COUNT();
+    if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!lists) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (n == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
+    for (uint32_t i = 0; i < n; ++i)
+        if (!lists[i]->closed) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < n; ++i)
+        for (int j = 0; j < lists[i]->n; ++j) submit(&lists[i]->cmds[j]);
+    if (fence) fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &fence->signaled);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeCommandQueueSynchronize(ze_command_queue_handle_t q, uint64_t timeout) {
+    COUNT();
+    (void)timeout;
+    if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    fake_drain(&device);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeFenceCreate(ze_command_queue_handle_t q, const ze_fence_desc_t *desc, ze_fence_handle_t *f) {
+    COUNT();
+    if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !f) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    *f = (ze_fence_handle_t)calloc(1, sizeof(struct _ze_fence_handle_t));
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeFenceDestroy(ze_fence_handle_t f) {
+    COUNT();
+    free(f);
+    return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t wait_flag(atomic_int *flag, uint64_t timeout) {
+    if (timeout == 0) return atomic_load(flag) ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
+    while (!atomic_load(flag)) sched_yield();
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeFenceHostSynchronize(ze_fence_handle_t f, uint64_t timeout) {
+    COUNT();
+    if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    return wait_flag(&f->signaled, timeout);
+}
+
+EXPORT ze_result_t ZE_APICALL zeFenceQueryStatus(ze_fence_handle_t f) {
+    COUNT();
+    if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    return wait_flag(&f->signaled, 0);
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t ctx, const ze_event_pool_desc_t *desc, uint32_t ndev,
+                                                ze_device_handle_t *devs, ze_event_pool_handle_t *pool) {
+    COUNT();
+    (void)ndev, (void)devs;
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !pool) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    *pool = (ze_event_pool_handle_t)calloc(1, sizeof(struct _ze_event_pool_handle_t));
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventPoolDestroy(ze_event_pool_handle_t pool) {
+    COUNT();
+    free(pool);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventCreate(ze_event_pool_handle_t pool, const ze_event_desc_t *desc, ze_event_handle_t *e) {
+    COUNT();
+    if (!pool) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !e) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    *e = (ze_event_handle_t)calloc(1, sizeof(struct _ze_event_handle_t));
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventDestroy(ze_event_handle_t e) {
+    COUNT();
+    free(e);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventHostSignal(ze_event_handle_t e) {
+    COUNT();
+    if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    atomic_store(&e->signaled, 1);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventHostReset(ze_event_handle_t e) {
+    COUNT();
+    if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    atomic_store(&e->signaled, 0);
+    return ZE_RESULT_SUCCESS;
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventHostSynchronize(ze_event_handle_t e, uint64_t timeout) {
+    COUNT();
+    if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    return wait_flag(&e->signaled, timeout);
+}
+
+EXPORT ze_result_t ZE_APICALL zeEventQueryStatus(ze_event_handle_t e) {
+    COUNT();
+    if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    return wait_flag(&e->signaled, 0);
+}

@@ -1,0 +1,191 @@
+/*
+ * An ordinary Level Zero program: shared allocations written by the CPU,
+ * a kernel launched on an immediate command list and waited for with an
+ * event, another recorded in a regular list executed twice on a queue with
+ * a fence.  In `errors` mode it makes the mistakes a program makes and
+ * checks the codes.
+ */
+#include <level_zero/ze_api.h>
+
+#include "app_common.h"
+
+#define N (1u << 16)
+
+#define ZE(call)                                                            \
+    do {                                                                    \
+        ze_result_t r_ = (call);                                            \
+        CHECK(r_ == ZE_RESULT_SUCCESS, "%s returned 0x%x", #call, (unsigned)r_); \
+    } while (0)
+
+static float sum3(unsigned i) { return 3.0f * i; }
+static float times6(unsigned i) { return 6.0f * i; }
+static float times12(unsigned i) { return 12.0f * i; }
+static float plus1_times2(unsigned i) { return (12.0f * i + 1) * 2; }
+
+static ze_context_handle_t ctx;
+static ze_device_handle_t dev;
+static ze_module_handle_t module;
+static const ze_device_mem_alloc_desc_t device_desc = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
+static const ze_host_mem_alloc_desc_t host_desc = {ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, NULL, 0};
+
+static float *shared_floats(void) {
+    void *p = NULL;
+    ZE(zeMemAllocShared(ctx, &device_desc, &host_desc, N * 4, 64, dev, &p));
+    return (float *)p;
+}
+
+static ze_kernel_handle_t kernel(const char *name) {
+    ze_kernel_desc_t desc = {ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, name};
+    ze_kernel_handle_t k;
+    ZE(zeKernelCreate(module, &desc, &k));
+    return k;
+}
+
+static void set_vec_add(ze_kernel_handle_t k, float *x, float *y, float *out) {
+    unsigned n = N;
+    ZE(zeKernelSetGroupSize(k, 256, 1, 1));
+    ZE(zeKernelSetArgumentValue(k, 0, sizeof x, &x));
+    ZE(zeKernelSetArgumentValue(k, 1, sizeof y, &y));
+    ZE(zeKernelSetArgumentValue(k, 2, sizeof out, &out));
+    ZE(zeKernelSetArgumentValue(k, 3, sizeof n, &n));
+}
+
+static ze_command_list_handle_t immediate_list(void) {
+    ze_command_queue_desc_t desc = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0,
+                                    ZE_COMMAND_QUEUE_MODE_DEFAULT, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+    ze_command_list_handle_t list;
+    ZE(zeCommandListCreateImmediate(ctx, dev, &desc, &list));
+    return list;
+}
+
+static ze_command_queue_handle_t queue(void) {
+    ze_command_queue_desc_t desc = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0,
+                                    ZE_COMMAND_QUEUE_MODE_DEFAULT, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+    ze_command_queue_handle_t q;
+    ZE(zeCommandQueueCreate(ctx, dev, &desc, &q));
+    return q;
+}
+
+static void run_errors(void) {
+    void *p;
+    CHECK(zeMemAllocShared(ctx, &device_desc, &host_desc, 0, 0, dev, &p) == ZE_RESULT_ERROR_UNSUPPORTED_SIZE, "size 0");
+    CHECK(zeMemAllocShared(ctx, &device_desc, &host_desc, 64, 3, dev, &p) == ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT,
+          "alignment 3");
+    CHECK(zeMemAllocShared(ctx, &device_desc, &host_desc, 64, 1 << 16, dev, &p) == ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT,
+          "alignment beyond a page");
+    CHECK(zeMemAllocShared(ctx, NULL, &host_desc, 64, 0, dev, &p) == ZE_RESULT_ERROR_INVALID_NULL_POINTER, "no desc");
+    ZE(zeMemAllocShared(ctx, &device_desc, &host_desc, 4096, 0, dev, &p));
+    check_memory(ERRORS, p, 4096);
+    ZE(zeMemFree(ctx, p));
+    CHECK(zeMemFree(ctx, p) == ZE_RESULT_ERROR_INVALID_ARGUMENT, "double free");
+
+    ze_command_list_handle_t list = immediate_list();
+    ze_group_count_t one = {1, 1, 1};
+    CHECK(zeCommandListAppendLaunchKernel(list, kernel("unregistered"), &one, NULL, 0, NULL) ==
+              ZE_RESULT_ERROR_INVALID_KERNEL_NAME,
+          "a kernel with no implementation on the runtime's accelerator");
+    float *x = shared_floats(), *y = shared_floats(), *out = shared_floats();
+    ze_kernel_handle_t add = kernel("vec_add");
+    set_vec_add(add, x, y, out);
+    unsigned long wide = N;
+    ZE(zeKernelSetArgumentValue(add, 3, sizeof wide, &wide));
+    CHECK(zeCommandListAppendLaunchKernel(list, add, &one, NULL, 0, NULL) == ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE,
+          "an argument of the wrong size");
+
+    /* A kernel that faults: reported at the synchronisation; the program lives on. */
+    ze_command_queue_handle_t q = queue();
+    ZE(zeCommandListAppendLaunchKernel(list, kernel("crash"), &one, NULL, 0, NULL));
+    CHECK(zeCommandQueueSynchronize(q, UINT64_MAX) == ZE_RESULT_ERROR_UNKNOWN, "the fault is reported");
+    ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
+
+    for (unsigned i = 0; i < N; ++i) x[i] = i, y[i] = 2.0f * i;
+    set_vec_add(add, x, y, out);
+    ze_group_count_t groups = {N / 256, 1, 1};
+    ZE(zeCommandListAppendLaunchKernel(list, add, &groups, NULL, 0, NULL));
+    ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
+    check_floats(out, N, sum3, "out after the fault");
+    ZE(zeMemFree(ctx, x));
+    ZE(zeMemFree(ctx, y));
+    ZE(zeMemFree(ctx, out));
+}
+
+int main(int argc, char **argv) {
+    enum mode mode = parse_mode(argc, argv);
+    ze_driver_handle_t driver;
+    uint32_t count = 1;
+    ZE(zeInit(0));
+    ZE(zeDriverGet(&count, &driver));
+    ZE(zeDeviceGet(driver, &count, &dev));
+    ze_context_desc_t cdesc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
+    ZE(zeContextCreate(driver, &cdesc, &ctx));
+    ze_module_desc_t mdesc = {ZE_STRUCTURE_TYPE_MODULE_DESC, NULL, ZE_MODULE_FORMAT_NATIVE, sizeof MODULE_IMAGE,
+                              (const uint8_t *)MODULE_IMAGE, NULL, NULL};
+    ZE(zeModuleCreate(ctx, dev, &mdesc, &module, NULL));
+    if (mode == ERRORS) {
+        run_errors();
+        printf("level-zero errors: ok\n");
+        return 0;
+    }
+
+    float *x = shared_floats(), *y = shared_floats(), *out = shared_floats();
+    check_memory(mode, x, N * 4);
+    for (unsigned i = 0; i < N; ++i) x[i] = i, y[i] = 2.0f * i;
+
+    ze_event_pool_desc_t pdesc = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 2};
+    ze_event_pool_handle_t pool;
+    ze_event_handle_t done;
+    ZE(zeEventPoolCreate(ctx, &pdesc, 1, &dev, &pool));
+    ze_event_desc_t edesc = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST, ZE_EVENT_SCOPE_FLAG_HOST};
+    ZE(zeEventCreate(pool, &edesc, &done));
+
+    /* Immediate list: runs at the append; the event says when. */
+    ze_command_list_handle_t imm = immediate_list();
+    ze_kernel_handle_t add = kernel("vec_add");
+    set_vec_add(add, x, y, out);
+    ze_group_count_t groups = {N / 256, 1, 1};
+    ZE(zeCommandListAppendLaunchKernel(imm, add, &groups, done, 0, NULL));
+    ZE(zeEventHostSynchronize(done, UINT64_MAX));
+    check_floats(out, N, sum3, "out");
+
+    /* Regular list: runs when executed, as often as executed. */
+    ze_command_list_desc_t ldesc = {ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, 0};
+    ze_command_list_handle_t list;
+    ZE(zeCommandListCreate(ctx, dev, &ldesc, &list));
+    ze_kernel_handle_t scale = kernel("scale");
+    float two = 2.0f;
+    unsigned n = N;
+    ZE(zeKernelSetGroupSize(scale, 128, 1, 1));
+    ZE(zeKernelSetArgumentValue(scale, 0, sizeof out, &out));
+    ZE(zeKernelSetArgumentValue(scale, 1, sizeof two, &two));
+    ZE(zeKernelSetArgumentValue(scale, 2, sizeof n, &n));
+    ze_group_count_t scale_groups = {N / 128, 1, 1};
+    ZE(zeCommandListAppendLaunchKernel(list, scale, &scale_groups, NULL, 0, NULL));
+    ZE(zeCommandListClose(list));
+    check_floats(out, N, sum3, "out before the list is executed");
+    ze_command_queue_handle_t q = queue();
+    ze_fence_desc_t fdesc = {ZE_STRUCTURE_TYPE_FENCE_DESC, NULL, 0};
+    ze_fence_handle_t fence;
+    ZE(zeFenceCreate(q, &fdesc, &fence));
+    ZE(zeCommandQueueExecuteCommandLists(q, 1, &list, fence));
+    ZE(zeFenceHostSynchronize(fence, UINT64_MAX));
+    check_floats(out, N, times6, "out after the list");
+    ZE(zeCommandQueueExecuteCommandLists(q, 1, &list, NULL));
+    ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
+    check_floats(out, N, times12, "out after the list again");
+
+    /* The CPU writes between kernels: the next launch must see it. */
+    for (unsigned i = 0; i < N; ++i) out[i] += 1;
+    ZE(zeEventHostReset(done));
+    ZE(zeCommandListAppendLaunchKernel(imm, scale, &scale_groups, done, 0, NULL));
+    while (zeEventQueryStatus(done) == ZE_RESULT_NOT_READY) {
+    }
+    check_floats(out, N, plus1_times2, "out after the CPU's write");
+
+    check_launches(mode, driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendLaunchKernel"),
+                   "zeCommandListAppendLaunchKernel");
+    ZE(zeMemFree(ctx, x));
+    ZE(zeMemFree(ctx, y));
+    ZE(zeMemFree(ctx, out));
+    printf("level-zero %s: ok\n", argv[1]);
+    return 0;
+}
