@@ -1,7 +1,6 @@
 #include "api/gpu_bridge.h"
 
 #include <cstdlib>
-#include <cstring>
 
 #include "api/launch.h"
 #include "api/runtime.h"
