@@ -57,8 +57,8 @@ void tick() {
 template <class Call>
 ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call) {
     tick();
-    adsm::interpose::StagingCall bracket;
     const size_t want = total_of(iov, iovcnt);
+    adsm::interpose::StagingCall bracket(true, want);
     size_t done = 0;
     ssize_t result = -1;
     int err = 0;
@@ -90,6 +90,7 @@ ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call)
     // The data is in place when the call returns.
     adsm::preload::wait_copies(pending[0]);
     adsm::preload::wait_copies(pending[1]);
+    bracket.set_result(done);
     if (result < 0) errno = err;
     return result;
 }
@@ -100,8 +101,8 @@ ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call)
 template <class Call>
 ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
     tick();
-    adsm::interpose::StagingCall bracket;
     const size_t want = total_of(iov, iovcnt);
+    adsm::interpose::StagingCall bracket(false, want);
     size_t done = 0;
     Staged st[2];
     uint64_t ticket[2] = {0, 0};
@@ -135,6 +136,7 @@ ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
         }
     }
     adsm::preload::wait_copies(ticket[0] > ticket[1] ? ticket[0] : ticket[1]);
+    bracket.set_result(done);
     if (result < 0) errno = err;
     return result;
 }
@@ -352,9 +354,7 @@ bool stdio_direct(const void *ptr, size_t size, size_t nmemb, FILE *stream) {
 // directly (so an unmapped byte gives the error it would give), shared ones
 // through staging.  Returns bytes moved.
 template <class Real>
-size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real) {
-    tick();
-    adsm::interpose::StagingCall bracket;
+size_t stdio_pieces(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real) {
     adsm::preload::Piece pieces[64];
     size_t done = 0;
     while (done < bytes) {
@@ -383,6 +383,15 @@ size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real)
             }
         }
     }
+    return done;
+}
+
+template <class Real>
+size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real) {
+    tick();
+    adsm::interpose::StagingCall bracket(in, bytes);
+    size_t done = stdio_pieces(ptr, bytes, stream, in, real);
+    bracket.set_result(done);
     return done;
 }
 

@@ -7,7 +7,10 @@
 #include <cstring>
 
 #include "api/preload.h"
+#include "os/clock.h"
 #include "os/vm.h"
+#include "support/stats.h"
+#include "support/trace.h"
 
 namespace adsm::interpose {
 namespace {
@@ -18,8 +21,16 @@ __attribute__((tls_model("initial-exec"))) thread_local int tls_depth = 0;
 
 }  // namespace
 
-StagingCall::StagingCall() { ++tls_depth; }
-StagingCall::~StagingCall() { --tls_depth; }
+StagingCall::StagingCall(bool in, size_t bytes) : in_(in), bytes_(bytes), start_(trace::enabled() ? os::now_ns() : 0) {
+    ++tls_depth;
+}
+
+StagingCall::~StagingCall() {
+    --tls_depth;
+    stats().add(Counter::io_calls);
+    stats().add(Counter::io_bytes, moved_);
+    if (start_) trace::record(in_ ? trace::Kind::io_read : trace::Kind::io_write, start_, os::now_ns(), bytes_, moved_);
+}
 
 bool touches_shared(const struct iovec *iov, int iovcnt) {
     for (int i = 0; i < iovcnt; ++i)

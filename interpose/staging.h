@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "support/profile.h"
+
 namespace adsm::interpose {
 
 constexpr size_t kStageBytes = 4u << 20;  // per round
@@ -67,12 +69,21 @@ private:
 
 // Brackets a whole interposed call: the thread's staging buffers belong to
 // the outermost one, and a call nested in a signal handler gets its own.
+// It also accounts the call (statistics and trace): `in` for calls that
+// fill memory, `bytes` asked for, and what set_result says was moved.
 class StagingCall {
 public:
-    StagingCall();
+    StagingCall(bool in, size_t bytes);
     ~StagingCall();
     StagingCall(const StagingCall &) = delete;
     StagingCall &operator=(const StagingCall &) = delete;
+    void set_result(size_t moved) { moved_ = moved; }
+
+private:
+    profile::Cause cause_;  // the program's code that made the call
+    bool in_;
+    size_t bytes_, moved_ = 0;
+    uint64_t start_;
 };
 
 // Whether any of the iovecs touches the shared window.

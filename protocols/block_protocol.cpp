@@ -241,7 +241,25 @@ Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, D
     Status result = adsmSuccess;
     auto covered = [&](uint32_t k) { return off <= r.block_begin(k) && off + len >= r.block_data_end(k); };
     auto closed = [&](uint32_t k) { return r.state(k) == kInvalid && !(r.blocks[k] & kLanded); };
+    // Both copies of the block are current, or what is written to the host
+    // copy is found page by page at the release anyway: a block overwritten
+    // whole can take the bytes on both sides and stay as it is, instead of
+    // being sent whole at the release.  (A block dirty as a whole is sent
+    // whole at the release regardless, so it takes them on the host only.)
+    auto both_sides = [&](uint32_t k) {
+        return r.state(k) == kReadOnly || (r.state(k) == kDirty && (env_.tracker || page_faults()));
+    };
     for (uint32_t k = first; k < last;) {
+        if (covered(k) && both_sides(k)) {
+            uint32_t j = k + 1;
+            while (j < last && covered(j) && both_sides(j)) ++j;
+            size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
+            host(b, e);
+            r.stats.moved(true, e - b);
+            if (Status s = device(b, e); s != adsmSuccess) result = s;
+            k = j;
+            continue;
+        }
         if (closed(k) && covered(k)) {
             // Whole closed blocks: the device gets the bytes, the host copy
             // stays closed and nothing is fetched.
@@ -386,24 +404,27 @@ void BlockProtocol::age_predictions(Region &r) {
 void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
     if (!r.blocks || r.state(k) != kDirty) return;
     size_t b = r.block_begin(k), e = r.block_end(k);
+    // The block goes whole, so what the runtime wrote into it through the
+    // alias (kForced) is on its way and need not go again at the release.
+    // Every alias write happens in store() under r.lock, which the caller
+    // holds, so none is half done; a later one sets kForced afresh, and the
+    // release waits for this copy before sending anything.
     if (env_.tracker) {
         // The kernel says whether anything was written since the last flush
         // (and starts watching afresh); the block stays writable, and later
-        // writes are found again at the release.  kForced stays for the
-        // reason given below.
+        // writes are found again at the release.
         bool written = r.blocks[k] & kForced;
         env_.tracker->collect(
             r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; }, &written);
         if (written) copy_out(r, b, e, true);
+        r.blocks[k] &= static_cast<uint8_t>(~kForced);
         return;
     }
     // Stop writers, then copy: a later write faults and dirties it again.
-    // kForced stays: the runtime may still be writing this block through the
-    // alias (adsmMemset and friends hold only the context's lock), which no
-    // fault would reveal, so the release sends it whole once more.
     r.set_state(k, kReadOnly);
     protect(r, k, k + 1, prot_for(kReadOnly));
     copy_out(r, b, e, true);
+    r.blocks[k] &= static_cast<uint8_t>(~kForced);
 }
 
 Status BlockProtocol::release(Context &c) {

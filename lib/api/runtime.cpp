@@ -1,8 +1,10 @@
 #include "api/runtime.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -12,8 +14,11 @@
 #include "backend/device_process.h"
 #include "memory/fault_engine.h"
 #include "os/vm.h"
+#include "support/inside.h"
 #include "support/log.h"
+#include "support/profile.h"
 #include "support/stats.h"
+#include "support/trace.h"
 
 namespace adsm {
 namespace {
@@ -28,9 +33,26 @@ std::atomic<bool> g_forked{false};
 void print_stats() {
     Runtime *rt = g_runtime.load();
     if (!rt || g_forked.load()) return;
-    fflush(stdout);  // the program's own output first, even through a pipe
+    Inside in;  // the report's own allocations and writes stay private
     std::vector<RegionSummary> live;
     rt->table.for_each_live([&](Region &r) { live.push_back(r.summary<RegionSummary>(false)); });
+    if (!rt->config.stats_json.empty()) {
+        std::string path = file_for_process(rt->config.stats_json);
+        FILE *f = fopen(path.c_str(), "w");
+        if (!f) {
+            ADSM_LOG(error, "cannot write the statistics to %s: %s", path.c_str(), strerror(errno));
+            return;
+        }
+        stats().write_json(f,
+                           {{"device", rt->device->name()},
+                            {"protocol", rt->protocol->name()},
+                            {"block_size", std::to_string(rt->config.block_size)},
+                            {"dirty_tracking", dirty_tracking_name(*rt)}},
+                           live);
+        fclose(f);
+        return;
+    }
+    fflush(stdout);  // the program's own output first, even through a pipe
     char heading[256];
     snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", rt->device->name(),
              rt->protocol->name(), rt->config.block_size / 1024, dirty_tracking_name(*rt));
@@ -41,6 +63,8 @@ void fork_child() {
     Runtime *rt = g_runtime.load();
     // A child of a child has nothing left to convert: its parent did it.
     if (!rt || g_forked.exchange(true)) return;
+    trace::disable_in_child();
+    profile::disable_in_child();
     rt->manager->become_fork_child();
 }
 
@@ -96,6 +120,9 @@ Status start(Runtime **out) {
             s != adsmSuccess)
             return s;
     }
+    if (!rt->config.trace_file.empty())
+        if (Status s = trace::start(rt->config.trace_file.c_str(), rt->device->name()); s != adsmSuccess) return s;
+    if (rt->config.profile_top) profile::start(rt->config.profile_top);
     pthread_atfork(nullptr, nullptr, fork_child);
     preload::g_chaos.store(rt->config.chaos_every > 0, std::memory_order_relaxed);
     preload::g_window_size.store(rt->space.size(), std::memory_order_relaxed);

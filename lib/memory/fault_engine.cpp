@@ -17,7 +17,9 @@
 #include "protocols/protocol.h"
 #include "support/inside.h"
 #include "support/log.h"
+#include "support/profile.h"
 #include "support/stats.h"
+#include "support/trace.h"
 
 namespace adsm {
 namespace {
@@ -55,6 +57,7 @@ bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
     if (!r || r->kind == RegionKind::device || !r->contains_host(a)) return false;
     uint64_t t0 = os::now_ns();
     Inside in;  // what the handler allocates stays private
+    profile::Cause cause(uctx);
     bool write = is_write(uctx);
     Context *c = r->owner;
     if (c && c->holds(*r)) {
@@ -74,7 +77,9 @@ bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
         }
     }
     bool handled = g_protocol->on_fault(*r, a, write);
-    stats().add(Counter::fault_ns, os::now_ns() - t0);
+    uint64_t t1 = os::now_ns();
+    stats().add(Counter::fault_ns, t1 - t0);
+    if (trace::enabled()) trace::record(write ? trace::Kind::write_fault : trace::Kind::read_fault, t0, t1, a);
     return handled;
 }
 

@@ -8,9 +8,12 @@
 #include <new>
 #include <string>
 
+#include "os/clock.h"
 #include "os/vm.h"
 #include "support/log.h"
+#include "support/profile.h"
 #include "support/stats.h"
+#include "support/trace.h"
 
 namespace adsm {
 namespace {
@@ -24,6 +27,31 @@ constexpr size_t kZeroByPunch = 64 * 1024;
 constexpr size_t kBounce = 1 << 20;
 
 void *ptr(uintptr_t a) { return reinterpret_cast<void *>(a); }
+
+// Counts the time a call spends in the runtime, draws it on the trace and
+// makes the program's calling code the cause of its work.
+class Timed {
+public:
+    Timed(Counter counter, trace::Kind kind, const char *name = nullptr)
+        : counter_(counter), kind_(kind), name_(name), start_(os::now_ns()) {}
+    // The cause is destroyed after the destructor's body: the time and the
+    // work done in it are both charged while it is current.
+    ~Timed() {
+        uint64_t end = os::now_ns();
+        stats().add(counter_, end - start_);
+        if (trace::enabled()) trace::record(kind_, start_, end, a_, b_, name_);
+    }
+    Timed(const Timed &) = delete;
+    Timed &operator=(const Timed &) = delete;
+    void set(uint64_t a, uint64_t b) { a_ = a, b_ = b; }
+
+private:
+    profile::Cause cause_;
+    Counter counter_;
+    trace::Kind kind_;
+    const char *name_;
+    uint64_t start_, a_ = 0, b_ = 0;
+};
 
 // Locks the owner of a region found by a lock-free lookup and checks that the
 // region is still the one that was found.
@@ -217,6 +245,7 @@ Context *Manager::program_context() {
 
 Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOrigin origin) {
     *out = nullptr;
+    Timed timed(Counter::memory_ns, trace::Kind::alloc);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
@@ -243,6 +272,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     stats().add(Counter::allocs);
     stats().add(Counter::bytes_allocated, size);
     *out = ptr(r->host);
+    timed.set(size, r->host);
     return adsmSuccess;
 }
 
@@ -274,7 +304,9 @@ Status Manager::safe_alloc(size_t size, void **out) {
 
 Status Manager::free(void *p, bool wait) {
     if (!p) return adsmSuccess;
+    Timed timed(Counter::memory_ns, trace::Kind::free);
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    timed.set(0, a);
     Region *r = nullptr;
     switch (table_.lookup(a, &r)) {
     case RegionTable::Lookup::outside:
@@ -364,6 +396,7 @@ Status Manager::owned_range(const void *p, size_t n, bool device_side, Region **
 }
 
 Status Manager::memset(void *p, int value, size_t n) {
+    profile::Cause cause;
     if (n == 0) return adsmSuccess;
     Region *r;
     if (Status s = owned_range(p, n, false, &r); s != adsmSuccess) return s;
@@ -374,6 +407,7 @@ Status Manager::memset(void *p, int value, size_t n) {
 }
 
 Status Manager::memcpy(void *dst, const void *src, size_t n) {
+    profile::Cause cause;
     if (n == 0) return adsmSuccess;
     if (!dst || !src) return fail(adsmErrorInvalidValue, "NULL %s", dst ? "source" : "destination");
     uintptr_t d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
@@ -437,14 +471,17 @@ Status Manager::for_program(const void *p, size_t n, F &&f) {
 }
 
 Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *ticket) {
+    profile::Cause cause;
     return for_program(src, n, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n, ticket); });
 }
 
 Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket) {
+    profile::Cause cause;
     return for_program(dst, n, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n, ticket); });
 }
 
 Status Manager::program_fill(void *dst, int value, size_t n) {
+    profile::Cause cause;
     return for_program(dst, n, [&](Region &r, size_t off) { return protocol_.fill(r, off, value, n); });
 }
 
@@ -534,6 +571,7 @@ Status Manager::device_free(void *p) {
 }
 
 Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {
+    profile::Cause cause;
     if (n == 0) return adsmSuccess;
     if (!dev_dst || !src) return fail(adsmErrorInvalidValue, "NULL %s", dev_dst ? "source" : "destination");
     Region *rd;
@@ -557,6 +595,7 @@ Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {
 }
 
 Status Manager::copy_to_host(void *dst, const void *dev_src, size_t n) {
+    profile::Cause cause;
     if (n == 0) return adsmSuccess;
     if (!dst || !dev_src) return fail(adsmErrorInvalidValue, "NULL %s", dst ? "source" : "destination");
     Region *rs;
@@ -604,6 +643,7 @@ Status Manager::bounce_from_device(Region &rd, size_t doff, uintptr_t dev, size_
 }
 
 Status Manager::device_memset(void *dev, int value, size_t n) {
+    profile::Cause cause;
     if (n == 0) return adsmSuccess;
     Region *r;
     if (Status s = owned_range(dev, n, true, &r); s != adsmSuccess) return s;
@@ -619,6 +659,7 @@ Status Manager::device_memset(void *dev, int value, size_t n) {
 // ---------------------------------------------------------------- kernels
 
 Status Manager::call(const LaunchDesc &launch, Context *in) {
+    Timed timed(Counter::call_ns, trace::Kind::call, launch.kernel ? launch.kernel->name.c_str() : nullptr);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     std::lock_guard<std::mutex> lock(c->mu);
@@ -636,6 +677,7 @@ Status Manager::call(const LaunchDesc &launch, Context *in) {
 }
 
 Status Manager::sync(Context *in) {
+    Timed timed(Counter::sync_ns, trace::Kind::sync);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     std::lock_guard<std::mutex> lock(c->mu);

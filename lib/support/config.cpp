@@ -1,5 +1,7 @@
 #include "support/config.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -31,12 +33,32 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_CHAOS_RELEASE_EVERY", "N",
          "force a release and acquire of every context at about one interposed call in N (default 0: off)"},
         {"ADSM_CHAOS_SEED", "N", "seed of the chaos mode's choices (default 1)"},
-        {"ADSM_STATS", "0|1", "print the runtime's statistics at exit"},
+        {"ADSM_STATS", "0|1|json:FILE",
+         "the runtime's statistics at exit: a table on stderr, or JSON written to FILE (%p in FILE: the process id)"},
+        {"ADSM_TRACE", "FILE",
+         "write a Chrome trace-event timeline (Perfetto, chrome://tracing) of kernels, transfers, faults, I/O and "
+         "syncs to FILE at exit (%p in FILE: the process id)"},
+        {"ADSM_PROFILE", "0|1|N",
+         "at exit, print the N (1: 20) code locations of the program that caused the most faults and transferred "
+         "bytes"},
         {"ADSM_LOG", "error|warn|info|debug", "diagnostic verbosity (default warn)"},
         {"ADSM_VA_BASE", "ADDRESS", "preferred start of the shared address window (default 0x300000000000)"},
         {"ADSM_VA_SIZE", "SIZE", "size of the shared address window (default: 4x device memory, at least 64G)"},
     };
     return vars;
+}
+
+std::string file_for_process(const std::string &pattern) {
+    std::string out;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+            out += std::to_string(getpid());
+            ++i;
+        } else {
+            out += pattern[i];
+        }
+    }
+    return out;
 }
 
 bool parse_uint(const char *text, uint64_t *out) {
@@ -165,7 +187,16 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_STATS"); v && *v) {
         if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true")) c.stats = true;
         else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false")) c.stats = false;
-        else return bad("ADSM_STATS", v, "0 or 1");
+        else if (!strncmp(v, "json:", 5) && v[5]) c.stats = true, c.stats_json = v + 5;
+        else return bad("ADSM_STATS", v, "0, 1 or json:FILE");
+    }
+    if (const char *v = lookup("ADSM_TRACE"); v && *v) c.trace_file = v;
+    if (const char *v = lookup("ADSM_PROFILE"); v && *v) {
+        uint64_t n;
+        if (!strcmp(v, "yes") || !strcmp(v, "true")) n = 1;
+        else if (!strcmp(v, "no") || !strcmp(v, "false")) n = 0;
+        else if (!parse_uint(v, &n) || n > 10000) return bad("ADSM_PROFILE", v, "0, 1 or a number of rows up to 10000");
+        c.profile_top = n == 1 ? 20 : static_cast<unsigned>(n);
     }
     if (const char *v = lookup("ADSM_LOG"); v && *v) {
         if (!strcmp(v, "error")) c.log_level = LogLevel::error;

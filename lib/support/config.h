@@ -23,7 +23,10 @@ struct Config {
     double link_gbps = 0;               // ADSM_SIM_LINK_GBPS: 0 means memcpy speed
     double link_latency_us = 0;         // ADSM_SIM_LINK_LATENCY_US
     unsigned sim_workers = 0;           // ADSM_SIM_WORKERS: 0 means one per CPU
-    bool stats = false;                 // ADSM_STATS
+    bool stats = false;                 // ADSM_STATS: a table on stderr at exit
+    std::string stats_json;             // ADSM_STATS=json:FILE: JSON into FILE instead
+    std::string trace_file;             // ADSM_TRACE: Chrome trace-event file written at exit
+    unsigned profile_top = 0;           // ADSM_PROFILE: rows of the fault attribution table (0: off)
     LogLevel log_level = LogLevel::warn;  // ADSM_LOG
     std::string dirty_tracking = "auto";  // ADSM_DIRTY_TRACKING: auto|uffd|mprotect
     std::string on_race = "sync";       // ADSM_ON_RACE: sync|warn|abort
@@ -53,6 +56,10 @@ Status parse_config(const EnvLookup &lookup, Config *out);
 // keeps its own mallocs private unless it asks).  UINT64_MAX means off.
 // Returns false for a malformed value.
 bool malloc_threshold_from(const char *value, bool preloaded, uint64_t *out);
+
+// A file name from a variable with "%p" replaced by the process id, so that
+// programs that start others under the preload get one file each.
+std::string file_for_process(const std::string &pattern);
 
 // Strict scalar parsers, exposed for the launcher and tests.
 bool parse_size(const char *text, uint64_t *out);      // 4096, 64K, 256M, 16G, 1T

@@ -6,31 +6,46 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
+
+#include "support/profile.h"
 
 namespace adsm {
 
+// Each counter: its identifier (also its JSON key) and its readable name.
+#define ADSM_COUNTERS(X)                                          \
+    X(allocs, "allocations")                                      \
+    X(frees, "frees")                                             \
+    X(bytes_allocated, "bytes allocated")                         \
+    X(kernels, "kernels launched")                                \
+    X(syncs, "syncs")                                             \
+    X(kernel_failures, "kernel failures")                         \
+    X(h2d_transfers, "transfers host->device")                    \
+    X(h2d_bytes, "bytes host->device")                            \
+    X(d2h_transfers, "transfers device->host")                    \
+    X(d2h_bytes, "bytes device->host")                            \
+    X(async_copies, "asynchronous copies")                        \
+    X(device_fills, "device-side fills")                          \
+    X(read_faults, "read faults")                                 \
+    X(write_faults, "write faults")                               \
+    X(race_faults, "faults during a kernel")                      \
+    X(fault_ns, "ns in the fault handler")                        \
+    X(tracking_ns, "ns finding written pages")                    \
+    X(call_ns, "ns in calls (release, launch)")                   \
+    X(sync_ns, "ns in syncs (wait, acquire)")                     \
+    X(memory_ns, "ns allocating and freeing")                     \
+    X(io_calls, "I/O calls on shared memory")                     \
+    X(io_bytes, "I/O bytes on shared memory")                     \
+    X(evictions, "rolling evictions")                             \
+    X(prefetched_blocks, "blocks prefetched")                     \
+    X(chaos_cycles, "chaos release/acquire cycles")
+
 enum class Counter : unsigned {
-    allocs,
-    frees,
-    bytes_allocated,
-    kernels,
-    syncs,
-    kernel_failures,
-    h2d_transfers,
-    h2d_bytes,
-    d2h_transfers,
-    d2h_bytes,
-    async_copies,
-    device_fills,
-    read_faults,
-    write_faults,
-    race_faults,
-    fault_ns,
-    tracking_ns,
-    evictions,
-    prefetched_blocks,
-    chaos_cycles,
+#define ADSM_COUNTER_ENUM(id, text) id,
+    ADSM_COUNTERS(ADSM_COUNTER_ENUM)
+#undef ADSM_COUNTER_ENUM
     count_
 };
 
@@ -45,10 +60,14 @@ struct RegionSummary {
 
 class Stats {
 public:
-    void add(Counter c, uint64_t v = 1) { v_[idx(c)].fetch_add(v, std::memory_order_relaxed); }
+    void add(Counter c, uint64_t v = 1) {
+        v_[idx(c)].fetch_add(v, std::memory_order_relaxed);
+        if (profile::on()) attribute(c, v);
+    }
     uint64_t get(Counter c) const { return v_[idx(c)].load(std::memory_order_relaxed); }
     void reset();
-    static const char *name(Counter c);
+    static const char *name(Counter c);  // readable
+    static const char *key(Counter c);   // identifier
 
     // Keeps a freed region's summary if it is among the busiest seen.
     void remember_freed(const RegionSummary &r);
@@ -56,11 +75,17 @@ public:
     // A readable report: totals, then the busiest regions (the freed ones
     // remembered, plus `live`).
     void print(FILE *out, const char *heading, const std::vector<RegionSummary> &live) const;
+    // The same as one JSON object; `about` is a list of "key": "value"
+    // pairs that describe the run (device, protocol, ...).
+    void write_json(FILE *out, const std::vector<std::pair<std::string, std::string>> &about,
+                    const std::vector<RegionSummary> &live) const;
 
 private:
     static constexpr size_t kTopRegions = 10;
     mutable std::mutex top_mu_;
     std::vector<RegionSummary> top_freed_;
+    static void attribute(Counter c, uint64_t v);  // to the profile's current cause
+    std::vector<RegionSummary> busiest(const std::vector<RegionSummary> &live) const;
     static unsigned idx(Counter c) { return static_cast<unsigned>(c); }
     std::atomic<uint64_t> v_[static_cast<unsigned>(Counter::count_)] = {};
 };

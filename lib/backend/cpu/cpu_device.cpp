@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/clock.h"
 #include "os/vm.h"
 #include "support/stats.h"
+#include "support/trace.h"
 
 namespace adsm {
 namespace {
@@ -72,7 +74,9 @@ Status CpuDevice::check_range(uintptr_t dev, size_t n) const {
 
 Status CpuDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    uint64_t t0 = trace::enabled() ? os::now_ns() : 0;
     memmove(view_ + (dev - base_), src, n);
+    if (t0) trace::copy(true, n, dev, t0);
     stats().add(Counter::h2d_transfers);
     stats().add(Counter::h2d_bytes, n);
     return adsmSuccess;
@@ -80,7 +84,9 @@ Status CpuDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 
 Status CpuDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    uint64_t t0 = trace::enabled() ? os::now_ns() : 0;
     memmove(dst, view_ + (dev - base_), n);
+    if (t0) trace::copy(false, n, dev, t0);
     stats().add(Counter::d2h_transfers);
     stats().add(Counter::d2h_bytes, n);
     return adsmSuccess;

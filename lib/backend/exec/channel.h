@@ -49,6 +49,19 @@ struct alignas(64) Command {
     alignas(16) unsigned char payload[kMaxArgsBytes];
 };
 
+// When a kernel ran, for the trace.  The executor overwrites the oldest
+// span when the host has not read them in time; seq tells the host whether
+// a slot still holds the span it wants.
+constexpr uint32_t kSpanSlots = 1024;
+struct KernelSpan {
+    std::atomic<uint64_t> seq;  // span index + 1, written last; 0 while being filled
+    uint32_t stream;
+    uint32_t kernel_id;
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint32_t failed;
+};
+
 enum class DeviceState : uint32_t { starting = 0, ready = 1, failed = 2 };
 
 struct alignas(64) StreamStatus {
@@ -78,6 +91,9 @@ struct Channel {
     alignas(64) std::atomic<uint64_t> completed;       // commands done
     std::atomic<uint32_t> completion_epoch;            // futex: bumped per completion
     std::atomic<uint32_t> host_waiters;
+
+    alignas(64) std::atomic<uint64_t> spans_written;
+    KernelSpan spans[kSpanSlots];
 
     Command ring[kRingSlots];
     StreamStatus streams[kMaxStreams];

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/code_location.h"
+#include "support/trace.h"
 
 namespace adsm::exec {
 
@@ -124,6 +125,7 @@ Status ChannelHost::synchronize(StreamId id, const Alive &alive) {
             return fail(adsmErrorDeviceLost, "the device died while this context's kernels ran");
         }
         s.pending.store(false, std::memory_order_relaxed);
+        if (trace::enabled()) trace_kernels();
     }
     StreamStatus &st = c_->streams[id];
     uint32_t e = st.error.load(std::memory_order_acquire);
@@ -137,6 +139,27 @@ Status ChannelHost::synchronize(StreamId id, const Alive &alive) {
         fail(code, "kernel '%s': %s", st.kernel, st.message);
     st.error.store(0, std::memory_order_release);
     return code;
+}
+
+void ChannelHost::trace_kernels() {
+    std::lock_guard<std::mutex> lock(spans_mu_);
+    uint64_t written = c_->spans_written.load(std::memory_order_acquire);
+    // Spans older than the ring were overwritten before anyone looked.
+    if (written - spans_read_ > kSpanSlots) spans_read_ = written - kSpanSlots;
+    for (; spans_read_ < written; ++spans_read_) {
+        KernelSpan &k = c_->spans[spans_read_ % kSpanSlots];
+        if (k.seq.load(std::memory_order_acquire) != spans_read_ + 1) continue;
+        uint32_t stream = k.stream, id = k.kernel_id, failed = k.failed;
+        uint64_t start = k.start_ns, end = k.end_ns;
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (k.seq.load(std::memory_order_relaxed) != spans_read_ + 1) continue;  // overwritten while read
+        char name[sizeof(KernelRecord::name)] = "kernel";
+        {
+            std::lock_guard<std::mutex> reg(reg_mu_);
+            if (id < records_.size() && records_[id]) snprintf(name, sizeof name, "%s", records_[id]->name);
+        }
+        trace::record(trace::Kind::kernel, start, end, stream, failed, name, trace::stream_track(stream));
+    }
 }
 
 void ChannelHost::lost(uint32_t generation, const char *why) {

@@ -47,6 +47,8 @@ private:
     };
     Status ensure_registered(const KernelInfo &k, uint32_t generation, const Alive &alive);
     Status build_record(const KernelInfo &k, KernelRecord *rec);
+    // Draws the kernels that ran since the last look on the trace.
+    void trace_kernels();
 
     Channel *c_;
     bool needs_module_;
@@ -60,6 +62,9 @@ private:
     std::vector<std::unique_ptr<KernelRecord>> records_;
     std::vector<std::string> record_errors_;
     char lost_reason_[200] = {};
+
+    std::mutex spans_mu_;
+    uint64_t spans_read_ = 0;
 };
 
 }  // namespace adsm::exec

@@ -109,10 +109,26 @@ void Executor::execute_launch(const Command &cmd) {
     FaultInfo fault;
     // Named for the host's benefit, should this process die in the kernel.
     snprintf(c_->running, sizeof c_->running, "%s", k.name.c_str());
+    uint64_t start = os::now_ns();
     bool ok = runner_.run(k.fn, cmd.grid, cmd.block, args, &fault);
     c_->running[0] = '\0';
+    record_span(cmd, start, !ok);
     if (!ok)
         report(cmd.stream, adsmErrorLaunchFailure, k.name.c_str(), &fault, signal_name(fault.signo));
+}
+
+void Executor::record_span(const Command &cmd, uint64_t start_ns, bool failed) {
+    uint64_t i = c_->spans_written.load(std::memory_order_relaxed);
+    KernelSpan &s = c_->spans[i % kSpanSlots];
+    s.seq.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    s.stream = cmd.stream;
+    s.kernel_id = cmd.kernel_id;
+    s.start_ns = start_ns;
+    s.end_ns = os::now_ns();
+    s.failed = failed;
+    s.seq.store(i + 1, std::memory_order_release);
+    c_->spans_written.store(i + 1, std::memory_order_release);
 }
 
 void Executor::report(uint32_t stream, adsmError_t error, const char *kernel, const FaultInfo *fault,

@@ -40,6 +40,7 @@ private:
     bool wait_for_command(uint64_t pos);
     void execute_register(const Command &cmd);
     void execute_launch(const Command &cmd);
+    void record_span(const Command &cmd, uint64_t start_ns, bool failed);
     void report(uint32_t stream, adsmError_t error, const char *kernel, const FaultInfo *fault, const char *message);
 
     Channel *c_;

@@ -6,6 +6,7 @@
 
 #include "os/clock.h"
 #include "os/futex.h"
+#include "support/trace.h"
 
 namespace adsm {
 
@@ -27,7 +28,7 @@ void CopyEngine::start() {
     thread_ = std::thread([this] { run(); });
 }
 
-uint64_t CopyEngine::submit(void *dst, const void *src, size_t n, Direction d, CopyDone done, void *arg) {
+uint64_t CopyEngine::submit(void *dst, const void *src, size_t n, Direction d, uintptr_t dev, CopyDone done, void *arg) {
     if (!running_.load(std::memory_order_acquire)) return 0;
     uint64_t pos = enqueue_.load(std::memory_order_relaxed);
     for (;;) {
@@ -40,6 +41,7 @@ uint64_t CopyEngine::submit(void *dst, const void *src, size_t n, Direction d, C
                 r.src = src;
                 r.n = n;
                 r.dir = d;
+                r.dev = dev;
                 r.done = done;
                 r.arg = arg;
                 r.turn.store(pos + 1, std::memory_order_release);
@@ -99,13 +101,16 @@ void CopyEngine::run() {
         const void *src = r.src;
         size_t n = r.n;
         Direction dir = r.dir;
+        uintptr_t dev = r.dev;
         CopyDone done = r.done;
         void *arg = r.arg;
         r.turn.store(pos + kSlots, std::memory_order_release);
 
-        uint64_t t0 = link_.enabled() ? os::now_ns() : 0;
+        bool timed = link_.enabled() || trace::enabled();
+        uint64_t t0 = timed ? os::now_ns() : 0;
         memcpy(dst, src, n);
         if (link_.enabled()) os::sleep_until_ns(link_.reserve(dir, n, t0));
+        if (trace::enabled()) trace::copy(dir == Direction::to_device, n, dev, t0);
         if (done) done(arg);
 
         ++pos;

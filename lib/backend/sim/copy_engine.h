@@ -23,9 +23,10 @@ public:
 
     void start();  // not from a signal handler
 
-    // Queues dst <- src.  Returns the ticket, or 0 if the queue is full or
-    // the engine is not running (then nothing was queued).
-    uint64_t submit(void *dst, const void *src, size_t n, Direction d, CopyDone done, void *arg);
+    // Queues dst <- src; `dev` is the device address involved, for the trace.
+    // Returns the ticket, or 0 if the queue is full or the engine is not
+    // running (then nothing was queued).
+    uint64_t submit(void *dst, const void *src, size_t n, Direction d, uintptr_t dev, CopyDone done, void *arg);
 
     // Waits until every copy with a ticket up to t has completed.
     void wait(uint64_t t);
@@ -39,6 +40,7 @@ private:
         const void *src;
         size_t n;
         Direction dir;
+        uintptr_t dev;
         CopyDone done;
         void *arg;
     };

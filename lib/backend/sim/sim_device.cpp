@@ -22,6 +22,7 @@
 #include "os/vm.h"
 #include "support/log.h"
 #include "support/stats.h"
+#include "support/trace.h"
 
 namespace adsm {
 namespace {
@@ -103,15 +104,16 @@ Status SimDevice::check_range(uintptr_t dev, size_t n) const {
     return adsmSuccess;
 }
 
-void SimDevice::transfer_done(Direction d, size_t n, uint64_t start) {
+void SimDevice::transfer_done(Direction d, size_t n, uintptr_t dev, uint64_t start) {
     if (link_.enabled()) os::sleep_until_ns(link_.reserve(d, n, start));
+    if (trace::enabled()) trace::copy(d == Direction::to_device, n, dev, start);
 }
 
 Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    uint64_t t0 = link_.enabled() ? os::now_ns() : 0;
+    uint64_t t0 = link_.enabled() || trace::enabled() ? os::now_ns() : 0;
     memcpy(dma_ + (dev - base_), src, n);
-    transfer_done(Direction::to_device, n, t0);
+    transfer_done(Direction::to_device, n, dev, t0);
     stats().add(Counter::h2d_transfers);
     stats().add(Counter::h2d_bytes, n);
     return adsmSuccess;
@@ -119,9 +121,9 @@ Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 
 Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    uint64_t t0 = link_.enabled() ? os::now_ns() : 0;
+    uint64_t t0 = link_.enabled() || trace::enabled() ? os::now_ns() : 0;
     memcpy(dst, dma_ + (dev - base_), n);
-    transfer_done(Direction::to_host, n, t0);
+    transfer_done(Direction::to_host, n, dev, t0);
     stats().add(Counter::d2h_transfers);
     stats().add(Counter::d2h_bytes, n);
     return adsmSuccess;
@@ -135,7 +137,7 @@ Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
 }
 
 uint64_t SimDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
-    uint64_t t = engine_.submit(dma_ + (dev - base_), src, n, Direction::to_device, done, arg);
+    uint64_t t = engine_.submit(dma_ + (dev - base_), src, n, Direction::to_device, dev, done, arg);
     if (t == 0) return Device::copy_to_device_async(dev, src, n, done, arg);
     stats().add(Counter::h2d_transfers);
     stats().add(Counter::h2d_bytes, n);
@@ -144,7 +146,7 @@ uint64_t SimDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t 
 }
 
 uint64_t SimDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
-    uint64_t t = engine_.submit(dst, dma_ + (dev - base_), n, Direction::to_host, done, arg);
+    uint64_t t = engine_.submit(dst, dma_ + (dev - base_), n, Direction::to_host, dev, done, arg);
     if (t == 0) return Device::copy_to_host_async(dst, dev, n, done, arg);
     stats().add(Counter::d2h_transfers);
     stats().add(Counter::d2h_bytes, n);

@@ -61,7 +61,7 @@ private:
     bool server_alive();
     std::string death_reason() const;
     void handle_death(uint32_t generation);
-    void transfer_done(Direction d, size_t n, uint64_t start);
+    void transfer_done(Direction d, size_t n, uintptr_t dev, uint64_t start);
 
     Config config_;
     uint64_t capacity_;

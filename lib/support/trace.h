@@ -1,0 +1,67 @@
+// A timeline of what the runtime did, written at exit in the Chrome
+// trace-event JSON format that Perfetto and chrome://tracing open
+// (ADSM_TRACE=FILE).  Host threads get one track each; the device gets a
+// process of its own with a track per stream and one per copy direction.
+//
+// Recording is async-signal-safe and takes no lock: events go into one
+// preallocated buffer at an index taken with a fetch_add, so the fault
+// handler records like any other code.  When the buffer is full, further
+// events are counted and dropped, and the file says how many.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "support/status.h"
+
+namespace adsm::trace {
+
+enum class Kind : uint16_t {
+    kernel,      // device stream track; a: stream, b: failed
+    copy_h2d,    // copy-engine track; a: bytes, b: device address
+    copy_d2h,
+    read_fault,  // thread track; a: address
+    write_fault,
+    call,        // adsmCall and interposed launches; name: the kernel
+    sync,
+    alloc,       // a: bytes, b: address
+    free,        // b: address
+    io_read,     // interposed I/O on shared memory; a: bytes asked, b: bytes moved
+    io_write,
+    count_
+};
+
+// Where an event is drawn.  Threads are the default; device tracks are
+// named by these ids.
+constexpr uint32_t kThreadTrack = 0;
+constexpr uint32_t kCopyH2DTrack = 1;
+constexpr uint32_t kCopyD2HTrack = 2;
+constexpr uint32_t stream_track(uint32_t stream) { return 16 + stream; }
+
+namespace detail {
+extern std::atomic<bool> g_enabled;
+}
+
+inline bool enabled() { return detail::g_enabled.load(std::memory_order_relaxed); }
+
+// Starts recording, to be written to `path` at exit (see file_for_process).
+// `device` names the device's process in the viewer; `capacity` events fit.
+constexpr size_t kDefaultCapacity = size_t{2} << 20;
+Status start(const char *path, const char *device, size_t capacity = kDefaultCapacity);
+
+// Records one event from start_ns to end_ns (os::now_ns clock).  `name`
+// (optional, copied) replaces the kind's own name.  Async-signal-safe.
+void record(Kind kind, uint64_t start_ns, uint64_t end_ns, uint64_t a = 0, uint64_t b = 0, const char *name = nullptr,
+            uint32_t track = kThreadTrack);
+
+// Draws a copy of n bytes to or from device address `dev` that began at
+// start_ns and ends now, on the device's copy track for its direction.
+void copy(bool to_device, uint64_t n, uint64_t dev, uint64_t start_ns);
+
+// Writes the file now (the exit handler calls it; a forked child never does).
+void write_file();
+// In a fork child: nothing recorded here belongs to the child.
+void disable_in_child();
+
+}  // namespace adsm::trace

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Checks the launcher, the JSON statistics, the trace and the profile on a
+known program (tool_app.c) run through adsm-run."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+RUN, APP = sys.argv[1], sys.argv[2]
+KERNELS = 3
+MIB4 = 4 << 20
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(args, **kw):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADSM_")}
+    env.update(kw.pop("env", {}))
+    return subprocess.run([RUN] + args, capture_output=True, text=True, timeout=120, env=env, **kw)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    stats_path = os.path.join(tmp, "stats.json")
+    trace_path = os.path.join(tmp, "trace.json")
+    scratch = os.path.join(tmp, "scratch")
+
+    # ---- the launcher: rejections name what is wrong; the exit status passes through
+    r = run(["--no-such-option", "--", "true"])
+    check(r.returncode == 125 and "--no-such-option" in r.stderr, "unknown option is rejected by name")
+    r = run(["--block-size", "3K", "--", "true"])
+    check(r.returncode == 125 and "ADSM_BLOCK_SIZE" in r.stderr and "3K" in r.stderr, "bad block size is named")
+    r = run(["--protocol", "nope", "--", "true"])
+    check(r.returncode == 125 and "nope" in r.stderr, "unknown protocol is named")
+    r = run(["--", "true"], env={"ADSM_ON_RACE": "explode"})
+    check(r.returncode == 125 and "ADSM_ON_RACE" in r.stderr, "a bad variable in the environment is named")
+    r = run(["--trace"])
+    check(r.returncode == 125 and "needs a value" in r.stderr, "an option without its value is rejected")
+    r = run(["--trace", "/nonexistent-dir/t.json", "--", "true"])
+    check(r.returncode == 125 and "/nonexistent-dir/t.json" in r.stderr, "an unwritable trace file is named")
+    r = run(["--", "sh", "-c", "exit 7"])
+    check(r.returncode == 7, "the program's exit status passes through")
+    r = run(["--help"])
+    check(r.returncode == 0, "--help succeeds")
+    for var in ("ADSM_PROTOCOL", "ADSM_BLOCK_SIZE", "ADSM_DEVICE", "ADSM_STATS", "ADSM_TRACE", "ADSM_PROFILE",
+                "ADSM_MALLOC_THRESHOLD", "ADSM_SIM_LINK_GBPS"):
+        check(var in r.stdout, "--help documents " + var)
+    for opt in ("--protocol", "--block-size", "--device", "--stats", "--trace", "--profile"):
+        check(opt in r.stdout, "--help documents " + opt)
+
+    # ---- one run with everything on
+    r = run(["--protocol", "lazy", "--block-size", "64K", "--stats=json:" + stats_path, "--trace", trace_path,
+             "--profile=5", "--", APP, scratch])
+    print(r.stdout, r.stderr, sep="\n")
+    check(r.returncode == 0 and "tool_app: sum" in r.stdout, "the program runs under adsm-run and verifies")
+
+    # statistics
+    stats = json.load(open(stats_path))
+    t = stats["totals"]
+    check(stats["protocol"] == "lazy" and stats["block_size"] == str(64 << 10), "statistics name the configuration")
+    check(t["kernels"] == KERNELS and t["syncs"] == KERNELS, "statistics count the kernels and syncs")
+    check(t["allocs"] == 2 and t["frees"] == 2, "statistics count allocations and frees")
+    check(t["io_calls"] >= 2 and t["io_bytes"] >= 2 * MIB4, "statistics count the I/O on shared memory")
+    check(t["h2d_bytes"] >= MIB4 and t["d2h_bytes"] >= KERNELS * MIB4, "statistics count bytes each way")
+    check(t["read_faults"] >= KERNELS, "statistics count the read faults of the CPU's sums")
+    check(t["call_ns"] > 0 and t["sync_ns"] > 0 and t["fault_ns"] > 0, "statistics time the runtime")
+    check(any(reg["d2h_bytes"] >= KERNELS * MIB4 for reg in stats["regions"]), "statistics list the busy region")
+
+    # trace
+    trace = json.load(open(trace_path))
+    ev = trace["traceEvents"]
+    pid = [e["pid"] for e in ev if e["ph"] == "M" and e["args"]["name"].startswith("host")]
+    dev = [e["pid"] for e in ev if e["ph"] == "M" and e["args"]["name"].startswith("device")]
+    check(len(pid) == 1 and len(dev) == 1, "the trace names a host and a device process")
+    x = [e for e in ev if e["ph"] == "X"]
+    for e in x:
+        check(e["dur"] >= 0 and e["ts"] >= 0, "events have a time and a duration")
+    kernels = [e for e in x if e["cat"] == "kernel"]
+    check(len(kernels) == KERNELS and all(e["name"] == "add_one" and e["pid"] in dev for e in kernels),
+          "one device event per kernel, named")
+    calls = [e for e in x if e["cat"] == "call"]
+    syncs = [e for e in x if e["cat"] == "sync"]
+    check(len(calls) == KERNELS and all("add_one" in e["name"] for e in calls), "one call event per launch")
+    check(len(syncs) == KERNELS, "one sync event per sync")
+    # Kernels run after their call began and end before their sync returned.
+    for c, k, s in zip(sorted(calls, key=lambda e: e["ts"]), sorted(kernels, key=lambda e: e["ts"]),
+                       sorted(syncs, key=lambda e: e["ts"])):
+        check(c["ts"] <= k["ts"] and k["ts"] + k["dur"] <= s["ts"] + s["dur"] + 0.01, "kernels sit between call and sync")
+    h2d = [e for e in x if e["cat"] == "transfer" and e["name"] == "host->device"]
+    d2h = [e for e in x if e["cat"] == "transfer" and e["name"] == "device->host"]
+    check(sum(e["args"]["bytes"] for e in h2d) == t["h2d_bytes"], "host->device transfers add up to the statistics")
+    check(sum(e["args"]["bytes"] for e in d2h) == t["d2h_bytes"], "device->host transfers add up to the statistics")
+    check(all(e["pid"] in dev for e in h2d + d2h), "transfers are drawn on the device")
+    faults = [e for e in x if e["cat"] == "fault"]
+    check(len(faults) >= t["read_faults"] and all(e["pid"] in pid for e in faults), "faults are drawn on the thread")
+    io = [e for e in x if e["cat"] == "io"]
+    check(any(e["name"] == "write" and e["args"]["moved"] == MIB4 for e in io) and
+          any(e["name"] == "read" and e["args"]["moved"] == MIB4 for e in io), "fread and fwrite are traced")
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    check(any(n.startswith("tool_app") for n in names) and "stream 0" in names, "tracks are named")
+    check(trace["otherData"]["dropped"] == 0, "no events dropped")
+
+    # profile: the CPU's reads are charged to the line in sum_on_cpu
+    src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tool_app.c")).read().splitlines()
+    line = 1 + next(i for i, l in enumerate(src) if "the line the profile must name" in l)
+    rows = [l for l in r.stderr.splitlines() if "tool_app.c:" in l]
+    check(any("sum_on_cpu" in l and "tool_app.c:%d" % line in l for l in rows), "the profile names the line that faults")
+    check(any("tool_app.c:" in l and "main" in l for l in rows), "the profile names the calls in main")
+
+    # ---- %p: a program started by another gets a file of its own
+    pattern = os.path.join(tmp, "t-%p.json")
+    r = run(["--trace", pattern, "--stats=json:" + os.path.join(tmp, "s-%p.json"), "--", "sh", "-c",
+             '"$0" "$1" && "$0" "$1"', APP, scratch])
+    check(r.returncode == 0, "two runs under one launcher succeed")
+    traces = sorted(f for f in os.listdir(tmp) if f.startswith("t-") and f.endswith(".json"))
+    stat_files = sorted(f for f in os.listdir(tmp) if f.startswith("s-") and f.endswith(".json"))
+    # The shell may or may not start the runtime (it allocates little); the
+    # two programs must have a trace each that holds their kernels.
+    with_kernels = [f for f in traces
+                    if sum(1 for e in json.load(open(os.path.join(tmp, f)))["traceEvents"] if e.get("cat") == "kernel")
+                    == KERNELS]
+    check(len(with_kernels) == 2, "each program writes its own trace (%s)" % traces)
+    check(len([f for f in stat_files if json.load(open(os.path.join(tmp, f)))["totals"]["kernels"] == KERNELS]) == 2,
+          "each program writes its own statistics")
+
+    # ---- the default table goes to stderr, the program's output stays its own
+    r = run(["--stats", "--", APP, scratch])
+    check(r.returncode == 0 and "adsm statistics" in r.stderr and "adsm statistics" not in r.stdout,
+          "--stats prints the table on stderr")
+    check("kernels launched" in r.stderr, "the table names the counters")
+
+if failures:
+    print(len(failures), "check(s) failed")
+    sys.exit(1)
+print("all tool checks passed")

@@ -1,0 +1,90 @@
+// Black-Scholes: European call and put prices for 4M options; three inputs
+// in, two outputs back, a few dozen flops per option.
+#include <cmath>
+#include <vector>
+
+#include "workload.h"
+
+namespace {
+
+constexpr size_t kN = size_t{4} << 20;
+constexpr float kRate = 0.02f, kVol = 0.30f;
+
+float cnd(float d) {
+    const float a1 = 0.31938153f, a2 = -0.356563782f, a3 = 1.781477937f, a4 = -1.821255978f, a5 = 1.330274429f;
+    float k = 1.0f / (1.0f + 0.2316419f * std::fabs(d));
+    float c = 0.3989422804f * std::exp(-0.5f * d * d) * (k * (a1 + k * (a2 + k * (a3 + k * (a4 + k * a5)))));
+    return d > 0 ? 1.0f - c : c;
+}
+
+void price(const float *s, const float *x, const float *t, float *call, float *put, size_t i) {
+    float sq = std::sqrt(t[i]);
+    float d1 = (std::log(s[i] / x[i]) + (kRate + 0.5f * kVol * kVol) * t[i]) / (kVol * sq);
+    float d2 = d1 - kVol * sq;
+    float e = x[i] * std::exp(-kRate * t[i]);
+    call[i] = s[i] * cnd(d1) - e * cnd(d2);
+    put[i] = e * (1.0f - cnd(d2)) - s[i] * (1.0f - cnd(d1));
+}
+
+void black_scholes(const adsm::thread_index &t, const float *s, const float *x, const float *tt, float *call,
+                   float *put, size_t n) {
+    size_t i = adsm::global_x(t);
+    if (i < n) price(s, x, tt, call, put, i);
+}
+
+void fill(float *s, float *x, float *t) {
+    wl::Lcg g(3);
+    for (size_t i = 0; i < kN; ++i) {
+        s[i] = 5.0f + 25.0f * g.unit();
+        x[i] = 1.0f + 99.0f * g.unit();
+        t[i] = 0.25f + 9.75f * g.unit();
+    }
+}
+
+double consume(const float *call, const float *put) {
+    double sum = 0;
+    for (size_t i = 0; i < kN; ++i) sum += call[i] + 0.5 * put[i];
+    return sum;
+}
+
+double reference() {
+    std::vector<float> s(kN), x(kN), t(kN), call(kN), put(kN);
+    fill(s.data(), x.data(), t.data());
+    for (size_t i = 0; i < kN; ++i) price(s.data(), x.data(), t.data(), call.data(), put.data(), i);
+    return consume(call.data(), put.data());
+}
+
+wl::Result run(wl::Variant v, const std::string &) {
+    static const adsm::kernel<black_scholes> k("black_scholes");
+    wl::Result r;
+    r.tolerance = 1e-6;
+    r.reference = reference();
+    if (v == wl::Variant::adsm) {
+        wl::timed_begin();
+        adsm::shared_array<float> s(kN), x(kN), t(kN), call(kN), put(kN);
+        fill(s.data(), x.data(), t.data());
+        k(adsm::blocks_for(kN, 256), 256, s.data(), x.data(), t.data(), call.data(), put.data(), kN);
+        adsm::sync();
+        r.checksum = consume(call.data(), put.data());
+        wl::timed_end();
+    } else {
+        wl::timed_begin();
+        std::vector<float> s(kN), x(kN), t(kN), call(kN), put(kN);
+        adsm::device_array<float> ds(kN), dx(kN), dt(kN), dcall(kN), dput(kN);
+        fill(s.data(), x.data(), t.data());
+        ds.copy_from_host(s.data(), kN);
+        dx.copy_from_host(x.data(), kN);
+        dt.copy_from_host(t.data(), kN);
+        k(adsm::blocks_for(kN, 256), 256, ds.data(), dx.data(), dt.data(), dcall.data(), dput.data(), kN);
+        adsm::sync();
+        dcall.copy_to_host(call.data(), kN);
+        dput.copy_to_host(put.data(), kN);
+        r.checksum = consume(call.data(), put.data());
+        wl::timed_end();
+    }
+    return r;
+}
+
+wl::Register reg("blackscholes", "call and put prices of 4M European options", run);
+
+}  // namespace

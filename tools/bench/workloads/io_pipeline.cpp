@@ -1,0 +1,111 @@
+// I/O pipeline: read a 64 MiB file, transform it on the device, write the
+// result to another file.  The explicit variant reads, copies in, runs,
+// copies out and writes, one step after the other; the ADSM variant reads
+// and writes shared memory directly, and the runtime streams the data
+// between the file and the device while the system calls run.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "workload.h"
+
+namespace {
+
+constexpr size_t kBytes = size_t{64} << 20;
+
+void transform(const adsm::thread_index &t, const uint32_t *in, uint32_t *out, size_t n) {
+    size_t i = adsm::global_x(t);
+    if (i < n) out[i] = (in[i] ^ 0x5a5a5a5au) * 2654435761u;
+}
+
+std::string make_input(const std::string &dir) {
+    std::string path = dir + "/io_pipeline.in";
+    std::vector<uint32_t> data(kBytes / 4);
+    wl::Lcg g(9);
+    for (uint32_t &w : data) w = g.next();
+    FILE *f = fopen(path.c_str(), "wb");
+    if (!f || fwrite(data.data(), 1, kBytes, f) != kBytes || fclose(f) != 0)
+        throw std::runtime_error("cannot write " + path);
+    return path;
+}
+
+void read_all(const std::string &path, void *buf) {
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) throw std::runtime_error("cannot open " + path);
+    size_t done = 0;
+    while (done < kBytes) {
+        ssize_t n = read(fd, static_cast<char *>(buf) + done, kBytes - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    close(fd);
+    if (done != kBytes) throw std::runtime_error("short read from " + path);
+}
+
+void write_all(const std::string &path, const void *buf) {
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) throw std::runtime_error("cannot create " + path);
+    size_t done = 0;
+    while (done < kBytes) {
+        ssize_t n = write(fd, static_cast<const char *>(buf) + done, kBytes - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    close(fd);
+    if (done != kBytes) throw std::runtime_error("short write to " + path);
+}
+
+// The checksum of the output file, read back outside the timed part.
+double file_checksum(const std::string &path) {
+    std::vector<uint32_t> data(kBytes / 4);
+    read_all(path, data.data());
+    double s = 0;
+    for (size_t i = 0; i < data.size(); i += 7) s += data[i] % 1000;
+    return s;
+}
+
+double reference(const std::string &in) {
+    std::vector<uint32_t> data(kBytes / 4);
+    read_all(in, data.data());
+    double s = 0;
+    for (size_t i = 0; i < data.size(); i += 7) s += ((data[i] ^ 0x5a5a5a5au) * 2654435761u) % 1000;
+    return s;
+}
+
+wl::Result run(wl::Variant v, const std::string &scratch) {
+    static const adsm::kernel<transform> k("transform");
+    const size_t n = kBytes / 4;
+    std::string in = make_input(scratch), out = scratch + "/io_pipeline.out";
+    wl::Result r;
+    r.reference = reference(in);
+    if (v == wl::Variant::adsm) {
+        wl::timed_begin();
+        adsm::shared_array<uint32_t> a(n), b(n);
+        read_all(in, a.data());
+        k(adsm::blocks_for(n, 256), 256, a.data(), b.data(), n);
+        adsm::sync();
+        write_all(out, b.data());
+        wl::timed_end();
+    } else {
+        wl::timed_begin();
+        std::vector<uint32_t> host(n);
+        adsm::device_array<uint32_t> a(n), b(n);
+        read_all(in, host.data());
+        a.copy_from_host(host.data(), n);
+        k(adsm::blocks_for(n, 256), 256, a.data(), b.data(), n);
+        adsm::sync();
+        b.copy_to_host(host.data(), n);
+        write_all(out, host.data());
+        wl::timed_end();
+    }
+    r.checksum = file_checksum(out);
+    remove(in.c_str());
+    remove(out.c_str());
+    return r;
+}
+
+wl::Register reg("io_pipeline", "read a 64 MiB file, transform it on the device, write the result", run);
+
+}  // namespace

@@ -1,0 +1,75 @@
+// sgemm: C = A * B for 512x512 floats, one thread per element of C.
+// Compute-bound: the transfers are small next to the kernel.
+#include <vector>
+
+#include "workload.h"
+
+namespace {
+
+constexpr unsigned kN = 512;
+
+void sgemm(const adsm::thread_index &t, const float *a, const float *b, float *c, unsigned n) {
+    size_t col = adsm::global_x(t), row = adsm::global_y(t);
+    if (row >= n || col >= n) return;
+    float s = 0;
+    for (unsigned k = 0; k < n; ++k) s += a[row * n + k] * b[k * n + col];
+    c[row * n + col] = s;
+}
+
+void fill(float *a, float *b) {
+    wl::Lcg g(7);
+    for (size_t i = 0; i < size_t{kN} * kN; ++i) {
+        a[i] = g.unit() - 0.5f;
+        b[i] = g.unit() - 0.5f;
+    }
+}
+
+double consume(const float *c) {
+    double s = 0;
+    for (size_t i = 0; i < size_t{kN} * kN; ++i) s += c[i] * static_cast<double>(i % 13);
+    return s;
+}
+
+double reference() {
+    std::vector<float> a(kN * kN), b(kN * kN), c(kN * kN, 0.0f);
+    fill(a.data(), b.data());
+    for (unsigned i = 0; i < kN; ++i)
+        for (unsigned k = 0; k < kN; ++k)
+            for (unsigned j = 0; j < kN; ++j) c[i * kN + j] += a[i * kN + k] * b[k * kN + j];
+    return consume(c.data());
+}
+
+wl::Result run(wl::Variant v, const std::string &) {
+    static const adsm::kernel<sgemm> k("sgemm");
+    const size_t n2 = size_t{kN} * kN;
+    const adsm::dim3 block(16, 16), grid(kN / 16, kN / 16);
+    wl::Result r;
+    r.tolerance = 1e-3;
+    r.reference = reference();
+    if (v == wl::Variant::adsm) {
+        wl::timed_begin();
+        adsm::shared_array<float> a(n2), b(n2), c(n2);
+        fill(a.data(), b.data());
+        k(grid, block, a.data(), b.data(), c.data(), kN);
+        adsm::sync();
+        r.checksum = consume(c.data());
+        wl::timed_end();
+    } else {
+        wl::timed_begin();
+        std::vector<float> a(n2), b(n2), c(n2);
+        adsm::device_array<float> da(n2), db(n2), dc(n2);
+        fill(a.data(), b.data());
+        da.copy_from_host(a.data(), n2);
+        db.copy_from_host(b.data(), n2);
+        k(grid, block, da.data(), db.data(), dc.data(), kN);
+        adsm::sync();
+        dc.copy_to_host(c.data(), n2);
+        r.checksum = consume(c.data());
+        wl::timed_end();
+    }
+    return r;
+}
+
+wl::Register reg("sgemm", "C = A*B, 512x512 floats, one thread per element", run);
+
+}  // namespace
