@@ -53,7 +53,7 @@ def chart(results, protocols, path):
     for p in protocols:
         values[("geomean", p)] = results["geomean_ratio"][p]
     top = max(2.0, math.ceil(max(values.values()) * 2) / 2)
-    width, height, left, bottom, plot_h = 980, 460, 70, 90, 320
+    width, height, left, bottom, plot_h = 980, 480, 70, 90, 320
     group_w = (width - left - 20) / len(names)
     bar_w = group_w * 0.8 / len(protocols)
     y = lambda v: bottom + plot_h - v / top * plot_h + 0 - 0  # noqa: E731
