@@ -56,7 +56,10 @@ def chart(results, protocols, path):
     width, height, left, bottom, plot_h = 980, 480, 70, 90, 320
     group_w = (width - left - 20) / len(names)
     bar_w = group_w * 0.8 / len(protocols)
-    y = lambda v: bottom + plot_h - v / top * plot_h + 0 - 0  # noqa: E731
+
+    def y(v):
+        return bottom + plot_h - v / top * plot_h
+
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
            % (width, height),
            '<rect width="100%" height="100%" fill="white"/>',

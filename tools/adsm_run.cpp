@@ -41,9 +41,10 @@ const char *const kUsage =
     "  --env NAME=VALUE    set any ADSM_* variable below\n"
     "  -h, --help          this text\n"
     "\n"
-    "Every option sets a variable; variables already in the environment are\n"
-    "used as they are.  %%p in a FILE becomes the process id, so programs that\n"
-    "start other programs write one file each.\n"
+    "Every option sets a variable and wins over the same variable in the\n"
+    "environment; other ADSM_* variables there are used as they are.  %%p in a\n"
+    "FILE becomes the process id, so programs that start other programs write\n"
+    "one file each.\n"
     "\n"
     "variables:\n";
 
