@@ -1,9 +1,11 @@
 // The program's call stack at a point where it entered the runtime (a fault,
-// an API call, an interposed call), and names for its code addresses.  The
+// an API call, an interposed call), and names for its code addresses: the
 // runtime's own frames are left out, so the innermost frame is the
-// program's code that caused the work.
+// program's code that caused the work.  And a short call chain named on the
+// spot, for warnings about a fault.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,5 +25,11 @@ int program_stack(void *ucontext, uintptr_t *ips, int max);
 // Names each address for a person: "function at file:line" where debug
 // information and addr2line are available, else "function+0x1c (module)".
 std::vector<std::string> describe_code(const std::vector<uintptr_t> &ips);
+
+// Writes up to `frames` frames of the faulting code's call chain into buf,
+// innermost first, separated by " <- ", as "function+0x1c (module)": named
+// from the modules' full symbol tables through libunwind, so functions of
+// executables built without -rdynamic get their names too.
+void describe_fault_site(void *ucontext, int frames, char *buf, size_t len);
 
 }  // namespace adsm::os
