@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/config.h"
 #include "support/stats.h"
 
 namespace {
@@ -206,7 +207,7 @@ TEST(EdgeDeathTest, RacePolicyAbortStopsTheProgram) {
     // so the protocol is read from the environment here.
     const char *env = getenv("ADSM_PROTOCOL");
     const char *dev = getenv("ADSM_DEVICE");
-    std::string p = env ? env : "batch";
+    std::string p = env ? env : adsm::Config{}.protocol;  // unset: the default
     bool takes_faults = p != "batch" && !(dev && std::string(dev) == "cpu");
     if (takes_faults) {
         EXPECT_DEATH(
