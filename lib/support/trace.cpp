@@ -145,9 +145,9 @@ void record(Kind kind, uint64_t start_ns, uint64_t end_ns, uint64_t a, uint64_t 
     e.ready.store(1, std::memory_order_release);
 }
 
-void copy(bool to_device, uint64_t n, uint64_t dev, uint64_t start_ns) {
-    record(to_device ? Kind::copy_h2d : Kind::copy_d2h, start_ns, os::now_ns(), n, dev, nullptr,
-           to_device ? kCopyH2DTrack : kCopyD2HTrack);
+void copy(bool to_device, uint64_t n, uint64_t dev, uint64_t start_ns, bool background) {
+    uint32_t track = !background ? kThreadTrack : to_device ? kCopyH2DTrack : kCopyD2HTrack;
+    record(to_device ? Kind::copy_h2d : Kind::copy_d2h, start_ns, os::now_ns(), n, dev, nullptr, track);
 }
 
 void disable_in_child() {

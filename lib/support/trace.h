@@ -1,7 +1,8 @@
 // A timeline of what the runtime did, written at exit in the Chrome
 // trace-event JSON format that Perfetto and chrome://tracing open
 // (ADSM_TRACE=FILE).  Host threads get one track each; the device gets a
-// process of its own with a track per stream and one per copy direction.
+// process of its own with a track per stream and one per direction of its
+// copy engine.
 //
 // Recording is async-signal-safe and takes no lock: events go into one
 // preallocated buffer at an index taken with a fetch_add, so the fault
@@ -19,7 +20,7 @@ namespace adsm::trace {
 
 enum class Kind : uint16_t {
     kernel,      // device stream track; a: stream, b: failed
-    copy_h2d,    // copy-engine track; a: bytes, b: device address
+    copy_h2d,    // a: bytes, b: device address
     copy_d2h,
     read_fault,  // thread track; a: address
     write_fault,
@@ -56,8 +57,12 @@ void record(Kind kind, uint64_t start_ns, uint64_t end_ns, uint64_t a = 0, uint6
             uint32_t track = kThreadTrack);
 
 // Draws a copy of n bytes to or from device address `dev` that began at
-// start_ns and ends now, on the device's copy track for its direction.
-void copy(bool to_device, uint64_t n, uint64_t dev, uint64_t start_ns);
+// start_ns and ends now.  A copy the calling thread waits for is drawn on
+// its track, inside the fault, call or sync that needed it; a background
+// copy (the copy engine's) on the device's track for its direction, where
+// such copies follow one another.  (Slices on one track must nest, so
+// copies from several threads at once cannot share a track.)
+void copy(bool to_device, uint64_t n, uint64_t dev, uint64_t start_ns, bool background);
 
 // Writes the file now (the exit handler calls it; a forked child never does).
 void write_file();

@@ -43,7 +43,7 @@ TEST(TraceTest, RecordsEscapesAndCountsDrops) {
     uint64_t t = os::now_ns();
     trace::record(trace::Kind::call, t, t + 1000, 0, 0, "odd \"name\" \\ with\ttab");
     trace::record(trace::Kind::kernel, t + 10, t + 900, 3, 0, "k", trace::stream_track(3));
-    trace::copy(true, 4096, 0x300000001000, t);
+    trace::copy(true, 4096, 0x300000001000, t, true);
     trace::record(trace::Kind::read_fault, t, t + 5, 0x300000002000);
     // Fill the buffer past its end: the surplus is counted, not written.
     for (uint64_t i = 0; i < capacity; ++i) trace::record(trace::Kind::sync, t, t + 1);

@@ -110,7 +110,7 @@ void CopyEngine::run() {
         uint64_t t0 = timed ? os::now_ns() : 0;
         memcpy(dst, src, n);
         if (link_.enabled()) os::sleep_until_ns(link_.reserve(dir, n, t0));
-        if (trace::enabled()) trace::copy(dir == Direction::to_device, n, dev, t0);
+        if (trace::enabled()) trace::copy(dir == Direction::to_device, n, dev, t0, true);
         if (done) done(arg);
 
         ++pos;

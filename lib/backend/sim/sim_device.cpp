@@ -106,7 +106,7 @@ Status SimDevice::check_range(uintptr_t dev, size_t n) const {
 
 void SimDevice::transfer_done(Direction d, size_t n, uintptr_t dev, uint64_t start) {
     if (link_.enabled()) os::sleep_until_ns(link_.reserve(d, n, start));
-    if (trace::enabled()) trace::copy(d == Direction::to_device, n, dev, start);
+    if (trace::enabled()) trace::copy(d == Direction::to_device, n, dev, start, false);
 }
 
 Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
