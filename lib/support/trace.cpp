@@ -179,7 +179,8 @@ void write_file() {
         (device ? tracks : threads).insert(device ? e.track : e.tid);
         fprintf(f, "%s\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"cat\":\"%s\",\"name\":\"",
                 first ? "" : ",", device ? device_pid : pid, device ? e.track : e.tid,
-                static_cast<double>(e.start_ns - g_origin_ns) / 1000.0, static_cast<double>(e.end_ns - e.start_ns) / 1000.0,
+                static_cast<double>(e.start_ns > g_origin_ns ? e.start_ns - g_origin_ns : 0) / 1000.0,
+                static_cast<double>(e.end_ns - e.start_ns) / 1000.0,
                 k.category);
         first = false;
         if (e.kind == Kind::kernel || !e.name[0]) put_escaped(f, e.name[0] ? e.name : k.name);
