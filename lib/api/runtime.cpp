@@ -59,6 +59,11 @@ void print_stats() {
     stats().print(stderr, heading, live);
 }
 
+// Kernels that ran but were never waited for are drawn too.
+void trace_kernels_at_exit() {
+    if (Runtime *rt = g_runtime.load(); rt && !g_forked.load()) rt->device->trace_kernels();
+}
+
 void fork_child() {
     Runtime *rt = g_runtime.load();
     // A child of a child has nothing left to convert: its parent did it.
@@ -120,8 +125,10 @@ Status start(Runtime **out) {
             s != adsmSuccess)
             return s;
     }
-    if (!rt->config.trace_file.empty())
+    if (!rt->config.trace_file.empty()) {
         if (Status s = trace::start(rt->config.trace_file.c_str(), rt->device->name()); s != adsmSuccess) return s;
+        trace::before_writing(trace_kernels_at_exit);
+    }
     if (rt->config.profile_top) profile::start(rt->config.profile_top);
     pthread_atfork(nullptr, nullptr, fork_child);
     preload::g_chaos.store(rt->config.chaos_every > 0, std::memory_order_relaxed);

@@ -59,6 +59,11 @@ public:
     // use of it (close descriptors, forget the device process).
     virtual void detach_after_fork() {}
 
+    // Draws the kernels that have run and were not drawn yet on the trace
+    // (synchronizations draw the ones they wait for; this catches the rest
+    // when the trace is written).
+    virtual void trace_kernels() {}
+
     virtual Status create_stream(StreamId *out) = 0;
     virtual void destroy_stream(StreamId id) = 0;
     // Queues a kernel; it runs after everything queued on the stream before.

@@ -37,6 +37,7 @@ uint64_t g_origin_ns = 0;
 char g_path[1024];
 char g_device[64];
 std::atomic<bool> g_written{false};
+void (*g_before_writing)() = nullptr;
 
 __attribute__((tls_model("initial-exec"))) thread_local uint32_t tls_tid = 0;
 
@@ -155,8 +156,12 @@ void disable_in_child() {
     g_written.store(true);  // the parent writes the file
 }
 
+void before_writing(void (*hook)()) { g_before_writing = hook; }
+
 void write_file() {
-    if (!g_events || g_written.exchange(true)) return;
+    if (!g_events || g_written.load()) return;
+    if (g_before_writing) g_before_writing();
+    if (g_written.exchange(true)) return;
     detail::g_enabled.store(false, std::memory_order_relaxed);
     Inside in;  // the writer's own mallocs and I/O stay private
     FILE *f = fopen(g_path, "w");

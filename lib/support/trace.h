@@ -64,6 +64,10 @@ void record(Kind kind, uint64_t start_ns, uint64_t end_ns, uint64_t a = 0, uint6
 // copies from several threads at once cannot share a track.)
 void copy(bool to_device, uint64_t n, uint64_t dev, uint64_t start_ns, bool background);
 
+// Runs `hook` first thing when the file is written, for the layers that
+// gather events late (the device's kernel times).
+void before_writing(void (*hook)());
+
 // Writes the file now (the exit handler calls it; a forked child never does).
 void write_file();
 // In a fork child: nothing recorded here belongs to the child.

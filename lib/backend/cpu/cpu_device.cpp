@@ -115,4 +115,8 @@ Status CpuDevice::launch(StreamId id, const LaunchDesc &l) {
 
 Status CpuDevice::synchronize(StreamId id) { return host_->synchronize(id, [] { return true; }); }
 
+void CpuDevice::trace_kernels() {
+    if (host_) host_->trace_kernels();
+}
+
 }  // namespace adsm

@@ -36,6 +36,7 @@ public:
     void destroy_stream(StreamId id) override;
     Status launch(StreamId id, const LaunchDesc &launch) override;
     Status synchronize(StreamId id) override;
+    void trace_kernels() override;
 
 private:
     Status check_range(uintptr_t dev, size_t n) const;

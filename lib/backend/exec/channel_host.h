@@ -37,6 +37,10 @@ public:
     // Prepares the channel for a new executor (after lost()).
     void reset();
 
+    // Draws the kernels that ran since the last look on the trace (each
+    // synchronize does, for the kernels it waited for).
+    void trace_kernels();
+
 private:
     struct Stream {
         std::atomic<bool> used{false};
@@ -47,8 +51,6 @@ private:
     };
     Status ensure_registered(const KernelInfo &k, uint32_t generation, const Alive &alive);
     Status build_record(const KernelInfo &k, KernelRecord *rec);
-    // Draws the kernels that ran since the last look on the trace.
-    void trace_kernels();
 
     Channel *c_;
     bool needs_module_;

@@ -261,6 +261,11 @@ Status SimDevice::launch(StreamId id, const LaunchDesc &l) {
     }
 }
 
+void SimDevice::trace_kernels() {
+    std::shared_lock<std::shared_mutex> lock(server_mu_);
+    if (host_) host_->trace_kernels();
+}
+
 Status SimDevice::synchronize(StreamId id) {
     uint32_t gen;
     Status s;

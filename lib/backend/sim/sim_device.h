@@ -43,6 +43,7 @@ public:
     void start_copy_engine() override { engine_.start(); }
     uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;
     uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
+    void trace_kernels() override;
     void wait_copies(uint64_t ticket) override;
 
     void detach_after_fork() override;
