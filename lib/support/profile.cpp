@@ -126,8 +126,9 @@ void report() {
     struct Row {
         uint32_t site;
         uint64_t v[static_cast<unsigned>(Charge::count_)];
-        uint64_t bytes() const { return v[2] + v[3] + v[4]; }
-        uint64_t faults() const { return v[0] + v[1]; }
+        uint64_t operator[](Charge c) const { return v[static_cast<unsigned>(c)]; }
+        uint64_t bytes() const { return (*this)[Charge::h2d_bytes] + (*this)[Charge::d2h_bytes] + (*this)[Charge::io_bytes]; }
+        uint64_t faults() const { return (*this)[Charge::read_faults] + (*this)[Charge::write_faults]; }
     };
     std::vector<Row> rows;
     for (uint32_t i = 0; i < kSites; ++i) {
@@ -164,9 +165,10 @@ void report() {
                 if (f > 0 && (names[at].rfind("__libc_start", 0) == 0 || names[at].rfind("_start", 0) == 0)) continue;
                 where += (f ? " <- " : "") + names[at];
             }
-        fprintf(stderr, "  %10s %10s %9llu %9llu %10s %8llu  %s\n", human(r.v[2]).c_str(), human(r.v[3]).c_str(),
-                static_cast<unsigned long long>(r.v[0]), static_cast<unsigned long long>(r.v[1]), human(r.v[4]).c_str(),
-                static_cast<unsigned long long>(r.v[5]), where.c_str());
+        fprintf(stderr, "  %10s %10s %9llu %9llu %10s %8llu  %s\n", human(r[Charge::h2d_bytes]).c_str(),
+                human(r[Charge::d2h_bytes]).c_str(), static_cast<unsigned long long>(r[Charge::read_faults]),
+                static_cast<unsigned long long>(r[Charge::write_faults]), human(r[Charge::io_bytes]).c_str(),
+                static_cast<unsigned long long>(r[Charge::entries]), where.c_str());
     }
 }
 
