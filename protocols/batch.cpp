@@ -4,8 +4,6 @@
 // measured against: simple, correct, wasteful.
 #include <sys/mman.h>
 
-#include <cstring>
-
 #include "backend/device.h"
 #include "memory/address_space.h"
 #include "memory/context.h"
@@ -14,7 +12,7 @@
 namespace adsm {
 namespace {
 
-class Batch final : public Protocol {
+class Batch final : public HostCopyProtocol {
 public:
     explicit Batch(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "batch"; }
@@ -46,19 +44,10 @@ public:
         return adsmSuccess;
     }
 
-    // Between a sync and the next call the host copy is the only current one.
-    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t * = nullptr) override {
+    // An object still on the device (a call without its sync) is read there.
+    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override {
         if (r.on_device) return env_.device->copy_to_host(dst, r.dev + off, len);
-        memcpy(dst, r.alias + off, len);
-        return adsmSuccess;
-    }
-    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t * = nullptr) override {
-        memcpy(r.alias + off, src, len);
-        return adsmSuccess;
-    }
-    Status fill(Region &r, size_t off, int value, size_t len) override {
-        memset(r.alias + off, value, len);
-        return adsmSuccess;
+        return HostCopyProtocol::read_out(r, off, dst, len, ticket);
     }
 
     void snapshot(const Region &r, uint8_t *dst) override {

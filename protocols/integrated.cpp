@@ -3,15 +3,13 @@
 // devices, whatever ADSM_PROTOCOL says.
 #include <sys/mman.h>
 
-#include <cstring>
-
 #include "memory/address_space.h"
 #include "protocols/protocol.h"
 
 namespace adsm {
 namespace {
 
-class Integrated final : public Protocol {
+class Integrated final : public HostCopyProtocol {
 public:
     explicit Integrated(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "integrated"; }
@@ -19,18 +17,6 @@ public:
     void on_free(Region &) override {}
     Status release(Context &) override { return adsmSuccess; }
     Status acquire(Context &) override { return adsmSuccess; }
-    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t * = nullptr) override {
-        memcpy(dst, r.alias + off, len);
-        return adsmSuccess;
-    }
-    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t * = nullptr) override {
-        memcpy(r.alias + off, src, len);
-        return adsmSuccess;
-    }
-    Status fill(Region &r, size_t off, int value, size_t len) override {
-        memset(r.alias + off, value, len);
-        return adsmSuccess;
-    }
 
 private:
     ProtocolEnv env_;

@@ -77,6 +77,17 @@ public:
     virtual void snapshot(const Region &r, uint8_t *dst);
 };
 
+// A protocol whose host copy is the current one whenever the runtime works
+// for the program (batch between a sync and the next call; integrated
+// always, the device using the same pages): its own accesses go through the
+// alias view.
+class HostCopyProtocol : public Protocol {
+public:
+    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
+    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
+    Status fill(Region &r, size_t off, int value, size_t len) override;
+};
+
 struct ProtocolInfo {
     const char *name;
     const char *summary;

@@ -201,6 +201,18 @@ TEST(EdgeTest, CpuAccessDuringAKernelWaitsForIt) {
     adsmFree(v);
 }
 
+namespace {
+// Under ADSM_ON_RACE=abort, reads what a running kernel is writing.
+void read_during_a_kernel() {
+    setenv("ADSM_ON_RACE", "abort", 1);
+    auto *v = static_cast<uint64_t *>(adsmAlloc(8));
+    adsm::kernel<slow_write> k("edge.slow_write");
+    k(1, 1, v, uint64_t(42));
+    volatile uint64_t x = *v;
+    (void)x;
+}
+}  // namespace
+
 TEST(EdgeDeathTest, RacePolicyAbortStopsTheProgram) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     // The runtime must start inside the death statement, after the setenv,
@@ -210,25 +222,11 @@ TEST(EdgeDeathTest, RacePolicyAbortStopsTheProgram) {
     std::string p = env ? env : adsm::Config{}.protocol;  // unset: the default
     bool takes_faults = p != "batch" && !(dev && std::string(dev) == "cpu");
     if (takes_faults) {
-        EXPECT_DEATH(
-            {
-                setenv("ADSM_ON_RACE", "abort", 1);
-                auto *v = static_cast<uint64_t *>(adsmAlloc(8));
-                adsm::kernel<slow_write> k("edge.slow_write");
-                k(1, 1, v, uint64_t(42));
-                volatile uint64_t x = *v;
-                (void)x;
-            },
-            "aborting");
+        EXPECT_DEATH(read_during_a_kernel(), "aborting");
     } else {
         EXPECT_EXIT(
             {
-                setenv("ADSM_ON_RACE", "abort", 1);
-                auto *v = static_cast<uint64_t *>(adsmAlloc(8));
-                adsm::kernel<slow_write> k("edge.slow_write");
-                k(1, 1, v, uint64_t(42));
-                volatile uint64_t x = *v;
-                (void)x;
+                read_during_a_kernel();
                 exit(adsmSync() == adsmSuccess ? 0 : 1);
             },
             testing::ExitedWithCode(0), "");
