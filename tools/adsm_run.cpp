@@ -29,7 +29,7 @@ const char *const kUsage =
     "options:\n"
     "  --protocol P        coherence protocol (ADSM_PROTOCOL): %s\n"
     "  --block-size S      coherence block size (ADSM_BLOCK_SIZE), e.g. 64K, 1M\n"
-    "  --device D          accelerator back-end (ADSM_DEVICE): sim, cpu\n"
+    "  --device D          accelerator back-end (ADSM_DEVICE): sim, cpu, cuda\n"
     "  --threshold S       smallest malloc served from shared memory (ADSM_MALLOC_THRESHOLD), or off\n"
     "  --stats             print the runtime's statistics at exit (ADSM_STATS=1)\n"
     "  --stats=json:FILE   write them as JSON to FILE instead\n"

@@ -5,6 +5,7 @@
 
 #include "adsm.h"
 #include "api/launch.h"
+#include "api/modules.h"
 #include "api/runtime.h"
 #include "support/inside.h"
 #include "support/log.h"
@@ -151,6 +152,33 @@ const char *adsmGetKernelName(adsmKernel_t kernel) {
     if (runtime(&rt) != adsmSuccess) return nullptr;
     const KernelInfo *k = rt->kernels.get(kernel);
     return k ? k->name.c_str() : nullptr;
+}
+
+adsmError_t adsmGetKernelParams(adsmKernel_t kernel, unsigned int *num_params, size_t *param_sizes,
+                                unsigned int capacity) {
+    ADSM_RUNTIME(rt);
+    const KernelInfo *k = rt->kernels.get(kernel);
+    if (!k) return record(fail(adsmErrorInvalidValue, "%p is not a kernel handle", static_cast<void *>(kernel)));
+    if (!num_params || (capacity && !param_sizes))
+        return record(fail(adsmErrorInvalidValue, "NULL num_params or param_sizes"));
+    *num_params = static_cast<unsigned int>(k->param_sizes.size());
+    for (unsigned int i = 0; i < capacity && i < k->param_sizes.size(); ++i) param_sizes[i] = k->param_sizes[i];
+    return adsmSuccess;
+}
+
+adsmError_t adsmLoadModule(const char *path, adsmModule_t *module) {
+    ADSM_RUNTIME(rt);
+    return record(load_module_file(*rt, path, module));
+}
+
+adsmError_t adsmLoadModuleData(const void *image, size_t size, adsmModule_t *module) {
+    ADSM_RUNTIME(rt);
+    return record(load_module_data(*rt, image, size, module));
+}
+
+adsmError_t adsmModuleGetKernel(adsmModule_t module, const char *name, adsmKernel_t *kernel) {
+    ADSM_RUNTIME(rt);
+    return record(module_kernel(*rt, module, name, kernel));
 }
 
 adsmError_t adsmCall(adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args) {

@@ -29,6 +29,7 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     const KernelInfo *k = rt.kernels.get(kernel);
     if (!k) return fail(adsmErrorInvalidValue, "%p is not a kernel handle", static_cast<void *>(kernel));
     if (Status s = check_launch(k, grid, block, args); s != adsmSuccess) return s;
+    if (Status s = rt.device->check_kernel(*k); s != adsmSuccess) return s;
     alignas(kArgAlign) unsigned char blob[kMaxArgsBytes];
     for (size_t i = 0; i < k->param_sizes.size(); ++i) memcpy(blob + k->param_offsets[i], args[i], k->param_sizes[i]);
     LaunchDesc l;

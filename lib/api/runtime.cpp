@@ -30,6 +30,9 @@ std::string *g_failure = nullptr;
 
 std::atomic<bool> g_forked{false};
 
+// The granularity of GPU virtual-memory mappings (2 MiB on current NVIDIA GPUs).
+constexpr uint64_t kWindowAlign = 2ull << 20;
+
 void print_stats() {
     Runtime *rt = g_runtime.load();
     if (!rt || g_forked.load()) return;
@@ -111,9 +114,22 @@ Status start(Runtime **out) {
     if (Status s = create_device(rt->config, &rt->device); s != adsmSuccess) return s;
 
     uint64_t window = rt->config.va_size ? rt->config.va_size : default_window_size(rt->device->capacity());
-    if (Status s = rt->space.init(rt->config.va_base, window); s != adsmSuccess) return s;
+    window = (window + kWindowAlign - 1) / kWindowAlign * kWindowAlign;  // whole GPU pages
+    // A GPU driver owns device addresses: it reserves the window first and
+    // the host mirror goes over its reservation (mapping the host first
+    // makes the driver pick another range).
+    uintptr_t reserved = 0;
+    if (Status s = rt->device->reserve_window(rt->config.va_base, window, &reserved); s != adsmSuccess) return s;
+    if (reserved && reserved != rt->config.va_base)
+        ADSM_LOG(info, "the %s driver placed the shared window at %p, not at ADSM_VA_BASE %p", rt->device->name(),
+                 reinterpret_cast<void *>(reserved), reinterpret_cast<void *>(rt->config.va_base));
+    rt->space.keep_pages(rt->device->pins_host_memory());
+    if (Status s = rt->space.init(reserved ? reserved : rt->config.va_base, window, reserved != 0); s != adsmSuccess)
+        return s;
     if (Status s = rt->table.init(rt->space.base(), rt->space.size()); s != adsmSuccess) return s;
-    if (Status s = rt->device->attach_window(rt->space.base(), rt->space.size(), rt->space.host_fd()); s != adsmSuccess)
+    if (Status s = rt->device->attach_window(rt->space.base(), rt->space.size(), rt->space.host_fd(),
+                                             rt->space.alias(rt->space.base()));
+        s != adsmSuccess)
         return s;
     if (Status s = choose_tracker(*rt); s != adsmSuccess) return s;
     ProtocolEnv env{rt->device.get(), &rt->space, &rt->config, rt->tracker.get()};

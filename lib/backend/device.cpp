@@ -2,6 +2,30 @@
 
 namespace adsm {
 
+Status Device::reserve_window(uintptr_t, uint64_t, uintptr_t *out) {
+    *out = 0;
+    return adsmSuccess;
+}
+
+Status Device::load_module(const void *, size_t, void **) {
+    return fail(adsmErrorNotSupported,
+                "the %s device runs kernels registered as host functions (adsmRegisterKernel); GPU modules need "
+                "ADSM_DEVICE=cuda",
+                name());
+}
+
+Status Device::module_function(void *, const char *, void **, std::vector<uint32_t> *) {
+    return fail(adsmErrorNotSupported, "the %s device has no modules", name());
+}
+
+Status Device::check_kernel(const KernelInfo &k) const {
+    if (k.fn) return adsmSuccess;
+    return fail(adsmErrorNotSupported,
+                "kernel '%s' is GPU code from a module; the %s device runs host functions registered with "
+                "adsmRegisterKernel",
+                k.name.c_str(), name());
+}
+
 // Devices without a copy engine copy on the spot.
 uint64_t Device::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
     copy_to_device(dev, src, n);

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/kernel.h"
 #include "support/config.h"
@@ -32,8 +33,18 @@ public:
     virtual uint64_t capacity() const = 0;
     virtual uint64_t used() const = 0;
 
-    // Sets up device memory for the window; host_fd backs the host mirror.
-    virtual Status attach_window(uintptr_t base, uint64_t size, int host_fd) = 0;
+    // Where the window must lie, for a device whose driver hands out device
+    // addresses (a GPU): the driver reserves the range first and the host
+    // mirror is then mapped over that reservation.  *out is the reserved
+    // base, or 0 when any free range will do (the default).
+    virtual Status reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out);
+    // Sets up device memory for the window.  host_fd backs the host mirror;
+    // host_alias is the runtime's always-writable view of it, the host
+    // memory every protocol copy names.
+    virtual Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) = 0;
+    // The device pins host-mirror pages for its copy engine: they must never
+    // be handed back to the system (hole punching) while it may use them.
+    virtual bool pins_host_memory() const { return false; }
     // Backs [dev, dev+bytes) with device memory; fails cleanly when full.
     virtual Status commit(uintptr_t dev, uint64_t bytes) = 0;
     virtual void decommit(uintptr_t dev, uint64_t bytes) = 0;
@@ -63,6 +74,15 @@ public:
     // (synchronizations draw the ones they wait for; this catches the rest
     // when the trace is written).
     virtual void trace_kernels() {}
+
+    // GPU code.  A module is a driver image (cubin, fatbin, PTX); a function
+    // of it is found by name with its parameter sizes as the driver reports
+    // them.  Devices that run host functions refuse modules.
+    virtual Status load_module(const void *image, size_t size, void **module);
+    virtual Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes);
+    // Whether this device can run k at all (host function or module code),
+    // checked before a call releases anything.
+    virtual Status check_kernel(const KernelInfo &k) const;
 
     virtual Status create_stream(StreamId *out) = 0;
     virtual void destroy_stream(StreamId id) = 0;

@@ -4,6 +4,9 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_device.h"
+#ifdef ADSM_HAVE_CUDA
+#include "backend/cuda/cuda_device.h"
+#endif
 #include "backend/device.h"
 #include "backend/sim/sim_device.h"
 
@@ -19,16 +22,21 @@ Status create_device(const Config &config, std::unique_ptr<Device> *out) {
         *out = std::make_unique<CpuDevice>(config);
         return adsmSuccess;
     }
-    if (d == "cuda")
+    if (d == "cuda") {
+#ifdef ADSM_HAVE_CUDA
+        return cuda::CudaDevice::open(config, out);
+#else
         return fail(adsmErrorNoDevice,
-                    "ADSM_DEVICE=cuda: the CUDA Driver API back-end is not part of this build yet; use sim or cpu");
+                    "ADSM_DEVICE=cuda: this build has no CUDA back-end (cuda.h was not found when it was configured)");
+#endif
+    }
     if (d == "levelzero")
         return fail(adsmErrorNoDevice,
                     "ADSM_DEVICE=levelzero: the Level Zero back-end is not part of this build yet; use sim or cpu");
     if (d == "remote")
         return fail(adsmErrorNoDevice,
                     "ADSM_DEVICE=remote: remote accelerators over libfabric are not part of this build yet; use sim or cpu");
-    return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim or cpu", d.c_str());
+    return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim, cpu or cuda", d.c_str());
 }
 
 }  // namespace adsm

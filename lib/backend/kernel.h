@@ -16,7 +16,8 @@ constexpr unsigned kArgAlign = 16;        // every parameter slot is max_align_t
 struct KernelInfo {
     uint32_t id = 0;                      // dense index, stable for the process
     std::string name;
-    adsmKernelFunc fn = nullptr;
+    adsmKernelFunc fn = nullptr;          // a host function (sim, cpu)...
+    void *device_fn = nullptr;            // ...or GPU code from a module (a CUfunction on cuda)
     std::vector<uint32_t> param_sizes;
     std::vector<uint32_t> param_offsets;  // into the argument blob
     uint32_t args_size = 0;               // blob bytes

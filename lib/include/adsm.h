@@ -77,6 +77,7 @@ typedef struct adsmThreadIdx {
 typedef void (*adsmKernelFunc)(const adsmThreadIdx *idx, void **args);
 
 typedef struct adsmKernel_st *adsmKernel_t;
+typedef struct adsmModule_st *adsmModule_t;
 typedef struct adsmContext_st *adsmContext_t;
 
 /* ---- Errors ------------------------------------------------------------ */
@@ -123,6 +124,28 @@ ADSM_API adsmError_t adsmRegisterKernel(const char *name, adsmKernelFunc func,
                                         adsmKernel_t *kernel);
 ADSM_API adsmError_t adsmGetKernel(const char *name, adsmKernel_t *kernel);
 ADSM_API const char *adsmGetKernelName(adsmKernel_t kernel);
+/* A kernel's parameters: their number in *num_params and, for the first
+ * `capacity` of them, their sizes in param_sizes (which may be NULL when
+ * capacity is 0). */
+ADSM_API adsmError_t adsmGetKernelParams(adsmKernel_t kernel, unsigned int *num_params, size_t *param_sizes,
+                                         unsigned int capacity);
+
+/*
+ * GPU code for the cuda device: a module (cubin, fatbin or PTX, as nvcc
+ * writes them) from a file or from memory (PTX NUL-terminated or with its
+ * exact size).  Modules stay loaded for the life of the process.  The sim
+ * and cpu devices run host functions and refuse modules with
+ * adsmErrorNotSupported.
+ */
+ADSM_API adsmError_t adsmLoadModule(const char *path, adsmModule_t *module);
+ADSM_API adsmError_t adsmLoadModuleData(const void *image, size_t size, adsmModule_t *module);
+/*
+ * A kernel of a module by its (extern "C" or mangled) name.  Its parameter
+ * sizes come from the driver, so adsmCall checks and packs arguments as for
+ * a registered kernel.  The name is also registered for adsmCallByName
+ * unless a kernel already holds it.
+ */
+ADSM_API adsmError_t adsmModuleGetKernel(adsmModule_t module, const char *name, adsmKernel_t *kernel);
 
 /*
  * Release the calling context's shared objects and launch a kernel.  args

@@ -167,15 +167,20 @@ class kernel {
     using sig = detail::kernel_signature<decltype(F)>;
     static_assert(sig::trivially_copyable, "kernel parameters are copied by value to the device");
 
-    static void trampoline(const thread_index *t, void **args) {
-        sig::template invoke<F>(t, args, std::make_index_sequence<sig::arity>{});
-    }
-
 public:
     explicit kernel(const char *name) {
         std::size_t sizes[sig::arity + 1] = {};
         sig::sizes(sizes, std::make_index_sequence<sig::arity>{});
-        check(adsmRegisterKernel(name, &trampoline, static_cast<unsigned int>(sig::arity), sizes, &handle_));
+        check(adsmRegisterKernel(name, &host_function, static_cast<unsigned int>(sig::arity), sizes, &handle_));
+    }
+
+    // F's GPU code from a module (its kernel loaded with adsmModuleGetKernel),
+    // launched with F's parameter types.
+    explicit kernel(adsmKernel_t handle) noexcept : handle_(handle) {}
+
+    // The function adsm calls once per (block, thread) on sim and cpu.
+    static void host_function(const thread_index *t, void **args) {
+        sig::template invoke<F>(t, args, std::make_index_sequence<sig::arity>{});
     }
 
     template <class... Args>
@@ -194,6 +199,57 @@ private:
         check(adsmCall(handle_, grid, block, ptrs));
     }
     adsmKernel_t handle_ = nullptr;
+};
+
+// GPU code for the cuda device, loaded from a cubin, fatbin or PTX file
+// (or image in memory).  Modules stay loaded for the life of the process.
+class module {
+public:
+    explicit module(const char *path) { check(adsmLoadModule(path, &m_)); }
+    module(const void *image, std::size_t size) { check(adsmLoadModuleData(image, size, &m_)); }
+
+    // The kernel `name`, launched with arguments of types Params...: their
+    // number and sizes are checked against what the driver reports.
+    template <class... Params>
+    class function {
+    public:
+        function(adsmModule_t m, const char *name) {
+            check(adsmModuleGetKernel(m, name, &k_));
+            constexpr std::size_t want[] = {sizeof(Params)..., 0};
+            std::size_t got[sizeof...(Params) + 1] = {};
+            unsigned int n = 0;
+            check(adsmGetKernelParams(k_, &n, got, static_cast<unsigned int>(sizeof...(Params))));
+            bool same = n == sizeof...(Params);
+            for (std::size_t i = 0; same && i < sizeof...(Params); ++i) same = got[i] == want[i];
+            if (!same)
+                throw error(adsmErrorInvalidValue,
+                            std::string("kernel '") + name + "': its parameters differ from the types given");
+        }
+        template <class... Args>
+        void operator()(dim3 grid, dim3 block, Args &&...args) const {
+            static_assert(sizeof...(Args) == sizeof...(Params), "wrong number of kernel arguments");
+            std::tuple<Params...> values(std::forward<Args>(args)...);
+            std::apply(
+                [&](auto &...v) {
+                    void *ptrs[sizeof...(Params) + 1] = {static_cast<void *>(&v)...};
+                    check(adsmCall(k_, grid, block, ptrs));
+                },
+                values);
+        }
+        adsmKernel_t handle() const noexcept { return k_; }
+
+    private:
+        adsmKernel_t k_ = nullptr;
+    };
+
+    template <class... Params>
+    function<Params...> kernel(const char *name) const {
+        return function<Params...>(m_, name);
+    }
+    adsmModule_t handle() const noexcept { return m_; }
+
+private:
+    adsmModule_t m_ = nullptr;
 };
 
 // Run f with the calling thread bound to ctx, then restore its own context.

@@ -16,10 +16,16 @@ namespace {
 constexpr size_t kPunchThreshold = 64 * 1024;
 }  // namespace
 
-Status AddressSpace::init(uintptr_t preferred, uint64_t size) {
+Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) {
     int fd = os::memfd_sized("adsm-host", size);
     if (fd < 0) return fail(adsmErrorInitialization, "cannot create the host mirror memfd: %s", strerror(-fd));
-    void *user = os::map_shared(fd, 0, size, PROT_NONE, preferred);
+    void *user = os::map_shared(fd, 0, size, PROT_NONE, preferred, over_device);
+    if (user == MAP_FAILED && over_device) {
+        int e = errno;
+        close(fd);
+        return fail(adsmErrorInitialization, "cannot map the host mirror over the device's window at %p (%llu bytes): %s",
+                    reinterpret_cast<void *>(preferred), static_cast<unsigned long long>(size), strerror(e));
+    }
     if (user == MAP_FAILED) {
         // The preferred window is taken; any free range serves as well.
         user = os::map_shared(fd, 0, size, PROT_NONE, 0);
@@ -58,9 +64,14 @@ Status AddressSpace::allocate(size_t span, uintptr_t *out) {
 
 void AddressSpace::release(uintptr_t addr, size_t span) {
     os::protect(reinterpret_cast<void *>(addr), span, PROT_NONE);
-    if (span >= kPunchThreshold) os::punch_hole(host_fd_, addr - base_, span);
+    if (span >= kPunchThreshold && !keep_pages_) os::punch_hole(host_fd_, addr - base_, span);
     std::lock_guard<std::mutex> lock(mu_);
     ranges_.release(addr, span);
+}
+
+void AddressSpace::zero(uintptr_t addr, size_t span) {
+    if (span >= kPunchThreshold && !keep_pages_) os::punch_hole(host_fd_, addr - base_, span);
+    else ::memset(alias(addr), 0, span);
 }
 
 Status AddressSpace::set_access(uintptr_t addr, size_t span, int prot) {

@@ -19,8 +19,14 @@ namespace adsm {
 
 class AddressSpace {
 public:
-    // Reserves `size` bytes, at `preferred` if that range is free.
-    Status init(uintptr_t preferred, uint64_t size);
+    // Reserves `size` bytes, at `preferred` if that range is free.  With
+    // `over_device`, [preferred, +size) is a range the device's driver has
+    // reserved already, and the host mirror is mapped over it exactly there.
+    Status init(uintptr_t preferred, uint64_t size, bool over_device = false);
+    // The device pins mirror pages for DMA: freed and zeroed ranges keep
+    // their pages (a punched page would leave the device copying from a
+    // page the mirror no longer holds).
+    void keep_pages(bool keep) { keep_pages_ = keep; }
 
     uintptr_t base() const { return base_; }
     uint64_t size() const { return size_; }
@@ -33,6 +39,10 @@ public:
     Status allocate(size_t span, uintptr_t *out);
     // Closes the user view and gives the range back (through quarantine).
     void release(uintptr_t addr, size_t span);
+
+    // Zeroes [addr, addr+span) of the host mirror, giving large ranges'
+    // pages back to the system where that is allowed.
+    void zero(uintptr_t addr, size_t span);
 
     // mprotect on the user view.
     Status set_access(uintptr_t addr, size_t span, int prot);
@@ -48,6 +58,7 @@ private:
     uint64_t size_ = 0;
     int host_fd_ = -1;
     uint8_t *alias_ = nullptr;
+    bool keep_pages_ = false;
     std::mutex mu_;
     RangeAllocator ranges_;
 };

@@ -23,7 +23,6 @@ namespace {
 __attribute__((tls_model("initial-exec"))) thread_local Context *tls_context = nullptr;
 __attribute__((tls_model("initial-exec"))) thread_local Context *tls_home = nullptr;
 Manager *g_instance = nullptr;
-constexpr size_t kZeroByPunch = 64 * 1024;
 constexpr size_t kBounce = 1 << 20;
 
 void *ptr(uintptr_t a) { return reinterpret_cast<void *>(a); }
@@ -251,11 +250,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     Region *r;
     if (Status s = carve(size, RegionKind::shared, &r); s != adsmSuccess) return s;
     r->origin = origin;
-    if (zero) {
-        // Pages of a large range are fresh from the system; small ones may be reused.
-        if (r->span >= kZeroByPunch) os::punch_hole(space_.host_fd(), r->host - space_.base(), r->span);
-        else ::memset(r->alias, 0, r->size);
-    }
+    if (zero) space_.zero(r->host, r->span);
     if (Status s = protocol_.on_alloc(*r, zero); s != adsmSuccess) {
         retire(r);
         return s;

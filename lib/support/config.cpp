@@ -11,7 +11,7 @@ namespace adsm {
 
 const std::vector<ConfigVar> &config_variables() {
     static const std::vector<ConfigVar> vars = {
-        {"ADSM_DEVICE", "sim|cpu", "accelerator back-end (cuda, levelzero and remote are reserved)"},
+        {"ADSM_DEVICE", "sim|cpu|cuda", "accelerator back-end: simulated GPU, in-process CPU, or an NVIDIA GPU (levelzero and remote are reserved)"},
         {"ADSM_PROTOCOL", "batch|lazy|rolling|delta", "coherence protocol (default delta)"},
         {"ADSM_BLOCK_SIZE", "SIZE", "coherence block size, a multiple of the page size (default 256K)"},
         {"ADSM_ROLLING_SIZE", "N", "dirty blocks the rolling protocol keeps before evicting (default 8, at least 2)"},

@@ -57,7 +57,7 @@ SimDevice::~SimDevice() {
     if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
 }
 
-Status SimDevice::attach_window(uintptr_t base, uint64_t size, int) {
+Status SimDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *) {
     int fd = os::memfd_sized("adsm-sim-device-memory", size);
     if (fd < 0) return fail(adsmErrorInitialization, "sim: cannot create device memory: %s", strerror(-fd));
     void *dma = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);

@@ -32,7 +32,7 @@ public:
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return used_.load(std::memory_order_relaxed); }
 
-    Status attach_window(uintptr_t base, uint64_t size, int host_fd) override;
+    Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
 

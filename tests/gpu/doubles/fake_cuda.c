@@ -1,14 +1,17 @@
 /*
  * A test double of the CUDA driver (libcuda.so.1): the entry points the
  * tests use, with the driver's signatures (from the toolkit's cuda.h) and
- * its error codes for bad input, over fake_device.h.  Memory is host memory
- * (an integrated device); kernels are host functions found by name.
+ * its error codes for bad input, over fake_device.h.  Memory from
+ * cuMemAlloc and cuMemAllocManaged is host memory (as an integrated device
+ * would have it); memory from the virtual-memory API is a discrete device's
+ * (fake_cuda_vmm.h).  Kernels are host functions found by name.
  * fake_cuda_calls(name) says how many calls of an entry point reached it.
  */
 #include <cuda.h>
 
 #include <stdio.h>
 
+#include "fake_cuda_vmm.h"
 #include "fake_device.h"
 
 #undef cuGetProcAddress
@@ -23,9 +26,10 @@ CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s);
 #define EXPORT __attribute__((visibility("default")))
 #define COUNT() fake_count(__func__)
 
-static fake_device device = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0};
+static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 static atomic_int initialized;
 static int primary_context;  /* its address is the one context handle */
+static __thread CUcontext current_ctx;
 
 struct CUmod_st {
     char image[4096];
@@ -38,10 +42,25 @@ struct CUstream_st {
 };
 
 EXPORT long fake_cuda_calls(const char *name) { return fake_count_of(name); }
+/* What the discrete device holds, for the tests. */
+EXPORT size_t fake_cuda_device_bytes(void) { return vmm_used; }
+EXPORT long fake_cuda_pinned_bytes(void) { return atomic_load(&vmm_pinned); }
+EXPORT long fake_cuda_pageable_copies(void) { return atomic_load(&vmm_pageable_copies); }
+EXPORT int fake_cuda_is_reserved(const void *p) {
+    pthread_mutex_lock(&vmm_mu);
+    int r = vmm_in_reserved((uintptr_t)p, 1);
+    pthread_mutex_unlock(&vmm_mu);
+    return r;
+}
 
 #define NEED_INIT()                                               \
     do {                                                          \
         if (!atomic_load(&initialized)) return CUDA_ERROR_NOT_INITIALIZED; \
+    } while (0)
+/* After a kernel fault the context is gone, as on the real driver. */
+#define STICKY()                                                              \
+    do {                                                                      \
+        if (atomic_load(&device.error)) return (CUresult)atomic_load(&device.error); \
     } while (0)
 
 EXPORT CUresult CUDAAPI cuInit(unsigned int flags) {
@@ -79,7 +98,9 @@ EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
 EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
     COUNT();
     NEED_INIT();
-    return c == NULL || c == (CUcontext)&primary_context ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (c != NULL && c != (CUcontext)&primary_context) return CUDA_ERROR_INVALID_CONTEXT;
+    current_ctx = c;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *image) {
@@ -141,6 +162,7 @@ EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
 
 static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, void **params, void **extra) {
     NEED_INIT();
+    STICKY();
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
     if (extra && extra[0] != CU_LAUNCH_PARAM_END) return CUDA_ERROR_NOT_SUPPORTED;
     const fake_kernel *k = (const fake_kernel *)f;
@@ -189,7 +211,7 @@ EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
     COUNT();
     NEED_INIT();
     fake_drain(&device);
-    return CUDA_SUCCESS;
+    return (CUresult)atomic_load(&device.error);
 }
 
 EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
@@ -213,7 +235,7 @@ EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
     NEED_INIT();
     (void)s;
     fake_drain(&device);
-    return CUDA_SUCCESS;
+    return (CUresult)atomic_load(&device.error);
 }
 
 EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {
@@ -229,6 +251,7 @@ static CUresult query(void) {
     pthread_mutex_lock(&device.mu);
     int idle = !device.head && !device.busy;
     pthread_mutex_unlock(&device.mu);
+    if (atomic_load(&device.error)) return (CUresult)atomic_load(&device.error);
     return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -293,8 +316,223 @@ EXPORT CUresult CUDAAPI cuGetErrorName(CUresult r, const char **s) {
     case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
     case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
     default: *s = "CUDA_ERROR_OTHER"; break;
     }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuGetErrorString(CUresult r, const char **s) {
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    *s = r == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered"
+         : r == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory"
+                                          : "an error of the fake driver";
+    return CUDA_SUCCESS;
+}
+
+/* ---- the discrete device (fake_cuda_vmm.h) */
+
+EXPORT CUresult CUDAAPI cuDeviceGetCount(int *n) {
+    COUNT();
+    NEED_INIT();
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    *n = 1;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d) {
+    COUNT();
+    NEED_INIT();
+    if (!name || len <= 0 || d != 0) return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "fake discrete GPU");
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
+    NEED_INIT();
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    *c = current_ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext c) {
+    COUNT();
+    NEED_INIT();
+    if (c != (CUcontext)&primary_context) return CUDA_ERROR_INVALID_CONTEXT;
+    current_ctx = c;  /* one deep is all the runtime needs */
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *c) {
+    COUNT();
+    NEED_INIT();
+    if (c) *c = current_ctx;
+    current_ctx = NULL;
+    return CUDA_SUCCESS;
+}
+
+/* Every call below needs the context current on the calling thread. */
+#define NEED_CONTEXT()                                            \
+    do {                                                          \
+        NEED_INIT();                                              \
+        if (!current_ctx) return CUDA_ERROR_INVALID_CONTEXT;      \
+    } while (0)
+
+EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    COUNT();
+    NEED_CONTEXT();
+    if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+    *total = vmm_total();
+    *free_bytes = vmm_total() - vmm_used;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop,
+                                                      CUmemAllocationGranularity_flags flags) {
+    COUNT();
+    NEED_INIT();
+    (void)flags;
+    if (!g || !prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    *g = VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr,
+                                            unsigned long long flags) {
+    COUNT();
+    NEED_INIT();
+    if (flags) return CUDA_ERROR_INVALID_VALUE;
+    return vmm_reserve(p, size, align, addr);
+}
+
+EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
+                                    unsigned long long flags) {
+    COUNT();
+    NEED_CONTEXT();
+    STICKY();
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        prop->location.id != 0 || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    return vmm_create(h, size);
+}
+
+EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle h) {
+    COUNT();
+    NEED_INIT();
+    return vmm_release(h);
+}
+
+EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                                 unsigned long long flags) {
+    COUNT();
+    NEED_CONTEXT();
+    if (flags) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = vmm_map(va, size, offset, h);
+    if (r == CUDA_SUCCESS) device.run_kernel = vmm_run_kernel;
+    return r;
+}
+
+EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr va, size_t size) {
+    COUNT();
+    NEED_INIT();
+    fake_drain(&device);  /* as the real one, after the work that may use it */
+    return vmm_unmap(va, size);
+}
+
+EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr va, size_t size, const CUmemAccessDesc *desc, size_t count) {
+    COUNT();
+    NEED_CONTEXT();
+    if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc->location.id != 0 ||
+        desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return CUDA_ERROR_INVALID_VALUE;
+    return vmm_set_access(va, size);
+}
+
+EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
+    COUNT();
+    NEED_CONTEXT();
+    (void)flags;
+    return vmm_register(p, n);
+}
+
+EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
+    COUNT();
+    NEED_CONTEXT();
+    return vmm_unregister(p);
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+    COUNT();
+    NEED_CONTEXT();
+    STICKY();
+    (void)s;
+    if (!src) return CUDA_ERROR_INVALID_VALUE;
+    vmm_check_host(src, n, "cuMemcpyHtoDAsync");
+    return vmm_queue(&device, dst, (unsigned char *)src, n, 1, 0, 0);
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
+    COUNT();
+    NEED_CONTEXT();
+    STICKY();
+    (void)s;
+    if (!dst) return CUDA_ERROR_INVALID_VALUE;
+    vmm_check_host(dst, n, "cuMemcpyDtoHAsync");
+    return vmm_queue(&device, src, (unsigned char *)dst, n, 0, 0, 0);
+}
+
+EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+    COUNT();
+    NEED_CONTEXT();
+    STICKY();
+    (void)s;
+    return vmm_queue(&device, dst, NULL, n, 1, 1, value);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
+    COUNT();
+    NEED_CONTEXT();
+    STICKY();
+    (void)s;
+    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    vmm_host_fn *h = (vmm_host_fn *)calloc(1, sizeof *h);
+    h->fn = fn;
+    h->data = data;
+    fake_submit_work(&device, vmm_do_host_fn, h);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+    COUNT();
+    NEED_CONTEXT();
+    STICKY();
+    (void)s;
+    (void)flags;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;  /* one in-order queue: already ordered */
+}
+
+EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *options,
+                                           void **values) {
+    COUNT();
+    NEED_CONTEXT();
+    (void)n;
+    (void)options;
+    (void)values;
+    if (image && strncmp((const char *)image, "fake-module:", 12) != 0) return CUDA_ERROR_INVALID_IMAGE;
+    return cuModuleLoadData(m, image ? (const char *)image + 12 : NULL);
+}
+
+EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size) {
+    COUNT();
+    NEED_INIT();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    const fake_kernel *k = (const fake_kernel *)f;
+    if (index >= k->nparams) return CUDA_ERROR_INVALID_VALUE;
+    size_t off = 0;
+    for (size_t i = 0; i < index; ++i) off = (off + k->sizes[i] + 7) / 8 * 8;
+    if (offset) *offset = off;
+    if (size) *size = k->sizes[index];
     return CUDA_SUCCESS;
 }
 

@@ -26,21 +26,26 @@ typedef struct fake_kernel {
     gpu_kernel fn;
 } fake_kernel;
 
-/* Parses one kernel's entry of a module image; 0 if the image lacks it. */
+/* Parses one kernel's entry of a module image; 0 if the image lacks it.
+ * An entry is "name:sizes" (the function is the program's symbol of that
+ * name) or "name@0xADDRESS:sizes" (the function at that address, for
+ * kernels that have no symbol of their own, such as C++ templates). */
 static int fake_module_find(const char *image, const char *name, fake_kernel *out) {
     size_t len = strlen(name);
     for (const char *p = image; p && *p;) {
         const char *colon = strchr(p, ':');
         if (!colon) return 0;
         const char *end = strchr(colon, ';');
-        if ((size_t)(colon - p) == len && strncmp(p, name, len) == 0) {
+        const char *at = memchr(p, '@', (size_t)(colon - p));
+        const char *name_end = at ? at : colon;
+        if ((size_t)(name_end - p) == len && strncmp(p, name, len) == 0) {
             memset(out, 0, sizeof *out);
             strncpy(out->name, name, sizeof out->name - 1);
             for (const char *q = colon + 1; *q && q != end && out->nparams < FAKE_MAX_PARAMS;) {
                 out->sizes[out->nparams++] = strtoul(q, (char **)&q, 10);
                 if (*q == ',') ++q;
             }
-            out->fn = (gpu_kernel)dlsym(RTLD_DEFAULT, name);
+            out->fn = at ? (gpu_kernel)(uintptr_t)strtoull(at + 1, NULL, 16) : (gpu_kernel)dlsym(RTLD_DEFAULT, name);
             return out->fn != NULL;
         }
         p = end ? end + 1 : NULL;
@@ -50,7 +55,9 @@ static int fake_module_find(const char *image, const char *name, fake_kernel *ou
 
 typedef struct fake_job {
     fake_kernel kernel;
-    int has_kernel;             /* 0: only a completion flag */
+    int has_kernel;             /* 0: only a completion flag, or `work` */
+    void (*work)(void *);       /* a copy or host function queued in order */
+    void *work_arg;
     gpu_dim grid, block;
     unsigned char argbuf[FAKE_MAX_PARAMS * 16];
     void *args[FAKE_MAX_PARAMS];
@@ -64,6 +71,11 @@ typedef struct fake_device {
     fake_job *head, *tail;
     int busy, started;
     pthread_t worker;
+    /* Runs a kernel job; 0 on success, else the error every later call
+     * reports (a faulting kernel poisons a CUDA context).  NULL: the grid
+     * runs on the worker thread, in the host's memory. */
+    int (*run_kernel)(const fake_job *j);
+    atomic_int error;
 } fake_device;
 
 static void *fake_worker(void *arg) {
@@ -76,7 +88,15 @@ static void *fake_worker(void *arg) {
         if (!d->head) d->tail = NULL;
         d->busy = 1;
         pthread_mutex_unlock(&d->mu);
-        if (j->has_kernel) gpu_run_grid(j->kernel.fn, j->grid, j->block, j->args);
+        if (j->has_kernel && !atomic_load(&d->error)) {
+            if (d->run_kernel) {
+                int e = d->run_kernel(j);
+                if (e) atomic_store(&d->error, e);
+            } else {
+                gpu_run_grid(j->kernel.fn, j->grid, j->block, j->args);
+            }
+        }
+        if (j->work && !atomic_load(&d->error)) j->work(j->work_arg);
         if (j->done_flag) atomic_store(j->done_flag, 1);
         free(j);
         pthread_mutex_lock(&d->mu);
@@ -103,6 +123,23 @@ static void fake_submit(fake_device *d, const fake_kernel *k, gpu_dim grid, gpu_
         j->args[i] = j->argbuf + off;
         off += (k->sizes[i] + 15) / 16 * 16;
     }
+    pthread_mutex_lock(&d->mu);
+    if (!d->started) {
+        d->started = 1;
+        pthread_create(&d->worker, NULL, fake_worker, d);
+    }
+    if (d->tail) d->tail->next = j;
+    else d->head = j;
+    d->tail = j;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Queues `work(arg)` behind everything queued so far. */
+static inline void fake_submit_work(fake_device *d, void (*work)(void *), void *arg) {
+    fake_job *j = (fake_job *)calloc(1, sizeof *j);
+    j->work = work;
+    j->work_arg = arg;
     pthread_mutex_lock(&d->mu);
     if (!d->started) {
         d->started = 1;

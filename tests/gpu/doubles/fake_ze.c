@@ -16,7 +16,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #define COUNT() fake_count(__func__)
 
-static fake_device device = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0};
+static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 static atomic_int initialized;
 static int the_driver, the_device, the_context;
 

@@ -1,0 +1,73 @@
+#include "api/modules.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace adsm {
+namespace {
+// Larger images are surely not modules (a fatbin for every architecture is
+// a few MiB); refusing them keeps a wrong path from reading a huge file.
+constexpr size_t kMaxImage = 1ull << 30;
+}  // namespace
+
+Status load_module_data(Runtime &rt, const void *image, size_t size, adsmModule_t *out) {
+    if (!out) return fail(adsmErrorInvalidValue, "no place to return the module");
+    *out = nullptr;
+    if (!image || size == 0) return fail(adsmErrorInvalidValue, "an empty module image");
+    void *module = nullptr;
+    if (Status s = rt.device->load_module(image, size, &module); s != adsmSuccess) return s;
+    return rt.kernels.add_module(module, out);
+}
+
+Status load_module_file(Runtime &rt, const char *path, adsmModule_t *out) {
+    if (!out) return fail(adsmErrorInvalidValue, "no place to return the module");
+    *out = nullptr;
+    if (!path || !*path) return fail(adsmErrorInvalidValue, "no module path");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(adsmErrorInvalidValue, "cannot open module %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || static_cast<size_t>(st.st_size) > kMaxImage) {
+        close(fd);
+        return fail(adsmErrorInvalidValue, "%s is not a module file (a regular file of at most 1 GiB)", path);
+    }
+    // PTX is text the driver reads up to its NUL: one more byte for it.
+    std::vector<char> image(static_cast<size_t>(st.st_size) + 1, '\0');
+    size_t got = 0;
+    while (got < static_cast<size_t>(st.st_size)) {
+        ssize_t n = read(fd, image.data() + got, static_cast<size_t>(st.st_size) - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            close(fd);
+            return fail(adsmErrorInvalidValue, "cannot read module %s: %s", path, strerror(e));
+        }
+        got += static_cast<size_t>(n);
+    }
+    close(fd);
+    Status s = load_module_data(rt, image.data(), image.size(), out);
+    if (s != adsmSuccess) {
+        std::string why = last_detail();
+        return fail(s, "%s: %s", path, why.c_str());
+    }
+    return adsmSuccess;
+}
+
+Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, adsmKernel_t *out) {
+    if (!out) return fail(adsmErrorInvalidValue, "no place to return the kernel");
+    *out = nullptr;
+    if (!name || !*name) return fail(adsmErrorInvalidValue, "a kernel needs a name");
+    void *m = rt.kernels.module(module);
+    if (!m) return fail(adsmErrorInvalidValue, "%p is not a module handle from adsmLoadModule", static_cast<void *>(module));
+    void *fn = nullptr;
+    std::vector<uint32_t> sizes;
+    if (Status s = rt.device->module_function(m, name, &fn, &sizes); s != adsmSuccess) return s;
+    return rt.kernels.add_module_function(name, fn, sizes, out);
+}
+
+}  // namespace adsm

@@ -1,0 +1,141 @@
+#include "backend/cuda/copies.h"
+
+#include <cstring>
+
+#include "os/futex.h"
+#include "support/log.h"
+
+namespace adsm::cuda {
+namespace {
+// How often a waiter looks at the stream itself: a failed stream never runs
+// the host functions that would wake it.
+constexpr uint64_t kPollNs = 50ull * 1000 * 1000;
+}  // namespace
+
+Status CopyEngine::init(const Driver *d, uint64_t granularity) {
+    d_ = d;
+    granularity_ = granularity;
+    if (CUresult r = d_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "cuda: cannot create the copy stream");
+    if (CUresult r = d_->cuEventCreate(&fence_, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "cuda: cannot create the copy fence");
+    return adsmSuccess;
+}
+
+Status CopyEngine::sync_stream(const char *what) {
+    if (CUresult r = d_->cuStreamSynchronize(stream_); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorDeviceLost, r, what);
+    return adsmSuccess;
+}
+
+CUresult CopyEngine::enqueue(bool to_device, void *host, CUdeviceptr dev, size_t n, int value) {
+    unsigned char *h = static_cast<unsigned char *>(host);
+    for (size_t done = 0; done < n;) {
+        CUdeviceptr at = dev + done;
+        size_t piece = granularity_ - at % granularity_;
+        if (piece > n - done) piece = n - done;
+        CUresult r;
+        if (value >= 0) r = d_->cuMemsetD8Async(at, static_cast<unsigned char>(value), piece, stream_);
+        else if (to_device) r = d_->cuMemcpyHtoDAsync(at, h + done, piece, stream_);
+        else r = d_->cuMemcpyDtoHAsync(h + done, at, piece, stream_);
+        if (r != CUDA_SUCCESS) return r;
+        done += piece;
+    }
+    return CUDA_SUCCESS;
+}
+
+Status CopyEngine::to_device(CUdeviceptr dst, const void *src, size_t n) {
+    if (CUresult r = enqueue(true, const_cast<void *>(src), dst, n); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorDeviceLost, r, "cuda: copy to the device");
+    return sync_stream("cuda: copy to the device");
+}
+
+Status CopyEngine::to_host(void *dst, CUdeviceptr src, size_t n) {
+    if (CUresult r = enqueue(false, dst, src, n); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorDeviceLost, r, "cuda: copy to the host");
+    return sync_stream("cuda: copy to the host");
+}
+
+Status CopyEngine::fill(CUdeviceptr dst, int value, size_t n) {
+    if (CUresult r = enqueue(false, nullptr, dst, n, value & 0xff); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorDeviceLost, r, "cuda: device memset");
+    return sync_stream("cuda: device memset");
+}
+
+void CopyEngine::note_failure(CUresult r, const char *what) {
+    int none = CUDA_SUCCESS;
+    if (failure_.compare_exchange_strong(none, static_cast<int>(r)))
+        ADSM_LOG(error, "%s failed: %s", what, d_->describe(r));
+}
+
+Status CopyEngine::take_failure() {
+    int r = failure_.exchange(CUDA_SUCCESS);
+    if (r == CUDA_SUCCESS) return adsmSuccess;
+    return cuda_fail(adsmErrorDeviceLost, static_cast<CUresult>(r), "cuda: an asynchronous copy");
+}
+
+void CUDA_CB CopyEngine::landed(void *p) {
+    Pending *job = static_cast<Pending *>(p);
+    CopyEngine *e = job->engine;
+    if (job->done) job->done(job->arg);
+    e->completed_.store(job->ticket, std::memory_order_release);
+    e->wake_.fetch_add(1, std::memory_order_release);
+    os::futex_wake(&e->wake_);
+}
+
+uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t n, CopyDone done, void *arg) {
+    submit_mu_.lock();
+    uint64_t t = issued_.load(std::memory_order_relaxed) + 1;
+    if (t > kRing) wait(t - kRing);  // the slot's last user has landed
+    Pending *job = &ring_[t % kRing];
+    *job = Pending{this, done, arg, t};
+    CUresult r = enqueue(to_device, host, dev, n);
+    if (r == CUDA_SUCCESS) r = d_->cuLaunchHostFunc(stream_, &CopyEngine::landed, job);
+    if (r != CUDA_SUCCESS) {
+        submit_mu_.unlock();
+        // Not queued (or queued without its landing): finish it here, so
+        // the caller's bookkeeping stays whole, and report it at the next
+        // synchronisation.
+        note_failure(r, to_device ? "cuda: asynchronous copy to the device" : "cuda: asynchronous copy to the host");
+        d_->cuStreamSynchronize(stream_);
+        if (done) done(arg);
+        return 0;
+    }
+    issued_.store(t, std::memory_order_release);
+    submit_mu_.unlock();
+    return t;
+}
+
+uint64_t CopyEngine::to_device_async(CUdeviceptr dst, const void *src, size_t n, CopyDone done, void *arg) {
+    return submit(true, const_cast<void *>(src), dst, n, done, arg);
+}
+
+uint64_t CopyEngine::to_host_async(void *dst, CUdeviceptr src, size_t n, CopyDone done, void *arg) {
+    return submit(false, dst, src, n, done, arg);
+}
+
+void CopyEngine::wait(uint64_t ticket) {
+    for (;;) {
+        uint32_t seen = wake_.load(std::memory_order_acquire);
+        if (completed_.load(std::memory_order_acquire) >= ticket) return;
+        if (os::futex_wait(&wake_, seen, kPollNs) == -ETIMEDOUT) {
+            CUresult r = d_->cuStreamQuery(stream_);
+            if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) {
+                note_failure(r, "cuda: the copy stream");
+                return;
+            }
+        }
+    }
+}
+
+Status CopyEngine::order_before(CUstream s) {
+    if (completed_.load(std::memory_order_acquire) >= issued_.load(std::memory_order_acquire)) return adsmSuccess;
+    submit_mu_.lock();
+    CUresult r = d_->cuEventRecord(fence_, stream_);
+    if (r == CUDA_SUCCESS) r = d_->cuStreamWaitEvent(s, fence_, 0);
+    submit_mu_.unlock();
+    if (r != CUDA_SUCCESS) return cuda_fail(adsmErrorDeviceLost, r, "cuda: ordering a launch after the copies");
+    return adsmSuccess;
+}
+
+}  // namespace adsm::cuda

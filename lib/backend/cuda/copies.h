@@ -1,0 +1,77 @@
+// The copy engine of the cuda device: one stream of its own for every copy
+// and fill, so copies overlap kernels of any context and the program's own
+// work.  Host memory is always named by a pointer outside the window (the
+// runtime's alias or a plain buffer): the driver takes a host pointer equal
+// to a device address for device memory and silently copies nothing.
+//
+// The driver copies within one physical allocation at a time (a copy across
+// two granules mapped side by side fails with CUDA_ERROR_INVALID_VALUE), so
+// every copy goes in pieces that end at granule boundaries.
+//
+// Asynchronous copies get tickets in submission order; a host function
+// queued behind each one runs its CopyDone and marks the ticket landed.
+// Submitting takes no heap memory: a fault handler submits too.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/driver.h"
+#include "backend/device.h"
+#include "os/futex_lock.h"
+
+namespace adsm::cuda {
+
+class CopyEngine {
+public:
+    Status init(const Driver *d, uint64_t granularity);
+
+    Status to_device(CUdeviceptr dst, const void *src, size_t n);
+    Status to_host(void *dst, CUdeviceptr src, size_t n);
+    Status fill(CUdeviceptr dst, int value, size_t n);
+
+    // A ticket, or 0 when the copy could not be queued and ran (or failed)
+    // on the spot; `done` has run then.  A failure is kept for failure().
+    uint64_t to_device_async(CUdeviceptr dst, const void *src, size_t n, CopyDone done, void *arg);
+    uint64_t to_host_async(void *dst, CUdeviceptr src, size_t n, CopyDone done, void *arg);
+    // Returns once every copy up to `ticket` has landed, or the stream failed.
+    void wait(uint64_t ticket);
+    uint64_t last_ticket() const { return issued_.load(std::memory_order_acquire); }
+
+    // Makes `s` wait (on the device, not the host) for every copy queued so far.
+    Status order_before(CUstream s);
+
+    // The first error of an asynchronous copy since the last call, cleared.
+    Status take_failure();
+
+private:
+    struct Pending {
+        CopyEngine *engine;
+        CopyDone done;
+        void *arg;
+        uint64_t ticket;
+    };
+    static constexpr uint64_t kRing = 4096;
+    static void CUDA_CB landed(void *p);
+    uint64_t submit(bool to_device, void *host, CUdeviceptr dev, size_t n, CopyDone done, void *arg);
+    // Queues the copy (fill when value >= 0 and host is null) in pieces.
+    CUresult enqueue(bool to_device, void *host, CUdeviceptr dev, size_t n, int value = -1);
+    Status sync_stream(const char *what);
+    void note_failure(CUresult r, const char *what);
+
+    const Driver *d_ = nullptr;
+    uint64_t granularity_ = 0;
+    CUstream stream_ = nullptr;
+    CUevent fence_ = nullptr;
+    os::FutexLock submit_mu_;  // ticket order is queue order; guards fence_ too
+    std::atomic<uint64_t> issued_{0};
+    std::atomic<uint64_t> completed_{0};
+    std::atomic<uint32_t> wake_{0};  // futex word, bumped on every landing
+    Pending ring_[kRing];
+    std::atomic<int> failure_{CUDA_SUCCESS};
+};
+
+}  // namespace adsm::cuda

@@ -1,0 +1,357 @@
+#include "backend/cuda/cuda_device.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "support/log.h"
+#include "support/stats.h"
+
+namespace adsm::cuda {
+namespace {
+
+// Errors after which the CUDA context can do nothing more: a kernel that
+// faulted, trapped or ran too long.
+bool context_is_gone(CUresult r) {
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+}  // namespace
+
+// The device's context, current on this thread while the object lives.
+// The program may have a context of its own current: it is pushed aside
+// and comes back, so the runtime never changes what the program sees.
+class CudaDevice::Entered {
+public:
+    explicit Entered(const CudaDevice *dev) : d_(dev->d_) {
+        status_ = dev->usable();
+        if (status_ != adsmSuccess) return;
+        CUcontext cur = nullptr;
+        if (d_->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == dev->ctx_) return;
+        if (CUresult r = d_->cuCtxPushCurrent(dev->ctx_); r != CUDA_SUCCESS) {
+            status_ = cuda_fail(adsmErrorDeviceLost, r, "cuda: cannot make the device's context current");
+            return;
+        }
+        pushed_ = true;
+    }
+    ~Entered() {
+        CUcontext popped;
+        if (pushed_) d_->cuCtxPopCurrent(&popped);
+    }
+    Entered(const Entered &) = delete;
+    Entered &operator=(const Entered &) = delete;
+    Status status() const { return status_; }
+
+private:
+    const Driver *d_;
+    Status status_ = adsmSuccess;
+    bool pushed_ = false;
+};
+
+#define ADSM_ENTER()                                       \
+    Entered entered_(this);                                \
+    if (entered_.status() != adsmSuccess) return entered_.status()
+
+Status CudaDevice::open(const Config &, std::unique_ptr<Device> *out) {
+    const Driver *d = nullptr;
+    if (Status s = load_driver(&d); s != adsmSuccess) return s;
+    int count = 0;
+    if (CUresult r = d->cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGetCount");
+    if (count == 0) return fail(adsmErrorNoDevice, "ADSM_DEVICE=cuda: the driver sees no GPU (CUDA_VISIBLE_DEVICES?)");
+    std::unique_ptr<CudaDevice> dev(new CudaDevice);
+    dev->d_ = d;
+    if (CUresult r = d->cuDeviceGet(&dev->dev_, 0); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet(0)");
+    if (d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_) != CUDA_SUCCESS)
+        snprintf(dev->gpu_name_, sizeof dev->gpu_name_, "GPU 0");
+    // The primary context is the one a CUDA runtime in the program uses too.
+    if (CUresult r = d->cuDevicePrimaryCtxRetain(&dev->ctx_, dev->dev_); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cannot retain the GPU's primary context");
+    Entered in(dev.get());
+    if (in.status() != adsmSuccess) return in.status();
+    size_t free_bytes = 0, total = 0;
+    if (CUresult r = d->cuMemGetInfo(&free_bytes, &total); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuMemGetInfo");
+    dev->capacity_ = total;
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev->dev_;
+    size_t g = 0;
+    if (CUresult r = d->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: the GPU has no virtual-memory management");
+    dev->granularity_ = g;
+    ADSM_LOG(info, "cuda: %s, %llu bytes, driver %d, mapping granularity %zu", dev->gpu_name_,
+             static_cast<unsigned long long>(total), d->version, g);
+    *out = std::move(dev);
+    return adsmSuccess;
+}
+
+Status CudaDevice::usable() const {
+    if (forked_.load(std::memory_order_relaxed))
+        return fail(adsmErrorNoDevice, "cuda: the GPU stays with the parent process after fork");
+    if (lost_.load(std::memory_order_acquire)) return fail(adsmErrorDeviceLost, "%s", lost_reason_);
+    return adsmSuccess;
+}
+
+Status CudaDevice::driver_error(CUresult r, const char *what, Status usual) {
+    if (!context_is_gone(r)) return cuda_fail(usual, r, what);
+    bool first = !lost_.exchange(true, std::memory_order_acq_rel);
+    if (first) {
+        snprintf(lost_reason_, sizeof lost_reason_,
+                 "cuda: the GPU context is lost since %s failed with %s; start the process again", what, d_->describe(r));
+        return cuda_fail(adsmErrorLaunchFailure, r, what);
+    }
+    return fail(adsmErrorDeviceLost, "%s", lost_reason_);
+}
+
+// ---------------------------------------------------------------- memory
+
+Status CudaDevice::reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) {
+    ADSM_ENTER();
+    if (size % granularity_)
+        return fail(adsmErrorInitialization, "cuda: the window size (%llu bytes, ADSM_VA_SIZE) must be a multiple of %llu",
+                    static_cast<unsigned long long>(size), static_cast<unsigned long long>(granularity_));
+    CUdeviceptr p = 0;
+    if (CUresult r = d_->cuMemAddressReserve(&p, size, granularity_, preferred, 0); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorInitialization, r, "cuda: cannot reserve device addresses for the shared window");
+    *out = static_cast<uintptr_t>(p);
+    return adsmSuccess;
+}
+
+Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
+    ADSM_ENTER();
+    base_ = base;
+    size_ = size;
+    alias_ = host_alias;
+    memory_.init(d_, dev_, granularity_, base, host_fd, host_alias);
+    return copies_.init(d_, granularity_);
+}
+
+Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
+    ADSM_ENTER();
+    if (Status s = check_range(dev, bytes); s != adsmSuccess) return s;
+    // Hopeless requests fail before anything is mapped or pinned.
+    if (bytes > capacity_ - std::min(capacity_, memory_.used()))
+        return fail(adsmErrorMemoryAllocation,
+                    "cuda: %llu bytes of device memory requested, %llu of %llu in use on %s (CUDA_ERROR_OUT_OF_MEMORY)",
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(memory_.used()),
+                    static_cast<unsigned long long>(capacity_), gpu_name_);
+    return memory_.commit(dev, bytes);
+}
+
+void CudaDevice::decommit(uintptr_t dev, uint64_t bytes) {
+    Entered in(this);
+    // A lost or forked device keeps its memory: the driver cannot be asked.
+    if (in.status() == adsmSuccess) memory_.decommit(dev, bytes);
+}
+
+// ---------------------------------------------------------------- copies
+
+Status CudaDevice::check_range(uintptr_t dev, size_t n) const {
+    if (dev < base_ || dev - base_ > size_ || n > size_ - (dev - base_))
+        return fail(adsmErrorInvalidValue, "[%p, +%zu) is not device memory", reinterpret_cast<void *>(dev), n);
+    return adsmSuccess;
+}
+
+// A host pointer inside the window is also a device address, and the
+// driver would read it as device memory (copying nothing, reporting
+// success): such a pointer is named by the alias of the same host bytes.
+const void *CudaDevice::host_side(const void *p) const {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    if (a >= base_ && a - base_ < size_) return alias_ + (a - base_);
+    return p;
+}
+
+Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
+    ADSM_ENTER();
+    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = copies_.to_device(dev, host_side(src), n); s != adsmSuccess) return s;
+    stats().add(Counter::h2d_transfers);
+    stats().add(Counter::h2d_bytes, n);
+    return adsmSuccess;
+}
+
+Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
+    ADSM_ENTER();
+    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = copies_.to_host(const_cast<void *>(host_side(dst)), dev, n); s != adsmSuccess) return s;
+    stats().add(Counter::d2h_transfers);
+    stats().add(Counter::d2h_bytes, n);
+    return adsmSuccess;
+}
+
+Status CudaDevice::fill(uintptr_t dev, int value, size_t n) {
+    ADSM_ENTER();
+    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = copies_.fill(dev, value, n); s != adsmSuccess) return s;
+    stats().add(Counter::device_fills);
+    return adsmSuccess;
+}
+
+uint64_t CudaDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+    Entered in(this);
+    if (in.status() != adsmSuccess) {
+        if (done) done(arg);
+        return 0;
+    }
+    stats().add(Counter::h2d_transfers);
+    stats().add(Counter::h2d_bytes, n);
+    stats().add(Counter::async_copies);
+    return copies_.to_device_async(dev, host_side(src), n, done, arg);
+}
+
+uint64_t CudaDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    Entered in(this);
+    if (in.status() != adsmSuccess) {
+        if (done) done(arg);
+        return 0;
+    }
+    stats().add(Counter::d2h_transfers);
+    stats().add(Counter::d2h_bytes, n);
+    stats().add(Counter::async_copies);
+    return copies_.to_host_async(const_cast<void *>(host_side(dst)), dev, n, done, arg);
+}
+
+void CudaDevice::wait_copies(uint64_t ticket) {
+    Entered in(this);
+    if (in.status() != adsmSuccess) return;
+    copies_.wait(ticket == kAllCopies ? copies_.last_ticket() : ticket);
+}
+
+// ---------------------------------------------------------------- modules
+
+Status CudaDevice::load_module(const void *image, size_t, void **module) {
+    ADSM_ENTER();
+    // PTX is compiled here; the compiler's complaints are the useful part
+    // of a failure.
+    char log[4096] = {};
+    CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[] = {log, reinterpret_cast<void *>(static_cast<uintptr_t>(sizeof log - 1))};
+    CUmodule m = nullptr;
+    CUresult r = d_->cuModuleLoadDataEx(&m, image, 2, opts, vals);
+    if (r != CUDA_SUCCESS) {
+        if (context_is_gone(r)) return driver_error(r, "cuda: loading a module", adsmErrorInvalidValue);
+        return fail(adsmErrorInvalidValue, "cuda: the driver cannot load this module for %s: %s%s%s", gpu_name_,
+                    d_->describe(r), *log ? "; " : "", log);
+    }
+    *module = m;
+    return adsmSuccess;
+}
+
+Status CudaDevice::module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
+    ADSM_ENTER();
+    CUfunction f = nullptr;
+    if (CUresult r = d_->cuModuleGetFunction(&f, static_cast<CUmodule>(module), name); r != CUDA_SUCCESS) {
+        if (r == CUDA_ERROR_NOT_FOUND)
+            return fail(adsmErrorKernelNotFound,
+                        "the module has no kernel '%s' (a kernel not declared extern \"C\" has a mangled name)", name);
+        return cuda_fail(adsmErrorInvalidValue, r, "cuda: cuModuleGetFunction");
+    }
+    if (!d_->cuFuncGetParamInfo)
+        return fail(adsmErrorNotSupported,
+                    "kernel '%s': the driver (version %d) cannot report parameter sizes (cuFuncGetParamInfo needs "
+                    "CUDA 12.4 or later)",
+                    name, d_->version);
+    param_sizes->clear();
+    for (size_t i = 0;; ++i) {
+        size_t offset = 0, size = 0;
+        CUresult r = d_->cuFuncGetParamInfo(f, i, &offset, &size);
+        if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+        if (r != CUDA_SUCCESS) return cuda_fail(adsmErrorInvalidValue, r, "cuda: cuFuncGetParamInfo");
+        if (i == kMaxKernelParams)
+            return fail(adsmErrorNotSupported, "kernel '%s' has more than %u parameters", name, kMaxKernelParams);
+        param_sizes->push_back(static_cast<uint32_t>(size));
+    }
+    *fn = f;
+    return adsmSuccess;
+}
+
+Status CudaDevice::check_kernel(const KernelInfo &k) const {
+    if (k.device_fn) return adsmSuccess;
+    return fail(adsmErrorNotSupported,
+                "kernel '%s' is a host function (adsmRegisterKernel); the cuda device runs GPU code: compile the kernel "
+                "with nvcc and load it with adsmLoadModule",
+                k.name.c_str());
+}
+
+// ---------------------------------------------------------------- kernels
+
+Status CudaDevice::create_stream(StreamId *out) {
+    ADSM_ENTER();
+    CUstream s = nullptr;
+    if (CUresult r = d_->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+        return driver_error(r, "cuda: cuStreamCreate", adsmErrorNoDevice);
+    for (uint32_t i = 0; i < kMaxStreams; ++i) {
+        CUstream none = nullptr;
+        if (streams_[i].s.compare_exchange_strong(none, s)) {
+            streams_[i].last.store(nullptr);
+            *out = i;
+            return adsmSuccess;
+        }
+    }
+    d_->cuStreamDestroy(s);
+    return fail(adsmErrorMemoryAllocation, "cuda: more than %u contexts have streams", kMaxStreams);
+}
+
+void CudaDevice::destroy_stream(StreamId id) {
+    Entered in(this);
+    if (id >= kMaxStreams) return;
+    CUstream s = streams_[id].s.exchange(nullptr);
+    if (s && in.status() == adsmSuccess) d_->cuStreamDestroy(s);
+}
+
+Status CudaDevice::launch(StreamId id, const LaunchDesc &l) {
+    ADSM_ENTER();
+    const KernelInfo *k = l.kernel;
+    if (Status s = check_kernel(*k); s != adsmSuccess) return s;
+    CUstream s = id < kMaxStreams ? streams_[id].s.load() : nullptr;
+    if (!s) return fail(adsmErrorInvalidContext, "cuda: stream %u does not exist", id);
+    void *params[kMaxKernelParams];
+    const unsigned char *blob = static_cast<const unsigned char *>(l.args);
+    for (size_t i = 0; i < k->param_offsets.size(); ++i) params[i] = const_cast<unsigned char *>(blob + k->param_offsets[i]);
+    // Copies still in flight (a rolling flush) land before the kernel starts.
+    if (Status st = copies_.order_before(s); st != adsmSuccess) return st;
+    CUresult r = d_->cuLaunchKernel(static_cast<CUfunction>(k->device_fn), l.grid.x, l.grid.y, l.grid.z, l.block.x,
+                                    l.block.y, l.block.z, 0, s, params, nullptr);
+    if (r != CUDA_SUCCESS) {
+        char what[192];
+        snprintf(what, sizeof what, "cuda: launching kernel '%s'", k->name.c_str());
+        return driver_error(r, what, r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+                                         ? adsmErrorInvalidLaunch
+                                         : adsmErrorLaunchFailure);
+    }
+    streams_[id].last.store(k);
+    return adsmSuccess;
+}
+
+Status CudaDevice::synchronize(StreamId id) {
+    ADSM_ENTER();
+    CUstream s = id < kMaxStreams ? streams_[id].s.load() : nullptr;
+    if (!s) return fail(adsmErrorInvalidContext, "cuda: stream %u does not exist", id);
+    CUresult r = d_->cuStreamSynchronize(s);
+    if (r != CUDA_SUCCESS) {
+        const KernelInfo *k = streams_[id].last.load();
+        char what[192];
+        snprintf(what, sizeof what, "kernel '%s' on %s", k ? k->name.c_str() : "?", gpu_name_);
+        return driver_error(r, what, adsmErrorLaunchFailure);
+    }
+    return copies_.take_failure();
+}
+
+}  // namespace adsm::cuda

@@ -1,0 +1,99 @@
+// The CUDA back-end: shared memory at one address on an NVIDIA GPU.
+//
+// The driver reserves the window's device addresses first (reserve_window)
+// and the runtime maps the host mirror over that reservation, so one
+// address names the host copy on the CPU and the device copy in kernels.
+// Device memory is mapped into the window on demand (memory.h), copies run
+// on a stream of their own (copies.h), and each context's kernels on one
+// stream.  Kernels are GPU code from modules (adsmLoadModule).
+//
+// A kernel fault poisons a CUDA context for good: the sync that sees it
+// reports adsmErrorLaunchFailure, every later call adsmErrorDeviceLost.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "backend/cuda/copies.h"
+#include "backend/cuda/driver.h"
+#include "backend/cuda/memory.h"
+#include "backend/device.h"
+
+namespace adsm::cuda {
+
+class CudaDevice final : public Device {
+public:
+    // Loads the driver and opens GPU 0 (the first of CUDA_VISIBLE_DEVICES).
+    static Status open(const Config &config, std::unique_ptr<Device> *out);
+
+    const char *name() const override { return "cuda"; }
+    bool integrated() const override { return false; }
+    uint64_t capacity() const override { return capacity_; }
+    uint64_t used() const override { return memory_.used(); }
+    bool pins_host_memory() const override { return true; }
+
+    Status reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) override;
+    Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
+    Status commit(uintptr_t dev, uint64_t bytes) override;
+    void decommit(uintptr_t dev, uint64_t bytes) override;
+
+    Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
+    Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
+    Status fill(uintptr_t dev, int value, size_t n) override;
+    uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;
+    uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
+    void wait_copies(uint64_t ticket) override;
+
+    void detach_after_fork() override { forked_.store(true); }
+
+    Status load_module(const void *image, size_t size, void **module) override;
+    Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;
+    Status check_kernel(const KernelInfo &k) const override;
+
+    Status create_stream(StreamId *out) override;
+    void destroy_stream(StreamId id) override;
+    Status launch(StreamId id, const LaunchDesc &launch) override;
+    Status synchronize(StreamId id) override;
+
+private:
+    CudaDevice() = default;
+    // Makes the device's context current on the calling thread for as long
+    // as it lives (the program's own current context comes back after), or
+    // says why the device cannot be used (lost, or in a fork child).
+    class Entered;
+    Status usable() const;
+    // Turns a driver error into the runtime's, remembering a context error
+    // (a faulting kernel) as the end of the device.
+    Status driver_error(CUresult r, const char *what, Status usual);
+    const void *host_side(const void *p) const;
+    Status check_range(uintptr_t dev, size_t n) const;
+
+    static constexpr uint32_t kMaxStreams = 4096;
+    struct Stream {
+        std::atomic<CUstream> s{nullptr};
+        std::atomic<const KernelInfo *> last{nullptr};  // for messages about a failure
+    };
+
+    const Driver *d_ = nullptr;
+    CUdevice dev_ = 0;
+    CUcontext ctx_ = nullptr;
+    char gpu_name_[128] = {};
+    uint64_t capacity_ = 0;
+    uint64_t granularity_ = 0;
+    uintptr_t base_ = 0;
+    uint64_t size_ = 0;
+    uint8_t *alias_ = nullptr;
+    DeviceMemory memory_;
+    CopyEngine copies_;
+    Stream streams_[kMaxStreams];
+    std::atomic<uint32_t> next_stream_{0};
+    std::atomic<bool> forked_{false};
+    // Set once the context failed for good; the reason, for every later call.
+    std::atomic<bool> lost_{false};
+    char lost_reason_[384] = {};
+};
+
+}  // namespace adsm::cuda

@@ -1,0 +1,76 @@
+#include "backend/cuda/driver.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "os/next_symbol.h"
+#include "support/log.h"
+
+namespace adsm::cuda {
+namespace {
+
+constexpr const char *kLibrary = "libcuda.so.1";
+
+Driver g_driver;
+Status g_status = adsmErrorNoDevice;
+std::string *g_failure = nullptr;
+std::once_flag g_once;
+
+Status load(Driver *d) {
+    // RTLD_GLOBAL: a CUDA runtime the program loads later finds the same
+    // driver, so the program and the runtime share its primary context.
+    void *lib = dlopen(kLibrary, RTLD_NOW | RTLD_GLOBAL);
+    if (!lib)
+        return fail(adsmErrorNoDevice,
+                    "ADSM_DEVICE=cuda: the NVIDIA driver library %s cannot be loaded (%s); is an NVIDIA driver installed "
+                    "and on the loader's path?",
+                    kLibrary, dlerror());
+#define ADSM_CUDA_RESOLVE(fn, symbol)                                                                          \
+    d->fn = reinterpret_cast<decltype(d->fn)>(os::library_symbol(lib, symbol));                                \
+    if (!d->fn)                                                                                                \
+        return fail(adsmErrorNoDevice, "ADSM_DEVICE=cuda: the driver in %s lacks %s (driver too old?)", kLibrary, \
+                    symbol);
+    ADSM_CUDA_ENTRY_POINTS(ADSM_CUDA_RESOLVE)
+#undef ADSM_CUDA_RESOLVE
+#define ADSM_CUDA_RESOLVE_OPTIONAL(fn, symbol) \
+    d->fn = reinterpret_cast<decltype(d->fn)>(os::library_symbol(lib, symbol));
+    ADSM_CUDA_OPTIONAL_ENTRY_POINTS(ADSM_CUDA_RESOLVE_OPTIONAL)
+#undef ADSM_CUDA_RESOLVE_OPTIONAL
+    if (CUresult r = d->cuInit(0); r != CUDA_SUCCESS) {
+        Status code = r == CUDA_ERROR_NO_DEVICE ? adsmErrorNoDevice : adsmErrorInitialization;
+        return fail(code, "ADSM_DEVICE=cuda: cuInit failed: %s", d->describe(r));
+    }
+    d->cuDriverGetVersion(&d->version);
+    return adsmSuccess;
+}
+
+}  // namespace
+
+const char *Driver::describe(CUresult r) const {
+    thread_local char text[256];
+    const char *name = nullptr, *what = nullptr;
+    if (!cuGetErrorName || cuGetErrorName(r, &name) != CUDA_SUCCESS) name = nullptr;
+    if (!cuGetErrorString || cuGetErrorString(r, &what) != CUDA_SUCCESS) what = nullptr;
+    if (name && what) snprintf(text, sizeof text, "%s (%s)", name, what);
+    else snprintf(text, sizeof text, "CUDA error %d", static_cast<int>(r));
+    return text;
+}
+
+Status load_driver(const Driver **out) {
+    std::call_once(g_once, [] {
+        g_status = load(&g_driver);
+        if (g_status != adsmSuccess) g_failure = new std::string(last_detail());
+    });
+    if (g_status != adsmSuccess) return fail(g_status, "%s", g_failure->c_str());
+    *out = &g_driver;
+    return adsmSuccess;
+}
+
+Status cuda_fail(Status code, CUresult r, const char *what) {
+    return fail(code, "%s: %s", what, g_driver.describe(r));
+}
+
+}  // namespace adsm::cuda

@@ -1,0 +1,73 @@
+// The CUDA Driver API as one table of entry points, loaded from
+// libcuda.so.1 at run time: the library loads on machines without a
+// driver, and the back-end reaches the driver's own functions, never the
+// preload's wrappers of them (interpose/cuda_driver.cpp), whichever way the
+// program found the driver.
+#pragma once
+
+#include <cuda.h>
+
+#include "support/status.h"
+
+namespace adsm::cuda {
+
+#define ADSM_CUDA_ENTRY_POINTS(X)                                                                            \
+    X(cuInit, "cuInit")                                                                                      \
+    X(cuDriverGetVersion, "cuDriverGetVersion")                                                              \
+    X(cuDeviceGet, "cuDeviceGet")                                                                            \
+    X(cuDeviceGetCount, "cuDeviceGetCount")                                                                  \
+    X(cuDeviceGetName, "cuDeviceGetName")                                                                    \
+    X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                                                  \
+    X(cuCtxGetCurrent, "cuCtxGetCurrent")                                                                    \
+    X(cuCtxPushCurrent, "cuCtxPushCurrent_v2")                                                               \
+    X(cuCtxPopCurrent, "cuCtxPopCurrent_v2")                                                                 \
+    X(cuMemGetInfo, "cuMemGetInfo_v2")                                                                       \
+    X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity")                                        \
+    X(cuMemAddressReserve, "cuMemAddressReserve")                                                            \
+    X(cuMemCreate, "cuMemCreate")                                                                            \
+    X(cuMemRelease, "cuMemRelease")                                                                          \
+    X(cuMemMap, "cuMemMap")                                                                                  \
+    X(cuMemUnmap, "cuMemUnmap")                                                                              \
+    X(cuMemSetAccess, "cuMemSetAccess")                                                                      \
+    X(cuMemHostRegister, "cuMemHostRegister_v2")                                                             \
+    X(cuMemHostUnregister, "cuMemHostUnregister")                                                            \
+    X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                                                             \
+    X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")                                                             \
+    X(cuMemsetD8Async, "cuMemsetD8Async")                                                                    \
+    X(cuStreamCreate, "cuStreamCreate")                                                                      \
+    X(cuStreamDestroy, "cuStreamDestroy_v2")                                                                 \
+    X(cuStreamSynchronize, "cuStreamSynchronize")                                                            \
+    X(cuStreamQuery, "cuStreamQuery")                                                                        \
+    X(cuStreamWaitEvent, "cuStreamWaitEvent")                                                                \
+    X(cuEventCreate, "cuEventCreate")                                                                        \
+    X(cuEventRecord, "cuEventRecord")                                                                        \
+    X(cuLaunchHostFunc, "cuLaunchHostFunc")                                                                  \
+    X(cuModuleLoadDataEx, "cuModuleLoadDataEx")                                                              \
+    X(cuModuleGetFunction, "cuModuleGetFunction")                                                            \
+    X(cuLaunchKernel, "cuLaunchKernel")                                                                      \
+    X(cuGetErrorName, "cuGetErrorName")                                                                      \
+    X(cuGetErrorString, "cuGetErrorString")
+
+// Entry points older drivers lack; null when absent.
+#define ADSM_CUDA_OPTIONAL_ENTRY_POINTS(X) X(cuFuncGetParamInfo, "cuFuncGetParamInfo")
+
+struct Driver {
+#define ADSM_CUDA_MEMBER(fn, symbol) decltype(&::fn) fn = nullptr;
+    ADSM_CUDA_ENTRY_POINTS(ADSM_CUDA_MEMBER)
+    ADSM_CUDA_OPTIONAL_ENTRY_POINTS(ADSM_CUDA_MEMBER)
+#undef ADSM_CUDA_MEMBER
+    int version = 0;  // cuDriverGetVersion, e.g. 13000
+
+    // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"; valid until the next call
+    // on this thread.
+    const char *describe(CUresult r) const;
+};
+
+// Loads libcuda.so.1 once and initialises it (cuInit); the same table for
+// every caller, or the same failure.
+Status load_driver(const Driver **out);
+
+// Records a failure of `what` that the driver answered with r.
+Status cuda_fail(Status code, CUresult r, const char *what);
+
+}  // namespace adsm::cuda

@@ -1,0 +1,54 @@
+// Device memory behind the window: physical allocations of the GPU's
+// mapping granularity (2 MiB on current NVIDIA GPUs) mapped at the window
+// addresses with the virtual-memory API.  Allocations are page-sized, so
+// several share a granule; a granule lives while any allocation overlaps it.
+//
+// Each granule's host mirror is registered with the driver too, through the
+// runtime's alias (the window address is the device's), so copies run at
+// pinned speed.  Those pages stay put until the granule goes.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "backend/cuda/driver.h"
+
+namespace adsm::cuda {
+
+class DeviceMemory {
+public:
+    void init(const Driver *d, CUdevice dev, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias);
+
+    // Backs [addr, addr+bytes) with device memory; all or nothing.
+    Status commit(uintptr_t addr, uint64_t bytes);
+    void decommit(uintptr_t addr, uint64_t bytes);
+
+    uint64_t used() const { return granules_in_use_.load(std::memory_order_relaxed) * granularity_; }
+    bool pinned() const { return pinned_.load(std::memory_order_relaxed); }
+
+private:
+    struct Granule {
+        CUmemGenericAllocationHandle handle = 0;
+        uint32_t users = 0;
+        bool registered = false;
+    };
+    Status create(uint64_t index, Granule *g);  // under mu_
+    void destroy(uint64_t index, Granule &g);   // under mu_
+
+    const Driver *d_ = nullptr;
+    CUdevice dev_ = 0;
+    uint64_t granularity_ = 0;
+    uintptr_t base_ = 0;
+    int host_fd_ = -1;
+    uint8_t *alias_ = nullptr;
+    std::mutex mu_;  // allocation and free only, never copies or launches
+    std::unordered_map<uint64_t, Granule> granules_;
+    std::atomic<uint64_t> granules_in_use_{0};
+    std::atomic<bool> pinned_{true};  // false once a registration failed
+};
+
+}  // namespace adsm::cuda

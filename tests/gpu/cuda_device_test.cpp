@@ -1,0 +1,339 @@
+// The cuda back-end against the driver double (doubles/fake_cuda.c, a
+// discrete device whose kernels run in a process that sees only device
+// memory): the window, device memory, copies, modules, launches and errors.
+// Run once per protocol; tests that end the device run in their own process.
+#include <adsm.hpp>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern "C" {
+// Kernels as the double runs them: host functions, one call per thread.
+void cuda_test_scale(const adsmThreadIdx *t, void **a) {
+    float *x = *static_cast<float **>(a[0]);
+    float f = *static_cast<float *>(a[1]);
+    unsigned n = *static_cast<unsigned *>(a[2]);
+    unsigned i = t->blockIdx.x * t->blockDim.x + t->threadIdx.x;
+    if (i < n) x[i] *= f;
+}
+
+struct cuda_test_node {
+    cuda_test_node *next;
+    long value;
+};
+void cuda_test_sum_list(const adsmThreadIdx *t, void **a) {
+    const cuda_test_node *n = *static_cast<cuda_test_node **>(a[0]);
+    long *out = *static_cast<long **>(a[1]);
+    if (t->blockIdx.x != 0 || t->threadIdx.x != 0) return;
+    long s = 0;
+    for (; n; n = n->next) s += n->value;
+    *out = s;
+}
+
+void cuda_test_crash(const adsmThreadIdx *t, void **) {
+    volatile int *bad = nullptr;
+    __asm__ volatile("" : "+r"(bad));
+    if (t->threadIdx.x == 0) bad[4] = 1;
+}
+}
+
+namespace {
+
+template <class T>
+T double_fn(const char *name) {
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p) ADD_FAILURE() << "the driver double does not export " << name << " (is libcuda.so.1 the double?)";
+    return reinterpret_cast<T>(p);
+}
+size_t device_bytes() { return double_fn<size_t (*)()>("fake_cuda_device_bytes")(); }
+long pinned_bytes() { return double_fn<long (*)()>("fake_cuda_pinned_bytes")(); }
+long pageable_copies() { return double_fn<long (*)()>("fake_cuda_pageable_copies")(); }
+bool reserved_by_driver(const void *p) { return double_fn<int (*)(const void *)>("fake_cuda_is_reserved")(p) != 0; }
+
+// The double's module format: kernels by address and parameter sizes.
+std::string module_image() {
+    char buf[512];
+    snprintf(buf, sizeof buf, "fake-module:scale@%p:8,4,4;sum_list@%p:8,8;crash@%p:",
+             reinterpret_cast<void *>(&cuda_test_scale), reinterpret_cast<void *>(&cuda_test_sum_list),
+             reinterpret_cast<void *>(&cuda_test_crash));
+    return buf;
+}
+
+adsmModule_t load_module() {
+    std::string image = module_image();
+    adsmModule_t m = nullptr;
+    EXPECT_EQ(adsmLoadModuleData(image.c_str(), image.size() + 1, &m), adsmSuccess) << adsmGetLastErrorDetail();
+    return m;
+}
+
+std::string detail() { return adsmGetLastErrorDetail(); }
+
+TEST(CudaDevice, ReportsItself) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    EXPECT_STREQ(info.name, "cuda");
+    EXPECT_EQ(info.integrated, 0);
+    EXPECT_EQ(info.memory_bytes, 256ull << 20);  // FAKE_CUDA_MEMORY, as the tests set it
+}
+
+TEST(CudaDevice, WindowIsReservedByTheDriver) {
+    void *p = adsmAlloc(4096);
+    ASSERT_NE(p, nullptr) << detail();
+    EXPECT_TRUE(reserved_by_driver(p));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) >> 44, 0x300000000000ull >> 44) << "the window is not at ADSM_VA_BASE";
+    adsmFree(p);
+}
+
+TEST(CudaDevice, KernelsComputeOnDeviceMemory) {
+    adsmModule_t m = load_module();
+    adsmKernel_t scale;
+    ASSERT_EQ(adsmModuleGetKernel(m, "scale", &scale), adsmSuccess) << detail();
+    unsigned n = 1 << 20;
+    float *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i);
+    for (int round = 0; round < 3; ++round) {
+        float f = 2.0f;
+        void *args[] = {&x, &f, &n};
+        ASSERT_EQ(adsmCall(scale, {(n + 255) / 256, 1, 1}, {256, 1, 1}, args), adsmSuccess) << detail();
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        // The CPU changes a few values between rounds: they must travel.
+        x[round] = -1.0f;
+    }
+    for (unsigned i = 3; i < n; ++i) ASSERT_EQ(x[i], 8.0f * static_cast<float>(i)) << "at " << i;
+    EXPECT_EQ(x[0], -4.0f);  // written after the first round, scaled by the next two
+    EXPECT_EQ(x[1], -2.0f);
+    EXPECT_EQ(x[2], -1.0f);
+    EXPECT_EQ(adsmFree(x), adsmSuccess);
+}
+
+TEST(CudaDevice, EmbeddedPointersWorkInKernels) {
+    adsmModule_t m = load_module();
+    adsm::module::function<cuda_test_node *, long *> sum(m, "sum_list");
+    const int count = 1000;
+    auto *nodes = static_cast<cuda_test_node *>(adsmAlloc(count * sizeof(cuda_test_node)));
+    auto *out = static_cast<long *>(adsmAlloc(sizeof(long)));
+    ASSERT_TRUE(nodes && out) << detail();
+    long want = 0;
+    for (int i = 0; i < count; ++i) {
+        nodes[i].value = i * 3 + 1;
+        nodes[i].next = i + 1 < count ? &nodes[i + 1] : nullptr;
+        want += nodes[i].value;
+    }
+    *out = 0;
+    sum(adsm::dim3(1), adsm::dim3(32), nodes, out);
+    adsm::sync();
+    EXPECT_EQ(*out, want);
+    adsmFree(nodes);
+    adsmFree(out);
+}
+
+TEST(CudaDevice, TypedModuleKernelsCheckTheirParameters) {
+    adsmModule_t m = load_module();
+    try {
+        adsm::module::function<float *, double, unsigned> wrong(m, "scale");
+        FAIL() << "a double where the kernel takes a float was accepted";
+    } catch (const adsm::error &e) {
+        EXPECT_EQ(e.code(), adsmErrorInvalidValue);
+        EXPECT_NE(std::string(e.what()).find("parameters differ"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CudaDevice, GranulesAreSharedAndReleased) {
+    size_t before = device_bytes();
+    void *a = adsmAlloc(4096), *b = adsmAlloc(4096);
+    ASSERT_TRUE(a && b) << detail();
+    // Two pages take one 2 MiB granule of device memory, or two when they
+    // straddle a granule boundary (none when a live allocation holds it).
+    size_t with = device_bytes() - before;
+    EXPECT_LE(with, 4u << 20);
+    EXPECT_GT(device_bytes(), 0u);
+    EXPECT_GT(pinned_bytes(), 0) << "the host mirror of device memory is not pinned";
+    adsmFree(a);
+    adsmFree(b);
+    EXPECT_EQ(device_bytes(), before);
+}
+
+TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    long pageable = pageable_copies();
+    unsigned n = 300000;
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    for (unsigned i = 0; i < n; ++i) x[i] = 1.0f;
+    scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 3.0f, n);
+    adsm::sync();
+    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 3.0f);
+    EXPECT_EQ(pageable_copies(), pageable) << "a protocol copy went through pageable memory";
+    adsmFree(x);
+}
+
+TEST(CudaDevice, ExhaustedDeviceMemoryIsAnErrorAndLeavesNothingMapped) {
+    size_t before = device_bytes();
+    void *p = adsmAlloc(512ull << 20);  // twice the device's memory
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    EXPECT_NE(detail().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << detail();
+    EXPECT_EQ(device_bytes(), before) << "a failed allocation left device memory mapped";
+    // The device still works afterwards.
+    void *q = adsmAlloc(1 << 20);
+    EXPECT_NE(q, nullptr) << detail();
+    adsmFree(q);
+}
+
+TEST(CudaDevice, DeviceMemoryCopiesAndFills) {
+    void *d = nullptr;
+    ASSERT_EQ(adsmDeviceAlloc(&d, 1 << 20), adsmSuccess) << detail();
+    std::vector<uint8_t> in(1 << 20), out(1 << 20);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7);
+    ASSERT_EQ(adsmCopyToDevice(d, in.data(), in.size()), adsmSuccess) << detail();
+    ASSERT_EQ(adsmCopyToHost(out.data(), d, out.size()), adsmSuccess) << detail();
+    EXPECT_EQ(in, out);
+    ASSERT_EQ(adsmDeviceMemset(d, 0x5c, 4096), adsmSuccess) << detail();
+    ASSERT_EQ(adsmCopyToHost(out.data(), d, 8192), adsmSuccess) << detail();
+    EXPECT_EQ(out[0], 0x5c);
+    EXPECT_EQ(out[4095], 0x5c);
+    EXPECT_EQ(out[4096], in[4096]);
+    adsmDeviceFree(d);
+}
+
+TEST(CudaDevice, CallocIsZeroOnTheDevice) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    unsigned n = 1 << 18;
+    auto *x = static_cast<float *>(adsmCalloc(n, sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    scale(adsm::blocks_for(n, 256), adsm::dim3(256), x, 5.0f, n);
+    adsm::sync();
+    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << "at " << i;
+    adsmFree(x);
+}
+
+TEST(CudaDevice, ContextsOnThreadsRunTogether) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    std::vector<std::thread> threads;
+    std::vector<int> ok(4, 0);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            unsigned n = 50000 + t;
+            auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+            if (!x) return;
+            for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(t);
+            for (int r = 0; r < 3; ++r) {
+                scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
+                adsm::sync();
+            }
+            bool good = true;
+            for (unsigned i = 0; i < n; ++i) good &= x[i] == 8.0f * static_cast<float>(t);
+            ok[t] = good;
+            adsmFree(x);
+        });
+    for (auto &th : threads) th.join();
+    for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << "thread " << t;
+}
+
+TEST(CudaDevice, HostFunctionKernelsAreRefused) {
+    size_t sizes[] = {sizeof(float *), sizeof(float), sizeof(unsigned)};
+    adsmKernel_t k;
+    ASSERT_EQ(adsmRegisterKernel("host_scale", cuda_test_scale, 3, sizes, &k), adsmSuccess) << detail();
+    float *x = static_cast<float *>(adsmAlloc(64));
+    float f = 2.0f;
+    unsigned n = 16;
+    void *args[] = {&x, &f, &n};
+    EXPECT_EQ(adsmCall(k, {1, 1, 1}, {16, 1, 1}, args), adsmErrorNotSupported);
+    EXPECT_NE(detail().find("adsmLoadModule"), std::string::npos) << detail();
+    EXPECT_EQ(adsmSync(), adsmSuccess) << detail();
+    adsmFree(x);
+}
+
+TEST(CudaDevice, BadModulesAndNamesAreClearErrors) {
+    adsmModule_t m = nullptr;
+    const char junk[] = "not a module";
+    EXPECT_EQ(adsmLoadModuleData(junk, sizeof junk, &m), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("CUDA_ERROR_INVALID_IMAGE"), std::string::npos) << detail();
+    EXPECT_EQ(adsmLoadModule("/nonexistent/kernels.cubin", &m), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("/nonexistent/kernels.cubin"), std::string::npos) << detail();
+    EXPECT_EQ(adsmLoadModuleData(nullptr, 0, &m), adsmErrorInvalidValue);
+    m = load_module();
+    adsmKernel_t k;
+    EXPECT_EQ(adsmModuleGetKernel(m, "no_such_kernel", &k), adsmErrorKernelNotFound);
+    EXPECT_NE(detail().find("no_such_kernel"), std::string::npos) << detail();
+    EXPECT_EQ(adsmModuleGetKernel(reinterpret_cast<adsmModule_t>(uintptr_t{12345}), "scale", &k), adsmErrorInvalidValue);
+    ASSERT_EQ(adsmModuleGetKernel(m, "scale", &k), adsmSuccess);
+    EXPECT_EQ(adsmCall(k, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorInvalidValue);  // scale takes 3 arguments
+}
+
+// Ends the device: run alone (--gtest_filter), after the others.
+TEST(CudaDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
+    adsmModule_t m = load_module();
+    adsmKernel_t crash, scale;
+    ASSERT_EQ(adsmModuleGetKernel(m, "crash", &crash), adsmSuccess) << detail();
+    ASSERT_EQ(adsmModuleGetKernel(m, "scale", &scale), adsmSuccess) << detail();
+    float *x = static_cast<float *>(adsmAlloc(4096));
+    ASSERT_NE(x, nullptr);
+    x[0] = 1.0f;
+    ASSERT_EQ(adsmCall(crash, {1, 1, 1}, {1, 1, 1}, nullptr), adsmSuccess) << detail();
+    EXPECT_EQ(adsmSync(), adsmErrorLaunchFailure);
+    std::string why = detail();
+    EXPECT_NE(why.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << why;
+    EXPECT_NE(why.find("crash"), std::string::npos) << why;
+    float f = 2.0f;
+    unsigned n = 1;
+    void *args[] = {&x, &f, &n};
+    EXPECT_EQ(adsmCall(scale, {1, 1, 1}, {1, 1, 1}, args), adsmErrorDeviceLost);
+    EXPECT_NE(detail().find("lost"), std::string::npos) << detail();
+    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost);
+    void *d = nullptr;
+    EXPECT_EQ(adsmDeviceAlloc(&d, 4096), adsmErrorDeviceLost);
+}
+
+// The host mapped ADSM_VA_BASE before the runtime started: the driver
+// reserves elsewhere and the window follows it.  Run alone.
+TEST(CudaDeviceMoved, WindowFollowsTheDriverWhenTheBaseIsTaken) {
+    void *squat = mmap(reinterpret_cast<void *>(0x300000000000ull), 1 << 20, PROT_READ,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    ASSERT_EQ(squat, reinterpret_cast<void *>(0x300000000000ull));
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    unsigned n = 4096;
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    EXPECT_TRUE(reserved_by_driver(x));
+    EXPECT_FALSE(reinterpret_cast<uintptr_t>(x) >= 0x300000000000ull &&
+                 reinterpret_cast<uintptr_t>(x) < 0x300000000000ull + (1 << 20));
+    for (unsigned i = 0; i < n; ++i) x[i] = 1.5f;
+    scale(adsm::blocks_for(n, 64), adsm::dim3(64), x, 2.0f, n);
+    adsm::sync();
+    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 3.0f);
+    adsmFree(x);
+}
+
+}  // namespace
+
+namespace {
+
+// The loader finds a libcuda.so.1 that is no library (as on a machine with
+// a broken driver install): the runtime says so and stays usable as an
+// error.  Run alone, with that file first on LD_LIBRARY_PATH.
+TEST(CudaNoDriver, MissingDriverIsAClearNoDeviceError) {
+    void *p = adsmAlloc(4096);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorNoDevice);
+    std::string why = detail();
+    EXPECT_NE(why.find("libcuda.so.1 cannot be loaded"), std::string::npos) << why;
+    adsmModule_t m;
+    EXPECT_EQ(adsmLoadModule("/dev/null", &m), adsmErrorNoDevice);
+    EXPECT_EQ(adsmSync(), adsmErrorNoDevice);
+}
+
+}  // namespace

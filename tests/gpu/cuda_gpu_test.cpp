@@ -1,0 +1,153 @@
+// The cuda back-end on a real NVIDIA GPU, with kernels nvcc compiled
+// (tests/examples/cuda_kernels.cu).  Not part of ctest: machines without a
+// GPU cannot run it.  scripts/gpu-check runs it in every protocol, and the
+// fault test alone in its own process (a faulting kernel ends the context).
+#include <adsm.hpp>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct list_node {
+    list_node *next;
+    long long value;
+};
+
+std::string detail() { return adsmGetLastErrorDetail(); }
+
+adsm::module &kernels() {
+    static adsm::module m(getenv("ADSM_CUDA_FATBIN") ? getenv("ADSM_CUDA_FATBIN") : "cuda_kernels.fatbin");
+    return m;
+}
+
+TEST(Gpu, IsACudaDevice) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    EXPECT_STREQ(info.name, "cuda");
+    EXPECT_GT(info.memory_bytes, 1ull << 30);
+}
+
+TEST(Gpu, ScaleRoundsWithCpuWritesBetween) {
+    auto scale = kernels().kernel<float *, float, unsigned>("scale");
+    unsigned n = 1u << 22;
+    adsm::shared_array<float> x(n);
+    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
+    for (int r = 0; r < 4; ++r) {
+        scale(adsm::blocks_for(n, 256), adsm::dim3(256), x.data(), 2.0f, n);
+        adsm::sync();
+        x[r * 1000] = 7.0f;  // a sparse CPU write between kernels
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        float want = static_cast<float>(i % 1000) * 16.0f;
+        if (i < 4000 && i % 1000 == 0) want = 7.0f * static_cast<float>(1 << (3 - i / 1000));
+        ASSERT_EQ(x[i], want) << "at " << i;
+    }
+}
+
+TEST(Gpu, KernelsFollowPointersTheCpuBuilt) {
+    auto sum = kernels().kernel<const list_node *, long long *>("sum_list");
+    unsigned count = 50000;
+    adsm::shared_array<list_node> nodes(count);
+    adsm::shared_array<long long> out(1);
+    long long want = 0;
+    for (unsigned i = 0; i < count; ++i) {
+        unsigned at = (i * 7919u) % count;
+        nodes[at].value = i * 3 + 1;
+        nodes[at].next = i + 1 < count ? &nodes[((i + 1) * 7919u) % count] : nullptr;
+        want += i * 3 + 1;
+    }
+    out[0] = 0;
+    sum(adsm::dim3(1), adsm::dim3(1), &nodes[0], out.data());
+    adsm::sync();
+    EXPECT_EQ(out[0], want);
+}
+
+TEST(Gpu, LargeArrayRoundTrip) {
+    auto add_one = kernels().kernel<float *, size_t>("add_one");
+    size_t n = (256u << 20) / sizeof(float);
+    adsm::shared_array<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i & 0xffff);
+    add_one(adsm::dim3(1024), adsm::dim3(256), v.data(), n);
+    adsm::sync();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], static_cast<float>(i & 0xffff) + 1.0f) << "at " << i;
+}
+
+TEST(Gpu, ThreadsWithTheirOwnContexts) {
+    auto scale = kernels().kernel<float *, float, unsigned>("scale");
+    std::vector<int> ok(4, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+          try {
+            unsigned n = 1u << 20;
+            adsm::shared_array<float> x(n);
+            for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(t + 1);
+            for (int r = 0; r < 5; ++r) {
+                scale(adsm::blocks_for(n, 256), adsm::dim3(256), x.data(), 2.0f, n);
+                adsm::sync();
+            }
+            bool good = true;
+            for (unsigned i = 0; i < n; ++i) good &= x[i] == 32.0f * static_cast<float>(t + 1);
+            ok[t] = good;
+          } catch (const adsm::error &e) {
+            fprintf(stderr, "thread %d: %s\n", t, e.what());
+          }
+        });
+    for (auto &th : threads) th.join();
+    for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << "thread " << t;
+}
+
+TEST(Gpu, DeviceMemoryAndCopies) {
+    void *d = nullptr;
+    ASSERT_EQ(adsmDeviceAlloc(&d, 8 << 20), adsmSuccess) << detail();
+    std::vector<unsigned char> in(8 << 20), out(8 << 20);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 13);
+    ASSERT_EQ(adsmCopyToDevice(d, in.data(), in.size()), adsmSuccess) << detail();
+    ASSERT_EQ(adsmCopyToHost(out.data(), d, out.size()), adsmSuccess) << detail();
+    EXPECT_EQ(in, out);
+    ASSERT_EQ(adsmDeviceMemset(d, 0x3c, 4096), adsmSuccess) << detail();
+    ASSERT_EQ(adsmCopyToHost(out.data(), d, 8192), adsmSuccess) << detail();
+    EXPECT_EQ(out[4095], 0x3c);
+    EXPECT_EQ(out[4096], in[4096]);
+    adsmDeviceFree(d);
+}
+
+TEST(Gpu, TooMuchMemoryFailsCleanly) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    void *p = adsmAlloc(info.memory_bytes + (4ull << 30));
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation) << detail();
+    void *q = adsmAlloc(64 << 20);
+    EXPECT_NE(q, nullptr) << detail();
+    adsmFree(q);
+}
+
+TEST(Gpu, HostFunctionsAreRefused) {
+    auto k = [](const adsmThreadIdx *, void **) {};
+    adsmKernel_t h;
+    ASSERT_EQ(adsmRegisterKernel("host_fn", k, 0, nullptr, &h), adsmSuccess);
+    EXPECT_EQ(adsmCall(h, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorNotSupported);
+    EXPECT_NE(detail().find("adsmLoadModule"), std::string::npos) << detail();
+}
+
+// Run alone: the context is gone afterwards.
+TEST(GpuFault, IllegalAddressIsALaunchFailureThenDeviceLost) {
+    auto store = kernels().kernel<int *>("store_through");
+    adsm::shared_array<int> x(16);
+    x[0] = 5;
+    store(adsm::dim3(1), adsm::dim3(32), reinterpret_cast<int *>(uintptr_t{16}));
+    EXPECT_EQ(adsmSync(), adsmErrorLaunchFailure);
+    EXPECT_NE(detail().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << detail();
+    EXPECT_NE(detail().find("store_through"), std::string::npos) << detail();
+    void *args[] = {&x};
+    EXPECT_EQ(adsmCall(store.handle(), {1, 1, 1}, {1, 1, 1}, args), adsmErrorDeviceLost);
+    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost);
+}
+
+}  // namespace

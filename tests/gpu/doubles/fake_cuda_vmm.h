@@ -1,0 +1,342 @@
+/*
+ * The CUDA double's discrete device: the virtual-memory entry points
+ * (cuMemAddressReserve, cuMemCreate, cuMemMap, ...) over memory that is
+ * really separate from the host's.  Physical allocations are memfds; a
+ * kernel runs in a child process in which every reserved range is
+ * inaccessible except the device memory mapped into it, so a kernel sees
+ * exactly what was copied to the device, at the same addresses the host
+ * uses for its own copy.  Copies reach device memory through a view of
+ * each memfd, as a copy engine would.
+ *
+ * The real driver's silent traps fail loudly here:
+ * - a copy whose host pointer lies inside a reserved device range (the
+ *   real driver takes it for device memory, copies nothing and succeeds)
+ *   aborts with a message;
+ * - reserving at a hint the host has mapped already gives another address,
+ *   as the real driver does;
+ * - a copy that crosses from one mapped allocation into the next fails, as
+ *   on the real driver (CUDA_ERROR_INVALID_VALUE), with a message.
+ * A kernel that faults poisons the context: CUDA_ERROR_ILLEGAL_ADDRESS
+ * from then on.  FAKE_CUDA_MEMORY sets the device memory (default 1G).
+ */
+#pragma once
+
+#include <cuda.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake_device.h"
+
+#define VMM_GRANULARITY (2ul << 20)
+#define VMM_MAX 4096
+
+typedef struct vmm_phys {
+    int fd;
+    size_t size;
+    unsigned char *view; /* the copy engine's view */
+} vmm_phys;
+
+static struct {
+    uintptr_t va;
+    size_t size;
+} vmm_reserved[16];
+static struct {
+    uintptr_t va;
+    size_t size, offset;
+    vmm_phys *phys;
+    int access;
+} vmm_maps[VMM_MAX];
+static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
+static size_t vmm_used;
+static atomic_long vmm_pinned, vmm_pageable_copies;
+static struct {
+    uintptr_t p;
+    size_t n;
+} vmm_registered[VMM_MAX];
+
+static size_t vmm_total(void) {
+    const char *v = getenv("FAKE_CUDA_MEMORY");
+    size_t n = v ? strtoull(v, NULL, 0) : 0;
+    return n ? n : (1ul << 30);
+}
+
+static int vmm_in_reserved(uintptr_t a, size_t n) {
+    for (int i = 0; i < 16; ++i)
+        if (vmm_reserved[i].size && a < vmm_reserved[i].va + vmm_reserved[i].size && a + n > vmm_reserved[i].va) return 1;
+    return 0;
+}
+
+/* A host pointer the real driver would silently mistake for device memory. */
+static void vmm_check_host(const void *p, size_t n, const char *fn) {
+    pthread_mutex_lock(&vmm_mu);
+    int bad = vmm_in_reserved((uintptr_t)p, n);
+    int pinned = 0;
+    for (int i = 0; i < VMM_MAX && !pinned; ++i)
+        pinned = vmm_registered[i].n && (uintptr_t)p >= vmm_registered[i].p &&
+                 (uintptr_t)p + n <= vmm_registered[i].p + vmm_registered[i].n;
+    pthread_mutex_unlock(&vmm_mu);
+    if (bad) {
+        fprintf(stderr,
+                "fake libcuda: PITFALL: %s was given host pointer %p, which lies in a reserved device range; the real "
+                "driver copies nothing there and reports success\n",
+                fn, p);
+        abort();
+    }
+    if (!pinned) atomic_fetch_add(&vmm_pageable_copies, 1);
+}
+
+/* The view address of device memory at va and how many bytes of it are
+ * contiguous there (one mapping), or NULL if va is not mapped. */
+static unsigned char *vmm_view(uintptr_t va, size_t *contiguous) {
+    unsigned char *r = NULL;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (vmm_maps[i].phys && va >= vmm_maps[i].va && va < vmm_maps[i].va + vmm_maps[i].size) {
+            r = vmm_maps[i].phys->view + vmm_maps[i].offset + (va - vmm_maps[i].va);
+            *contiguous = vmm_maps[i].va + vmm_maps[i].size - va;
+            break;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return r;
+}
+
+/* In the kernel's process: reserved ranges closed, device memory opened. */
+static int vmm_run_kernel(const fake_job *j) {
+    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  /* no atfork handlers: only this thread lives on */
+    if (pid < 0) return CUDA_ERROR_LAUNCH_FAILED;
+    if (pid == 0) {
+        for (int i = 0; i < 16; ++i)
+            if (vmm_reserved[i].size &&
+                mmap((void *)vmm_reserved[i].va, vmm_reserved[i].size, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+                _exit(90);
+        for (int i = 0; i < VMM_MAX; ++i)
+            if (vmm_maps[i].phys && vmm_maps[i].access &&
+                mmap((void *)vmm_maps[i].va, vmm_maps[i].size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                     vmm_maps[i].phys->fd, (off_t)vmm_maps[i].offset) == MAP_FAILED)
+                _exit(91);
+        gpu_run_grid(j->kernel.fn, j->grid, j->block, (void **)j->args);
+        _exit(0);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+    if (WIFEXITED(st)) fprintf(stderr, "fake libcuda: kernel process failed to map device memory (%d)\n", WEXITSTATUS(st));
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
+static CUresult vmm_reserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr) {
+    if (!p || size == 0 || size % VMM_GRANULARITY || (align && align % VMM_GRANULARITY)) return CUDA_ERROR_INVALID_VALUE;
+    void *m = MAP_FAILED;
+    if (addr) {
+        m = mmap((void *)addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (m != MAP_FAILED && (uintptr_t)m != addr) {
+            munmap(m, size);
+            m = MAP_FAILED;
+        }
+    }
+    if (m == MAP_FAILED) {
+        /* Elsewhere, aligned: as the real driver does when the hint is taken. */
+        unsigned char *big =
+            mmap(NULL, size + VMM_GRANULARITY, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (big == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+        uintptr_t a = ((uintptr_t)big + VMM_GRANULARITY - 1) & ~(VMM_GRANULARITY - 1);
+        if (a > (uintptr_t)big) munmap(big, a - (uintptr_t)big);
+        munmap((void *)(a + size), (uintptr_t)big + size + VMM_GRANULARITY - (a + size));
+        m = (void *)a;
+    }
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < 16; ++i)
+        if (!vmm_reserved[i].size) {
+            vmm_reserved[i].va = (uintptr_t)m;
+            vmm_reserved[i].size = size;
+            pthread_mutex_unlock(&vmm_mu);
+            *p = (CUdeviceptr)m;
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    munmap(m, size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult vmm_create(CUmemGenericAllocationHandle *h, size_t size) {
+    if (!h || size == 0 || size % VMM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&vmm_mu);
+    if (vmm_used + size > vmm_total()) {
+        pthread_mutex_unlock(&vmm_mu);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    vmm_used += size;
+    pthread_mutex_unlock(&vmm_mu);
+    vmm_phys *ph = (vmm_phys *)calloc(1, sizeof *ph);
+    ph->fd = (int)syscall(SYS_memfd_create, "fake-cuda-device-memory", 1u /* MFD_CLOEXEC */);
+    ph->size = size;
+    if (ph->fd < 0 || ftruncate(ph->fd, (off_t)size) != 0) abort();
+    ph->view = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, ph->fd, 0);
+    if (ph->view == MAP_FAILED) abort();
+    /* Device memory starts as garbage, not zeros, so a missing copy shows. */
+    memset(ph->view, 0xa5, size);
+    *h = (CUmemGenericAllocationHandle)(uintptr_t)ph;
+    return CUDA_SUCCESS;
+}
+
+static CUresult vmm_release(CUmemGenericAllocationHandle h) {
+    vmm_phys *ph = (vmm_phys *)(uintptr_t)h;
+    if (!ph) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (vmm_maps[i].phys == ph) {
+            pthread_mutex_unlock(&vmm_mu);
+            fprintf(stderr, "fake libcuda: cuMemRelease of memory still mapped at %p\n", (void *)vmm_maps[i].va);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    vmm_used -= ph->size;
+    pthread_mutex_unlock(&vmm_mu);
+    munmap(ph->view, ph->size);
+    close(ph->fd);
+    free(ph);
+    return CUDA_SUCCESS;
+}
+
+static CUresult vmm_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h) {
+    vmm_phys *ph = (vmm_phys *)(uintptr_t)h;
+    if (!ph || size == 0 || va % VMM_GRANULARITY || size % VMM_GRANULARITY || offset + size > ph->size)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&vmm_mu);
+    int ok = 0;
+    for (int i = 0; i < 16; ++i)
+        ok |= vmm_reserved[i].size && va >= vmm_reserved[i].va && va + size <= vmm_reserved[i].va + vmm_reserved[i].size;
+    for (int i = 0; ok && i < VMM_MAX; ++i)
+        if (vmm_maps[i].phys && va < vmm_maps[i].va + vmm_maps[i].size && va + size > vmm_maps[i].va) ok = 0;
+    for (int i = 0; ok && i < VMM_MAX; ++i)
+        if (!vmm_maps[i].phys) {
+            vmm_maps[i].va = va;
+            vmm_maps[i].size = size;
+            vmm_maps[i].offset = offset;
+            vmm_maps[i].phys = ph;
+            vmm_maps[i].access = 0;
+            pthread_mutex_unlock(&vmm_mu);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult vmm_unmap(CUdeviceptr va, size_t size) {
+    int found = 0;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (vmm_maps[i].phys && vmm_maps[i].va >= va && vmm_maps[i].va + vmm_maps[i].size <= va + size) {
+            vmm_maps[i].phys = NULL;
+            found = 1;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult vmm_set_access(CUdeviceptr va, size_t size) {
+    int found = 0;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (vmm_maps[i].phys && vmm_maps[i].va >= va && vmm_maps[i].va + vmm_maps[i].size <= va + size) {
+            vmm_maps[i].access = 1;
+            found = 1;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult vmm_register(void *p, size_t n) {
+    if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&vmm_mu);
+    if (vmm_in_reserved((uintptr_t)p, n)) {
+        /* As the real driver: the window address is not host memory to it. */
+        pthread_mutex_unlock(&vmm_mu);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (vmm_registered[i].n && (uintptr_t)p < vmm_registered[i].p + vmm_registered[i].n &&
+            (uintptr_t)p + n > vmm_registered[i].p) {
+            pthread_mutex_unlock(&vmm_mu);
+            return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+        }
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (!vmm_registered[i].n) {
+            vmm_registered[i].p = (uintptr_t)p;
+            vmm_registered[i].n = n;
+            atomic_fetch_add(&vmm_pinned, (long)n);
+            pthread_mutex_unlock(&vmm_mu);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult vmm_unregister(void *p) {
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (vmm_registered[i].n && vmm_registered[i].p == (uintptr_t)p) {
+            atomic_fetch_sub(&vmm_pinned, (long)vmm_registered[i].n);
+            vmm_registered[i].n = 0;
+            pthread_mutex_unlock(&vmm_mu);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+/* Copies and fills queued on the device, in order with kernels. */
+typedef struct vmm_copy {
+    void *dst;
+    const void *src;
+    size_t n;
+    int fill, value;
+} vmm_copy;
+
+static void vmm_do_copy(void *arg) {
+    vmm_copy *c = (vmm_copy *)arg;
+    if (c->fill) memset(c->dst, c->value, c->n);
+    else memcpy(c->dst, c->src, c->n);
+    free(c);
+}
+
+/* Queues a copy or fill of device range [va, va+n), which must lie in one
+ * mapping, with host memory at `host` (to_device says which way). */
+static CUresult vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, size_t n, int to_device, int fill,
+                          int value) {
+    for (size_t i = 0; i < n;) {
+        size_t run = 0;
+        unsigned char *dev = vmm_view(va + i, &run);
+        if (!dev) return CUDA_ERROR_INVALID_VALUE;
+        /* The real driver refuses a copy that crosses from one mapped
+         * allocation into the next, however contiguous their addresses. */
+        if (run < n - i) {
+            fprintf(stderr, "fake libcuda: a copy of [%p, +%zu) crosses the end of a mapped allocation at %p\n",
+                    (void *)va, n, (void *)(va + i + run));
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (run > n - i) run = n - i;
+        vmm_copy *c = (vmm_copy *)calloc(1, sizeof *c);
+        if (fill) *c = (vmm_copy){dev, NULL, run, 1, value};
+        else if (to_device) *c = (vmm_copy){dev, host + i, run, 0, 0};
+        else *c = (vmm_copy){host + i, dev, run, 0, 0};
+        fake_submit_work(d, vmm_do_copy, c);
+        i += run;
+    }
+    return CUDA_SUCCESS;
+}
+
+typedef struct vmm_host_fn {
+    CUhostFn fn;
+    void *data;
+} vmm_host_fn;
+
+static void vmm_do_host_fn(void *arg) {
+    vmm_host_fn *h = (vmm_host_fn *)arg;
+    h->fn(h->data);
+    free(h);
+}
