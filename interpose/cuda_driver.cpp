@@ -10,6 +10,7 @@
 // cuGetProcAddress; its answers are rewritten to the wrappers here.
 #include <cuda.h>
 
+#include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
 #include "interpose/handle_map.h"
@@ -25,6 +26,16 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream);
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char uc, size_t n);
+CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s);
 }
 
 namespace {
@@ -48,7 +59,27 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuEventSynchronize)                                                                                        \
     X(cuEventQuery)                                                                                              \
     X(cuGetProcAddress)                                                                                          \
-    X(cuGetProcAddress_v2)
+    X(cuGetProcAddress_v2)                                                                                       \
+    X(cuMemcpyHtoD_v2)                                                                                           \
+    X(cuMemcpyHtoD_v2_ptds)                                                                                      \
+    X(cuMemcpyDtoH_v2)                                                                                           \
+    X(cuMemcpyDtoH_v2_ptds)                                                                                      \
+    X(cuMemcpyDtoD_v2)                                                                                           \
+    X(cuMemcpyDtoD_v2_ptds)                                                                                      \
+    X(cuMemcpy)                                                                                                  \
+    X(cuMemcpy_ptds)                                                                                             \
+    X(cuMemcpyHtoDAsync_v2)                                                                                      \
+    X(cuMemcpyHtoDAsync_v2_ptsz)                                                                                 \
+    X(cuMemcpyDtoHAsync_v2)                                                                                      \
+    X(cuMemcpyDtoHAsync_v2_ptsz)                                                                                 \
+    X(cuMemcpyDtoDAsync_v2)                                                                                      \
+    X(cuMemcpyDtoDAsync_v2_ptsz)                                                                                 \
+    X(cuMemcpyAsync)                                                                                             \
+    X(cuMemcpyAsync_ptsz)                                                                                        \
+    X(cuMemsetD8_v2)                                                                                             \
+    X(cuMemsetD8_v2_ptds)                                                                                        \
+    X(cuMemsetD8Async)                                                                                           \
+    X(cuMemsetD8Async_ptsz)                                                                                     
 
 ADSM_GPU_FAMILY(cuda_driver_family, CUDA_DRIVER_SYMBOLS)
 
@@ -100,14 +131,20 @@ const char *driver_function_name(CUfunction f) {
     return get(&name, f) == CUDA_SUCCESS ? name : nullptr;
 }
 
-CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, void **params, void **extra) {
+CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, unsigned shared, CUstream stream,
+                void **params, void **extra) {
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
     if (extra && extra[0] != CU_LAUNCH_PARAM_END) {
-        adsm::log(adsm::LogLevel::warn,
-                  "%s: arguments packed in `extra` are not supported on the runtime's accelerator; pass kernelParams", fn);
+        adsm::log(adsm::LogLevel::warn, "%s: arguments packed in `extra` are not supported when routed; pass kernelParams",
+                  fn);
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     adsm::interpose::KernelName *rec = g_functions.find(f);
+    if (bridge::runs_program_kernels()) {
+        // The GPU runs the program's own function, on the program's stream.
+        const char *name = rec && rec->named.load(std::memory_order_acquire) ? rec->name : driver_function_name(f);
+        return to_cu(bridge::launch_program_kernel(f, name, grid, block, shared, stream, params), fn);
+    }
     adsmKernel_t k;
     Status s = adsm::interpose::registered_kernel(rec, rec ? nullptr : driver_function_name(f), fn, &k);
     if (s == adsmSuccess) s = bridge::launch(k, grid, block, params);
@@ -116,8 +153,57 @@ CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, voi
 
 CUresult launch_ex(const char *fn, const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
-    return launch(fn, f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ}, params,
-                  extra);
+    return launch(fn, f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ},
+                  c->sharedMemBytes, c->hStream, params, extra);
+}
+
+// ---- copies and fills that touch shared memory (gpu_copies.h)
+
+using adsm::interpose::Side;
+
+Status driver_to_device(void *dev, const void *host, size_t n) {
+    CUresult r = FORWARD(cuMemcpyHtoD_v2, reinterpret_cast<CUdeviceptr>(dev), host, n);
+    return r == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorInvalidValue, "cuMemcpyHtoD: CUDA error %d", r);
+}
+
+Status driver_to_host(void *host, const void *dev, size_t n) {
+    CUresult r = FORWARD(cuMemcpyDtoH_v2, host, reinterpret_cast<CUdeviceptr>(dev), n);
+    return r == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorInvalidValue, "cuMemcpyDtoH: CUDA error %d", r);
+}
+
+const adsm::interpose::DriverCopies kDriverCopies = {driver_to_device, driver_to_host};
+
+// Which memory a pointer the program gave cuMemcpy is, as the driver sees it.
+Side side_of(CUdeviceptr p) {
+    using GetAttr = CUresult (*)(void *, CUpointer_attribute, CUdeviceptr);
+    static const auto get =
+        reinterpret_cast<GetAttr>(adsm::interpose::driver_function(kLibrary, "cuPointerGetAttribute"));
+    unsigned type = 0;
+    if (!get) return Side::host;
+    GpuForwarding fw;
+    if (get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS) return Side::host;  // unregistered: host
+    return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY ? Side::device : Side::host;
+}
+
+void *ptr(CUdeviceptr p) { return reinterpret_cast<void *>(p); }
+
+// A copy as the program asked for it, or through the protocol when a side
+// is shared memory, after the work queued before it on `stream`.
+template <class Forward>
+CUresult copy(const char *fn, CUstream stream, void *dst, Side ds, const void *src, Side ss, size_t n,
+              Forward &&forward) {
+    if (!adsm::interpose::gpu_routed(kApi) || (!bridge::is_shared(dst) && !bridge::is_shared(src))) return forward();
+    if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
+    Status s = adsmSuccess;
+    adsm::interpose::copy_with_shared(dst, ds, src, ss, n, kDriverCopies, &s);
+    return to_cu(s, fn);
+}
+
+template <class Forward>
+CUresult fill(const char *fn, CUstream stream, CUdeviceptr dst, unsigned char value, size_t n, Forward &&forward) {
+    if (!adsm::interpose::gpu_routed(kApi) || !bridge::is_shared(ptr(dst))) return forward();
+    if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
+    return to_cu(bridge::fill_shared(ptr(dst), value, n), fn);
 }
 
 // Our kernels first, then whatever the driver has of its own.
@@ -170,14 +256,14 @@ CUDA_WRAPPER(cuModuleGetFunction, CUfunction *hfunc, CUmodule hmod, const char *
 CUDA_WRAPPER(cuLaunchKernel, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
              unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra) {
     if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
-    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, params, extra);
+    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, extra);
 }
 
 CUDA_WRAPPER(cuLaunchKernel_ptsz, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
              unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra) {
     if (!adsm::interpose::gpu_routed(kApi))
         return FORWARD(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
-    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, params, extra);
+    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, extra);
 }
 
 CUDA_WRAPPER(cuLaunchKernelEx, const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
@@ -209,4 +295,80 @@ CUDA_WRAPPER(cuGetProcAddress_v2, const char *symbol, void **pfn, int version, c
     CUresult r = FORWARD(cuGetProcAddress_v2, symbol, pfn, version, flags, status);
     if (r == CUDA_SUCCESS && pfn && *pfn) substitute(pfn);
     return r;
+}
+
+
+// Copies and fills.  A host-side pointer is host memory and a device-side
+// one the driver's, unless it is shared memory; cuMemcpy asks the driver.
+// The synchronous forms wait for the legacy (or per-thread) default stream.
+#define HTOD(name, stream, ...)                                                                                    \
+    copy("cuMemcpyHtoD", stream, ptr(dst), Side::device, src, Side::host, n, [&] { return FORWARD(name, __VA_ARGS__); })
+#define DTOH(name, stream, ...)                                                                                    \
+    copy("cuMemcpyDtoH", stream, dst, Side::host, ptr(src), Side::device, n, [&] { return FORWARD(name, __VA_ARGS__); })
+#define DTOD(name, stream, ...)                                                                                    \
+    copy("cuMemcpyDtoD", stream, ptr(dst), Side::device, ptr(src), Side::device, n,                                \
+         [&] { return FORWARD(name, __VA_ARGS__); })
+#define UNIFIED(name, stream, ...)                                                                                 \
+    copy("cuMemcpy", stream, ptr(dst), side_of(dst), ptr(src), side_of(src), n, [&] { return FORWARD(name, __VA_ARGS__); })
+#define FILL8(name, stream, ...) fill("cuMemsetD8", stream, dst, uc, n, [&] { return FORWARD(name, __VA_ARGS__); })
+
+CUDA_WRAPPER(cuMemcpyHtoD_v2, CUdeviceptr dst, const void *src, size_t n) {
+    return HTOD(cuMemcpyHtoD_v2, CU_STREAM_LEGACY, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpyHtoD_v2_ptds, CUdeviceptr dst, const void *src, size_t n) {
+    return HTOD(cuMemcpyHtoD_v2_ptds, CU_STREAM_PER_THREAD, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpyHtoDAsync_v2, CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+    return HTOD(cuMemcpyHtoDAsync_v2, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+    return HTOD(cuMemcpyHtoDAsync_v2_ptsz, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyDtoH_v2, void *dst, CUdeviceptr src, size_t n) {
+    return DTOH(cuMemcpyDtoH_v2, CU_STREAM_LEGACY, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpyDtoH_v2_ptds, void *dst, CUdeviceptr src, size_t n) {
+    return DTOH(cuMemcpyDtoH_v2_ptds, CU_STREAM_PER_THREAD, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpyDtoHAsync_v2, void *dst, CUdeviceptr src, size_t n, CUstream s) {
+    return DTOH(cuMemcpyDtoHAsync_v2, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyDtoHAsync_v2_ptsz, void *dst, CUdeviceptr src, size_t n, CUstream s) {
+    return DTOH(cuMemcpyDtoHAsync_v2_ptsz, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyDtoD_v2, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    return DTOD(cuMemcpyDtoD_v2, CU_STREAM_LEGACY, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpyDtoD_v2_ptds, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    return DTOD(cuMemcpyDtoD_v2_ptds, CU_STREAM_PER_THREAD, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpyDtoDAsync_v2, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    return DTOD(cuMemcpyDtoDAsync_v2, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    return DTOD(cuMemcpyDtoDAsync_v2_ptsz, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpy, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    return UNIFIED(cuMemcpy, CU_STREAM_LEGACY, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpy_ptds, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    return UNIFIED(cuMemcpy_ptds, CU_STREAM_PER_THREAD, dst, src, n);
+}
+CUDA_WRAPPER(cuMemcpyAsync, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    return UNIFIED(cuMemcpyAsync, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyAsync_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    return UNIFIED(cuMemcpyAsync_ptsz, s, dst, src, n, s);
+}
+CUDA_WRAPPER(cuMemsetD8_v2, CUdeviceptr dst, unsigned char uc, size_t n) {
+    return FILL8(cuMemsetD8_v2, CU_STREAM_LEGACY, dst, uc, n);
+}
+CUDA_WRAPPER(cuMemsetD8_v2_ptds, CUdeviceptr dst, unsigned char uc, size_t n) {
+    return FILL8(cuMemsetD8_v2_ptds, CU_STREAM_PER_THREAD, dst, uc, n);
+}
+CUDA_WRAPPER(cuMemsetD8Async, CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
+    return FILL8(cuMemsetD8Async, s, dst, uc, n, s);
+}
+CUDA_WRAPPER(cuMemsetD8Async_ptsz, CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
+    return FILL8(cuMemsetD8Async_ptsz, s, dst, uc, n, s);
 }

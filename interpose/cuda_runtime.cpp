@@ -99,9 +99,29 @@ const char *runtime_function_name(const void *func) {
     return get(&name, func) == cudaSuccess ? name : nullptr;
 }
 
-cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args) {
+// The driver function behind a kernel's host stub (what the GPU runs).
+void *driver_function_of(const void *func) {
+    using GetFunc = cudaError_t (*)(cudaFunction_t *, const void *);
+    static const auto get =
+        reinterpret_cast<GetFunc>(adsm::interpose::driver_function(kLibrary, "cudaGetFuncBySymbol"));
+    cudaFunction_t f = nullptr;
+    if (!get) return nullptr;
+    GpuForwarding fw;
+    return get(&f, func) == cudaSuccess ? f : nullptr;
+}
+
+cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t stream) {
     if (!func) return fail_with(cudaErrorInvalidDeviceFunction);
     adsm::interpose::KernelName *rec = g_stubs.find(func);
+    if (bridge::runs_program_kernels()) {
+        // The GPU runs the program's own function, on the program's stream.
+        void *f = driver_function_of(func);
+        if (!f) return fail_with(cudaErrorInvalidDeviceFunction);
+        const char *name = rec && rec->named.load(std::memory_order_acquire) ? rec->name : runtime_function_name(func);
+        return to_cuda(bridge::launch_program_kernel(f, name, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z},
+                                                     static_cast<unsigned>(shared), stream, args),
+                       "cudaLaunchKernel");
+    }
     adsmKernel_t k;
     Status s = adsm::interpose::registered_kernel(rec, rec ? nullptr : runtime_function_name(func), "cudaLaunchKernel", &k);
     if (s == adsmSuccess) s = bridge::launch(k, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, args);
@@ -148,13 +168,13 @@ CUDART_WRAPPER(cudaError_t, cudaFree, void *p) {
 CUDART_WRAPPER(cudaError_t, cudaLaunchKernel, const void *func, dim3 grid, dim3 block, void **args, size_t shared,
                cudaStream_t stream) {
     if (!gpu_routed(kApi)) return FORWARD(cudaLaunchKernel, func, grid, block, args, shared, stream);
-    return launch(func, grid, block, args);
+    return launch(func, grid, block, args, shared, stream);
 }
 
 CUDART_WRAPPER(cudaError_t, cudaLaunchKernel_ptsz, const void *func, dim3 grid, dim3 block, void **args,
                size_t shared, cudaStream_t stream) {
     if (!gpu_routed(kApi)) return FORWARD(cudaLaunchKernel_ptsz, func, grid, block, args, shared, stream);
-    return launch(func, grid, block, args);
+    return launch(func, grid, block, args, shared, stream);
 }
 
 CUDART_WRAPPER(cudaError_t, cudaDeviceSynchronize, void) { SYNC_THEN_FORWARD(cudaDeviceSynchronize); }

@@ -1,6 +1,7 @@
 #include "api/gpu_bridge.h"
 
 #include <cstdlib>
+#include <vector>
 
 #include "api/launch.h"
 #include "api/runtime.h"
@@ -11,6 +12,7 @@ namespace adsm::gpu_bridge {
 namespace {
 
 constexpr int kUnknown = -1;
+constexpr size_t kBounce = 4 << 20;
 std::atomic<int> g_routed[2] = {kUnknown, kUnknown};
 
 bool decide(Api api) {
@@ -90,6 +92,65 @@ size_t param_size(adsmKernel_t k, unsigned index) {
 Status launch(adsmKernel_t k, adsmDim3 grid, adsmDim3 block, void **args) {
     ADSM_READY(rt);
     return launch_kernel(*rt, k, grid, block, args, rt->manager->program_context());
+}
+
+bool runs_program_kernels() {
+    Inside in;
+    Runtime *rt = nullptr;
+    return ready(&rt) == adsmSuccess && rt->device->runs_gpu_code();
+}
+
+Status launch_program_kernel(void *fn, const char *name, adsmDim3 grid, adsmDim3 block, unsigned shared_mem,
+                             void *stream, void **args) {
+    ADSM_READY(rt);
+    adsmKernel_t k;
+    if (!rt->kernels.find_device_function(fn, &k)) {
+        std::vector<uint32_t> sizes;
+        if (Status s = rt->device->function_params(fn, name ? name : "?", &sizes); s != adsmSuccess) return s;
+        if (Status s = rt->kernels.add_module_function(name ? name : "(unnamed kernel)", fn, sizes, &k); s != adsmSuccess)
+            return s;
+    }
+    NativeLaunch native;
+    native.shared_mem = shared_mem;
+    native.on_program_stream = true;
+    native.stream = stream;
+    return launch_kernel(*rt, k, grid, block, args, rt->manager->program_context(), native);
+}
+
+bool is_shared(const void *p) {
+    Runtime *rt = started_runtime();
+    return rt && !forked_child() && rt->space.contains(reinterpret_cast<uintptr_t>(p));
+}
+
+Status read_shared(const void *src, void *dst, size_t n) {
+    ADSM_READY(rt);
+    return rt->manager->program_read(src, dst, n);
+}
+
+Status write_shared(void *dst, const void *src, size_t n) {
+    ADSM_READY(rt);
+    return rt->manager->program_write(dst, src, n);
+}
+
+Status copy_shared(void *dst, const void *src, size_t n) {
+    ADSM_READY(rt);
+    // Through a buffer, each side as the program's own access.
+    std::vector<unsigned char> bounce(n < kBounce ? n : kBounce);
+    for (size_t done = 0; done < n;) {
+        size_t len = n - done < bounce.size() ? n - done : bounce.size();
+        if (Status s = rt->manager->program_read(static_cast<const char *>(src) + done, bounce.data(), len);
+            s != adsmSuccess)
+            return s;
+        if (Status s = rt->manager->program_write(static_cast<char *>(dst) + done, bounce.data(), len); s != adsmSuccess)
+            return s;
+        done += len;
+    }
+    return adsmSuccess;
+}
+
+Status fill_shared(void *dst, int value, size_t n) {
+    ADSM_READY(rt);
+    return rt->manager->program_fill(dst, value, n);
 }
 
 Status sync() {

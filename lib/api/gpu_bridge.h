@@ -38,6 +38,24 @@ size_t param_size(adsmKernel_t k, unsigned index);  // 0 when out of range
 
 // A release and a launch; args as cuLaunchKernel's kernelParams.
 Status launch(adsmKernel_t k, adsmDim3 grid, adsmDim3 block, void **args);
+
+// Whether the runtime's accelerator runs the program's own GPU code (the
+// cuda device): a launch then runs the driver function it names, not a
+// kernel registered under its name.  Starts the runtime.
+bool runs_program_kernels();
+// A release, then the program's own driver function `fn` (called `name`)
+// on its `stream`, with its dynamic shared memory; args as kernelParams.
+Status launch_program_kernel(void *fn, const char *name, adsmDim3 grid, adsmDim3 block, unsigned shared_mem,
+                             void *stream, void **args);
+
+// Shared memory the program hands to the driver's copies and fills: these
+// move the data through the coherence protocol instead (the driver would
+// take a window address for device memory).
+bool is_shared(const void *p);
+Status read_shared(const void *src, void *dst, size_t n);   // src shared
+Status write_shared(void *dst, const void *src, size_t n);  // dst shared
+Status copy_shared(void *dst, const void *src, size_t n);   // both shared
+Status fill_shared(void *dst, int value, size_t n);
 // Waits for every launched kernel and acquires; the first kernel error
 // since the last sync.
 Status sync();

@@ -72,8 +72,17 @@ Status KernelRegistry::insert(KernelInfo &&k, bool name_may_be_taken, adsmKernel
     kernels_[id].store(info, std::memory_order_release);
     count_.store(id + 1, std::memory_order_release);
     if (named) by_name_.emplace(info->name, id);
+    if (info->device_fn) by_device_fn_.emplace(info->device_fn, id);
     *out = to_handle(id);
     return adsmSuccess;
+}
+
+bool KernelRegistry::find_device_function(void *device_fn, adsmKernel_t *out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_device_fn_.find(device_fn);
+    if (it == by_device_fn_.end()) return false;
+    *out = to_handle(it->second);
+    return true;
 }
 
 Status KernelRegistry::find(const char *name, adsmKernel_t *out) {

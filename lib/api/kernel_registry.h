@@ -21,6 +21,8 @@ public:
     // handle names this function either way.
     Status add_module_function(const char *name, void *device_fn, const std::vector<uint32_t> &sizes,
                                adsmKernel_t *out);
+    // The kernel already made for a device function, if any.
+    bool find_device_function(void *device_fn, adsmKernel_t *out);
     Status find(const char *name, adsmKernel_t *out);
     // nullptr for a handle that names no kernel.  Lock-free: every launch
     // goes through it.
@@ -42,6 +44,7 @@ private:
     std::atomic<uint32_t> count_{0};
     std::unordered_map<std::string, uint32_t> by_name_;
     std::vector<void *> modules_;  // under mu_
+    std::unordered_map<void *, uint32_t> by_device_fn_;
 };
 
 }  // namespace adsm

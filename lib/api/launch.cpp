@@ -26,6 +26,11 @@ Status check_launch(const KernelInfo *k, adsmDim3 grid, adsmDim3 block, void **a
 }  // namespace
 
 Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args, Context *in) {
+    return launch_kernel(rt, kernel, grid, block, args, in, NativeLaunch{});
+}
+
+Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args, Context *in,
+                     const NativeLaunch &native) {
     const KernelInfo *k = rt.kernels.get(kernel);
     if (!k) return fail(adsmErrorInvalidValue, "%p is not a kernel handle", static_cast<void *>(kernel));
     if (Status s = check_launch(k, grid, block, args); s != adsmSuccess) return s;
@@ -38,6 +43,9 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     l.block = block;
     l.args = blob;
     l.args_size = k->args_size;
+    l.shared_mem = native.shared_mem;
+    l.has_native_stream = native.on_program_stream;
+    l.native_stream = native.stream;
     return rt.manager->call(l, in);
 }
 

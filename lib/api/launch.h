@@ -14,4 +14,13 @@ namespace adsm {
 Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args,
                      Context *in = nullptr);
 
+// Where and how a routed program's own launch runs (GPU code only).
+struct NativeLaunch {
+    unsigned shared_mem = 0;
+    bool on_program_stream = false;
+    void *stream = nullptr;  // the program's (0: its legacy default stream)
+};
+Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args, Context *in,
+                     const NativeLaunch &native);
+
 }  // namespace adsm

@@ -18,6 +18,10 @@ Status Device::module_function(void *, const char *, void **, std::vector<uint32
     return fail(adsmErrorNotSupported, "the %s device has no modules", name());
 }
 
+Status Device::function_params(void *, const char *, std::vector<uint32_t> *) {
+    return fail(adsmErrorNotSupported, "the %s device does not run the driver's own kernels", name());
+}
+
 Status Device::check_kernel(const KernelInfo &k) const {
     if (k.fn) return adsmSuccess;
     return fail(adsmErrorNotSupported,

@@ -75,11 +75,17 @@ public:
     // when the trace is written).
     virtual void trace_kernels() {}
 
+    // The device runs GPU code (modules, a routed program's own kernels)
+    // rather than host functions.
+    virtual bool runs_gpu_code() const { return false; }
     // GPU code.  A module is a driver image (cubin, fatbin, PTX); a function
     // of it is found by name with its parameter sizes as the driver reports
     // them.  Devices that run host functions refuse modules.
     virtual Status load_module(const void *image, size_t size, void **module);
     virtual Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes);
+    // The parameter sizes of a driver function the program obtained itself
+    // (a routed program's own kernel).
+    virtual Status function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes);
     // Whether this device can run k at all (host function or module code),
     // checked before a call releases anything.
     virtual Status check_kernel(const KernelInfo &k) const;

@@ -29,6 +29,11 @@ struct LaunchDesc {
     adsmDim3 block{1, 1, 1};
     const void *args = nullptr;           // blob laid out by param_offsets
     uint32_t args_size = 0;
+    uint32_t shared_mem = 0;              // dynamic shared memory bytes (GPU code)
+    // A routed program's own launch names its stream: the kernel runs there,
+    // in order with the program's other work, and the context waits for it.
+    bool has_native_stream = false;
+    void *native_stream = nullptr;
 };
 
 }  // namespace adsm

@@ -47,9 +47,12 @@ static inline void check_memory(enum mode m, const void *p, size_t n) {
     else CHECK(!is_shared(p, n), "%p should be the driver's memory", p);
 }
 
-/* Routed, no launch reaches the driver; otherwise they all do. */
+/* Routed to sim or cpu, no launch reaches the driver; otherwise (and on
+ * the cuda device, which runs the program's own kernels) they all do. */
 static inline void check_launches(enum mode m, long reached, const char *what) {
-    if (m == ROUTED) CHECK(reached == 0, "%ld %s calls reached the driver", reached, what);
+    const char *dev = getenv("ADSM_DEVICE");
+    if (m == ROUTED && !(dev && strcmp(dev, "cuda") == 0))
+        CHECK(reached == 0, "%ld %s calls reached the driver", reached, what);
     else CHECK(reached > 0, "no %s call reached the driver", what);
 }
 

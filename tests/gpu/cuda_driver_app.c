@@ -123,6 +123,22 @@ int main(int argc, char **argv) {
     }
     check_floats(outs, N, plus1_times2, "out after the CPU's write");
 
+    /* The driver's own copies and fills with managed memory on either side
+     * (routed, the runtime moves that data: the driver would take a shared
+     * address for device memory). */
+    CUdeviceptr dbuf, back;
+    CU(cuMemAlloc(&dbuf, N * 4));
+    CU(cuMemAllocManaged(&back, N * 4, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemcpyHtoD(dbuf, outs, N * 4));
+    CU(cuMemcpyDtoH((void *)back, dbuf, N * 4));
+    check_floats((float *)back, N, plus1_times2, "copied through device memory");
+    CU(cuMemsetD8(back, 0, N * 4));
+    for (unsigned i = 0; i < N; ++i) CHECK(((float *)back)[i] == 0.0f, "back[%u] = %g after cuMemsetD8", i, ((float *)back)[i]);
+    CU(cuMemcpy(back, out, N * 4));
+    check_floats((float *)back, N, plus1_times2, "copied managed to managed");
+    CU(cuMemFree(dbuf));
+    CU(cuMemFree(back));
+
     /* Pointers inside managed memory, and entry points from cuGetProcAddress
      * as a statically linked CUDA runtime gets them. */
     CUdeviceptr nodes, total;

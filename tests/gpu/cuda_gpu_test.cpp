@@ -21,7 +21,7 @@ struct list_node {
 std::string detail() { return adsmGetLastErrorDetail(); }
 
 adsm::module &kernels() {
-    static adsm::module m(getenv("ADSM_CUDA_FATBIN") ? getenv("ADSM_CUDA_FATBIN") : "cuda_kernels.fatbin");
+    static adsm::module m(getenv("GPU_TESTS_FATBIN") ? getenv("GPU_TESTS_FATBIN") : "cuda_kernels.fatbin");
     return m;
 }
 

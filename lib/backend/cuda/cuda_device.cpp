@@ -263,22 +263,36 @@ Status CudaDevice::module_function(void *module, const char *name, void **fn, st
                         "the module has no kernel '%s' (a kernel not declared extern \"C\" has a mangled name)", name);
         return cuda_fail(adsmErrorInvalidValue, r, "cuda: cuModuleGetFunction");
     }
+    *fn = f;
+    return function_params(f, name, param_sizes);
+}
+
+Status CudaDevice::function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes) {
     if (!d_->cuFuncGetParamInfo)
         return fail(adsmErrorNotSupported,
                     "kernel '%s': the driver (version %d) cannot report parameter sizes (cuFuncGetParamInfo needs "
                     "CUDA 12.4 or later)",
                     name, d_->version);
+    ADSM_ENTER();
     param_sizes->clear();
+    // A CUDA runtime launches library kernels (CUkernel), which the driver
+    // takes where a CUfunction goes; their parameters are asked differently.
+    bool library_kernel = false;
     for (size_t i = 0;; ++i) {
         size_t offset = 0, size = 0;
-        CUresult r = d_->cuFuncGetParamInfo(f, i, &offset, &size);
+        CUresult r = library_kernel ? d_->cuKernelGetParamInfo(static_cast<CUkernel>(fn), i, &offset, &size)
+                                    : d_->cuFuncGetParamInfo(static_cast<CUfunction>(fn), i, &offset, &size);
+        if (r == CUDA_ERROR_INVALID_HANDLE && i == 0 && !library_kernel && d_->cuKernelGetParamInfo) {
+            library_kernel = true;
+            --i;
+            continue;
+        }
         if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
         if (r != CUDA_SUCCESS) return cuda_fail(adsmErrorInvalidValue, r, "cuda: cuFuncGetParamInfo");
         if (i == kMaxKernelParams)
             return fail(adsmErrorNotSupported, "kernel '%s' has more than %u parameters", name, kMaxKernelParams);
         param_sizes->push_back(static_cast<uint32_t>(size));
     }
-    *fn = f;
     return adsmSuccess;
 }
 
@@ -313,7 +327,10 @@ void CudaDevice::destroy_stream(StreamId id) {
     Entered in(this);
     if (id >= kMaxStreams) return;
     CUstream s = streams_[id].s.exchange(nullptr);
-    if (s && in.status() == adsmSuccess) d_->cuStreamDestroy(s);
+    CUevent e = streams_[id].joined.exchange(nullptr);
+    if (in.status() != adsmSuccess) return;
+    if (s) d_->cuStreamDestroy(s);
+    if (e) d_->cuEventDestroy(e);
 }
 
 Status CudaDevice::launch(StreamId id, const LaunchDesc &l) {
@@ -327,8 +344,12 @@ Status CudaDevice::launch(StreamId id, const LaunchDesc &l) {
     for (size_t i = 0; i < k->param_offsets.size(); ++i) params[i] = const_cast<unsigned char *>(blob + k->param_offsets[i]);
     // Copies still in flight (a rolling flush) land before the kernel starts.
     if (Status st = copies_.order_before(s); st != adsmSuccess) return st;
+    CUstream target = l.has_native_stream ? static_cast<CUstream>(l.native_stream) : s;
+    if (target != s)
+        if (Status st = copies_.order_before(target); st != adsmSuccess) return st;
     CUresult r = d_->cuLaunchKernel(static_cast<CUfunction>(k->device_fn), l.grid.x, l.grid.y, l.grid.z, l.block.x,
-                                    l.block.y, l.block.z, 0, s, params, nullptr);
+                                    l.block.y, l.block.z, l.shared_mem, target, params, nullptr);
+    if (r == CUDA_SUCCESS && target != s) r = join(streams_[id], target, s);
     if (r != CUDA_SUCCESS) {
         char what[192];
         snprintf(what, sizeof what, "cuda: launching kernel '%s'", k->name.c_str());
@@ -338,6 +359,22 @@ Status CudaDevice::launch(StreamId id, const LaunchDesc &l) {
     }
     streams_[id].last.store(k);
     return adsmSuccess;
+}
+
+// The context's stream waits (on the device) for the program's stream, so
+// that a sync of the context waits for the kernel launched there.
+CUresult CudaDevice::join(Stream &slot, CUstream program, CUstream ours) {
+    CUevent e = slot.joined.load();
+    if (!e) {
+        if (CUresult r = d_->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS) return r;
+        CUevent none = nullptr;
+        if (!slot.joined.compare_exchange_strong(none, e)) {
+            d_->cuEventDestroy(e);
+            e = none;
+        }
+    }
+    CUresult r = d_->cuEventRecord(e, program);
+    return r == CUDA_SUCCESS ? d_->cuStreamWaitEvent(ours, e, 0) : r;
 }
 
 Status CudaDevice::synchronize(StreamId id) {

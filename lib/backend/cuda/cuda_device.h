@@ -34,6 +34,7 @@ public:
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return memory_.used(); }
     bool pins_host_memory() const override { return true; }
+    bool runs_gpu_code() const override { return true; }
 
     Status reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) override;
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
@@ -51,6 +52,7 @@ public:
 
     Status load_module(const void *image, size_t size, void **module) override;
     Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;
+    Status function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes) override;
     Status check_kernel(const KernelInfo &k) const override;
 
     Status create_stream(StreamId *out) override;
@@ -69,12 +71,15 @@ private:
     // (a faulting kernel) as the end of the device.
     Status driver_error(CUresult r, const char *what, Status usual);
     const void *host_side(const void *p) const;
+    struct Stream;
+    CUresult join(Stream &slot, CUstream program, CUstream ours);
     Status check_range(uintptr_t dev, size_t n) const;
 
     static constexpr uint32_t kMaxStreams = 4096;
     struct Stream {
         std::atomic<CUstream> s{nullptr};
         std::atomic<const KernelInfo *> last{nullptr};  // for messages about a failure
+        std::atomic<CUevent> joined{nullptr};  // the program's stream, joined into this one
     };
 
     const Driver *d_ = nullptr;

@@ -41,6 +41,7 @@ namespace adsm::cuda {
     X(cuStreamWaitEvent, "cuStreamWaitEvent")                                                                \
     X(cuEventCreate, "cuEventCreate")                                                                        \
     X(cuEventRecord, "cuEventRecord")                                                                        \
+    X(cuEventDestroy, "cuEventDestroy_v2")                                                                   \
     X(cuLaunchHostFunc, "cuLaunchHostFunc")                                                                  \
     X(cuModuleLoadDataEx, "cuModuleLoadDataEx")                                                              \
     X(cuModuleGetFunction, "cuModuleGetFunction")                                                            \
@@ -49,7 +50,9 @@ namespace adsm::cuda {
     X(cuGetErrorString, "cuGetErrorString")
 
 // Entry points older drivers lack; null when absent.
-#define ADSM_CUDA_OPTIONAL_ENTRY_POINTS(X) X(cuFuncGetParamInfo, "cuFuncGetParamInfo")
+#define ADSM_CUDA_OPTIONAL_ENTRY_POINTS(X)           \
+    X(cuFuncGetParamInfo, "cuFuncGetParamInfo")      \
+    X(cuKernelGetParamInfo, "cuKernelGetParamInfo")
 
 struct Driver {
 #define ADSM_CUDA_MEMBER(fn, symbol) decltype(&::fn) fn = nullptr;

@@ -490,6 +490,58 @@ EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, si
     return vmm_queue(&device, dst, NULL, n, 1, 1, value);
 }
 
+/* Synchronous copies and fills: device memory from the virtual-memory API
+ * through the queue, cuMemAlloc's (host) memory directly. */
+static CUresult sync_copy(void *dst, const void *src, size_t n, int dst_dev, int src_dev, const char *fn) {
+    NEED_INIT();
+    STICKY();
+    if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+    fake_drain(&device);
+    size_t run = 0;
+    int dst_vmm = dst_dev && vmm_view((uintptr_t)dst, &run), src_vmm = src_dev && vmm_view((uintptr_t)src, &run);
+    if (!dst_dev) vmm_check_host(dst, n, fn);
+    if (!src_dev) vmm_check_host(src, n, fn);
+    if (dst_vmm || src_vmm) {
+        CUresult r = dst_vmm ? vmm_queue(&device, (uintptr_t)dst, (unsigned char *)src, n, 1, 0, 0)
+                             : vmm_queue(&device, (uintptr_t)src, (unsigned char *)dst, n, 0, 0, 0);
+        fake_drain(&device);
+        return r;
+    }
+    memmove(dst, src, n);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    COUNT();
+    return sync_copy((void *)dst, src, n, 1, 0, "cuMemcpyHtoD");
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    COUNT();
+    return sync_copy(dst, (const void *)src, n, 0, 1, "cuMemcpyDtoH");
+}
+
+EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    COUNT();
+    return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpy");
+}
+
+EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n) {
+    COUNT();
+    NEED_INIT();
+    STICKY();
+    fake_drain(&device);
+    size_t run = 0;
+    if (vmm_view(dst, &run)) {
+        CUresult r = vmm_queue(&device, dst, NULL, n, 1, 1, uc);
+        fake_drain(&device);
+        return r;
+    }
+    vmm_check_host((void *)dst, n, "cuMemsetD8");
+    memset((void *)dst, uc, n);
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     COUNT();
     NEED_CONTEXT();

@@ -103,6 +103,13 @@ static unsigned char *vmm_view(uintptr_t va, size_t *contiguous) {
     return r;
 }
 
+/* The device's own mappings, by system call: a preloaded runtime guards
+ * its window against the program's mmap, and this is not the program. */
+static void *vmm_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
+}
+
 /* In the kernel's process: reserved ranges closed, device memory opened. */
 static int vmm_run_kernel(const fake_job *j) {
     pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  /* no atfork handlers: only this thread lives on */
@@ -110,13 +117,13 @@ static int vmm_run_kernel(const fake_job *j) {
     if (pid == 0) {
         for (int i = 0; i < 16; ++i)
             if (vmm_reserved[i].size &&
-                mmap((void *)vmm_reserved[i].va, vmm_reserved[i].size, PROT_NONE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+                vmm_sys_mmap((void *)vmm_reserved[i].va, vmm_reserved[i].size, PROT_NONE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
                 _exit(90);
         for (int i = 0; i < VMM_MAX; ++i)
             if (vmm_maps[i].phys && vmm_maps[i].access &&
-                mmap((void *)vmm_maps[i].va, vmm_maps[i].size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                     vmm_maps[i].phys->fd, (off_t)vmm_maps[i].offset) == MAP_FAILED)
+                vmm_sys_mmap((void *)vmm_maps[i].va, vmm_maps[i].size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                             vmm_maps[i].phys->fd, (off_t)vmm_maps[i].offset) == MAP_FAILED)
                 _exit(91);
         gpu_run_grid(j->kernel.fn, j->grid, j->block, (void **)j->args);
         _exit(0);

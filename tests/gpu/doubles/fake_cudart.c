@@ -154,6 +154,14 @@ EXPORT cudaError_t CUDARTAPI cudaFuncGetName(const char **name, const void *func
     return from_cu(drv.func_name(name, f));
 }
 
+EXPORT cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t *fn, const void *symbol) {
+    READY();
+    CUfunction f = function_of(symbol);
+    if (!f || !fn) return last_error = cudaErrorInvalidDeviceFunction;
+    *fn = (cudaFunction_t)f;
+    return cudaSuccess;
+}
+
 EXPORT cudaError_t CUDARTAPI cudaMallocManaged(void **p, size_t n, unsigned int flags) {
     READY();
     if (!p) return last_error = cudaErrorInvalidValue;

@@ -1,0 +1,62 @@
+#include "interpose/gpu_copies.h"
+
+#include <memory>
+#include <new>
+
+#include "api/gpu_bridge.h"
+
+namespace adsm::interpose {
+namespace {
+constexpr size_t kBounce = 4 << 20;
+namespace bridge = gpu_bridge;
+}  // namespace
+
+bool copy_with_shared(void *dst, Side dst_side, const void *src, Side src_side, size_t n, const DriverCopies &driver,
+                      Status *result) {
+    bool ds = bridge::is_shared(dst), ss = bridge::is_shared(src);
+    if (!ds && !ss) return false;
+    if (n == 0) {
+        *result = adsmSuccess;
+        return true;
+    }
+    if (ds && ss) {
+        *result = bridge::copy_shared(dst, src, n);
+        return true;
+    }
+    if (ss && dst_side == Side::host) {
+        *result = bridge::read_shared(src, dst, n);
+        return true;
+    }
+    if (ds && src_side == Side::host) {
+        *result = bridge::write_shared(dst, src, n);
+        return true;
+    }
+    // Shared memory on one side, the driver's device memory on the other:
+    // through a buffer, in pieces.
+    size_t chunk = n < kBounce ? n : kBounce;
+    std::unique_ptr<unsigned char[]> bounce(new (std::nothrow) unsigned char[chunk]);
+    if (!bounce) {
+        *result = fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte copy buffer", chunk);
+        return true;
+    }
+    for (size_t done = 0; done < n;) {
+        size_t len = n - done < chunk ? n - done : chunk;
+        Status s;
+        if (ss) {
+            s = bridge::read_shared(static_cast<const char *>(src) + done, bounce.get(), len);
+            if (s == adsmSuccess) s = driver.to_device(static_cast<char *>(dst) + done, bounce.get(), len);
+        } else {
+            s = driver.to_host(bounce.get(), static_cast<const char *>(src) + done, len);
+            if (s == adsmSuccess) s = bridge::write_shared(static_cast<char *>(dst) + done, bounce.get(), len);
+        }
+        if (s != adsmSuccess) {
+            *result = s;
+            return true;
+        }
+        done += len;
+    }
+    *result = adsmSuccess;
+    return true;
+}
+
+}  // namespace adsm::interpose
