@@ -285,6 +285,8 @@ CUDA_WRAPPER(cuEventSynchronize, CUevent e) { SYNC_THEN_FORWARD(cuEventSynchroni
 CUDA_WRAPPER(cuEventQuery, CUevent e) { SYNC_THEN_FORWARD(cuEventQuery, e); }
 
 CUDA_WRAPPER(cuGetProcAddress, const char *symbol, void **pfn, int version, cuuint64_t flags) {
+    ADSM_LOG(debug, "cuGetProcAddress(%s, version %d, flags %llu)", symbol ? symbol : "(null)", version,
+             static_cast<unsigned long long>(flags));
     CUresult r = FORWARD(cuGetProcAddress, symbol, pfn, version, flags);
     if (r == CUDA_SUCCESS && pfn && *pfn) substitute(pfn);
     return r;
@@ -292,6 +294,8 @@ CUDA_WRAPPER(cuGetProcAddress, const char *symbol, void **pfn, int version, cuui
 
 CUDA_WRAPPER(cuGetProcAddress_v2, const char *symbol, void **pfn, int version, cuuint64_t flags,
              CUdriverProcAddressQueryResult *status) {
+    ADSM_LOG(debug, "cuGetProcAddress(%s, version %d, flags %llu)", symbol ? symbol : "(null)", version,
+             static_cast<unsigned long long>(flags));
     CUresult r = FORWARD(cuGetProcAddress_v2, symbol, pfn, version, flags, status);
     if (r == CUDA_SUCCESS && pfn && *pfn) substitute(pfn);
     return r;

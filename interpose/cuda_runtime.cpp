@@ -6,12 +6,17 @@
 // makes (__cudaRegisterFunction), or from cudaFuncGetName.
 #include <cuda_runtime_api.h>
 
+#include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
 #include "interpose/handle_map.h"
 #include "support/log.h"
 
 extern "C" {
+cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t n, cudaMemcpyKind kind);
+cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t CUDARTAPI cudaMemset_ptds(void *dst, int value, size_t n);
+cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void *dst, int value, size_t n, cudaStream_t s);
 void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                                       const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim,
                                       dim3 *gDim, int *wSize);
@@ -36,7 +41,15 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaStreamSynchronize_ptsz) \
     X(cudaEventSynchronize)       \
     X(cudaGetLastError)           \
-    X(cudaPeekAtLastError)
+    X(cudaPeekAtLastError)        \
+    X(cudaMemcpy)                 \
+    X(cudaMemcpy_ptds)            \
+    X(cudaMemcpyAsync)            \
+    X(cudaMemcpyAsync_ptsz)       \
+    X(cudaMemset)                 \
+    X(cudaMemset_ptds)            \
+    X(cudaMemsetAsync)            \
+    X(cudaMemsetAsync_ptsz)
 
 ADSM_GPU_FAMILY(cuda_runtime_family, CUDA_RUNTIME_SYMBOLS)
 
@@ -194,4 +207,104 @@ CUDART_WRAPPER(cudaError_t, cudaGetLastError, void) {
 CUDART_WRAPPER(cudaError_t, cudaPeekAtLastError, void) {
     cudaError_t theirs = FORWARD(cudaPeekAtLastError);
     return tls_error != cudaSuccess ? tls_error : theirs;
+}
+
+// ---- copies and fills that touch shared memory (gpu_copies.h)
+
+namespace {
+
+using adsm::interpose::Side;
+
+Status runtime_to_device(void *dev, const void *host, size_t n) {
+    cudaError_t e = FORWARD(cudaMemcpy, dev, host, n, cudaMemcpyHostToDevice);
+    return e == cudaSuccess ? adsmSuccess : adsm::fail(adsmErrorInvalidValue, "cudaMemcpy: CUDA error %d", e);
+}
+
+Status runtime_to_host(void *host, const void *dev, size_t n) {
+    cudaError_t e = FORWARD(cudaMemcpy, host, dev, n, cudaMemcpyDeviceToHost);
+    return e == cudaSuccess ? adsmSuccess : adsm::fail(adsmErrorInvalidValue, "cudaMemcpy: CUDA error %d", e);
+}
+
+const adsm::interpose::DriverCopies kRuntimeCopies = {runtime_to_device, runtime_to_host};
+
+// What the CUDA runtime says a pointer is (not shared memory: that is asked first).
+Side side_of(const void *p) {
+    using GetAttributes = cudaError_t (*)(cudaPointerAttributes *, const void *);
+    static const auto get =
+        reinterpret_cast<GetAttributes>(adsm::interpose::driver_function(kLibrary, "cudaPointerGetAttributes"));
+    cudaPointerAttributes a{};
+    if (!get) return Side::host;
+    GpuForwarding fw;
+    if (get(&a, p) != cudaSuccess) {
+        FORWARD(cudaGetLastError);  // not the program's error
+        return Side::host;
+    }
+    return a.type == cudaMemoryTypeDevice ? Side::device : Side::host;
+}
+
+// The sides a copy kind names (cudaMemcpyDefault: as the pointers say).
+void sides(cudaMemcpyKind kind, const void *dst, const void *src, Side *ds, Side *ss) {
+    switch (kind) {
+    case cudaMemcpyHostToDevice: *ds = Side::device, *ss = Side::host; break;
+    case cudaMemcpyDeviceToHost: *ds = Side::host, *ss = Side::device; break;
+    case cudaMemcpyDeviceToDevice: *ds = Side::device, *ss = Side::device; break;
+    case cudaMemcpyHostToHost: *ds = Side::host, *ss = Side::host; break;
+    default:
+        *ds = side_of(dst);
+        *ss = side_of(src);
+        break;
+    }
+}
+
+// A copy as the program asked for it, or through the protocol when a side
+// is shared memory, after the work queued before it on `stream`.
+template <class Forward>
+cudaError_t copy(const char *fn, cudaStream_t stream, void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+                 Forward &&forward) {
+    if (!gpu_routed(kApi) || (!bridge::is_shared(dst) && !bridge::is_shared(src))) return forward();
+    if (cudaError_t e = FORWARD(cudaStreamSynchronize, stream); e != cudaSuccess) return fail_with(e);
+    Side ds, ss;
+    sides(kind, dst, src, &ds, &ss);
+    Status s = adsmSuccess;
+    adsm::interpose::copy_with_shared(dst, ds, src, ss, n, kRuntimeCopies, &s);
+    return to_cuda(s, fn);
+}
+
+template <class Forward>
+cudaError_t fill(const char *fn, cudaStream_t stream, void *dst, int value, size_t n, Forward &&forward) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(dst)) return forward();
+    if (cudaError_t e = FORWARD(cudaStreamSynchronize, stream); e != cudaSuccess) return fail_with(e);
+    return to_cuda(bridge::fill_shared(dst, value, n), fn);
+}
+
+}  // namespace
+
+CUDART_WRAPPER(cudaError_t, cudaMemcpy, void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+    return copy("cudaMemcpy", nullptr, dst, src, n, kind, [&] { return FORWARD(cudaMemcpy, dst, src, n, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy_ptds, void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+    return copy("cudaMemcpy", cudaStreamPerThread, dst, src, n, kind,
+                [&] { return FORWARD(cudaMemcpy_ptds, dst, src, n, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyAsync, void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+               cudaStream_t s) {
+    return copy("cudaMemcpyAsync", s, dst, src, n, kind, [&] { return FORWARD(cudaMemcpyAsync, dst, src, n, kind, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyAsync_ptsz, void *dst, const void *src, size_t n, cudaMemcpyKind kind,
+               cudaStream_t s) {
+    return copy("cudaMemcpyAsync", s, dst, src, n, kind,
+                [&] { return FORWARD(cudaMemcpyAsync_ptsz, dst, src, n, kind, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset, void *dst, int value, size_t n) {
+    return fill("cudaMemset", nullptr, dst, value, n, [&] { return FORWARD(cudaMemset, dst, value, n); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset_ptds, void *dst, int value, size_t n) {
+    return fill("cudaMemset", cudaStreamPerThread, dst, value, n,
+                [&] { return FORWARD(cudaMemset_ptds, dst, value, n); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemsetAsync, void *dst, int value, size_t n, cudaStream_t s) {
+    return fill("cudaMemsetAsync", s, dst, value, n, [&] { return FORWARD(cudaMemsetAsync, dst, value, n, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemsetAsync_ptsz, void *dst, int value, size_t n, cudaStream_t s) {
+    return fill("cudaMemsetAsync", s, dst, value, n, [&] { return FORWARD(cudaMemsetAsync_ptsz, dst, value, n, s); });
 }

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "api/gpu_bridge.h"
+#include "support/inside.h"
 
 namespace adsm::interpose {
 namespace {
@@ -32,7 +33,10 @@ bool copy_with_shared(void *dst, Side dst_side, const void *src, Side src_side, 
         return true;
     }
     // Shared memory on one side, the driver's device memory on the other:
-    // through a buffer, in pieces.
+    // through a buffer, in pieces.  The buffer (and whatever the driver
+    // allocates meanwhile) must be ordinary memory, never shared: the
+    // driver would take a shared address for device memory.
+    Inside private_allocations;
     size_t chunk = n < kBounce ? n : kBounce;
     std::unique_ptr<unsigned char[]> bounce(new (std::nothrow) unsigned char[chunk]);
     if (!bounce) {

@@ -21,6 +21,7 @@
 
 #include <atomic>
 
+#include "api/gpu_bridge.h"
 #include "api/preload.h"
 #include "interpose/interceptor.h"
 #include "os/vm.h"
@@ -74,6 +75,20 @@ bool private_caller(void *ret) {
     return false;
 }
 
+// A GPU driver's own buffers stay private as well, once its API is routed:
+// the CUDA driver hands them to its copy engine as host memory, and inside
+// the window an address is a device address to it.  Asked only of large
+// requests (dladdr costs about a microsecond).
+bool gpu_library_caller(void *ret) {
+    if (!adsm::gpu_bridge::any_routed()) return false;
+    Dl_info info;
+    if (!dladdr(ret, &info) || !info.dli_fname) return false;
+    const char *name = strrchr(info.dli_fname, '/');
+    name = name ? name + 1 : info.dli_fname;
+    return !strncmp(name, "libcuda.so", 10) || !strncmp(name, "libcudart.so", 12) || !strncmp(name, "libnvidia-", 10) ||
+           !strncmp(name, "libze_", 6);
+}
+
 // Preloaded (rather than linked by a program that uses the API): the
 // library's file is named in LD_PRELOAD.
 bool preloaded() {
@@ -117,7 +132,7 @@ void tick() {
 // Shared memory for the program's request, or nullptr; `caller` is the
 // program's return address.
 void *shared_or_libc(size_t n, bool zero, void *caller) {
-    if (wants_shared(n) && !private_caller(caller)) {
+    if (wants_shared(n) && !private_caller(caller) && !gpu_library_caller(caller)) {
         if (void *p = adsm::preload::alloc(n, zero)) {
             tick();
             return p;

@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
     /* The driver's own copies and fills with managed memory on either side
      * (routed, the runtime moves that data: the driver would take a shared
      * address for device memory). */
-    CUdeviceptr dbuf, back;
+    CUdeviceptr dbuf, back, big;
     CU(cuMemAlloc(&dbuf, N * 4));
     CU(cuMemAllocManaged(&back, N * 4, CU_MEM_ATTACH_GLOBAL));
     CU(cuMemcpyHtoD(dbuf, outs, N * 4));
@@ -136,6 +136,23 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < N; ++i) CHECK(((float *)back)[i] == 0.0f, "back[%u] = %g after cuMemsetD8", i, ((float *)back)[i]);
     CU(cuMemcpy(back, out, N * 4));
     check_floats((float *)back, N, plus1_times2, "copied managed to managed");
+    /* Large enough that the runtime's own buffers for it are large too. */
+    const size_t big_bytes = 8u << 20;
+    unsigned char *host = (unsigned char *)malloc(big_bytes);
+    CHECK(host != NULL, "malloc");
+    CU(cuMemAllocManaged(&big, big_bytes, CU_MEM_ATTACH_GLOBAL));
+    for (size_t i = 0; i < big_bytes; ++i) ((unsigned char *)big)[i] = (unsigned char)(i * 31);
+    CUdeviceptr dbig;
+    CU(cuMemAlloc(&dbig, big_bytes));
+    CU(cuMemcpyHtoD(dbig, (void *)big, big_bytes));
+    CU(cuMemsetD8(big, 0, big_bytes));
+    CU(cuMemcpyDtoH((void *)big, dbig, big_bytes));
+    for (size_t i = 0; i < big_bytes; ++i)
+        CHECK(((unsigned char *)big)[i] == (unsigned char)(i * 31), "big[%zu] = %u after a round trip", i,
+              ((unsigned char *)big)[i]);
+    CU(cuMemFree(dbig));
+    CU(cuMemFree(big));
+    free(host);
     CU(cuMemFree(dbuf));
     CU(cuMemFree(back));
 
