@@ -18,6 +18,9 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_SIM_MEMORY", "SIZE", "memory of the simulated accelerator (default 16G)"},
         {"ADSM_SIM_LINK_GBPS", "GB/s", "simulated link bandwidth; 0 copies at memory speed (default 0)"},
         {"ADSM_SIM_LINK_LATENCY_US", "us", "simulated latency per transfer (default 0)"},
+        {"ADSM_SIM_LAUNCH_US", "us",
+         "simulated kernel launch latency: a sync returns no sooner than this after the launch (default 0; 9.7 "
+         "models an H100)"},
         {"ADSM_SIM_WORKERS", "N", "threads that run kernels on sim and cpu (default: one per CPU)"},
         {"ADSM_DIRTY_TRACKING", "auto|uffd|mprotect",
          "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto)"},
@@ -154,6 +157,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_SIM_LINK_LATENCY_US"); v && *v) {
         if (!parse_number(v, &c.link_latency_us) || c.link_latency_us > 1e7)
             return bad("ADSM_SIM_LINK_LATENCY_US", v, "microseconds from 0 to 10000000");
+    }
+    if (const char *v = lookup("ADSM_SIM_LAUNCH_US"); v && *v) {
+        if (!parse_number(v, &c.launch_us) || c.launch_us > 1e7)
+            return bad("ADSM_SIM_LAUNCH_US", v, "microseconds from 0 to 10000000");
     }
     if (const char *v = lookup("ADSM_SIM_WORKERS"); v && *v) {
         uint64_t n;

@@ -50,7 +50,10 @@ std::string SimDevice::death_reason() const {
 }
 
 SimDevice::SimDevice(const Config &config)
-    : config_(config), capacity_(config.sim_memory), link_(config.link_gbps, config.link_latency_us) {}
+    : config_(config),
+      capacity_(config.sim_memory),
+      link_(config.link_gbps, config.link_latency_us),
+      launch_ns_(static_cast<uint64_t>(config.launch_us * 1000)) {}
 
 SimDevice::~SimDevice() {
     // Closing the socket ends the device process.
@@ -248,6 +251,7 @@ Status SimDevice::launch(StreamId id, const LaunchDesc &l) {
             std::shared_lock<std::shared_mutex> lock(server_mu_);
             if (running_.load()) {
                 uint32_t gen = generation_.load();
+                if (launch_ns_ && id < kLaunchSlots) done_not_before_[id].store(os::now_ns() + launch_ns_);
                 Status s = host_->launch(id, l, gen, [this] { return server_alive(); });
                 if (s == adsmErrorDeviceLost) {
                     lock.unlock();
@@ -274,6 +278,8 @@ Status SimDevice::synchronize(StreamId id) {
         gen = generation_.load();
         s = host_->synchronize(id, [this] { return server_alive(); });
     }
+    // A GPU's launch round trip: the kernel is not seen done any sooner.
+    if (launch_ns_ && id < kLaunchSlots) os::sleep_until_ns(done_not_before_[id].load());
     if (s == adsmErrorDeviceLost && running_.load() && !server_alive()) {
         std::string detail = last_detail();
         handle_death(gen);

@@ -83,6 +83,12 @@ private:
     std::atomic<bool> running_{false};
     std::atomic<uint32_t> generation_{0};
     std::atomic<pid_t> pid_{0};
+    // ADSM_SIM_LAUNCH_US: the earliest time each stream's last kernel may
+    // be seen complete.
+    static constexpr uint32_t kLaunchSlots = 4096;
+    uint64_t launch_ns_ = 0;
+    std::atomic<uint64_t> done_not_before_[kLaunchSlots] = {};
+
     // Our end of a socket whose other end only the device process holds: it
     // reads as closed the moment that process ends, however it ends.
     std::atomic<int> sock_{-1};

@@ -1,0 +1,37 @@
+# The cuda back-end on the CUDA double (a discrete device), in every protocol;
+# included by CMakeLists.txt in the normal and the sanitizer build.
+add_executable(cuda_device_tests cuda_device_test.cpp)
+target_link_libraries(cuda_device_tests PRIVATE ${ADSM_INTERNAL_LIBS} Threads::Threads ${CMAKE_DL_LIBS}
+  GTest::gtest GTest::gtest_main)
+add_dependencies(cuda_device_tests fake_cuda)
+set(on_double "ADSM_DEVICE=cuda;LD_LIBRARY_PATH=${doubles_dir};FAKE_CUDA_MEMORY=268435456")
+foreach(p batch lazy rolling delta)
+  add_test(NAME cuda.device.${p} COMMAND cuda_device_tests --gtest_filter=CudaDevice.*)
+  set_tests_properties(cuda.device.${p} PROPERTIES TIMEOUT 300 ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p}")
+endforeach()
+add_test(NAME cuda.device.rolling.4K COMMAND cuda_device_tests --gtest_filter=CudaDevice.*)
+set_tests_properties(cuda.device.rolling.4K PROPERTIES TIMEOUT 300
+  ENVIRONMENT "${on_double};ADSM_PROTOCOL=rolling;ADSM_BLOCK_SIZE=4K;ADSM_ROLLING_SIZE=2")
+add_test(NAME cuda.device.fault COMMAND cuda_device_tests --gtest_filter=CudaDeviceFault.*)
+add_test(NAME cuda.device.moved_window COMMAND cuda_device_tests --gtest_filter=CudaDeviceMoved.*)
+set_tests_properties(cuda.device.fault cuda.device.moved_window PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double}")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/broken_driver/libcuda.so.1 "not a shared library\n")
+add_test(NAME cuda.no_driver COMMAND cuda_device_tests --gtest_filter=CudaNoDriver.*)
+set_tests_properties(cuda.no_driver PROPERTIES TIMEOUT 60
+  ENVIRONMENT "ADSM_DEVICE=cuda;LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/broken_driver")
+
+# On a real GPU only (scripts/gpu-check): kernels nvcc built.
+if(ADSM_CUDA_FATBIN)
+  add_executable(cuda_gpu_tests cuda_gpu_test.cpp)
+  target_link_libraries(cuda_gpu_tests PRIVATE adsm GTest::gtest GTest::gtest_main)
+  # An unmodified CUDA program, with the shared and the static runtime.
+  foreach(rt shared static)
+    add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/cuda_program_${rt}
+      COMMAND ${ADSM_NVCC} -O2 -cudart ${rt} -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+              -o ${CMAKE_CURRENT_BINARY_DIR}/cuda_program_${rt} ${CMAKE_CURRENT_SOURCE_DIR}/cuda_program.cu
+      DEPENDS cuda_program.cu
+      COMMENT "nvcc: cuda_program_${rt}")
+    list(APPEND cuda_programs ${CMAKE_CURRENT_BINARY_DIR}/cuda_program_${rt})
+  endforeach()
+  add_custom_target(cuda_programs ALL DEPENDS ${cuda_programs})
+endif()
