@@ -20,6 +20,19 @@ add_test(NAME cuda.no_driver COMMAND cuda_device_tests --gtest_filter=CudaNoDriv
 set_tests_properties(cuda.no_driver PROPERTIES TIMEOUT 60
   ENVIRONMENT "ADSM_DEVICE=cuda;LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/broken_driver")
 
+# The protocols' model-based test on the double: every byte the kernels
+# read and write travels to and from separate device memory.
+set(seed 200)
+foreach(cfg "batch|256K" "lazy|256K" "rolling|64K" "rolling|4K" "delta|64K" "delta|1M")
+  string(REPLACE "|" ";" parts "${cfg}")
+  list(GET parts 0 p)
+  list(GET parts 1 bs)
+  add_test(NAME model.cuda.${p}.${bs} COMMAND protocol_tests --gtest_filter=ModelTest.*)
+  set_tests_properties(model.cuda.${p}.${bs} PROPERTIES TIMEOUT 300
+    ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_ROLLING_SIZE=2;ADSM_MODEL_SEED=${seed}")
+  math(EXPR seed "${seed} + 1")
+endforeach()
+
 # On a real GPU only (scripts/gpu-check): kernels nvcc built.
 if(ADSM_CUDA_FATBIN)
   add_executable(cuda_gpu_tests cuda_gpu_test.cpp)

@@ -11,6 +11,8 @@
 #include <adsm.hpp>
 #include <gtest/gtest.h>
 
+#include "gpu/doubles/fake_module.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -229,8 +231,8 @@ protected:
     unsigned max_threads_ = 4;
     size_t block_ = 0;
     std::vector<Object> objects_;
-    adsm::kernel<transform_kernel> transform_{"model.transform"};
-    adsm::kernel<checksum_kernel> checksum_{"model.checksum"};
+    adsm::kernel<transform_kernel> transform_ = adsm_test::device_kernel<transform_kernel>("model.transform");
+    adsm::kernel<checksum_kernel> checksum_ = adsm_test::device_kernel<checksum_kernel>("model.checksum");
 };
 
 TEST_F(ModelTest, RandomSequencesMatchTheModel) {

@@ -17,27 +17,29 @@ Status CopyEngine::init(const Driver *d, uint64_t granularity) {
     granularity_ = granularity;
     if (CUresult r = d_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "cuda: cannot create the copy stream");
+    if (CUresult r = d_->cuStreamCreate(&sync_stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "cuda: cannot create the copy stream");
     if (CUresult r = d_->cuEventCreate(&fence_, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "cuda: cannot create the copy fence");
     return adsmSuccess;
 }
 
 Status CopyEngine::sync_stream(const char *what) {
-    if (CUresult r = d_->cuStreamSynchronize(stream_); r != CUDA_SUCCESS)
+    if (CUresult r = d_->cuStreamSynchronize(sync_stream_); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorDeviceLost, r, what);
     return adsmSuccess;
 }
 
-CUresult CopyEngine::enqueue(bool to_device, void *host, CUdeviceptr dev, size_t n, int value) {
+CUresult CopyEngine::enqueue(CUstream stream, bool to_device, void *host, CUdeviceptr dev, size_t n, int value) {
     unsigned char *h = static_cast<unsigned char *>(host);
     for (size_t done = 0; done < n;) {
         CUdeviceptr at = dev + done;
         size_t piece = granularity_ - at % granularity_;
         if (piece > n - done) piece = n - done;
         CUresult r;
-        if (value >= 0) r = d_->cuMemsetD8Async(at, static_cast<unsigned char>(value), piece, stream_);
-        else if (to_device) r = d_->cuMemcpyHtoDAsync(at, h + done, piece, stream_);
-        else r = d_->cuMemcpyDtoHAsync(h + done, at, piece, stream_);
+        if (value >= 0) r = d_->cuMemsetD8Async(at, static_cast<unsigned char>(value), piece, stream);
+        else if (to_device) r = d_->cuMemcpyHtoDAsync(at, h + done, piece, stream);
+        else r = d_->cuMemcpyDtoHAsync(h + done, at, piece, stream);
         if (r != CUDA_SUCCESS) return r;
         done += piece;
     }
@@ -45,19 +47,19 @@ CUresult CopyEngine::enqueue(bool to_device, void *host, CUdeviceptr dev, size_t
 }
 
 Status CopyEngine::to_device(CUdeviceptr dst, const void *src, size_t n) {
-    if (CUresult r = enqueue(true, const_cast<void *>(src), dst, n); r != CUDA_SUCCESS)
+    if (CUresult r = enqueue(sync_stream_, true, const_cast<void *>(src), dst, n); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorDeviceLost, r, "cuda: copy to the device");
     return sync_stream("cuda: copy to the device");
 }
 
 Status CopyEngine::to_host(void *dst, CUdeviceptr src, size_t n) {
-    if (CUresult r = enqueue(false, dst, src, n); r != CUDA_SUCCESS)
+    if (CUresult r = enqueue(sync_stream_, false, dst, src, n); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorDeviceLost, r, "cuda: copy to the host");
     return sync_stream("cuda: copy to the host");
 }
 
 Status CopyEngine::fill(CUdeviceptr dst, int value, size_t n) {
-    if (CUresult r = enqueue(false, nullptr, dst, n, value & 0xff); r != CUDA_SUCCESS)
+    if (CUresult r = enqueue(sync_stream_, false, nullptr, dst, n, value & 0xff); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorDeviceLost, r, "cuda: device memset");
     return sync_stream("cuda: device memset");
 }
@@ -89,7 +91,7 @@ uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t 
     if (t > kRing) wait(t - kRing);  // the slot's last user has landed
     Pending *job = &ring_[t % kRing];
     *job = Pending{this, done, arg, t};
-    CUresult r = enqueue(to_device, host, dev, n);
+    CUresult r = enqueue(stream_, to_device, host, dev, n);
     if (r == CUDA_SUCCESS) r = d_->cuLaunchHostFunc(stream_, &CopyEngine::landed, job);
     if (r != CUDA_SUCCESS) {
         submit_mu_.unlock();
@@ -97,7 +99,7 @@ uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t 
         // the caller's bookkeeping stays whole, and report it at the next
         // synchronisation.
         note_failure(r, to_device ? "cuda: asynchronous copy to the device" : "cuda: asynchronous copy to the host");
-        d_->cuStreamSynchronize(stream_);
+        d_->cuStreamSynchronize(stream_);  // whatever was queued of it is done
         if (done) done(arg);
         return 0;
     }

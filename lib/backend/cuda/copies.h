@@ -1,6 +1,8 @@
-// The copy engine of the cuda device: one stream of its own for every copy
-// and fill, so copies overlap kernels of any context and the program's own
-// work.  Host memory is always named by a pointer outside the window (the
+// The copy engine of the cuda device: streams of its own for copies and
+// fills, so they overlap kernels of any context and the program's own work.
+// Synchronous copies have a stream apart from the asynchronous ones: a
+// thread that waits for its copy while holding a region's lock must never
+// wait behind another copy's completion, which may need that lock.  Host memory is always named by a pointer outside the window (the
 // runtime's alias or a plain buffer): the driver takes a host pointer equal
 // to a device address for device memory and silently copies nothing.
 //
@@ -58,13 +60,14 @@ private:
     static void CUDA_CB landed(void *p);
     uint64_t submit(bool to_device, void *host, CUdeviceptr dev, size_t n, CopyDone done, void *arg);
     // Queues the copy (fill when value >= 0 and host is null) in pieces.
-    CUresult enqueue(bool to_device, void *host, CUdeviceptr dev, size_t n, int value = -1);
+    CUresult enqueue(CUstream stream, bool to_device, void *host, CUdeviceptr dev, size_t n, int value = -1);
     Status sync_stream(const char *what);
     void note_failure(CUresult r, const char *what);
 
     const Driver *d_ = nullptr;
     uint64_t granularity_ = 0;
-    CUstream stream_ = nullptr;
+    CUstream stream_ = nullptr;       // asynchronous copies, with their landings
+    CUstream sync_stream_ = nullptr;  // synchronous copies and fills
     CUevent fence_ = nullptr;
     os::FutexLock submit_mu_;  // ticket order is queue order; guards fence_ too
     std::atomic<uint64_t> issued_{0};

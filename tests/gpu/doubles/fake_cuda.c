@@ -26,7 +26,8 @@ CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s);
 #define EXPORT __attribute__((visibility("default")))
 #define COUNT() fake_count(__func__)
 
-static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+static int run_kernel(const fake_job *j);
+static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel};
 static atomic_int initialized;
 static int primary_context;  /* its address is the one context handle */
 static __thread CUcontext current_ctx;
@@ -37,11 +38,35 @@ struct CUmod_st {
 struct CUevent_st {
     atomic_int done;
 };
+/* Each stream is an in-order queue with a worker of its own, so waiting
+ * for one stream never waits for another's host functions; the legacy and
+ * per-thread default streams are the device's own queue. */
 struct CUstream_st {
-    int unused;
+    fake_device q;
+    struct CUstream_st *next;
 };
+static struct CUstream_st *streams;
+static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int vmm_active;  /* kernels run as a discrete device's, once memory is mapped */
+
+static fake_device *queue_of(CUstream s) {
+    return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? &s->q : &device;
+}
+
+static void drain_all(void) {
+    fake_drain(&device);
+    pthread_mutex_lock(&streams_mu);
+    for (struct CUstream_st *s = streams; s; s = s->next) fake_drain(&s->q);
+    pthread_mutex_unlock(&streams_mu);
+}
 
 EXPORT long fake_cuda_calls(const char *name) { return fake_count_of(name); }
+
+static int run_kernel(const fake_job *j) {
+    if (atomic_load(&vmm_active)) return vmm_run_kernel(j);
+    gpu_run_grid(j->kernel.fn, j->grid, j->block, (void **)j->args);
+    return 0;
+}
 /* What the discrete device holds, for the tests. */
 EXPORT size_t fake_cuda_device_bytes(void) { return vmm_used; }
 EXPORT long fake_cuda_pinned_bytes(void) { return atomic_load(&vmm_pinned); }
@@ -156,11 +181,11 @@ EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
     COUNT();
     NEED_INIT();
     if (p == 0) return CUDA_SUCCESS;
-    fake_drain(&device);  /* cuMemFree waits for the device */
+    drain_all();  /* cuMemFree waits for the device */
     return fake_free((void *)p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, void **params, void **extra) {
+static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, CUstream s, void **params, void **extra) {
     NEED_INIT();
     STICKY();
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
@@ -168,7 +193,7 @@ static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, void **params,
     const fake_kernel *k = (const fake_kernel *)f;
     if (k->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return CUDA_ERROR_INVALID_VALUE;
-    fake_submit(&device, k, grid, block, params, NULL);
+    fake_submit(queue_of(s), k, grid, block, params, NULL);
     return CUDA_SUCCESS;
 }
 
@@ -177,8 +202,7 @@ EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned i
                                        void **params, void **extra) {
     COUNT();
     (void)shared;
-    (void)s;
-    return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, params, extra);
+    return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, s, params, extra);
 }
 
 EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -186,14 +210,13 @@ EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsig
                                             CUstream s, void **params, void **extra) {
     COUNT();
     (void)shared;
-    (void)s;
-    return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, params, extra);
+    return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, s, params, extra);
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     return launch(f, (gpu_dim){c->gridDimX, c->gridDimY, c->gridDimZ}, (gpu_dim){c->blockDimX, c->blockDimY, c->blockDimZ},
-                  params, extra);
+                  c->hStream, params, extra);
 }
 
 EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
@@ -206,11 +229,10 @@ EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunctio
     return launch_ex(c, f, params, extra);
 }
 
-/* One in-order queue serves every stream: waiting for a stream waits for all. */
 EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
     COUNT();
     NEED_INIT();
-    fake_drain(&device);
+    drain_all();
     return (CUresult)atomic_load(&device.error);
 }
 
@@ -219,52 +241,58 @@ EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
     NEED_INIT();
     (void)flags;
     if (!s) return CUDA_ERROR_INVALID_VALUE;
-    *s = (CUstream)calloc(1, sizeof(struct CUstream_st));
+    struct CUstream_st *st = (struct CUstream_st *)calloc(1, sizeof *st);
+    pthread_mutex_init(&st->q.mu, NULL);
+    pthread_cond_init(&st->q.cv, NULL);
+    st->q.run_kernel = run_kernel;
+    st->q.shared_error = &device.error;  /* a fault ends the whole context */
+    pthread_mutex_lock(&streams_mu);
+    st->next = streams;
+    streams = st;
+    pthread_mutex_unlock(&streams_mu);
+    *s = st;
     return CUDA_SUCCESS;
 }
 
+/* The stream's queue drains; its worker stays (parked), so it is never freed. */
 EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) {
     COUNT();
-    fake_drain(&device);
-    free(s);
+    fake_drain(queue_of(s));
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
     COUNT();
     NEED_INIT();
-    (void)s;
-    fake_drain(&device);
+    fake_drain(queue_of(s));
     return (CUresult)atomic_load(&device.error);
 }
 
 EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {
     COUNT();
     NEED_INIT();
-    (void)s;
-    fake_drain(&device);
-    return CUDA_SUCCESS;
+    fake_drain(queue_of(s));
+    return (CUresult)atomic_load(&device.error);
 }
 
-static CUresult query(void) {
+static CUresult query(CUstream s) {
     NEED_INIT();
-    pthread_mutex_lock(&device.mu);
-    int idle = !device.head && !device.busy;
-    pthread_mutex_unlock(&device.mu);
+    fake_device *q = queue_of(s);
+    pthread_mutex_lock(&q->mu);
+    int idle = !q->head && !q->busy;
+    pthread_mutex_unlock(&q->mu);
     if (atomic_load(&device.error)) return (CUresult)atomic_load(&device.error);
     return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) {
     COUNT();
-    (void)s;
-    return query();
+    return query(s);
 }
 
 EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) {
     COUNT();
-    (void)s;
-    return query();
+    return query(s);
 }
 
 EXPORT CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
@@ -280,9 +308,8 @@ EXPORT CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
 EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
     COUNT();
     NEED_INIT();
-    (void)s;
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &e->done);
+    fake_submit(queue_of(s), NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &e->done);
     return CUDA_SUCCESS;
 }
 
@@ -429,14 +456,14 @@ EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr va, size_t size, size_t offset, CUm
     NEED_CONTEXT();
     if (flags) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = vmm_map(va, size, offset, h);
-    if (r == CUDA_SUCCESS) device.run_kernel = vmm_run_kernel;
+    if (r == CUDA_SUCCESS) atomic_store(&vmm_active, 1);
     return r;
 }
 
 EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr va, size_t size) {
     COUNT();
     NEED_INIT();
-    fake_drain(&device);  /* as the real one, after the work that may use it */
+    drain_all();  /* as the real one, after the work that may use it */
     return vmm_unmap(va, size);
 }
 
@@ -466,28 +493,25 @@ EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, s
     COUNT();
     NEED_CONTEXT();
     STICKY();
-    (void)s;
     if (!src) return CUDA_ERROR_INVALID_VALUE;
     vmm_check_host(src, n, "cuMemcpyHtoDAsync");
-    return vmm_queue(&device, dst, (unsigned char *)src, n, 1, 0, 0);
+    return vmm_queue(queue_of(s), dst, (unsigned char *)src, n, 1, 0, 0);
 }
 
 EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
     COUNT();
     NEED_CONTEXT();
     STICKY();
-    (void)s;
     if (!dst) return CUDA_ERROR_INVALID_VALUE;
     vmm_check_host(dst, n, "cuMemcpyDtoHAsync");
-    return vmm_queue(&device, src, (unsigned char *)dst, n, 0, 0, 0);
+    return vmm_queue(queue_of(s), src, (unsigned char *)dst, n, 0, 0, 0);
 }
 
 EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
     COUNT();
     NEED_CONTEXT();
     STICKY();
-    (void)s;
-    return vmm_queue(&device, dst, NULL, n, 1, 1, value);
+    return vmm_queue(queue_of(s), dst, NULL, n, 1, 1, value);
 }
 
 /* Synchronous copies and fills: device memory from the virtual-memory API
@@ -496,7 +520,7 @@ static CUresult sync_copy(void *dst, const void *src, size_t n, int dst_dev, int
     NEED_INIT();
     STICKY();
     if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-    fake_drain(&device);
+    drain_all();
     size_t run = 0;
     int dst_vmm = dst_dev && vmm_view((uintptr_t)dst, &run), src_vmm = src_dev && vmm_view((uintptr_t)src, &run);
     if (!dst_dev) vmm_check_host(dst, n, fn);
@@ -530,7 +554,7 @@ EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t 
     COUNT();
     NEED_INIT();
     STICKY();
-    fake_drain(&device);
+    drain_all();
     size_t run = 0;
     if (vmm_view(dst, &run)) {
         CUresult r = vmm_queue(&device, dst, NULL, n, 1, 1, uc);
@@ -546,22 +570,28 @@ EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     COUNT();
     NEED_CONTEXT();
     STICKY();
-    (void)s;
     if (!fn) return CUDA_ERROR_INVALID_VALUE;
     vmm_host_fn *h = (vmm_host_fn *)calloc(1, sizeof *h);
     h->fn = fn;
     h->data = data;
-    fake_submit_work(&device, vmm_do_host_fn, h);
+    fake_submit_work(queue_of(s), vmm_do_host_fn, h);
     return CUDA_SUCCESS;
+}
+
+/* The stream's later work waits until the event's marker has run. */
+static void wait_for_event(void *arg) {
+    atomic_int *done = (atomic_int *)arg;
+    while (!atomic_load(done)) sched_yield();
 }
 
 EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
     COUNT();
     NEED_CONTEXT();
     STICKY();
-    (void)s;
     (void)flags;
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;  /* one in-order queue: already ordered */
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    fake_submit_work(queue_of(s), wait_for_event, &e->done);
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *options,

@@ -76,6 +76,7 @@ typedef struct fake_device {
      * runs on the worker thread, in the host's memory. */
     int (*run_kernel)(const fake_job *j);
     atomic_int error;
+    atomic_int *shared_error;  /* where the error goes when several queues share one */
 } fake_device;
 
 static void *fake_worker(void *arg) {
@@ -88,15 +89,16 @@ static void *fake_worker(void *arg) {
         if (!d->head) d->tail = NULL;
         d->busy = 1;
         pthread_mutex_unlock(&d->mu);
-        if (j->has_kernel && !atomic_load(&d->error)) {
+        atomic_int *error = d->shared_error ? d->shared_error : &d->error;
+        if (j->has_kernel && !atomic_load(error)) {
             if (d->run_kernel) {
                 int e = d->run_kernel(j);
-                if (e) atomic_store(&d->error, e);
+                if (e) atomic_store(error, e);
             } else {
                 gpu_run_grid(j->kernel.fn, j->grid, j->block, j->args);
             }
         }
-        if (j->work && !atomic_load(&d->error)) j->work(j->work_arg);
+        if (j->work && !atomic_load(error)) j->work(j->work_arg);
         if (j->done_flag) atomic_store(j->done_flag, 1);
         free(j);
         pthread_mutex_lock(&d->mu);
@@ -104,6 +106,20 @@ static void *fake_worker(void *arg) {
         pthread_cond_broadcast(&d->cv);
     }
     return NULL;
+}
+
+/* Appends a job to the queue, starting the worker on first use. */
+static void fake_enqueue(fake_device *d, fake_job *j) {
+    pthread_mutex_lock(&d->mu);
+    if (!d->started) {
+        d->started = 1;
+        pthread_create(&d->worker, NULL, fake_worker, d);
+    }
+    if (d->tail) d->tail->next = j;
+    else d->head = j;
+    d->tail = j;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* Queues a launch (the argument values are copied now) or, with k NULL, a
@@ -123,16 +139,7 @@ static void fake_submit(fake_device *d, const fake_kernel *k, gpu_dim grid, gpu_
         j->args[i] = j->argbuf + off;
         off += (k->sizes[i] + 15) / 16 * 16;
     }
-    pthread_mutex_lock(&d->mu);
-    if (!d->started) {
-        d->started = 1;
-        pthread_create(&d->worker, NULL, fake_worker, d);
-    }
-    if (d->tail) d->tail->next = j;
-    else d->head = j;
-    d->tail = j;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
+    fake_enqueue(d, j);
 }
 
 /* Queues `work(arg)` behind everything queued so far. */
@@ -140,16 +147,7 @@ static inline void fake_submit_work(fake_device *d, void (*work)(void *), void *
     fake_job *j = (fake_job *)calloc(1, sizeof *j);
     j->work = work;
     j->work_arg = arg;
-    pthread_mutex_lock(&d->mu);
-    if (!d->started) {
-        d->started = 1;
-        pthread_create(&d->worker, NULL, fake_worker, d);
-    }
-    if (d->tail) d->tail->next = j;
-    else d->head = j;
-    d->tail = j;
-    pthread_cond_broadcast(&d->cv);
-    pthread_mutex_unlock(&d->mu);
+    fake_enqueue(d, j);
 }
 
 static void fake_drain(fake_device *d) {
