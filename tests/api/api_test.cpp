@@ -52,7 +52,7 @@ TEST(ApiTest, OneAddressForCpuAndDevice) {
 }
 
 TEST(ApiTest, KernelSeesCpuDataAndCpuSeesKernelData) {
-    adsm::kernel<saxpy> k("api.saxpy");
+    auto k = adsm_test::device_kernel<saxpy>("api.saxpy");
     const size_t n = 100000;
     adsm::shared_array<float> x(n), y(n);
     for (size_t i = 0; i < n; ++i) {
@@ -70,7 +70,7 @@ TEST(ApiTest, KernelSeesCpuDataAndCpuSeesKernelData) {
 }
 
 TEST(ApiTest, EmbeddedPointersAcrossAllocations) {
-    adsm::kernel<list_sum> k("api.list_sum");
+    auto k = adsm_test::device_kernel<list_sum>("api.list_sum");
     // Nodes in many separate allocations, linked in a shuffled order.
     std::vector<Node *> nodes;
     for (int i = 0; i < 50; ++i) {
@@ -95,7 +95,7 @@ TEST(ApiTest, EmbeddedPointersAcrossAllocations) {
 }
 
 TEST(ApiTest, GridAndBlockIndicesInThreeDimensions) {
-    adsm::kernel<write_indices> k("api.write_indices");
+    auto k = adsm_test::device_kernel<write_indices>("api.write_indices");
     adsm::dim3 grid(3, 4, 2), block(8, 2, 2);
     size_t total = 3 * 4 * 2 * 8 * 2 * 2;
     adsm::shared_array<uint32_t> out(total);
@@ -110,7 +110,7 @@ TEST(ApiTest, GridAndBlockIndicesInThreeDimensions) {
 }
 
 TEST(ApiTest, ArgumentsArePassedByValue) {
-    adsm::kernel<by_value> k("api.by_value");
+    auto k = adsm_test::device_kernel<by_value>("api.by_value");
     adsm::shared_array<Params> out(1);
     Params p{41, 2.5, "hello device"};
     k(1, 1, p, out.data());
@@ -122,7 +122,7 @@ TEST(ApiTest, ArgumentsArePassedByValue) {
 }
 
 TEST(ApiTest, SeveralCallsThenOneSync) {
-    adsm::kernel<increment> k("api.increment");
+    auto k = adsm_test::device_kernel<increment>("api.increment");
     const size_t n = 5000;
     adsm::shared_array<uint32_t> v(n);
     for (auto &x : v) x = 10;
@@ -132,14 +132,14 @@ TEST(ApiTest, SeveralCallsThenOneSync) {
 }
 
 TEST(ApiTest, SafeAllocationsTranslate) {
-    adsm::kernel<increment> k("api.increment");
+    auto k = adsm_test::device_kernel<increment>("api.increment");
     const size_t n = 3000;
     auto *cpu = static_cast<uint32_t *>(adsmSafeAlloc(n * sizeof(uint32_t)));
     ASSERT_NE(cpu, nullptr) << detail();
     for (size_t i = 0; i < n; ++i) cpu[i] = uint32_t(i);
     auto *dev = static_cast<uint32_t *>(adsmSafe(cpu));
     ASSERT_NE(dev, nullptr);
-    if (is_sim()) {
+    if (is_discrete()) {
         EXPECT_NE(dev, cpu) << "a safe allocation's device copy lives elsewhere on a discrete device";
     } else {
         EXPECT_EQ(dev, cpu) << "an integrated device shares the CPU's copy";
@@ -152,7 +152,7 @@ TEST(ApiTest, SafeAllocationsTranslate) {
 }
 
 TEST(ApiTest, MemsetAndMemcpyOnSharedMemory) {
-    adsm::kernel<increment> k("api.increment");
+    auto k = adsm_test::device_kernel<increment>("api.increment");
     const size_t n = 20000;
     adsm::shared_array<uint32_t> a(n), b(n);
     ASSERT_EQ(adsmMemset(a.data(), 0, n * sizeof(uint32_t)), adsmSuccess);
@@ -201,7 +201,7 @@ TEST(ApiTest, DeviceInfoDescribesTheBackend) {
 }
 
 TEST(ApiTest, LargeAllocationsWork) {
-    adsm::kernel<increment> k("api.increment");
+    auto k = adsm_test::device_kernel<increment>("api.increment");
     const size_t n = (64u << 20) / sizeof(uint32_t);
     adsm::shared_array<uint32_t> v(n);
     for (size_t i = 0; i < n; i += 1024) v[i] = uint32_t(i);

@@ -15,7 +15,7 @@ TEST(ContextTest, EachThreadHasItsOwn) {
 }
 
 TEST(ContextTest, ThreadsShareAContextByBindingToIt) {
-    adsm::kernel<increment> inc("context.increment");
+    auto inc = adsm_test::device_kernel<increment>("context.increment");
     const size_t n = 10000;
     adsm::shared_array<uint32_t> v(n);
     for (auto &x : v) x = 5;
@@ -53,7 +53,7 @@ TEST(ContextTest, AContextOutlivesItsThreadWhileItOwnsMemory) {
     ASSERT_NE(v, nullptr);
     adsmContext_t mine = adsmGetContext();
     ASSERT_EQ(adsmSetContext(ctx), adsmSuccess) << detail();
-    adsm::kernel<increment> inc("context.increment");
+    auto inc = adsm_test::device_kernel<increment>("context.increment");
     inc(1, 64, v, size_t(64));
     adsm::sync();
     EXPECT_EQ(v[63], 2u);

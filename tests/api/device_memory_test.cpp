@@ -20,7 +20,7 @@ TEST(DeviceMemoryTest, CopiesRoundTrip) {
 }
 
 TEST(DeviceMemoryTest, KernelsWorkOnDeviceMemory) {
-    adsm::kernel<increment> inc("devmem.increment");
+    auto inc = adsm_test::device_kernel<increment>("devmem.increment");
     const size_t n = 5000;
     std::vector<uint32_t> host(n, 41);
     adsm::device_array<uint32_t> d(n);
@@ -72,7 +72,7 @@ TEST(DeviceMemoryTest, WrongKindsAndRangesAreRefused) {
 TEST(DeviceMemoryDeathTest, CpuAccessToDeviceMemoryFollowsTheDeviceKind) {
     void *d = nullptr;
     ASSERT_EQ(adsmDeviceAlloc(&d, 4096), adsmSuccess);
-    if (is_sim()) {
+    if (is_discrete()) {
         // Discrete: device memory is not the CPU's to touch.
         EXPECT_DEATH(*static_cast<volatile int *>(d) = 1, "");
     } else {

@@ -116,8 +116,8 @@ TEST(ErrorsTest, ExhaustedDeviceMemoryLeavesNothingBehind) {
 }
 
 TEST(ErrorsTest, KernelCrashIsReportedAtSyncAndTheProgramGoesOn) {
-    adsm::kernel<crash> k("errors.crash");
-    adsm::kernel<increment> inc("errors.increment");
+    auto k = adsm_test::device_kernel<crash>("errors.crash");
+    auto inc = adsm_test::device_kernel<increment>("errors.increment");
     adsm::shared_array<uint32_t> marker(32);
     for (auto &m : marker) m = 0;
     ASSERT_EQ(adsmCall(k.handle(), {1, 1, 1}, {32, 1, 1}, std::array<void *, 1>{&marker}.data()), adsmSuccess)
@@ -137,7 +137,7 @@ TEST(ErrorsTest, KernelCrashIsReportedAtSyncAndTheProgramGoesOn) {
 }
 
 TEST(ErrorsTest, FreeWhileAKernelMayUseItIsBusy) {
-    adsm::kernel<increment> inc("errors.increment");
+    auto inc = adsm_test::device_kernel<increment>("errors.increment");
     auto *v = static_cast<uint32_t *>(adsmAlloc(4096));
     ASSERT_NE(v, nullptr);
     v[0] = 1;

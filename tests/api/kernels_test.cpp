@@ -91,7 +91,7 @@ TEST(KernelsTest, BadLaunchesAreRefused) {
 }
 
 TEST(KernelsTest, CppWrapperThrowsWithDetail) {
-    adsm::kernel<empty_kernel> k("kernels.empty");
+    auto k = adsm_test::device_kernel<empty_kernel>("kernels.empty");
     try {
         k(adsm::dim3(1), adsm::dim3(2000));
         FAIL() << "expected adsm::error";

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "gpu/doubles/fake_module.hpp"
+
 namespace adsm_test {
 
 // y[i] = a * x[i] + y[i]
@@ -27,9 +29,10 @@ inline void copy_word(const adsm::thread_index &, const uint64_t *in, uint64_t *
 
 inline void empty_kernel(const adsm::thread_index &) {}
 
-inline bool is_sim() {
+// A discrete device (sim, cuda): its memory is not the CPU's.
+inline bool is_discrete() {
     adsmDeviceInfo info;
-    return adsmGetDeviceInfo(&info) == adsmSuccess && std::string(info.name) == "sim";
+    return adsmGetDeviceInfo(&info) == adsmSuccess && !info.integrated;
 }
 
 inline std::string detail() { return adsmGetLastErrorDetail(); }

@@ -8,7 +8,7 @@
 using namespace adsm_test;
 
 TEST(ThreadsTest, EightThreadsAllocateAndLaunchAtOnce) {
-    adsm::kernel<increment> inc("threads.increment");
+    auto inc = adsm_test::device_kernel<increment>("threads.increment");
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t)

@@ -20,6 +20,17 @@ add_test(NAME cuda.no_driver COMMAND cuda_device_tests --gtest_filter=CudaNoDriv
 set_tests_properties(cuda.no_driver PROPERTIES TIMEOUT 60
   ENVIRONMENT "ADSM_DEVICE=cuda;LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/broken_driver")
 
+# The API tests on the double, in every protocol.  Left out: host-function
+# launches (refused on cuda), a faulting kernel (it ends the context for the
+# tests after it: cuda.device.fault has it), and the stress tests (a million
+# regions are 4 GiB of device pages; each of 100k alloc/free cycles maps and
+# unmaps a 2 MiB granule of the double's).
+set(api_on_cuda "-KernelsTest.CallByName:ErrorsTest.KernelCrashIsReportedAtSyncAndTheProgramGoesOn:StressTest.*")
+foreach(p batch lazy rolling delta)
+  add_test(NAME api.cuda.${p} COMMAND api_tests --gtest_filter=${api_on_cuda})
+  set_tests_properties(api.cuda.${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p}")
+endforeach()
+
 # The protocols' model-based test on the double: every byte the kernels
 # read and write travels to and from separate device memory.
 set(seed 200)

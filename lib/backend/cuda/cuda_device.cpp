@@ -149,7 +149,8 @@ Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
     // Hopeless requests fail before anything is mapped or pinned.
     if (bytes > capacity_ - std::min(capacity_, memory_.used()))
         return fail(adsmErrorMemoryAllocation,
-                    "cuda: %llu bytes of device memory requested, %llu of %llu in use on %s (CUDA_ERROR_OUT_OF_MEMORY)",
+                    "cuda: device memory exhausted: %llu bytes requested, %llu of %llu in use on %s "
+                    "(CUDA_ERROR_OUT_OF_MEMORY)",
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(memory_.used()),
                     static_cast<unsigned long long>(capacity_), gpu_name_);
     return memory_.commit(dev, bytes);

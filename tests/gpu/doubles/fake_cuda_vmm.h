@@ -112,7 +112,12 @@ static void *vmm_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, o
 
 /* In the kernel's process: reserved ranges closed, device memory opened. */
 static int vmm_run_kernel(const fake_job *j) {
-    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  /* no atfork handlers: only this thread lives on */
+    /* The child's copy of the tables must be whole: no other thread may be
+     * half way through changing them when it is made.  No atfork handlers
+     * run: only this thread lives on in the child. */
+    pthread_mutex_lock(&vmm_mu);
+    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (pid != 0) pthread_mutex_unlock(&vmm_mu);
     if (pid < 0) return CUDA_ERROR_LAUNCH_FAILED;
     if (pid == 0) {
         for (int i = 0; i < 16; ++i)
