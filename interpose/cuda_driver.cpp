@@ -18,6 +18,8 @@
 
 // Entry points the header hides behind its version macros.
 #undef cuGetProcAddress
+#undef cuMemPrefetchAsync
+#undef cuMemAdvise
 extern "C" {
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -36,6 +38,10 @@ CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, siz
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
 CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char uc, size_t n);
 CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s);
+CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
+CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
+                                            CUstream s);
+CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice dev);
 }
 
 namespace {
@@ -79,7 +85,15 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemsetD8_v2)                                                                                             \
     X(cuMemsetD8_v2_ptds)                                                                                        \
     X(cuMemsetD8Async)                                                                                           \
-    X(cuMemsetD8Async_ptsz)                                                                                     
+    X(cuMemsetD8Async_ptsz)                                                                                      \
+    X(cuMemPrefetchAsync)                                                                                        \
+    X(cuMemPrefetchAsync_v2)                                                                                     \
+    X(cuMemPrefetchAsync_v2_ptsz)                                                                                \
+    X(cuMemAdvise)                                                                                               \
+    X(cuMemAdvise_v2)                                                                                            \
+    X(cuMemGetAddressRange_v2)                                                                                   \
+    X(cuPointerGetAttribute)                                                                                     \
+    X(cuPointerGetAttributes)                                                                                     
 
 ADSM_GPU_FAMILY(cuda_driver_family, CUDA_DRIVER_SYMBOLS)
 
@@ -375,4 +389,93 @@ CUDA_WRAPPER(cuMemsetD8Async, CUdeviceptr dst, unsigned char uc, size_t n, CUstr
 }
 CUDA_WRAPPER(cuMemsetD8Async_ptsz, CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
     return FILL8(cuMemsetD8Async_ptsz, s, dst, uc, n, s);
+}
+
+// ---- hints and queries about shared memory
+
+namespace {
+
+// A hint on shared memory: where it lives is the protocol's business, so
+// it is checked and taken as done.
+CUresult hint(const char *fn, CUdeviceptr p, size_t n) {
+    void *base;
+    size_t size;
+    if (Status s = bridge::shared_range(ptr(p), &base, &size); s != adsmSuccess) return to_cu(s, fn);
+    if (n > size - (p - reinterpret_cast<CUdeviceptr>(base)))
+        return to_cu(adsm::fail(adsmErrorInvalidValue, "[%p, +%zu) runs past the shared allocation", ptr(p), n), fn);
+    return CUDA_SUCCESS;
+}
+
+bool routed_shared(CUdeviceptr p) { return adsm::interpose::gpu_routed(kApi) && bridge::is_shared(ptr(p)); }
+
+// The attributes the runtime answers for shared memory (the driver would
+// describe the device mapping behind it); false for the others.
+bool shared_attribute(void *data, CUpointer_attribute attr, CUdeviceptr p, CUresult *r) {
+    void *base;
+    size_t size;
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: *static_cast<void **>(data) = ptr(p); break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *static_cast<CUdeviceptr *>(data) = p; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        if (Status s = bridge::shared_range(ptr(p), &base, &size); s != adsmSuccess) {
+            *r = to_cu(s, "cuPointerGetAttribute");
+            return true;
+        }
+        if (attr == CU_POINTER_ATTRIBUTE_RANGE_SIZE) *static_cast<size_t *>(data) = size;
+        else *static_cast<CUdeviceptr *>(data) = reinterpret_cast<CUdeviceptr>(base);
+        break;
+    default: return false;
+    }
+    *r = CUDA_SUCCESS;
+    return true;
+}
+
+}  // namespace
+
+CUDA_WRAPPER(cuMemPrefetchAsync, CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
+    if (!routed_shared(p)) return FORWARD(cuMemPrefetchAsync, p, n, dst, s);
+    return hint("cuMemPrefetchAsync", p, n);
+}
+CUDA_WRAPPER(cuMemPrefetchAsync_v2, CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags, CUstream s) {
+    if (!routed_shared(p)) return FORWARD(cuMemPrefetchAsync_v2, p, n, where, flags, s);
+    return hint("cuMemPrefetchAsync", p, n);
+}
+CUDA_WRAPPER(cuMemPrefetchAsync_v2_ptsz, CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
+             CUstream s) {
+    if (!routed_shared(p)) return FORWARD(cuMemPrefetchAsync_v2_ptsz, p, n, where, flags, s);
+    return hint("cuMemPrefetchAsync", p, n);
+}
+CUDA_WRAPPER(cuMemAdvise, CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice dev) {
+    if (!routed_shared(p)) return FORWARD(cuMemAdvise, p, n, advice, dev);
+    return hint("cuMemAdvise", p, n);
+}
+CUDA_WRAPPER(cuMemAdvise_v2, CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation where) {
+    if (!routed_shared(p)) return FORWARD(cuMemAdvise_v2, p, n, advice, where);
+    return hint("cuMemAdvise", p, n);
+}
+
+CUDA_WRAPPER(cuMemGetAddressRange_v2, CUdeviceptr *pbase, size_t *psize, CUdeviceptr p) {
+    if (!routed_shared(p)) return FORWARD(cuMemGetAddressRange_v2, pbase, psize, p);
+    void *base;
+    size_t size;
+    if (Status s = bridge::shared_range(ptr(p), &base, &size); s != adsmSuccess)
+        return to_cu(s, "cuMemGetAddressRange");
+    if (pbase) *pbase = reinterpret_cast<CUdeviceptr>(base);
+    if (psize) *psize = size;
+    return CUDA_SUCCESS;
+}
+
+CUDA_WRAPPER(cuPointerGetAttribute, void *data, CUpointer_attribute attr, CUdeviceptr p) {
+    CUresult r;
+    if (data && routed_shared(p) && shared_attribute(data, attr, p, &r)) return r;
+    return FORWARD(cuPointerGetAttribute, data, attr, p);
+}
+
+CUDA_WRAPPER(cuPointerGetAttributes, unsigned int count, CUpointer_attribute *attrs, void **data, CUdeviceptr p) {
+    CUresult r = FORWARD(cuPointerGetAttributes, count, attrs, data, p);
+    if (r != CUDA_SUCCESS || !attrs || !data || !routed_shared(p)) return r;
+    for (unsigned int i = 0; i < count; ++i)
+        if (data[i] && shared_attribute(data[i], attrs[i], p, &r) && r != CUDA_SUCCESS) return r;
+    return CUDA_SUCCESS;
 }

@@ -153,6 +153,11 @@ Status fill_shared(void *dst, int value, size_t n) {
     return rt->manager->program_fill(dst, value, n);
 }
 
+Status shared_range(const void *p, void **base, size_t *size) {
+    ADSM_READY(rt);
+    return rt->manager->range_of(p, base, size);
+}
+
 Status sync() {
     ADSM_READY(rt);
     return rt->manager->sync(rt->manager->program_context());

@@ -56,6 +56,8 @@ Status read_shared(const void *src, void *dst, size_t n);   // src shared
 Status write_shared(void *dst, const void *src, size_t n);  // dst shared
 Status copy_shared(void *dst, const void *src, size_t n);   // both shared
 Status fill_shared(void *dst, int value, size_t n);
+// The shared allocation around p, for the drivers' address-range queries.
+Status shared_range(const void *p, void **base, size_t *size);
 // Waits for every launched kernel and acquires; the first kernel error
 // since the last sync.
 Status sync();

@@ -363,6 +363,17 @@ bool Manager::allocated_for(const void *p, RegionOrigin origin) {
     return r && r->kind == RegionKind::shared && r->host == a && r->origin == origin;
 }
 
+Status Manager::range_of(const void *p, void **base, size_t *size) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    Region *r = nullptr;
+    if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device || !r->contains_host(a) ||
+        a - r->host >= r->size)
+        return fail(adsmErrorInvalidPointer, "%p is not inside a live shared allocation", p);
+    *base = ptr(r->host);
+    *size = r->size;
+    return adsmSuccess;
+}
+
 size_t Manager::size_of(const void *p) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     Region *r = table_.find(a);

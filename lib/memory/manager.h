@@ -43,6 +43,8 @@ public:
     Status free(void *ptr, bool wait = false);
     Status safe(const void *cpu_addr, void **dev_addr);
     size_t size_of(const void *ptr);
+    // The live shared allocation that holds ptr (anywhere inside it).
+    Status range_of(const void *ptr, void **base, size_t *size);
     // Whether ptr is the start of a live shared allocation made for `origin`.
     bool allocated_for(const void *ptr, RegionOrigin origin);
     Status memset(void *ptr, int value, size_t n);

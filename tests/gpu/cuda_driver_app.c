@@ -126,6 +126,21 @@ int main(int argc, char **argv) {
     /* The driver's own copies and fills with managed memory on either side
      * (routed, the runtime moves that data: the driver would take a shared
      * address for device memory). */
+    /* Hints and queries on managed memory. */
+    CUmemLocation on_gpu = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    CU(cuMemPrefetchAsync(x, N * 4, on_gpu, 0, stream));
+    CU(cuMemAdvise(y, N * 4, CU_MEM_ADVISE_SET_READ_MOSTLY, on_gpu));
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CU(cuMemGetAddressRange(&base, &size, x + 100));
+    CHECK(base == x && size == N * 4, "cuMemGetAddressRange: %p + %zu, expected %p + %u", (void *)base, size, (void *)x,
+          N * 4);
+    CU(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, y + 8));
+    CHECK(size == N * 4, "CU_POINTER_ATTRIBUTE_RANGE_SIZE: %zu, expected %u", size, N * 4);
+    void *host_view = NULL;
+    CU(cuPointerGetAttribute(&host_view, CU_POINTER_ATTRIBUTE_HOST_POINTER, y + 8));
+    CHECK(host_view == (void *)(y + 8), "CU_POINTER_ATTRIBUTE_HOST_POINTER: %p", host_view);
+
     CUdeviceptr dbuf, back, big;
     CU(cuMemAlloc(&dbuf, N * 4));
     CU(cuMemAllocManaged(&back, N * 4, CU_MEM_ATTACH_GLOBAL));

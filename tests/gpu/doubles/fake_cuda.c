@@ -618,6 +618,93 @@ EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t *o
     return CUDA_SUCCESS;
 }
 
+/* ---- hints and queries: the double's own allocations (managed and
+ * cuMemAlloc memory) take them; memory mapped with the virtual-memory API
+ * is not managed, so hints on it fail, as on the real driver. */
+
+static CUresult hint(CUdeviceptr p, size_t n) {
+    NEED_INIT();
+    void *base;
+    size_t size;
+    if (!fake_find((void *)p, &base, &size) || n > size - (p - (CUdeviceptr)base)) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
+                                              CUstream s) {
+    COUNT();
+    (void)where, (void)flags, (void)s;
+    return hint(p, n);
+}
+
+EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation where) {
+    COUNT();
+    (void)advice, (void)where;
+    return hint(p, n);
+}
+
+/* The range of the allocation (or of the mapped piece of device memory) at p. */
+static int range_of(CUdeviceptr p, CUdeviceptr *base, size_t *size) {
+    void *b;
+    if (fake_find((void *)p, &b, size)) {
+        *base = (CUdeviceptr)b;
+        return 1;
+    }
+    int found = 0;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX && !found; ++i)
+        if (vmm_maps[i].phys && p >= vmm_maps[i].va && p < vmm_maps[i].va + vmm_maps[i].size) {
+            *base = vmm_maps[i].va;
+            *size = vmm_maps[i].size;
+            found = 1;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return found;
+}
+
+EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr p) {
+    COUNT();
+    NEED_INIT();
+    CUdeviceptr base;
+    size_t size;
+    if (!range_of(p, &base, &size)) return CUDA_ERROR_NOT_FOUND;
+    if (pbase) *pbase = base;
+    if (psize) *psize = size;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p) {
+    COUNT();
+    NEED_INIT();
+    CUdeviceptr base;
+    size_t size;
+    if (!data || !range_of(p, &base, &size)) return CUDA_ERROR_INVALID_VALUE;
+    void *ignored;
+    int host = fake_find((void *)p, &ignored, &size);
+    range_of(p, &base, &size);
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = p; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (!host) return CUDA_ERROR_INVALID_VALUE; /* device memory: the host cannot reach it */
+        *(void **)data = (void *)p;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = size; break;
+    default: return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int count, CUpointer_attribute *attrs, void **data,
+                                               CUdeviceptr p) {
+    COUNT();
+    if (!attrs || !data) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned int i = 0; i < count; ++i)
+        if (data[i] && cuPointerGetAttribute(data[i], attrs[i], p) != CUDA_SUCCESS) memset(data[i], 0, sizeof(void *));
+    return CUDA_SUCCESS;
+}
+
 /* The driver's table of entry points by name, as cuGetProcAddress serves
  * it: versioned names by the caller's CUDA version, per-thread-stream
  * variants by the flags. */

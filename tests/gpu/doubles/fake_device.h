@@ -181,6 +181,21 @@ static void *fake_alloc(size_t n) {
     return NULL;
 }
 
+/* The live allocation of the double that holds p: 1 and its range, or 0. */
+static inline int fake_find(const void *p, void **base, size_t *n) {
+    int found = 0;
+    pthread_mutex_lock(&fake_allocs_mu);
+    for (int i = 0; i < FAKE_MAX_ALLOCS && !found; ++i)
+        if (fake_allocs[i].p && (const char *)p >= (const char *)fake_allocs[i].p &&
+            (const char *)p < (const char *)fake_allocs[i].p + fake_allocs[i].n) {
+            *base = fake_allocs[i].p;
+            *n = fake_allocs[i].n;
+            found = 1;
+        }
+    pthread_mutex_unlock(&fake_allocs_mu);
+    return found;
+}
+
 /* 0 if p is not a live allocation of the double. */
 static int fake_free(void *p) {
     pthread_mutex_lock(&fake_allocs_mu);
