@@ -343,11 +343,10 @@ Status CudaDevice::launch(StreamId id, const LaunchDesc &l) {
     void *params[kMaxKernelParams];
     const unsigned char *blob = static_cast<const unsigned char *>(l.args);
     for (size_t i = 0; i < k->param_offsets.size(); ++i) params[i] = const_cast<unsigned char *>(blob + k->param_offsets[i]);
-    // Copies still in flight (a rolling flush) land before the kernel starts.
-    if (Status st = copies_.order_before(s); st != adsmSuccess) return st;
+    // A routed program's kernel runs on its own stream; ours waits for it.
     CUstream target = l.has_native_stream ? static_cast<CUstream>(l.native_stream) : s;
-    if (target != s)
-        if (Status st = copies_.order_before(target); st != adsmSuccess) return st;
+    // Copies still in flight (a rolling flush) land before the kernel starts.
+    if (Status st = copies_.order_before(target); st != adsmSuccess) return st;
     CUresult r = d_->cuLaunchKernel(static_cast<CUfunction>(k->device_fn), l.grid.x, l.grid.y, l.grid.z, l.block.x,
                                     l.block.y, l.block.z, l.shared_mem, target, params, nullptr);
     if (r == CUDA_SUCCESS && target != s) r = join(streams_[id], target, s);
