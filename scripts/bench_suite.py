@@ -101,14 +101,16 @@ def main():
     ap.add_argument("--gbps", default="12", help="simulated link bandwidth, GB/s (ADSM_SIM_LINK_GBPS)")
     ap.add_argument("--latency-us", default="10", help="simulated link latency (ADSM_SIM_LINK_LATENCY_US)")
     ap.add_argument("--launch-us", default="0", help="simulated kernel launch latency (ADSM_SIM_LAUNCH_US)")
+    ap.add_argument("--sync-copy-us", default="0", help="simulated least synchronous copy time (ADSM_SIM_SYNC_COPY_US)")
     ap.add_argument("--preset", choices=["h100"], default=None,
-                    help="the link and launch of a measured GPU: h100 is 55 GB/s, 2.7 us per copy, 9.7 us per launch")
+                    help="the link and launch of a measured GPU: h100 is 55 GB/s, 2.7 us per asynchronous copy, "
+                         "9.8 us per synchronous one, 9.7 us per launch")
     ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--out", default=None, help="results directory (default: bench/results)")
     args = ap.parse_args()
     if args.preset == "h100":
-        args.gbps, args.latency_us, args.launch_us = "55", "2.7", "9.7"
+        args.gbps, args.latency_us, args.launch_us, args.sync_copy_us = "55", "2.7", "9.7", "9.8"
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     exe = os.path.join(args.build, "tools", "adsm-workloads")
@@ -121,10 +123,11 @@ def main():
         workloads = [w for w in workloads if w in args.only.split(",")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADSM_")}
     env.update(ADSM_DEVICE="sim", ADSM_SIM_LINK_GBPS=args.gbps, ADSM_SIM_LINK_LATENCY_US=args.latency_us,
-               ADSM_SIM_LAUNCH_US=args.launch_us)
+               ADSM_SIM_LAUNCH_US=args.launch_us, ADSM_SIM_SYNC_COPY_US=args.sync_copy_us)
     scratch = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-    setup = ("sim device, link %s GB/s + %s us, launch %s us, %d runs each (median), %d CPUs, %s"
-             % (args.gbps, args.latency_us, args.launch_us, args.runs, os.cpu_count(), platform.release()))
+    setup = ("sim device, link %s GB/s + %s us, synchronous copies %s us at least, launch %s us, %d runs each "
+             "(median), %d CPUs, %s" % (args.gbps, args.latency_us, args.sync_copy_us, args.launch_us, args.runs,
+                                         os.cpu_count(), platform.release()))
     print("adsm bench:", setup)
     started = time.time()
     results = {"setup": setup, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "link_gbps": float(args.gbps),

@@ -21,6 +21,9 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_SIM_LAUNCH_US", "us",
          "simulated kernel launch latency: a sync returns no sooner than this after the launch (default 0; 9.7 "
          "models an H100)"},
+        {"ADSM_SIM_SYNC_COPY_US", "us",
+         "simulated least time of a synchronous copy, call to return (default 0; 9.8 models an H100's pinned "
+         "copy, where an asynchronous one costs 2.7)"},
         {"ADSM_SIM_WORKERS", "N", "threads that run kernels on sim and cpu (default: one per CPU)"},
         {"ADSM_DIRTY_TRACKING", "auto|uffd|mprotect",
          "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto)"},
@@ -161,6 +164,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_SIM_LAUNCH_US"); v && *v) {
         if (!parse_number(v, &c.launch_us) || c.launch_us > 1e7)
             return bad("ADSM_SIM_LAUNCH_US", v, "microseconds from 0 to 10000000");
+    }
+    if (const char *v = lookup("ADSM_SIM_SYNC_COPY_US"); v && *v) {
+        if (!parse_number(v, &c.sync_copy_us) || c.sync_copy_us > 1e7)
+            return bad("ADSM_SIM_SYNC_COPY_US", v, "microseconds from 0 to 10000000");
     }
     if (const char *v = lookup("ADSM_SIM_WORKERS"); v && *v) {
         uint64_t n;

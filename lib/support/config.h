@@ -23,6 +23,7 @@ struct Config {
     double link_gbps = 0;               // ADSM_SIM_LINK_GBPS: 0 means memcpy speed
     double link_latency_us = 0;         // ADSM_SIM_LINK_LATENCY_US
     double launch_us = 0;               // ADSM_SIM_LAUNCH_US: shortest launch-to-completion of a kernel
+    double sync_copy_us = 0;            // ADSM_SIM_SYNC_COPY_US: shortest synchronous copy, start to finish
     unsigned sim_workers = 0;           // ADSM_SIM_WORKERS: 0 means one per CPU
     bool stats = false;                 // ADSM_STATS: a table on stderr at exit
     std::string stats_json;             // ADSM_STATS=json:FILE: JSON into FILE instead

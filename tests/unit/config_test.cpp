@@ -74,6 +74,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
                      {"ADSM_SIM_LINK_GBPS", "12"},
                      {"ADSM_SIM_LINK_LATENCY_US", "5"},
                      {"ADSM_SIM_LAUNCH_US", "9.7"},
+                     {"ADSM_SIM_SYNC_COPY_US", "9.8"},
                      {"ADSM_SIM_WORKERS", "3"},
                      {"ADSM_STATS", "1"},
                      {"ADSM_LOG", "debug"},
@@ -91,6 +92,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
     EXPECT_DOUBLE_EQ(c.link_gbps, 12);
     EXPECT_DOUBLE_EQ(c.link_latency_us, 5);
     EXPECT_DOUBLE_EQ(c.launch_us, 9.7);
+    EXPECT_DOUBLE_EQ(c.sync_copy_us, 9.8);
     EXPECT_EQ(c.sim_workers, 3u);
     EXPECT_TRUE(c.stats);
     EXPECT_EQ(c.log_level, LogLevel::debug);
@@ -120,7 +122,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         const char *var, *value;
     } cases[] = {
         {"ADSM_BLOCK_SIZE", "1000"},      {"ADSM_BLOCK_SIZE", "0"},      {"ADSM_ROLLING_SIZE", "0"},
-        {"ADSM_SIM_MEMORY", "12"},        {"ADSM_SIM_LINK_GBPS", "fast"}, {"ADSM_SIM_LINK_LATENCY_US", "-2"}, {"ADSM_SIM_LAUNCH_US", "soon"},
+        {"ADSM_SIM_MEMORY", "12"},        {"ADSM_SIM_LINK_GBPS", "fast"}, {"ADSM_SIM_LINK_LATENCY_US", "-2"}, {"ADSM_SIM_LAUNCH_US", "soon"}, {"ADSM_SIM_SYNC_COPY_US", "-1"},
         {"ADSM_SIM_WORKERS", "0"},        {"ADSM_STATS", "maybe"},       {"ADSM_LOG", "loud"},
         {"ADSM_VA_BASE", "0x1234"},       {"ADSM_VA_SIZE", "1M"},        {"ADSM_DIRTY_TRACKING", "soft"},
         {"ADSM_ON_RACE", "ignore"},       {"ADSM_MALLOC_THRESHOLD", "0"},  {"ADSM_CHAOS_RELEASE_EVERY", "x"},

@@ -53,7 +53,8 @@ SimDevice::SimDevice(const Config &config)
     : config_(config),
       capacity_(config.sim_memory),
       link_(config.link_gbps, config.link_latency_us),
-      launch_ns_(static_cast<uint64_t>(config.launch_us * 1000)) {}
+      launch_ns_(static_cast<uint64_t>(config.launch_us * 1000)),
+      sync_copy_ns_(static_cast<uint64_t>(config.sync_copy_us * 1000)) {}
 
 SimDevice::~SimDevice() {
     // Closing the socket ends the device process.
@@ -112,11 +113,16 @@ void SimDevice::transfer_done(Direction d, size_t n, uintptr_t dev, uint64_t sta
     if (trace::enabled()) trace::copy(d == Direction::to_device, n, dev, start, false);
 }
 
+void SimDevice::sync_floor(uint64_t start) {
+    if (sync_copy_ns_) os::sleep_until_ns(start + sync_copy_ns_);
+}
+
 Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    uint64_t t0 = link_.enabled() || trace::enabled() ? os::now_ns() : 0;
+    uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
     memcpy(dma_ + (dev - base_), src, n);
     transfer_done(Direction::to_device, n, dev, t0);
+    sync_floor(t0);
     stats().add(Counter::h2d_transfers);
     stats().add(Counter::h2d_bytes, n);
     return adsmSuccess;
@@ -124,9 +130,10 @@ Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 
 Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    uint64_t t0 = link_.enabled() || trace::enabled() ? os::now_ns() : 0;
+    uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
     memcpy(dst, dma_ + (dev - base_), n);
     transfer_done(Direction::to_host, n, dev, t0);
+    sync_floor(t0);
     stats().add(Counter::d2h_transfers);
     stats().add(Counter::d2h_bytes, n);
     return adsmSuccess;

@@ -63,6 +63,8 @@ private:
     std::string death_reason() const;
     void handle_death(uint32_t generation);
     void transfer_done(Direction d, size_t n, uintptr_t dev, uint64_t start);
+    // A synchronous operation that began at `start` returns no sooner than a GPU's would.
+    void sync_floor(uint64_t start);
 
     Config config_;
     uint64_t capacity_;
@@ -87,6 +89,7 @@ private:
     // be seen complete.
     static constexpr uint32_t kLaunchSlots = 4096;
     uint64_t launch_ns_ = 0;
+    uint64_t sync_copy_ns_ = 0;  // ADSM_SIM_SYNC_COPY_US
     std::atomic<uint64_t> done_not_before_[kLaunchSlots] = {};
 
     // Our end of a socket whose other end only the device process holds: it
