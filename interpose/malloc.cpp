@@ -110,7 +110,8 @@ __attribute__((constructor(102))) void init_threshold() {
     dl_iterate_phdr(find_libc_code, nullptr);
     if (getenv("ADSM_SIM_SERVER")) return;  // the device process keeps to the C library
     uint64_t t;
-    if (!adsm::malloc_threshold_from(getenv("ADSM_MALLOC_THRESHOLD"), preloaded(), &t)) t = UINT64_MAX;
+    if (!adsm::malloc_threshold_from(getenv("ADSM_MALLOC_THRESHOLD"), preloaded(), getenv("ADSM_DEVICE"), &t))
+        t = UINT64_MAX;
     g_threshold.store(t > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(t), std::memory_order_relaxed);
 }
 

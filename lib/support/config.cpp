@@ -31,7 +31,7 @@ const std::vector<ConfigVar> &config_variables() {
          "CPU access to data a kernel may be using: wait for it, warn, or abort (default sync, warning once)"},
         {"ADSM_MALLOC_THRESHOLD", "SIZE|off",
          "preloaded: malloc and friends of at least this many bytes return shared memory (default 1M when "
-         "preloaded, off when linked)"},
+         "preloaded, off when linked or on the cuda device)"},
         {"ADSM_GPU_APIS", "auto|on|off",
          "preloaded: route the program's CUDA and Level Zero calls through the runtime (managed memory is shared "
          "memory, a launch releases and runs the kernel registered under the same name, a synchronisation waits and "
@@ -110,9 +110,10 @@ bool parse_number(const char *text, double *out) {
     return true;
 }
 
-bool malloc_threshold_from(const char *value, bool preloaded, uint64_t *out) {
+bool malloc_threshold_from(const char *value, bool preloaded, const char *device, uint64_t *out) {
     if (!value || !*value) {
-        *out = preloaded ? (1u << 20) : UINT64_MAX;
+        bool gpu = device && !strcmp(device, "cuda");
+        *out = preloaded && !gpu ? (1u << 20) : UINT64_MAX;
         return true;
     }
     if (!strcmp(value, "off")) {
@@ -185,7 +186,7 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         c.on_race = v;
     }
     if (const char *v = lookup("ADSM_MALLOC_THRESHOLD"); v && *v) {
-        if (!malloc_threshold_from(v, false, &c.malloc_threshold))
+        if (!malloc_threshold_from(v, false, nullptr, &c.malloc_threshold))
             return bad("ADSM_MALLOC_THRESHOLD", v, "a size of at least 1 byte, such as 64K, or off");
     }
     if (const char *v = lookup("ADSM_GPU_APIS"); v && *v) {

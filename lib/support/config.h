@@ -54,10 +54,13 @@ using EnvLookup = std::function<const char *(const char *)>;
 Status parse_config(const EnvLookup &lookup, Config *out);
 
 // ADSM_MALLOC_THRESHOLD as a number of bytes: a size, or "off"; unset, the
-// default `preloaded ? 1 MiB : off` (a program that links adsm for its API
-// keeps its own mallocs private unless it asks).  UINT64_MAX means off.
-// Returns false for a malformed value.
-bool malloc_threshold_from(const char *value, bool preloaded, uint64_t *out);
+// default is 1 MiB when preloaded and off when linked (a program that links
+// adsm for its API keeps its own mallocs private unless it asks), and off on
+// the cuda device (`device`, ADSM_DEVICE): a GPU without system-allocated
+// memory runs no program that hands malloc'd memory to kernels, while a
+// program that copies from malloc'd buffers should pass through untouched.
+// UINT64_MAX means off.  Returns false for a malformed value.
+bool malloc_threshold_from(const char *value, bool preloaded, const char *device, uint64_t *out);
 
 // A file name from a variable with "%p" replaced by the process id, so that
 // programs that start others under the preload get one file each.

@@ -140,15 +140,22 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
 
 TEST(ConfigTest, MallocThresholdDefaultsToTheWayTheLibraryCameIn) {
     uint64_t t;
-    ASSERT_TRUE(malloc_threshold_from(nullptr, true, &t));
+    ASSERT_TRUE(malloc_threshold_from(nullptr, true, nullptr, &t));
     EXPECT_EQ(t, 1u << 20);
-    ASSERT_TRUE(malloc_threshold_from(nullptr, false, &t));
+    ASSERT_TRUE(malloc_threshold_from(nullptr, true, "sim", &t));
+    EXPECT_EQ(t, 1u << 20);
+    ASSERT_TRUE(malloc_threshold_from(nullptr, false, nullptr, &t));
     EXPECT_EQ(t, UINT64_MAX);
-    ASSERT_TRUE(malloc_threshold_from("16K", false, &t));
+    // On a GPU, explicit-copy programs keep their malloc'd buffers.
+    ASSERT_TRUE(malloc_threshold_from(nullptr, true, "cuda", &t));
+    EXPECT_EQ(t, UINT64_MAX);
+    ASSERT_TRUE(malloc_threshold_from("1M", true, "cuda", &t));
+    EXPECT_EQ(t, 1u << 20);
+    ASSERT_TRUE(malloc_threshold_from("16K", false, nullptr, &t));
     EXPECT_EQ(t, 16u << 10);
-    ASSERT_TRUE(malloc_threshold_from("off", true, &t));
+    ASSERT_TRUE(malloc_threshold_from("off", true, nullptr, &t));
     EXPECT_EQ(t, UINT64_MAX);
-    EXPECT_FALSE(malloc_threshold_from("lots", true, &t));
+    EXPECT_FALSE(malloc_threshold_from("lots", true, nullptr, &t));
 }
 
 TEST(ConfigTest, EveryVariableIsDocumented) {
