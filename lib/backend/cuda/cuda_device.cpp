@@ -205,28 +205,25 @@ Status CudaDevice::fill(uintptr_t dev, int value, size_t n) {
     return adsmSuccess;
 }
 
-uint64_t CudaDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+uint64_t CudaDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg) {
     Entered in(this);
     if (in.status() != adsmSuccess) {
         if (done) done(arg);
         return 0;
     }
-    stats().add(Counter::h2d_transfers);
-    stats().add(Counter::h2d_bytes, n);
+    stats().add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
+    stats().add(to_device ? Counter::h2d_bytes : Counter::d2h_bytes, n);
     stats().add(Counter::async_copies);
-    return copies_.to_device_async(dev, host_side(src), n, done, arg);
+    host = const_cast<void *>(host_side(host));
+    return to_device ? copies_.to_device_async(dev, host, n, done, arg) : copies_.to_host_async(host, dev, n, done, arg);
+}
+
+uint64_t CudaDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+    return copy_async(true, const_cast<void *>(src), dev, n, done, arg);
 }
 
 uint64_t CudaDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
-    Entered in(this);
-    if (in.status() != adsmSuccess) {
-        if (done) done(arg);
-        return 0;
-    }
-    stats().add(Counter::d2h_transfers);
-    stats().add(Counter::d2h_bytes, n);
-    stats().add(Counter::async_copies);
-    return copies_.to_host_async(const_cast<void *>(host_side(dst)), dev, n, done, arg);
+    return copy_async(false, dst, dev, n, done, arg);
 }
 
 void CudaDevice::wait_copies(uint64_t ticket) {

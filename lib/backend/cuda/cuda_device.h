@@ -71,6 +71,7 @@ private:
     // (a faulting kernel) as the end of the device.
     Status driver_error(CUresult r, const char *what, Status usual);
     const void *host_side(const void *p) const;
+    uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
     struct Stream;
     CUresult join(Stream &slot, CUstream program, CUstream ours);
     Status check_range(uintptr_t dev, size_t n) const;
