@@ -38,6 +38,10 @@ CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, siz
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
 CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char uc, size_t n);
 CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char uc, size_t n, CUstream s);
+CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short us, size_t n);
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int ui, size_t n);
+CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short us, size_t n, CUstream s);
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
                                             CUstream s);
@@ -86,6 +90,14 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemsetD8_v2_ptds)                                                                                        \
     X(cuMemsetD8Async)                                                                                           \
     X(cuMemsetD8Async_ptsz)                                                                                      \
+    X(cuMemsetD16_v2)                                                                                            \
+    X(cuMemsetD16_v2_ptds)                                                                                       \
+    X(cuMemsetD16Async)                                                                                          \
+    X(cuMemsetD16Async_ptsz)                                                                                     \
+    X(cuMemsetD32_v2)                                                                                            \
+    X(cuMemsetD32_v2_ptds)                                                                                       \
+    X(cuMemsetD32Async)                                                                                          \
+    X(cuMemsetD32Async_ptsz)                                                                                     \
     X(cuMemPrefetchAsync)                                                                                        \
     X(cuMemPrefetchAsync_v2)                                                                                     \
     X(cuMemPrefetchAsync_v2_ptsz)                                                                                \
@@ -213,11 +225,12 @@ CUresult copy(const char *fn, CUstream stream, void *dst, Side ds, const void *s
     return to_cu(s, fn);
 }
 
-template <class Forward>
-CUresult fill(const char *fn, CUstream stream, CUdeviceptr dst, unsigned char value, size_t n, Forward &&forward) {
+// A fill of n elements of the value's width.
+template <class T, class Forward>
+CUresult fill(const char *fn, CUstream stream, CUdeviceptr dst, T value, size_t n, Forward &&forward) {
     if (!adsm::interpose::gpu_routed(kApi) || !bridge::is_shared(ptr(dst))) return forward();
     if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
-    return to_cu(bridge::fill_shared(ptr(dst), value, n), fn);
+    return to_cu(adsm::interpose::fill_shared_pattern(ptr(dst), &value, sizeof value, n), fn);
 }
 
 // Our kernels first, then whatever the driver has of its own.
@@ -328,7 +341,10 @@ CUDA_WRAPPER(cuGetProcAddress_v2, const char *symbol, void **pfn, int version, c
          [&] { return FORWARD(name, __VA_ARGS__); })
 #define UNIFIED(name, stream, ...)                                                                                 \
     copy("cuMemcpy", stream, ptr(dst), side_of(dst), ptr(src), side_of(src), n, [&] { return FORWARD(name, __VA_ARGS__); })
-#define FILL8(name, stream, ...) fill("cuMemsetD8", stream, dst, uc, n, [&] { return FORWARD(name, __VA_ARGS__); })
+#define FILL(fn, value, name, stream, ...) fill(fn, stream, dst, value, n, [&] { return FORWARD(name, __VA_ARGS__); })
+#define FILL8(name, stream, ...) FILL("cuMemsetD8", uc, name, stream, __VA_ARGS__)
+#define FILL16(name, stream, ...) FILL("cuMemsetD16", us, name, stream, __VA_ARGS__)
+#define FILL32(name, stream, ...) FILL("cuMemsetD32", ui, name, stream, __VA_ARGS__)
 
 CUDA_WRAPPER(cuMemcpyHtoD_v2, CUdeviceptr dst, const void *src, size_t n) {
     return HTOD(cuMemcpyHtoD_v2, CU_STREAM_LEGACY, dst, src, n);
@@ -389,6 +405,30 @@ CUDA_WRAPPER(cuMemsetD8Async, CUdeviceptr dst, unsigned char uc, size_t n, CUstr
 }
 CUDA_WRAPPER(cuMemsetD8Async_ptsz, CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
     return FILL8(cuMemsetD8Async_ptsz, s, dst, uc, n, s);
+}
+CUDA_WRAPPER(cuMemsetD16_v2, CUdeviceptr dst, unsigned short us, size_t n) {
+    return FILL16(cuMemsetD16_v2, CU_STREAM_LEGACY, dst, us, n);
+}
+CUDA_WRAPPER(cuMemsetD16_v2_ptds, CUdeviceptr dst, unsigned short us, size_t n) {
+    return FILL16(cuMemsetD16_v2_ptds, CU_STREAM_PER_THREAD, dst, us, n);
+}
+CUDA_WRAPPER(cuMemsetD16Async, CUdeviceptr dst, unsigned short us, size_t n, CUstream s) {
+    return FILL16(cuMemsetD16Async, s, dst, us, n, s);
+}
+CUDA_WRAPPER(cuMemsetD16Async_ptsz, CUdeviceptr dst, unsigned short us, size_t n, CUstream s) {
+    return FILL16(cuMemsetD16Async_ptsz, s, dst, us, n, s);
+}
+CUDA_WRAPPER(cuMemsetD32_v2, CUdeviceptr dst, unsigned int ui, size_t n) {
+    return FILL32(cuMemsetD32_v2, CU_STREAM_LEGACY, dst, ui, n);
+}
+CUDA_WRAPPER(cuMemsetD32_v2_ptds, CUdeviceptr dst, unsigned int ui, size_t n) {
+    return FILL32(cuMemsetD32_v2_ptds, CU_STREAM_PER_THREAD, dst, ui, n);
+}
+CUDA_WRAPPER(cuMemsetD32Async, CUdeviceptr dst, unsigned int ui, size_t n, CUstream s) {
+    return FILL32(cuMemsetD32Async, s, dst, ui, n, s);
+}
+CUDA_WRAPPER(cuMemsetD32Async_ptsz, CUdeviceptr dst, unsigned int ui, size_t n, CUstream s) {
+    return FILL32(cuMemsetD32Async_ptsz, s, dst, ui, n, s);
 }
 
 // ---- hints and queries about shared memory

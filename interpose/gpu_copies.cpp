@@ -1,5 +1,7 @@
 #include "interpose/gpu_copies.h"
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -61,6 +63,23 @@ bool copy_with_shared(void *dst, Side dst_side, const void *src, Side src_side, 
     }
     *result = adsmSuccess;
     return true;
+}
+
+Status fill_shared_pattern(void *dst, const void *pattern, size_t width, size_t count) {
+    if (count > SIZE_MAX / width) return fail(adsmErrorSizeOverflow, "%zu elements of %zu bytes overflow", count, width);
+    if (width == 1) return bridge::fill_shared(dst, *static_cast<const unsigned char *>(pattern), count);
+    // A buffer of whole elements, written again and again.
+    Inside private_allocations;
+    size_t bytes = count * width, chunk = bytes < kBounce ? bytes : kBounce / width * width;
+    std::unique_ptr<unsigned char[]> buf(new (std::nothrow) unsigned char[chunk]);
+    if (!buf) return fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte fill buffer", chunk);
+    for (size_t i = 0; i < chunk; i += width) memcpy(buf.get() + i, pattern, width);
+    for (size_t done = 0; done < bytes;) {
+        size_t len = bytes - done < chunk ? bytes - done : chunk;
+        if (Status s = bridge::write_shared(static_cast<char *>(dst) + done, buf.get(), len); s != adsmSuccess) return s;
+        done += len;
+    }
+    return adsmSuccess;
 }
 
 }  // namespace adsm::interpose

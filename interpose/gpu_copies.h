@@ -25,4 +25,8 @@ struct DriverCopies {
 bool copy_with_shared(void *dst, Side dst_side, const void *src, Side src_side, size_t n, const DriverCopies &driver,
                       Status *result);
 
+// Fills `count` elements of `width` bytes (1, 2 or 4) at shared dst with
+// the element at `pattern`.
+Status fill_shared_pattern(void *dst, const void *pattern, size_t width, size_t count);
+
 }  // namespace adsm::interpose

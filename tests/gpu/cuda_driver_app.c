@@ -149,6 +149,8 @@ int main(int argc, char **argv) {
     check_floats((float *)back, N, plus1_times2, "copied through device memory");
     CU(cuMemsetD8(back, 0, N * 4));
     for (unsigned i = 0; i < N; ++i) CHECK(((float *)back)[i] == 0.0f, "back[%u] = %g after cuMemsetD8", i, ((float *)back)[i]);
+    CU(cuMemsetD32(back, 0x3f800000u, N)); /* 1.0f */
+    for (unsigned i = 0; i < N; ++i) CHECK(((float *)back)[i] == 1.0f, "back[%u] = %g after cuMemsetD32", i, ((float *)back)[i]);
     CU(cuMemcpy(back, out, N * 4));
     check_floats((float *)back, N, plus1_times2, "copied managed to managed");
     /* Large enough that the runtime's own buffers for it are large too. */

@@ -566,6 +566,25 @@ EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t 
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t n) {
+    COUNT();
+    NEED_INIT();
+    STICKY();
+    drain_all();
+    size_t run = 0;
+    if (vmm_view(dst, &run)) {
+        unsigned int *buf = (unsigned int *)malloc(n * 4);
+        for (size_t i = 0; i < n; ++i) buf[i] = ui;
+        CUresult r = vmm_queue(&device, dst, (unsigned char *)buf, n * 4, 1, 0, 0);
+        fake_drain(&device);
+        free(buf);
+        return r;
+    }
+    vmm_check_host((void *)dst, n * 4, "cuMemsetD32");
+    for (size_t i = 0; i < n; ++i) ((unsigned int *)dst)[i] = ui;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     COUNT();
     NEED_CONTEXT();
