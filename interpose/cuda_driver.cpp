@@ -10,6 +10,8 @@
 // cuGetProcAddress; its answers are rewritten to the wrappers here.
 #include <cuda.h>
 
+#include <cstring>
+
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
@@ -42,6 +44,9 @@ CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short us, size_t 
 CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int ui, size_t n);
 CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short us, size_t n, CUstream s);
 CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s);
+CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c);
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *c);
+CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
                                             CUstream s);
@@ -90,6 +95,12 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemsetD8_v2_ptds)                                                                                        \
     X(cuMemsetD8Async)                                                                                           \
     X(cuMemsetD8Async_ptsz)                                                                                      \
+    X(cuMemcpy2D_v2)                                                                                             \
+    X(cuMemcpy2D_v2_ptds)                                                                                        \
+    X(cuMemcpy2DUnaligned_v2)                                                                                    \
+    X(cuMemcpy2DUnaligned_v2_ptds)                                                                               \
+    X(cuMemcpy2DAsync_v2)                                                                                        \
+    X(cuMemcpy2DAsync_v2_ptsz)                                                                                   \
     X(cuMemsetD16_v2)                                                                                            \
     X(cuMemsetD16_v2_ptds)                                                                                       \
     X(cuMemsetD16Async)                                                                                          \
@@ -223,6 +234,62 @@ CUresult copy(const char *fn, CUstream stream, void *dst, Side ds, const void *s
     Status s = adsmSuccess;
     adsm::interpose::copy_with_shared(dst, ds, src, ss, n, kDriverCopies, &s);
     return to_cu(s, fn);
+}
+
+// One side of a 2D copy: its first byte, and which memory it is (an array
+// is the driver's alone: never shared).
+struct Plane {
+    char *at = nullptr;
+    size_t pitch = 0;
+    Side side = Side::host;
+};
+
+Plane plane(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t pitch) {
+    Plane p;
+    if (type == CU_MEMORYTYPE_HOST) p.at = static_cast<char *>(const_cast<void *>(host));
+    else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) p.at = static_cast<char *>(ptr(dev));
+    if (!p.at) return p;
+    p.side = type == CU_MEMORYTYPE_HOST ? Side::host : type == CU_MEMORYTYPE_DEVICE ? Side::device : side_of(dev);
+    p.at += y * pitch + x;
+    p.pitch = pitch;
+    return p;
+}
+
+// A 2D copy with shared memory on a side goes row by row through the
+// protocol (rows of shared memory are not contiguous for the driver).
+template <class Forward>
+CUresult copy2d(CUstream stream, const CUDA_MEMCPY2D *c, Forward &&forward) {
+    if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
+    Plane src = plane(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch);
+    Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch);
+    bool shared = (src.at && bridge::is_shared(src.at)) || (dst.at && bridge::is_shared(dst.at));
+    if (!shared) return forward();
+    if (!src.at || !dst.at)
+        return to_cu(adsm::fail(adsmErrorNotSupported, "a 2D copy between a CUDA array and shared memory"),
+                     "cuMemcpy2D");
+    if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
+    for (size_t row = 0; row < c->Height; ++row) {
+        Status s = adsmSuccess;
+        void *d = dst.at + row * dst.pitch;
+        const void *from = src.at + row * src.pitch;
+        if (!adsm::interpose::copy_with_shared(d, dst.side, from, src.side, c->WidthInBytes, kDriverCopies, &s)) {
+            // Neither side of this row is shared: the driver's own copy.
+            size_t n = c->WidthInBytes;
+            if (dst.side == Side::device && src.side == Side::device) {
+                CUresult r = FORWARD(cuMemcpyDtoD_v2, reinterpret_cast<CUdeviceptr>(d),
+                                     reinterpret_cast<CUdeviceptr>(from), n);
+                if (r != CUDA_SUCCESS) return r;
+            } else if (dst.side == Side::device) {
+                s = driver_to_device(d, from, n);
+            } else if (src.side == Side::device) {
+                s = driver_to_host(d, from, n);
+            } else {
+                memmove(d, from, n);
+            }
+        }
+        if (s != adsmSuccess) return to_cu(s, "cuMemcpy2D");
+    }
+    return CUDA_SUCCESS;
 }
 
 // A fill of n elements of the value's width.
@@ -518,4 +585,23 @@ CUDA_WRAPPER(cuPointerGetAttributes, unsigned int count, CUpointer_attribute *at
     for (unsigned int i = 0; i < count; ++i)
         if (data[i] && shared_attribute(data[i], attrs[i], p, &r) && r != CUDA_SUCCESS) return r;
     return CUDA_SUCCESS;
+}
+
+CUDA_WRAPPER(cuMemcpy2D_v2, const CUDA_MEMCPY2D *c) {
+    return copy2d(CU_STREAM_LEGACY, c, [&] { return FORWARD(cuMemcpy2D_v2, c); });
+}
+CUDA_WRAPPER(cuMemcpy2D_v2_ptds, const CUDA_MEMCPY2D *c) {
+    return copy2d(CU_STREAM_PER_THREAD, c, [&] { return FORWARD(cuMemcpy2D_v2_ptds, c); });
+}
+CUDA_WRAPPER(cuMemcpy2DUnaligned_v2, const CUDA_MEMCPY2D *c) {
+    return copy2d(CU_STREAM_LEGACY, c, [&] { return FORWARD(cuMemcpy2DUnaligned_v2, c); });
+}
+CUDA_WRAPPER(cuMemcpy2DUnaligned_v2_ptds, const CUDA_MEMCPY2D *c) {
+    return copy2d(CU_STREAM_PER_THREAD, c, [&] { return FORWARD(cuMemcpy2DUnaligned_v2_ptds, c); });
+}
+CUDA_WRAPPER(cuMemcpy2DAsync_v2, const CUDA_MEMCPY2D *c, CUstream s) {
+    return copy2d(s, c, [&] { return FORWARD(cuMemcpy2DAsync_v2, c, s); });
+}
+CUDA_WRAPPER(cuMemcpy2DAsync_v2_ptsz, const CUDA_MEMCPY2D *c, CUstream s) {
+    return copy2d(s, c, [&] { return FORWARD(cuMemcpy2DAsync_v2_ptsz, c, s); });
 }

@@ -153,6 +153,25 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < N; ++i) CHECK(((float *)back)[i] == 1.0f, "back[%u] = %g after cuMemsetD32", i, ((float *)back)[i]);
     CU(cuMemcpy(back, out, N * 4));
     check_floats((float *)back, N, plus1_times2, "copied managed to managed");
+    /* A 2D copy: every other row of `out`, seen as 256-float rows, into
+     * device memory, then back into `back`'s first half. */
+    CU(cuMemsetD8(back, 0, N * 4));
+    CUDA_MEMCPY2D c2 = {0};
+    c2.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+    c2.srcDevice = out;
+    c2.srcPitch = 2 * 256 * 4;
+    c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c2.dstDevice = dbuf;
+    c2.dstPitch = 256 * 4;
+    c2.WidthInBytes = 256 * 4;
+    c2.Height = N / 512;
+    CU(cuMemcpy2D(&c2));
+    CU(cuMemcpyDtoH((void *)back, dbuf, N * 2));
+    for (unsigned i = 0; i < N / 2; ++i) {
+        unsigned row = i / 256, col = i % 256;
+        CHECK(((float *)back)[i] == plus1_times2(row * 512 + col), "back[%u] = %g after the 2D copy", i,
+              ((float *)back)[i]);
+    }
     /* Large enough that the runtime's own buffers for it are large too. */
     const size_t big_bytes = 8u << 20;
     unsigned char *host = (unsigned char *)malloc(big_bytes);

@@ -545,6 +545,23 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     return sync_copy(dst, (const void *)src, n, 0, 1, "cuMemcpyDtoH");
 }
 
+EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) {
+    COUNT();
+    if (!c || c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const char *src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)c->srcHost : (const char *)c->srcDevice;
+    char *dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)c->dstDevice;
+    src += c->srcY * c->srcPitch + c->srcXInBytes;
+    dst += c->dstY * c->dstPitch + c->dstXInBytes;
+    for (size_t row = 0; row < c->Height; ++row) {
+        CUresult r = sync_copy(dst + row * c->dstPitch, src + row * c->srcPitch, c->WidthInBytes,
+                               c->dstMemoryType != CU_MEMORYTYPE_HOST, c->srcMemoryType != CU_MEMORYTYPE_HOST,
+                               "cuMemcpy2D");
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
     COUNT();
     return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpy");
