@@ -409,9 +409,6 @@ CUDA_WRAPPER(cuGetProcAddress_v2, const char *symbol, void **pfn, int version, c
 #define UNIFIED(name, stream, ...)                                                                                 \
     copy("cuMemcpy", stream, ptr(dst), side_of(dst), ptr(src), side_of(src), n, [&] { return FORWARD(name, __VA_ARGS__); })
 #define FILL(fn, value, name, stream, ...) fill(fn, stream, dst, value, n, [&] { return FORWARD(name, __VA_ARGS__); })
-#define FILL8(name, stream, ...) FILL("cuMemsetD8", uc, name, stream, __VA_ARGS__)
-#define FILL16(name, stream, ...) FILL("cuMemsetD16", us, name, stream, __VA_ARGS__)
-#define FILL32(name, stream, ...) FILL("cuMemsetD32", ui, name, stream, __VA_ARGS__)
 
 CUDA_WRAPPER(cuMemcpyHtoD_v2, CUdeviceptr dst, const void *src, size_t n) {
     return HTOD(cuMemcpyHtoD_v2, CU_STREAM_LEGACY, dst, src, n);
@@ -461,42 +458,26 @@ CUDA_WRAPPER(cuMemcpyAsync, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream
 CUDA_WRAPPER(cuMemcpyAsync_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
     return UNIFIED(cuMemcpyAsync_ptsz, s, dst, src, n, s);
 }
-CUDA_WRAPPER(cuMemsetD8_v2, CUdeviceptr dst, unsigned char uc, size_t n) {
-    return FILL8(cuMemsetD8_v2, CU_STREAM_LEGACY, dst, uc, n);
-}
-CUDA_WRAPPER(cuMemsetD8_v2_ptds, CUdeviceptr dst, unsigned char uc, size_t n) {
-    return FILL8(cuMemsetD8_v2_ptds, CU_STREAM_PER_THREAD, dst, uc, n);
-}
-CUDA_WRAPPER(cuMemsetD8Async, CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
-    return FILL8(cuMemsetD8Async, s, dst, uc, n, s);
-}
-CUDA_WRAPPER(cuMemsetD8Async_ptsz, CUdeviceptr dst, unsigned char uc, size_t n, CUstream s) {
-    return FILL8(cuMemsetD8Async_ptsz, s, dst, uc, n, s);
-}
-CUDA_WRAPPER(cuMemsetD16_v2, CUdeviceptr dst, unsigned short us, size_t n) {
-    return FILL16(cuMemsetD16_v2, CU_STREAM_LEGACY, dst, us, n);
-}
-CUDA_WRAPPER(cuMemsetD16_v2_ptds, CUdeviceptr dst, unsigned short us, size_t n) {
-    return FILL16(cuMemsetD16_v2_ptds, CU_STREAM_PER_THREAD, dst, us, n);
-}
-CUDA_WRAPPER(cuMemsetD16Async, CUdeviceptr dst, unsigned short us, size_t n, CUstream s) {
-    return FILL16(cuMemsetD16Async, s, dst, us, n, s);
-}
-CUDA_WRAPPER(cuMemsetD16Async_ptsz, CUdeviceptr dst, unsigned short us, size_t n, CUstream s) {
-    return FILL16(cuMemsetD16Async_ptsz, s, dst, us, n, s);
-}
-CUDA_WRAPPER(cuMemsetD32_v2, CUdeviceptr dst, unsigned int ui, size_t n) {
-    return FILL32(cuMemsetD32_v2, CU_STREAM_LEGACY, dst, ui, n);
-}
-CUDA_WRAPPER(cuMemsetD32_v2_ptds, CUdeviceptr dst, unsigned int ui, size_t n) {
-    return FILL32(cuMemsetD32_v2_ptds, CU_STREAM_PER_THREAD, dst, ui, n);
-}
-CUDA_WRAPPER(cuMemsetD32Async, CUdeviceptr dst, unsigned int ui, size_t n, CUstream s) {
-    return FILL32(cuMemsetD32Async, s, dst, ui, n, s);
-}
-CUDA_WRAPPER(cuMemsetD32Async_ptsz, CUdeviceptr dst, unsigned int ui, size_t n, CUstream s) {
-    return FILL32(cuMemsetD32Async_ptsz, s, dst, ui, n, s);
-}
+// Each fill width comes in four entry points: synchronous and asynchronous,
+// each also with the per-thread default stream.
+#define ADSM_FILL_WRAPPERS(bits, type, value)                                                               \
+    CUDA_WRAPPER(cuMemsetD##bits##_v2, CUdeviceptr dst, type value, size_t n) {                            \
+        return FILL(ADSM_FILL_NAME(bits), value, cuMemsetD##bits##_v2, CU_STREAM_LEGACY, dst, value, n);     \
+    }                                                                                                       \
+    CUDA_WRAPPER(cuMemsetD##bits##_v2_ptds, CUdeviceptr dst, type value, size_t n) {                       \
+        return FILL(ADSM_FILL_NAME(bits), value, cuMemsetD##bits##_v2_ptds, CU_STREAM_PER_THREAD, dst, value, n); \
+    }                                                                                                       \
+    CUDA_WRAPPER(cuMemsetD##bits##Async, CUdeviceptr dst, type value, size_t n, CUstream s) {              \
+        return FILL(ADSM_FILL_NAME(bits), value, cuMemsetD##bits##Async, s, dst, value, n, s);             \
+    }                                                                                                       \
+    CUDA_WRAPPER(cuMemsetD##bits##Async_ptsz, CUdeviceptr dst, type value, size_t n, CUstream s) {         \
+        return FILL(ADSM_FILL_NAME(bits), value, cuMemsetD##bits##Async_ptsz, s, dst, value, n, s);        \
+    }
+#define ADSM_FILL_NAME(bits) "cuMemsetD" #bits
+
+ADSM_FILL_WRAPPERS(8, unsigned char, uc)
+ADSM_FILL_WRAPPERS(16, unsigned short, us)
+ADSM_FILL_WRAPPERS(32, unsigned int, ui)
 
 // ---- hints and queries about shared memory
 

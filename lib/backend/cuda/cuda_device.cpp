@@ -88,10 +88,7 @@ Status CudaDevice::open(const Config &, std::unique_ptr<Device> *out) {
     if (CUresult r = d->cuMemGetInfo(&free_bytes, &total); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuMemGetInfo");
     dev->capacity_ = total;
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev->dev_;
+    CUmemAllocationProp prop = device_memory_prop(dev->dev_);
     size_t g = 0;
     if (CUresult r = d->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: the GPU has no virtual-memory management");

@@ -70,6 +70,15 @@ struct Driver {
 // every caller, or the same failure.
 Status load_driver(const Driver **out);
 
+// Pinned device memory on GPU `dev`, as the window's granules are made.
+inline CUmemAllocationProp device_memory_prop(CUdevice dev) {
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    return prop;
+}
+
 // Records a failure of `what` that the driver answered with r.
 Status cuda_fail(Status code, CUresult r, const char *what);
 

@@ -17,10 +17,7 @@ void DeviceMemory::init(const Driver *d, CUdevice dev, uint64_t granularity, uin
 
 Status DeviceMemory::create(uint64_t index, Granule *g) {
     CUdeviceptr va = base_ + index * granularity_;
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev_;
+    CUmemAllocationProp prop = device_memory_prop(dev_);
     CUmemGenericAllocationHandle h = 0;
     if (CUresult r = d_->cuMemCreate(&h, granularity_, &prop, 0); r != CUDA_SUCCESS)
         return cuda_fail(r == CUDA_ERROR_OUT_OF_MEMORY ? adsmErrorMemoryAllocation : adsmErrorNoDevice, r,

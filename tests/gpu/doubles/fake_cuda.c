@@ -567,39 +567,25 @@ EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
     return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpy");
 }
 
+/* n elements of `width` bytes at dst, each a copy of *pattern, written as
+ * a synchronous copy from a buffer of them. */
+static CUresult fill_pattern(CUdeviceptr dst, const void *pattern, size_t width, size_t n, const char *fn) {
+    unsigned char *buf = (unsigned char *)malloc(n * width);
+    if (!buf) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; ++i) memcpy(buf + i * width, pattern, width);
+    CUresult r = sync_copy((void *)dst, buf, n * width, 1, 0, fn);
+    free(buf);
+    return r;
+}
+
 EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char uc, size_t n) {
     COUNT();
-    NEED_INIT();
-    STICKY();
-    drain_all();
-    size_t run = 0;
-    if (vmm_view(dst, &run)) {
-        CUresult r = vmm_queue(&device, dst, NULL, n, 1, 1, uc);
-        fake_drain(&device);
-        return r;
-    }
-    vmm_check_host((void *)dst, n, "cuMemsetD8");
-    memset((void *)dst, uc, n);
-    return CUDA_SUCCESS;
+    return fill_pattern(dst, &uc, 1, n, "cuMemsetD8");
 }
 
 EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t n) {
     COUNT();
-    NEED_INIT();
-    STICKY();
-    drain_all();
-    size_t run = 0;
-    if (vmm_view(dst, &run)) {
-        unsigned int *buf = (unsigned int *)malloc(n * 4);
-        for (size_t i = 0; i < n; ++i) buf[i] = ui;
-        CUresult r = vmm_queue(&device, dst, (unsigned char *)buf, n * 4, 1, 0, 0);
-        fake_drain(&device);
-        free(buf);
-        return r;
-    }
-    vmm_check_host((void *)dst, n * 4, "cuMemsetD32");
-    for (size_t i = 0; i < n; ++i) ((unsigned int *)dst)[i] = ui;
-    return CUDA_SUCCESS;
+    return fill_pattern(dst, &ui, 4, n, "cuMemsetD32");
 }
 
 EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
