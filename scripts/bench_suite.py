@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """The workload suite, measured side by side in one run.
 
-For each workload, the explicit-copy variant and the ADSM variant under each
-protocol run in turn, `--runs` times, interleaved so that drift on the
-machine hits all of them alike.  Per (workload, protocol): the median wall
-time of the timed part, its ratio to the explicit variant's median, and the
-bytes and faults from the runtime's statistics.  The results go to
-bench/results/latest.json, and a chart of the ratios to ratios.svg.
+For each workload, the hand-written baseline, the other baselines of the
+device and the ADSM variant under each protocol run in turn, `--runs` times,
+interleaved so that drift on the machine hits all of them alike.  Per
+(workload, variant): the median wall time of the timed part, its ratio to
+the baseline's median, and the bytes and faults from the runtime's
+statistics.
+
+  --device sim (default): adsm-workloads on the simulated GPU; the baseline
+      is explicit copies.  Writes bench/results/latest.json and ratios.svg.
+  --device cuda: adsm-workloads-cuda on an NVIDIA GPU; the baseline is
+      explicit copies from pinned buffers, beside pageable buffers and managed
+      memory.  Writes bench/results/cuda.json and cuda.svg.
 """
 import argparse
 import json
 import math
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,19 +29,23 @@ import time
 PROTOCOLS = ["batch", "lazy", "rolling", "delta"]
 
 
-def run_one(exe, workload, variant, protocol, env_base, scratch):
+def run_one(exe, module, workload, variant, protocol, env_base, scratch):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         stats_path = f.name
     env = dict(env_base, ADSM_STATS="json:" + stats_path)
     if protocol:
         env["ADSM_PROTOCOL"] = protocol
+    cmd = [exe] + (["--module", module] if module else []) + [workload, variant, scratch]
     try:
-        p = subprocess.run([exe, workload, variant, scratch], capture_output=True, text=True, env=env, timeout=300)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
         if p.returncode != 0:
             sys.exit("bench: %s %s %s failed (%d):\n%s%s" % (workload, variant, protocol, p.returncode, p.stdout,
                                                              p.stderr))
         result = json.loads(p.stdout.strip().splitlines()[-1])
-        totals = json.load(open(stats_path))["totals"]
+        # A variant that never starts the runtime (CUDA's own) writes no statistics.
+        with open(stats_path) as f:
+            text = f.read()
+        totals = json.loads(text)["totals"] if text.strip() else None
     finally:
         os.unlink(stats_path)
     if not result["verified"]:
@@ -42,15 +53,17 @@ def run_one(exe, workload, variant, protocol, env_base, scratch):
     return result["seconds"], totals
 
 
-def chart(results, protocols, path):
-    """Grouped bars: time relative to the explicit variant, per workload and protocol."""
+def chart(results, series, path):
+    """Grouped bars: time relative to the baseline, per workload and variant."""
     names = list(results["workloads"].keys()) + ["geomean"]
-    colors = {"batch": "#9e9e9e", "lazy": "#64b5f6", "rolling": "#1565c0", "delta": "#2e7d32"}
+    colors = {"batch": "#9e9e9e", "lazy": "#64b5f6", "rolling": "#1565c0", "delta": "#2e7d32",
+              "pageable": "#ffb74d", "managed": "#e65100"}
+    protocols = series
     values = {}
     for w in names[:-1]:
-        for p in protocols:
-            values[(w, p)] = results["workloads"][w]["protocols"][p]["ratio"]
-    for p in protocols:
+        for p in series:
+            values[(w, p)] = results["workloads"][w]["variants"][p]["ratio"]
+    for p in series:
         values[("geomean", p)] = results["geomean_ratio"][p]
     top = max(2.0, math.ceil(max(values.values()) * 2) / 2)
     width, height, left, bottom, plot_h = 980, 480, 70, 90, 320
@@ -63,8 +76,8 @@ def chart(results, protocols, path):
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
            % (width, height),
            '<rect width="100%" height="100%" fill="white"/>',
-           '<text x="%d" y="24" font-size="15" font-weight="bold">adsm workload suite: wall time relative to explicit '
-           'copies (lower is better; 1.0 = hand-written)</text>' % left,
+           '<text x="%d" y="24" font-size="15" font-weight="bold">adsm workload suite: wall time relative to %s '
+           '(lower is better; 1.0 = hand-written)</text>' % (left, results["baseline_what"]),
            '<text x="%d" y="44" fill="#555">%s</text>' % (left, results["setup"])]
     steps = int(top / 0.5)
     for i in range(steps + 1):
@@ -88,22 +101,33 @@ def chart(results, protocols, path):
     for p in protocols:
         out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (lx, height - 28, colors.get(p, "#000")))
         out.append('<text x="%d" y="%d">%s</text>' % (lx + 16, height - 18, p))
-        lx += 90
+        lx += 100
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
 
 
+DEVICES = {
+    # exe, baseline variant, its description, other baselines, results file stem
+    "sim": ("adsm-workloads", "explicit", "explicit copies", [], "latest"),
+    "cuda": ("adsm-workloads-cuda", "pinned", "explicit copies from pinned buffers", ["pageable", "managed"], "cuda"),
+}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True, help="the build directory")
+    ap.add_argument("--device", choices=sorted(DEVICES), default="sim", help="where the kernels run (default sim)")
+    ap.add_argument("--module", default=None,
+                    help="cuda: the kernels' module (default: the fatbin built with adsm-workloads-cuda; "
+                         "driver-double for the tests' CUDA driver double)")
     ap.add_argument("--runs", type=int, default=5, help="runs per variant (median taken)")
-    ap.add_argument("--gbps", default="12", help="simulated link bandwidth, GB/s (ADSM_SIM_LINK_GBPS)")
-    ap.add_argument("--latency-us", default="10", help="simulated link latency (ADSM_SIM_LINK_LATENCY_US)")
-    ap.add_argument("--launch-us", default="0", help="simulated kernel launch latency (ADSM_SIM_LAUNCH_US)")
-    ap.add_argument("--sync-copy-us", default="0", help="simulated least synchronous copy time (ADSM_SIM_SYNC_COPY_US)")
+    ap.add_argument("--gbps", default="12", help="sim: link bandwidth, GB/s (ADSM_SIM_LINK_GBPS)")
+    ap.add_argument("--latency-us", default="10", help="sim: link latency (ADSM_SIM_LINK_LATENCY_US)")
+    ap.add_argument("--launch-us", default="0", help="sim: kernel launch latency (ADSM_SIM_LAUNCH_US)")
+    ap.add_argument("--sync-copy-us", default="0", help="sim: least synchronous copy time (ADSM_SIM_SYNC_COPY_US)")
     ap.add_argument("--preset", choices=["h100"], default=None,
-                    help="the link and launch of a measured GPU: h100 is 55 GB/s, 2.7 us per asynchronous copy, "
+                    help="sim: the link and launch of a measured GPU: h100 is 55 GB/s, 2.7 us per asynchronous copy, "
                          "9.8 us per synchronous one, 9.7 us per launch")
     ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
@@ -111,9 +135,12 @@ def main():
     args = ap.parse_args()
     if args.preset == "h100":
         args.gbps, args.latency_us, args.launch_us, args.sync_copy_us = "55", "2.7", "9.7", "9.8"
+    exe_name, baseline, baseline_what, others, stem = DEVICES[args.device]
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    exe = os.path.join(args.build, "tools", "adsm-workloads")
+    exe = os.path.join(args.build, "tools", exe_name)
+    if not os.access(exe, os.X_OK):
+        sys.exit("bench: %s was not built (for cuda: CMake needs nvcc and the CUDA toolkit)" % exe)
     out_dir = args.out or os.path.join(root, "bench", "results")
     os.makedirs(out_dir, exist_ok=True)
     protocols = args.protocols.split(",")
@@ -122,63 +149,97 @@ def main():
     if args.only:
         workloads = [w for w in workloads if w in args.only.split(",")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADSM_")}
-    env.update(ADSM_DEVICE="sim", ADSM_SIM_LINK_GBPS=args.gbps, ADSM_SIM_LINK_LATENCY_US=args.latency_us,
-               ADSM_SIM_LAUNCH_US=args.launch_us, ADSM_SIM_SYNC_COPY_US=args.sync_copy_us)
+    if args.device == "sim":
+        env.update(ADSM_DEVICE="sim", ADSM_SIM_LINK_GBPS=args.gbps, ADSM_SIM_LINK_LATENCY_US=args.latency_us,
+                   ADSM_SIM_LAUNCH_US=args.launch_us, ADSM_SIM_SYNC_COPY_US=args.sync_copy_us)
+        setup = ("sim device, link %s GB/s + %s us, synchronous copies %s us at least, launch %s us"
+                 % (args.gbps, args.latency_us, args.sync_copy_us, args.launch_us))
+    else:
+        # CUDA's own variants reach the driver directly, the adsm one through the cuda device.
+        env.update(ADSM_DEVICE="cuda", ADSM_GPU_APIS="off")
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True).stdout.strip() if shutil.which("nvidia-smi") else ""
+        setup = "cuda device (%s)" % (gpu.splitlines()[0] if gpu else "no nvidia-smi")
     scratch = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-    setup = ("sim device, link %s GB/s + %s us, synchronous copies %s us at least, launch %s us, %d runs each "
-             "(median), %d CPUs, %s" % (args.gbps, args.latency_us, args.sync_copy_us, args.launch_us, args.runs,
-                                         os.cpu_count(), platform.release()))
+    setup += ", %d runs each (median), %d CPUs, %s" % (args.runs, os.cpu_count(), platform.release())
     print("adsm bench:", setup)
     started = time.time()
-    results = {"setup": setup, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "link_gbps": float(args.gbps),
-               "link_latency_us": float(args.latency_us), "runs": args.runs, "workloads": {}}
-    variants = [("explicit", None)] + [("adsm", p) for p in protocols]
+    results = {"setup": setup, "device": args.device, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+               "baseline": baseline, "baseline_what": baseline_what, "runs": args.runs, "workloads": {}}
+    if args.device == "sim":
+        results.update(link_gbps=float(args.gbps), link_latency_us=float(args.latency_us))
+    variants = [(baseline, None)] + [(o, None) for o in others] + [("adsm", p) for p in protocols]
+    series = others + protocols
+
+    def key(v):
+        return v[1] or v[0]
+
     for w in workloads:
         times = {v: [] for v in variants}
         stats = {}
         for _ in range(args.runs):
             for v in variants:
-                secs, totals = run_one(exe, w, v[0], v[1], env, scratch)
+                secs, totals = run_one(exe, args.module, w, v[0], v[1], env, scratch)
                 times[v].append(secs)
                 stats[v] = totals
-        base = statistics.median(times[("explicit", None)])
-        ex = stats[("explicit", None)]
-        entry = {"explicit": {"seconds": base, "h2d_bytes": ex["h2d_bytes"], "d2h_bytes": ex["d2h_bytes"]},
-                 "protocols": {}}
-        line = "%-13s explicit %8.1f ms |" % (w, base * 1e3)
+        base = statistics.median(times[variants[0]])
+        ex = stats[variants[0]]
+        ex_moved = ex["h2d_bytes"] + ex["d2h_bytes"] if ex else 0
+        entry = {"baseline": {"variant": baseline, "seconds": base, "h2d_bytes": ex and ex["h2d_bytes"],
+                              "d2h_bytes": ex and ex["d2h_bytes"], "all_seconds": times[variants[0]]},
+                 "variants": {}}
+        line = "%-13s %s %8.1f ms |" % (w, baseline, base * 1e3)
         for v in variants[1:]:
             t = stats[v]
             med = statistics.median(times[v])
-            moved = t["h2d_bytes"] + t["d2h_bytes"]
-            entry["protocols"][v[1]] = {
-                "seconds": med, "ratio": med / base, "h2d_bytes": t["h2d_bytes"], "d2h_bytes": t["d2h_bytes"],
-                "bytes_ratio": moved / max(1, ex["h2d_bytes"] + ex["d2h_bytes"]),
-                "faults": t["read_faults"] + t["write_faults"], "all_seconds": times[v]}
-            line += " %s %.3fx" % (v[1], med / base)
-        entry["explicit"]["all_seconds"] = times[("explicit", None)]
+            # Bytes and faults as the runtime counted them (none for CUDA's own variants).
+            entry["variants"][key(v)] = {
+                "seconds": med, "ratio": med / base, "h2d_bytes": t and t["h2d_bytes"],
+                "d2h_bytes": t and t["d2h_bytes"],
+                "bytes_ratio": (t["h2d_bytes"] + t["d2h_bytes"]) / ex_moved if t and ex_moved else None,
+                "faults": t and t["read_faults"] + t["write_faults"], "all_seconds": times[v]}
+            line += " %s %.3fx" % (key(v), med / base)
         results["workloads"][w] = entry
         print(line, flush=True)
     results["geomean_ratio"] = {
-        p: math.exp(sum(math.log(results["workloads"][w]["protocols"][p]["ratio"]) for w in workloads) / len(workloads))
-        for p in protocols}
+        p: math.exp(sum(math.log(results["workloads"][w]["variants"][p]["ratio"]) for w in workloads) / len(workloads))
+        for p in series}
+    best = min(protocols, key=lambda p: results["geomean_ratio"][p])
+    results["best_protocol"] = {
+        "protocol": best, "geomean_ratio": results["geomean_ratio"][best],
+        "max_ratio": max(results["workloads"][w]["variants"][best]["ratio"] for w in workloads)}
+    if "managed" in series:
+        results["best_protocol"]["speedup_over_managed"] = results["geomean_ratio"]["managed"] / \
+            results["geomean_ratio"][best]
     results["elapsed_seconds"] = time.time() - started
-    with open(os.path.join(out_dir, "latest.json"), "w") as f:
+    with open(os.path.join(out_dir, stem + ".json"), "w") as f:
         json.dump(results, f, indent=2)
-    chart(results, protocols, os.path.join(out_dir, "ratios.svg"))
+    chart_name = "ratios.svg" if args.device == "sim" else stem + ".svg"
+    chart(results, series, os.path.join(out_dir, chart_name))
 
     # The table the issue notes quote.
-    print("\n%-13s %-8s %9s %7s %12s %12s %8s %8s" % ("workload", "protocol", "ms", "ratio", "h2d bytes", "d2h bytes",
+    print("\n%-13s %-8s %9s %7s %12s %12s %8s %8s" % ("workload", "variant", "ms", "ratio", "h2d bytes", "d2h bytes",
                                                      "bytes x", "faults"))
+    def cell(v, fmt):
+        return "-" if v is None else fmt % v
+
     for w in workloads:
         e = results["workloads"][w]
-        print("%-13s %-8s %9.1f %7s %12d %12d %8s %8s" % (w, "explicit", e["explicit"]["seconds"] * 1e3, "1.000",
-                                                        e["explicit"]["h2d_bytes"], e["explicit"]["d2h_bytes"], "1.00", "-"))
-        for p in protocols:
-            q = e["protocols"][p]
-            print("%-13s %-8s %9.1f %7.3f %12d %12d %8.2f %8d" % ("", p, q["seconds"] * 1e3, q["ratio"], q["h2d_bytes"],
-                                                               q["d2h_bytes"], q["bytes_ratio"], q["faults"]))
-    print("geometric mean of ratios: " + ", ".join("%s %.3f" % (p, results["geomean_ratio"][p]) for p in protocols))
-    print("wrote %s/latest.json and ratios.svg in %.0f s" % (out_dir, results["elapsed_seconds"]))
+        b = e["baseline"]
+        print("%-13s %-8s %9.1f %7s %12s %12s %8s %8s" % (w, baseline, b["seconds"] * 1e3, "1.000",
+                                                        cell(b["h2d_bytes"], "%d"), cell(b["d2h_bytes"], "%d"),
+                                                        "1.00" if b["h2d_bytes"] is not None else "-", "-"))
+        for p in series:
+            q = e["variants"][p]
+            print("%-13s %-8s %9.1f %7.3f %12s %12s %8s %8s" % ("", p, q["seconds"] * 1e3, q["ratio"],
+                                                              cell(q["h2d_bytes"], "%d"), cell(q["d2h_bytes"], "%d"),
+                                                              cell(q["bytes_ratio"], "%.2f"), cell(q["faults"], "%d")))
+    print("geometric mean of ratios: " + ", ".join("%s %.3f" % (p, results["geomean_ratio"][p]) for p in series))
+    b = results["best_protocol"]
+    print("best protocol: %s, %.3fx %s in geometric mean, %.3fx at most%s"
+          % (best, b["geomean_ratio"], baseline_what, b["max_ratio"],
+             "; managed memory takes %.2fx its time" % b["speedup_over_managed"] if "speedup_over_managed" in b else ""))
+    print("wrote %s/%s.json and %s in %.0f s" % (out_dir, stem, chart_name, results["elapsed_seconds"]))
 
 
 if __name__ == "__main__":

@@ -74,6 +74,17 @@ void AddressSpace::zero(uintptr_t addr, size_t span) {
     else ::memset(alias(addr), 0, span);
 }
 
+void AddressSpace::prefault(uintptr_t addr, size_t span) {
+    // Only saves faults: where it cannot (a kernel before 5.14, a part the
+    // protocol keeps closed) the program's first touch maps the pages.
+    // Entered for writing where the view is writable, since the program's
+    // first access to new memory is nearly always a write, and a page
+    // entered for reading takes a second fault then wherever writes are
+    // tracked (userfaultfd); elsewhere for reading.
+    void *p = reinterpret_cast<void *>(addr);
+    if (os::populate(p, span, true) != 0) (void)os::populate(p, span, false);
+}
+
 Status AddressSpace::set_access(uintptr_t addr, size_t span, int prot) {
     int r = os::protect(reinterpret_cast<void *>(addr), span, prot);
     if (r != 0)

@@ -44,6 +44,11 @@ public:
     // pages back to the system where that is allowed.
     void zero(uintptr_t addr, size_t span);
 
+    // Enters the mirror pages of [addr, addr+span), already allocated (the
+    // device pinned them), into the user view's page tables, so that the
+    // program's first touch of each page does not fault.
+    void prefault(uintptr_t addr, size_t span);
+
     // mprotect on the user view.
     Status set_access(uintptr_t addr, size_t span, int prot);
 

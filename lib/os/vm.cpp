@@ -78,6 +78,14 @@ int remap_fixed(void *from, size_t len, void *to) {
     return r < 0 ? -errno : 0;
 }
 
+int populate(void *addr, size_t len, bool for_write) {
+#ifndef MADV_POPULATE_READ
+    constexpr int MADV_POPULATE_READ = 22, MADV_POPULATE_WRITE = 23;
+#endif
+    long r = syscall(SYS_madvise, addr, len, for_write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+    return r < 0 ? -errno : 0;
+}
+
 int punch_hole(int fd, uint64_t off, uint64_t len) {
     if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(off), static_cast<off_t>(len)) != 0)
         return -errno;

@@ -44,6 +44,11 @@ int protect(void *addr, size_t len, int prot);
 // Moves the mapping at from (len bytes) to exactly `to`, replacing what is there.
 int remap_fixed(void *from, size_t len, void *to);
 
+// Maps the pages behind [addr, addr+len) into the page tables as a write
+// (or a read) fault would, without a fault per page (MADV_POPULATE_WRITE,
+// MADV_POPULATE_READ; Linux 5.14); 0 or -errno.
+int populate(void *addr, size_t len, bool for_write);
+
 // Gives the pages of [off, off+len) in fd back to the system; they read as zeros after.
 int punch_hole(int fd, uint64_t off, uint64_t len);
 

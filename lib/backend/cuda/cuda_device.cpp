@@ -137,6 +137,7 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
     size_ = size;
     alias_ = host_alias;
     memory_.init(d_, dev_, granularity_, base, host_fd, host_alias);
+    if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
     return copies_.init(d_, granularity_);
 }
 

@@ -61,6 +61,12 @@ void DeviceMemory::destroy(uint64_t index, Granule &g) {
     os::punch_hole(host_fd_, va - base_, granularity_);
 }
 
+Status DeviceMemory::warm_up() {
+    if (Status s = commit(base_, granularity_); s != adsmSuccess) return s;
+    decommit(base_, granularity_);
+    return adsmSuccess;
+}
+
 Status DeviceMemory::commit(uintptr_t addr, uint64_t bytes) {
     if (bytes == 0) return adsmSuccess;
     uint64_t first = (addr - base_) / granularity_, last = (addr - base_ + bytes - 1) / granularity_;

@@ -167,6 +167,24 @@ EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int
     return CUDA_SUCCESS;
 }
 
+/* Page-locked host memory: in the double, host memory the kernels see. */
+EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **p, size_t n) {
+    COUNT();
+    NEED_INIT();
+    if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
+    void *m = fake_alloc(n);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = m;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemFreeHost(void *p) {
+    COUNT();
+    NEED_INIT();
+    drain_all();
+    return fake_free(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t n) {
     COUNT();
     NEED_INIT();

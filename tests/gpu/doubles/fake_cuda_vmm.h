@@ -323,6 +323,13 @@ static CUresult vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, siz
     for (size_t i = 0; i < n;) {
         size_t run = 0;
         unsigned char *dev = vmm_view(va + i, &run);
+        void *base;
+        size_t size;
+        if (!dev && fake_find((const void *)(va + i), &base, &size)) {
+            /* cuMemAlloc's memory, which the double keeps in the process. */
+            dev = (unsigned char *)(va + i);
+            run = (size_t)((unsigned char *)base + size - dev);
+        }
         if (!dev) return CUDA_ERROR_INVALID_VALUE;
         /* The real driver refuses a copy that crosses from one mapped
          * allocation into the next, however contiguous their addresses. */

@@ -31,6 +31,7 @@ void black_scholes(const adsm::thread_index &t, const float *s, const float *x, 
     size_t i = adsm::global_x(t);
     if (i < n) price(s, x, tt, call, put, i);
 }
+const wl::kernel<black_scholes> k("black_scholes");
 
 void fill(float *s, float *x, float *t) {
     wl::Lcg g(3);
@@ -54,33 +55,29 @@ double reference() {
     return consume(call.data(), put.data());
 }
 
-wl::Result run(wl::Variant v, const std::string &) {
-    static const adsm::kernel<black_scholes> k("black_scholes");
+wl::Result run(wl::Gpu &g, const std::string &) {
+    constexpr size_t bytes = kN * sizeof(float);
     wl::Result r;
     r.tolerance = 1e-6;
     r.reference = reference();
-    if (v == wl::Variant::adsm) {
-        wl::timed_begin();
-        adsm::shared_array<float> s(kN), x(kN), t(kN), call(kN), put(kN);
-        fill(s.data(), x.data(), t.data());
-        k(adsm::blocks_for(kN, 256), 256, s.data(), x.data(), t.data(), call.data(), put.data(), kN);
-        adsm::sync();
+    wl::timed_begin();
+    wl::host_buffer<float> s(g, kN), x(g, kN), t(g, kN), call(g, kN), put(g, kN);
+    fill(s.data(), x.data(), t.data());
+    if (g.unified()) {
+        k(g, adsm::blocks_for(kN, 256), 256, s.data(), x.data(), t.data(), call.data(), put.data(), kN);
+        g.sync();
         r.checksum = consume(call.data(), put.data());
         wl::timed_end();
     } else {
-        wl::timed_begin();
-        std::vector<float> s(kN), x(kN), t(kN), call(kN), put(kN);
-        adsm::device_array<float> ds(kN), dx(kN), dt(kN), dcall(kN), dput(kN);
-        fill(s.data(), x.data(), t.data());
-        ds.copy_from_host(s.data(), kN);
-        dx.copy_from_host(x.data(), kN);
-        dt.copy_from_host(t.data(), kN);
-        k(adsm::blocks_for(kN, 256), 256, ds.data(), dx.data(), dt.data(), dcall.data(), dput.data(), kN);
-        adsm::sync();
-        dcall.copy_to_host(call.data(), kN);
-        dput.copy_to_host(put.data(), kN);
+        wl::device_buffer<float> ds(g, kN), dx(g, kN), dt(g, kN), dcall(g, kN), dput(g, kN);
+        g.to_device(ds.data(), s.data(), bytes);
+        g.to_device(dx.data(), x.data(), bytes);
+        g.to_device(dt.data(), t.data(), bytes);
+        k(g, adsm::blocks_for(kN, 256), 256, ds.data(), dx.data(), dt.data(), dcall.data(), dput.data(), kN);
+        g.to_host(call.data(), dcall.data(), bytes);
+        g.to_host(put.data(), dput.data(), bytes);
         r.checksum = consume(call.data(), put.data());
-        wl::timed_end();
+        wl::timed_end();  // before the buffers' frees
     }
     return r;
 }

@@ -16,6 +16,7 @@ void count(const adsm::thread_index &t, const uint32_t *keys, uint32_t *bins, si
     for (size_t i = first; i < first + per && i < n; ++i)
         __atomic_fetch_add(&bins[keys[i] % kBins], 1u, __ATOMIC_RELAXED);
 }
+const wl::kernel<count> k("histogram");
 
 void fill(uint32_t *keys) {
     wl::Lcg g(11);
@@ -35,35 +36,33 @@ double reference() {
     return consume(bins.data());
 }
 
-wl::Result run(wl::Variant v, const std::string &) {
-    static const adsm::kernel<count> k("histogram");
+wl::Result run(wl::Gpu &g, const std::string &) {
     const size_t threads = kKeys / kPerThread;
     wl::Result r;
     r.reference = reference();
-    if (v == wl::Variant::adsm) {
-        wl::timed_begin();
-        adsm::shared_array<uint32_t> keys(kKeys), bins(kBins);
-        fill(keys.data());
-        adsm::check(adsmMemset(bins.data(), 0, kBins * sizeof(uint32_t)));
-        k(adsm::blocks_for(threads, 256), 256, keys.data(), bins.data(), kKeys, kPerThread);
-        adsm::sync();
+    wl::timed_begin();
+    wl::host_buffer<uint32_t> keys(g, kKeys);
+    fill(keys.data());
+    if (g.unified()) {
+        wl::host_buffer<uint32_t> bins(g, kBins);
+        g.zero(bins.data(), kBins * sizeof(uint32_t));
+        k(g, adsm::blocks_for(threads, 256), 256, keys.data(), bins.data(), kKeys, kPerThread);
+        g.sync();
         r.checksum = consume(bins.data());
         wl::timed_end();
     } else {
-        wl::timed_begin();
-        std::vector<uint32_t> keys(kKeys), part(kQueryBins);
-        adsm::device_array<uint32_t> dkeys(kKeys), dbins(kBins);
-        fill(keys.data());
-        dkeys.copy_from_host(keys.data(), kKeys);
-        adsm::check(adsmDeviceMemset(dbins.data(), 0, kBins * sizeof(uint32_t)));
-        k(adsm::blocks_for(threads, 256), 256, dkeys.data(), dbins.data(), kKeys, kPerThread);
-        adsm::sync();
-        dbins.copy_to_host(part.data(), kQueryBins, kQueryFirst);
+        wl::host_buffer<uint32_t> part(g, kQueryBins);
+        wl::device_buffer<uint32_t> dkeys(g, kKeys), dbins(g, kBins);
+        g.to_device(dkeys.data(), keys.data(), kKeys * sizeof(uint32_t));
+        g.zero(dbins.data(), kBins * sizeof(uint32_t));
+        k(g, adsm::blocks_for(threads, 256), 256, dkeys.data(), dbins.data(), kKeys, kPerThread);
+        // Only the bins the query reads come back.
+        g.to_host(part.data(), dbins.data() + kQueryFirst, kQueryBins * sizeof(uint32_t));
         // consume() indexes absolute bins: shift the copied part into place.
         double s = 0;
         for (size_t i = 0; i < kQueryBins; ++i) s += part[i] * static_cast<double>((kQueryFirst + i) % 97 + 1);
         r.checksum = s;
-        wl::timed_end();
+        wl::timed_end();  // before the buffers' frees
     }
     return r;
 }

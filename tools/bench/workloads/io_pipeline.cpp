@@ -19,6 +19,7 @@ void transform(const adsm::thread_index &t, const uint32_t *in, uint32_t *out, s
     size_t i = adsm::global_x(t);
     if (i < n) out[i] = (in[i] ^ 0x5a5a5a5au) * 2654435761u;
 }
+const wl::kernel<transform> k("transform");
 
 std::string make_input(const std::string &dir) {
     std::string path = dir + "/io_pipeline.in";
@@ -74,31 +75,28 @@ double reference(const std::string &in) {
     return s;
 }
 
-wl::Result run(wl::Variant v, const std::string &scratch) {
-    static const adsm::kernel<transform> k("transform");
+wl::Result run(wl::Gpu &g, const std::string &scratch) {
     const size_t n = kBytes / 4;
     std::string in = make_input(scratch), out = scratch + "/io_pipeline.out";
     wl::Result r;
     r.reference = reference(in);
-    if (v == wl::Variant::adsm) {
-        wl::timed_begin();
-        adsm::shared_array<uint32_t> a(n), b(n);
+    wl::timed_begin();
+    if (g.unified()) {
+        wl::host_buffer<uint32_t> a(g, n), b(g, n);
         read_all(in, a.data());
-        k(adsm::blocks_for(n, 256), 256, a.data(), b.data(), n);
-        adsm::sync();
+        k(g, adsm::blocks_for(n, 256), 256, a.data(), b.data(), n);
+        g.sync();
         write_all(out, b.data());
         wl::timed_end();
     } else {
-        wl::timed_begin();
-        std::vector<uint32_t> host(n);
-        adsm::device_array<uint32_t> a(n), b(n);
+        wl::host_buffer<uint32_t> host(g, n);
+        wl::device_buffer<uint32_t> a(g, n), b(g, n);
         read_all(in, host.data());
-        a.copy_from_host(host.data(), n);
-        k(adsm::blocks_for(n, 256), 256, a.data(), b.data(), n);
-        adsm::sync();
-        b.copy_to_host(host.data(), n);
+        g.to_device(a.data(), host.data(), kBytes);
+        k(g, adsm::blocks_for(n, 256), 256, a.data(), b.data(), n);
+        g.to_host(host.data(), b.data(), kBytes);
         write_all(out, host.data());
-        wl::timed_end();
+        wl::timed_end();  // before the buffers' frees
     }
     r.checksum = file_checksum(out);
     remove(in.c_str());

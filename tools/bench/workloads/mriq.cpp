@@ -28,6 +28,7 @@ void compute_q(const adsm::thread_index &t, const float *k, const float *xyz, fl
     qr[v] = sr;
     qi[v] = si;
 }
+const wl::kernel<compute_q> kq("mriq");
 
 std::string input_file(const std::string &dir) {
     std::string path = dir + "/mriq.input";
@@ -66,33 +67,28 @@ double reference(const std::string &path) {
     return consume(qr.data(), qi.data());
 }
 
-wl::Result run(wl::Variant v, const std::string &scratch) {
-    static const adsm::kernel<compute_q> kq("mriq");
+wl::Result run(wl::Gpu &g, const std::string &scratch) {
     std::string path = input_file(scratch);
     wl::Result r;
     r.tolerance = 1e-5;
     r.reference = reference(path);
-    if (v == wl::Variant::adsm) {
-        wl::timed_begin();
-        adsm::shared_array<float> k(4 * kK), xyz(3 * kX), qr(kX), qi(kX);
-        read_input(path, k.data(), xyz.data());
-        kq(adsm::blocks_for(kX, 128), 128, k.data(), xyz.data(), qr.data(), qi.data(), kK, kX);
-        adsm::sync();
+    wl::timed_begin();
+    wl::host_buffer<float> k(g, 4 * kK), xyz(g, 3 * kX), qr(g, kX), qi(g, kX);
+    read_input(path, k.data(), xyz.data());
+    if (g.unified()) {
+        kq(g, adsm::blocks_for(kX, 128), 128, k.data(), xyz.data(), qr.data(), qi.data(), kK, kX);
+        g.sync();
         r.checksum = consume(qr.data(), qi.data());
         wl::timed_end();
     } else {
-        wl::timed_begin();
-        std::vector<float> k(4 * kK), xyz(3 * kX), qr(kX), qi(kX);
-        adsm::device_array<float> dk(4 * kK), dxyz(3 * kX), dqr(kX), dqi(kX);
-        read_input(path, k.data(), xyz.data());
-        dk.copy_from_host(k.data(), 4 * kK);
-        dxyz.copy_from_host(xyz.data(), 3 * kX);
-        kq(adsm::blocks_for(kX, 128), 128, dk.data(), dxyz.data(), dqr.data(), dqi.data(), kK, kX);
-        adsm::sync();
-        dqr.copy_to_host(qr.data(), kX);
-        dqi.copy_to_host(qi.data(), kX);
+        wl::device_buffer<float> dk(g, 4 * kK), dxyz(g, 3 * kX), dqr(g, kX), dqi(g, kX);
+        g.to_device(dk.data(), k.data(), 4 * kK * sizeof(float));
+        g.to_device(dxyz.data(), xyz.data(), 3 * kX * sizeof(float));
+        kq(g, adsm::blocks_for(kX, 128), 128, dk.data(), dxyz.data(), dqr.data(), dqi.data(), kK, kX);
+        g.to_host(qr.data(), dqr.data(), kX * sizeof(float));
+        g.to_host(qi.data(), dqi.data(), kX * sizeof(float));
         r.checksum = consume(qr.data(), qi.data());
-        wl::timed_end();
+        wl::timed_end();  // before the buffers' frees
     }
     remove(path.c_str());
     return r;

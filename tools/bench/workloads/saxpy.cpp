@@ -1,7 +1,5 @@
 // saxpy: y = a*x + y over 8M floats; the CPU writes both inputs and reads
 // all of y.  Moves everything once each way: the floor for any protocol.
-#include <vector>
-
 #include "workload.h"
 
 namespace {
@@ -13,6 +11,7 @@ void saxpy(const adsm::thread_index &t, float a, const float *x, float *y, size_
     size_t i = adsm::global_x(t);
     if (i < n) y[i] = a * x[i] + y[i];
 }
+const wl::kernel<saxpy> k("saxpy");
 
 void fill(float *x, float *y) {
     for (size_t i = 0; i < kN; ++i) {
@@ -27,31 +26,26 @@ double consume(const float *y) {
     return s;
 }
 
-wl::Result run(wl::Variant v, const std::string &) {
-    static const adsm::kernel<saxpy> k("saxpy");
+wl::Result run(wl::Gpu &g, const std::string &) {
     wl::Result r;
     r.tolerance = 1e-6;
     for (size_t i = 0; i < kN; ++i) r.reference += kA * (static_cast<float>(i % 1000) * 0.001f) + static_cast<float>(i % 7);
-    if (v == wl::Variant::adsm) {
-        wl::timed_begin();
-        adsm::shared_array<float> x(kN), y(kN);
-        fill(x.data(), y.data());
-        k(adsm::blocks_for(kN, 256), 256, kA, x.data(), y.data(), kN);
-        adsm::sync();
+    wl::timed_begin();
+    wl::host_buffer<float> x(g, kN), y(g, kN);
+    fill(x.data(), y.data());
+    if (g.unified()) {
+        k(g, adsm::blocks_for(kN, 256), 256, kA, x.data(), y.data(), kN);
+        g.sync();
         r.checksum = consume(y.data());
         wl::timed_end();
     } else {
-        wl::timed_begin();
-        std::vector<float> x(kN), y(kN);
-        adsm::device_array<float> dx(kN), dy(kN);
-        fill(x.data(), y.data());
-        dx.copy_from_host(x.data(), kN);
-        dy.copy_from_host(y.data(), kN);
-        k(adsm::blocks_for(kN, 256), 256, kA, dx.data(), dy.data(), kN);
-        adsm::sync();
-        dy.copy_to_host(y.data(), kN);
+        wl::device_buffer<float> dx(g, kN), dy(g, kN);
+        g.to_device(dx.data(), x.data(), kN * sizeof(float));
+        g.to_device(dy.data(), y.data(), kN * sizeof(float));
+        k(g, adsm::blocks_for(kN, 256), 256, kA, dx.data(), dy.data(), kN);
+        g.to_host(y.data(), dy.data(), kN * sizeof(float));
         r.checksum = consume(y.data());
-        wl::timed_end();
+        wl::timed_end();  // before the buffers' frees
     }
     return r;
 }

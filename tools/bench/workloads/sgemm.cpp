@@ -15,6 +15,7 @@ void sgemm(const adsm::thread_index &t, const float *a, const float *b, float *c
     for (unsigned k = 0; k < n; ++k) s += a[row * n + k] * b[k * n + col];
     c[row * n + col] = s;
 }
+const wl::kernel<sgemm> k("sgemm");
 
 void fill(float *a, float *b) {
     wl::Lcg g(7);
@@ -39,33 +40,28 @@ double reference() {
     return consume(c.data());
 }
 
-wl::Result run(wl::Variant v, const std::string &) {
-    static const adsm::kernel<sgemm> k("sgemm");
-    const size_t n2 = size_t{kN} * kN;
+wl::Result run(wl::Gpu &g, const std::string &) {
+    const size_t n2 = size_t{kN} * kN, bytes = n2 * sizeof(float);
     const adsm::dim3 block(16, 16), grid(kN / 16, kN / 16);
     wl::Result r;
     r.tolerance = 1e-3;
     r.reference = reference();
-    if (v == wl::Variant::adsm) {
-        wl::timed_begin();
-        adsm::shared_array<float> a(n2), b(n2), c(n2);
-        fill(a.data(), b.data());
-        k(grid, block, a.data(), b.data(), c.data(), kN);
-        adsm::sync();
+    wl::timed_begin();
+    wl::host_buffer<float> a(g, n2), b(g, n2), c(g, n2);
+    fill(a.data(), b.data());
+    if (g.unified()) {
+        k(g, grid, block, a.data(), b.data(), c.data(), kN);
+        g.sync();
         r.checksum = consume(c.data());
         wl::timed_end();
     } else {
-        wl::timed_begin();
-        std::vector<float> a(n2), b(n2), c(n2);
-        adsm::device_array<float> da(n2), db(n2), dc(n2);
-        fill(a.data(), b.data());
-        da.copy_from_host(a.data(), n2);
-        db.copy_from_host(b.data(), n2);
-        k(grid, block, da.data(), db.data(), dc.data(), kN);
-        adsm::sync();
-        dc.copy_to_host(c.data(), n2);
+        wl::device_buffer<float> da(g, n2), db(g, n2), dc(g, n2);
+        g.to_device(da.data(), a.data(), bytes);
+        g.to_device(db.data(), b.data(), bytes);
+        k(g, grid, block, da.data(), db.data(), dc.data(), kN);
+        g.to_host(c.data(), dc.data(), bytes);
         r.checksum = consume(c.data());
-        wl::timed_end();
+        wl::timed_end();  // before the buffers' frees
     }
     return r;
 }

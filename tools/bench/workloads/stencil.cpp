@@ -19,6 +19,7 @@ void jacobi(const adsm::thread_index &t, const float *in, float *out, size_t h, 
     if (y == 0 || y == h - 1 || x == 0 || x == w - 1) out[i] = in[i];
     else out[i] = 0.2f * (in[i] + in[i - 1] + in[i + 1] + in[i - w] + in[i + w]);
 }
+const wl::kernel<jacobi> k("jacobi");
 
 void init(float *g) {
     for (size_t i = 0; i < kCells; ++i) g[i] = static_cast<float>((i * 2654435761u) % 1000) * 0.001f;
@@ -55,46 +56,43 @@ double reference() {
     return consume(a.data());
 }
 
-wl::Result run(wl::Variant v, const std::string &) {
-    static const adsm::kernel<jacobi> k("jacobi");
+wl::Result run(wl::Gpu &g, const std::string &) {
     const adsm::dim3 block(256, 1), grid(kW / 256, kH);
+    constexpr size_t row = kW * sizeof(float);
     wl::Result r;
     r.tolerance = 1e-6;
     r.reference = reference();
-    if (v == wl::Variant::adsm) {
-        wl::timed_begin();
-        adsm::shared_array<float> a(kCells), b(kCells);
+    wl::timed_begin();
+    if (g.unified()) {
+        wl::host_buffer<float> a(g, kCells), b(g, kCells);
         init(a.data());
         float *in = a.data(), *out = b.data();
         for (int it = 0; it < kIters; ++it) {
-            k(grid, block, in, out, kH, kW);
-            adsm::sync();
+            k(g, grid, block, in, out, kH, kW);
+            g.sync();
             exchange(out);
             std::swap(in, out);
         }
         r.checksum = consume(in);
         wl::timed_end();
     } else {
-        wl::timed_begin();
-        std::vector<float> host(kCells);
-        adsm::device_array<float> a(kCells), b(kCells);
+        wl::host_buffer<float> host(g, kCells), rows(g, 2 * kW);
+        wl::device_buffer<float> a(g, kCells), b(g, kCells);
         init(host.data());
-        a.copy_from_host(host.data(), kCells);
+        g.to_device(a.data(), host.data(), kCells * sizeof(float));
         float *in = a.data(), *out = b.data();
-        std::vector<float> rows(2 * kW);
         for (int it = 0; it < kIters; ++it) {
-            k(grid, block, in, out, kH, kW);
-            adsm::sync();
+            k(g, grid, block, in, out, kH, kW);
             // Only the rows the exchange reads come back, and only the halos go out.
-            adsm::check(adsmCopyToHost(rows.data(), out + 1 * kW, kW * sizeof(float)));
-            adsm::check(adsmCopyToHost(rows.data() + kW, out + (kH - 2) * kW, kW * sizeof(float)));
-            adsm::check(adsmCopyToDevice(out + 0 * kW, rows.data() + kW, kW * sizeof(float)));
-            adsm::check(adsmCopyToDevice(out + (kH - 1) * kW, rows.data(), kW * sizeof(float)));
+            g.to_host(rows.data(), out + 1 * kW, row);
+            g.to_host(rows.data() + kW, out + (kH - 2) * kW, row);
+            g.to_device(out + 0 * kW, rows.data() + kW, row);
+            g.to_device(out + (kH - 1) * kW, rows.data(), row);
             std::swap(in, out);
         }
-        adsm::check(adsmCopyToHost(host.data(), in, kCells * sizeof(float)));
+        g.to_host(host.data(), in, kCells * sizeof(float));
         r.checksum = consume(host.data());
-        wl::timed_end();
+        wl::timed_end();  // before the buffers' frees
     }
     return r;
 }
