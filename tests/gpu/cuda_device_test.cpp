@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/stats.h"
+
 extern "C" {
 // Kernels as the double runs them: host functions, one call per thread.
 void cuda_test_scale(const adsmThreadIdx *t, void **a) {
@@ -174,6 +176,32 @@ TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
     adsm::sync();
     for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 3.0f);
     EXPECT_EQ(pageable_copies(), pageable) << "a protocol copy went through pageable memory";
+    adsmFree(x);
+}
+
+// The cuda device enters a new allocation's pinned pages into the view at
+// once (saving a fault per page); that must not make them look written.
+TEST(CudaDevice, MemoryTheCpuNeverWroteIsNotSent) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    const unsigned n = 1 << 18;  // 1 MiB written by the CPU
+    const size_t untouched = size_t{4} << 20;
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    void *out = adsmAlloc(untouched);
+    ASSERT_TRUE(x && out) << detail();
+    for (unsigned i = 0; i < n; ++i) x[i] = 1.0f;
+    uint64_t before = adsm::stats().get(adsm::Counter::h2d_bytes);
+    scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 3.0f, n);
+    adsm::sync();
+    uint64_t sent = adsm::stats().get(adsm::Counter::h2d_bytes) - before;
+    if (std::string(info.protocol) == "batch")
+        EXPECT_GE(sent, untouched + n * sizeof(float)) << "batch sends every object";
+    else
+        EXPECT_LT(sent, untouched) << info.protocol << " sent memory the CPU never wrote";
+    EXPECT_EQ(x[n - 1], 3.0f);
+    adsmFree(out);
     adsmFree(x);
 }
 

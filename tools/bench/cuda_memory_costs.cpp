@@ -127,7 +127,7 @@ int main() {
     CUdeviceptr va;
     check(cuMemAddressReserve(&va, max, 0, 0, 0), "cuMemAddressReserve");
     measure(dev, va, s, size_t{2} << 20);  // the driver's first-use costs, not reported
-    printf("adsm-bench-cuda-memory on %s: microseconds per MiB (total for the size in brackets)\n", name);
+    printf("adsm-bench-cuda-memory on %s: microseconds per MiB\n", name);
     printf("%8s %9s %9s %9s %9s %9s %11s %11s %11s %11s\n", "MiB", "vmm map", "register", "populate", "touch",
            "memset", "AllocHost", "malloc+tch", "copy whole", "copy 2 MiB");
     for (size_t mib : {size_t{2}, size_t{8}, size_t{64}, size_t{256}}) {
