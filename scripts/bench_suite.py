@@ -58,7 +58,6 @@ def chart(results, series, path):
     names = list(results["workloads"].keys()) + ["geomean"]
     colors = {"batch": "#9e9e9e", "lazy": "#64b5f6", "rolling": "#1565c0", "delta": "#2e7d32",
               "pageable": "#ffb74d", "managed": "#e65100"}
-    protocols = series
     values = {}
     for w in names[:-1]:
         for p in series:
@@ -68,7 +67,7 @@ def chart(results, series, path):
     top = max(2.0, math.ceil(max(values.values()) * 2) / 2)
     width, height, left, bottom, plot_h = 980, 480, 70, 90, 320
     group_w = (width - left - 20) / len(names)
-    bar_w = group_w * 0.8 / len(protocols)
+    bar_w = group_w * 0.8 / len(series)
 
     def y(v):
         return bottom + plot_h - v / top * plot_h
@@ -88,7 +87,7 @@ def chart(results, series, path):
                % (left, width - 20, y(1.0), y(1.0)))
     for gi, w in enumerate(names):
         gx = left + gi * group_w + group_w * 0.1
-        for pi, p in enumerate(protocols):
+        for pi, p in enumerate(series):
             v = values[(w, p)]
             x = gx + pi * bar_w
             out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.3fx</title></rect>'
@@ -98,7 +97,7 @@ def chart(results, series, path):
         out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
                    % (gx + group_w * 0.4, bottom + plot_h + 18, w))
     lx = left
-    for p in protocols:
+    for p in series:
         out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' % (lx, height - 28, colors.get(p, "#000")))
         out.append('<text x="%d" y="%d">%s</text>' % (lx + 16, height - 18, p))
         lx += 100

@@ -45,7 +45,7 @@ private:
         if (it != handles_.end()) return it->second;
         adsmKernel_t h = nullptr;
         if (!gpu_code_) {
-            adsm::check(adsmRegisterKernel(k.name, k.host_function, k.arity, k.sizes, &h));
+            h = host_kernel(k);
         } else {
             adsm::check(adsmModuleGetKernel(module_, k.name, &h));
             unsigned n = 0;

@@ -2,8 +2,6 @@
 // buffers, device memory from adsmDeviceAlloc, and explicit copies.
 #include <cstdlib>
 #include <new>
-#include <stdexcept>
-#include <string>
 #include <unordered_map>
 
 #include "variant.h"
@@ -34,11 +32,7 @@ public:
     void zero(void *p, size_t bytes) override { adsm::check(adsmDeviceMemset(p, 0, bytes)); }
     void launch(const KernelDesc &k, adsm::dim3 grid, adsm::dim3 block, void **args) override {
         auto it = handles_.find(&k);
-        if (it == handles_.end()) {
-            adsmKernel_t h = nullptr;
-            adsm::check(adsmRegisterKernel(k.name, k.host_function, k.arity, k.sizes, &h));
-            it = handles_.emplace(&k, h).first;
-        }
+        if (it == handles_.end()) it = handles_.emplace(&k, host_kernel(k)).first;
         adsm::check(adsmCall(it->second, grid, block, args));
     }
     void sync() override { adsm::sync(); }

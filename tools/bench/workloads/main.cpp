@@ -53,6 +53,12 @@ void register_kernel(const KernelDesc *k) { kernels().push_back(k); }
 void timed_begin() { g_begin = std::chrono::steady_clock::now(); }
 void timed_end() { g_end = std::chrono::steady_clock::now(); }
 
+adsmKernel_t host_kernel(const KernelDesc &k) {
+    adsmKernel_t h = nullptr;
+    adsm::check(adsmRegisterKernel(k.name, k.host_function, k.arity, k.sizes, &h));
+    return h;
+}
+
 std::string driver_double_module() {
     std::string image = "fake-module:";
     for (const KernelDesc *k : kernels()) {

@@ -29,6 +29,10 @@ struct RegisterVariant {
     RegisterVariant(const char *name, const char *what, std::unique_ptr<Gpu> (*make)(const Options &));
 };
 
+// k's host function registered with adsm (on first use; registering the
+// same kernel again returns the same handle), for variants on sim and cpu.
+adsmKernel_t host_kernel(const KernelDesc &k);
+
 // A module of the CUDA driver double's format naming every workload kernel's
 // host function, so that the tests run the CUDA variants without a GPU.
 std::string driver_double_module();
