@@ -224,6 +224,14 @@ INTERCEPTOR(ssize_t, preadv2, int fd, const struct iovec *iov, int iovcnt, off_t
     });
 }
 
+// What preadv2 binds to in a program built with -D_FILE_OFFSET_BITS=64.
+INTERCEPTOR(ssize_t, preadv64v2, int fd, const struct iovec *iov, int iovcnt, off64_t off, int flags) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv64v2)(fd, iov, iovcnt, off, flags);
+    return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(preadv64v2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off64_t>(done), flags);
+    });
+}
+
 // ---------------------------------------------------------------- write family
 
 INTERCEPTOR(ssize_t, write, int fd, const void *buf, size_t n) {
@@ -271,6 +279,14 @@ INTERCEPTOR(ssize_t, pwritev2, int fd, const struct iovec *iov, int iovcnt, off_
     if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(pwritev2)(fd, iov, iovcnt, off, flags);
     return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(pwritev2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off_t>(done), flags);
+    });
+}
+
+INTERCEPTOR(ssize_t, pwritev64v2, int fd, const struct iovec *iov, int iovcnt, off64_t off, int flags) {
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt))
+        return REAL(pwritev64v2)(fd, iov, iovcnt, off, flags);
+    return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
+        return REAL(pwritev64v2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off64_t>(done), flags);
     });
 }
 

@@ -4,6 +4,7 @@
 // travelling to the device in the background, so transfers overlap the
 // CPU's work (while it is still producing the input, say) instead of all
 // waiting for the call.  GMAC's default protocol.
+#include <cassert>
 #include <new>
 
 #include "memory/context.h"
@@ -26,11 +27,13 @@ struct DirtyList {
 
 class Rolling final : public BlockProtocol {
 public:
-    // At least two: one store can straddle two blocks, and with room for one
-    // only, each of its faults would evict the other block, forever.
+    // At least two (the configuration refuses less): one store can straddle
+    // two blocks, and with room for one only, each of its faults would evict
+    // the other block, forever.
     explicit Rolling(const ProtocolEnv &env)
-        : BlockProtocol(env, BlockPolicy{.write_events = true}),
-          capacity_(env.config->rolling_size < 2 ? 2 : env.config->rolling_size) {}
+        : BlockProtocol(env, BlockPolicy{.write_events = true}), capacity_(env.config->rolling_size) {
+        assert(capacity_ >= 2);
+    }
     const char *name() const override { return "rolling"; }
 
     void context_created(Context &c) override {

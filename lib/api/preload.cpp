@@ -1,7 +1,10 @@
 #include "api/preload.h"
 
+#include <atomic>
+
 #include "api/gpu_bridge.h"
 #include "api/runtime.h"
+#include "os/deferred_signals.h"
 #include "os/vm.h"
 #include "support/log.h"
 
@@ -24,6 +27,8 @@ Runtime *ready_runtime() {
 bool detached() { return forked_child(); }
 
 void *alloc(size_t n, bool zero) {
+    // The runtime's bookkeeping allocates from the C library here.
+    os::DeferredSignals deferred;
     Scope in;
     Runtime *rt = ready_runtime();
     if (!rt) return nullptr;
@@ -39,6 +44,7 @@ void *alloc(size_t n, bool zero) {
 }
 
 Release release(void *p) {
+    os::DeferredSignals deferred;  // as in alloc
     Scope in;
     // In a fork child the allocation is ordinary memory that goes with the
     // process; a pointer that is no allocation is still a bug.
@@ -120,9 +126,16 @@ void chaos_tick() {
     Runtime *rt = started_runtime();
     if (!rt || rt->config.chaos_every == 0) return;
     // A per-thread generator, seeded from the configured seed and the
-    // thread, so a run repeats for a given seed and schedule.
+    // thread's rank among those that reached here (not its address, which
+    // changes from run to run), so a run repeats for a given seed and schedule.
     uint64_t &s = tls_chaos_state;
-    if (s == 0) s = rt->config.chaos_seed * 0x9e3779b97f4a7c15ull + reinterpret_cast<uintptr_t>(&s);
+    if (s == 0) {
+        static std::atomic<uint64_t> threads{0};
+        uint64_t z = (rt->config.chaos_seed + 1) * 0x9e3779b97f4a7c15ull + threads.fetch_add(1) + 1;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64's finalizer
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        s = (z ^ (z >> 31)) | 1;  // never 0, which xorshift would keep
+    }
     s ^= s << 13;
     s ^= s >> 7;
     s ^= s << 17;

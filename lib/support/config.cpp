@@ -145,8 +145,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     }
     if (const char *v = lookup("ADSM_ROLLING_SIZE"); v && *v) {
         uint64_t n;
-        if (!parse_uint(v, &n) || n == 0 || n > (1u << 20))
-            return bad("ADSM_ROLLING_SIZE", v, "a whole number from 1 to 1048576");
+        // One store can straddle two blocks: with room for one only, each of
+        // its faults would evict the other block, forever.
+        if (!parse_uint(v, &n) || n < 2 || n > (1u << 20))
+            return bad("ADSM_ROLLING_SIZE", v, "a whole number from 2 to 1048576 (a store can straddle two blocks)");
         c.rolling_size = n;
     }
     if (const char *v = lookup("ADSM_SIM_MEMORY"); v && *v) {

@@ -89,6 +89,49 @@ TEST(IoTest, WriteFromSharedMemoryInEveryState) {
     free(p);
 }
 
+// Each positioned vector call, in both offset widths (a program built with
+// -D_FILE_OFFSET_BITS=64 calls the *64 ones), moves shared memory whose
+// data is on the device.
+TEST(IoTest, PositionedVectorCallsOfBothOffsetWidths) {
+    const size_t n = 3 * 256 * 1024 + 99, len = 2 * 256 * 1024 + 7;
+    TempFile f(n);
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    using Read = ssize_t (*)(int, const struct iovec *, int, off64_t);
+    const std::pair<const char *, Read> reads[] = {
+        {"preadv", [](int fd, const struct iovec *v, int c, off64_t o) { return preadv(fd, v, c, o); }},
+        {"preadv64", [](int fd, const struct iovec *v, int c, off64_t o) { return preadv64(fd, v, c, o); }},
+        {"preadv2", [](int fd, const struct iovec *v, int c, off64_t o) { return preadv2(fd, v, c, o, 0); }},
+        {"preadv64v2", [](int fd, const struct iovec *v, int c, off64_t o) { return preadv64v2(fd, v, c, o, 0); }},
+    };
+    uint8_t v = 10;
+    for (const auto &[name, call] : reads) {
+        close_on_device(p, n, ++v);
+        struct iovec iov = {p + 4096, len};
+        ASSERT_EQ(call(f.fd, &iov, 1, 1000), static_cast<ssize_t>(len)) << name << ": " << strerror(errno);
+        for (size_t i = 0; i < n; ++i) {
+            uint8_t want = i >= 4096 && i < 4096 + len ? file_byte(1000 + i - 4096) : pattern(i, v);
+            ASSERT_EQ(p[i], want) << name << " at " << i;
+        }
+    }
+    using Write = ssize_t (*)(int, const struct iovec *, int, off64_t);
+    const std::pair<const char *, Write> writes[] = {
+        {"pwritev", [](int fd, const struct iovec *w, int c, off64_t o) { return pwritev(fd, w, c, o); }},
+        {"pwritev64", [](int fd, const struct iovec *w, int c, off64_t o) { return pwritev64(fd, w, c, o); }},
+        {"pwritev2", [](int fd, const struct iovec *w, int c, off64_t o) { return pwritev2(fd, w, c, o, 0); }},
+        {"pwritev64v2", [](int fd, const struct iovec *w, int c, off64_t o) { return pwritev64v2(fd, w, c, o, 0); }},
+    };
+    for (const auto &[name, call] : writes) {
+        close_on_device(p, n, ++v);
+        struct iovec iov = {p + 4096, len};
+        ASSERT_EQ(call(f.fd, &iov, 1, 123), static_cast<ssize_t>(len)) << name << ": " << strerror(errno);
+        std::vector<uint8_t> back(len);
+        ASSERT_EQ(::pread(f.fd, back.data(), len, 123), static_cast<ssize_t>(len));
+        for (size_t i = 0; i < len; ++i) ASSERT_EQ(back[i], pattern(4096 + i, v)) << name << " at " << i;
+    }
+    free(p);
+}
+
 TEST(IoTest, PipesGiveShortReadsAndEintrAsUsual) {
     auto *p = static_cast<uint8_t *>(malloc(kThreshold * 4));
     close_on_device(p, kThreshold * 4, 5);

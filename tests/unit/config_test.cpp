@@ -122,6 +122,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         const char *var, *value;
     } cases[] = {
         {"ADSM_BLOCK_SIZE", "1000"},      {"ADSM_BLOCK_SIZE", "0"},      {"ADSM_ROLLING_SIZE", "0"},
+        {"ADSM_ROLLING_SIZE", "1"},
         {"ADSM_SIM_MEMORY", "12"},        {"ADSM_SIM_LINK_GBPS", "fast"}, {"ADSM_SIM_LINK_LATENCY_US", "-2"}, {"ADSM_SIM_LAUNCH_US", "soon"}, {"ADSM_SIM_SYNC_COPY_US", "-1"},
         {"ADSM_SIM_WORKERS", "0"},        {"ADSM_STATS", "maybe"},       {"ADSM_LOG", "loud"},
         {"ADSM_VA_BASE", "0x1234"},       {"ADSM_VA_SIZE", "1M"},        {"ADSM_DIRTY_TRACKING", "soft"},
