@@ -2,6 +2,9 @@
 
 #define UNW_LOCAL_ONLY
 #include <cxxabi.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <libunwind.h>
@@ -161,6 +164,22 @@ std::string short_location(const std::string &where) {
     return loc;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// libunwind is not instrumented and writes into stack buffers of its own
+// below this frame, where AddressSanitizer may still hold the poison of
+// frames that left through a signal or a call that never returned (on the
+// fault handler's stack it cannot tell where the stack ends, and says so).
+// Everything below the caller's frame is dead: this frame, its return
+// address and saved frame pointer, and what lies under them.
+__attribute__((noinline)) void unpoison_stack_below_here() {
+    char *top = static_cast<char *>(__builtin_frame_address(0)) + 2 * sizeof(void *);
+    constexpr size_t kBelow = 64 * 1024;
+    __asan_unpoison_memory_region(top - kBelow, kBelow);
+}
+#else
+void unpoison_stack_below_here() {}
+#endif
+
 std::string basename_of(const std::string &path) {
     size_t s = path.rfind('/');
     return s == std::string::npos ? path : path.substr(s + 1);
@@ -168,6 +187,7 @@ std::string basename_of(const std::string &path) {
 
 // Appends "name+0xoff (module)" for one frame.
 size_t describe_frame(unw_cursor_t *c, char *buf, size_t len) {
+    unpoison_stack_below_here();
     unw_word_t ip = 0, off = 0;
     unw_get_reg(c, UNW_REG_IP, &ip);
     char mangled[256];
