@@ -347,6 +347,65 @@ INTERCEPTOR(ssize_t, sendmsg, int fd, const struct msghdr *msg, int flags) {
     return sendmsg_staged(fd, msg, flags);
 }
 
+// Several messages in one call, as the kernel would take them one by one:
+// sendmmsg stops at the first message that fails (reporting the ones sent,
+// or the error when it was the first), as the system call does.
+INTERCEPTOR(int, sendmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int flags) {
+    bool any = false;
+    for (unsigned int i = 0; vec && i < vlen && !any; ++i) {
+        const struct msghdr &m = vec[i].msg_hdr;
+        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && staged_call(m.msg_iov, static_cast<int>(m.msg_iovlen));
+    }
+    if (!any) return REAL(sendmmsg)(fd, vec, vlen, flags);
+    for (unsigned int i = 0; i < vlen; ++i) {
+        ssize_t r = sendmsg(fd, &vec[i].msg_hdr, flags);
+        if (r < 0) return i > 0 ? static_cast<int>(i) : -1;
+        vec[i].msg_len = static_cast<unsigned int>(r);
+    }
+    return static_cast<int>(vlen);
+}
+
+// recvmmsg likewise: MSG_WAITFORONE makes every message after the first
+// non-blocking, an error after the first message ends the call with the
+// messages received (the socket reports it again on the next call), and the
+// timeout is checked after each message, as the kernel does.
+INTERCEPTOR(int, recvmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *timeout) {
+    bool any = false;
+    for (unsigned int i = 0; vec && i < vlen && !any; ++i) {
+        const struct msghdr &m = vec[i].msg_hdr;
+        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && staged_call(m.msg_iov, static_cast<int>(m.msg_iovlen));
+    }
+    if (!any) return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
+    struct timespec start = {};
+    if (timeout) clock_gettime(CLOCK_MONOTONIC, &start);
+    int f = flags & ~MSG_WAITFORONE;
+    for (unsigned int i = 0; i < vlen; ++i) {
+        ssize_t r = recvmsg(fd, &vec[i].msg_hdr, f);
+        if (r < 0) return i > 0 ? static_cast<int>(i) : -1;
+        vec[i].msg_len = static_cast<unsigned int>(r);
+        if (flags & MSG_WAITFORONE) f |= MSG_DONTWAIT;
+        if (timeout) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long long spent = (now.tv_sec - start.tv_sec) * 1000000000ll + (now.tv_nsec - start.tv_nsec);
+            if (spent >= timeout->tv_sec * 1000000000ll + timeout->tv_nsec) return static_cast<int>(i + 1);
+        }
+    }
+    return static_cast<int>(vlen);
+}
+
+// The C library's other names for the same calls, which some programs and
+// libraries call directly.
+INTERCEPTOR(ssize_t, __read, int fd, void *buf, size_t n) { return read(fd, buf, n); }
+INTERCEPTOR(ssize_t, __write, int fd, const void *buf, size_t n) { return write(fd, buf, n); }
+INTERCEPTOR(ssize_t, __pread64, int fd, void *buf, size_t n, off64_t off) { return pread64(fd, buf, n, off); }
+INTERCEPTOR(ssize_t, __pwrite64, int fd, const void *buf, size_t n, off64_t off) { return pwrite64(fd, buf, n, off); }
+INTERCEPTOR(ssize_t, __recv, int fd, void *buf, size_t n, int flags) { return recv(fd, buf, n, flags); }
+INTERCEPTOR(ssize_t, __send, int fd, const void *buf, size_t n, int flags) { return send(fd, buf, n, flags); }
+INTERCEPTOR(int, __sendmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int flags) {
+    return sendmmsg(fd, vec, vlen, flags);
+}
+
 // ---------------------------------------------------------------- stdio
 
 namespace {

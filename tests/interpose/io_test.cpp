@@ -132,6 +132,70 @@ TEST(IoTest, PositionedVectorCallsOfBothOffsetWidths) {
     free(p);
 }
 
+extern "C" ssize_t __read(int, void *, size_t);
+extern "C" ssize_t __write(int, const void *, size_t);
+extern "C" ssize_t __pread64(int, void *, size_t, off64_t);
+
+// The C library's second names for the calls move shared memory too.
+TEST(IoTest, TheCLibrarysOtherNames) {
+    const size_t n = 2 * 256 * 1024 + 5;
+    TempFile f(n);
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    close_on_device(p, n, 21);
+    ASSERT_EQ(__read(f.fd, p, n), static_cast<ssize_t>(n)) << strerror(errno);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], file_byte(i)) << i;
+    close_on_device(p, n, 22);
+    ASSERT_EQ(__pread64(f.fd, p + 3, 1000, 77), 1000) << strerror(errno);
+    for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(p[3 + i], file_byte(77 + i)) << i;
+    close_on_device(p, n, 23);
+    lseek(f.fd, 0, SEEK_SET);
+    ASSERT_EQ(__write(f.fd, p, n), static_cast<ssize_t>(n)) << strerror(errno);
+    std::vector<uint8_t> back(n);
+    ASSERT_EQ(::pread(f.fd, back.data(), n, 0), static_cast<ssize_t>(n));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], pattern(i, 23)) << i;
+    free(p);
+}
+
+// Several datagrams per call, each from and into shared memory whose data
+// is on the device.
+TEST(IoTest, SendmmsgAndRecvmmsg) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+    const size_t n = 3 * 256 * 1024, len = 60000;
+    auto *out = static_cast<uint8_t *>(malloc(n));
+    auto *in = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(out) && shared(in));
+    close_on_device(out, n, 31);
+    close_on_device(in, n, 32);
+    struct iovec sv_iov[3], rv_iov[3];
+    struct mmsghdr sm[3] = {}, rm[3] = {};
+    for (int i = 0; i < 3; ++i) {
+        sv_iov[i] = {out + static_cast<size_t>(i) * 256 * 1024 + 100, len};
+        rv_iov[i] = {in + static_cast<size_t>(i) * 256 * 1024 + 7, len};
+        sm[i].msg_hdr.msg_iov = &sv_iov[i];
+        sm[i].msg_hdr.msg_iovlen = 1;
+        rm[i].msg_hdr.msg_iov = &rv_iov[i];
+        rm[i].msg_hdr.msg_iovlen = 1;
+    }
+    ASSERT_EQ(sendmmsg(sv[0], sm, 3, 0), 3) << strerror(errno);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(sm[i].msg_len, len);
+    ASSERT_EQ(recvmmsg(sv[1], rm, 3, MSG_WAITFORONE, nullptr), 3) << strerror(errno);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(rm[i].msg_len, len);
+        size_t src = static_cast<size_t>(i) * 256 * 1024 + 100, dst = static_cast<size_t>(i) * 256 * 1024 + 7;
+        for (size_t k = 0; k < len; ++k) ASSERT_EQ(in[dst + k], pattern(src + k, 31)) << i << " at " << k;
+    }
+    // Nothing left: a non-blocking call says so, as the system call does.
+    errno = 0;
+    EXPECT_EQ(recvmmsg(sv[1], rm, 3, MSG_DONTWAIT, nullptr), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    close(sv[0]);
+    close(sv[1]);
+    free(out);
+    free(in);
+}
+
 TEST(IoTest, PipesGiveShortReadsAndEintrAsUsual) {
     auto *p = static_cast<uint8_t *>(malloc(kThreshold * 4));
     close_on_device(p, kThreshold * 4, 5);

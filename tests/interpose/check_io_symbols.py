@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Every I/O entry point the C library exports is interposed, or left out
+on purpose for a stated reason.
+
+A system call cannot take the runtime's page fault, so a read into shared
+memory whose data is on the device, through a name the runtime does not
+interpose, fails with EFAULT.  This lists the C library's dynamic symbols of
+the read, write, receive, send and stdio block families (every offset width,
+every fortified form, every second name) and checks each against what
+libadsm.so exports.
+
+  check_io_symbols.py LIBADSM
+"""
+import re
+import subprocess
+import sys
+
+# Names of those families that move no program buffer, or only ones a
+# program does not put in shared memory.
+LEFT_OUT = {
+    "readahead": "moves no program buffer",
+    "sendfile": "file to socket inside the kernel, no program buffer",
+    "sendfile64": "file to socket inside the kernel, no program buffer",
+    "readdir": "returns the C library's own buffer",
+    "readdir64": "returns the C library's own buffer",
+    "readdir_r": "a directory entry, not bulk data",
+    "readdir64_r": "a directory entry, not bulk data",
+    "readlink": "a path of at most PATH_MAX bytes, not bulk data",
+    "readlinkat": "a path of at most PATH_MAX bytes, not bulk data",
+    "__readlink_chk": "a path of at most PATH_MAX bytes, not bulk data",
+    "__readlinkat_chk": "a path of at most PATH_MAX bytes, not bulk data",
+    "__freadable": "asks a stream a question, moves no data",
+    "__freading": "asks a stream a question, moves no data",
+    "__read_nocancel": "GLIBC_PRIVATE: called only inside the C library",
+    "__write_nocancel": "GLIBC_PRIVATE: called only inside the C library",
+    "__pread64_nocancel": "GLIBC_PRIVATE: called only inside the C library",
+}
+
+FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite)")
+
+
+def dynamic_symbols(path):
+    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True).stdout
+    names = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1] in "TtWiV":
+            names.add(parts[2].split("@")[0])
+    return names
+
+
+def libc_of(path):
+    out = subprocess.run(["ldd", path], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        m = re.search(r"libc\.so\.6 => (\S+)", line)
+        if m:
+            return m.group(1)
+    sys.exit("check_io_symbols: %s does not link the C library (ldd: %s)" % (path, out))
+
+
+def main():
+    libadsm = sys.argv[1]
+    libc = libc_of(libadsm)
+    ours = dynamic_symbols(libadsm)
+    family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n))
+    missing = [n for n in family if n not in ours and n not in LEFT_OUT]
+    interposed = [n for n in family if n in ours]
+    left_out = [n for n in family if n not in ours and n in LEFT_OUT]
+    print("%s: %d I/O entry points" % (libc, len(family)))
+    print("interposed (%d): %s" % (len(interposed), " ".join(interposed)))
+    for n in left_out:
+        print("left out: %-20s %s" % (n, LEFT_OUT[n]))
+    if missing:
+        print("NOT interposed and not left out on purpose: %s" % " ".join(missing))
+        sys.exit(1)
+    print("every I/O entry point is interposed or left out on purpose")
+
+
+if __name__ == "__main__":
+    main()
