@@ -179,7 +179,15 @@ int main(int argc, char **argv) {
         bool ok = access(path.c_str(), F_OK) == 0 ? access(path.c_str(), W_OK) == 0 : access(dir.c_str(), W_OK | X_OK) == 0;
         if (!ok) die("%s %s: cannot write it: %s", what, path.c_str(), strerror(errno));
     };
-    if (!config.trace_file.empty()) writable(config.trace_file, "ADSM_TRACE");
+    if (!config.trace_file.empty()) {
+        writable(config.trace_file, "ADSM_TRACE");
+        // A fresh file for this run: a process of it that never uses shared
+        // memory fills only an empty one, and must not keep an old timeline.
+        if (config.trace_file.find("%p") == std::string::npos) {
+            std::string path = adsm::file_for_process(config.trace_file);
+            if (FILE *f = fopen(path.c_str(), "w")) fclose(f);
+        }
+    }
     if (!config.stats_json.empty()) writable(config.stats_json, "ADSM_STATS");
 
     if (library.empty()) library = find_library();

@@ -62,6 +62,14 @@ void print_stats() {
     stats().print(stderr, heading, live);
 }
 
+// A program that never used shared memory never started the runtime, and
+// would otherwise leave no trace at all where it asked for one.
+void trace_without_runtime() {
+    if (g_runtime.load() || g_forked.load() || in_device_process()) return;
+    if (const char *pattern = getenv("ADSM_TRACE"); pattern && *pattern) trace::write_unused(pattern);
+}
+__attribute__((constructor)) void watch_exit_without_runtime() { atexit(trace_without_runtime); }
+
 // Kernels that ran but were never waited for are drawn too.
 void trace_kernels_at_exit() {
     if (Runtime *rt = g_runtime.load(); rt && !g_forked.load()) rt->device->trace_kernels();

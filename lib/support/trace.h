@@ -70,6 +70,12 @@ void before_writing(void (*hook)());
 
 // Writes the file now (the exit handler calls it; a forked child never does).
 void write_file();
+// For a process that never started the runtime: a timeline with nothing on
+// it but the process, so that asking for a trace always gives a file.  It
+// fills `pattern`'s file only where it is missing or empty, so that a
+// process that did use shared memory (a child of this one writing the same
+// file) keeps its timeline.
+void write_unused(const char *pattern);
 // In a fork child: nothing recorded here belongs to the child.
 void disable_in_child();
 

@@ -146,6 +146,20 @@ with tempfile.TemporaryDirectory() as tmp:
     check(len([f for f in stat_files if json.load(open(os.path.join(tmp, f)))["totals"]["kernels"] == KERNELS]) == 2,
           "each program writes its own statistics")
 
+    # ---- a program that never uses shared memory still gets its trace file,
+    # and a wrapper that never uses it does not overwrite its child's
+    empty = os.path.join(tmp, "unused.json")
+    r = run(["--trace", empty, "--", "true"])
+    events = json.load(open(empty))["traceEvents"] if os.path.exists(empty) else None
+    check(r.returncode == 0 and events is not None and not any(e.get("ph") == "X" for e in events)
+          and any("did not start" in str(e.get("args")) for e in events),
+          "--trace writes a timeline that says so for a program that never used shared memory")
+    wrapped = os.path.join(tmp, "wrapped.json")
+    r = run(["--trace", wrapped, "--", "sh", "-c", '"$0" "$1"; true', APP, scratch])
+    check(r.returncode == 0 and os.path.exists(wrapped) and
+          sum(1 for e in json.load(open(wrapped))["traceEvents"] if e.get("cat") == "kernel") == KERNELS,
+          "a wrapper shell leaves its child's timeline in the one trace file")
+
     # ---- the default table goes to stderr, the program's output stays its own
     r = run(["--stats", "--", APP, scratch])
     check(r.returncode == 0 and "adsm statistics" in r.stderr and "adsm statistics" not in r.stdout,
