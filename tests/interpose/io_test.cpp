@@ -8,6 +8,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -194,6 +196,40 @@ TEST(IoTest, SendmmsgAndRecvmmsg) {
     close(sv[1]);
     free(out);
     free(in);
+}
+
+// Eight threads allocate shared memory, launch kernels on it and do I/O
+// from and into it, all at once, each checking every byte it gets back.
+TEST(IoTest, EightThreadsAllocateLaunchAndDoIoAtOnce) {
+    char tmpl[] = "/tmp/adsm-io-XXXXXX";
+    int fd = mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    unlink(tmpl);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            std::mt19937 rng(static_cast<unsigned>(t));
+            const off_t base = static_cast<off_t>(t) * (8 << 20);
+            for (int round = 0; round < 12 && failures.load() == 0; ++round) {
+                size_t n = kThreshold + rng() % (3 << 20);
+                auto *out = static_cast<uint8_t *>(malloc(n));
+                auto *in = static_cast<uint8_t *>(malloc(n));
+                auto v = static_cast<uint8_t>(t * 16 + round);
+                close_on_device(out, n, v);       // out's data on the device
+                close_on_device(in, n, v + 1);    // in's too, to be overwritten
+                if (pwrite(fd, out, n, base) != static_cast<ssize_t>(n) ||
+                    pread(fd, in, n, base) != static_cast<ssize_t>(n))
+                    failures++;
+                for (size_t i = 0; i < n && failures.load() == 0; ++i)
+                    if (in[i] != pattern(i, v)) failures++;
+                free(out);
+                free(in);
+            }
+        });
+    for (auto &th : threads) th.join();
+    close(fd);
+    EXPECT_EQ(failures.load(), 0);
 }
 
 TEST(IoTest, PipesGiveShortReadsAndEintrAsUsual) {
