@@ -11,6 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -64,7 +67,15 @@ class buffer {
 public:
     buffer(Gpu &g, size_t n)
         : g_(g), p_(static_cast<T *>(Device ? g.alloc_device(n * sizeof(T)) : g.alloc_host(n * sizeof(T)))) {}
-    ~buffer() { Device ? g_.free_device(p_) : g_.free_host(p_); }
+    ~buffer() {
+        try {
+            Device ? g_.free_device(p_) : g_.free_host(p_);
+        } catch (const std::exception &e) {
+            // A destructor must not throw; a free that fails is a broken run.
+            fprintf(stderr, "adsm-workloads: freeing a buffer: %s\n", e.what());
+            std::abort();
+        }
+    }
     buffer(const buffer &) = delete;
     buffer &operator=(const buffer &) = delete;
     T *data() const { return p_; }
