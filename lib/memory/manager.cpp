@@ -496,13 +496,19 @@ Status Manager::program_fill(void *dst, int value, size_t n) {
 }
 
 void Manager::chaos_cycle() {
+    // A forced cycle of a context that another thread may be writing is safe
+    // only where the protocol protects what it releases (the write faults
+    // and waits).  Batch protects nothing: its acquire would copy the device's
+    // older bytes over the other thread's fresh writes.  There only the
+    // caller's own context cycles, its thread being here and not writing.
+    const bool others_too = protocol_.uses_faults();
     // Hold a reference to each live context, then cycle each under its own
     // lock (never under contexts_mu_, which frees take after a context's).
     std::vector<Context *> live;
     {
         std::lock_guard<std::mutex> lock(contexts_mu_);
         for (Context *c : contexts_)
-            if (c->live.load()) {
+            if (c->live.load() && (others_too || c == tls_context)) {
                 c->refs.fetch_add(1);
                 live.push_back(c);
             }

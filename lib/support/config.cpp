@@ -37,7 +37,8 @@ const std::vector<ConfigVar> &config_variables() {
          "memory, a launch releases and runs the kernel registered under the same name, a synchronisation waits and "
          "acquires); auto routes an API only when ADSM_DEVICE is its back-end (default auto)"},
         {"ADSM_CHAOS_RELEASE_EVERY", "N",
-         "force a release and acquire of every context at about one interposed call in N (default 0: off)"},
+         "force a release and acquire of every context (batch: the calling thread's) at about one interposed call in "
+         "N (default 0: off)"},
         {"ADSM_CHAOS_SEED", "N", "seed of the chaos mode's choices (default 1)"},
         {"ADSM_STATS", "0|1|json:FILE",
          "the runtime's statistics at exit: a table on stderr, or JSON written to FILE (%p in FILE: the process id)"},
