@@ -64,10 +64,14 @@ ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call)
     int err = 0;
     uint64_t pending[2] = {0, 0};
     Staged st[2];
+    // Bytes whose copy into shared memory failed were read from the file but
+    // are not in the program's buffer: the call fails with EIO.
+    bool lost = false;
     for (int round = 0;; ++round) {
         int b = round & 1;
-        adsm::preload::wait_copies(pending[b]);  // this buffer's last round has landed
+        lost |= adsm::preload::wait_copies(pending[b]) != adsmSuccess;  // this buffer's last round has landed
         pending[b] = 0;
+        if (lost) break;
         st[b].layout(iov, iovcnt, done, b);
         if (st[b].requested() == 0) {
             result = static_cast<ssize_t>(done);
@@ -88,9 +92,13 @@ ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call)
         }
     }
     // The data is in place when the call returns.
-    adsm::preload::wait_copies(pending[0]);
-    adsm::preload::wait_copies(pending[1]);
-    bracket.set_result(done);
+    lost |= adsm::preload::wait_copies(pending[0]) != adsmSuccess;
+    lost |= adsm::preload::wait_copies(pending[1]) != adsmSuccess;
+    if (lost) {
+        result = -1;
+        err = EIO;
+    }
+    bracket.set_result(lost ? 0 : done);
     if (result < 0) errno = err;
     return result;
 }
@@ -122,7 +130,12 @@ ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
             st[n].layout(iov, iovcnt, next_at, n);
             prefetched = st[n].requested() > 0 && st[n].gather(&ticket[n]);
         }
-        adsm::preload::wait_copies(ticket[b]);
+        if (adsm::preload::wait_copies(ticket[b]) != adsmSuccess) {
+            // This round's bytes never came from the device: write none of them.
+            err = EIO;
+            result = done ? static_cast<ssize_t>(done) : -1;
+            break;
+        }
         ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
         if (r < 0) {
             err = errno;

@@ -50,9 +50,9 @@ public:
         return HostCopyProtocol::read_out(r, off, dst, len, ticket);
     }
 
-    void snapshot(const Region &r, uint8_t *dst) override {
-        if (r.on_device) env_.device->copy_to_host(dst, r.dev, r.size);
-        else Protocol::snapshot(r, dst);
+    Status snapshot(const Region &r, uint8_t *dst) override {
+        if (r.on_device) return env_.device->copy_to_host(dst, r.dev, r.size);
+        return Protocol::snapshot(r, dst);
     }
 
 private:

@@ -10,6 +10,7 @@
 #include "memory/context.h"
 #include "os/clock.h"
 #include "os/uffd.h"
+#include "support/invariant.h"
 #include "support/stats.h"
 
 namespace adsm {
@@ -36,12 +37,6 @@ uint8_t with_confidence(uint8_t b, uint8_t c) {
 bool bit(const uint64_t *bits, size_t i) { return bits[i / 64] >> (i % 64) & 1; }
 void set_bit(uint64_t *bits, size_t i) { bits[i / 64] |= uint64_t(1) << (i % 64); }
 
-struct PrefetchRun {
-    BlockProtocol *protocol;
-    Region *region;
-    uint32_t id, generation, first, last;
-};
-
 }  // namespace
 
 BlockProtocol::BlockProtocol(const ProtocolEnv &env, BlockPolicy policy)
@@ -59,13 +54,19 @@ int BlockProtocol::prot_for(uint8_t state) const {
     }
 }
 
-void BlockProtocol::protect(Region &r, uint32_t first, uint32_t last, int prot) {
+Status BlockProtocol::protect(Region &r, uint32_t first, uint32_t last, int prot) {
     size_t b = r.block_begin(first), e = r.block_end(last - 1);
-    os::protect(reinterpret_cast<void *>(r.host + b), e - b, prot);
+    if (int e2 = os::protect(reinterpret_cast<void *>(r.host + b), e - b, prot); e2 != 0)
+        return fail(adsmErrorMemoryAllocation, "cannot change the protection of %zu bytes of shared memory at %p: %s", e - b,
+                    reinterpret_cast<void *>(r.host + b), strerror(-e2));
+    return adsmSuccess;
 }
 
-void BlockProtocol::protect_page(Region &r, size_t page, int prot) {
-    os::protect(reinterpret_cast<void *>(r.host + page * os::kPageSize), os::kPageSize, prot);
+Status BlockProtocol::protect_page(Region &r, size_t page, int prot) {
+    void *at = reinterpret_cast<void *>(r.host + page * os::kPageSize);
+    if (int e = os::protect(at, os::kPageSize, prot); e != 0)
+        return fail(adsmErrorMemoryAllocation, "cannot change the protection of the shared page at %p: %s", at, strerror(-e));
+    return adsmSuccess;
 }
 
 Status BlockProtocol::fetch(Region &r, uint32_t first, uint32_t last) {
@@ -76,12 +77,21 @@ Status BlockProtocol::fetch(Region &r, uint32_t first, uint32_t last) {
 }
 
 // Sends [begin, end) of the host copy (clipped to the object) to the device.
-void BlockProtocol::copy_out(Region &r, size_t begin, size_t end, bool async) {
+Status BlockProtocol::copy_out(Region &r, size_t begin, size_t end, bool async) {
     if (end > r.size) end = r.size;
-    if (end <= begin) return;
+    if (end <= begin) return adsmSuccess;
     r.stats.moved(true, end - begin);
-    if (async) env_.device->copy_to_device_async(r.dev + begin, r.alias + begin, end - begin, nullptr, nullptr);
-    else env_.device->copy_to_device(r.dev + begin, r.alias + begin, end - begin);
+    if (!async) return env_.device->copy_to_device(r.dev + begin, r.alias + begin, end - begin);
+    env_.device->copy_to_device_async(r.dev + begin, r.alias + begin, end - begin, &BlockProtocol::flushed, &r);
+    return adsmSuccess;
+}
+
+// A background flush ended.  A failed one leaves the device without data
+// the block's state says it has: the next release sends the region's open
+// blocks whole.  No lock here: this may run on the submitter's thread,
+// which holds r.lock.
+void BlockProtocol::flushed(void *arg, Status status) {
+    if (status != adsmSuccess) static_cast<Region *>(arg)->resend.store(true, std::memory_order_release);
 }
 
 Status BlockProtocol::on_alloc(Region &r, bool zeroed) {
@@ -110,8 +120,9 @@ Status BlockProtocol::on_alloc(Region &r, bool zeroed) {
 }
 
 void BlockProtocol::on_free(Region &r) {
-    // No background copy may touch the range once it can be reused.
-    env_.device->wait_copies(Device::kAllCopies);
+    // No background copy may touch the range once it can be reused; what
+    // they did no longer matters.
+    (void)env_.device->wait_copies(Device::kAllCopies);
     os::FutexGuard g(r.lock);
     if (r.blocks != r.inline_blocks) delete[] r.blocks;
     delete[] r.dirty_pages;
@@ -119,86 +130,146 @@ void BlockProtocol::on_free(Region &r) {
     r.dirty_pages = nullptr;
 }
 
-// Takes r.lock once no block in [first, last) is being prefetched.
+void BlockProtocol::wait_incoming(Region &r, uint32_t k) {
+    ADSM_HOLDS(r.lock);
+    uint64_t t = r.prefetch_ticket;
+    r.lock.unlock();
+    // Its landing opens the block (or leaves it landed) under this lock.
+    Status s = env_.device->wait_copies(t);
+    r.lock.lock();
+    if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetch_ticket != t) return;
+    // Every copy up to t has ended and this one's landing never ran: the
+    // copy failed, and the block stays Invalid for a fetch of its own.
+    (void)s;
+    for (uint32_t i = 0; i < r.nblocks; ++i) r.blocks[i] &= static_cast<uint8_t>(~kIncoming);
+}
+
 void BlockProtocol::lock_settled(Region &r, uint32_t first, uint32_t last) {
-    for (;;) {
-        r.lock.lock();
-        if (!r.blocks) return;
-        bool incoming = false;
-        for (uint32_t k = first; k < last && !incoming; ++k) incoming = r.blocks[k] & kIncoming;
-        if (!incoming) return;
-        uint64_t t = r.prefetch_ticket;
-        r.lock.unlock();
-        env_.device->wait_copies(t);  // its completion opens the blocks under this lock
+    r.lock.lock();
+    for (uint32_t k = first; r.blocks && k < last;) {
+        if (r.blocks[k] & kIncoming) {
+            wait_incoming(r, k);
+            k = first;  // anything may have changed while unlocked
+        } else {
+            ++k;
+        }
     }
+}
+
+Status BlockProtocol::coarsen(Region &r) {
+    ADSM_HOLDS(r.lock);
+    // Every block's data goes into the host copy first, then the whole
+    // region opens in one protection change, which needs no new mapping.
+    for (uint32_t k = 0; k < r.nblocks; ++k) {
+        if (r.state(k) != kInvalid) continue;
+        if (!(r.blocks[k] & kLanded))
+            if (Status s = fetch(r, k, k + 1); s != adsmSuccess) return s;
+    }
+    if (Status s = protect(r, 0, r.nblocks, PROT_READ | PROT_WRITE); s != adsmSuccess) return s;
+    for (uint32_t k = 0; k < r.nblocks; ++k) {
+        // A prefetch still under way writes the bytes the fetch just did.
+        r.blocks[k] &= static_cast<uint8_t>(~(kIncoming | kLanded));
+        r.set_state(k, kDirty);
+        r.blocks[k] |= kForced;  // writes go unseen now: the block goes whole
+    }
+    if (!r.coarse) {
+        r.coarse = true;
+        stats().add(Counter::coarsened_regions);
+    }
+    return adsmSuccess;
 }
 
 // Makes an Invalid block valid after its fill.  Caller holds r.lock.
-void BlockProtocol::open_block(Region &r, uint32_t k, bool write, bool *newly_dirty) {
+Status BlockProtocol::open_block(Region &r, uint32_t k, bool write, bool *newly_dirty) {
+    ADSM_HOLDS(r.lock);
+    ADSM_INVARIANT(r.state(k) == kInvalid, "only an Invalid block opens");
+    if (r.coarse) return coarsen(r);
     uint8_t s = silent_writes() || write ? kDirty : kReadOnly;
+    if (protect(r, k, k + 1, prot_for(s)) != adsmSuccess) return coarsen(r);
     r.set_state(k, s);
-    protect(r, k, k + 1, prot_for(s));
     *newly_dirty = s == kDirty && policy_.write_events;
+    return adsmSuccess;
 }
 
-bool BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
+Status BlockProtocol::dirty_block(Region &r, uint32_t k, bool *newly_dirty) {
+    ADSM_HOLDS(r.lock);
+    ADSM_INVARIANT(r.state(k) == kReadOnly, "only a ReadOnly block turns Dirty");
+    if (r.coarse || protect(r, k, k + 1, prot_for(kDirty)) != adsmSuccess) return coarsen(r);
+    r.set_state(k, kDirty);
+    *newly_dirty = policy_.write_events;
+    return adsmSuccess;
+}
+
+Protocol::FaultOutcome BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
     size_t off = addr - r.host;
-    uint32_t k;
-    for (;;) {
-        r.lock.lock();
-        if (!r.blocks || !r.live.load(std::memory_order_acquire)) {
-            r.lock.unlock();
-            return false;  // freed under our feet: not ours to fix
-        }
-        k = r.block_of(off);
-        if (!(r.blocks[k] & kIncoming)) break;
-        uint64_t t = r.prefetch_ticket;
+    r.lock.lock();
+    if (!r.blocks || !r.live.load(std::memory_order_acquire)) {
         r.lock.unlock();
-        env_.device->wait_copies(t);  // the prefetch opens the block when it lands
+        return FaultOutcome::not_mine;  // freed under our feet
+    }
+    uint32_t k = r.block_of(off);
+    while (r.blocks && (r.blocks[k] & kIncoming)) wait_incoming(r, k);
+    if (!r.blocks || !r.live.load(std::memory_order_acquire)) {
+        r.lock.unlock();
+        return FaultOutcome::not_mine;
     }
     bool newly_dirty = false;
+    Status result = adsmSuccess;
     uint8_t st = r.state(k);
     size_t page = off / os::kPageSize;
     if (st == kInvalid) {
-        if (r.blocks[k] & kLanded) r.blocks[k] &= static_cast<uint8_t>(~kLanded);  // prefetched: a hit
-        else fetch(r, k, k + 1);
-        // Reads teach the prefetcher; a write would have faulted anyway.
-        if (policy_.learn_reads && !write) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
-        open_block(r, k, write, &newly_dirty);
-        if (write && page_faults()) {
-            protect_page(r, page, PROT_READ | PROT_WRITE);
+        bool landed = r.blocks[k] & kLanded;
+        if (!landed) result = fetch(r, k, k + 1);
+        if (result == adsmSuccess) {
+            r.blocks[k] &= static_cast<uint8_t>(~kLanded);  // prefetched: a hit
+            // Reads teach the prefetcher; a write would have faulted anyway.
+            if (policy_.learn_reads && !write) r.blocks[k] = with_confidence(r.blocks[k], kConfidenceOnFault);
+            result = open_block(r, k, write, &newly_dirty);
+        }
+        if (result == adsmSuccess && write && page_faults() && !r.coarse) {
+            if (protect_page(r, page, PROT_READ | PROT_WRITE) != adsmSuccess) {
+                // Pages cannot open one by one: the block goes whole.
+                r.blocks[k] |= kForced;
+                if (protect(r, k, k + 1, PROT_READ | PROT_WRITE) != adsmSuccess) result = coarsen(r);
+            }
             set_bit(r.dirty_pages, page);
         }
         (write ? r.stats.write_faults : r.stats.read_faults).fetch_add(1, std::memory_order_relaxed);
         stats().add(write ? Counter::write_faults : Counter::read_faults);
-    } else if (write && page_faults() && !bit(r.dirty_pages, page)) {
+    } else if (write && page_faults() && !r.coarse && !bit(r.dirty_pages, page)) {
         if (st == kDirty) {
             // A second page of the block: stop paying a fault per page and
             // send the block whole.
             r.blocks[k] |= kForced;
-            protect(r, k, k + 1, PROT_READ | PROT_WRITE);
-        } else {
+            if (protect(r, k, k + 1, PROT_READ | PROT_WRITE) != adsmSuccess) result = coarsen(r);
+        } else if (protect_page(r, page, PROT_READ | PROT_WRITE) == adsmSuccess) {
             r.set_state(k, kDirty);
-            protect_page(r, page, PROT_READ | PROT_WRITE);
+        } else {
+            r.blocks[k] |= kForced;
+            result = dirty_block(r, k, &newly_dirty);
+            newly_dirty = false;  // page-precise protocols keep no dirty list
         }
         set_bit(r.dirty_pages, page);
         r.stats.write_faults.fetch_add(1, std::memory_order_relaxed);
         stats().add(Counter::write_faults);
     } else if (write && st == kReadOnly) {
-        r.set_state(k, kDirty);
-        protect(r, k, k + 1, prot_for(kDirty));
-        newly_dirty = policy_.write_events;
+        result = dirty_block(r, k, &newly_dirty);
         r.stats.write_faults.fetch_add(1, std::memory_order_relaxed);
         stats().add(Counter::write_faults);
     } else {
         // Another thread resolved it first; make sure the protection agrees.
-        if (page_faults() && st == kDirty && (r.blocks[k] & kForced)) protect(r, k, k + 1, PROT_READ | PROT_WRITE);
-        else if (page_faults() && st == kDirty && bit(r.dirty_pages, page)) protect_page(r, page, PROT_READ | PROT_WRITE);
-        else protect(r, k, k + 1, prot_for(st));
+        if (r.coarse) result = protect(r, 0, r.nblocks, PROT_READ | PROT_WRITE);
+        else if (page_faults() && st == kDirty && (r.blocks[k] & kForced))
+            result = protect(r, k, k + 1, PROT_READ | PROT_WRITE);
+        else if (page_faults() && st == kDirty && bit(r.dirty_pages, page))
+            result = protect_page(r, page, PROT_READ | PROT_WRITE);
+        else result = protect(r, k, k + 1, prot_for(st));
+        if (result != adsmSuccess) result = coarsen(r);
     }
     r.lock.unlock();
+    if (result != adsmSuccess) return FaultOutcome::failed;
     if (newly_dirty) dirtied(r, k);
-    return true;
+    return FaultOutcome::retry;
 }
 
 Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket) {
@@ -207,7 +278,7 @@ Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uin
     lock_settled(r, first, last);
     Status result = adsmSuccess;
     auto *out = static_cast<uint8_t *>(dst);
-    for (uint32_t k = first; k < last;) {
+    for (uint32_t k = first; k < last && result == adsmSuccess;) {
         // Runs of blocks whose current copy is in the same place move together.
         bool on_device = r.state(k) == kInvalid && !(r.blocks[k] & kLanded);
         uint32_t j = k + 1;
@@ -218,8 +289,10 @@ Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uin
             if (ticket) {
                 uint64_t t = env_.device->copy_to_host_async(out + (b - off), r.dev + b, e - b, nullptr, nullptr);
                 if (t > *ticket) *ticket = t;
-            } else if (Status s = env_.device->copy_to_host(out + (b - off), r.dev + b, e - b); s != adsmSuccess) {
-                result = s;
+                // A copy done (and failed) on the spot is reported at once.
+                if (t == 0) result = env_.device->wait_copies(0);
+            } else {
+                result = env_.device->copy_to_host(out + (b - off), r.dev + b, e - b);
             }
         } else {
             memcpy(out + (b - off), r.alias + b, e - b);
@@ -249,14 +322,25 @@ Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, D
     auto both_sides = [&](uint32_t k) {
         return r.state(k) == kReadOnly || (r.state(k) == kDirty && (env_.tracker || page_faults()));
     };
-    for (uint32_t k = first; k < last;) {
+    // Stops at the first failure: what was stored before it is stored, and
+    // nothing after it is touched.
+    for (uint32_t k = first; k < last && result == adsmSuccess;) {
         if (covered(k) && both_sides(k)) {
             uint32_t j = k + 1;
             while (j < last && covered(j) && both_sides(j)) ++j;
             size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
             host(b, e);
             r.stats.moved(true, e - b);
-            if (Status s = device(b, e); s != adsmSuccess) result = s;
+            if (Status s = device(b, e); s != adsmSuccess) {
+                // The host copy has the bytes and the device may not: the
+                // blocks go whole at the release.
+                result = s;
+                for (uint32_t i = k; i < j; ++i) {
+                    bool unused;
+                    if (r.state(i) == kReadOnly && dirty_block(r, i, &unused) != adsmSuccess) break;
+                    r.blocks[i] |= kForced;
+                }
+            }
             k = j;
             continue;
         }
@@ -267,20 +351,20 @@ Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, D
             while (j < last && closed(j) && covered(j)) ++j;
             size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
             r.stats.moved(true, e - b);
-            if (Status s = device(b, e); s != adsmSuccess) result = s;
+            result = device(b, e);
             k = j;
             continue;
         }
         bool newly_dirty = false;
         if (r.state(k) == kInvalid) {
-            if (r.blocks[k] & kLanded) r.blocks[k] &= static_cast<uint8_t>(~kLanded);
-            else if (Status s = fetch(r, k, k + 1); s != adsmSuccess) result = s;
-            open_block(r, k, true, &newly_dirty);
+            if (!(r.blocks[k] & kLanded)) result = fetch(r, k, k + 1);
+            if (result != adsmSuccess) break;  // never write into a block whose data is not there
+            r.blocks[k] &= static_cast<uint8_t>(~kLanded);
+            result = open_block(r, k, true, &newly_dirty);
         } else if (r.state(k) != kDirty) {
-            r.set_state(k, kDirty);
-            protect(r, k, k + 1, prot_for(kDirty));
-            newly_dirty = policy_.write_events;
+            result = dirty_block(r, k, &newly_dirty);
         }
+        if (result != adsmSuccess) break;
         // Alias writes are invisible to every tracker: send the block whole.
         r.blocks[k] |= kForced;
         size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(k));
@@ -305,7 +389,7 @@ Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t le
             if (!ticket) return env_.device->copy_to_device(r.dev + b, in + (b - off), e - b);
             uint64_t t = env_.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, nullptr, nullptr);
             if (t > *ticket) *ticket = t;
-            return adsmSuccess;
+            return t == 0 ? env_.device->wait_copies(0) : adsmSuccess;
         });
 }
 
@@ -323,17 +407,36 @@ struct CollectArgs {
 };
 }  // namespace
 
-// Flushes what the device lacks and closes every block.  Caller holds r.lock.
-void BlockProtocol::flush_region(Region &r) {
-    if (!r.blocks) return;
+// Blocks [first, last) keep their host copy as the current one after a copy
+// of them failed: Dirty, sent whole at the next release, open again.
+void BlockProtocol::keep_open(Region &r, uint32_t first, uint32_t last) {
+    for (uint32_t k = first; k < last; ++k) {
+        r.set_state(k, kDirty);
+        r.blocks[k] |= kForced;
+    }
+    // If even that fails, the closed Dirty blocks reopen at their next
+    // fault (the fault path makes protection agree with the state).
+    (void)protect(r, first, last, PROT_READ | PROT_WRITE);
+}
+
+// Flushes what the device lacks and closes every block.  Caller holds
+// r.lock.  On failure, blocks whose data did not reach the device stay Dirty
+// and open, so nothing current is lost.
+Status BlockProtocol::flush_region(Region &r) {
+    ADSM_HOLDS(r.lock);
+    if (!r.blocks) return adsmSuccess;
     bool any_open = false;
     for (uint32_t k = 0; k < r.nblocks && !any_open; ++k) any_open = r.state(k) != kInvalid;
     if (!any_open) {
         if (policy_.learn_reads) age_predictions(r);
-        return;
+        return adsmSuccess;
     }
     // Close first: from here on no CPU write can slip in behind the copy.
-    protect(r, 0, r.nblocks, PROT_NONE);
+    if (Status s = protect(r, 0, r.nblocks, PROT_NONE); s != adsmSuccess) return s;
+    if (r.resend.exchange(false, std::memory_order_acq_rel)) {
+        for (uint32_t k = 0; k < r.nblocks; ++k)
+            if (r.state(k) != kInvalid) r.blocks[k] |= kForced;
+    }
 
     // Find what was written (timed apart from the copies: it is the
     // tracker's cost), then send it.
@@ -341,7 +444,7 @@ void BlockProtocol::flush_region(Region &r) {
     uint64_t t0 = os::now_ns();
     if (env_.tracker) {
         CollectArgs a{&r, policy_.page_precise, &runs};
-        env_.tracker->collect(
+        Status s = env_.tracker->collect(
             r.host, r.span,
             [](void *p, uintptr_t start, size_t len) {
                 auto *a = static_cast<CollectArgs *>(p);
@@ -353,6 +456,11 @@ void BlockProtocol::flush_region(Region &r) {
                 }
             },
             &a);
+        if (s != adsmSuccess) {
+            // Which pages were written is unknown: every open block goes whole.
+            for (uint32_t k = 0; k < r.nblocks; ++k)
+                if (r.state(k) != kInvalid) r.blocks[k] |= kForced;
+        }
     } else if (page_faults()) {
         size_t pages = r.span / os::kPageSize;
         for (size_t p = 0; p < pages;) {
@@ -368,15 +476,22 @@ void BlockProtocol::flush_region(Region &r) {
         memset(r.dirty_pages, 0, (pages + 63) / 64 * sizeof(uint64_t));
     }
     stats().add(Counter::tracking_ns, os::now_ns() - t0);
+    Status result = adsmSuccess;
     for (auto &[b, e] : runs) {
         // A block flushed whole below needs no page-wise copy.
-        if (!(r.blocks[r.block_of(b)] & kForced) || r.block_of(b) != r.block_of(e - 1)) copy_out(r, b, e, false);
+        if ((r.blocks[r.block_of(b)] & kForced) && r.block_of(b) == r.block_of(e - 1)) continue;
+        if (Status s = copy_out(r, b, e, false); s != adsmSuccess) {
+            // The written pages of these blocks are known no more: they go whole.
+            for (uint32_t k = r.block_of(b); k <= r.block_of(e - 1); ++k) r.blocks[k] |= kForced;
+            if (result == adsmSuccess) result = s;
+        }
     }
 
     // Whole blocks, adjacent ones in one transfer.
     auto whole = [&](uint32_t k) {
         return (r.blocks[k] & kForced) || (r.state(k) == kDirty && !env_.tracker && !policy_.page_precise);
     };
+    std::vector<std::pair<uint32_t, uint32_t>> failed;
     for (uint32_t k = 0; k < r.nblocks;) {
         if (!whole(k)) {
             ++k;
@@ -384,11 +499,25 @@ void BlockProtocol::flush_region(Region &r) {
         }
         uint32_t j = k;
         while (j < r.nblocks && whole(j)) ++j;
-        copy_out(r, r.block_begin(k), r.block_end(j - 1), false);
+        if (Status s = copy_out(r, r.block_begin(k), r.block_end(j - 1), false); s != adsmSuccess) {
+            failed.emplace_back(k, j);
+            if (result == adsmSuccess) result = s;
+        }
         k = j;
+    }
+    if (result != adsmSuccess) {
+        // What reached the device is current there; blocks whose copy
+        // failed keep the host copy as the current one.
+        for (uint32_t k = 0; k < r.nblocks; ++k) {
+            r.blocks[k] &= static_cast<uint8_t>(~kForced);
+            r.set_state(k, kInvalid);
+        }
+        for (auto &[f, l] : failed) keep_open(r, f, l);
+        return result;
     }
     if (policy_.learn_reads) age_predictions(r);
     else memset(r.blocks, kInvalid, r.nblocks);
+    return adsmSuccess;
 }
 
 // Every block becomes Invalid; a prediction weakens by one sync, and ends
@@ -402,81 +531,117 @@ void BlockProtocol::age_predictions(Region &r) {
 }
 
 void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
-    if (!r.blocks || r.state(k) != kDirty) return;
+    ADSM_HOLDS(r.lock);
+    if (!r.blocks || r.state(k) != kDirty || r.coarse) return;
     size_t b = r.block_begin(k), e = r.block_end(k);
     // The block goes whole, so what the runtime wrote into it through the
     // alias (kForced) is on its way and need not go again at the release.
     // Every alias write happens in store() under r.lock, which the caller
     // holds, so none is half done; a later one sets kForced afresh, and the
-    // release waits for this copy before sending anything.
+    // release waits for this copy before sending anything.  A copy that
+    // fails marks the region for a whole resend (flushed()).
     if (env_.tracker) {
         // The kernel says whether anything was written since the last flush
         // (and starts watching afresh); the block stays writable, and later
         // writes are found again at the release.
         bool written = r.blocks[k] & kForced;
-        env_.tracker->collect(
-            r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; }, &written);
+        if (env_.tracker->collect(
+                r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; }, &written) !=
+            adsmSuccess)
+            return;  // unknown: leave it for the release, which sends it whole
         if (written) copy_out(r, b, e, true);
         r.blocks[k] &= static_cast<uint8_t>(~kForced);
         return;
     }
     // Stop writers, then copy: a later write faults and dirties it again.
+    // A block whose protection cannot change alone just stays Dirty.
+    if (protect(r, k, k + 1, prot_for(kReadOnly)) != adsmSuccess) return;
     r.set_state(k, kReadOnly);
-    protect(r, k, k + 1, prot_for(kReadOnly));
     copy_out(r, b, e, true);
     r.blocks[k] &= static_cast<uint8_t>(~kForced);
 }
 
 Status BlockProtocol::release(Context &c) {
-    // Background copies of these blocks must land before the final ones.
-    env_.device->wait_copies(Device::kAllCopies);
+    // Background copies of these blocks must land before the final ones; a
+    // failed one has marked its region for a whole resend, done below.
+    (void)env_.device->wait_copies(Device::kAllCopies);
+    Status result = adsmSuccess;
     for (Region *r = c.regions; r; r = r->next) {
         os::FutexGuard g(r->lock);
-        flush_region(*r);
+        // Every region is flushed even after a failure, so that a retried
+        // call has as little left to send as possible.
+        if (Status s = flush_region(*r); s != adsmSuccess && result == adsmSuccess) result = s;
     }
     released(c);
-    return adsmSuccess;
+    return result;
 }
 
 Status BlockProtocol::acquire(Context &c) {
     if (!policy_.learn_reads) return adsmSuccess;
-    for (Region *r = c.regions; r; r = r->next) prefetch(*r);
+    // A prefetch that cannot start costs a fault later, nothing more.
+    for (Region *r = c.regions; r; r = r->next) (void)prefetch(*r);
     return adsmSuccess;
 }
 
-// Starts fetching the blocks the CPU is expected to read; they land (and
-// open, or wait closed to be confirmed; see kOpenAhead) while the CPU goes on.
-void BlockProtocol::prefetch(Region &r) {
-    std::vector<PrefetchRun *> runs;
-    {
-        os::FutexGuard g(r.lock);
-        if (!r.blocks) return;
-        for (uint32_t k = 0; k < r.nblocks;) {
-            auto wanted = [&](uint32_t i) {
-                return r.state(i) == kInvalid && !(r.blocks[i] & kLanded) && confidence(r.blocks[i]) > 0;
-            };
-            if (!wanted(k)) {
-                ++k;
-                continue;
-            }
-            uint32_t j = k;
-            while (j < r.nblocks && wanted(j)) r.blocks[j++] |= kIncoming;
-            runs.push_back(new PrefetchRun{this, &r, r.id, r.generation, k, j});
-            k = j;
-        }
+PrefetchRun *BlockProtocol::take_run() {
+    for (unsigned tries = 0; tries < kRuns; ++tries) {
+        PrefetchRun &run = runs_[next_run_.fetch_add(1, std::memory_order_relaxed) % kRuns];
+        bool idle = false;
+        if (run.busy.compare_exchange_strong(idle, true, std::memory_order_acquire)) return &run;
     }
-    for (PrefetchRun *run : runs) {
-        size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
-        stats().add(Counter::prefetched_blocks, run->last - run->first);
-        r.stats.moved(false, e - b);
-        uint64_t t = env_.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
-        os::FutexGuard g(r.lock);
-        if (t > r.prefetch_ticket) r.prefetch_ticket = t;
+    return nullptr;
+}
+
+// Starts fetching the blocks the CPU is expected to read; they land (and
+// open, or wait closed to be confirmed; see kOpenAhead) while the CPU goes
+// on.  Runs are gathered a few at a time under the lock and submitted
+// outside it (a copy done on the spot lands under that lock).  No heap: an
+// acquire can run in the fault handler.
+Status BlockProtocol::prefetch(Region &r) {
+    constexpr unsigned kBatch = 16;
+    for (uint32_t from = 0;;) {
+        PrefetchRun *batch[kBatch];
+        unsigned n = 0;
+        {
+            os::FutexGuard g(r.lock);
+            if (!r.blocks) return adsmSuccess;
+            auto wanted = [&](uint32_t i) {
+                return r.state(i) == kInvalid && !(r.blocks[i] & (kLanded | kIncoming)) && confidence(r.blocks[i]) > 0;
+            };
+            while (from < r.nblocks && n < kBatch) {
+                if (!wanted(from)) {
+                    ++from;
+                    continue;
+                }
+                PrefetchRun *run = take_run();
+                if (!run) break;
+                uint32_t j = from;
+                while (j < r.nblocks && wanted(j)) r.blocks[j++] |= kIncoming;
+                run->protocol = this;
+                run->region = &r;
+                run->id = r.id;
+                run->generation = r.generation;
+                run->first = from;
+                run->last = j;
+                batch[n++] = run;
+                from = j;
+            }
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            PrefetchRun *run = batch[i];
+            size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
+            stats().add(Counter::prefetched_blocks, run->last - run->first);
+            r.stats.moved(false, e - b);
+            uint64_t t = env_.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
+            os::FutexGuard g(r.lock);
+            if (t > r.prefetch_ticket) r.prefetch_ticket = t;
+        }
+        if (n < kBatch) return adsmSuccess;
     }
 }
 
-// On the copy engine's thread, once a prefetch has landed.
-void BlockProtocol::prefetched(void *arg) {
+// Once a prefetch has ended (on the copy engine's thread, or on the spot).
+void BlockProtocol::prefetched(void *arg, Status status) {
     auto *run = static_cast<PrefetchRun *>(arg);
     Region &r = *run->region;
     {
@@ -485,28 +650,34 @@ void BlockProtocol::prefetched(void *arg) {
             for (uint32_t k = run->first; k < run->last; ++k) {
                 if (!(r.blocks[k] & kIncoming)) continue;
                 r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
-                if (r.state(k) != kInvalid) continue;
+                // A failed prefetch leaves the block Invalid: a touch fetches it.
+                if (status != adsmSuccess || r.state(k) != kInvalid) continue;
                 if (confidence(r.blocks[k]) >= kOpenAhead) {
                     bool unused;
-                    run->protocol->open_block(r, k, false, &unused);
+                    if (run->protocol->open_block(r, k, false, &unused) != adsmSuccess) r.blocks[k] |= kLanded;
                 } else {
                     r.blocks[k] |= kLanded;
                 }
             }
         }
     }
-    delete run;
+    run->busy.store(false, std::memory_order_release);
 }
 
-void BlockProtocol::snapshot(const Region &r, uint8_t *dst) {
+Status BlockProtocol::snapshot(const Region &r, uint8_t *dst) {
     if (!r.blocks) return Protocol::snapshot(r, dst);
+    Status result = adsmSuccess;
     for (uint32_t k = 0; k < r.nblocks; ++k) {
         size_t b = r.block_begin(k), e = r.block_data_end(k);
         if (e <= b) continue;
-        if (r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded)))
-            env_.device->copy_to_host(dst + b, r.dev + b, e - b);
-        else memcpy(dst + b, r.alias + b, e - b);
+        if (r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded))) {
+            if (Status s = env_.device->copy_to_host(dst + b, r.dev + b, e - b); s != adsmSuccess && result == adsmSuccess)
+                result = s;
+        } else {
+            memcpy(dst + b, r.alias + b, e - b);
+        }
     }
+    return result;
 }
 
 }  // namespace adsm

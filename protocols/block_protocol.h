@@ -31,6 +31,8 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
+
 #include "protocols/protocol.h"
 
 namespace adsm {
@@ -40,6 +42,16 @@ struct BlockPolicy {
     bool write_events = false;
     bool page_precise = false;
     bool learn_reads = false;
+};
+
+// A prefetch in flight: which blocks its landing opens.  Taken from a fixed
+// pool, since an acquire can run in the fault handler (a racing access waits
+// for the kernels there) where the heap is off limits.
+struct PrefetchRun {
+    class BlockProtocol *protocol;
+    Region *region;
+    uint32_t id, generation, first, last;
+    std::atomic<bool> busy{false};
 };
 
 class BlockProtocol : public Protocol {
@@ -54,8 +66,8 @@ public:
     Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
     Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
     Status fill(Region &r, size_t off, int value, size_t len) override;
-    bool on_fault(Region &r, uintptr_t addr, bool write) override;
-    void snapshot(const Region &r, uint8_t *dst) override;
+    FaultOutcome on_fault(Region &r, uintptr_t addr, bool write) override;
+    Status snapshot(const Region &r, uint8_t *dst) override;
 
 protected:
     // Policy hooks, called without any region lock held.
@@ -76,23 +88,39 @@ private:
     int prot_for(uint8_t state) const;
 
     Status fetch(Region &r, uint32_t first, uint32_t last);
-    void protect(Region &r, uint32_t first, uint32_t last, int prot);
-    void protect_page(Region &r, size_t page, int prot);
-    void open_block(Region &r, uint32_t k, bool write, bool *newly_dirty);
+    Status protect(Region &r, uint32_t first, uint32_t last, int prot);
+    Status protect_page(Region &r, size_t page, int prot);
+    // Invalid -> ReadOnly or Dirty once its data is in place; a block whose
+    // protection cannot be changed alone opens with its whole region.
+    Status open_block(Region &r, uint32_t k, bool write, bool *newly_dirty);
+    // ReadOnly -> Dirty.
+    Status dirty_block(Region &r, uint32_t k, bool *newly_dirty);
+    Status coarsen(Region &r);
+    // Takes r.lock once no block in [first, last) is being prefetched.
     void lock_settled(Region &r, uint32_t first, uint32_t last);
+    // With r.lock held (released while waiting): waits for the prefetch
+    // filling block k.  One that ended without landing (its copy failed)
+    // leaves k Invalid and closed, for a fetch of its own.
+    void wait_incoming(Region &r, uint32_t k);
     // write_in and fill: `put(dst, begin, end)` writes bytes [begin, end) of
     // the region at dst (the alias or the device view).
     template <class HostPut, class DevicePut>
     Status store(Region &r, size_t off, size_t len, HostPut &&host, DevicePut &&device);
-    void flush_region(Region &r);
-    void copy_out(Region &r, size_t begin, size_t end, bool async);
+    Status flush_region(Region &r);
+    Status copy_out(Region &r, size_t begin, size_t end, bool async);
+    void keep_open(Region &r, uint32_t first, uint32_t last);
     void age_predictions(Region &r);
-    void prefetch(Region &r);
-    static void prefetched(void *arg);
+    Status prefetch(Region &r);
+    PrefetchRun *take_run();
+    static void prefetched(void *arg, Status status);
+    static void flushed(void *arg, Status status);
 
     ProtocolEnv env_;
     BlockPolicy policy_;
     size_t block_size_;
+    static constexpr unsigned kRuns = 1024;
+    PrefetchRun runs_[kRuns];
+    std::atomic<unsigned> next_run_{0};
 };
 
 }  // namespace adsm

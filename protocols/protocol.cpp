@@ -4,7 +4,10 @@
 
 namespace adsm {
 
-void Protocol::snapshot(const Region &r, uint8_t *dst) { memcpy(dst, r.alias, r.size); }
+Status Protocol::snapshot(const Region &r, uint8_t *dst) {
+    memcpy(dst, r.alias, r.size);
+    return adsmSuccess;
+}
 
 Status HostCopyProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *) {
     memcpy(dst, r.alias + off, len);

@@ -69,12 +69,17 @@ public:
     virtual Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) = 0;
     virtual Status fill(Region &r, size_t off, int value, size_t len) = 0;
 
-    // The CPU faulted at addr inside r's host range.  Returns true when the
-    // access may be retried.  Async-signal-safe.
-    virtual bool on_fault(Region &, uintptr_t, bool) { return false; }
+    // The CPU faulted at addr inside r's host range.  Async-signal-safe.
+    enum class FaultOutcome {
+        not_mine,  // nothing the protocol protects: the fault is the program's
+        retry,     // the access may run again
+        failed,    // the data could not be brought in (a device error): the
+                   // access must not run again on stale data
+    };
+    virtual FaultOutcome on_fault(Region &, uintptr_t, bool) { return FaultOutcome::not_mine; }
 
     // Writes the region's current contents to dst (a fork child keeps them).
-    virtual void snapshot(const Region &r, uint8_t *dst);
+    virtual Status snapshot(const Region &r, uint8_t *dst);
 };
 
 // A protocol whose host copy is the current one whenever the runtime works

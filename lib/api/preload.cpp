@@ -108,10 +108,11 @@ Status write_shared(void *dst, const void *src, size_t n, uint64_t *ticket) {
     return rt->manager->program_write(dst, src, n, ticket);
 }
 
-void wait_copies(uint64_t ticket) {
-    if (ticket == 0) return;
+Status wait_copies(uint64_t ticket) {
+    if (ticket == 0) return adsmSuccess;
     Scope in;
-    if (Runtime *rt = started_runtime()) rt->device->wait_copies(ticket);
+    Runtime *rt = started_runtime();
+    return rt ? rt->device->wait_copies(ticket) : adsmSuccess;
 }
 
 Status fill_shared(void *dst, int value, size_t n) {

@@ -66,11 +66,11 @@ size_t split(const void *p, size_t n, Piece *out, size_t max);
 
 // Copies between shared memory (one piece) and other memory.  With ticket,
 // device copies may still run on return: keep the other memory as it is
-// until wait_copies(*ticket).
+// until wait_copies(*ticket), which says whether those copies landed.
 Status read_shared(const void *src, void *dst, size_t n, uint64_t *ticket = nullptr);
 Status write_shared(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr);
 Status fill_shared(void *dst, int value, size_t n);
-void wait_copies(uint64_t ticket);
+Status wait_copies(uint64_t ticket);
 
 // Chaos mode (ADSM_CHAOS_RELEASE_EVERY): called at interposed calls; now and
 // then forces a release and an acquire of the calling thread's context.

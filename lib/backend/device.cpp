@@ -32,15 +32,28 @@ Status Device::check_kernel(const KernelInfo &k) const {
 
 // Devices without a copy engine copy on the spot.
 uint64_t Device::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
-    copy_to_device(dev, src, n);
-    if (done) done(arg);
+    Status s = copy_to_device(dev, src, n);
+    if (s != adsmSuccess) note_copy_failure(s);
+    if (done) done(arg, s);
     return 0;
 }
 
 uint64_t Device::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
-    copy_to_host(dst, dev, n);
-    if (done) done(arg);
+    Status s = copy_to_host(dst, dev, n);
+    if (s != adsmSuccess) note_copy_failure(s);
+    if (done) done(arg, s);
     return 0;
+}
+
+void Device::note_copy_failure(Status s) {
+    int none = adsmSuccess;
+    copy_failure_.compare_exchange_strong(none, s, std::memory_order_acq_rel);
+}
+
+Status Device::take_copy_failure() {
+    int s = copy_failure_.exchange(adsmSuccess, std::memory_order_acq_rel);
+    if (s == adsmSuccess) return adsmSuccess;
+    return fail(static_cast<Status>(s), "an asynchronous copy failed earlier");
 }
 
 }  // namespace adsm

@@ -7,6 +7,7 @@
 // and device addresses identical on every back-end.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,8 +21,11 @@ namespace adsm {
 
 using StreamId = uint32_t;
 
-// Runs on the copy engine's thread when an asynchronous copy has landed.
-using CopyDone = void (*)(void *arg);
+// Runs when an asynchronous copy has ended (on the copy engine's thread, or
+// on the submitter's when the copy was done on the spot): `status` says
+// whether the data landed.  After a failure the destination holds nothing
+// the caller may rely on.
+using CopyDone = void (*)(void *arg, Status status);
 
 class Device {
 public:
@@ -56,15 +60,19 @@ public:
     virtual Status fill(uintptr_t dev, int value, size_t n) = 0;
 
     // Asynchronous copies, in submission order, overlapping the caller's
-    // work.  Return a ticket for wait_copies, or 0 if the copy was done on
-    // the spot (then `done` already ran).  Async-signal-safe.  The ranges
-    // must be valid (checked by the caller).
+    // work.  Return a ticket for wait_copies, or 0 if the copy was done (or
+    // failed) on the spot: then `done` already ran.  Async-signal-safe.  The
+    // ranges must be valid (checked by the caller).  A copy that fails is
+    // reported twice: to its `done`, and by the next wait_copies.
     virtual void start_copy_engine() {}
     virtual uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg);
     virtual uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg);
-    // Waits for every asynchronous copy up to `ticket` (kAllCopies: all so far).
+    // Waits for every asynchronous copy up to `ticket` (kAllCopies: all so
+    // far).  Returns, once, the first failure of an asynchronous copy not
+    // reported yet, so that the call that waits (a release, an I/O call)
+    // fails instead of going on with data that never landed.
     static constexpr uint64_t kAllCopies = UINT64_MAX;
-    virtual void wait_copies(uint64_t) {}
+    virtual Status wait_copies(uint64_t) { return take_copy_failure(); }
 
     // In a fork child: let go of the device without disturbing the parent's
     // use of it (close descriptors, forget the device process).
@@ -97,6 +105,15 @@ public:
     // Waits for the stream; returns (and clears) the first error since the
     // previous synchronize.
     virtual Status synchronize(StreamId id) = 0;
+
+protected:
+    // The first asynchronous-copy failure not reported yet; both are
+    // async-signal-safe (the fault handler submits and waits for copies).
+    void note_copy_failure(Status s);
+    Status take_copy_failure();
+
+private:
+    std::atomic<int> copy_failure_{adsmSuccess};
 };
 
 // Builds the back-end named by config.device, or explains why it cannot.

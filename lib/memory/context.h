@@ -7,16 +7,19 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
 #include "backend/device.h"
 #include "memory/region.h"
+#include "os/deferred_signals.h"
 #include "os/futex_lock.h"
 
 namespace adsm {
 
 struct Context {
-    std::mutex mu;                  // calls, syncs, frees and the region list
+    // Calls, syncs, frees and the region list.  The fault handler takes it
+    // too (a racing access waits for the kernels), so it is held only
+    // through ContextGuard, with asynchronous signals held back.
+    os::FutexLock mu;
     Region *regions = nullptr;      // owned regions (Region::next/prev)
     size_t nregions = 0;
     // Read without `mu` by the fault handler, hence atomic.
@@ -60,6 +63,31 @@ struct Context {
         r->prev = r->next = nullptr;
         --nregions;
     }
+};
+
+// Holds a context's lock.  No asynchronous signal can run on this thread
+// meanwhile: a handler of the program's that touched shared memory would
+// fault into the runtime and wait for this very lock.
+class ContextGuard {
+public:
+    explicit ContextGuard(Context &c) : c_(&c) { c_->mu.lock(); }
+    ContextGuard() = default;  // holds nothing (yet): see lock()
+    ~ContextGuard() { unlock(); }
+    ContextGuard(const ContextGuard &) = delete;
+    ContextGuard &operator=(const ContextGuard &) = delete;
+    void lock(Context &c) {
+        unlock();
+        c_ = &c;
+        c_->mu.lock();
+    }
+    void unlock() {
+        if (c_) c_->mu.unlock();
+        c_ = nullptr;
+    }
+
+private:
+    os::DeferredSignals deferred_;
+    Context *c_ = nullptr;
 };
 
 }  // namespace adsm

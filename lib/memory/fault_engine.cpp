@@ -41,20 +41,41 @@ bool is_write(void *uctx) {
 }
 
 void report_race(const Region &r, uintptr_t addr, bool write, void *uctx, const char *action) {
-    char where[768];
+    char where[384];
     os::describe_fault_site(uctx, 4, where, sizeof where);
-    log(LogLevel::warn,
-        "the CPU %s %p (%zu bytes into a %zu-byte shared object) at %s while a kernel launched by its context "
-        "may still use it, between adsmCall and adsmSync; %s (ADSM_ON_RACE=sync|warn|abort)",
-        write ? "wrote" : "read", reinterpret_cast<void *>(addr), static_cast<size_t>(addr - r.host), r.size,
-        where, action);
+    SafeLine()
+        .str("adsm warn: the CPU ")
+        .str(write ? "wrote " : "read ")
+        .hex(addr)
+        .str(" (")
+        .dec(addr - r.host)
+        .str(" bytes into a ")
+        .dec(r.size)
+        .str("-byte shared object) while a kernel launched by its context may still use it, between adsmCall and "
+             "adsmSync; ")
+        .str(action)
+        .str(" (ADSM_ON_RACE=sync|warn|abort); the access was at ")
+        .str(where)
+        .write_stderr();
 }
 
-bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
-    if (sig != SIGSEGV || !info) return false;
-    uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
-    Region *r = g_table->find(a);
-    if (!r || r->kind == RegionKind::device || !r->contains_host(a)) return false;
+// The data of the block could not be brought in: the access must not run
+// on what the host copy holds.  The program gets SIGBUS, as for a mapped
+// file whose page could not be read.
+void report_failed_fault(uintptr_t addr, bool write, void *uctx) {
+    stats().add(Counter::failed_faults);
+    SafeLine()
+        .str("adsm error: the CPU ")
+        .str(write ? "wrote " : "read ")
+        .hex(addr)
+        .str(" in shared memory that could not be made accessible with its current data: ")
+        .str(last_detail())
+        .str("; raising SIGBUS")
+        .write_stderr();
+    os::deliver_bus_error(reinterpret_cast<void *>(addr), uctx);
+}
+
+Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     uint64_t t0 = os::now_ns();
     Inside in;  // what the handler allocates stays private
     profile::Cause cause(uctx);
@@ -76,11 +97,22 @@ bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
             break;
         }
     }
-    bool handled = g_protocol->on_fault(*r, a, write);
+    Protocol::FaultOutcome outcome = g_protocol->on_fault(*r, a, write);
     uint64_t t1 = os::now_ns();
     stats().add(Counter::fault_ns, t1 - t0);
     if (trace::enabled()) trace::record(write ? trace::Kind::write_fault : trace::Kind::read_fault, t0, t1, a);
-    return handled;
+    return outcome;
+}
+
+bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
+    if (sig != SIGSEGV || !info) return false;
+    uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+    Region *r = g_table->find(a);
+    if (!r || r->kind == RegionKind::device || !r->contains_host(a)) return false;
+    Protocol::FaultOutcome outcome = handle(r, a, uctx);
+    // Outside handle()'s scope: the program's SIGBUS handler may jump away.
+    if (outcome == Protocol::FaultOutcome::failed) report_failed_fault(a, is_write(uctx), uctx);
+    return outcome != Protocol::FaultOutcome::not_mine;
 }
 
 }  // namespace

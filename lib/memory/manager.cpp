@@ -10,6 +10,7 @@
 
 #include "os/clock.h"
 #include "os/vm.h"
+#include "support/invariant.h"
 #include "support/log.h"
 #include "support/profile.h"
 #include "support/stats.h"
@@ -57,10 +58,7 @@ private:
 class OwnerLock {
 public:
     OwnerLock(Region *r) : r_(r), gen_(r->generation), owner_(r->owner) {
-        if (owner_) owner_->mu.lock();
-    }
-    ~OwnerLock() {
-        if (owner_) owner_->mu.unlock();
+        if (owner_) lock_.lock(*owner_);
     }
     bool valid() const { return owner_ && r_->live.load() && r_->generation == gen_ && r_->owner == owner_; }
     Context *owner() const { return owner_; }
@@ -69,6 +67,7 @@ private:
     Region *r_;
     uint32_t gen_;
     Context *owner_;
+    ContextGuard lock_;
 };
 
 }  // namespace
@@ -260,7 +259,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     // an H100 host: 11 against 83 ms for 256 MiB).
     if (device_.pins_host_memory()) space_.prefault(r->host, r->span);
     {
-        std::lock_guard<std::mutex> lock(c->mu);
+        ContextGuard lock(*c);
         r->owner = c;
         r->birth_call = c->calls.load();
         c->link(r);
@@ -286,7 +285,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
         return s;
     }
     {
-        std::lock_guard<std::mutex> lock(c->mu);
+        ContextGuard lock(*c);
         r->owner = c;
         r->birth_call = c->calls.load();
         c->link(r);
@@ -433,9 +432,9 @@ Status Manager::memcpy(void *dst, const void *src, size_t n) {
     Context *a = rd ? rd->owner : nullptr, *b = rs ? rs->owner : nullptr;
     if (a == b) b = nullptr;
     if (a && b && a > b) std::swap(a, b);
-    std::unique_lock<std::mutex> la, lb;
-    if (a) la = std::unique_lock<std::mutex>(a->mu);
-    if (b) lb = std::unique_lock<std::mutex>(b->mu);
+    ContextGuard la, lb;
+    if (a) la.lock(*a);
+    if (b) lb.lock(*b);
     for (Region *r : {rd, rs}) {
         if (!r) continue;
         if (!r->live.load()) return fail(adsmErrorInvalidPointer, "an operand was freed meanwhile");
@@ -515,10 +514,13 @@ void Manager::chaos_cycle() {
     }
     for (Context *c : live) {
         {
-            std::lock_guard<std::mutex> lock(c->mu);
+            ContextGuard lock(*c);
             if (c->unsynced_calls == 0) {
-                protocol_.release(*c);
-                protocol_.acquire(*c);
+                // A failed cycle loses nothing (what did not reach the device
+                // stays current on the host); the context's next sync reports it.
+                Status s = protocol_.release(*c);
+                if (s == adsmSuccess) s = protocol_.acquire(*c);
+                defer_error(*c, s);
                 stats().add(Counter::chaos_cycles);
             }
         }
@@ -574,10 +576,7 @@ Status Manager::device_free(void *p) {
         if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was already freed (double free?)", p);
         owner = lock.owner();
         // As cudaFree: kernels of the owner may still use it, so wait for them.
-        if (Status s = wait_for_kernels(owner); s != adsmSuccess && owner->deferred == adsmSuccess) {
-            owner->deferred = s;
-            snprintf(owner->deferred_detail, sizeof owner->deferred_detail, "%s", last_detail());
-        }
+        defer_error(*owner, wait_for_kernels(owner));
         r->live.store(false, std::memory_order_release);
     }
     retire(r);
@@ -595,7 +594,7 @@ Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     {
-        std::lock_guard<std::mutex> lock(c->mu);
+        ContextGuard lock(*c);
         if (Status s = wait_for_kernels(c); s != adsmSuccess) return s;
     }
     uintptr_t sa = reinterpret_cast<uintptr_t>(src);
@@ -619,7 +618,7 @@ Status Manager::copy_to_host(void *dst, const void *dev_src, size_t n) {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     {
-        std::lock_guard<std::mutex> lock(c->mu);
+        ContextGuard lock(*c);
         if (Status s = wait_for_kernels(c); s != adsmSuccess) return s;
     }
     uintptr_t da = reinterpret_cast<uintptr_t>(dst);
@@ -666,7 +665,7 @@ Status Manager::device_memset(void *dev, int value, size_t n) {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     {
-        std::lock_guard<std::mutex> lock(c->mu);
+        ContextGuard lock(*c);
         if (Status s = wait_for_kernels(c); s != adsmSuccess) return s;
     }
     return device_.fill(reinterpret_cast<uintptr_t>(dev), value, n);
@@ -678,7 +677,7 @@ Status Manager::call(const LaunchDesc &launch, Context *in) {
     Timed timed(Counter::call_ns, trace::Kind::call, launch.kernel ? launch.kernel->name.c_str() : nullptr);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
-    std::lock_guard<std::mutex> lock(c->mu);
+    ContextGuard lock(*c);
     if (!c->has_stream) {
         if (Status s = device_.create_stream(&c->stream); s != adsmSuccess) return s;
         c->has_stream = true;
@@ -696,7 +695,7 @@ Status Manager::sync(Context *in) {
     Timed timed(Counter::sync_ns, trace::Kind::sync);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
-    std::lock_guard<std::mutex> lock(c->mu);
+    ContextGuard lock(*c);
     stats().add(Counter::syncs);
     Status result = adsmSuccess;
     std::string detail;
@@ -707,8 +706,14 @@ Status Manager::sync(Context *in) {
             stats().add(Counter::kernel_failures);
         }
         Status a = protocol_.acquire(*c);
+        // The objects come back only once the acquire succeeds: a failed
+        // one leaves them with the device, and the program's next adsmSync
+        // tries again.
+        if (a != adsmSuccess) {
+            if (result != adsmSuccess) defer_error(*c, result);  // the kernel's error comes with the retry
+            return a;
+        }
         c->unsynced_calls = 0;
-        if (result == adsmSuccess && a != adsmSuccess) return a;
     }
     if (c->deferred != adsmSuccess) {
         if (result == adsmSuccess) {
@@ -722,15 +727,25 @@ Status Manager::sync(Context *in) {
 }
 
 void Manager::settle(Context *c) {
-    std::lock_guard<std::mutex> lock(c->mu);
+#if ADSM_CHECK_INVARIANTS
+    ADSM_INVARIANT(!c->mu.held_by_me(), "a racing access waits for kernels while its thread holds the context's lock");
+#endif
+    ContextGuard lock(*c);
     if (c->unsynced_calls == 0) return;
     Status st = c->has_stream ? device_.synchronize(c->stream) : adsmSuccess;
-    if (st != adsmSuccess && c->deferred == adsmSuccess) {
-        c->deferred = st;
-        snprintf(c->deferred_detail, sizeof c->deferred_detail, "%s", last_detail());
-    }
-    protocol_.acquire(*c);
-    c->unsynced_calls = 0;
+    defer_error(*c, st);
+    if (protocol_.acquire(*c) == adsmSuccess) c->unsynced_calls = 0;  // else the next sync tries again
+}
+
+// Keeps the first error of an implicit wait for the next adsmSync, which
+// reports it.  Async-signal-safe (settle runs in the fault handler).
+void Manager::defer_error(Context &c, Status st) {
+    if (st == adsmSuccess || c.deferred != adsmSuccess) return;
+    c.deferred = st;
+    const char *d = last_detail();
+    size_t i = 0;
+    for (; d[i] && i + 1 < sizeof c.deferred_detail; ++i) c.deferred_detail[i] = d[i];
+    c.deferred_detail[i] = '\0';
 }
 
 void Manager::become_fork_child() {
@@ -747,7 +762,9 @@ void Manager::become_fork_child() {
         if (r.kind == RegionKind::device || !r.host) return;
         uint8_t *dst = static_cast<uint8_t *>(copy) + (r.host - base);
         os::protect(dst, r.span, PROT_READ | PROT_WRITE);
-        protocol_.snapshot(r, dst);
+        if (protocol_.snapshot(r, dst) != adsmSuccess)
+            ADSM_LOG(error, "fork: the child's copy of the shared object at %p lacks what the device held: %s",
+                     ptr(r.host), last_detail());
     });
     // One move replaces the whole window, shared mappings and all, with the
     // private copy: the regions become ordinary memory at the same addresses.

@@ -90,6 +90,7 @@ private:
     void retire(Region *r);
     Status owned_range(const void *p, size_t n, bool device_side, Region **out);
     Status wait_for_kernels(Context *c);
+    static void defer_error(Context &c, Status st);
     Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
     template <class F>
     Status for_program(const void *p, size_t n, F &&f);

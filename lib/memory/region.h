@@ -91,6 +91,13 @@ struct Region {
     uint8_t inline_blocks[kInlineBlocks] = {};
     uint64_t *dirty_pages = nullptr;  // one bit per page, for protocols that track pages by faults
     uint64_t prefetch_ticket = 0;     // copies filling kIncoming blocks end by this ticket
+    // The system refused to split this region's protection (too many
+    // mappings): its blocks open and close together from then on.
+    bool coarse = false;
+    // A background flush failed: blocks that look current on the device may
+    // not be, so the next release sends every open block whole.  Set without
+    // the lock (the copy's completion may run under it).
+    std::atomic<bool> resend{false};
     RegionStats stats;
 
     // Clears everything but identity, the lock and the live flag, for a reused slot.
@@ -108,6 +115,8 @@ struct Region {
         blocks = nullptr;
         dirty_pages = nullptr;
         prefetch_ticket = 0;
+        coarse = false;
+        resend.store(false, std::memory_order_relaxed);
         stats.clear();
     }
 

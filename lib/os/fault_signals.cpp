@@ -67,7 +67,12 @@ int install_fault_handler(int sig, bool on_alt_stack) {
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | (on_alt_stack ? SA_ONSTACK : 0);
-    sigemptyset(&sa.sa_mask);
+    // While the handler runs (and holds the runtime's locks), no
+    // asynchronous signal may interrupt it: a handler of the program's that
+    // touched shared memory would fault and wait for those locks.  Faults
+    // stay open, the handler's own included.
+    sigfillset(&sa.sa_mask);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&sa.sa_mask, s);
     // Re-installing (to add the alternate stack) keeps the chain target.
     struct sigaction displaced;
     if (real_sigaction(sig, &sa, &displaced) != 0) return -errno;
@@ -132,6 +137,39 @@ void chain_fault(int sig, siginfo_t *info, void *uctx) {
         pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
         raise(sig);
     }
+}
+
+void deliver_bus_error(void *addr, void *uctx) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    info.si_signo = SIGBUS;
+    info.si_code = BUS_ADRERR;
+    info.si_addr = addr;
+    struct sigaction act;
+    ChainTarget &t = g_chain[SIGBUS];
+    if (t.owned.load(std::memory_order_acquire)) act = t.slot[t.current.load(std::memory_order_acquire)];
+    else if (real_sigaction(SIGBUS, nullptr, &act) != 0) act.sa_handler = SIG_DFL, act.sa_flags = 0;
+    if ((act.sa_flags & SA_SIGINFO) && act.sa_sigaction) {
+        act.sa_sigaction(SIGBUS, &info, uctx);
+        return;
+    }
+    if (!(act.sa_flags & SA_SIGINFO) && act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN) {
+        act.sa_handler(SIGBUS);
+        return;
+    }
+    // Ignoring a bus error would retry the access forever: the default
+    // action, as the kernel gives a hardware one.
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    real_sigaction(SIGBUS, &dfl, nullptr);
+    t.owned.store(false, std::memory_order_release);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    raise(SIGBUS);
 }
 
 void ensure_alt_stack() {

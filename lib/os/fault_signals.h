@@ -33,6 +33,11 @@ bool add_fault_hook(FaultHook hook);
 // Passes a fault on to the application's handler or the default action.
 void chain_fault(int sig, siginfo_t *info, void *ucontext);
 
+// From a fault handler: the access at addr cannot be satisfied.  Runs the
+// program's SIGBUS handler as the kernel would (the access is retried if it
+// returns), or ends the process with SIGBUS.
+void deliver_bus_error(void *addr, void *ucontext);
+
 // sigaction as the application sees it for a signal whose handler the
 // runtime owns: reports and replaces the chain target.  Returns false (and
 // does nothing) for signals the runtime does not own.

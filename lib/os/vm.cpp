@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "os/fault_injection.h"
+
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -69,6 +71,8 @@ int unmap(void *addr, size_t len) {
 }
 
 int protect(void *addr, size_t len, int prot) {
+    // As when a split would pass vm.max_map_count.
+    if (injection::should_fail(injection::Site::protect)) return -ENOMEM;
     long r = syscall(SYS_mprotect, addr, len, prot);
     return r < 0 ? -errno : 0;
 }

@@ -25,7 +25,7 @@ public:
     void write_stderr();  // appends '\n'
 
 private:
-    char buf_[512];
+    char buf_[1024];
     size_t len_ = 0;
 };
 

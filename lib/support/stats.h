@@ -40,7 +40,9 @@ namespace adsm {
     X(io_bytes, "I/O bytes on shared memory")                     \
     X(evictions, "rolling evictions")                             \
     X(prefetched_blocks, "blocks prefetched")                     \
-    X(chaos_cycles, "chaos release/acquire cycles")
+    X(chaos_cycles, "chaos release/acquire cycles")               \
+    X(coarsened_regions, "regions protected as one block")        \
+    X(failed_faults, "faults whose data could not be fetched")
 
 enum class Counter : unsigned {
 #define ADSM_COUNTER_ENUM(id, text) id,

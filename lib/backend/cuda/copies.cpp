@@ -79,7 +79,7 @@ Status CopyEngine::take_failure() {
 void CUDA_CB CopyEngine::landed(void *p) {
     Pending *job = static_cast<Pending *>(p);
     CopyEngine *e = job->engine;
-    if (job->done) job->done(job->arg);
+    if (job->done) job->done(job->arg, adsmSuccess);
     e->completed_.store(job->ticket, std::memory_order_release);
     e->wake_.fetch_add(1, std::memory_order_release);
     os::futex_wake(&e->wake_);
@@ -100,7 +100,7 @@ uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t 
         // synchronisation.
         note_failure(r, to_device ? "cuda: asynchronous copy to the device" : "cuda: asynchronous copy to the host");
         d_->cuStreamSynchronize(stream_);  // whatever was queued of it is done
-        if (done) done(arg);
+        if (done) done(arg, adsmErrorDeviceLost);
         return 0;
     }
     issued_.store(t, std::memory_order_release);

@@ -206,7 +206,7 @@ Status CudaDevice::fill(uintptr_t dev, int value, size_t n) {
 uint64_t CudaDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg) {
     Entered in(this);
     if (in.status() != adsmSuccess) {
-        if (done) done(arg);
+        if (done) done(arg, in.status());
         return 0;
     }
     stats().add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
@@ -224,10 +224,11 @@ uint64_t CudaDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, Copy
     return copy_async(false, dst, dev, n, done, arg);
 }
 
-void CudaDevice::wait_copies(uint64_t ticket) {
+Status CudaDevice::wait_copies(uint64_t ticket) {
     Entered in(this);
-    if (in.status() != adsmSuccess) return;
+    if (in.status() != adsmSuccess) return in.status();
     copies_.wait(ticket == kAllCopies ? copies_.last_ticket() : ticket);
+    return copies_.take_failure();
 }
 
 // ---------------------------------------------------------------- modules

@@ -46,7 +46,7 @@ public:
     Status fill(uintptr_t dev, int value, size_t n) override;
     uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;
     uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
-    void wait_copies(uint64_t ticket) override;
+    Status wait_copies(uint64_t ticket) override;
 
     void detach_after_fork() override { forked_.store(true); }
 

@@ -142,7 +142,7 @@ Status ChannelHost::synchronize(StreamId id, const Alive &alive) {
 }
 
 void ChannelHost::trace_kernels() {
-    std::lock_guard<std::mutex> lock(spans_mu_);
+    os::FutexGuard lock(spans_mu_);
     uint64_t written = c_->spans_written.load(std::memory_order_acquire);
     // Spans older than the ring were overwritten before anyone looked.
     if (written - spans_read_ > kSpanSlots) spans_read_ = written - kSpanSlots;

@@ -12,6 +12,7 @@
 
 #include "backend/device.h"
 #include "backend/exec/channel.h"
+#include "os/futex_lock.h"
 
 namespace adsm::exec {
 
@@ -65,7 +66,7 @@ private:
     std::vector<std::string> record_errors_;
     char lost_reason_[200] = {};
 
-    std::mutex spans_mu_;
+    os::FutexLock spans_mu_;  // synchronize, from the fault handler too, drains the spans
     uint64_t spans_read_ = 0;
 };
 

@@ -1,5 +1,8 @@
 #include "backend/sim/copy_engine.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <sys/prctl.h>
 
 #include <cstring>
@@ -81,6 +84,13 @@ void CopyEngine::wait(uint64_t t) {
 }
 
 void CopyEngine::run() {
+    // An asynchronous signal handled here, while a landing holds a region's
+    // lock, could fault on shared memory and wait for that lock forever:
+    // the program's signals go to its own threads.
+    sigset_t async;
+    sigfillset(&async);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&async, s);
+    pthread_sigmask(SIG_BLOCK, &async, nullptr);
     // The link model sleeps between copies; the default 50 us timer slack
     // would stretch every transfer.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -111,7 +121,7 @@ void CopyEngine::run() {
         memcpy(dst, src, n);
         if (link_.enabled()) os::sleep_until_ns(link_.reserve(dir, n, t0));
         if (trace::enabled()) trace::copy(dir == Direction::to_device, n, dev, t0, true);
-        if (done) done(arg);
+        if (done) done(arg, adsmSuccess);
 
         ++pos;
         completed_.store(pos, std::memory_order_release);

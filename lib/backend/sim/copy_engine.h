@@ -11,10 +11,11 @@
 #include <thread>
 
 #include "backend/sim/link_model.h"
+#include "support/status.h"
 
 namespace adsm {
 
-using CopyDone = void (*)(void *arg);
+using CopyDone = void (*)(void *arg, Status status);  // as in backend/device.h
 
 class CopyEngine {
 public:

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <climits>
+#include <mutex>
+#include <shared_mutex>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -164,9 +166,9 @@ uint64_t SimDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyD
     return t;
 }
 
-void SimDevice::wait_copies(uint64_t ticket) {
-    if (!engine_.running()) return;
-    engine_.wait(ticket == kAllCopies ? engine_.last_ticket() : ticket);
+Status SimDevice::wait_copies(uint64_t ticket) {
+    if (engine_.running()) engine_.wait(ticket == kAllCopies ? engine_.last_ticket() : ticket);
+    return take_copy_failure();
 }
 
 void SimDevice::detach_after_fork() {
@@ -187,7 +189,7 @@ void SimDevice::destroy_stream(StreamId id) { host_->destroy_stream(id); }
 bool SimDevice::server_alive() { return !socket_closed(sock_.load()); }
 
 void SimDevice::handle_death(uint32_t generation) {
-    std::unique_lock<std::shared_mutex> lock(server_mu_);
+    std::unique_lock<os::FutexRwLock> lock(server_mu_);
     if (!running_.load() || generation_.load() != generation) return;  // already handled
     running_.store(false);
     std::string why = "the sim device process " + death_reason() +
@@ -255,7 +257,7 @@ Status SimDevice::start_server() {
 Status SimDevice::launch(StreamId id, const LaunchDesc &l) {
     for (;;) {
         {
-            std::shared_lock<std::shared_mutex> lock(server_mu_);
+            std::shared_lock<os::FutexRwLock> lock(server_mu_);
             if (running_.load()) {
                 uint32_t gen = generation_.load();
                 if (launch_ns_ && id < kLaunchSlots) done_not_before_[id].store(os::now_ns() + launch_ns_);
@@ -267,13 +269,13 @@ Status SimDevice::launch(StreamId id, const LaunchDesc &l) {
                 return s;
             }
         }
-        std::unique_lock<std::shared_mutex> lock(server_mu_);
+        std::unique_lock<os::FutexRwLock> lock(server_mu_);
         if (Status s = start_server(); s != adsmSuccess) return s;
     }
 }
 
 void SimDevice::trace_kernels() {
-    std::shared_lock<std::shared_mutex> lock(server_mu_);
+    std::shared_lock<os::FutexRwLock> lock(server_mu_);
     if (host_) host_->trace_kernels();
 }
 
@@ -281,7 +283,7 @@ Status SimDevice::synchronize(StreamId id) {
     uint32_t gen;
     Status s;
     {
-        std::shared_lock<std::shared_mutex> lock(server_mu_);
+        std::shared_lock<os::FutexRwLock> lock(server_mu_);
         gen = generation_.load();
         s = host_->synchronize(id, [this] { return server_alive(); });
     }

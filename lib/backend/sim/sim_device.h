@@ -12,13 +12,13 @@
 
 #include <atomic>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 
 #include "backend/device.h"
 #include "backend/exec/channel_host.h"
 #include "backend/sim/copy_engine.h"
 #include "backend/sim/link_model.h"
+#include "os/futex_rwlock.h"
 
 namespace adsm {
 
@@ -44,7 +44,7 @@ public:
     uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;
     uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
     void trace_kernels() override;
-    void wait_copies(uint64_t ticket) override;
+    Status wait_copies(uint64_t ticket) override;
 
     void detach_after_fork() override;
 
@@ -81,7 +81,7 @@ private:
     std::unique_ptr<exec::ChannelHost> host_;
 
     // Shared by launches and waits; exclusive to start or bury a server.
-    std::shared_mutex server_mu_;
+    os::FutexRwLock server_mu_;
     std::atomic<bool> running_{false};
     std::atomic<uint32_t> generation_{0};
     std::atomic<pid_t> pid_{0};

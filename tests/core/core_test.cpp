@@ -1,0 +1,372 @@
+// The memory manager and one protocol (ADSM_PROTOCOL, ADSM_BLOCK_SIZE,
+// ADSM_DIRTY_TRACKING: one CTest entry per combination) on a recording
+// device, with no runtime, interposer or device process around them:
+//  * the exact transfers a scripted sequence causes (delta sends exactly the
+//    pages the CPU wrote; the others what their design says);
+//  * failures injected into device copies, commits and protection changes,
+//    one kind at a time and then at random points: each is reported to the
+//    call that caused it (or as SIGBUS to an access that cannot be served),
+//    no byte that was current before it is lost, and nothing hangs.
+#include <gtest/gtest.h>
+#include <setjmp.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/recording_device.h"
+#include "memory/address_space.h"
+#include "memory/fault_engine.h"
+#include "memory/manager.h"
+#include "memory/region_table.h"
+#include "os/fault_injection.h"
+#include "os/uffd.h"
+#include "protocols/protocol.h"
+#include "support/stats.h"
+
+namespace {
+
+using adsm::Status;
+using adsm::testing::DeviceOp;
+using adsm::testing::RecordingDevice;
+namespace inj = adsm::os::injection;
+
+constexpr size_t kPage = 4096;
+
+struct Core {
+    adsm::Config config;
+    adsm::AddressSpace space;
+    adsm::RegionTable table;
+    RecordingDevice device;
+    std::unique_ptr<adsm::os::UffdTracker> tracker;
+    std::unique_ptr<adsm::Protocol> protocol;
+    std::unique_ptr<adsm::Manager> manager;
+};
+
+Core &core() {
+    static Core *c = [] {
+        auto *c = new Core;
+        Status s = adsm::parse_config([](const char *n) { return static_cast<const char *>(getenv(n)); }, &c->config);
+        if (s == adsmSuccess) s = c->space.init(c->config.va_base, 1ull << 32);
+        if (s == adsmSuccess) s = c->table.init(c->space.base(), c->space.size());
+        if (s == adsmSuccess)
+            s = c->device.attach_window(c->space.base(), c->space.size(), c->space.host_fd(),
+                                        c->space.alias(c->space.base()));
+        const adsm::ProtocolInfo *info = adsm::find_protocol(c->config.protocol);
+        const char *why = "";
+        if (s == adsmSuccess && info && info->tracks_writes && c->config.dirty_tracking == "uffd" &&
+            adsm::os::UffdTracker::available(&why)) {
+            c->tracker = std::make_unique<adsm::os::UffdTracker>();
+            s = c->tracker->init(c->space.base(), c->space.size());
+        }
+        adsm::ProtocolEnv env{&c->device, &c->space, &c->config, c->tracker.get()};
+        if (s == adsmSuccess) s = adsm::make_protocol(c->config.protocol, env, &c->protocol);
+        if (s == adsmSuccess) {
+            c->manager = std::make_unique<adsm::Manager>(c->config, c->space, c->table, c->device, *c->protocol);
+            if (c->protocol->uses_faults())
+                s = adsm::install_fault_engine(&c->table, c->protocol.get(), c->manager.get(), adsm::RacePolicy::sync);
+        }
+        if (s != adsmSuccess) {
+            fprintf(stderr, "cannot build the core: %s\n", adsm::last_detail());
+            abort();
+        }
+        printf("core: protocol %s, block %zu, tracking %s\n", c->protocol->name(), c->config.block_size,
+               c->tracker ? "uffd" : "mprotect");
+        return c;
+    }();
+    return *c;
+}
+
+std::string protocol() { return core().protocol->name(); }
+bool faults() { return core().protocol->uses_faults(); }
+
+uint8_t *alloc(size_t n, bool zero = true) {
+    void *p = nullptr;
+    EXPECT_EQ(core().manager->alloc(n, zero, &p), adsmSuccess) << adsm::last_detail();
+    return static_cast<uint8_t *>(p);
+}
+
+Status call(std::function<void(RecordingDevice &)> kernel = nullptr) {
+    core().device.kernel = std::move(kernel);
+    return core().manager->call(adsm::LaunchDesc{});
+}
+
+Status sync() { return core().manager->sync(); }
+
+void disarm() {
+    for (auto s : {inj::Site::device_copy, inj::Site::device_commit, inj::Site::protect}) inj::arm(s, 0);
+}
+
+// CPU accesses that a failed fetch turns into SIGBUS: the handler jumps
+// back, injection is switched off, and the access runs again.
+sigjmp_buf g_jump;
+volatile sig_atomic_t g_bus_errors = 0;
+void on_bus(int, siginfo_t *, void *) { siglongjmp(g_jump, 1); }
+
+template <class F>
+void cpu(F &&f) {
+    struct sigaction sa = {}, old;
+    sa.sa_sigaction = on_bus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGBUS, &sa, &old);
+    if (sigsetjmp(g_jump, 1)) {
+        g_bus_errors = g_bus_errors + 1;
+        disarm();
+    }
+    f();
+    sigaction(SIGBUS, &old, nullptr);
+}
+
+class CoreTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        core();
+        disarm();
+        g_bus_errors = 0;
+    }
+    void TearDown() override {
+        disarm();
+        EXPECT_EQ(sync(), adsmSuccess);
+        for (uint8_t *p : objects_) EXPECT_EQ(core().manager->free(p), adsmSuccess);
+    }
+    uint8_t *object(size_t n, bool zero = true) {
+        uint8_t *p = alloc(n, zero);
+        objects_.push_back(p);
+        return p;
+    }
+    std::vector<uint8_t *> objects_;
+};
+
+TEST_F(CoreTest, ACycleSendsWhatTheProtocolPromises) {
+    const size_t n = 64 * kPage;
+    uint8_t *p = object(n);
+    ASSERT_EQ(call(), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    core().device.clear();
+    p[3 * kPage + 1] = 7;
+    p[40 * kPage + 2] = 9;
+    bool seen = false;
+    ASSERT_EQ(call([&](RecordingDevice &d) {
+                  seen = d.at(reinterpret_cast<uintptr_t>(p))[3 * kPage + 1] == 7 &&
+                         d.at(reinterpret_cast<uintptr_t>(p))[40 * kPage + 2] == 9;
+              }),
+              adsmSuccess);
+    EXPECT_TRUE(seen) << "the kernel did not find the CPU's writes in device memory";
+    size_t sent = core().device.bytes(DeviceOp::to_device);
+    const size_t bs = core().config.block_size;
+    bool one_block = 3 * kPage / bs == 40 * kPage / bs;
+    if (protocol() == "delta" && (core().tracker || !one_block)) {
+        EXPECT_EQ(sent, 2 * kPage) << "delta sends exactly the written pages";
+    } else if (protocol() == "delta") {
+        // Found by faults, a block's second written page sends it whole.
+        EXPECT_EQ(sent, std::min(n, bs)) << "delta sends a block written in two pages whole";
+    } else if (protocol() == "rolling") {
+        size_t blocks = one_block ? 1 : 2;
+        EXPECT_EQ(sent, std::min(n, blocks * bs)) << "rolling sends the written blocks whole";
+    } else {
+        EXPECT_EQ(sent, n) << protocol() << " sends the whole object";
+    }
+}
+
+TEST_F(CoreTest, AKernelsResultsReachTheCpu) {
+    const size_t n = 10 * kPage + 123;
+    uint8_t *p = object(n);
+    ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), 0xab, n); }), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 0xab) << "byte " << i;
+    EXPECT_GE(core().device.bytes(DeviceOp::to_host), n);
+}
+
+TEST_F(CoreTest, AFailedReleaseIsReportedAndLosesNothing) {
+    const size_t n = 24 * kPage;
+    uint8_t *p = object(n);
+    memset(p, 1, n);
+    ASSERT_EQ(call(), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    memset(p, 2, n);
+    inj::arm(inj::Site::device_copy, 1);
+    bool ran = false;
+    EXPECT_NE(call([&](RecordingDevice &) { ran = true; }), adsmSuccess) << "a release whose copy failed succeeded";
+    EXPECT_FALSE(ran) << "the kernel ran on data that never reached the device";
+    EXPECT_EQ(inj::injected(inj::Site::device_copy) > 0, true);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 2) << "the CPU's data was lost at byte " << i;
+    bool right = false;
+    ASSERT_EQ(call([&](RecordingDevice &d) {
+                  const uint8_t *q = d.at(reinterpret_cast<uintptr_t>(p));
+                  right = true;
+                  for (size_t i = 0; i < n; ++i) right = right && q[i] == 2;
+              }),
+              adsmSuccess)
+        << adsm::last_detail();
+    EXPECT_TRUE(right) << "the retried call did not send what the failed one could not";
+}
+
+TEST_F(CoreTest, AFailedAcquireIsReportedAndASecondSyncBringsTheData) {
+    const size_t n = 8 * kPage;
+    uint8_t *p = object(n);
+    ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), 5, n); }), adsmSuccess);
+    Status first = adsmSuccess;
+    if (!faults()) {
+        // Batch copies everything back at the sync.
+        inj::arm(inj::Site::device_copy, 1);
+        first = sync();
+        EXPECT_NE(first, adsmSuccess) << "a sync whose copy failed succeeded";
+        disarm();
+    }
+    ASSERT_EQ(sync(), adsmSuccess);
+    cpu([&] {
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 5) << "byte " << i;
+    });
+    EXPECT_EQ(g_bus_errors, 0);
+}
+
+TEST_F(CoreTest, AFetchThatFailsRaisesSigbusAndLosesNothing) {
+    const size_t n = 8 * kPage;
+    uint8_t *p = object(n);
+    ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), 6, n); }), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    uint64_t failed_before = adsm::stats().get(adsm::Counter::failed_faults);
+    inj::arm(inj::Site::device_copy, 1);
+    volatile uint8_t v = 0;
+    cpu([&] { v = p[100]; });
+    EXPECT_EQ(v, 6) << "the access ran on stale data";
+    if (faults()) {
+        EXPECT_EQ(g_bus_errors, 1) << "a fetch that failed was not reported to the program";
+        EXPECT_EQ(adsm::stats().get(adsm::Counter::failed_faults), failed_before + 1);
+    } else {
+        EXPECT_EQ(g_bus_errors, 0) << "batch brought the data at the sync: nothing to fetch";
+    }
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 6) << "byte " << i;
+}
+
+TEST_F(CoreTest, AProtectionThatCannotBeSplitFallsBackToCoarserBlocks) {
+    const size_t n = 64 * kPage;
+    uint8_t *p = object(n);
+    ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), 3, n); }), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    uint64_t coarse_before = adsm::stats().get(adsm::Counter::coarsened_regions);
+    inj::arm(inj::Site::protect, 1);
+    cpu([&] {
+        for (size_t i = 0; i < n; i += 997) ASSERT_EQ(p[i], 3) << "byte " << i;
+        p[5 * kPage] = 9;
+    });
+    EXPECT_EQ(g_bus_errors, 0);
+    if (faults()) {
+        EXPECT_EQ(adsm::stats().get(adsm::Counter::coarsened_regions), coarse_before + 1);
+    }
+    bool seen = false;
+    ASSERT_EQ(call([&](RecordingDevice &d) {
+                  const uint8_t *q = d.at(reinterpret_cast<uintptr_t>(p));
+                  seen = q[5 * kPage] == 9 && q[5 * kPage + 1] == 3 && q[n - 1] == 3;
+              }),
+              adsmSuccess);
+    EXPECT_TRUE(seen) << "the coarsened region did not reach the device";
+    ASSERT_EQ(sync(), adsmSuccess);
+    for (size_t i = 0; i < n; i += 4093) ASSERT_EQ(p[i], i == 5 * kPage ? 9 : 3) << "byte " << i;
+}
+
+TEST_F(CoreTest, ACommitThatFailsLeavesNothingBehind) {
+    uint64_t used = core().device.used();
+    inj::arm(inj::Site::device_commit, 1);
+    void *p = nullptr;
+    EXPECT_EQ(core().manager->alloc(3 * kPage, true, &p), adsmErrorMemoryAllocation);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(core().device.used(), used);
+    uint8_t *q = object(3 * kPage);
+    ASSERT_NE(q, nullptr);
+    q[0] = 1;
+}
+
+// Random programs with failures injected at random points: after each
+// failure the call is retried; every byte is checked against a model.
+TEST_F(CoreTest, RandomFailuresLoseNothing) {
+    uint64_t rng = 0x9e3779b97f4a7c15ull * (1 + strtoull(getenv("ADSM_MODEL_SEED") ? getenv("ADSM_MODEL_SEED") : "1",
+                                                          nullptr, 0));
+    auto next = [&] {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+    };
+    const size_t block = core().config.block_size;
+    std::vector<size_t> sizes = {100, 3 * kPage + 5, 2 * block + 7 * kPage};
+    std::vector<uint8_t *> objs;
+    std::vector<std::vector<uint8_t>> model;
+    for (size_t n : sizes) {
+        objs.push_back(object(n));
+        model.emplace_back(n, 0);
+    }
+    unsigned failed_calls = 0, failed_syncs = 0;
+    for (int step = 0; step < 400; ++step) {
+        if (next() % 3 == 0) {
+            auto site = static_cast<inj::Site>(next() % 3);
+            inj::arm(site, 1 + next() % 6);
+        }
+        size_t o = next() % objs.size(), n = sizes[o];
+        switch (next() % 4) {
+        case 0: {  // the CPU writes a range
+            size_t b = next() % n, len = 1 + next() % (n - b);
+            uint8_t v = static_cast<uint8_t>(next());
+            cpu([&] { memset(objs[o] + b, v, len); });
+            memset(model[o].data() + b, v, len);
+            break;
+        }
+        case 1: {  // a kernel transforms every object
+            auto kernel = [&](RecordingDevice &d) {
+                for (size_t i = 0; i < objs.size(); ++i) {
+                    uint8_t *q = d.at(reinterpret_cast<uintptr_t>(objs[i]));
+                    for (size_t j = 0; j < sizes[i]; ++j) q[j] = static_cast<uint8_t>(q[j] * 3 + 1);
+                }
+            };
+            Status s = call(kernel);
+            if (s != adsmSuccess) {
+                ++failed_calls;
+                disarm();
+                ASSERT_EQ(call(kernel), adsmSuccess) << adsm::last_detail();
+            }
+            for (auto &m : model)
+                for (uint8_t &x : m) x = static_cast<uint8_t>(x * 3 + 1);
+            Status y = sync();
+            if (y != adsmSuccess) {
+                ++failed_syncs;
+                disarm();
+                ASSERT_EQ(sync(), adsmSuccess) << adsm::last_detail();
+            }
+            break;
+        }
+        case 2: {  // the CPU reads everything
+            bool same = true;
+            size_t at = 0;
+            cpu([&] {
+                same = memcmp(objs[o], model[o].data(), n) == 0;
+                for (at = 0; !same && at < n && objs[o][at] == model[o][at]; ++at) {
+                }
+            });
+            ASSERT_TRUE(same) << "object " << o << " differs at byte " << at << " at step " << step;
+            break;
+        }
+        default: {  // the runtime writes for the program (I/O, adsmMemset)
+            size_t b = next() % n, len = 1 + next() % (n - b);
+            uint8_t v = static_cast<uint8_t>(next());
+            Status s = core().manager->program_fill(objs[o] + b, v, len);
+            if (s != adsmSuccess) {
+                disarm();
+                ASSERT_EQ(core().manager->program_fill(objs[o] + b, v, len), adsmSuccess) << adsm::last_detail();
+            }
+            memset(model[o].data() + b, v, len);
+            break;
+        }
+        }
+    }
+    disarm();
+    for (size_t o = 0; o < objs.size(); ++o)
+        ASSERT_EQ(memcmp(objs[o], model[o].data(), sizes[o]), 0) << "object " << o << " at the end";
+    printf("random failures: %u calls and %u syncs failed and were retried, %d accesses got SIGBUS\n", failed_calls,
+           failed_syncs, static_cast<int>(g_bus_errors));
+    EXPECT_GT(failed_calls + failed_syncs + g_bus_errors, 0u) << "no failure was injected where it matters";
+}
+
+}  // namespace
