@@ -16,6 +16,7 @@ GpuSymbol *search(F &&match) {
         cuda_runtime_family(),
 #endif
         level_zero_family(),
+        level_zero_table_family(),
     };
     for (const GpuFamily &f : families)
         for (size_t i = 0; i < f.count; ++i)
@@ -54,6 +55,11 @@ void *gpu_real(GpuSymbol &s) {
 
 GpuSymbol *find_gpu_symbol(const char *name) {
     return search([name](const GpuSymbol &s) { return strcmp(s.name, name) == 0; });
+}
+
+void adopt_table_entry(GpuSymbol &s, void *entry) {
+    if (!entry || entry == s.wrapper || s.from_table.exchange(true, std::memory_order_acq_rel)) return;
+    s.real.store(entry, std::memory_order_release);
 }
 
 

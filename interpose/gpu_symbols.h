@@ -1,13 +1,14 @@
 // The GPU API functions the preload wraps (CUDA driver and runtime, Level
 // Zero), kept in one table so that every way a program can reach one (a
-// direct call, dlsym, cuGetProcAddress) ends in the same wrapper, and the
-// wrapper reaches the driver's own function whichever way that was found.
+// direct call, dlsym, cuGetProcAddress, a Level Zero function table) ends in
+// the same wrapper, and the wrapper reaches the driver's own function
+// whichever way that was found.
 //
 // A wrapper is an exported function named as the driver's; GPU_REAL(name)
 // calls the driver's.  The driver's function is found on first use: after
 // libadsm in lookup order, or in the driver library when the program loaded
 // it privately (dlopen without RTLD_GLOBAL, as a static CUDA runtime does),
-// or as handed over by an intercepted lookup.
+// or as handed over by an intercepted lookup or a driver's function table.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@ struct GpuSymbol {
     gpu_bridge::Api api;
     std::atomic<void *> real{nullptr};
     std::atomic<bool> absent{false};  // the driver is loaded and lacks it
+    std::atomic<bool> from_table{false};
 };
 
 // A family's table, defined next to its wrappers.
@@ -34,6 +36,7 @@ struct GpuFamily {
 GpuFamily cuda_driver_family();
 GpuFamily cuda_runtime_family();
 GpuFamily level_zero_family();
+GpuFamily level_zero_table_family();
 
 // The driver's function for s, or nullptr when the driver is not loaded.
 void *gpu_real(GpuSymbol &s);
@@ -42,6 +45,13 @@ void *driver_function(const char *library, const char *name, bool *library_loade
 
 // The table entry for a name.
 GpuSymbol *find_gpu_symbol(const char *name);
+
+// The driver's function for s as its own function table holds it: it
+// becomes the one every path to the wrapper calls, in place of one found
+// by name, whose exported stub may dispatch through tables that hold the
+// wrapper.  The first table's entry is kept; a later one is the same
+// driver's.
+void adopt_table_entry(GpuSymbol &s, void *entry);
 
 // The C library's dlsym, bypassing the preload's.
 void *real_dlsym(void *handle, const char *name);

@@ -12,20 +12,13 @@
 // from the host (zeEventHostSignal); wait events are waited for on the host
 // before the launch.  A regular list's kernels run before the driver
 // executes the rest of that list.
-#include <level_zero/ze_api.h>
-
 #include <mutex>
 #include <vector>
 
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
 #include "interpose/handle_map.h"
-#include "support/log.h"
-
-namespace {
-constexpr const char *kLibrary = "libze_loader.so.1";
-constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::level_zero;
-}  // namespace
+#include "interpose/level_zero.h"
 
 #define LEVEL_ZERO_SYMBOLS(X)               \
     X(zeMemAllocShared)                     \
@@ -93,19 +86,6 @@ struct ListState {
 
 adsm::interpose::HandleMap<KernelState, 4096> g_kernels;
 adsm::interpose::HandleMap<ListState, 4096> g_lists;
-
-ze_result_t no_loader(const char *fn) {
-    adsm::log(adsm::LogLevel::error, "%s: the Level Zero loader (%s) is not loaded", fn, kLibrary);
-    return ZE_RESULT_ERROR_UNINITIALIZED;
-}
-
-#define FORWARD(name, ...)                                \
-    ([&]() -> ze_result_t {                               \
-        auto fn_ = GPU_REAL(name);                        \
-        if (!fn_) return no_loader(#name);                \
-        GpuForwarding fw_;                                \
-        return fn_(__VA_ARGS__);                          \
-    }())
 
 ze_result_t to_ze(Status s, const char *fn) {
     if (s == adsmSuccess) return ZE_RESULT_SUCCESS;
@@ -180,8 +160,6 @@ ze_result_t run(Launch &l, const char *fn) {
     } while (0)
 
 }  // namespace
-
-#define ZE_WRAPPER(name, ...) extern "C" __attribute__((visibility("default"))) ze_result_t ZE_APICALL name(__VA_ARGS__)
 
 ZE_WRAPPER(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *device_desc,
            const ze_host_mem_alloc_desc_t *host_desc, size_t size, size_t alignment, ze_device_handle_t device,

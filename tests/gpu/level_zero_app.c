@@ -3,11 +3,15 @@
  * a kernel launched on an immediate command list and waited for with an
  * event, another recorded in a regular list executed twice on a queue with
  * a fence.  In `errors` mode it makes the mistakes a program makes and
- * checks the codes.
+ * checks the codes.  Built as level_zero_tables_app, it makes every call
+ * through the loader's function tables instead (ze_tables.h).
  */
 #include <level_zero/ze_api.h>
 
 #include "app_common.h"
+#ifdef ZE_THROUGH_TABLES
+#include "ze_tables.h"
+#endif
 
 #define N (1u << 16)
 
@@ -111,6 +115,9 @@ static void run_errors(void) {
 
 int main(int argc, char **argv) {
     enum mode mode = parse_mode(argc, argv);
+#ifdef ZE_THROUGH_TABLES
+    load_tables(mode);
+#endif
     ze_driver_handle_t driver;
     uint32_t count = 1;
     ZE(zeInit(0));

@@ -4,9 +4,11 @@
  * error codes for bad input, over fake_device.h.  Regular command lists
  * record launches and run them when executed; immediate ones run them at
  * once; fences and events are flags the device sets in order.
- * fake_ze_calls(name) says how many calls of an entry point reached it.
+ * fake_ze_calls(name) says how many calls of an entry point reached it,
+ * by its exported name or through the loader's function tables.
  */
 #include <level_zero/ze_api.h>
+#include <level_zero/ze_ddi.h>
 
 #include <sched.h>
 #include <stdio.h>
@@ -14,7 +16,16 @@
 #include "fake_device.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define COUNT() fake_count(__func__)
+
+/* An entry point is a function of the double's own, which its tables hand
+ * out, exported under the loader's name as an alias of it: a call through a
+ * table reaches the double directly, past any definition of that name
+ * preloaded before it, as with the real loader. */
+#define ENTRY(name, ...)                                               \
+    static ze_result_t ZE_APICALL fake_##name(__VA_ARGS__);           \
+    EXPORT __typeof(name) name __attribute__((alias("fake_" #name))); \
+    static ze_result_t ZE_APICALL fake_##name(__VA_ARGS__)
+#define COUNT() fake_count(__func__ + sizeof "fake_" - 1)
 
 static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 static atomic_int initialized;
@@ -68,14 +79,14 @@ static void submit(const command *c) {
     if (c->signal) fake_submit(&device, NULL, c->grid, c->block, NULL, &c->signal->signaled);
 }
 
-EXPORT ze_result_t ZE_APICALL zeInit(ze_init_flags_t flags) {
+ENTRY(zeInit, ze_init_flags_t flags) {
     COUNT();
     (void)flags;
     atomic_store(&initialized, 1);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeDriverGet(uint32_t *count, ze_driver_handle_t *drivers) {
+ENTRY(zeDriverGet, uint32_t *count, ze_driver_handle_t *drivers) {
     COUNT();
     NEED_INIT();
     if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -88,7 +99,7 @@ EXPORT ze_result_t ZE_APICALL zeDriverGet(uint32_t *count, ze_driver_handle_t *d
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeDeviceGet(ze_driver_handle_t driver, uint32_t *count, ze_device_handle_t *devices) {
+ENTRY(zeDeviceGet, ze_driver_handle_t driver, uint32_t *count, ze_device_handle_t *devices) {
     COUNT();
     NEED_INIT();
     if (driver != (ze_driver_handle_t)&the_driver) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -102,8 +113,7 @@ EXPORT ze_result_t ZE_APICALL zeDeviceGet(ze_driver_handle_t driver, uint32_t *c
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeContextCreate(ze_driver_handle_t driver, const ze_context_desc_t *desc,
-                                              ze_context_handle_t *ctx) {
+ENTRY(zeContextCreate, ze_driver_handle_t driver, const ze_context_desc_t *desc, ze_context_handle_t *ctx) {
     COUNT();
     NEED_INIT();
     if (!driver) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -112,7 +122,7 @@ EXPORT ze_result_t ZE_APICALL zeContextCreate(ze_driver_handle_t driver, const z
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeContextDestroy(ze_context_handle_t ctx) {
+ENTRY(zeContextDestroy, ze_context_handle_t ctx) {
     COUNT();
     (void)ctx;
     return ZE_RESULT_SUCCESS;
@@ -128,24 +138,23 @@ static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t alignment,
     return *p ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
 }
 
-EXPORT ze_result_t ZE_APICALL zeMemAllocShared(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd,
-                                               const ze_host_mem_alloc_desc_t *hd, size_t size, size_t alignment,
-                                               ze_device_handle_t dev, void **p) {
+ENTRY(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd,
+      const ze_host_mem_alloc_desc_t *hd, size_t size, size_t alignment, ze_device_handle_t dev, void **p) {
     COUNT();
     (void)dev;
     if (!dd || !hd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     return alloc(ctx, size, alignment, p);
 }
 
-EXPORT ze_result_t ZE_APICALL zeMemAllocDevice(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd,
-                                               size_t size, size_t alignment, ze_device_handle_t dev, void **p) {
+ENTRY(zeMemAllocDevice, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd, size_t size, size_t alignment,
+      ze_device_handle_t dev, void **p) {
     COUNT();
     if (!dd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (!dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     return alloc(ctx, size, alignment, p);
 }
 
-EXPORT ze_result_t ZE_APICALL zeMemFree(ze_context_handle_t ctx, void *p) {
+ENTRY(zeMemFree, ze_context_handle_t ctx, void *p) {
     COUNT();
     NEED_INIT();
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -154,8 +163,8 @@ EXPORT ze_result_t ZE_APICALL zeMemFree(ze_context_handle_t ctx, void *p) {
     return fake_free(p) ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
 }
 
-EXPORT ze_result_t ZE_APICALL zeModuleCreate(ze_context_handle_t ctx, ze_device_handle_t dev, const ze_module_desc_t *desc,
-                                             ze_module_handle_t *module, ze_module_build_log_handle_t *log) {
+ENTRY(zeModuleCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_module_desc_t *desc,
+      ze_module_handle_t *module, ze_module_build_log_handle_t *log) {
     COUNT();
     NEED_INIT();
     (void)log;
@@ -167,13 +176,13 @@ EXPORT ze_result_t ZE_APICALL zeModuleCreate(ze_context_handle_t ctx, ze_device_
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeModuleDestroy(ze_module_handle_t m) {
+ENTRY(zeModuleDestroy, ze_module_handle_t m) {
     COUNT();
     free(m);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeKernelCreate(ze_module_handle_t m, const ze_kernel_desc_t *desc, ze_kernel_handle_t *kernel) {
+ENTRY(zeKernelCreate, ze_module_handle_t m, const ze_kernel_desc_t *desc, ze_kernel_handle_t *kernel) {
     COUNT();
     NEED_INIT();
     if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -188,13 +197,13 @@ EXPORT ze_result_t ZE_APICALL zeKernelCreate(ze_module_handle_t m, const ze_kern
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeKernelDestroy(ze_kernel_handle_t k) {
+ENTRY(zeKernelDestroy, ze_kernel_handle_t k) {
     COUNT();
     free(k);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeKernelSetArgumentValue(ze_kernel_handle_t k, uint32_t index, size_t size, const void *value) {
+ENTRY(zeKernelSetArgumentValue, ze_kernel_handle_t k, uint32_t index, size_t size, const void *value) {
     COUNT();
     if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (index >= k->k.nparams) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
@@ -204,7 +213,7 @@ EXPORT ze_result_t ZE_APICALL zeKernelSetArgumentValue(ze_kernel_handle_t k, uin
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeKernelSetGroupSize(ze_kernel_handle_t k, uint32_t x, uint32_t y, uint32_t z) {
+ENTRY(zeKernelSetGroupSize, ze_kernel_handle_t k, uint32_t x, uint32_t y, uint32_t z) {
     COUNT();
     if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!x || !y || !z || (uint64_t)x * y * z > 1024) return ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION;
@@ -212,8 +221,8 @@ EXPORT ze_result_t ZE_APICALL zeKernelSetGroupSize(ze_kernel_handle_t k, uint32_
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandQueueCreate(ze_context_handle_t ctx, ze_device_handle_t dev,
-                                                   const ze_command_queue_desc_t *desc, ze_command_queue_handle_t *q) {
+ENTRY(zeCommandQueueCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_command_queue_desc_t *desc,
+      ze_command_queue_handle_t *q) {
     COUNT();
     NEED_INIT();
     if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -222,7 +231,7 @@ EXPORT ze_result_t ZE_APICALL zeCommandQueueCreate(ze_context_handle_t ctx, ze_d
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandQueueDestroy(ze_command_queue_handle_t q) {
+ENTRY(zeCommandQueueDestroy, ze_command_queue_handle_t q) {
     COUNT();
     fake_drain(&device);
     free(q);
@@ -239,27 +248,26 @@ static ze_result_t new_list(ze_context_handle_t ctx, ze_device_handle_t dev, con
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandListCreate(ze_context_handle_t ctx, ze_device_handle_t dev,
-                                                  const ze_command_list_desc_t *desc, ze_command_list_handle_t *list) {
+ENTRY(zeCommandListCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_command_list_desc_t *desc,
+      ze_command_list_handle_t *list) {
     COUNT();
     return new_list(ctx, dev, desc, 0, list);
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandListCreateImmediate(ze_context_handle_t ctx, ze_device_handle_t dev,
-                                                           const ze_command_queue_desc_t *desc,
-                                                           ze_command_list_handle_t *list) {
+ENTRY(zeCommandListCreateImmediate, ze_context_handle_t ctx, ze_device_handle_t dev,
+      const ze_command_queue_desc_t *desc, ze_command_list_handle_t *list) {
     COUNT();
     return new_list(ctx, dev, desc, 1, list);
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandListClose(ze_command_list_handle_t list) {
+ENTRY(zeCommandListClose, ze_command_list_handle_t list) {
     COUNT();
     if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     list->closed = 1;
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandListReset(ze_command_list_handle_t list) {
+ENTRY(zeCommandListReset, ze_command_list_handle_t list) {
     COUNT();
     if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     list->n = 0;
@@ -267,16 +275,15 @@ EXPORT ze_result_t ZE_APICALL zeCommandListReset(ze_command_list_handle_t list) 
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandListDestroy(ze_command_list_handle_t list) {
+ENTRY(zeCommandListDestroy, ze_command_list_handle_t list) {
     COUNT();
     fake_drain(&device);
     free(list);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandListAppendLaunchKernel(ze_command_list_handle_t list, ze_kernel_handle_t k,
-                                                              const ze_group_count_t *groups, ze_event_handle_t signal,
-                                                              uint32_t nwait, ze_event_handle_t *waits) {
+ENTRY(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_handle_t k,
+      const ze_group_count_t *groups, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
     COUNT();
     if (!list || !k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -296,8 +303,8 @@ EXPORT ze_result_t ZE_APICALL zeCommandListAppendLaunchKernel(ze_command_list_ha
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandQueueExecuteCommandLists(ze_command_queue_handle_t q, uint32_t n,
-                                                                ze_command_list_handle_t *lists, ze_fence_handle_t fence) {
+ENTRY(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t q, uint32_t n, ze_command_list_handle_t *lists,
+      ze_fence_handle_t fence) {
     COUNT();
     if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!lists) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -310,7 +317,7 @@ EXPORT ze_result_t ZE_APICALL zeCommandQueueExecuteCommandLists(ze_command_queue
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeCommandQueueSynchronize(ze_command_queue_handle_t q, uint64_t timeout) {
+ENTRY(zeCommandQueueSynchronize, ze_command_queue_handle_t q, uint64_t timeout) {
     COUNT();
     (void)timeout;
     if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -318,7 +325,7 @@ EXPORT ze_result_t ZE_APICALL zeCommandQueueSynchronize(ze_command_queue_handle_
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeFenceCreate(ze_command_queue_handle_t q, const ze_fence_desc_t *desc, ze_fence_handle_t *f) {
+ENTRY(zeFenceCreate, ze_command_queue_handle_t q, const ze_fence_desc_t *desc, ze_fence_handle_t *f) {
     COUNT();
     if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !f) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -326,7 +333,7 @@ EXPORT ze_result_t ZE_APICALL zeFenceCreate(ze_command_queue_handle_t q, const z
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeFenceDestroy(ze_fence_handle_t f) {
+ENTRY(zeFenceDestroy, ze_fence_handle_t f) {
     COUNT();
     free(f);
     return ZE_RESULT_SUCCESS;
@@ -338,20 +345,20 @@ static ze_result_t wait_flag(atomic_int *flag, uint64_t timeout) {
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeFenceHostSynchronize(ze_fence_handle_t f, uint64_t timeout) {
+ENTRY(zeFenceHostSynchronize, ze_fence_handle_t f, uint64_t timeout) {
     COUNT();
     if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     return wait_flag(&f->signaled, timeout);
 }
 
-EXPORT ze_result_t ZE_APICALL zeFenceQueryStatus(ze_fence_handle_t f) {
+ENTRY(zeFenceQueryStatus, ze_fence_handle_t f) {
     COUNT();
     if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     return wait_flag(&f->signaled, 0);
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t ctx, const ze_event_pool_desc_t *desc, uint32_t ndev,
-                                                ze_device_handle_t *devs, ze_event_pool_handle_t *pool) {
+ENTRY(zeEventPoolCreate, ze_context_handle_t ctx, const ze_event_pool_desc_t *desc, uint32_t ndev,
+      ze_device_handle_t *devs, ze_event_pool_handle_t *pool) {
     COUNT();
     (void)ndev, (void)devs;
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -360,13 +367,13 @@ EXPORT ze_result_t ZE_APICALL zeEventPoolCreate(ze_context_handle_t ctx, const z
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventPoolDestroy(ze_event_pool_handle_t pool) {
+ENTRY(zeEventPoolDestroy, ze_event_pool_handle_t pool) {
     COUNT();
     free(pool);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventCreate(ze_event_pool_handle_t pool, const ze_event_desc_t *desc, ze_event_handle_t *e) {
+ENTRY(zeEventCreate, ze_event_pool_handle_t pool, const ze_event_desc_t *desc, ze_event_handle_t *e) {
     COUNT();
     if (!pool) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !e) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -374,34 +381,76 @@ EXPORT ze_result_t ZE_APICALL zeEventCreate(ze_event_pool_handle_t pool, const z
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventDestroy(ze_event_handle_t e) {
+ENTRY(zeEventDestroy, ze_event_handle_t e) {
     COUNT();
     free(e);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventHostSignal(ze_event_handle_t e) {
+ENTRY(zeEventHostSignal, ze_event_handle_t e) {
     COUNT();
     if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     atomic_store(&e->signaled, 1);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventHostReset(ze_event_handle_t e) {
+ENTRY(zeEventHostReset, ze_event_handle_t e) {
     COUNT();
     if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     atomic_store(&e->signaled, 0);
     return ZE_RESULT_SUCCESS;
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventHostSynchronize(ze_event_handle_t e, uint64_t timeout) {
+ENTRY(zeEventHostSynchronize, ze_event_handle_t e, uint64_t timeout) {
     COUNT();
     if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     return wait_flag(&e->signaled, timeout);
 }
 
-EXPORT ze_result_t ZE_APICALL zeEventQueryStatus(ze_event_handle_t e) {
+ENTRY(zeEventQueryStatus, ze_event_handle_t e) {
     COUNT();
     if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     return wait_flag(&e->signaled, 0);
 }
+
+/* The loader's function tables, which hand out the double's own functions.
+ * As the loader does, a table of a version newer than the double's is
+ * refused and left as it was; a call reaches fake_ze_calls under the
+ * getter's name. */
+#define TABLE(getter, Table, ...)                                                         \
+    EXPORT ze_result_t ZE_APICALL getter(ze_api_version_t version, Table *t) {            \
+        fake_count(#getter);                                                              \
+        if (!t) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;                              \
+        if (version > ZE_API_VERSION_CURRENT) return ZE_RESULT_ERROR_UNSUPPORTED_VERSION; \
+        __VA_ARGS__                                                                       \
+        return ZE_RESULT_SUCCESS;                                                         \
+    }
+
+TABLE(zeGetGlobalProcAddrTable, ze_global_dditable_t, t->pfnInit = fake_zeInit;)
+TABLE(zeGetDriverProcAddrTable, ze_driver_dditable_t, t->pfnGet = fake_zeDriverGet;)
+TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t, t->pfnGet = fake_zeDeviceGet;)
+TABLE(zeGetContextProcAddrTable, ze_context_dditable_t, t->pfnCreate = fake_zeContextCreate;
+      t->pfnDestroy = fake_zeContextDestroy;)
+TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t, t->pfnAllocShared = fake_zeMemAllocShared;
+      t->pfnAllocDevice = fake_zeMemAllocDevice; t->pfnFree = fake_zeMemFree;)
+TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t, t->pfnCreate = fake_zeModuleCreate;
+      t->pfnDestroy = fake_zeModuleDestroy;)
+TABLE(zeGetKernelProcAddrTable, ze_kernel_dditable_t, t->pfnCreate = fake_zeKernelCreate;
+      t->pfnDestroy = fake_zeKernelDestroy; t->pfnSetArgumentValue = fake_zeKernelSetArgumentValue;
+      t->pfnSetGroupSize = fake_zeKernelSetGroupSize;)
+TABLE(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t, t->pfnCreate = fake_zeCommandQueueCreate;
+      t->pfnDestroy = fake_zeCommandQueueDestroy; t->pfnExecuteCommandLists = fake_zeCommandQueueExecuteCommandLists;
+      t->pfnSynchronize = fake_zeCommandQueueSynchronize;)
+TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t, t->pfnCreate = fake_zeCommandListCreate;
+      t->pfnCreateImmediate = fake_zeCommandListCreateImmediate; t->pfnClose = fake_zeCommandListClose;
+      t->pfnReset = fake_zeCommandListReset; t->pfnDestroy = fake_zeCommandListDestroy;
+      t->pfnAppendLaunchKernel = fake_zeCommandListAppendLaunchKernel;)
+TABLE(zeGetFenceProcAddrTable, ze_fence_dditable_t, t->pfnCreate = fake_zeFenceCreate;
+      t->pfnDestroy = fake_zeFenceDestroy; t->pfnHostSynchronize = fake_zeFenceHostSynchronize;
+      t->pfnQueryStatus = fake_zeFenceQueryStatus;)
+TABLE(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t, t->pfnCreate = fake_zeEventPoolCreate;
+      t->pfnDestroy = fake_zeEventPoolDestroy;)
+TABLE(zeGetEventProcAddrTable, ze_event_dditable_t, t->pfnCreate = fake_zeEventCreate;
+      t->pfnDestroy = fake_zeEventDestroy; t->pfnHostSignal = fake_zeEventHostSignal;
+      t->pfnHostReset = fake_zeEventHostReset; t->pfnHostSynchronize = fake_zeEventHostSynchronize;
+      t->pfnQueryStatus = fake_zeEventQueryStatus;)
