@@ -43,9 +43,6 @@ void *driver_function(const char *library, const char *name, bool *library_loade
 // The table entry for a name.
 GpuSymbol *find_gpu_symbol(const char *name);
 
-// The C library's dlsym, bypassing the preload's.
-void *real_dlsym(void *handle, const char *name);
-
 // Calls made by a wrapper into the driver may come back into other wrappers
 // (the CUDA runtime calls the driver); those pass straight through.
 class GpuForwarding {
