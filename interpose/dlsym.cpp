@@ -7,25 +7,15 @@
 // library finds from its return address.  So the pass-through is a tail
 // call (this file is compiled with sibling-call optimisation): the C
 // library then sees the program's return address, not ours.  A test checks
-// that RTLD_NEXT still means "after the caller".
+// that RTLD_NEXT still means "after the caller".  (How the runtime itself
+// finds the C library's dlsym is in os/real_table.cpp.)
 #include <dlfcn.h>
 
 #include "interpose/gpu_symbols.h"
+#include "interpose/interceptor.h"
+#include "os/real_libc.h"
 
 namespace {
-
-using DlsymFn = void *(*)(void *, const char *);
-
-DlsymFn resolve_real() {
-    void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    return reinterpret_cast<DlsymFn>(p);
-}
-
-DlsymFn real_fn() {
-    static const DlsymFn fn = resolve_real();
-    return fn;
-}
 
 // Cheap first test: every wrapped name starts so.
 inline bool maybe_gpu(const char *name) {
@@ -41,11 +31,11 @@ Found gpu_lookup(void *handle, const char *name) {
     using namespace adsm::interpose;
     GpuSymbol *s = find_gpu_symbol(name);
     if (!s) return {false, nullptr};
-    void *real = real_fn()(handle, name);
+    void *real = adsm::os::real_dlsym(handle, name);
     // The lookup found libadsm's export first (RTLD_DEFAULT, the program's
     // handle): the driver's is the next one, and without a driver there is
     // none, as without the preload.
-    if (real == s->wrapper) real = real_fn()(RTLD_NEXT, name);
+    if (real == s->wrapper) real = adsm::os::real_dlsym(RTLD_NEXT, name);
     if (!real) return {true, nullptr};
     if (!adsm::gpu_bridge::routed(s->api)) return {true, real};
     void *none = nullptr;
@@ -55,9 +45,7 @@ Found gpu_lookup(void *handle, const char *name) {
 
 }  // namespace
 
-void *adsm::interpose::real_dlsym(void *handle, const char *name) { return real_fn()(handle, name); }
-
-extern "C" __attribute__((visibility("default"))) void *dlsym(void *handle, const char *name) {
+INTERCEPTOR(void *, dlsym, void *handle, const char *name) {
     // The C library declares name non-null; a program may still pass null,
     // and the C library, not this test, should be the one to answer it.
     const char *checked = name;
@@ -66,5 +54,5 @@ extern "C" __attribute__((visibility("default"))) void *dlsym(void *handle, cons
         Found f = gpu_lookup(handle, name);
         if (f.handled) return f.ptr;
     }
-    return real_fn()(handle, name);
+    return REAL(dlsym)(handle, name);
 }

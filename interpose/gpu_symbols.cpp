@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "os/real_libc.h"
+
 namespace adsm::interpose {
 namespace {
 
@@ -32,11 +34,11 @@ bool GpuForwarding::active() { return tls_forwarding > 0; }
 
 void *driver_function(const char *library, const char *name, bool *library_loaded) {
     if (library_loaded) *library_loaded = false;
-    if (void *p = real_dlsym(RTLD_NEXT, name)) return p;
+    if (void *p = os::real_dlsym(RTLD_NEXT, name)) return p;
     void *lib = library ? dlopen(library, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
     if (!lib) return nullptr;
     if (library_loaded) *library_loaded = true;
-    void *p = real_dlsym(lib, name);
+    void *p = os::real_dlsym(lib, name);
     dlclose(lib);
     return p;
 }

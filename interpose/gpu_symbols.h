@@ -53,9 +53,6 @@ GpuSymbol *find_gpu_symbol(const char *name);
 // driver's.
 void adopt_table_entry(GpuSymbol &s, void *entry);
 
-// The C library's dlsym, bypassing the preload's.
-void *real_dlsym(void *handle, const char *name);
-
 // Calls made by a wrapper into the driver may come back into other wrappers
 // (the CUDA runtime calls the driver); those pass straight through.
 class GpuForwarding {

@@ -16,6 +16,16 @@
 
 extern "C" [[noreturn]] void __chk_fail(void);
 
+// The vectored calls that the plain ones stage through.
+DECLARE_REAL(readv)
+DECLARE_REAL(preadv)
+DECLARE_REAL(preadv64)
+DECLARE_REAL(writev)
+DECLARE_REAL(pwritev)
+DECLARE_REAL(pwritev64)
+DECLARE_REAL(recvmsg)
+DECLARE_REAL(sendmsg)
+
 namespace {
 
 using adsm::interpose::Staged;

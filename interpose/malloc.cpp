@@ -2,14 +2,17 @@
 // shared memory, so that programs written for system-allocated unified
 // memory hand malloc'd buffers straight to kernels; everything else (and
 // every request the runtime cannot serve, and the C library's requests for
-// its own buffers) goes to the C library untouched.
+// its own buffers) goes on untouched to the allocator that comes next in
+// lookup order: the C library's, or one preloaded after libadsm (jemalloc,
+// tcmalloc), whose blocks must then be freed, resized and measured by that
+// same allocator, so every function of the family passes on to its own
+// next definition.
 //
 // The fast paths are one comparison each: a size against the threshold, a
-// pointer against the shared window.  The C library is reached through its
-// __libc_* entry points, which need no dlsym, so these functions work while
-// the dynamic linker is still bootstrapping dlsym itself.  Calls made from
-// inside the runtime (its own allocations, the fault handler) always go to
-// the C library, so the runtime never re-enters itself.
+// pointer against the shared window.  Calls made from inside the runtime
+// (its own allocations, the fault handler) always pass on, so the runtime
+// never re-enters itself.  While the next definitions are being looked up
+// (interceptor.h), the lookups' own allocations come from a static arena.
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
@@ -23,27 +26,28 @@
 
 #include "api/gpu_bridge.h"
 #include "api/preload.h"
+#include "interpose/bootstrap_arena.h"
 #include "interpose/interceptor.h"
+#include "interpose/page_aligned.h"
 #include "os/vm.h"
 #include "support/config.h"
 #include "support/log.h"
 
-extern "C" {
-void *__libc_malloc(size_t);
-void *__libc_calloc(size_t, size_t);
-void *__libc_realloc(void *, size_t);
-void __libc_free(void *);
-void *__libc_memalign(size_t, size_t);
-void *__libc_valloc(size_t);
-void *__libc_pvalloc(size_t);
-}
+DECLARE_REAL(malloc)
+DECLARE_REAL(free)
+DECLARE_REAL(memalign)
+DECLARE_REAL(valloc)
+DECLARE_REAL(pvalloc)
+DECLARE_REAL(malloc_usable_size)
 
 namespace {
 
 using adsm::preload::in_window;
 
+using adsm::interpose::bootstrap_alloc;
+using adsm::interpose::in_bootstrap_arena;
+
 std::atomic<size_t> g_threshold{SIZE_MAX};
-size_t (*g_libc_usable_size)(void *) = nullptr;
 
 // The code of the C library and the dynamic linker.  What they allocate for
 // themselves (stdio and directory buffers, say) they hand to system calls
@@ -106,7 +110,9 @@ bool preloaded() {
 }
 
 __attribute__((constructor(102))) void init_threshold() {
-    g_libc_usable_size = reinterpret_cast<size_t (*)(void *)>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+    namespace real = adsm::interpose::real;
+    adsm::interpose::find_page_aligned_owner(adsm::os::real(real::free), adsm::os::real(real::memalign),
+                                             adsm::os::real(real::valloc), adsm::os::real(real::pvalloc));
     dl_iterate_phdr(find_libc_code, nullptr);
     if (getenv("ADSM_SIM_SERVER")) return;  // the device process keeps to the C library
     uint64_t t;
@@ -142,13 +148,32 @@ void *shared_or_libc(size_t n, bool zero, void *caller) {
     return nullptr;
 }
 
+// The next allocator's malloc, or the arena while it is being looked up.
+void *next_malloc(size_t n) {
+    if (auto fn = REAL(malloc)) return fn(n);
+    return bootstrap_alloc(n);
+}
+
+void next_free(void *p) {
+    if (in_bootstrap_arena(p)) return;
+    // A block freed while the lookups are under way (none is known to be)
+    // is left alone rather than given to an allocator it may not be from.
+    if (auto fn = REAL(free)) fn(p);
+}
+
+size_t next_usable_size(void *p) {
+    if (in_bootstrap_arena(p)) return adsm::interpose::bootstrap_size(p);
+    auto fn = REAL(malloc_usable_size);
+    return fn ? fn(p) : 0;
+}
+
 }  // namespace
 
 #define CALLER __builtin_return_address(0)
 
 INTERCEPTOR(void *, malloc, size_t n) {
     if (void *p = shared_or_libc(n, false, CALLER)) return p;
-    return __libc_malloc(n);
+    return next_malloc(n);
 }
 
 INTERCEPTOR(void *, calloc, size_t nmemb, size_t size) {
@@ -157,14 +182,15 @@ INTERCEPTOR(void *, calloc, size_t nmemb, size_t size) {
         return nullptr;
     }
     if (void *p = shared_or_libc(nmemb * size, true, CALLER)) return p;
-    return __libc_calloc(nmemb, size);
+    if (auto fn = REAL(calloc)) return fn(nmemb, size);
+    return bootstrap_alloc(nmemb * size);  // zeroed already
 }
 
 INTERCEPTOR(void, free, void *p) {
-    if (!in_window(p)) return __libc_free(p);
+    if (!in_window(p)) return next_free(p);
     switch (adsm::preload::release(p)) {
     case adsm::preload::Release::freed: tick(); return;
-    case adsm::preload::Release::not_shared: return __libc_free(p);
+    case adsm::preload::Release::not_shared: return next_free(p);
     case adsm::preload::Release::invalid: invalid_pointer("free", p);
     }
 }
@@ -179,22 +205,26 @@ INTERCEPTOR(void *, realloc, void *p, size_t n) {
             return nullptr;
         }
         void *q = shared_or_libc(n, false, CALLER);
-        if (!q) q = __libc_malloc(n);
+        if (!q) q = next_malloc(n);
         if (!q) return nullptr;  // p stays valid, as realloc promises
         // Through the program's view: the protocol fetches what it must.
         memcpy(q, p, old < n ? old : n);
         free(p);
         return q;
     }
-    if (wants_shared(n)) {
-        if (void *q = shared_or_libc(n, false, CALLER)) {
-            size_t old = g_libc_usable_size ? g_libc_usable_size(p) : 0;
-            memcpy(q, p, old < n ? old : n);
-            __libc_free(p);
-            return q;
-        }
+    void *q = wants_shared(n) ? shared_or_libc(n, false, CALLER) : nullptr;
+    // The arena's blocks move out like blocks that become shared.
+    if (!q && in_bootstrap_arena(p)) q = next_malloc(n);
+    if (q) {
+        size_t old = next_usable_size(p);
+        memcpy(q, p, old < n ? old : n);
+        next_free(p);
+        return q;
     }
-    return __libc_realloc(p, n);
+    if (in_bootstrap_arena(p)) return nullptr;  // p stays valid
+    if (auto fn = REAL(realloc)) return fn(p, n);
+    errno = ENOMEM;
+    return nullptr;
 }
 
 INTERCEPTOR(int, posix_memalign, void **out, size_t align, size_t n) {
@@ -206,7 +236,8 @@ INTERCEPTOR(int, posix_memalign, void **out, size_t align, size_t n) {
             return 0;
         }
     }
-    void *p = __libc_memalign(align, n);
+    if (auto fn = REAL(posix_memalign)) return fn(out, align, n);
+    void *p = bootstrap_alloc(n, align);
     if (!p) return ENOMEM;
     *out = p;
     return 0;
@@ -215,28 +246,41 @@ INTERCEPTOR(int, posix_memalign, void **out, size_t align, size_t n) {
 INTERCEPTOR(void *, memalign, size_t align, size_t n) {
     if (align <= adsm::os::kPageSize)
         if (void *p = shared_or_libc(n, false, CALLER)) return p;
-    return __libc_memalign(align, n);
+    if (auto fn = REAL(memalign)) return fn(align, n);
+    return bootstrap_alloc(n, align);
 }
 
 INTERCEPTOR(void *, aligned_alloc, size_t align, size_t n) {
     if (align <= adsm::os::kPageSize)
         if (void *p = shared_or_libc(n, false, CALLER)) return p;
-    return __libc_memalign(align, n);
+    if (auto fn = REAL(aligned_alloc)) return fn(align, n);
+    return bootstrap_alloc(n, align);
 }
 
 INTERCEPTOR(void *, valloc, size_t n) {
     if (void *p = shared_or_libc(n, false, CALLER)) return p;
-    return __libc_valloc(n);
+    if (auto from = adsm::interpose::valloc_substitute()) return from(adsm::os::kPageSize, n);
+    if (auto fn = REAL(valloc)) return fn(n);
+    return bootstrap_alloc(n, adsm::os::kPageSize);
 }
 
 INTERCEPTOR(void *, pvalloc, size_t n) {
     size_t rounded;
-    if (adsm::os::page_round(n ? n : 1, &rounded))
+    bool fits = adsm::os::page_round(n ? n : 1, &rounded);
+    if (fits)
         if (void *p = shared_or_libc(rounded, false, CALLER)) return p;
-    return __libc_pvalloc(n);
+    if (auto from = adsm::interpose::pvalloc_substitute()) {
+        if (fits) return from(adsm::os::kPageSize, rounded);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (auto fn = REAL(pvalloc)) return fn(n);
+    if (fits) return bootstrap_alloc(rounded, adsm::os::kPageSize);
+    errno = ENOMEM;
+    return nullptr;
 }
 
 INTERCEPTOR(size_t, malloc_usable_size, void *p) {
     if (in_window(p)) return adsm::preload::size_of(p);
-    return g_libc_usable_size ? g_libc_usable_size(p) : 0;
+    return next_usable_size(p);
 }

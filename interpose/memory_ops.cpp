@@ -8,12 +8,15 @@
 // result is the same bytes.
 #include <string.h>
 
-#include <atomic>
-
 #include "api/preload.h"
 #include "interpose/interceptor.h"
 
 extern "C" [[noreturn]] void __chk_fail(void);
+
+DECLARE_REAL(memcpy)
+DECLARE_REAL(memmove)
+DECLARE_REAL(memset)
+DECLARE_REAL(mempcpy)
 
 namespace {
 
@@ -69,25 +72,17 @@ bool overlap(const void *a, const void *b, size_t n) {
 
 }  // namespace
 
-// Each function below is split: a small operation goes to the C library by
-// a tail call through a pointer the first slow call resolves, and anything
-// else (the first call, a large operation) takes the slow path.
+// Each function below is split: a small operation goes straight on to the
+// C library, and anything else takes the slow path.
 namespace {
 
-using CopyFn = void *(*)(void *, const void *, size_t);
-using SetFn = void *(*)(void *, int, size_t);
-std::atomic<CopyFn> g_memcpy{nullptr}, g_memmove{nullptr}, g_mempcpy{nullptr};
-std::atomic<SetFn> g_memset{nullptr};
-
 [[gnu::cold, gnu::noinline]] void *memcpy_slow(void *dst, const void *src, size_t n) {
-    g_memcpy.store(REAL(memcpy), std::memory_order_relaxed);
     if (!bulk(dst, src, n)) return REAL(memcpy)(dst, src, n);
     copy_bulk(static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), n);
     return dst;
 }
 
 [[gnu::cold, gnu::noinline]] void *memmove_slow(void *dst, const void *src, size_t n) {
-    g_memmove.store(REAL(memmove), std::memory_order_relaxed);
     // An overlapping move stays in the program's view, where it is ordered.
     if (!bulk(dst, src, n) || overlap(dst, src, n)) return REAL(memmove)(dst, src, n);
     copy_bulk(static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), n);
@@ -95,14 +90,12 @@ std::atomic<SetFn> g_memset{nullptr};
 }
 
 [[gnu::cold, gnu::noinline]] void *memset_slow(void *dst, int value, size_t n) {
-    g_memset.store(REAL(memset), std::memory_order_relaxed);
     if (!bulk(dst, nullptr, n)) return REAL(memset)(dst, value, n);
     set_bulk(static_cast<uint8_t *>(dst), value, n);
     return dst;
 }
 
 [[gnu::cold, gnu::noinline]] void *mempcpy_slow(void *dst, const void *src, size_t n) {
-    g_mempcpy.store(REAL(mempcpy), std::memory_order_relaxed);
     if (!bulk(dst, src, n)) return REAL(mempcpy)(dst, src, n);
     copy_bulk(static_cast<uint8_t *>(dst), static_cast<const uint8_t *>(src), n);
     return static_cast<uint8_t *>(dst) + n;
@@ -110,25 +103,24 @@ std::atomic<SetFn> g_memset{nullptr};
 
 }  // namespace
 
-#define ADSM_FAST_PATH(real, fast_call, slow_call)                            \
-    if (__builtin_expect(n < kBulk, 1))                                       \
-        if (auto fn = real.load(std::memory_order_relaxed)) return fast_call; \
-    return slow_call
-
 INTERCEPTOR(void *, memcpy, void *dst, const void *src, size_t n) {
-    ADSM_FAST_PATH(g_memcpy, fn(dst, src, n), memcpy_slow(dst, src, n));
+    if (__builtin_expect(n < kBulk, 1)) return REAL(memcpy)(dst, src, n);
+    return memcpy_slow(dst, src, n);
 }
 
 INTERCEPTOR(void *, memmove, void *dst, const void *src, size_t n) {
-    ADSM_FAST_PATH(g_memmove, fn(dst, src, n), memmove_slow(dst, src, n));
+    if (__builtin_expect(n < kBulk, 1)) return REAL(memmove)(dst, src, n);
+    return memmove_slow(dst, src, n);
 }
 
 INTERCEPTOR(void *, memset, void *dst, int value, size_t n) {
-    ADSM_FAST_PATH(g_memset, fn(dst, value, n), memset_slow(dst, value, n));
+    if (__builtin_expect(n < kBulk, 1)) return REAL(memset)(dst, value, n);
+    return memset_slow(dst, value, n);
 }
 
 INTERCEPTOR(void *, mempcpy, void *dst, const void *src, size_t n) {
-    ADSM_FAST_PATH(g_mempcpy, fn(dst, src, n), mempcpy_slow(dst, src, n));
+    if (__builtin_expect(n < kBulk, 1)) return REAL(mempcpy)(dst, src, n);
+    return mempcpy_slow(dst, src, n);
 }
 
 INTERCEPTOR(void *, __memcpy_chk, void *dst, const void *src, size_t n, size_t dstlen) {

@@ -12,6 +12,7 @@
 #include "os/uffd.h"
 #include "support/invariant.h"
 #include "support/stats.h"
+#include "os/real_libc.h"
 
 namespace adsm {
 namespace {
@@ -295,7 +296,7 @@ Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uin
                 result = env_.device->copy_to_host(out + (b - off), r.dev + b, e - b);
             }
         } else {
-            memcpy(out + (b - off), r.alias + b, e - b);
+            os::real_memcpy(out + (b - off), r.alias + b, e - b);
         }
         k = j;
     }
@@ -384,7 +385,7 @@ Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, D
 Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket) {
     auto *in = static_cast<const uint8_t *>(src);
     return store(
-        r, off, len, [&](size_t b, size_t e) { memcpy(r.alias + b, in + (b - off), e - b); },
+        r, off, len, [&](size_t b, size_t e) { os::real_memcpy(r.alias + b, in + (b - off), e - b); },
         [&](size_t b, size_t e) {
             if (!ticket) return env_.device->copy_to_device(r.dev + b, in + (b - off), e - b);
             uint64_t t = env_.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, nullptr, nullptr);
@@ -395,7 +396,7 @@ Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t le
 
 Status BlockProtocol::fill(Region &r, size_t off, int value, size_t len) {
     return store(
-        r, off, len, [&](size_t b, size_t e) { memset(r.alias + b, value, e - b); },
+        r, off, len, [&](size_t b, size_t e) { os::real_memset(r.alias + b, value, e - b); },
         [&](size_t b, size_t e) { return env_.device->fill(r.dev + b, value, e - b); });
 }
 
@@ -674,7 +675,7 @@ Status BlockProtocol::snapshot(const Region &r, uint8_t *dst) {
             if (Status s = env_.device->copy_to_host(dst + b, r.dev + b, e - b); s != adsmSuccess && result == adsmSuccess)
                 result = s;
         } else {
-            memcpy(dst + b, r.alias + b, e - b);
+            os::real_memcpy(dst + b, r.alias + b, e - b);
         }
     }
     return result;

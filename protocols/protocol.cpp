@@ -1,26 +1,27 @@
 #include "protocols/protocol.h"
+#include "os/real_libc.h"
 
 #include <cstring>
 
 namespace adsm {
 
 Status Protocol::snapshot(const Region &r, uint8_t *dst) {
-    memcpy(dst, r.alias, r.size);
+    os::real_memcpy(dst, r.alias, r.size);
     return adsmSuccess;
 }
 
 Status HostCopyProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *) {
-    memcpy(dst, r.alias + off, len);
+    os::real_memcpy(dst, r.alias + off, len);
     return adsmSuccess;
 }
 
 Status HostCopyProtocol::write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *) {
-    memcpy(r.alias + off, src, len);
+    os::real_memcpy(r.alias + off, src, len);
     return adsmSuccess;
 }
 
 Status HostCopyProtocol::fill(Region &r, size_t off, int value, size_t len) {
-    memset(r.alias + off, value, len);
+    os::real_memset(r.alias + off, value, len);
     return adsmSuccess;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "os/vm.h"
+#include "os/real_libc.h"
 
 namespace adsm {
 
@@ -71,7 +72,7 @@ void AddressSpace::release(uintptr_t addr, size_t span) {
 
 void AddressSpace::zero(uintptr_t addr, size_t span) {
     if (span >= kPunchThreshold && !keep_pages_) os::punch_hole(host_fd_, addr - base_, span);
-    else ::memset(alias(addr), 0, span);
+    else os::real_memset(alias(addr), 0, span);
 }
 
 void AddressSpace::prefault(uintptr_t addr, size_t span) {

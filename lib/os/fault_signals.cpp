@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "os/futex_lock.h"
-#include "os/next_symbol.h"
+#include "os/real_libc.h"
 
 namespace adsm::os {
 namespace {
@@ -30,8 +30,6 @@ ChainTarget g_chain[NSIG];
 FutexLock g_chain_lock;  // writers only
 std::mutex g_install_mu;
 
-using SigactionFn = int (*)(int, const struct sigaction *, struct sigaction *);
-
 void handler(int sig, siginfo_t *info, void *uctx) {
     int saved_errno = errno;
     int n = g_nhooks.load(std::memory_order_acquire);
@@ -47,15 +45,6 @@ void handler(int sig, siginfo_t *info, void *uctx) {
 }
 
 }  // namespace
-
-int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-    static SigactionFn fn = reinterpret_cast<SigactionFn>(next_symbol("sigaction"));
-    if (!fn) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return fn(sig, act, old);
-}
 
 int install_fault_handler(int sig, bool on_alt_stack) {
     if (sig <= 0 || sig >= NSIG) return -EINVAL;

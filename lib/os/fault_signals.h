@@ -43,9 +43,6 @@ void deliver_bus_error(void *addr, void *ucontext);
 // does nothing) for signals the runtime does not own.
 bool app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
-// The C library's sigaction, bypassing any interposer.
-int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-
 // Gives the calling thread an alternate signal stack, so that a stack
 // overflow still reaches the handler.  Idempotent per thread.
 void ensure_alt_stack();

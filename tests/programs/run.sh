@@ -2,15 +2,28 @@
 # Runs one real, unmodified program from Debian's packages under the preload
 # with a low malloc threshold (so most of its heap is shared memory), in
 # every protocol, plainly and in chaos mode, and compares what it prints
-# byte for byte with a run without the preload.
+# byte for byte with a run without the preload.  Given an allocator's
+# library too, that allocator is preloaded with libadsm, after it or before
+# it; ADSM_PROGRAM_PROTOCOLS picks a subset of the protocols.
 #
-#   run.sh PROGRAM LIBADSM WORKDIR      PROGRAM: python3 sqlite3 gzip sort copy
+#   run.sh PROGRAM LIBADSM WORKDIR [ALLOCATOR after|before]
+#   PROGRAM: python3 sqlite3 gzip sort copy
 set -euo pipefail
-program=$1 lib=$2 work=$3
+program=$1 lib=$2 work=$3 allocator=${4:-} order=${5:-after}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
+preload=$lib name=$program
+if [ -n "$allocator" ]; then
+    case "$order" in
+        after) preload="$lib:$allocator" ;;
+        before) preload="$allocator:$lib" ;;
+        *) echo "order must be after or before, not $order" >&2; exit 2 ;;
+    esac
+    name="$program.$(basename "$allocator" | cut -d. -f1).$order"
+fi
 
 # Inputs, made once per work directory.
+# Tests run in parallel: each input appears whole, under its name, at once.
 big="$work/big.bin"
 if [ ! -s "$big" ]; then
     # 50 MB of compressible text with some noise.
@@ -24,10 +37,14 @@ while n < 50_000_000:
     line = b' '.join(r.choice(words) for _ in range(12)) + b' %d\n' % r.getrandbits(32)
     out.write(line)
     n += len(line)
-" >"$big"
+" >"$big.$$"
+    mv -f "$big.$$" "$big"
 fi
 lines="$work/lines.txt"
-[ -s "$lines" ] || head -c 20000000 "$big" >"$lines"
+if [ ! -s "$lines" ]; then
+    head -c 20000000 "$big" >"$lines.$$"
+    mv -f "$lines.$$" "$lines"
+fi
 
 # The command for a program; it writes what it computes to stdout.
 run() {
@@ -46,20 +63,21 @@ run() {
     esac
 }
 
-run ref >"$work/$program.expected"
+run "$name.ref" >"$work/$name.expected"
 status=0
-for protocol in batch lazy rolling delta; do
+for protocol in ${ADSM_PROGRAM_PROTOCOLS:-batch lazy rolling delta}; do
     for chaos in 0 "${ADSM_PROGRAM_CHAOS:-1000}"; do
         label="$protocol$([ "$chaos" = 0 ] || echo "+chaos")"
-        if ! LD_PRELOAD="$lib" ADSM_MALLOC_THRESHOLD=4K ADSM_PROTOCOL=$protocol ADSM_CHAOS_RELEASE_EVERY=$chaos \
-             ADSM_CHAOS_SEED=$RANDOM run "$label" >"$work/$program.$label" 2>"$work/$program.$label.err"; then
-            echo "$program under $label: exit status $?"; cat "$work/$program.$label.err"; status=1; continue
+        out="$work/$name.$label"
+        if ! LD_PRELOAD="$preload" ADSM_MALLOC_THRESHOLD=4K ADSM_PROTOCOL=$protocol ADSM_CHAOS_RELEASE_EVERY=$chaos \
+             ADSM_CHAOS_SEED=$RANDOM run "$name.$label" >"$out" 2>"$out.err"; then
+            echo "$name under $label: exit status $?"; cat "$out.err"; status=1; continue
         fi
-        if cmp -s "$work/$program.expected" "$work/$program.$label"; then
-            echo "$program under $label: identical"
+        if cmp -s "$work/$name.expected" "$out"; then
+            echo "$name under $label: identical"
         else
-            echo "$program under $label: DIFFERENT"; diff "$work/$program.expected" "$work/$program.$label" | head -5
-            cat "$work/$program.$label.err"; status=1
+            echo "$name under $label: DIFFERENT"; diff "$work/$name.expected" "$out" | head -5
+            cat "$out.err"; status=1
         fi
     done
 done

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "os/next_symbol.h"
+#include "os/real_libc.h"
 #include "support/log.h"
 
 namespace adsm::cuda {
@@ -29,14 +29,14 @@ Status load(Driver *d) {
                     "and on the loader's path?",
                     kLibrary, dlerror());
 #define ADSM_CUDA_RESOLVE(fn, symbol)                                                                          \
-    d->fn = reinterpret_cast<decltype(d->fn)>(os::library_symbol(lib, symbol));                                \
+    d->fn = reinterpret_cast<decltype(d->fn)>(os::real_dlsym(lib, symbol));                                \
     if (!d->fn)                                                                                                \
         return fail(adsmErrorNoDevice, "ADSM_DEVICE=cuda: the driver in %s lacks %s (driver too old?)", kLibrary, \
                     symbol);
     ADSM_CUDA_ENTRY_POINTS(ADSM_CUDA_RESOLVE)
 #undef ADSM_CUDA_RESOLVE
 #define ADSM_CUDA_RESOLVE_OPTIONAL(fn, symbol) \
-    d->fn = reinterpret_cast<decltype(d->fn)>(os::library_symbol(lib, symbol));
+    d->fn = reinterpret_cast<decltype(d->fn)>(os::real_dlsym(lib, symbol));
     ADSM_CUDA_OPTIONAL_ENTRY_POINTS(ADSM_CUDA_RESOLVE_OPTIONAL)
 #undef ADSM_CUDA_RESOLVE_OPTIONAL
     if (CUresult r = d->cuInit(0); r != CUDA_SUCCESS) {

@@ -10,6 +10,7 @@
 #include "os/clock.h"
 #include "os/futex.h"
 #include "support/trace.h"
+#include "os/real_libc.h"
 
 namespace adsm {
 
@@ -118,7 +119,7 @@ void CopyEngine::run() {
 
         bool timed = link_.enabled() || trace::enabled();
         uint64_t t0 = timed ? os::now_ns() : 0;
-        memcpy(dst, src, n);
+        os::real_memcpy(dst, src, n);
         if (link_.enabled()) os::sleep_until_ns(link_.reserve(dir, n, t0));
         if (trace::enabled()) trace::copy(dir == Direction::to_device, n, dev, t0, true);
         if (done) done(arg, adsmSuccess);

@@ -25,6 +25,7 @@
 #include "support/log.h"
 #include "support/stats.h"
 #include "support/trace.h"
+#include "os/real_libc.h"
 
 namespace adsm {
 namespace {
@@ -122,7 +123,7 @@ void SimDevice::sync_floor(uint64_t start) {
 Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
-    memcpy(dma_ + (dev - base_), src, n);
+    os::real_memcpy(dma_ + (dev - base_), src, n);
     transfer_done(Direction::to_device, n, dev, t0);
     sync_floor(t0);
     stats().add(Counter::h2d_transfers);
@@ -133,7 +134,7 @@ Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
-    memcpy(dst, dma_ + (dev - base_), n);
+    os::real_memcpy(dst, dma_ + (dev - base_), n);
     transfer_done(Direction::to_host, n, dev, t0);
     sync_floor(t0);
     stats().add(Counter::d2h_transfers);
@@ -143,7 +144,7 @@ Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
 
 Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    memset(dma_ + (dev - base_), value, n);
+    os::real_memset(dma_ + (dev - base_), value, n);
     stats().add(Counter::device_fills);
     return adsmSuccess;
 }

@@ -1,0 +1,23 @@
+// The C library's functions for the runtime's own use, past the preload's
+// interposers: a copy the runtime makes into or out of shared memory must
+// not be taken for the program's.  Outside the preload (the sanitizer
+// build, tests that link the runtime's objects) they are the C library's
+// functions all the same.  Resolved through the one table (real_table.h).
+#pragma once
+
+#include <signal.h>
+#include <stddef.h>
+
+namespace adsm::os {
+
+void *real_memcpy(void *dst, const void *src, size_t n);
+void *real_memmove(void *dst, const void *src, size_t n);
+void *real_memset(void *dst, int value, size_t n);
+int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+// dlsym past the preload's own (which hands out GPU wrappers), for the
+// back-ends that need a driver's functions themselves.  RTLD_NEXT means
+// after libadsm.
+void *real_dlsym(void *handle, const char *name);
+
+}  // namespace adsm::os
