@@ -1,5 +1,8 @@
 #include "backend/exec/grid_runner.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include "backend/exec/kernel_guard.h"
 #include "os/fault_signals.h"
 #include "os/futex.h"
@@ -81,7 +84,13 @@ __attribute__((noinline)) void run_blocks(const adsmKernelFunc fn, adsmDim3 grid
 
 void GridRunner::work() {
     GuardFrame frame;
+    // The fault handler runs with asynchronous signals held back; a jump out
+    // of it leaves them so unless the mask is put back.  Saved here rather
+    // than by sigsetjmp, which would cost a system call per kernel.
+    sigset_t mask;
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
     if (sigsetjmp(frame.env, 0) != 0) {
+        pthread_sigmask(SIG_SETMASK, &mask, nullptr);
         // The kernel faulted on this thread; the first fault is the report.
         bool expected = false;
         if (faulted_.compare_exchange_strong(expected, true)) {
