@@ -1,7 +1,8 @@
 #include "protocols/protocol.h"
-#include "os/real_libc.h"
 
 #include <cstring>
+
+#include "os/real_libc.h"
 
 namespace adsm {
 

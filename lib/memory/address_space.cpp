@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "os/vm.h"
 #include "os/real_libc.h"
+#include "os/vm.h"
 
 namespace adsm {
 

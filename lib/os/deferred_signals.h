@@ -14,13 +14,19 @@
 
 namespace adsm::os {
 
+// Every signal but those that report a fault of the thread itself.
+inline sigset_t async_signals() {
+    sigset_t set;
+    sigfillset(&set);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&set, s);
+    return set;
+}
+
 class DeferredSignals {
 public:
     DeferredSignals() {
-        sigset_t all;
-        sigfillset(&all);
-        for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&all, s);
-        pthread_sigmask(SIG_BLOCK, &all, &old_);
+        sigset_t async = async_signals();
+        pthread_sigmask(SIG_BLOCK, &async, &old_);
     }
     ~DeferredSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
     DeferredSignals(const DeferredSignals &) = delete;

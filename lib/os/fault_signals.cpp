@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "os/deferred_signals.h"
 #include "os/futex_lock.h"
 #include "os/real_libc.h"
 
@@ -60,8 +61,7 @@ int install_fault_handler(int sig, bool on_alt_stack) {
     // asynchronous signal may interrupt it: a handler of the program's that
     // touched shared memory would fault and wait for those locks.  Faults
     // stay open, the handler's own included.
-    sigfillset(&sa.sa_mask);
-    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&sa.sa_mask, s);
+    sa.sa_mask = async_signals();
     // Re-installing (to add the alternate stack) keeps the chain target.
     struct sigaction displaced;
     if (real_sigaction(sig, &sa, &displaced) != 0) return -errno;
@@ -99,33 +99,40 @@ bool app_sigaction(int sig, const struct sigaction *act, struct sigaction *old) 
     return true;
 }
 
-void chain_fault(int sig, siginfo_t *info, void *uctx) {
-    ChainTarget &t = g_chain[sig];
-    struct sigaction prev = t.slot[t.current.load(std::memory_order_acquire)];
-    if (prev.sa_flags & SA_SIGINFO) {
-        if (prev.sa_sigaction) {
-            prev.sa_sigaction(sig, info, uctx);
-            return;
-        }
-    } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler) {
-        prev.sa_handler(sig);
-        return;
+// Runs the program's handler in `act`, if it has one, as the kernel would.
+static bool run_program_handler(const struct sigaction &act, int sig, siginfo_t *info, void *uctx) {
+    if (act.sa_flags & SA_SIGINFO) {
+        if (!act.sa_sigaction) return false;
+        act.sa_sigaction(sig, info, uctx);
+        return true;
     }
-    // Default action.  A fault raised by the hardware repeats when the
-    // instruction restarts; one sent by kill() must be raised again.
+    if (act.sa_handler == SIG_DFL || act.sa_handler == SIG_IGN || !act.sa_handler) return false;
+    act.sa_handler(sig);
+    return true;
+}
+
+// Gives sig back its default action; with raise_now, takes it at once.
+static void take_default_action(int sig, bool raise_now) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     real_sigaction(sig, &dfl, nullptr);
-    t.owned.store(false, std::memory_order_release);
-    if (info == nullptr || info->si_code <= 0) {
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, sig);
-        pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-        raise(sig);
-    }
+    g_chain[sig].owned.store(false, std::memory_order_release);
+    if (!raise_now) return;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    raise(sig);
+}
+
+void chain_fault(int sig, siginfo_t *info, void *uctx) {
+    ChainTarget &t = g_chain[sig];
+    if (run_program_handler(t.slot[t.current.load(std::memory_order_acquire)], sig, info, uctx)) return;
+    // A fault raised by the hardware repeats when the instruction restarts;
+    // one sent by kill() must be raised again.
+    take_default_action(sig, info == nullptr || info->si_code <= 0);
 }
 
 void deliver_bus_error(void *addr, void *uctx) {
@@ -138,27 +145,10 @@ void deliver_bus_error(void *addr, void *uctx) {
     ChainTarget &t = g_chain[SIGBUS];
     if (t.owned.load(std::memory_order_acquire)) act = t.slot[t.current.load(std::memory_order_acquire)];
     else if (real_sigaction(SIGBUS, nullptr, &act) != 0) act.sa_handler = SIG_DFL, act.sa_flags = 0;
-    if ((act.sa_flags & SA_SIGINFO) && act.sa_sigaction) {
-        act.sa_sigaction(SIGBUS, &info, uctx);
-        return;
-    }
-    if (!(act.sa_flags & SA_SIGINFO) && act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN) {
-        act.sa_handler(SIGBUS);
-        return;
-    }
+    if (run_program_handler(act, SIGBUS, &info, uctx)) return;
     // Ignoring a bus error would retry the access forever: the default
     // action, as the kernel gives a hardware one.
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    real_sigaction(SIGBUS, &dfl, nullptr);
-    t.owned.store(false, std::memory_order_release);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGBUS);
-    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-    raise(SIGBUS);
+    take_default_action(SIGBUS, true);
 }
 
 void ensure_alt_stack() {

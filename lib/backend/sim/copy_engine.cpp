@@ -1,16 +1,15 @@
 #include "backend/sim/copy_engine.h"
 
-#include <pthread.h>
-#include <signal.h>
 
 #include <sys/prctl.h>
 
 #include <cstring>
 
 #include "os/clock.h"
+#include "os/deferred_signals.h"
 #include "os/futex.h"
-#include "support/trace.h"
 #include "os/real_libc.h"
+#include "support/trace.h"
 
 namespace adsm {
 
@@ -88,9 +87,7 @@ void CopyEngine::run() {
     // An asynchronous signal handled here, while a landing holds a region's
     // lock, could fault on shared memory and wait for that lock forever:
     // the program's signals go to its own threads.
-    sigset_t async;
-    sigfillset(&async);
-    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&async, s);
+    sigset_t async = os::async_signals();
     pthread_sigmask(SIG_BLOCK, &async, nullptr);
     // The link model sleeps between copies; the default 50 us timer slack
     // would stretch every transfer.

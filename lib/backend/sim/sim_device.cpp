@@ -20,12 +20,12 @@
 #include "backend/sim/server_env.h"
 #include "os/clock.h"
 #include "os/futex.h"
+#include "os/real_libc.h"
 #include "os/spawn.h"
 #include "os/vm.h"
 #include "support/log.h"
 #include "support/stats.h"
 #include "support/trace.h"
-#include "os/real_libc.h"
 
 namespace adsm {
 namespace {
