@@ -5,8 +5,6 @@
 #include <sys/mman.h>
 
 #include "backend/device.h"
-#include "memory/address_space.h"
-#include "memory/context.h"
 #include "protocols/protocol.h"
 
 namespace adsm {
@@ -17,15 +15,15 @@ public:
     explicit Batch(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "batch"; }
 
-    Status on_alloc(Region &r, bool) override {
+    Status on_alloc(SharedObject &r, bool) override {
         r.on_device = false;
-        return env_.space->set_access(r.host, r.span, PROT_READ | PROT_WRITE);
+        return set_access(r.host, r.span, PROT_READ | PROT_WRITE);
     }
 
-    void on_free(Region &) override {}
+    void on_free(SharedObject &) override {}
 
-    Status release(Context &c) override {
-        for (Region *r = c.regions; r; r = r->next) {
+    Status release(ReleaseGroup &c) override {
+        for (SharedObject *r = c.objects; r; r = r->next) {
             if (r->on_device) continue;
             if (Status s = env_.device->copy_to_device(r->dev, r->alias, r->size); s != adsmSuccess) return s;
             r->stats.moved(true, r->size);
@@ -34,8 +32,8 @@ public:
         return adsmSuccess;
     }
 
-    Status acquire(Context &c) override {
-        for (Region *r = c.regions; r; r = r->next) {
+    Status acquire(ReleaseGroup &c) override {
+        for (SharedObject *r = c.objects; r; r = r->next) {
             if (!r->on_device) continue;
             if (Status s = env_.device->copy_to_host(r->alias, r->dev, r->size); s != adsmSuccess) return s;
             r->stats.moved(false, r->size);
@@ -45,12 +43,12 @@ public:
     }
 
     // An object still on the device (a call without its sync) is read there.
-    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override {
+    Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override {
         if (r.on_device) return env_.device->copy_to_host(dst, r.dev + off, len);
         return HostCopyProtocol::read_out(r, off, dst, len, ticket);
     }
 
-    Status snapshot(const Region &r, uint8_t *dst) override {
+    Status snapshot(const SharedObject &r, uint8_t *dst) override {
         if (r.on_device) return env_.device->copy_to_host(dst, r.dev, r.size);
         return Protocol::snapshot(r, dst);
     }

@@ -6,12 +6,11 @@
 #include <vector>
 
 #include "backend/device.h"
-#include "memory/address_space.h"
-#include "memory/context.h"
 #include "os/clock.h"
+#include "os/invariant.h"
 #include "os/real_libc.h"
 #include "os/uffd.h"
-#include "support/invariant.h"
+#include "os/vm.h"
 #include "support/stats.h"
 
 namespace adsm {
@@ -55,7 +54,7 @@ int BlockProtocol::prot_for(uint8_t state) const {
     }
 }
 
-Status BlockProtocol::protect(Region &r, uint32_t first, uint32_t last, int prot) {
+Status BlockProtocol::protect(SharedObject &r, uint32_t first, uint32_t last, int prot) {
     size_t b = r.block_begin(first), e = r.block_end(last - 1);
     if (int e2 = os::protect(reinterpret_cast<void *>(r.host + b), e - b, prot); e2 != 0)
         return fail(adsmErrorMemoryAllocation, "cannot change the protection of %zu bytes of shared memory at %p: %s", e - b,
@@ -63,14 +62,14 @@ Status BlockProtocol::protect(Region &r, uint32_t first, uint32_t last, int prot
     return adsmSuccess;
 }
 
-Status BlockProtocol::protect_page(Region &r, size_t page, int prot) {
+Status BlockProtocol::protect_page(SharedObject &r, size_t page, int prot) {
     void *at = reinterpret_cast<void *>(r.host + page * os::kPageSize);
     if (int e = os::protect(at, os::kPageSize, prot); e != 0)
         return fail(adsmErrorMemoryAllocation, "cannot change the protection of the shared page at %p: %s", at, strerror(-e));
     return adsmSuccess;
 }
 
-Status BlockProtocol::fetch(Region &r, uint32_t first, uint32_t last) {
+Status BlockProtocol::fetch(SharedObject &r, uint32_t first, uint32_t last) {
     size_t b = r.block_begin(first), e = r.block_data_end(last - 1);
     if (e <= b) return adsmSuccess;
     r.stats.moved(false, e - b);
@@ -78,7 +77,7 @@ Status BlockProtocol::fetch(Region &r, uint32_t first, uint32_t last) {
 }
 
 // Sends [begin, end) of the host copy (clipped to the object) to the device.
-Status BlockProtocol::copy_out(Region &r, size_t begin, size_t end, bool async) {
+Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool async) {
     if (end > r.size) end = r.size;
     if (end <= begin) return adsmSuccess;
     r.stats.moved(true, end - begin);
@@ -92,14 +91,14 @@ Status BlockProtocol::copy_out(Region &r, size_t begin, size_t end, bool async) 
 // blocks whole.  No lock here: this may run on the submitter's thread,
 // which holds r.lock.
 void BlockProtocol::flushed(void *arg, Status status) {
-    if (status != adsmSuccess) static_cast<Region *>(arg)->resend.store(true, std::memory_order_release);
+    if (status != adsmSuccess) static_cast<SharedObject *>(arg)->resend.store(true, std::memory_order_release);
 }
 
-Status BlockProtocol::on_alloc(Region &r, bool zeroed) {
+Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
     size_t bs = policy_.whole_object || block_size_ > r.span ? r.span : block_size_;
     r.block_size = static_cast<uint32_t>(bs);
     r.nblocks = static_cast<uint32_t>((r.span + bs - 1) / bs);
-    if (r.nblocks <= Region::kInlineBlocks) {
+    if (r.nblocks <= SharedObject::kInlineBlocks) {
         r.blocks = r.inline_blocks;
     } else {
         r.blocks = new (std::nothrow) uint8_t[r.nblocks];
@@ -114,13 +113,14 @@ Status BlockProtocol::on_alloc(Region &r, bool zeroed) {
     uint8_t initial = silent_writes() ? kDirty : kReadOnly;
     memset(r.blocks, initial, r.nblocks);
     if (env_.tracker) {
-        if (Status s = env_.tracker->arm(r.host, r.span); s != adsmSuccess) return s;
+        if (int e = env_.tracker->arm(r.host, r.span))
+            return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", r.span, strerror(e));
     }
     if (zeroed) env_.device->fill(r.dev, 0, r.size);
-    return env_.space->set_access(r.host, r.span, prot_for(initial));
+    return set_access(r.host, r.span, prot_for(initial));
 }
 
-void BlockProtocol::on_free(Region &r) {
+void BlockProtocol::on_free(SharedObject &r) {
     // No background copy may touch the range once it can be reused; what
     // they did no longer matters.
     (void)env_.device->wait_copies(Device::kAllCopies);
@@ -131,7 +131,7 @@ void BlockProtocol::on_free(Region &r) {
     r.dirty_pages = nullptr;
 }
 
-void BlockProtocol::wait_incoming(Region &r, uint32_t k) {
+void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
     uint64_t t = r.prefetch_ticket;
     r.lock.unlock();
@@ -145,7 +145,7 @@ void BlockProtocol::wait_incoming(Region &r, uint32_t k) {
     for (uint32_t i = 0; i < r.nblocks; ++i) r.blocks[i] &= static_cast<uint8_t>(~kIncoming);
 }
 
-void BlockProtocol::lock_settled(Region &r, uint32_t first, uint32_t last) {
+void BlockProtocol::lock_settled(SharedObject &r, uint32_t first, uint32_t last) {
     r.lock.lock();
     for (uint32_t k = first; r.blocks && k < last;) {
         if (r.blocks[k] & kIncoming) {
@@ -157,7 +157,7 @@ void BlockProtocol::lock_settled(Region &r, uint32_t first, uint32_t last) {
     }
 }
 
-Status BlockProtocol::coarsen(Region &r) {
+Status BlockProtocol::coarsen(SharedObject &r) {
     ADSM_HOLDS(r.lock);
     // Every block's data goes into the host copy first, then the whole
     // region opens in one protection change, which needs no new mapping.
@@ -181,7 +181,7 @@ Status BlockProtocol::coarsen(Region &r) {
 }
 
 // Makes an Invalid block valid after its fill.  Caller holds r.lock.
-Status BlockProtocol::open_block(Region &r, uint32_t k, bool write, bool *newly_dirty) {
+Status BlockProtocol::open_block(SharedObject &r, uint32_t k, bool write, bool *newly_dirty) {
     ADSM_HOLDS(r.lock);
     ADSM_INVARIANT(r.state(k) == kInvalid, "only an Invalid block opens");
     if (r.coarse) return coarsen(r);
@@ -192,7 +192,7 @@ Status BlockProtocol::open_block(Region &r, uint32_t k, bool write, bool *newly_
     return adsmSuccess;
 }
 
-Status BlockProtocol::dirty_block(Region &r, uint32_t k, bool *newly_dirty) {
+Status BlockProtocol::dirty_block(SharedObject &r, uint32_t k, bool *newly_dirty) {
     ADSM_HOLDS(r.lock);
     ADSM_INVARIANT(r.state(k) == kReadOnly, "only a ReadOnly block turns Dirty");
     if (r.coarse || protect(r, k, k + 1, prot_for(kDirty)) != adsmSuccess) return coarsen(r);
@@ -201,7 +201,7 @@ Status BlockProtocol::dirty_block(Region &r, uint32_t k, bool *newly_dirty) {
     return adsmSuccess;
 }
 
-Protocol::FaultOutcome BlockProtocol::on_fault(Region &r, uintptr_t addr, bool write) {
+Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, bool write) {
     size_t off = addr - r.host;
     r.lock.lock();
     if (!r.blocks || !r.live.load(std::memory_order_acquire)) {
@@ -273,7 +273,7 @@ Protocol::FaultOutcome BlockProtocol::on_fault(Region &r, uintptr_t addr, bool w
     return FaultOutcome::retry;
 }
 
-Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket) {
+Status BlockProtocol::read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket) {
     if (len == 0) return adsmSuccess;
     uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;
     lock_settled(r, first, last);
@@ -305,7 +305,7 @@ Status BlockProtocol::read_out(Region &r, size_t off, void *dst, size_t len, uin
 }
 
 template <class HostPut, class DevicePut>
-Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, DevicePut &&device) {
+Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&host, DevicePut &&device) {
     if (len == 0) return adsmSuccess;
     uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;
     lock_settled(r, first, last);
@@ -382,7 +382,7 @@ Status BlockProtocol::store(Region &r, size_t off, size_t len, HostPut &&host, D
     return result;
 }
 
-Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket) {
+Status BlockProtocol::write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket) {
     auto *in = static_cast<const uint8_t *>(src);
     return store(
         r, off, len, [&](size_t b, size_t e) { os::real_memcpy(r.alias + b, in + (b - off), e - b); },
@@ -394,7 +394,7 @@ Status BlockProtocol::write_in(Region &r, size_t off, const void *src, size_t le
         });
 }
 
-Status BlockProtocol::fill(Region &r, size_t off, int value, size_t len) {
+Status BlockProtocol::fill(SharedObject &r, size_t off, int value, size_t len) {
     return store(
         r, off, len, [&](size_t b, size_t e) { os::real_memset(r.alias + b, value, e - b); },
         [&](size_t b, size_t e) { return env_.device->fill(r.dev + b, value, e - b); });
@@ -402,7 +402,7 @@ Status BlockProtocol::fill(Region &r, size_t off, int value, size_t len) {
 
 namespace {
 struct CollectArgs {
-    Region *r;
+    SharedObject *r;
     bool page_precise;
     std::vector<std::pair<size_t, size_t>> *runs;  // page-precise: byte ranges to send
 };
@@ -410,7 +410,7 @@ struct CollectArgs {
 
 // Blocks [first, last) keep their host copy as the current one after a copy
 // of them failed: Dirty, sent whole at the next release, open again.
-void BlockProtocol::keep_open(Region &r, uint32_t first, uint32_t last) {
+void BlockProtocol::keep_open(SharedObject &r, uint32_t first, uint32_t last) {
     for (uint32_t k = first; k < last; ++k) {
         r.set_state(k, kDirty);
         r.blocks[k] |= kForced;
@@ -423,7 +423,7 @@ void BlockProtocol::keep_open(Region &r, uint32_t first, uint32_t last) {
 // Flushes what the device lacks and closes every block.  Caller holds
 // r.lock.  On failure, blocks whose data did not reach the device stay Dirty
 // and open, so nothing current is lost.
-Status BlockProtocol::flush_region(Region &r) {
+Status BlockProtocol::flush_region(SharedObject &r) {
     ADSM_HOLDS(r.lock);
     if (!r.blocks) return adsmSuccess;
     bool any_open = false;
@@ -445,7 +445,7 @@ Status BlockProtocol::flush_region(Region &r) {
     uint64_t t0 = os::now_ns();
     if (env_.tracker) {
         CollectArgs a{&r, policy_.page_precise, &runs};
-        Status s = env_.tracker->collect(
+        int e = env_.tracker->collect(
             r.host, r.span,
             [](void *p, uintptr_t start, size_t len) {
                 auto *a = static_cast<CollectArgs *>(p);
@@ -457,7 +457,7 @@ Status BlockProtocol::flush_region(Region &r) {
                 }
             },
             &a);
-        if (s != adsmSuccess) {
+        if (e != 0) {
             // Which pages were written is unknown: every open block goes whole.
             for (uint32_t k = 0; k < r.nblocks; ++k)
                 if (r.state(k) != kInvalid) r.blocks[k] |= kForced;
@@ -523,7 +523,7 @@ Status BlockProtocol::flush_region(Region &r) {
 
 // Every block becomes Invalid; a prediction weakens by one sync, and ends
 // at once if its prefetch went unused.
-void BlockProtocol::age_predictions(Region &r) {
+void BlockProtocol::age_predictions(SharedObject &r) {
     for (uint32_t k = 0; k < r.nblocks; ++k) {
         uint8_t c = confidence(r.blocks[k]);
         bool unused_prefetch = (r.blocks[k] & kLanded) != 0;
@@ -531,7 +531,7 @@ void BlockProtocol::age_predictions(Region &r) {
     }
 }
 
-void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
+void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
     if (!r.blocks || r.state(k) != kDirty || r.coarse) return;
     size_t b = r.block_begin(k), e = r.block_end(k);
@@ -546,9 +546,8 @@ void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
         // (and starts watching afresh); the block stays writable, and later
         // writes are found again at the release.
         bool written = r.blocks[k] & kForced;
-        if (env_.tracker->collect(
-                r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; }, &written) !=
-            adsmSuccess)
+        if (env_.tracker->collect(r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; },
+                                  &written) != 0)
             return;  // unknown: leave it for the release, which sends it whole
         if (written) copy_out(r, b, e, true);
         r.blocks[k] &= static_cast<uint8_t>(~kForced);
@@ -562,12 +561,12 @@ void BlockProtocol::flush_block_async(Region &r, uint32_t k) {
     r.blocks[k] &= static_cast<uint8_t>(~kForced);
 }
 
-Status BlockProtocol::release(Context &c) {
+Status BlockProtocol::release(ReleaseGroup &c) {
     // Background copies of these blocks must land before the final ones; a
     // failed one has marked its region for a whole resend, done below.
     (void)env_.device->wait_copies(Device::kAllCopies);
     Status result = adsmSuccess;
-    for (Region *r = c.regions; r; r = r->next) {
+    for (SharedObject *r = c.objects; r; r = r->next) {
         os::FutexGuard g(r->lock);
         // Every region is flushed even after a failure, so that a retried
         // call has as little left to send as possible.
@@ -577,10 +576,10 @@ Status BlockProtocol::release(Context &c) {
     return result;
 }
 
-Status BlockProtocol::acquire(Context &c) {
+Status BlockProtocol::acquire(ReleaseGroup &c) {
     if (!policy_.learn_reads) return adsmSuccess;
     // A prefetch that cannot start costs a fault later, nothing more.
-    for (Region *r = c.regions; r; r = r->next) (void)prefetch(*r);
+    for (SharedObject *r = c.objects; r; r = r->next) (void)prefetch(*r);
     return adsmSuccess;
 }
 
@@ -598,7 +597,7 @@ PrefetchRun *BlockProtocol::take_run() {
 // on.  Runs are gathered a few at a time under the lock and submitted
 // outside it (a copy done on the spot lands under that lock).  No heap: an
 // acquire can run in the fault handler.
-Status BlockProtocol::prefetch(Region &r) {
+Status BlockProtocol::prefetch(SharedObject &r) {
     constexpr unsigned kBatch = 16;
     for (uint32_t from = 0;;) {
         PrefetchRun *batch[kBatch];
@@ -644,7 +643,7 @@ Status BlockProtocol::prefetch(Region &r) {
 // Once a prefetch has ended (on the copy engine's thread, or on the spot).
 void BlockProtocol::prefetched(void *arg, Status status) {
     auto *run = static_cast<PrefetchRun *>(arg);
-    Region &r = *run->region;
+    SharedObject &r = *run->region;
     {
         os::FutexGuard g(r.lock);
         if (r.blocks && r.live.load() && r.id == run->id && r.generation == run->generation) {
@@ -665,7 +664,7 @@ void BlockProtocol::prefetched(void *arg, Status status) {
     run->busy.store(false, std::memory_order_release);
 }
 
-Status BlockProtocol::snapshot(const Region &r, uint8_t *dst) {
+Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst) {
     if (!r.blocks) return Protocol::snapshot(r, dst);
     Status result = adsmSuccess;
     for (uint32_t k = 0; k < r.nblocks; ++k) {

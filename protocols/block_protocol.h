@@ -49,7 +49,7 @@ struct BlockPolicy {
 // for the kernels there) where the heap is off limits.
 struct PrefetchRun {
     class BlockProtocol *protocol;
-    Region *region;
+    SharedObject *region;
     uint32_t id, generation, first, last;
     std::atomic<bool> busy{false};
 };
@@ -59,24 +59,24 @@ public:
     BlockProtocol(const ProtocolEnv &env, BlockPolicy policy);
 
     bool uses_faults() const override { return true; }
-    Status on_alloc(Region &r, bool zeroed) override;
-    void on_free(Region &r) override;
-    Status release(Context &c) override;
-    Status acquire(Context &c) override;
-    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
-    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
-    Status fill(Region &r, size_t off, int value, size_t len) override;
-    FaultOutcome on_fault(Region &r, uintptr_t addr, bool write) override;
-    Status snapshot(const Region &r, uint8_t *dst) override;
+    Status on_alloc(SharedObject &r, bool zeroed) override;
+    void on_free(SharedObject &r) override;
+    Status release(ReleaseGroup &c) override;
+    Status acquire(ReleaseGroup &c) override;
+    Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
+    Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
+    Status fill(SharedObject &r, size_t off, int value, size_t len) override;
+    FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override;
+    Status snapshot(const SharedObject &r, uint8_t *dst) override;
 
 protected:
     // Policy hooks, called without any region lock held.
-    virtual void dirtied(Region &, uint32_t /*block*/) {}
-    virtual void released(Context &) {}
+    virtual void dirtied(SharedObject &, uint32_t /*block*/) {}
+    virtual void released(ReleaseGroup &) {}
 
     // Starts sending a Dirty block to the device in the background, whole;
     // the block stays usable.  Caller holds r.lock.
-    void flush_block_async(Region &r, uint32_t k);
+    void flush_block_async(SharedObject &r, uint32_t k);
 
     const ProtocolEnv &env() const { return env_; }
 
@@ -87,30 +87,30 @@ private:
     bool page_faults() const { return policy_.page_precise && !env_.tracker; }
     int prot_for(uint8_t state) const;
 
-    Status fetch(Region &r, uint32_t first, uint32_t last);
-    Status protect(Region &r, uint32_t first, uint32_t last, int prot);
-    Status protect_page(Region &r, size_t page, int prot);
+    Status fetch(SharedObject &r, uint32_t first, uint32_t last);
+    Status protect(SharedObject &r, uint32_t first, uint32_t last, int prot);
+    Status protect_page(SharedObject &r, size_t page, int prot);
     // Invalid -> ReadOnly or Dirty once its data is in place; a block whose
     // protection cannot be changed alone opens with its whole region.
-    Status open_block(Region &r, uint32_t k, bool write, bool *newly_dirty);
+    Status open_block(SharedObject &r, uint32_t k, bool write, bool *newly_dirty);
     // ReadOnly -> Dirty.
-    Status dirty_block(Region &r, uint32_t k, bool *newly_dirty);
-    Status coarsen(Region &r);
+    Status dirty_block(SharedObject &r, uint32_t k, bool *newly_dirty);
+    Status coarsen(SharedObject &r);
     // Takes r.lock once no block in [first, last) is being prefetched.
-    void lock_settled(Region &r, uint32_t first, uint32_t last);
+    void lock_settled(SharedObject &r, uint32_t first, uint32_t last);
     // With r.lock held (released while waiting): waits for the prefetch
     // filling block k.  One that ended without landing (its copy failed)
     // leaves k Invalid and closed, for a fetch of its own.
-    void wait_incoming(Region &r, uint32_t k);
+    void wait_incoming(SharedObject &r, uint32_t k);
     // write_in and fill: `put(dst, begin, end)` writes bytes [begin, end) of
     // the region at dst (the alias or the device view).
     template <class HostPut, class DevicePut>
-    Status store(Region &r, size_t off, size_t len, HostPut &&host, DevicePut &&device);
-    Status flush_region(Region &r);
-    Status copy_out(Region &r, size_t begin, size_t end, bool async);
-    void keep_open(Region &r, uint32_t first, uint32_t last);
-    void age_predictions(Region &r);
-    Status prefetch(Region &r);
+    Status store(SharedObject &r, size_t off, size_t len, HostPut &&host, DevicePut &&device);
+    Status flush_region(SharedObject &r);
+    Status copy_out(SharedObject &r, size_t begin, size_t end, bool async);
+    void keep_open(SharedObject &r, uint32_t first, uint32_t last);
+    void age_predictions(SharedObject &r);
+    Status prefetch(SharedObject &r);
     PrefetchRun *take_run();
     static void prefetched(void *arg, Status status);
     static void flushed(void *arg, Status status);

@@ -3,7 +3,6 @@
 // devices, whatever ADSM_PROTOCOL says.
 #include <sys/mman.h>
 
-#include "memory/address_space.h"
 #include "protocols/protocol.h"
 
 namespace adsm {
@@ -13,10 +12,10 @@ class Integrated final : public HostCopyProtocol {
 public:
     explicit Integrated(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "integrated"; }
-    Status on_alloc(Region &r, bool) override { return env_.space->set_access(r.host, r.span, PROT_READ | PROT_WRITE); }
-    void on_free(Region &) override {}
-    Status release(Context &) override { return adsmSuccess; }
-    Status acquire(Context &) override { return adsmSuccess; }
+    Status on_alloc(SharedObject &r, bool) override { return set_access(r.host, r.span, PROT_READ | PROT_WRITE); }
+    void on_free(SharedObject &) override {}
+    Status release(ReleaseGroup &) override { return adsmSuccess; }
+    Status acquire(ReleaseGroup &) override { return adsmSuccess; }
 
 private:
     ProtocolEnv env_;

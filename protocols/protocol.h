@@ -3,10 +3,11 @@
 // memory manager calls it at the two moments the ADSM model defines
 // (release at adsmCall, acquire at adsmSync), when the runtime itself
 // touches shared data for the program, and from the fault handler when the
-// CPU touches a block it may not touch yet.
+// CPU touches a block it may not touch yet.  It sees the manager's regions
+// and contexts as SharedObjects and ReleaseGroups (shared_object.h).
 //
 // release, acquire, read_out, write_in and fill run with the owning
-// context's lock held;
+// group's lock held;
 // on_fault runs in a signal handler and must stay async-signal-safe.  Each
 // protocol is one class in its own file, registered by one line in
 // registry.cpp.
@@ -16,22 +17,20 @@
 #include <string>
 #include <vector>
 
-#include "memory/region.h"
+#include "protocols/shared_object.h"
 #include "support/config.h"
 #include "support/status.h"
 
 namespace adsm {
 
 class Device;
-class AddressSpace;
-struct Context;
+struct ReleaseGroup;
 namespace os {
 class UffdTracker;
 }
 
 struct ProtocolEnv {
     Device *device;
-    AddressSpace *space;
     const Config *config;
     os::UffdTracker *tracker;  // fault-free write tracking, or nullptr: write faults
 };
@@ -43,43 +42,43 @@ public:
     // Whether CPU accesses can fault (the runtime then installs its handler).
     virtual bool uses_faults() const { return false; }
 
-    virtual void context_created(Context &) {}
-    virtual void context_destroyed(Context &) {}
+    virtual void context_created(ReleaseGroup &) {}
+    virtual void context_destroyed(ReleaseGroup &) {}
 
-    // A new region whose host copy is current (zeroed: and all zeros);
+    // A new object whose host copy is current (zeroed: and all zeros);
     // sets its block table, access and state.
-    virtual Status on_alloc(Region &r, bool zeroed) = 0;
-    // The region is about to disappear; no copy may touch it afterwards.
-    virtual void on_free(Region &r) = 0;
+    virtual Status on_alloc(SharedObject &r, bool zeroed) = 0;
+    // The object is about to disappear; no copy may touch it afterwards.
+    virtual void on_free(SharedObject &r) = 0;
 
-    // adsmCall: make the device copy of every region of the context current.
-    virtual Status release(Context &c) = 0;
-    // adsmSync: the context's kernels are done; hand its regions back to the CPU.
-    virtual Status acquire(Context &c) = 0;
+    // adsmCall: make the device copy of every object of the group current.
+    virtual Status release(ReleaseGroup &c) = 0;
+    // adsmSync: the group's kernels are done; hand its objects back to the CPU.
+    virtual Status acquire(ReleaseGroup &c) = 0;
 
     // The runtime's own accesses to shared data, for the program (adsmMemcpy,
-    // adsmMemset, interposed I/O and bulk memory): copy the region's current
+    // adsmMemset, interposed I/O and bulk memory): copy the object's current
     // contents of [off, off+len) to dst; write src there; fill it with a
     // byte.  The caller has checked the range.  Whole blocks whose current
     // copy is on the device move from or to the device directly, without a
     // round trip through the host copy.  With `ticket`, those device copies
     // may still be under way on return: the caller keeps dst or src as they
     // are until Device::wait_copies(*ticket).
-    virtual Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) = 0;
-    virtual Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) = 0;
-    virtual Status fill(Region &r, size_t off, int value, size_t len) = 0;
+    virtual Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) = 0;
+    virtual Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) = 0;
+    virtual Status fill(SharedObject &r, size_t off, int value, size_t len) = 0;
 
-    // The CPU faulted at addr inside r's host range.  Async-signal-safe.
+    // The CPU faulted at addr inside o's host range.  Async-signal-safe.
     enum class FaultOutcome {
         not_mine,  // nothing the protocol protects: the fault is the program's
         retry,     // the access may run again
         failed,    // the data could not be brought in (a device error): the
                    // access must not run again on stale data
     };
-    virtual FaultOutcome on_fault(Region &, uintptr_t, bool) { return FaultOutcome::not_mine; }
+    virtual FaultOutcome on_fault(SharedObject &, uintptr_t, bool) { return FaultOutcome::not_mine; }
 
-    // Writes the region's current contents to dst (a fork child keeps them).
-    virtual Status snapshot(const Region &r, uint8_t *dst);
+    // Writes the object's current contents to dst (a fork child keeps them).
+    virtual Status snapshot(const SharedObject &r, uint8_t *dst);
 };
 
 // A protocol whose host copy is the current one whenever the runtime works
@@ -88,10 +87,13 @@ public:
 // alias view.
 class HostCopyProtocol : public Protocol {
 public:
-    Status read_out(Region &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
-    Status write_in(Region &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
-    Status fill(Region &r, size_t off, int value, size_t len) override;
+    Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
+    Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
+    Status fill(SharedObject &r, size_t off, int value, size_t len) override;
 };
+
+// mprotect on the user view of [host, host+span).
+Status set_access(uintptr_t host, size_t span, int prot);
 
 struct ProtocolInfo {
     const char *name;

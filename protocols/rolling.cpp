@@ -7,7 +7,6 @@
 #include <cassert>
 #include <new>
 
-#include "memory/context.h"
 #include "protocols/block_protocol.h"
 #include "support/stats.h"
 
@@ -15,7 +14,7 @@ namespace adsm {
 namespace {
 
 struct Entry {
-    Region *region;
+    SharedObject *region;
     uint32_t id, generation, block;
 };
 
@@ -36,7 +35,7 @@ public:
     }
     const char *name() const override { return "rolling"; }
 
-    void context_created(Context &c) override {
+    void context_created(ReleaseGroup &c) override {
         auto *l = new DirtyList;
         l->capacity = static_cast<uint32_t>(capacity_);
         // One spare slot: the newest entry is in before the oldest leaves.
@@ -44,7 +43,7 @@ public:
         c.protocol_state = l;
     }
 
-    void context_destroyed(Context &c) override {
+    void context_destroyed(ReleaseGroup &c) override {
         auto *l = static_cast<DirtyList *>(c.protocol_state);
         if (!l) return;
         delete[] l->entries;
@@ -54,8 +53,8 @@ public:
 
 protected:
     // In the fault handler: no allocation, only the context's futex lock.
-    void dirtied(Region &r, uint32_t block) override {
-        Context *c = r.owner;
+    void dirtied(SharedObject &r, uint32_t block) override {
+        ReleaseGroup *c = r.group;
         auto *l = c ? static_cast<DirtyList *>(c->protocol_state) : nullptr;
         if (!l) return;
         Entry victim{};
@@ -71,7 +70,7 @@ protected:
             }
         }
         if (!evict) return;
-        Region &v = *victim.region;
+        SharedObject &v = *victim.region;
         os::FutexGuard g(v.lock);
         // The victim may have been flushed, freed or reused meanwhile.
         if (v.live.load() && v.id == victim.id && v.generation == victim.generation && v.blocks &&
@@ -81,7 +80,7 @@ protected:
         }
     }
 
-    void released(Context &c) override {
+    void released(ReleaseGroup &c) override {
         auto *l = static_cast<DirtyList *>(c.protocol_state);
         if (!l) return;
         os::FutexGuard g(c.protocol_lock);

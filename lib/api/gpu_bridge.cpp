@@ -5,6 +5,7 @@
 
 #include "api/launch.h"
 #include "api/runtime.h"
+#include "os/vm.h"
 #include "support/inside.h"
 #include "support/log.h"
 

@@ -97,9 +97,10 @@ Status choose_tracker(Runtime &rt) {
         return adsmSuccess;
     }
     auto t = std::make_unique<os::UffdTracker>();
-    if (Status s = t->init(rt.space.base(), rt.space.size()); s != adsmSuccess) {
-        if (want == "uffd") return s;
-        ADSM_LOG(info, "write tracking by protection faults: %s", last_detail());
+    const char *step = "";
+    if (int e = t->init(rt.space.base(), rt.space.size(), &step)) {
+        if (want == "uffd") return fail(adsmErrorInitialization, "ADSM_DIRTY_TRACKING=uffd: %s: %s", step, strerror(e));
+        ADSM_LOG(info, "write tracking by protection faults: %s: %s", step, strerror(e));
         return adsmSuccess;
     }
     rt.tracker = std::move(t);
@@ -140,7 +141,7 @@ Status start(Runtime **out) {
         s != adsmSuccess)
         return s;
     if (Status s = choose_tracker(*rt); s != adsmSuccess) return s;
-    ProtocolEnv env{rt->device.get(), &rt->space, &rt->config, rt->tracker.get()};
+    ProtocolEnv env{rt->device.get(), &rt->config, rt->tracker.get()};
     if (Status s = make_protocol(rt->config.protocol, env, &rt->protocol); s != adsmSuccess) return s;
     rt->manager = std::make_unique<Manager>(rt->config, rt->space, rt->table, *rt->device, *rt->protocol);
     if (rt->protocol->uses_faults()) {

@@ -12,16 +12,15 @@
 #include "memory/region.h"
 #include "os/deferred_signals.h"
 #include "os/futex_lock.h"
+#include "protocols/shared_object.h"
 
 namespace adsm {
 
-struct Context {
+struct Context : ReleaseGroup {
     // Calls, syncs, frees and the region list.  The fault handler takes it
     // too (a racing access waits for the kernels), so it is held only
     // through ContextGuard, with asynchronous signals held back.
     os::FutexLock mu;
-    Region *regions = nullptr;      // owned regions (Region::next/prev)
-    size_t nregions = 0;
     // Read without `mu` by the fault handler, hence atomic.
     std::atomic<uint64_t> calls{0};           // kernels launched, ever
     std::atomic<uint64_t> unsynced_calls{0};  // kernels launched since the last sync
@@ -31,11 +30,6 @@ struct Context {
     // CPU access), kept for the next adsmSync so that it is reported once.
     Status deferred = adsmSuccess;
     char deferred_detail[256] = {};
-
-    // Per-context state of the protocol (rolling's dirty list), under its own
-    // async-signal-safe lock because the fault handler changes it.
-    os::FutexLock protocol_lock;
-    void *protocol_state = nullptr;
 
     // Identity in the context table; handles carry both.
     uint32_t slot = 0;
@@ -48,22 +42,9 @@ struct Context {
     bool holds(const Region &r) const {
         return unsynced_calls.load(std::memory_order_acquire) > 0 && r.birth_call < calls.load(std::memory_order_acquire);
     }
-
-    void link(Region *r) {
-        r->prev = nullptr;
-        r->next = regions;
-        if (regions) regions->prev = r;
-        regions = r;
-        ++nregions;
-    }
-    void unlink(Region *r) {
-        if (r->prev) r->prev->next = r->next;
-        else regions = r->next;
-        if (r->next) r->next->prev = r->prev;
-        r->prev = r->next = nullptr;
-        --nregions;
-    }
 };
+
+inline Context *Region::owner() const { return static_cast<Context *>(group); }
 
 // Holds a context's lock.  No asynchronous signal can run on this thread
 // meanwhile: a handler of the program's that touched shared memory would

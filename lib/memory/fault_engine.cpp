@@ -14,6 +14,7 @@
 #include "os/call_stack.h"
 #include "os/clock.h"
 #include "os/fault_signals.h"
+#include "os/safe_line.h"
 #include "protocols/protocol.h"
 #include "support/inside.h"
 #include "support/log.h"
@@ -43,7 +44,7 @@ bool is_write(void *uctx) {
 void report_race(const Region &r, uintptr_t addr, bool write, void *uctx, const char *action) {
     char where[384];
     os::describe_fault_site(uctx, 4, where, sizeof where);
-    SafeLine()
+    os::SafeLine()
         .str("adsm warn: the CPU ")
         .str(write ? "wrote " : "read ")
         .hex(addr)
@@ -64,7 +65,7 @@ void report_race(const Region &r, uintptr_t addr, bool write, void *uctx, const 
 // file whose page could not be read.
 void report_failed_fault(uintptr_t addr, bool write, void *uctx) {
     stats().add(Counter::failed_faults);
-    SafeLine()
+    os::SafeLine()
         .str("adsm error: the CPU ")
         .str(write ? "wrote " : "read ")
         .hex(addr)
@@ -80,7 +81,7 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     Inside in;  // what the handler allocates stays private
     profile::Cause cause(uctx);
     bool write = is_write(uctx);
-    Context *c = r->owner;
+    Context *c = r->owner();
     if (c && c->holds(*r)) {
         stats().add(Counter::race_faults);
         switch (g_policy) {

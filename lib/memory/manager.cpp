@@ -10,7 +10,7 @@
 
 #include "os/clock.h"
 #include "os/vm.h"
-#include "support/invariant.h"
+#include "os/invariant.h"
 #include "support/log.h"
 #include "support/profile.h"
 #include "support/stats.h"
@@ -57,10 +57,10 @@ private:
 // region is still the one that was found.
 class OwnerLock {
 public:
-    OwnerLock(Region *r) : r_(r), gen_(r->generation), owner_(r->owner) {
+    OwnerLock(Region *r) : r_(r), gen_(r->generation), owner_(r->owner()) {
         if (owner_) lock_.lock(*owner_);
     }
-    bool valid() const { return owner_ && r_->live.load() && r_->generation == gen_ && r_->owner == owner_; }
+    bool valid() const { return owner_ && r_->live.load() && r_->generation == gen_ && r_->owner() == owner_; }
     Context *owner() const { return owner_; }
 
 private:
@@ -93,8 +93,8 @@ Context *Manager::new_context() {
         c->slot = static_cast<uint32_t>(contexts_.size());
         contexts_.push_back(c);
     }
-    c->regions = nullptr;
-    c->nregions = 0;
+    c->objects = nullptr;
+    c->nobjects = 0;
     c->calls.store(0);
     c->unsynced_calls.store(0);
     c->has_stream = false;
@@ -260,7 +260,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     if (device_.pins_host_memory()) space_.prefault(r->host, r->span);
     {
         ContextGuard lock(*c);
-        r->owner = c;
+        r->group = c;
         r->birth_call = c->calls.load();
         c->link(r);
         c->refs.fetch_add(1);
@@ -286,7 +286,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
     }
     {
         ContextGuard lock(*c);
-        r->owner = c;
+        r->group = c;
         r->birth_call = c->calls.load();
         c->link(r);
         c->refs.fetch_add(1);
@@ -429,7 +429,7 @@ Status Manager::memcpy(void *dst, const void *src, size_t n) {
     }
     if (!rd && !rs) return fail(adsmErrorInvalidValue, "neither %p nor %p is shared memory; use memcpy", dst, src);
     // Lock both owners in a fixed order; the same context is locked once.
-    Context *a = rd ? rd->owner : nullptr, *b = rs ? rs->owner : nullptr;
+    Context *a = rd ? rd->owner() : nullptr, *b = rs ? rs->owner() : nullptr;
     if (a == b) b = nullptr;
     if (a && b && a > b) std::swap(a, b);
     ContextGuard la, lb;
@@ -438,7 +438,7 @@ Status Manager::memcpy(void *dst, const void *src, size_t n) {
     for (Region *r : {rd, rs}) {
         if (!r) continue;
         if (!r->live.load()) return fail(adsmErrorInvalidPointer, "an operand was freed meanwhile");
-        if (r->owner->holds(*r)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", ptr(r->host));
+        if (r->owner()->holds(*r)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", ptr(r->host));
     }
     if (rs && rd) return copy_shared(*rd, d - rd->host, *rs, s - rs->host, n);
     if (rs) return protocol_.read_out(*rs, s - rs->host, dst, n);
@@ -543,7 +543,7 @@ Status Manager::device_alloc(size_t size, void **out) {
             return s;
         }
     }
-    r->owner = c;
+    r->group = c;
     c->refs.fetch_add(1);
     r->live.store(true, std::memory_order_release);
     table_.map(*r, r->dev, r->span);

@@ -13,7 +13,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "support/invariant.h"
+#include "os/invariant.h"
 
 namespace adsm::os {
 

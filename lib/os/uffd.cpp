@@ -86,9 +86,12 @@ bool UffdTracker::available(const char **why) {
     return verdict == 1;
 }
 
-Status UffdTracker::init(uintptr_t base, size_t size) {
+int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step) {
     int fd = open_uffd();
-    if (fd < 0) return fail(adsmErrorInitialization, "userfaultfd: %s", strerror(-fd));
+    if (fd < 0) {
+        *failed_step = "userfaultfd";
+        return -fd;
+    }
     struct uffdio_register reg;
     memset(&reg, 0, sizeof reg);
     reg.range.start = base;
@@ -97,30 +100,30 @@ Status UffdTracker::init(uintptr_t base, size_t size) {
     if (ioctl(fd, UFFDIO_REGISTER, &reg) != 0) {
         int e = errno;
         close(fd);
-        return fail(adsmErrorInitialization, "userfaultfd register of the window: %s", strerror(e));
+        *failed_step = "userfaultfd register of the window";
+        return e;
     }
     int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     if (pm < 0) {
         int e = errno;
         close(fd);
-        return fail(adsmErrorInitialization, "cannot open /proc/self/pagemap: %s", strerror(e));
+        *failed_step = "opening /proc/self/pagemap";
+        return e;
     }
     uffd_ = fd;
     pagemap_ = pm;
-    return adsmSuccess;
+    return 0;
 }
 
-Status UffdTracker::arm(uintptr_t addr, size_t len) {
+int UffdTracker::arm(uintptr_t addr, size_t len) {
     struct uffdio_writeprotect wp;
     wp.range.start = addr;
     wp.range.len = len;
     wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
-    if (ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0)
-        return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", len, strerror(errno));
-    return adsmSuccess;
+    return ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0 ? errno : 0;
 }
 
-Status UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg) {
+int UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg) {
     page_region_abi vec[64];
     uintptr_t pos = addr, end = addr + len;
     while (pos < end) {
@@ -137,13 +140,13 @@ Status UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg) {
         long n = ioctl(pagemap_, kPagemapScan, &a);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return fail(adsmErrorInitialization, "PAGEMAP_SCAN failed: %s", strerror(errno));
+            return errno;
         }
         for (long i = 0; i < n; ++i) fn(arg, vec[i].start, vec[i].end - vec[i].start);
         if (a.walk_end <= pos) break;
         pos = a.walk_end;
     }
-    return adsmSuccess;
+    return 0;
 }
 
 }  // namespace adsm::os

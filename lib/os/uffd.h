@@ -9,8 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "support/status.h"
-
 namespace adsm::os {
 
 class UffdTracker {
@@ -18,17 +16,20 @@ public:
     // Whether this kernel offers what the tracker needs (probed once).
     static bool available(const char **why);
 
+    // Each call returns 0 or the errno that stopped it; init also names the
+    // step that failed.
+
     // Registers the window [base, base+size) for write tracking.
-    Status init(uintptr_t base, size_t size);
+    int init(uintptr_t base, size_t size, const char **failed_step);
 
     // Forgets earlier writes to [addr, addr+len): every page counts as clean.
-    Status arm(uintptr_t addr, size_t len);
+    int arm(uintptr_t addr, size_t len);
 
     // Calls fn(arg, start, len) for each run of pages written in [addr,
     // addr+len) since they were last armed, and arms them again.
     // Async-signal-safe.
     using RunFn = void (*)(void *arg, uintptr_t start, size_t len);
-    Status collect(uintptr_t addr, size_t len, RunFn fn, void *arg);
+    int collect(uintptr_t addr, size_t len, RunFn fn, void *arg);
 
 private:
     int uffd_ = -1;

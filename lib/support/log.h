@@ -1,10 +1,7 @@
 // Diagnostics to stderr.  log() formats into a stack buffer and issues one
-// write(2), so lines from several threads never interleave.  SafeLine is the
-// allocation-free, async-signal-safe variant for signal handlers.
+// write(2), so lines from several threads never interleave.  Signal handlers
+// use os::SafeLine instead.
 #pragma once
-
-#include <cstddef>
-#include <cstdint>
 
 namespace adsm {
 
@@ -15,19 +12,6 @@ LogLevel log_level();
 bool log_enabled(LogLevel level);
 
 void log(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-// Builds a line without malloc or stdio; usable in signal handlers.
-class SafeLine {
-public:
-    SafeLine &str(const char *s);
-    SafeLine &dec(uint64_t v);
-    SafeLine &hex(uint64_t v);
-    void write_stderr();  // appends '\n'
-
-private:
-    char buf_[1024];
-    size_t len_ = 0;
-};
 
 }  // namespace adsm
 

@@ -60,9 +60,10 @@ Core &core() {
         if (s == adsmSuccess && info && info->tracks_writes && c->config.dirty_tracking == "uffd" &&
             adsm::os::UffdTracker::available(&why)) {
             c->tracker = std::make_unique<adsm::os::UffdTracker>();
-            s = c->tracker->init(c->space.base(), c->space.size());
+            const char *step = "";
+            if (c->tracker->init(c->space.base(), c->space.size(), &step) != 0) s = adsmErrorInitialization;
         }
-        adsm::ProtocolEnv env{&c->device, &c->space, &c->config, c->tracker.get()};
+        adsm::ProtocolEnv env{&c->device, &c->config, c->tracker.get()};
         if (s == adsmSuccess) s = adsm::make_protocol(c->config.protocol, env, &c->protocol);
         if (s == adsmSuccess) {
             c->manager = std::make_unique<adsm::Manager>(c->config, c->space, c->table, c->device, *c->protocol);

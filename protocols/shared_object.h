@@ -1,0 +1,152 @@
+// What a coherence protocol sees of the memory manager's objects.  A shared
+// allocation (the manager's Region) is a SharedObject: where its two copies
+// live, and the coherence state the protocol keeps for it.  A context (the
+// manager's Context) is a ReleaseGroup: the objects one adsmCall releases and
+// one adsmSync acquires, and the protocol's state for them.  The manager's
+// types derive from these, so the protocols never see the layer above them.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "os/futex_lock.h"
+
+namespace adsm {
+
+struct ReleaseGroup;
+
+// One byte per block: a state in the low bits and flags above.
+namespace block {
+constexpr uint8_t kInvalid = 0;   // host stale, device current; CPU access faults
+constexpr uint8_t kReadOnly = 1;  // both current; CPU may read
+constexpr uint8_t kDirty = 2;     // host may be newer; CPU may write
+constexpr uint8_t kHostOnly = 3;  // only a host copy exists
+constexpr uint8_t kStateMask = 3;
+constexpr uint8_t kForced = 1 << 2;    // written through the alias: flush it whole, whatever the tracker saw
+constexpr uint8_t kIncoming = 1 << 3;  // a prefetch is filling it
+constexpr uint8_t kLanded = 1 << 4;    // Invalid but filled by a prefetch: opening it needs no copy
+// How many more syncs to fetch the block ahead of the CPU (0: none): set
+// when the CPU needs it, cleared when a prefetch of it went unused.
+constexpr unsigned kConfidenceShift = 5;
+constexpr uint8_t kConfidenceMask = 0xe0;
+}  // namespace block
+
+struct ObjectStats {
+    std::atomic<uint64_t> read_faults{0};
+    std::atomic<uint64_t> write_faults{0};
+    std::atomic<uint64_t> h2d_bytes{0};
+    std::atomic<uint64_t> d2h_bytes{0};
+    std::atomic<uint64_t> transfers{0};
+    void clear() {
+        read_faults.store(0, std::memory_order_relaxed);
+        write_faults.store(0, std::memory_order_relaxed);
+        h2d_bytes.store(0, std::memory_order_relaxed);
+        d2h_bytes.store(0, std::memory_order_relaxed);
+        transfers.store(0, std::memory_order_relaxed);
+    }
+    void moved(bool to_device, uint64_t bytes) {
+        (to_device ? h2d_bytes : d2h_bytes).fetch_add(bytes, std::memory_order_relaxed);
+        transfers.fetch_add(1, std::memory_order_relaxed);
+    }
+};
+
+struct SharedObject {
+    static constexpr uint32_t kInlineBlocks = 8;
+
+    // ---- set by the manager
+    uintptr_t host = 0;          // CPU address (0 for device memory)
+    uintptr_t dev = 0;           // device address
+    size_t size = 0;             // bytes the program asked for
+    size_t span = 0;             // bytes reserved at host and at dev (whole pages)
+    uint8_t *alias = nullptr;    // always-writable view of the host copy
+    ReleaseGroup *group = nullptr;  // whose calls release this object
+    SharedObject *prev = nullptr;   // the group's list
+    SharedObject *next = nullptr;
+    // Identity of the slot, so that a late completion (a prefetch landing, a
+    // rolling eviction) can tell whether the object is still the one it
+    // started on: `generation` changes each time the slot is reused.
+    uint32_t id = 0;
+    uint32_t generation = 0;
+    std::atomic<bool> live{false};
+    ObjectStats stats;
+
+    // ---- coherence: changed under `lock` by the protocol
+    os::FutexLock lock;
+    bool on_device = false;     // batch: the device holds the newest copy
+    uint32_t block_size = 0;    // bytes per block (a page multiple)
+    uint32_t nblocks = 0;
+    uint8_t *blocks = nullptr;  // nblocks states (inline_blocks when few)
+    uint8_t inline_blocks[kInlineBlocks] = {};
+    uint64_t *dirty_pages = nullptr;  // one bit per page, for protocols that track pages by faults
+    uint64_t prefetch_ticket = 0;     // copies filling kIncoming blocks end by this ticket
+    // The system refused to split this object's protection (too many
+    // mappings): its blocks open and close together from then on.
+    bool coarse = false;
+    // A background flush failed: blocks that look current on the device may
+    // not be, so the next release sends every open block whole.  Set without
+    // the lock (the copy's completion may run under it).
+    std::atomic<bool> resend{false};
+
+    // Clears everything but identity, the lock and the live flag, for a reused slot.
+    void reset_object() {
+        host = dev = 0;
+        size = span = 0;
+        alias = nullptr;
+        group = nullptr;
+        prev = next = nullptr;
+        on_device = false;
+        block_size = nblocks = 0;
+        blocks = nullptr;
+        dirty_pages = nullptr;
+        prefetch_ticket = 0;
+        coarse = false;
+        resend.store(false, std::memory_order_relaxed);
+        stats.clear();
+    }
+
+    bool contains_host(uintptr_t a) const { return a >= host && a - host < span; }
+    bool contains_dev(uintptr_t a) const { return a >= dev && a - dev < span; }
+
+    // Block k covers [block_begin(k), block_end(k)) of the object's pages;
+    // block_data_end(k) stops at the object's last byte.
+    size_t block_begin(uint32_t k) const { return size_t(k) * block_size; }
+    size_t block_end(uint32_t k) const {
+        size_t e = size_t(k + 1) * block_size;
+        return e < span ? e : span;
+    }
+    size_t block_data_end(uint32_t k) const {
+        size_t e = block_end(k);
+        return e < size ? e : size;
+    }
+    uint32_t block_of(size_t offset) const { return static_cast<uint32_t>(offset / block_size); }
+    uint8_t state(uint32_t k) const { return blocks[k] & block::kStateMask; }
+    void set_state(uint32_t k, uint8_t s) { blocks[k] = static_cast<uint8_t>((blocks[k] & ~block::kStateMask) | s); }
+};
+
+struct ReleaseGroup {
+    SharedObject *objects = nullptr;  // SharedObject::next/prev
+    size_t nobjects = 0;
+
+    // The protocol's own state for the group (rolling's dirty list), under
+    // its own async-signal-safe lock because the fault handler changes it.
+    os::FutexLock protocol_lock;
+    void *protocol_state = nullptr;
+
+    void link(SharedObject *o) {
+        o->prev = nullptr;
+        o->next = objects;
+        if (objects) objects->prev = o;
+        objects = o;
+        ++nobjects;
+    }
+    void unlink(SharedObject *o) {
+        if (o->prev) o->prev->next = o->next;
+        else objects = o->next;
+        if (o->next) o->next->prev = o->prev;
+        o->prev = o->next = nullptr;
+        --nobjects;
+    }
+};
+
+}  // namespace adsm
