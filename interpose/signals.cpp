@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include "interpose/interceptor.h"
+#include "os/deferred_signals.h"
 #include "os/fault_signals.h"
 
 namespace {
@@ -27,8 +28,10 @@ bool app_signal(int sig, sighandler_t h, int flags, sighandler_t *old_handler) {
     sa.sa_flags = flags;
     sigemptyset(&sa.sa_mask);
     if (!(flags & SA_NODEFER)) sigaddset(&sa.sa_mask, sig);
-    if (!adsm::os::app_sigaction(sig, &sa, &old)) return false;
-    *old_handler = handler_of(old);
+    int result = 0;
+    if (!adsm::os::app_sigaction(sig, &sa, &old) && !adsm::os::deferring_sigaction(sig, &sa, &old, &result))
+        return false;
+    *old_handler = result == 0 ? handler_of(old) : SIG_ERR;
     return true;
 }
 
@@ -36,6 +39,7 @@ bool app_signal(int sig, sighandler_t h, int flags, sighandler_t *old_handler) {
 
 INTERCEPTOR(int, sigaction, int sig, const struct sigaction *act, struct sigaction *old) {
     if (adsm::os::app_sigaction(sig, act, old)) return 0;
+    if (int result; adsm::os::deferring_sigaction(sig, act, old, &result)) return result;
     return REAL(sigaction)(sig, act, old);
 }
 

@@ -99,8 +99,7 @@ bool app_sigaction(int sig, const struct sigaction *act, struct sigaction *old) 
     return true;
 }
 
-// Runs the program's handler in `act`, if it has one, as the kernel would.
-static bool run_program_handler(const struct sigaction &act, int sig, siginfo_t *info, void *uctx) {
+bool run_program_handler(const struct sigaction &act, int sig, siginfo_t *info, void *uctx) {
     if (act.sa_flags & SA_SIGINFO) {
         if (!act.sa_sigaction) return false;
         act.sa_sigaction(sig, info, uctx);

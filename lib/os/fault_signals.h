@@ -43,6 +43,10 @@ void deliver_bus_error(void *addr, void *ucontext);
 // does nothing) for signals the runtime does not own.
 bool app_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
+// Runs the program's handler in `act`, if it has one, as the kernel would;
+// false if it has none (the default action or ignored).
+bool run_program_handler(const struct sigaction &act, int sig, siginfo_t *info, void *ucontext);
+
 // Gives the calling thread an alternate signal stack, so that a stack
 // overflow still reaches the handler.  Idempotent per thread.
 void ensure_alt_stack();
