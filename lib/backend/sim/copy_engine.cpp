@@ -7,6 +7,7 @@
 
 #include "os/clock.h"
 #include "os/deferred_signals.h"
+#include "os/fault_injection.h"
 #include "os/futex.h"
 #include "os/real_libc.h"
 #include "support/trace.h"
@@ -116,10 +117,17 @@ void CopyEngine::run() {
 
         bool timed = link_.enabled() || trace::enabled();
         uint64_t t0 = timed ? os::now_ns() : 0;
-        os::real_memcpy(dst, src, n);
-        if (link_.enabled()) os::sleep_until_ns(link_.reserve(dir, n, t0));
-        if (trace::enabled()) trace::copy(dir == Direction::to_device, n, dev, t0, true);
-        if (done) done(arg, adsmSuccess);
+        Status status = adsmSuccess;
+        if (os::injection::should_fail(os::injection::Site::device_copy)) {
+            status = adsmErrorDeviceLost;
+            int none = adsmSuccess;
+            failure_.compare_exchange_strong(none, status, std::memory_order_acq_rel);
+        } else {
+            os::real_memcpy(dst, src, n);
+            if (link_.enabled()) os::sleep_until_ns(link_.reserve(dir, n, t0));
+            if (trace::enabled()) trace::copy(dir == Direction::to_device, n, dev, t0, true);
+        }
+        if (done) done(arg, status);
 
         ++pos;
         completed_.store(pos, std::memory_order_release);

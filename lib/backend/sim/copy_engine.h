@@ -33,6 +33,8 @@ public:
     void wait(uint64_t t);
     uint64_t last_ticket() const { return submitted_.load(std::memory_order_acquire); }
     bool running() const { return running_.load(std::memory_order_acquire); }
+    // The first failure of a queued copy not yet taken (adsmSuccess: none).
+    Status take_failure() { return static_cast<Status>(failure_.exchange(adsmSuccess, std::memory_order_acq_rel)); }
 
 private:
     struct Request {
@@ -60,6 +62,7 @@ private:
     std::atomic<uint32_t> sleeping_{0};
     std::atomic<bool> running_{false};
     std::atomic<bool> stop_{false};
+    std::atomic<int> failure_{adsmSuccess};
     std::thread thread_;
 };
 
