@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -68,6 +69,18 @@ void *map_anon(size_t len, int prot, bool noreserve) {
 int unmap(void *addr, size_t len) {
     long r = syscall(SYS_munmap, addr, len);
     return r < 0 ? -errno : 0;
+}
+
+int readable(const void *addr) {
+    // The kernel reads through the page tables with the mapping's
+    // permissions, and reports EFAULT where the program would fault.
+    int saved = errno;
+    char byte;
+    struct iovec local = {&byte, 1}, remote = {const_cast<void *>(addr), 1};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    int verdict = n == 1 ? 1 : errno == EFAULT ? 0 : -1;
+    errno = saved;
+    return verdict;
 }
 
 int protect(void *addr, size_t len, int prot) {
