@@ -4,16 +4,10 @@
 // bad input the same way.
 #pragma once
 
-#include <pthread.h>
-
-#include <atomic>
-#include <memory>
-#include <mutex>
-#include <vector>
-
 #include "backend/device.h"
 #include "memory/address_space.h"
 #include "memory/context.h"
+#include "memory/context_table.h"
 #include "memory/region_table.h"
 #include "protocols/protocol.h"
 #include "support/config.h"
@@ -26,13 +20,13 @@ public:
 
     // ---- contexts
     // The calling thread's context, created on first use; nullptr on failure.
-    Context *current();
-    adsmContext_t handle(Context *c) const;
-    Status bind(adsmContext_t handle);  // nullptr: back to the thread's own context
+    Context *current() { return contexts_.current(); }
+    adsmContext_t handle(Context *c) const { return contexts_.handle(c); }
+    Status bind(adsmContext_t handle) { return contexts_.bind(handle); }  // nullptr: back to the thread's own context
     // One context for the whole program, never ending: an unmodified program
     // knows nothing of contexts, and the GPU APIs it calls are process-wide,
     // so its interposed allocations, launches and syncs share this one.
-    Context *program_context();
+    Context *program_context() { return contexts_.program_context(); }
 
     // ---- shared memory
     // In `in`, or the calling thread's context when null.
@@ -88,33 +82,27 @@ public:
 private:
     Status carve(size_t size, RegionKind kind, Region **out);
     void retire(Region *r);
-    Status owned_range(const void *p, size_t n, bool device_side, Region **out);
     Status wait_for_kernels(Context *c);
     static void defer_error(Context &c, Status st);
-    Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
+
+    Status owned_range(const void *p, size_t n, bool device_side, Region **out);
+    // Runs f(region, offset of p) on the shared allocation that holds all of
+    // [p, p+n), under its owner's lock and while no kernel of that owner may
+    // be using it.  Such a kernel is waited for first with `wait` (as for a
+    // racing CPU access); without, the call is refused with adsmErrorBusy.
     template <class F>
-    Status for_program(const void *p, size_t n, F &&f);
-    Status bounce_to_device(uintptr_t dev, Region &rs, size_t soff, size_t n);
-    Status bounce_from_device(Region &rd, size_t doff, uintptr_t dev, size_t n);
-    Context *new_context();
-    Context *home();
-    void switch_to(Context *c);
-    void unref(Context *c);
-    static void thread_exit(void *ctx);
+    Status with_idle(const void *p, size_t n, bool wait, F &&f);
+    // As cudaMemcpy: the calling thread's kernels may still use the device
+    // memory a copy or fill reaches, so wait for them first.
+    Status wait_for_own_kernels();
+    Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
 
     Config config_;
     AddressSpace &space_;
     RegionTable &table_;
     Device &device_;
     Protocol &protocol_;
-
-    std::mutex contexts_mu_;
-    std::vector<Context *> contexts_;     // slots, never freed
-    std::vector<uint32_t> free_slots_;
-    std::mutex program_mu_;
-    std::atomic<Context *> program_{nullptr};
-    pthread_key_t current_key_;  // both keys drop a reference at thread exit
-    pthread_key_t home_key_;
+    ContextTable contexts_;
 };
 
 }  // namespace adsm

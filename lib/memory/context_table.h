@@ -1,0 +1,56 @@
+// The contexts of the process: which one each thread works in, the handles
+// the API gives out for them, and their slots, which are reused but never
+// freed so that a stale handle or pointer fails cleanly instead of reading
+// freed memory.  A context ends with its last reference: the thread it was
+// created for, each thread bound to it and each region it owns hold one.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "backend/device.h"
+#include "memory/context.h"
+#include "protocols/protocol.h"
+
+namespace adsm {
+
+class ContextTable {
+public:
+    ContextTable(Device &device, Protocol &protocol);
+
+    // The calling thread's context, created on first use; nullptr on failure.
+    Context *current();
+    adsmContext_t handle(Context *c) const;
+    Status bind(adsmContext_t handle);  // nullptr: back to the thread's own context
+    // One context for the whole program, never ending (see Manager).
+    Context *program_context();
+
+    // Drops a reference; the last one ends the context.
+    void unref(Context *c);
+    // A reference to each live context, or with !all to the calling thread's
+    // current one only; the caller unrefs each.
+    std::vector<Context *> hold_live(bool all);
+
+private:
+    Context *new_context();
+    Context *home();
+    void switch_to(Context *c);
+    static void thread_exit(void *ctx);
+
+    Device &device_;
+    Protocol &protocol_;
+
+    std::mutex mu_;
+    std::vector<Context *> slots_;  // never freed
+    std::vector<uint32_t> free_slots_;
+    std::mutex program_mu_;
+    std::atomic<Context *> program_{nullptr};
+    pthread_key_t current_key_;  // both keys drop a reference at thread exit
+    pthread_key_t home_key_;
+};
+
+}  // namespace adsm

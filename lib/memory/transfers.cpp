@@ -1,0 +1,192 @@
+// The runtime moving bytes on the program's behalf: between shared and
+// ordinary memory, within shared memory, and in and out of device memory.
+// Shared memory is only ever reached through the protocol, under its
+// owner's lock, and never while a kernel of that owner may be using it.
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
+
+#include "memory/manager.h"
+#include "memory/owner_lock.h"
+#include "support/profile.h"
+
+namespace adsm {
+namespace {
+
+constexpr size_t kBounce = 1 << 20;
+
+void *ptr(uintptr_t a) { return reinterpret_cast<void *>(a); }
+
+// The protocol moves a region's bytes only to or from plain memory, so a
+// copy between a region and another region or device memory goes through a
+// buffer, a chunk at a time to keep the buffer small.  Each chunk is the
+// part of the n bytes at offset `at`: `in` fills the buffer with it, `out`
+// stores it.  Backward walks from the end, as an overlapping move to a
+// higher address needs.
+template <class In, class Out>
+Status chunked_copy(size_t n, bool backward, In &&in, Out &&out) {
+    const size_t chunk = n < kBounce ? n : kBounce;
+    std::unique_ptr<uint8_t[]> bounce(new (std::nothrow) uint8_t[chunk]);
+    if (!bounce) return fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte bounce buffer", chunk);
+    for (size_t done = 0; done < n;) {
+        size_t len = n - done < chunk ? n - done : chunk;
+        size_t at = backward ? n - done - len : done;
+        if (Status st = in(at, bounce.get(), len); st != adsmSuccess) return st;
+        if (Status st = out(at, bounce.get(), len); st != adsmSuccess) return st;
+        done += len;
+    }
+    return adsmSuccess;
+}
+
+}  // namespace
+
+// Finds the live region that holds all of [p, p+n): its host side, or with
+// device_side the memory of a device allocation.
+Status Manager::owned_range(const void *p, size_t n, bool device_side, Region **out) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    Region *r = nullptr;
+    auto k = table_.lookup(a, &r);
+    const char *what = device_side ? "device memory (adsmDeviceAlloc)" : "shared memory (adsmAlloc)";
+    if (k == RegionTable::Lookup::freed) return fail(adsmErrorInvalidPointer, "%p points into freed memory", p);
+    if (k != RegionTable::Lookup::live) return fail(adsmErrorInvalidPointer, "%p is not %s", p, what);
+    uintptr_t start = device_side ? r->dev : r->host;
+    bool right_kind = device_side ? r->kind == RegionKind::device : (r->kind != RegionKind::device && r->contains_host(a));
+    if (!right_kind) return fail(adsmErrorInvalidPointer, "%p is not %s", p, what);
+    size_t off = a - start;
+    if (off > r->size || n > r->size - off)
+        return fail(adsmErrorInvalidValue, "[%p, +%zu) runs past the end of the allocation at %p (%zu bytes)", p, n,
+                    ptr(start), r->size);
+    *out = r;
+    return adsmSuccess;
+}
+
+template <class F>
+Status Manager::with_idle(const void *p, size_t n, bool wait, F &&f) {
+    if (n == 0) return adsmSuccess;
+    Region *r;
+    if (Status s = owned_range(p, n, false, &r); s != adsmSuccess) return s;
+    for (;;) {
+        Context *busy = nullptr;
+        {
+            OwnerLock lock(r);
+            if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", p);
+            if (!lock.owner()->holds(*r)) return f(*r, reinterpret_cast<uintptr_t>(p) - r->host);
+            if (!wait) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", p);
+            busy = lock.owner();
+        }
+        settle(busy);  // then look again: another call may have come meanwhile
+    }
+}
+
+Status Manager::wait_for_own_kernels() {
+    Context *c = current();
+    if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+    ContextGuard lock(*c);
+    return wait_for_kernels(c);
+}
+
+// ---------------------------------------------------------------- shared memory
+
+Status Manager::memset(void *p, int value, size_t n) {
+    profile::Cause cause;
+    return with_idle(p, n, false, [&](Region &r, size_t off) { return protocol_.fill(r, off, value, n); });
+}
+
+Status Manager::memcpy(void *dst, const void *src, size_t n) {
+    profile::Cause cause;
+    if (n == 0) return adsmSuccess;
+    if (!dst || !src) return fail(adsmErrorInvalidValue, "NULL %s", dst ? "source" : "destination");
+    uintptr_t d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+    Region *rd = nullptr, *rs = nullptr;
+    if (space_.contains(d) || space_.contains(s)) {
+        if (space_.contains(d))
+            if (Status st = owned_range(dst, n, false, &rd); st != adsmSuccess) return st;
+        if (space_.contains(s))
+            if (Status st = owned_range(src, n, false, &rs); st != adsmSuccess) return st;
+    }
+    if (!rd && !rs) return fail(adsmErrorInvalidValue, "neither %p nor %p is shared memory; use memcpy", dst, src);
+    // Lock both owners in a fixed order; the same context is locked once.
+    Context *a = rd ? rd->owner() : nullptr, *b = rs ? rs->owner() : nullptr;
+    if (a == b) b = nullptr;
+    if (a && b && a > b) std::swap(a, b);
+    ContextGuard la, lb;
+    if (a) la.lock(*a);
+    if (b) lb.lock(*b);
+    for (Region *r : {rd, rs}) {
+        if (!r) continue;
+        if (!r->live.load()) return fail(adsmErrorInvalidPointer, "an operand was freed meanwhile");
+        if (r->owner()->holds(*r)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", ptr(r->host));
+    }
+    if (rs && rd) return copy_shared(*rd, d - rd->host, *rs, s - rs->host, n);
+    if (rs) return protocol_.read_out(*rs, s - rs->host, dst, n);
+    return protocol_.write_in(*rd, d - rd->host, src, n);
+}
+
+// Shared to shared, in the direction that keeps an overlapping move correct.
+Status Manager::copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n) {
+    const bool backward = &rd == &rs && doff > soff && doff < soff + n;
+    return chunked_copy(
+        n, backward, [&](size_t at, uint8_t *buf, size_t len) { return protocol_.read_out(rs, soff + at, buf, len); },
+        [&](size_t at, uint8_t *buf, size_t len) { return protocol_.write_in(rd, doff + at, buf, len); });
+}
+
+Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *ticket) {
+    profile::Cause cause;
+    return with_idle(src, n, true, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n, ticket); });
+}
+
+Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket) {
+    profile::Cause cause;
+    return with_idle(dst, n, true, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n, ticket); });
+}
+
+Status Manager::program_fill(void *dst, int value, size_t n) {
+    profile::Cause cause;
+    return with_idle(dst, n, true, [&](Region &r, size_t off) { return protocol_.fill(r, off, value, n); });
+}
+
+// ---------------------------------------------------------------- device memory
+
+Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {
+    profile::Cause cause;
+    if (n == 0) return adsmSuccess;
+    if (!dev_dst || !src) return fail(adsmErrorInvalidValue, "NULL %s", dev_dst ? "source" : "destination");
+    Region *rd;
+    if (Status s = owned_range(dev_dst, n, true, &rd); s != adsmSuccess) return s;
+    if (Status s = wait_for_own_kernels(); s != adsmSuccess) return s;
+    const uintptr_t dev = reinterpret_cast<uintptr_t>(dev_dst);
+    if (!space_.contains(reinterpret_cast<uintptr_t>(src))) return device_.copy_to_device(dev, src, n);
+    return with_idle(src, n, false, [&](Region &rs, size_t soff) {
+        return chunked_copy(
+            n, false, [&](size_t at, uint8_t *buf, size_t len) { return protocol_.read_out(rs, soff + at, buf, len); },
+            [&](size_t at, uint8_t *buf, size_t len) { return device_.copy_to_device(dev + at, buf, len); });
+    });
+}
+
+Status Manager::copy_to_host(void *dst, const void *dev_src, size_t n) {
+    profile::Cause cause;
+    if (n == 0) return adsmSuccess;
+    if (!dst || !dev_src) return fail(adsmErrorInvalidValue, "NULL %s", dst ? "source" : "destination");
+    Region *rs;
+    if (Status s = owned_range(dev_src, n, true, &rs); s != adsmSuccess) return s;
+    if (Status s = wait_for_own_kernels(); s != adsmSuccess) return s;
+    const uintptr_t dev = reinterpret_cast<uintptr_t>(dev_src);
+    if (!space_.contains(reinterpret_cast<uintptr_t>(dst))) return device_.copy_to_host(dst, dev, n);
+    return with_idle(dst, n, false, [&](Region &rd, size_t doff) {
+        return chunked_copy(
+            n, false, [&](size_t at, uint8_t *buf, size_t len) { return device_.copy_to_host(buf, dev + at, len); },
+            [&](size_t at, uint8_t *buf, size_t len) { return protocol_.write_in(rd, doff + at, buf, len); });
+    });
+}
+
+Status Manager::device_memset(void *dev, int value, size_t n) {
+    profile::Cause cause;
+    if (n == 0) return adsmSuccess;
+    Region *r;
+    if (Status s = owned_range(dev, n, true, &r); s != adsmSuccess) return s;
+    if (Status s = wait_for_own_kernels(); s != adsmSuccess) return s;
+    return device_.fill(reinterpret_cast<uintptr_t>(dev), value, n);
+}
+
+}  // namespace adsm
