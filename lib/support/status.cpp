@@ -3,6 +3,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "os/safe_format.h"
+
 namespace adsm {
 namespace {
 // initial-exec: no allocation on first use in a thread, which matters once
@@ -10,10 +12,15 @@ namespace {
 __attribute__((tls_model("initial-exec"))) thread_local char tls_detail[512];
 }  // namespace
 
+// The fault handler records details too (a fetch that failed), so the
+// formatting is async-signal-safe; a conversion it does not know (none of
+// the runtime's messages has one) falls back to the C library's.
 Status fail(Status code, const char *fmt, ...) {
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
-    vsnprintf(tls_detail, sizeof tls_detail, fmt, ap);
+    va_copy(again, ap);
+    if (!os::safe_vformat(tls_detail, sizeof tls_detail, fmt, ap)) vsnprintf(tls_detail, sizeof tls_detail, fmt, again);
+    va_end(again);
     va_end(ap);
     return code;
 }
