@@ -13,35 +13,27 @@
 // threads faulting on one block find it already done the second time, so
 // the data moves once.
 //
-// How writes are found depends on the tracker.  Without one, a write to a
-// ReadOnly block faults.  With userfaultfd (ProtocolEnv::tracker), open
-// blocks can stay writable and a release asks the kernel which pages were
-// written: no signal per page.  Policies choose the rest:
-//   whole_object  one block per object (lazy)
-//   write_events  fault on the first write to each block even with a tracker,
-//                 to learn the order in which blocks turn dirty (rolling)
-//   page_precise  move only the pages written, not whole blocks (delta); without
-//                 a tracker a block's first written page opens alone and a
-//                 second one opens the block, sent whole (two faults at most)
-//   learn_reads   prefetch at acquire what the CPU read after past syncs (delta);
-//                 confident predictions open on landing (no fault), the others
-//                 land closed so that a touch (a cheap fault) confirms them and
-//                 an untouched one ends the prediction
+// Each protocol builds one from its choices (BlockPolicy): how big a block
+// is, how writes are found (WriteDetection: by protection faults, or by
+// the userfaultfd tracker at the release), and what the CPU is expected to
+// read after a sync (ReadPrediction), which is then fetched ahead.
 #pragma once
 
 #include <sys/mman.h>
 
 #include <atomic>
+#include <memory>
 
 #include "protocols/protocol.h"
+#include "protocols/read_prediction.h"
+#include "protocols/write_detection.h"
 
 namespace adsm {
 
 struct BlockPolicy {
-    bool whole_object = false;
-    bool write_events = false;
-    bool page_precise = false;
-    bool learn_reads = false;
+    bool whole_object = false;  // one block per object, whatever ADSM_BLOCK_SIZE says
+    std::unique_ptr<WriteDetection> writes;
+    std::unique_ptr<ReadPrediction> reads = predict_nothing();
 };
 
 // A prefetch in flight: which blocks its landing opens.  Taken from a fixed
@@ -70,7 +62,10 @@ public:
     Status snapshot(const SharedObject &r, uint8_t *dst) override;
 
 protected:
-    // Policy hooks, called without any region lock held.
+    // Policy hooks, called without any region lock held.  dirtied: a write
+    // turned the block Dirty (a write fault, or a store of the runtime's);
+    // where open blocks take writes unseen (track_written_*), only the
+    // blocks a write opens are reported.
     virtual void dirtied(SharedObject &, uint32_t /*block*/) {}
     virtual void released(ReleaseGroup &) {}
 
@@ -81,15 +76,7 @@ protected:
     const ProtocolEnv &env() const { return env_; }
 
 private:
-    // Writes go unseen until a release asks the tracker.
-    bool silent_writes() const { return env_.tracker && !policy_.write_events; }
-    // Pages are opened for writing one at a time (page_precise without a tracker).
-    bool page_faults() const { return policy_.page_precise && !env_.tracker; }
-    int prot_for(uint8_t state) const;
-
     Status fetch(SharedObject &r, uint32_t first, uint32_t last);
-    Status protect(SharedObject &r, uint32_t first, uint32_t last, int prot);
-    Status protect_page(SharedObject &r, size_t page, int prot);
     // Invalid -> ReadOnly or Dirty once its data is in place; a block whose
     // protection cannot be changed alone opens with its whole region.
     Status open_block(SharedObject &r, uint32_t k, bool write, bool *newly_dirty);
@@ -109,14 +96,15 @@ private:
     Status flush_region(SharedObject &r);
     Status copy_out(SharedObject &r, size_t begin, size_t end, bool async);
     void keep_open(SharedObject &r, uint32_t first, uint32_t last);
-    void age_predictions(SharedObject &r);
     Status prefetch(SharedObject &r);
     PrefetchRun *take_run();
     static void prefetched(void *arg, Status status);
     static void flushed(void *arg, Status status);
 
     ProtocolEnv env_;
-    BlockPolicy policy_;
+    bool whole_object_;
+    std::unique_ptr<WriteDetection> writes_;
+    std::unique_ptr<ReadPrediction> reads_;
     size_t block_size_;
     static constexpr unsigned kRuns = 1024;
     PrefetchRun runs_[kRuns];

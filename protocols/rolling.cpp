@@ -13,6 +13,14 @@
 namespace adsm {
 namespace {
 
+// Blocks of ADSM_BLOCK_SIZE.  The first write to each block faults even
+// with a tracker, so that dirtied() learns the order in which blocks turn
+// dirty; the tracker then tells whether a block sent ahead was written
+// again.  Nothing is fetched ahead.
+BlockPolicy policy(const ProtocolEnv &env) {
+    return {.writes = env.tracker ? fault_on_first_write_then_track(env.tracker) : fault_on_first_write()};
+}
+
 struct Entry {
     SharedObject *region;
     uint32_t id, generation, block;
@@ -29,8 +37,7 @@ public:
     // At least two (the configuration refuses less): one store can straddle
     // two blocks, and with room for one only, each of its faults would evict
     // the other block, forever.
-    explicit Rolling(const ProtocolEnv &env)
-        : BlockProtocol(env, BlockPolicy{.write_events = true}), capacity_(env.config->rolling_size) {
+    explicit Rolling(const ProtocolEnv &env) : BlockProtocol(env, policy(env)), capacity_(env.config->rolling_size) {
         assert(capacity_ >= 2);
     }
     const char *name() const override { return "rolling"; }

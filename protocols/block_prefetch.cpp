@@ -1,0 +1,120 @@
+// Fetching ahead what the read prediction expects the CPU to read: at an
+// acquire, predicted blocks start coming in the background (kIncoming);
+// each one, as it lands, opens or waits closed (kLanded) for the CPU's
+// touch.  Whoever needs a block still coming waits for its copy.
+#include "backend/device.h"
+#include "os/invariant.h"
+#include "protocols/block_protocol.h"
+#include "support/stats.h"
+
+namespace adsm {
+
+using namespace block;
+
+void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
+    ADSM_HOLDS(r.lock);
+    uint64_t t = r.prefetch_ticket;
+    r.lock.unlock();
+    // Its landing opens the block (or leaves it landed) under this lock.
+    // A failure shows below as a landing that never ran.
+    (void)env_.device->wait_copies(t);
+    r.lock.lock();
+    if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetch_ticket != t) return;
+    // Every copy up to t has ended and this one's landing never ran: the
+    // copy failed, and the block stays Invalid for a fetch of its own.
+    for (uint32_t i = 0; i < r.nblocks; ++i) r.blocks[i] &= static_cast<uint8_t>(~kIncoming);
+}
+
+void BlockProtocol::lock_settled(SharedObject &r, uint32_t first, uint32_t last) {
+    r.lock.lock();
+    for (uint32_t k = first; r.blocks && k < last;) {
+        if (r.blocks[k] & kIncoming) {
+            wait_incoming(r, k);
+            k = first;  // anything may have changed while unlocked
+        } else {
+            ++k;
+        }
+    }
+}
+
+Status BlockProtocol::acquire(ReleaseGroup &c) {
+    if (!reads_->predicts()) return adsmSuccess;
+    // A prefetch that cannot start costs a fault later, nothing more.
+    for (SharedObject *r = c.objects; r; r = r->next) (void)prefetch(*r);
+    return adsmSuccess;
+}
+
+PrefetchRun *BlockProtocol::take_run() {
+    for (unsigned tries = 0; tries < kRuns; ++tries) {
+        PrefetchRun &run = runs_[next_run_.fetch_add(1, std::memory_order_relaxed) % kRuns];
+        bool idle = false;
+        if (run.busy.compare_exchange_strong(idle, true, std::memory_order_acquire)) return &run;
+    }
+    return nullptr;
+}
+
+// Starts fetching the blocks the CPU is expected to read; they land (and
+// open, or wait closed to be confirmed) while the CPU goes on.  Runs are gathered a few at a time under the lock and submitted
+// outside it (a copy done on the spot lands under that lock).  No heap: an
+// acquire can run in the fault handler.
+Status BlockProtocol::prefetch(SharedObject &r) {
+    constexpr unsigned kBatch = 16;
+    for (uint32_t from = 0;;) {
+        PrefetchRun *batch[kBatch];
+        unsigned n = 0;
+        {
+            os::FutexGuard g(r.lock);
+            if (!r.blocks) return adsmSuccess;
+            uint32_t first, last;
+            while (n < kBatch && reads_->next_run(r, from, &first, &last)) {
+                PrefetchRun *run = take_run();
+                if (!run) break;
+                for (uint32_t k = first; k < last; ++k) r.blocks[k] |= kIncoming;
+                run->protocol = this;
+                run->region = &r;
+                run->id = r.id;
+                run->generation = r.generation;
+                run->first = first;
+                run->last = last;
+                batch[n++] = run;
+                from = last;
+            }
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            PrefetchRun *run = batch[i];
+            size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
+            stats().add(Counter::prefetched_blocks, run->last - run->first);
+            r.stats.moved(false, e - b);
+            uint64_t t = env_.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
+            os::FutexGuard g(r.lock);
+            if (t > r.prefetch_ticket) r.prefetch_ticket = t;
+        }
+        if (n < kBatch) return adsmSuccess;
+    }
+}
+
+// Once a prefetch has ended (on the copy engine's thread, or on the spot).
+void BlockProtocol::prefetched(void *arg, Status status) {
+    auto *run = static_cast<PrefetchRun *>(arg);
+    SharedObject &r = *run->region;
+    {
+        os::FutexGuard g(r.lock);
+        if (r.blocks && r.live.load() && r.id == run->id && r.generation == run->generation) {
+            for (uint32_t k = run->first; k < run->last; ++k) {
+                if (!(r.blocks[k] & kIncoming)) continue;
+                r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
+                // A failed prefetch leaves the block Invalid: a touch fetches it.
+                if (status != adsmSuccess || r.state(k) != kInvalid) continue;
+                if (run->protocol->reads_->open_on_landing(r, k)) {
+                    bool unused;
+                    if (run->protocol->open_block(r, k, false, &unused) != adsmSuccess) r.blocks[k] |= kLanded;
+                } else {
+                    r.blocks[k] |= kLanded;
+                }
+            }
+        }
+    }
+    run->busy.store(false, std::memory_order_release);
+}
+
+}  // namespace adsm

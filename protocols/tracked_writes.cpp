@@ -1,0 +1,91 @@
+// Write detection by the userfaultfd tracker (os/uffd.h): the kernel notes
+// every page the CPU writes without a signal, and a release asks it which.
+// Open blocks can thus stay writable; the release sends the written blocks
+// whole, or only the written pages.
+#include <cstring>
+
+#include "os/uffd.h"
+#include "protocols/write_detection.h"
+
+namespace adsm {
+namespace {
+
+using namespace block;
+
+class TrackedWrites : public WriteDetection {
+public:
+    enum class Unit { blocks, pages };
+    TrackedWrites(os::UffdTracker *tracker, Unit unit) : tracker_(tracker), unit_(unit) {}
+
+    // Writes go unseen until the release: an open block is writable.
+    uint8_t open_state(bool) const override { return kDirty; }
+
+    Status watch(SharedObject &r) override {
+        if (int e = tracker_->arm(r.host, r.span))
+            return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", r.span, strerror(e));
+        return adsmSuccess;
+    }
+
+    void collect(SharedObject &r, ByteRuns &runs) override {
+        Found f{&r, unit_, &runs};
+        if (tracker_->collect(r.host, r.span, &TrackedWrites::found, &f) != 0) {
+            // Which pages were written is unknown: every open block goes whole.
+            for (uint32_t k = 0; k < r.nblocks; ++k)
+                if (r.state(k) != kInvalid) r.blocks[k] |= kForced;
+        }
+    }
+
+    // The kernel says whether anything was written since the block was last
+    // watched, and starts watching afresh; the block stays writable, and
+    // later writes are found again at the release.
+    bool rewatch(SharedObject &r, uint32_t k, bool *written) override {
+        size_t b = r.block_begin(k), e = r.block_end(k);
+        *written = r.blocks[k] & kForced;
+        return tracker_->collect(r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; },
+                                 written) == 0;
+    }
+
+private:
+    struct Found {
+        SharedObject *r;
+        Unit unit;
+        ByteRuns *runs;
+    };
+    static void found(void *arg, uintptr_t start, size_t len) {
+        auto *f = static_cast<Found *>(arg);
+        size_t b = start - f->r->host, e = b + len;
+        if (f->unit == Unit::pages) {
+            f->runs->emplace_back(b, e);
+        } else {
+            for (uint32_t k = f->r->block_of(b); k <= f->r->block_of(e - 1); ++k) f->r->blocks[k] |= kForced;
+        }
+    }
+
+    os::UffdTracker *tracker_;
+    Unit unit_;
+};
+
+// Faults are back for the first write to each block, as without a tracker;
+// the tracker then only tells which Dirty blocks were written since they
+// were last sent.
+class FaultThenTrack final : public TrackedWrites {
+public:
+    explicit FaultThenTrack(os::UffdTracker *tracker) : TrackedWrites(tracker, Unit::blocks) {}
+    uint8_t open_state(bool write) const override { return WriteDetection::open_state(write); }
+};
+
+}  // namespace
+
+std::unique_ptr<WriteDetection> track_written_blocks(os::UffdTracker *tracker) {
+    return std::make_unique<TrackedWrites>(tracker, TrackedWrites::Unit::blocks);
+}
+
+std::unique_ptr<WriteDetection> track_written_pages(os::UffdTracker *tracker) {
+    return std::make_unique<TrackedWrites>(tracker, TrackedWrites::Unit::pages);
+}
+
+std::unique_ptr<WriteDetection> fault_on_first_write_then_track(os::UffdTracker *tracker) {
+    return std::make_unique<FaultThenTrack>(tracker);
+}
+
+}  // namespace adsm
