@@ -67,7 +67,21 @@ Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
     memset(r.blocks, initial, r.nblocks);
     if (Status s = writes_->watch(r); s != adsmSuccess) return s;
     if (zeroed) env_.device->fill(r.dev, 0, r.size);
-    return set_access(r.host, r.span, writes_->protection(initial));
+    if (Status s = set_access(r.host, r.span, writes_->protection(initial)); s != adsmSuccess) return s;
+    check_protections(r);
+    return adsmSuccess;
+}
+
+void BlockProtocol::check_protections(const SharedObject &r) const {
+#if ADSM_CHECK_INVARIANTS
+    for (uint32_t k = 0; k < r.nblocks; ++k) {
+        int readable = os::readable(reinterpret_cast<const void *>(r.host + r.block_begin(k)));
+        if (readable < 0) return;  // the kernel will not say
+        ADSM_INVARIANT(r.state(k) != kInvalid || readable == 0, "a block the CPU may not touch is open");
+    }
+#else
+    (void)r;
+#endif
 }
 
 void BlockProtocol::on_free(SharedObject &r) {
@@ -407,6 +421,7 @@ Status BlockProtocol::release(ReleaseGroup &c) {
         // Every region is flushed even after a failure, so that a retried
         // call has as little left to send as possible.
         if (Status s = flush_region(*r); s != adsmSuccess && result == adsmSuccess) result = s;
+        check_protections(*r);
     }
     released(c);
     return result;

@@ -83,6 +83,11 @@ private:
     // ReadOnly -> Dirty.
     Status dirty_block(SharedObject &r, uint32_t k, bool *newly_dirty);
     Status coarsen(SharedObject &r);
+    // Debug builds: no Invalid block is open, which would let the CPU see
+    // stale data (the kernel is asked, on each block's first page).  The
+    // other way round is allowed: a valid block left closed after a failed
+    // protection change opens at its next fault.  Caller holds r.lock.
+    void check_protections(const SharedObject &r) const;
     // Takes r.lock once no block in [first, last) is being prefetched.
     void lock_settled(SharedObject &r, uint32_t first, uint32_t last);
     // With r.lock held (released while waiting): waits for the prefetch

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "memory/manager.h"
 #include "memory/region_table.h"
 #include "os/fault_injection.h"
+#include "os/invariant.h"
 #include "os/uffd.h"
 #include "protocols/protocol.h"
 #include "support/stats.h"
@@ -369,5 +371,24 @@ TEST_F(CoreTest, RandomFailuresLoseNothing) {
            failed_syncs, static_cast<int>(g_bus_errors));
     EXPECT_GT(failed_calls + failed_syncs + g_bus_errors, 0u) << "no failure was injected where it matters";
 }
+
+#if ADSM_CHECK_INVARIANTS
+// Builds with invariants (Debug, ADSM_INVARIANTS) check at each release that
+// every block's page protection agrees with its state, so a page opened
+// behind the protocol's back stops the program there, not later as stale
+// data.  (Batch keeps no block states; its configuration leaves this out.)
+TEST(BlockStateDeathTest, APageOpenedBehindTheProtocolsBackStopsTheNextRelease) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            uint8_t *p = alloc(4 * kPage);
+            if (call() != adsmSuccess || sync() != adsmSuccess) abort();
+            // The release left the blocks Invalid (closed); open one anyway.
+            mprotect(p, kPage, PROT_READ);
+            call();
+        },
+        "broken invariant.*may not touch is open");
+}
+#endif
 
 }  // namespace
