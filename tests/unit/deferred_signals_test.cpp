@@ -41,6 +41,15 @@ struct Restore {
     ~Restore() { sigaction(sig, &old, nullptr); }
 };
 
+// The program installs on_info (SA_SIGINFO) with `flags`.
+int install_info(int sig, int flags) {
+    struct sigaction sa = {};
+    sa.sa_sigaction = on_info;
+    sa.sa_flags = SA_SIGINFO | flags;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, nullptr);
+}
+
 void queue_to_self(int sig, int value) {
     union sigval v;
     v.sival_int = value;
@@ -80,11 +89,7 @@ TEST(DeferredSignalsTest, TheProgramSeesItsOwnActionAndTheKernelRunsTheTrampolin
 TEST(DeferredSignalsTest, OutsideACriticalSectionTheHandlerRunsAtOnce) {
     Restore r(SIGUSR2);
     reset();
-    struct sigaction sa = {};
-    sa.sa_sigaction = on_info;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    ASSERT_EQ(sigaction(SIGUSR2, &sa, nullptr), 0);
+    ASSERT_EQ(install_info(SIGUSR2, 0), 0);
     queue_to_self(SIGUSR2, 41);
     EXPECT_EQ(g_runs.load(), 1);
     EXPECT_EQ(g_last_value.load(), 41);
@@ -93,11 +98,7 @@ TEST(DeferredSignalsTest, OutsideACriticalSectionTheHandlerRunsAtOnce) {
 TEST(DeferredSignalsTest, InsideACriticalSectionTheHandlerRunsAtItsEndWithTheSameSiginfo) {
     Restore r(SIGUSR2);
     reset();
-    struct sigaction sa = {};
-    sa.sa_sigaction = on_info;
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;  // NODEFER must not make it recurse
-    sigemptyset(&sa.sa_mask);
-    ASSERT_EQ(sigaction(SIGUSR2, &sa, nullptr), 0);
+    ASSERT_EQ(install_info(SIGUSR2, SA_NODEFER), 0);  // NODEFER must not make it recurse
     {
         adsm::os::DeferredSignals outer;
         {
@@ -121,11 +122,7 @@ TEST(DeferredSignalsTest, RealTimeSignalsHeldBackKeepTheirQueue) {
     const int sig = SIGRTMIN + 3;
     Restore r(sig);
     reset();
-    struct sigaction sa = {};
-    sa.sa_sigaction = on_info;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    ASSERT_EQ(sigaction(sig, &sa, nullptr), 0);
+    ASSERT_EQ(install_info(sig, 0), 0);
     {
         adsm::os::DeferredSignals hold;
         for (int i = 1; i <= 3; ++i) queue_to_self(sig, i);
