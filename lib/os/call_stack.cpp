@@ -1,7 +1,6 @@
 #include "os/call_stack.h"
 
 #define UNW_LOCAL_ONLY
-#include <cxxabi.h>
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
@@ -18,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+
+#include "os/safe_format.h"
 
 extern char **environ;
 
@@ -185,27 +186,21 @@ std::string basename_of(const std::string &path) {
     return s == std::string::npos ? path : path.substr(s + 1);
 }
 
-// Appends "name+0xoff (module)" for one frame.
+// Appends "name+0xoff (module)" for one frame.  Runs in the fault handler:
+// libunwind's local unwinding and naming are signal-safe, the name stays
+// mangled (demangling allocates), and the formatting is os::safe_format.
 size_t describe_frame(unw_cursor_t *c, char *buf, size_t len) {
     unpoison_stack_below_here();
     unw_word_t ip = 0, off = 0;
     unw_get_reg(c, UNW_REG_IP, &ip);
-    char mangled[256];
-    const char *name = nullptr;
-    char *demangled = nullptr;
-    if (unw_get_proc_name(c, mangled, sizeof mangled, &off) == 0) {
-        int status = 0;
-        demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-        name = status == 0 && demangled ? demangled : mangled;
-    }
+    char name[256];
+    bool named = unw_get_proc_name(c, name, sizeof name, &off) == 0;
     Dl_info info;
     const char *module = dladdr(reinterpret_cast<void *>(ip), &info) && info.dli_fname ? info.dli_fname : "?";
     const char *base = strrchr(module, '/');
     module = base ? base + 1 : module;
-    int n = name ? snprintf(buf, len, "%s+0x%lx (%s)", name, static_cast<unsigned long>(off), module)
-                 : snprintf(buf, len, "0x%lx (%s)", static_cast<unsigned long>(ip), module);
-    free(demangled);
-    return n < 0 ? 0 : static_cast<size_t>(n) < len ? static_cast<size_t>(n) : len - 1;
+    return named ? safe_format(buf, len, "%s+0x%lx (%s)", name, static_cast<unsigned long>(off), module)
+                 : safe_format(buf, len, "0x%lx (%s)", static_cast<unsigned long>(ip), module);
 }
 
 }  // namespace
@@ -299,12 +294,12 @@ void describe_fault_site(void *ucontext, int frames, char *buf, size_t len) {
     buf[0] = '\0';
     unw_cursor_t c;
     if (unw_init_local2(&c, static_cast<unw_context_t *>(ucontext), UNW_INIT_SIGNAL_FRAME) != 0) {
-        snprintf(buf, len, "(unknown code)");
+        safe_format(buf, len, "(unknown code)");
         return;
     }
     size_t used = 0;
     for (int f = 0; f < frames && used + 8 < len; ++f) {
-        if (f > 0) used += static_cast<size_t>(snprintf(buf + used, len - used, " <- "));
+        if (f > 0) used += safe_format(buf + used, len - used, " <- ");
         used += describe_frame(&c, buf + used, len - used);
         if (unw_step(&c) <= 0) break;
     }

@@ -154,4 +154,15 @@ bool safe_vformat(char *buf, size_t cap, const char *fmt, va_list ap) {
     return true;
 }
 
+size_t safe_format(char *buf, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = safe_vformat(buf, cap, fmt, ap);
+    va_end(ap);
+    if (!ok || cap == 0) return 0;
+    size_t n = 0;
+    while (buf[n]) ++n;
+    return n;
+}
+
 }  // namespace adsm::os

@@ -13,5 +13,7 @@ namespace adsm::os {
 // Writes at most cap-1 bytes and a terminating NUL, truncating silently.
 // False, with buf unspecified, if fmt holds a conversion it does not know.
 bool safe_vformat(char *buf, size_t cap, const char *fmt, va_list ap);
+// The same with arguments; returns the length written (0 if refused).
+size_t safe_format(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 }  // namespace adsm::os
