@@ -33,7 +33,6 @@ struct Region : SharedObject {
 
     // The context whose calls release this region (context.h defines it).
     Context *owner() const;
-    Region *next_region() const { return static_cast<Region *>(next); }
 
     // Clears everything but identity, the lock and the live flag, for a reused slot.
     void reset_fields() {
