@@ -82,13 +82,23 @@ __attribute__((noinline)) void run_blocks(const adsmKernelFunc fn, adsmDim3 grid
 }
 }  // namespace
 
+// The fault handler runs with asynchronous signals held back; a jump out of
+// it leaves them so unless the mask is put back.  A worker's mask never
+// changes between kernels, so it is read once per thread: sigsetjmp, or a
+// read per kernel, would cost a system call each time.
+static const sigset_t &worker_mask() {
+    __attribute__((tls_model("initial-exec"))) static thread_local sigset_t mask;
+    __attribute__((tls_model("initial-exec"))) static thread_local bool known = false;
+    if (!known) {
+        pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+        known = true;
+    }
+    return mask;
+}
+
 void GridRunner::work() {
     GuardFrame frame;
-    // The fault handler runs with asynchronous signals held back; a jump out
-    // of it leaves them so unless the mask is put back.  Saved here rather
-    // than by sigsetjmp, which would cost a system call per kernel.
-    sigset_t mask;
-    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    const sigset_t &mask = worker_mask();
     if (sigsetjmp(frame.env, 0) != 0) {
         pthread_sigmask(SIG_SETMASK, &mask, nullptr);
         // The kernel faulted on this thread; the first fault is the report.
