@@ -42,7 +42,7 @@ namespace adsm {
     X(prefetched_blocks, "blocks prefetched")                     \
     X(chaos_cycles, "chaos release/acquire cycles")               \
     X(coarsened_regions, "regions protected as one block")        \
-    X(failed_faults, "faults whose data could not be fetched")
+    X(failed_faults, "faults that raised SIGBUS")
 
 enum class Counter : unsigned {
 #define ADSM_COUNTER_ENUM(id, text) id,
