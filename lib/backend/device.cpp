@@ -56,4 +56,10 @@ Status Device::take_copy_failure() {
     return fail(static_cast<Status>(s), "an asynchronous copy failed earlier");
 }
 
+Status Device::injected_failure(os::injection::Site site, const char *what) const {
+    if (!os::injection::should_fail(site)) return adsmSuccess;
+    return fail(site == os::injection::Site::device_commit ? adsmErrorMemoryAllocation : adsmErrorDeviceLost,
+                "%s device: %s failed (injected)", name(), what);
+}
+
 }  // namespace adsm

@@ -15,6 +15,7 @@
 
 #include "backend/kernel.h"
 #include "support/config.h"
+#include "os/fault_injection.h"
 #include "support/status.h"
 
 namespace adsm {
@@ -111,6 +112,9 @@ protected:
     // async-signal-safe (the fault handler submits and waits for copies).
     void note_copy_failure(Status s);
     Status take_copy_failure();
+    // Failure injection for tests (os/fault_injection.h): the error the
+    // armed event at `site` gets, naming `what`; success when none is armed.
+    Status injected_failure(os::injection::Site site, const char *what) const;
 
 private:
     std::atomic<int> copy_failure_{adsmSuccess};

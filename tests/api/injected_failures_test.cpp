@@ -3,8 +3,9 @@
 // points of a program that writes, calls and syncs: every failure reaches
 // the program as an error from a call, the call can be made again, and no
 // data that was current before the failure is lost.  (tests/core does the
-// same against a recording device, with exact transfers.)  Only the sim
-// device consults the injection: these run on it, in every protocol.
+// same against a recording device, with exact transfers.)  The sim and
+// cuda devices consult the injection: these run on sim in every protocol,
+// and on the CUDA driver double.
 #include <gtest/gtest.h>
 
 #include <random>

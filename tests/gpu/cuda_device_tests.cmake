@@ -26,7 +26,7 @@ set_tests_properties(cuda.no_driver PROPERTIES TIMEOUT 60
 # regions are 4 GiB of device pages; each of 100k alloc/free cycles maps and
 # unmaps a 2 MiB granule of the double's), and the signal-handler test (each of its
 # thousands of kernels is a process of the double's; sim runs it in every protocol).
-set(api_on_cuda "-KernelsTest.CallByName:ErrorsTest.KernelCrashIsReportedAtSyncAndTheProgramGoesOn:StressTest.*:SignalFaultsTest.*:InjectedFailuresTest.*")
+set(api_on_cuda "-KernelsTest.CallByName:ErrorsTest.KernelCrashIsReportedAtSyncAndTheProgramGoesOn:StressTest.*:SignalFaultsTest.*")
 foreach(p batch lazy rolling delta)
   add_test(NAME api.cuda.${p} COMMAND api_tests --gtest_filter=${api_on_cuda})
   set_tests_properties(api.cuda.${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p}")

@@ -143,6 +143,7 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
 
 Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
     ADSM_ENTER();
+    if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = check_range(dev, bytes); s != adsmSuccess) return s;
     // Hopeless requests fail before anything is mapped or pinned.
     if (bytes > capacity_ - std::min(capacity_, memory_.used()))
@@ -180,6 +181,7 @@ const void *CudaDevice::host_side(const void *p) const {
 Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     ADSM_ENTER();
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
     if (Status s = copies_.to_device(dev, host_side(src), n); s != adsmSuccess) return s;
     stats().add(Counter::h2d_transfers);
     stats().add(Counter::h2d_bytes, n);
@@ -189,6 +191,7 @@ Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     ADSM_ENTER();
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
     if (Status s = copies_.to_host(const_cast<void *>(host_side(dst)), dev, n); s != adsmSuccess) return s;
     stats().add(Counter::d2h_transfers);
     stats().add(Counter::d2h_bytes, n);
@@ -198,6 +201,7 @@ Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
 Status CudaDevice::fill(uintptr_t dev, int value, size_t n) {
     ADSM_ENTER();
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
     if (Status s = copies_.fill(dev, value, n); s != adsmSuccess) return s;
     stats().add(Counter::device_fills);
     return adsmSuccess;
@@ -207,6 +211,11 @@ uint64_t CudaDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_
     Entered in(this);
     if (in.status() != adsmSuccess) {
         if (done) done(arg, in.status());
+        return 0;
+    }
+    if (Status s = injected_failure(os::injection::Site::device_copy, "asynchronous copy"); s != adsmSuccess) {
+        note_copy_failure(s);
+        if (done) done(arg, s);
         return 0;
     }
     stats().add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
@@ -228,7 +237,8 @@ Status CudaDevice::wait_copies(uint64_t ticket) {
     Entered in(this);
     if (in.status() != adsmSuccess) return in.status();
     copies_.wait(ticket == kAllCopies ? copies_.last_ticket() : ticket);
-    return copies_.take_failure();
+    Status engine = copies_.take_failure(), injected = take_copy_failure();
+    return engine != adsmSuccess ? engine : injected;
 }
 
 // ---------------------------------------------------------------- modules

@@ -89,16 +89,8 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *) {
     return adsmSuccess;
 }
 
-// Failures injected by tests (os/fault_injection.h), so that they reach the
-// real device's paths: the copy engine's included.
-static Status injected(os::injection::Site site, const char *what) {
-    if (!os::injection::should_fail(site)) return adsmSuccess;
-    return fail(site == os::injection::Site::device_commit ? adsmErrorMemoryAllocation : adsmErrorDeviceLost,
-                "sim device: %s failed (injected)", what);
-}
-
 Status SimDevice::commit(uintptr_t, uint64_t bytes) {
-    if (Status s = injected(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     uint64_t now = used_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     if (now > capacity_) {
         used_.fetch_sub(bytes, std::memory_order_relaxed);
@@ -132,7 +124,7 @@ void SimDevice::sync_floor(uint64_t start) {
 
 Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    if (Status s = injected(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
     uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
     os::real_memcpy(dma_ + (dev - base_), src, n);
     transfer_done(Direction::to_device, n, dev, t0);
@@ -144,7 +136,7 @@ Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 
 Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    if (Status s = injected(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
     uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
     os::real_memcpy(dst, dma_ + (dev - base_), n);
     transfer_done(Direction::to_host, n, dev, t0);
@@ -156,7 +148,7 @@ Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
 
 Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
-    if (Status s = injected(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
     os::real_memset(dma_ + (dev - base_), value, n);
     stats().add(Counter::device_fills);
     return adsmSuccess;
