@@ -237,8 +237,8 @@ Status CudaDevice::wait_copies(uint64_t ticket) {
     Entered in(this);
     if (in.status() != adsmSuccess) return in.status();
     copies_.wait(ticket == kAllCopies ? copies_.last_ticket() : ticket);
-    Status engine = copies_.take_failure(), injected = take_copy_failure();
-    return engine != adsmSuccess ? engine : injected;
+    if (Status s = copies_.take_failure(); s != adsmSuccess) return s;
+    return take_copy_failure();  // one that never reached the stream
 }
 
 // ---------------------------------------------------------------- modules
