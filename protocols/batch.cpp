@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "backend/device.h"
+#include "protocols/protection.h"
 #include "protocols/protocol.h"
 
 namespace adsm {
@@ -17,7 +18,7 @@ public:
 
     Status on_alloc(SharedObject &r, bool) override {
         r.on_device = false;
-        return set_access(r.host, r.span, PROT_READ | PROT_WRITE);
+        return protect_range(r.host, r.span, PROT_READ | PROT_WRITE);
     }
 
     void on_free(SharedObject &) override {}

@@ -67,7 +67,7 @@ Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
     memset(r.blocks, initial, r.nblocks);
     if (Status s = writes_->watch(r); s != adsmSuccess) return s;
     if (zeroed) env_.device->fill(r.dev, 0, r.size);
-    if (Status s = set_access(r.host, r.span, writes_->protection(initial)); s != adsmSuccess) return s;
+    if (Status s = protect_range(r.host, r.span, writes_->protection(initial)); s != adsmSuccess) return s;
     check_protections(r);
     return adsmSuccess;
 }

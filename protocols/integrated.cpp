@@ -3,6 +3,7 @@
 // devices, whatever ADSM_PROTOCOL says.
 #include <sys/mman.h>
 
+#include "protocols/protection.h"
 #include "protocols/protocol.h"
 
 namespace adsm {
@@ -12,7 +13,7 @@ class Integrated final : public HostCopyProtocol {
 public:
     explicit Integrated(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "integrated"; }
-    Status on_alloc(SharedObject &r, bool) override { return set_access(r.host, r.span, PROT_READ | PROT_WRITE); }
+    Status on_alloc(SharedObject &r, bool) override { return protect_range(r.host, r.span, PROT_READ | PROT_WRITE); }
     void on_free(SharedObject &) override {}
     Status release(ReleaseGroup &) override { return adsmSuccess; }
     Status acquire(ReleaseGroup &) override { return adsmSuccess; }

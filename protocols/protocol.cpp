@@ -1,18 +1,8 @@
 #include "protocols/protocol.h"
 
-#include <cstring>
-
 #include "os/real_libc.h"
-#include "os/vm.h"
 
 namespace adsm {
-
-Status set_access(uintptr_t host, size_t span, int prot) {
-    if (int e = os::protect(reinterpret_cast<void *>(host), span, prot))
-        return fail(adsmErrorMemoryAllocation, "mprotect(%p, %zu) failed: %s", reinterpret_cast<void *>(host), span,
-                    strerror(-e));
-    return adsmSuccess;
-}
 
 Status Protocol::snapshot(const SharedObject &r, uint8_t *dst) {
     os::real_memcpy(dst, r.alias, r.size);

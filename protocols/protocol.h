@@ -92,9 +92,6 @@ public:
     Status fill(SharedObject &r, size_t off, int value, size_t len) override;
 };
 
-// mprotect on the user view of [host, host+span).
-Status set_access(uintptr_t host, size_t span, int prot);
-
 struct ProtocolInfo {
     const char *name;
     const char *summary;

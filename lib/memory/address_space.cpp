@@ -85,14 +85,6 @@ void AddressSpace::prefault(uintptr_t addr, size_t span) {
     (void)os::populate(reinterpret_cast<void *>(addr), span, false);
 }
 
-Status AddressSpace::set_access(uintptr_t addr, size_t span, int prot) {
-    int r = os::protect(reinterpret_cast<void *>(addr), span, prot);
-    if (r != 0)
-        return fail(adsmErrorMemoryAllocation, "mprotect(%p, %zu) failed: %s", reinterpret_cast<void *>(addr), span,
-                    strerror(-r));
-    return adsmSuccess;
-}
-
 uint64_t AddressSpace::free_bytes() {
     std::lock_guard<std::mutex> lock(mu_);
     return ranges_.free_bytes();

@@ -35,7 +35,7 @@ public:
     uint8_t *alias(uintptr_t a) const { return alias_ + (a - base_); }
 
     // A free, page-aligned range of `span` bytes; its user view stays
-    // inaccessible until set_access opens it.
+    // inaccessible until it is opened (protocols/protection.h).
     Status allocate(size_t span, uintptr_t *out);
     // Closes the user view and gives the range back (through quarantine).
     void release(uintptr_t addr, size_t span);
@@ -48,9 +48,6 @@ public:
     // device pinned them), into the user view's page tables, so that the
     // program's first touch of each page does not fault.
     void prefault(uintptr_t addr, size_t span);
-
-    // mprotect on the user view.
-    Status set_access(uintptr_t addr, size_t span, int prot);
 
     uint64_t free_bytes();
 

@@ -8,6 +8,7 @@
 #include "os/clock.h"
 #include "os/invariant.h"
 #include "os/vm.h"
+#include "protocols/protection.h"
 #include "support/profile.h"
 #include "support/stats.h"
 #include "support/trace.h"
@@ -259,7 +260,7 @@ Status Manager::device_alloc(size_t size, void **out) {
     if (Status s = carve(size, RegionKind::device, &r); s != adsmSuccess) return s;
     if (device_.integrated()) {
         // On an integrated device the CPU may touch device memory too.
-        if (Status s = space_.set_access(r->dev, r->span, PROT_READ | PROT_WRITE); s != adsmSuccess) {
+        if (Status s = protect_range(r->dev, r->span, PROT_READ | PROT_WRITE); s != adsmSuccess) {
             retire(r);
             return s;
         }
