@@ -197,6 +197,80 @@ typedef struct adsmDeviceInfo {
 
 ADSM_API adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info);
 
+/* ---- Garbage-collected shared memory ---------------------------------- */
+
+/*
+ * The bundled collector: a conservative, non-moving mark-sweep heap whose
+ * chunks are shared memory, so a collected object is valid on the CPU and
+ * in kernels at the same address.  Objects are owned by the calling
+ * thread's context, as adsmAlloc's are: its adsmCall releases them.  A
+ * collection never waits for a kernel: what an unsynced kernel may reach
+ * stays alive until its context syncs.  Objects die when nothing the
+ * collector scans (thread stacks and registers, data and bss of every
+ * loaded object, static thread-local storage, registered roots, other live
+ * collected objects) points into them.
+ */
+
+/* size bytes, zeroed, that may hold pointers to collected objects; NULL with
+ * adsmErrorMemoryAllocation when the heap cannot grow (ADSM_GC_MAX_HEAP). */
+ADSM_API void *adsmGcAlloc(size_t size);
+/* As adsmGcAlloc for memory that holds no pointers (never scanned, not zeroed). */
+ADSM_API void *adsmGcAllocAtomic(size_t size);
+/* Frees an object at once (it must not be reachable any more). */
+ADSM_API adsmError_t adsmGcFree(void *obj);
+/* A full collection now. */
+ADSM_API adsmError_t adsmGcCollect(void);
+
+/* The start of the collected object that holds p (anywhere inside it), or
+ * NULL; and that object's usable size, 0 if none. */
+ADSM_API void *adsmGcBase(const void *p);
+ADSM_API size_t adsmGcSize(const void *p);
+
+/* [start, start+size) is scanned for pointers at every collection. */
+ADSM_API adsmError_t adsmGcAddRoots(void *start, size_t size);
+ADSM_API adsmError_t adsmGcRemoveRoots(void *start, size_t size);
+
+/* Runs fn(obj, data) once obj is unreachable, before its memory is reused;
+ * what obj points to stays alive until then.  fn NULL removes it.  One
+ * finalizer per object: a second replaces the first. */
+typedef void (*adsmGcCallback)(void *obj, void *data);
+ADSM_API adsmError_t adsmGcRegisterFinalizer(void *obj, adsmGcCallback fn, void *data);
+
+/* A weak reference: *link is set to NULL once obj becomes unreachable (before
+ * finalizers run).  *link must lie outside the collected heap or in a
+ * collected object; the link itself does not keep obj alive. */
+ADSM_API adsmError_t adsmGcRegisterWeak(void **link, const void *obj);
+ADSM_API adsmError_t adsmGcUnregisterWeak(void **link);
+
+/* Explicit cooperation, after jbufs: a pin (counted) keeps obj alive with no
+ * visible reference, for I/O or a device that holds it. */
+ADSM_API adsmError_t adsmGcPin(void *obj);
+ADSM_API adsmError_t adsmGcUnpin(void *obj);
+/* The program says it holds no more references to obj: once the collector
+ * finds it unpinned and unreachable, it calls fn(obj, data) and frees it. */
+ADSM_API adsmError_t adsmGcRelease(void *obj, adsmGcCallback fn, void *data);
+
+typedef struct adsmGcStats {
+    uint64_t heap_bytes;         /* shared memory the heap holds */
+    uint64_t live_bytes;         /* marked at the last collection */
+    uint64_t allocated_bytes;    /* allocated since the start */
+    uint64_t collections;
+    uint64_t last_pause_ns;      /* the world stopped, last collection */
+    uint64_t max_pause_ns;
+    uint64_t total_pause_ns;
+    uint64_t objects_freed;
+    uint64_t finalizers_run;
+    uint64_t weak_cleared;
+    uint64_t kept_for_kernels;   /* objects kept alive for unsynced kernels, last collection */
+} adsmGcStats;
+ADSM_API adsmError_t adsmGcGetStats(adsmGcStats *stats);
+
+/* Inside a kernel running on sim or cpu: size bytes of collected memory from
+ * the thread block's allocation buffer, or NULL when the heap cannot give
+ * more.  Objects allocated by kernels are ordinary collected objects after
+ * the sync. */
+ADSM_API void *adsmGcKernelAlloc(const adsmThreadIdx *idx, size_t size);
+
 #ifdef __cplusplus
 }
 #endif
