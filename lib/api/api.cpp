@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "adsm.h"
+#include "api/entry.h"
 #include "api/launch.h"
 #include "api/modules.h"
 #include "api/runtime.h"
@@ -12,41 +13,11 @@
 
 using namespace adsm;
 
-namespace {
 
+namespace adsm {
 __attribute__((tls_model("initial-exec"))) thread_local adsmError_t tls_last_error = adsmSuccess;
-// The message of the thread's most recent API error.  Kept apart from the
-// scratch detail that internal steps write, and not reset by
-// adsmGetLastError, so the two can be read in either order.
 __attribute__((tls_model("initial-exec"))) thread_local char tls_error_detail[512];
-
-adsmError_t record(adsmError_t e) {
-    if (e != adsmSuccess) {
-        tls_last_error = e;
-        snprintf(tls_error_detail, sizeof tls_error_detail, "%s", last_detail());
-        ADSM_LOG(debug, "%s: %s", adsmGetErrorString(e), tls_error_detail);
-    }
-    return e;
-}
-
-void *record_ptr(adsmError_t e, void *p) {
-    record(e);
-    return e == adsmSuccess ? p : nullptr;
-}
-
-// Every entry point marks the thread as inside the runtime, so that the
-// runtime's own allocations never come back to it through interposed malloc.
-#define ADSM_RUNTIME(rt)                                                                                  \
-    adsm::Inside scope_;                                                                          \
-    Runtime *rt = nullptr;                                                                                \
-    if (Status _s = runtime(&rt); _s != adsmSuccess) return record(_s)
-
-#define ADSM_RUNTIME_PTR(rt)                                                                              \
-    adsm::Inside scope_;                                                                          \
-    Runtime *rt = nullptr;                                                                                \
-    if (Status _s = runtime(&rt); _s != adsmSuccess) return record_ptr(_s, nullptr)
-
-}  // namespace
+}  // namespace adsm
 
 extern "C" {
 
@@ -215,7 +186,11 @@ adsmContext_t adsmGetContext(void) {
 
 adsmError_t adsmSetContext(adsmContext_t ctx) {
     ADSM_RUNTIME(rt);
-    return record(rt->manager->bind(ctx));
+    Status s = rt->manager->bind(ctx);
+    // The thread's collected-object pages belong to the context it leaves.
+    if (s == adsmSuccess)
+        if (gc::Collector *c = rt->collector.load(std::memory_order_acquire)) c->context_switched();
+    return record(s);
 }
 
 adsmError_t adsmDeviceAlloc(void **dev_ptr, size_t size) {

@@ -46,6 +46,11 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     l.shared_mem = native.shared_mem;
     l.has_native_stream = native.on_program_stream;
     l.native_stream = native.stream;
+    // A kernel may hold the only pointer to a collected object, in its arguments.
+    if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {
+        Context *ctx = in ? in : rt.manager->current();
+        if (ctx) c->note_launch(ctx, blob, k->args_size);
+    }
     return rt.manager->call(l, in);
 }
 

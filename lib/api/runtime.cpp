@@ -169,6 +169,30 @@ Status start(Runtime **out) {
 
 }  // namespace
 
+Status collector(Runtime &rt, gc::Collector **out) {
+    if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {
+        *out = c;
+        return adsmSuccess;
+    }
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {
+        *out = c;
+        return adsmSuccess;
+    }
+    gc::GcConfig gc;
+    gc.max_heap = rt.config.gc_max_heap;
+    gc.trigger = rt.config.gc_trigger;
+    gc.growth = rt.config.gc_growth;
+    gc.markers = rt.config.gc_markers;
+    gc.automatic = rt.config.gc_auto;
+    auto *c = new gc::Collector(*rt.manager, rt.table, rt.space, *rt.device, gc);
+    if (Status s = c->init(); s != adsmSuccess) return s;  // (c is leaked: it may have started threads)
+    rt.collector.store(c, std::memory_order_release);
+    *out = c;
+    return adsmSuccess;
+}
+
 Runtime *started_runtime() { return g_runtime.load(std::memory_order_acquire); }
 bool forked_child() { return g_forked.load(std::memory_order_relaxed); }
 

@@ -2,10 +2,12 @@
 // threads and exit handlers may still call in while the process winds down.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "api/kernel_registry.h"
 #include "backend/device.h"
+#include "gc/collector.h"
 #include "memory/address_space.h"
 #include "memory/manager.h"
 #include "memory/region_table.h"
@@ -24,6 +26,8 @@ struct Runtime {
     std::unique_ptr<Protocol> protocol;
     std::unique_ptr<Manager> manager;
     KernelRegistry kernels;
+    // The collector, started by the first call that needs it.
+    std::atomic<gc::Collector *> collector{nullptr};
 };
 
 // The runtime, starting it if needed.  A failed start is remembered: every
@@ -35,6 +39,9 @@ Status runtime(Runtime **out);
 // readable there); nullptr otherwise.  Never starts it.
 Runtime *started_runtime();
 bool forked_child();
+
+// The runtime's collector, starting it if needed.
+Status collector(Runtime &rt, gc::Collector **out);
 
 // "uffd", "mprotect", or "-" when the protocol tracks no writes.
 const char *dirty_tracking_name(const Runtime &rt);

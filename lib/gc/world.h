@@ -39,6 +39,9 @@ public:
 
     // Threads stopped by the last stop().
     size_t stopped() const { return nthreads_; }
+
+private:
+    size_t nthreads_ = 0;
 };
 
 }  // namespace adsm::gc

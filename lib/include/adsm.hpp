@@ -7,6 +7,8 @@
 #include "adsm.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -250,6 +252,36 @@ public:
 
 private:
     adsmModule_t m_ = nullptr;
+};
+
+// Collected shared memory for standard containers, as in
+// std::vector<T, adsm::gc_allocator<T>>: the elements are valid in kernels at
+// the same addresses, and may point to other collected objects.  A
+// container frees its old buffers itself; what it drops is collected.
+template <class T>
+class gc_allocator {
+public:
+    using value_type = T;
+    gc_allocator() noexcept = default;
+    template <class U>
+    gc_allocator(const gc_allocator<U> &) noexcept {}
+
+    T *allocate(std::size_t n) {
+        if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+        void *p = adsmGcAlloc(n * sizeof(T));
+        if (!p) throw std::bad_alloc();
+        return static_cast<T *>(p);
+    }
+    void deallocate(T *p, std::size_t) noexcept { adsmGcFree(p); }
+
+    template <class U>
+    bool operator==(const gc_allocator<U> &) const noexcept {
+        return true;
+    }
+    template <class U>
+    bool operator!=(const gc_allocator<U> &) const noexcept {
+        return false;
+    }
 };
 
 // Run f with the calling thread bound to ctx, then restore its own context.

@@ -52,10 +52,10 @@ Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) 
     return adsmSuccess;
 }
 
-Status AddressSpace::allocate(size_t span, uintptr_t *out) {
+Status AddressSpace::allocate(size_t span, uintptr_t *out, size_t align) {
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t a;
-    if (!ranges_.allocate(span, &a))
+    if (!ranges_.allocate(span, &a, align ? align : 1))
         return fail(adsmErrorMemoryAllocation, "the shared window has no free range of %zu bytes (%llu bytes free of %llu)",
                     span, static_cast<unsigned long long>(ranges_.free_bytes()),
                     static_cast<unsigned long long>(size_));

@@ -34,9 +34,10 @@ public:
     bool contains(uintptr_t a) const { return a >= base_ && a - base_ < size_; }
     uint8_t *alias(uintptr_t a) const { return alias_ + (a - base_); }
 
-    // A free, page-aligned range of `span` bytes; its user view stays
-    // inaccessible until it is opened (protocols/protection.h).
-    Status allocate(size_t span, uintptr_t *out);
+    // A free range of `span` bytes starting at a multiple of `align` (a
+    // power of two; 0: a page); its user view stays inaccessible until it is
+    // opened (protocols/protection.h).
+    Status allocate(size_t span, uintptr_t *out, size_t align = 0);
     // Closes the user view and gives the range back (through quarantine).
     void release(uintptr_t addr, size_t span);
 

@@ -51,7 +51,7 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
 
 // ---------------------------------------------------------------- regions
 
-Status Manager::carve(size_t size, RegionKind kind, Region **out) {
+Status Manager::carve(size_t size, RegionKind kind, Region **out, size_t align) {
     if (size == 0) return fail(adsmErrorInvalidValue, "size is zero");
     size_t span;
     if (!os::page_round(size, &span)) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up to pages", size);
@@ -61,7 +61,7 @@ Status Manager::carve(size_t size, RegionKind kind, Region **out) {
     bool separate_dev = kind == RegionKind::safe && !device_.integrated();
 
     uintptr_t host = 0, dev = 0;
-    if (Status s = space_.allocate(span, &dev); s != adsmSuccess) return s;
+    if (Status s = space_.allocate(span, &dev, align); s != adsmSuccess) return s;
     if (separate_dev) {
         if (Status s = space_.allocate(span, &host); s != adsmSuccess) {
             space_.release(dev, span);
@@ -105,13 +105,13 @@ void Manager::retire(Region *r) {
     table_.destroy(r);
 }
 
-Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOrigin origin) {
+Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOrigin origin, size_t align) {
     *out = nullptr;
     Timed timed(Counter::memory_ns, trace::Kind::alloc);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::shared, &r); s != adsmSuccess) return s;
+    if (Status s = carve(size, RegionKind::shared, &r, align); s != adsmSuccess) return s;
     r->origin = origin;
     if (zero) space_.zero(r->host, r->span);
     if (Status s = protocol_.on_alloc(*r, zero); s != adsmSuccess) {
@@ -164,7 +164,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
     return adsmSuccess;
 }
 
-Status Manager::free(void *p, bool wait) {
+Status Manager::free(void *p, bool wait, bool collector) {
     if (!p) return adsmSuccess;
     Timed timed(Counter::memory_ns, trace::Kind::free);
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -184,6 +184,9 @@ Status Manager::free(void *p, bool wait) {
     if (!r->contains_host(a))
         return fail(adsmErrorInvalidPointer, "%p is the device address of a safe allocation; free its CPU address %p", p,
                     ptr(r->host));
+    if ((r->origin == RegionOrigin::collector) != collector)
+        return fail(adsmErrorInvalidPointer, "%p is in the collector's heap; collected objects are freed by the collector",
+                    p);
     if (a != r->host)
         return fail(adsmErrorInvalidPointer, "%p points %zu bytes into the allocation at %p; adsmFree takes the start", p,
                     static_cast<size_t>(a - r->host), ptr(r->host));

@@ -29,12 +29,15 @@ public:
     Context *program_context() { return contexts_.program_context(); }
 
     // ---- shared memory
-    // In `in`, or the calling thread's context when null.
-    Status alloc(size_t size, bool zero, void **out, Context *in = nullptr, RegionOrigin origin = RegionOrigin::api);
+    // In `in`, or the calling thread's context when null; at a multiple of
+    // `align` (a power of two; 0: a page).
+    Status alloc(size_t size, bool zero, void **out, Context *in = nullptr, RegionOrigin origin = RegionOrigin::api,
+                 size_t align = 0);
     Status safe_alloc(size_t size, void **out);
     // free; with wait, an object a kernel may still use is freed after that
     // kernel (as cudaFree does) instead of refused with adsmErrorBusy.
-    Status free(void *ptr, bool wait = false);
+    // The collector's chunks are refused unless `collector` says it frees them.
+    Status free(void *ptr, bool wait = false, bool collector = false);
     Status safe(const void *cpu_addr, void **dev_addr);
     size_t size_of(const void *ptr);
     // The live shared allocation that holds ptr (anywhere inside it).
@@ -52,6 +55,9 @@ public:
     Status program_read(const void *src, void *dst, size_t n, uint64_t *ticket = nullptr);
     Status program_write(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr);
     Status program_fill(void *dst, int value, size_t n);
+    // As program_write, refused with adsmErrorBusy instead of waiting for a
+    // kernel (the collector never waits for one).
+    Status program_write_idle(void *dst, const void *src, size_t n);
 
     // Chaos mode: a release and an acquire of every context now.
     void chaos_cycle();
@@ -80,7 +86,7 @@ public:
     Protocol &protocol() { return protocol_; }
 
 private:
-    Status carve(size_t size, RegionKind kind, Region **out);
+    Status carve(size_t size, RegionKind kind, Region **out, size_t align = 0);
     void retire(Region *r);
     Status wait_for_kernels(Context *c);
     static void defer_error(Context &c, Status st);

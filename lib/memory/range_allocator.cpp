@@ -38,15 +38,21 @@ void RangeAllocator::insert_free(uint64_t addr, uint64_t size) {
     free_bytes_ += size;
 }
 
-bool RangeAllocator::allocate(uint64_t size, uint64_t *addr) {
+bool RangeAllocator::allocate(uint64_t size, uint64_t *addr, uint64_t align) {
     if (size == 0) return false;
+    if (align == 0) align = 1;
+    if (align & (align - 1)) return false;
     for (int attempt = 0; attempt < 2; ++attempt) {
-        auto it = by_size_.lower_bound({size, 0});
-        if (it != by_size_.end()) {
+        // The smallest ranges first; with an alignment, the first of them
+        // that holds an aligned start.
+        for (auto it = by_size_.lower_bound({size, 0}); it != by_size_.end(); ++it) {
             uint64_t start = it->second, avail = it->first;
+            uint64_t at = (start + align - 1) & ~(align - 1);
+            if (at - start > avail - size) continue;
             erase_free(by_addr_.find(start));
-            if (avail > size) insert_free(start + size, avail - size);
-            *addr = start;
+            if (at > start) insert_free(start, at - start);
+            if (start + avail > at + size) insert_free(at + size, start + avail - at - size);
+            *addr = at;
             return true;
         }
         // Out of room: reuse quarantined ranges rather than fail.

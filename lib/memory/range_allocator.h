@@ -20,8 +20,9 @@ public:
     void init(uint64_t base, uint64_t size, size_t quarantine_entries = 1024,
               uint64_t quarantine_bytes = 256ull << 20);
 
-    // Lowest-addressed range among the smallest that fit; false if none.
-    bool allocate(uint64_t size, uint64_t *addr);
+    // Lowest-addressed range among the smallest that fit, starting at a
+    // multiple of `align` (a power of two); false if none.
+    bool allocate(uint64_t size, uint64_t *addr, uint64_t align = 1);
     void release(uint64_t addr, uint64_t size);
 
     uint64_t free_bytes() const { return free_bytes_; }   // excludes quarantine

@@ -24,6 +24,7 @@ enum class RegionOrigin : uint8_t {
     api,      // adsmAlloc and friends
     malloc,   // the interposed malloc family
     gpu_api,  // managed allocations of an interposed GPU API
+    collector,  // the collector's chunks: only the collector frees them
 };
 
 struct Region : SharedObject {

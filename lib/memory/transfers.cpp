@@ -141,6 +141,11 @@ Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ti
     return with_idle(dst, n, true, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n, ticket); });
 }
 
+Status Manager::program_write_idle(void *dst, const void *src, size_t n) {
+    profile::Cause cause;
+    return with_idle(dst, n, false, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n); });
+}
+
 Status Manager::program_fill(void *dst, int value, size_t n) {
     profile::Cause cause;
     return with_idle(dst, n, true, [&](Region &r, size_t off) { return protocol_.fill(r, off, value, n); });

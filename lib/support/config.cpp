@@ -51,6 +51,12 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_LOG", "error|warn|info|debug", "diagnostic verbosity (default warn)"},
         {"ADSM_VA_BASE", "ADDRESS", "preferred start of the shared address window (default 0x300000000000)"},
         {"ADSM_VA_SIZE", "SIZE", "size of the shared address window (default: 4x device memory, at least 64G)"},
+        {"ADSM_GC", "auto|off", "the collector collects when allocation calls for it, or only in adsmGcCollect (default auto)"},
+        {"ADSM_GC_MAX_HEAP", "SIZE", "the collected heap never grows past this; allocation then returns NULL (default: the window)"},
+        {"ADSM_GC_TRIGGER", "SIZE", "bytes allocated between collections, at least (default 8M)"},
+        {"ADSM_GC_GROWTH", "X",
+         "bytes allocated between collections, at least X times what the last one found live (default 1)"},
+        {"ADSM_GC_MARKERS", "N", "threads that mark in parallel (default: one per CPU, at most 8)"},
     };
     return vars;
 }
@@ -234,6 +240,25 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         if (!parse_size(v, &s) || s < (64u << 20) || s > (1ull << 44) || s % (1u << 21) != 0)
             return bad("ADSM_VA_SIZE", v, "a multiple of 2M from 64M to 16T");
         c.va_size = s;
+    }
+    if (const char *v = lookup("ADSM_GC"); v && *v) {
+        if (strcmp(v, "auto") && strcmp(v, "off")) return bad("ADSM_GC", v, "auto or off");
+        c.gc_auto = !strcmp(v, "auto");
+    }
+    if (const char *v = lookup("ADSM_GC_MAX_HEAP"); v && *v) {
+        if (!parse_size(v, &c.gc_max_heap) || c.gc_max_heap < (2u << 20))
+            return bad("ADSM_GC_MAX_HEAP", v, "a size of at least 2M");
+    }
+    if (const char *v = lookup("ADSM_GC_TRIGGER"); v && *v) {
+        if (!parse_size(v, &c.gc_trigger) || c.gc_trigger < 4096) return bad("ADSM_GC_TRIGGER", v, "a size of at least 4K");
+    }
+    if (const char *v = lookup("ADSM_GC_GROWTH"); v && *v) {
+        if (!parse_number(v, &c.gc_growth) || c.gc_growth > 100) return bad("ADSM_GC_GROWTH", v, "a number from 0 to 100");
+    }
+    if (const char *v = lookup("ADSM_GC_MARKERS"); v && *v) {
+        uint64_t n;
+        if (!parse_uint(v, &n) || n == 0 || n > 64) return bad("ADSM_GC_MARKERS", v, "a whole number from 1 to 64");
+        c.gc_markers = static_cast<unsigned>(n);
     }
     *out = c;
     return adsmSuccess;

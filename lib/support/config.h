@@ -38,6 +38,11 @@ struct Config {
     uint64_t chaos_seed = 1;            // ADSM_CHAOS_SEED
     uintptr_t va_base = 0x300000000000ull;  // ADSM_VA_BASE: preferred start of the shared window
     uint64_t va_size = 0;               // ADSM_VA_SIZE: 0 means derived from the device capacity
+    bool gc_auto = true;                // ADSM_GC: auto|off
+    uint64_t gc_max_heap = 0;           // ADSM_GC_MAX_HEAP: 0 means the window
+    uint64_t gc_trigger = 8ull << 20;   // ADSM_GC_TRIGGER
+    double gc_growth = 1.0;             // ADSM_GC_GROWTH
+    unsigned gc_markers = 0;            // ADSM_GC_MARKERS: 0 means one per CPU, at most 8
 };
 
 // One documented variable; the launcher's --help prints this table.

@@ -1,0 +1,116 @@
+// The heap's unit of memory: a chunk is one shared region of the runtime,
+// aligned to kChunkBytes so that any address finds its chunk with a shift.
+// A normal chunk is cut into pages, each either empty, holding objects of
+// one size class, or part of one large object; a huge chunk holds one
+// object.  All metadata lives outside the chunk, in private memory: the
+// collector never writes into shared memory, whose copies the coherence
+// protocols own.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "gc/size_classes.h"
+
+namespace adsm {
+struct Region;
+struct Context;
+}  // namespace adsm
+
+namespace adsm::gc {
+
+constexpr size_t kChunkShift = 21;
+constexpr size_t kChunkBytes = size_t(1) << kChunkShift;  // the CUDA granularity on an H100, too
+constexpr unsigned kPagesPerChunk = kChunkBytes / kPageBytes;
+constexpr size_t kMaxLarge = kChunkBytes / 2;  // larger objects get a chunk of their own
+
+enum class PageKind : uint8_t {
+    empty,  // holds nothing
+    small,  // objects of one size class
+    large,  // the first page of a large object
+    tail,   // a later page of a large object
+};
+
+struct ThreadCache;
+struct Space;
+
+struct Chunk;
+
+struct Page {
+    Chunk *chunk = nullptr;
+    PageKind kind = PageKind::empty;
+    uint8_t cls = 0;
+    bool pointers = true;   // objects may hold pointers (scanned)
+    bool dirty = false;     // has held objects since the chunk was made: reuse zeroes
+    uint32_t head = 0;      // tail: the index of its large page
+    uint32_t npages = 0;    // large: pages the object spans
+    size_t bytes = 0;       // large: the object's usable size
+    // Small pages: objects free for allocation.  While a thread cache owns
+    // the page, its own mask is the truth and this one is stale; objects a
+    // collection frees meanwhile go to `swept`, which the cache takes back.
+    uint64_t free[kMaskWords] = {};
+    std::atomic<uint64_t> swept[kMaskWords] = {};
+    const uint64_t *cache_mask = nullptr;  // the owning cache's mask, or null
+    // Set while the world is stopped: allocated objects, and marked ones.
+    uint64_t live[kMaskWords] = {};
+    std::atomic<uint64_t> mark[kMaskWords] = {};
+    Page *prev = nullptr;  // the partial list of its class (in its chunk's space)
+    Page *next = nullptr;
+    bool listed = false;
+};
+
+struct Chunk {
+    uintptr_t base = 0;
+    size_t bytes = 0;         // kChunkBytes, or a huge object's span
+    uint8_t *alias = nullptr; // the runtime's always-readable view of its host copy
+    Region *region = nullptr;
+    Context *owner = nullptr;
+    Space *space = nullptr;   // the heap's part for owner
+    uint32_t generation = 0;  // of the region slot
+    bool huge = false;
+    uint32_t empty_pages = 0;
+    uint32_t npages = 0;      // Page entries (1 for a huge chunk)
+
+    // Set for one collection: blocks whose current copy is on the device,
+    // and a copy of them read before the world stopped.
+    uint8_t *device_copy = nullptr;
+    uint32_t block_size = 0;
+    uint64_t device_blocks = 0;  // bit k: block k (a chunk has at most 64 blocks of interest)
+    bool all_on_device = false;  // more blocks than bits, or the whole object (batch)
+
+    Page *pages = nullptr;  // npages of them, right after the chunk's own fields
+
+    uint8_t *alias_of(uintptr_t a) const { return alias + (a - base); }
+    Page *page_of(uintptr_t a) {
+        return huge ? &pages[0] : &pages[(a - base) >> kPageShift];
+    }
+    uintptr_t page_address(const Page *p) const { return base + (uintptr_t(p - pages) << kPageShift); }
+    uint32_t page_index(const Page *p) const { return static_cast<uint32_t>(p - pages); }
+};
+
+// Chunk metadata in private memory; nullptr when there is none to be had.
+Chunk *new_chunk_meta(uint32_t npages);
+void free_chunk_meta(Chunk *c);
+
+// From an address to its chunk, without a lock: one slot per kChunkBytes of
+// the shared window.
+class ChunkMap {
+public:
+    bool init(uintptr_t base, uint64_t size);
+    Chunk *find(uintptr_t a) const {
+        uintptr_t off = a - base_;
+        if (off >= size_) return nullptr;
+        return slots_[off >> kChunkShift].load(std::memory_order_acquire);
+    }
+    void set(const Chunk &c, Chunk *value);
+    uintptr_t base() const { return base_; }
+    uint64_t size() const { return size_; }
+
+private:
+    uintptr_t base_ = 0;
+    uint64_t size_ = 0;
+    std::atomic<Chunk *> *slots_ = nullptr;
+};
+
+}  // namespace adsm::gc

@@ -1,0 +1,380 @@
+// One collection, in the order it happens: what must be read before the
+// world stops (loaded objects, device copies), the stop, marking from the
+// roots and from what kernels may reach, weak links, finalizers, the
+// sweep, the restart, and what waits for the world to run again.
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "backend/device.h"
+#include "gc/collector.h"
+#include "gc/roots.h"
+#include "memory/manager.h"
+#include "os/clock.h"
+#include "os/futex.h"
+#include "support/log.h"
+
+namespace adsm::gc {
+
+namespace {
+unsigned popcount(uint64_t m) { return static_cast<unsigned>(__builtin_popcountll(m)); }
+
+template <class F>
+void for_each_live(Page &p, const SizeClass &sc, F &&f) {
+    for (unsigned w = 0; w < kMaskWords; ++w)
+        for (uint64_t m = p.live[w]; m; m &= m - 1) {
+            unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(m));
+            f(i, uintptr_t(i) * sc.size);
+        }
+}
+}  // namespace
+
+// ---- marker threads
+
+void *Collector::marker_main(void *arg) {
+    auto *self = static_cast<Collector *>(arg);
+    unsigned me = self->markers_up_.fetch_add(1) + 1;
+    self->marker_tids_[me] = static_cast<pid_t>(syscall(SYS_gettid));
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t e;
+        while ((e = self->mark_epoch_.load(std::memory_order_acquire)) == seen) os::futex_wait(&self->mark_epoch_, seen);
+        seen = e;
+        self->markers_[me]->drain();
+        self->markers_done_.fetch_add(1, std::memory_order_acq_rel);
+        os::futex_wake(reinterpret_cast<std::atomic<uint32_t> *>(&self->markers_done_));
+    }
+    return nullptr;
+}
+
+Status Collector::start_markers() {
+    pid_t pid = getpid();
+    if (!markers_.empty() && markers_pid_ == pid) return adsmSuccess;
+    // First use, or a fork child: the parent's markers are not here.
+    markers_.clear();
+    marker_tids_.assign(config_.markers, 0);
+    for (unsigned i = 0; i < config_.markers; ++i) markers_.push_back(std::make_unique<Marker>(heap_.map(), pool_));
+    markers_up_.store(0);
+    markers_pid_ = pid;
+    for (unsigned i = 1; i < config_.markers; ++i) {
+        pthread_t t;
+        if (pthread_create(&t, nullptr, &Collector::marker_main, this) != 0) {
+            log(LogLevel::warn, "collector: could not start marker thread %u; marking with %u", i, i);
+            markers_.resize(i);
+            marker_tids_.resize(i);
+            break;
+        }
+        pthread_detach(t);
+    }
+    while (markers_up_.load() + 1 < markers_.size()) sched_yield();
+    return adsmSuccess;
+}
+
+void Collector::mark_all() {
+    pool_.begin(static_cast<unsigned>(markers_.size()));
+    markers_done_.store(0, std::memory_order_relaxed);
+    if (markers_.size() > 1) {
+        mark_epoch_.fetch_add(1, std::memory_order_release);
+        os::futex_wake(&mark_epoch_);
+    }
+    markers_[0]->drain();
+    auto *done = reinterpret_cast<std::atomic<uint32_t> *>(&markers_done_);
+    uint32_t d;
+    while ((d = done->load(std::memory_order_acquire)) + 1 < markers_.size()) os::futex_wait(done, d, 1000000);
+}
+
+// ---- before the world stops
+
+void Collector::take_device_copies() {
+    for (Chunk *c : heap_.chunks()) {
+        c->device_blocks = 0;
+        c->all_on_device = false;
+        c->block_size = 0;
+        const Region *r = c->region;
+        if (device_.integrated()) continue;
+        bool any = false;
+        uint32_t bs = r->block_size && r->blocks ? r->block_size : static_cast<uint32_t>(c->bytes);
+        if (r->on_device || (r->nblocks > 64 && r->blocks)) {
+            // Whole object on the device (batch), or more blocks than the mask holds.
+            bool all = r->on_device;
+            for (uint32_t k = 0; !all && k < r->nblocks; ++k) all = r->state(k) == block::kInvalid;
+            any = c->all_on_device = all;
+        } else if (r->blocks) {
+            for (uint32_t k = 0; k < r->nblocks; ++k)
+                if (r->state(k) == block::kInvalid) c->device_blocks |= uint64_t(1) << k;
+            any = c->device_blocks != 0;
+        }
+        if (!any) continue;
+        if (!c->device_copy) {
+            void *p = os::map_anon(c->bytes, PROT_READ | PROT_WRITE, true);
+            if (p == MAP_FAILED) {
+                log(LogLevel::warn, "collector: no memory to copy a chunk's device blocks; its objects are kept");
+                c->all_on_device = true;  // marks everything in it below
+                continue;
+            }
+            c->device_copy = static_cast<uint8_t *>(p);
+        }
+        c->block_size = bs;
+        for (size_t off = 0; off < c->bytes; off += bs) {
+            size_t k = off / bs;
+            if (!c->all_on_device && !(c->device_blocks >> k & 1)) continue;
+            size_t n = off + bs < c->bytes ? bs : c->bytes - off;
+            // The device copy is read while a kernel may be writing it: what a
+            // kernel can reach is kept by other means (mark_kernel_reachable);
+            // this copy finds what the device holds that the host does not.
+            if (device_.copy_to_host(c->device_copy + off, r->dev + off, n) != adsmSuccess)
+                log(LogLevel::warn, "collector: could not read a device block at %p: %s",
+                    reinterpret_cast<void *>(r->dev + off), last_detail());
+        }
+    }
+}
+
+// ---- while the world is stopped
+
+void Collector::snapshot_live() {
+    for (Chunk *c : heap_.chunks())
+        for (uint32_t i = 0; i < c->npages; ++i) {
+            Page &p = c->pages[i];
+            for (unsigned w = 0; w < kMaskWords; ++w) {
+                p.live[w] = 0;
+                p.mark[w].store(0, std::memory_order_relaxed);
+            }
+            if (p.kind == PageKind::large) {
+                p.live[0] = 1;
+            } else if (p.kind == PageKind::small) {
+                const SizeClass &sc = kSizeClasses[p.cls];
+                for (unsigned w = 0; w < kMaskWords; ++w) {
+                    uint64_t free = p.cache_mask ? p.cache_mask[w] | p.swept[w].load(std::memory_order_relaxed) : p.free[w];
+                    p.live[w] = Heap::full_mask(sc, w) & ~free;
+                }
+            }
+        }
+}
+
+void Collector::mark_roots() {
+    Marker &m = *markers_[0];
+    for (const Range &r : roots_) m.push_range(r.lo, r.hi);
+    for (const Range &r : threads_) m.push_range(r.lo, r.hi);
+    for (auto &[lo, hi] : registry_.roots) {
+        // Roots inside shared memory are read through the alias: the
+        // program's view may be closed by the protocol.
+        if (space_.contains(lo)) {
+            uintptr_t a = reinterpret_cast<uintptr_t>(space_.alias(lo));
+            m.push_range(a, a + (hi - lo));
+        } else {
+            m.push_range(lo, hi);
+        }
+    }
+    for (auto &[obj, count] : registry_.pins) m.consider(obj);
+    for (const LaunchRecord &l : launches_) {
+        uintptr_t a = reinterpret_cast<uintptr_t>(l.args.data());
+        m.push_range(a, a + l.args.size());
+    }
+}
+
+void Collector::mark_kernel_reachable() {
+    Marker &m = *markers_[0];
+    uint64_t kept = 0;
+    for (Chunk *c : heap_.chunks()) {
+        if (!heap_.held(*c)) continue;
+        for (uint32_t i = 0; i < c->npages; ++i) {
+            Page &p = c->pages[i];
+            if (p.kind == PageKind::large) {
+                m.mark_object(*c, p, c->page_address(&p), p.bytes, 0);
+                ++kept;
+            } else if (p.kind == PageKind::small) {
+                const SizeClass &sc = kSizeClasses[p.cls];
+                uintptr_t base = c->page_address(&p);
+                for_each_live(p, sc, [&](unsigned idx, uintptr_t off) {
+                    m.mark_object(*c, p, base + off, sc.size, idx);
+                    ++kept;
+                });
+            }
+        }
+    }
+    stats_.kept_for_kernels.store(kept, std::memory_order_relaxed);
+}
+
+bool Collector::marked(uintptr_t obj) {
+    Chunk *c = heap_.chunk_of(obj);
+    if (!c) return true;  // not ours (any more): nothing to decide
+    Page *p = c->page_of(obj);
+    if (p->kind == PageKind::tail) p = &c->pages[p->head];
+    if (p->kind == PageKind::large) return p->mark[0].load(std::memory_order_relaxed) & 1;
+    if (p->kind != PageKind::small) return true;
+    unsigned i = object_index(static_cast<uint32_t>(obj & (kPageBytes - 1)), kSizeClasses[p->cls]);
+    return p->mark[i >> 6].load(std::memory_order_relaxed) >> (i & 63) & 1;
+}
+
+// Weak links to objects nothing else reached: cleared now when the link is
+// private memory; a link in shared memory is written once the world runs
+// (through the protocol, never waiting for a kernel), so its object is kept
+// for this one collection.
+void Collector::settle_weak_links() {
+    Marker &m = *markers_[0];
+    for (auto &[link, obj] : registry_.weak) {
+        if (marked(obj)) continue;
+        if (heap_.chunk_of(link) && !marked(link)) continue;  // its holder dies too: dropped below
+        if (space_.contains(link)) {
+            links_.push(link, obj);
+            m.consider(obj);
+        } else {
+            *reinterpret_cast<uintptr_t *>(link) = 0;
+            dropped_.push(link, 0);
+            stats_.weak_cleared.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+}
+
+// Objects with a finalizer or a release callback that nothing reaches: kept,
+// with all they reach, until their callback has run.
+void Collector::find_ready() {
+    Marker &m = *markers_[0];
+    for (auto &[obj, cb] : registry_.finalizers)
+        if (!marked(obj)) ready_.push(obj, 1);
+    for (auto &[obj, cb] : registry_.releases)
+        if (!marked(obj)) ready_.push(obj, 2);
+    for (const Range &r : ready_) m.consider(r.lo);
+}
+
+void Collector::sweep() {
+    uint64_t freed = 0, live = 0;
+    for (Chunk *c : heap_.chunks()) {
+        for (uint32_t i = 0; i < c->npages; ++i) {
+            Page &p = c->pages[i];
+            if (p.kind == PageKind::large) {
+                if (p.mark[0].load(std::memory_order_relaxed) & 1) {
+                    live += p.bytes;
+                } else if (c->huge) {
+                    dead_chunks_.push_back(c);
+                    ++freed;
+                } else {
+                    for (uint32_t k = 0, n = p.npages; k < n; ++k) heap_.make_empty(*c, c->pages[i + k]);
+                    ++freed;
+                }
+            } else if (p.kind == PageKind::small) {
+                const SizeClass &sc = kSizeClasses[p.cls];
+                bool all = true;
+                for (unsigned w = 0; w < kMaskWords; ++w) {
+                    uint64_t mark = p.mark[w].load(std::memory_order_relaxed);
+                    uint64_t garbage = p.live[w] & ~mark;
+                    freed += popcount(garbage);
+                    live += uint64_t(popcount(mark)) * sc.size;
+                    if (p.cache_mask) p.swept[w].fetch_or(garbage, std::memory_order_acq_rel);
+                    else p.free[w] |= garbage;
+                    all &= !p.cache_mask && p.free[w] == Heap::full_mask(sc, w);
+                }
+                if (all) heap_.make_empty(*c, p);
+            }
+            for (unsigned w = 0; w < kMaskWords; ++w) p.mark[w].store(0, std::memory_order_relaxed);
+        }
+    }
+    live_bytes_ = live;
+    stats_.freed.fetch_add(freed, std::memory_order_relaxed);
+}
+
+// ---- the collection
+
+void Collector::collect_locked() {
+    if (collecting_) return;
+    collecting_ = true;
+    uint64_t t0 = os::now_ns();
+    if (start_markers() != adsmSuccess) {
+        collecting_ = false;
+        return;
+    }
+    // Launch records of contexts that synced since are stale.
+    for (size_t i = 0; i < launches_.size();) {
+        auto *ctx = static_cast<Context *>(const_cast<void *>(launches_[i].ctx));
+        uint64_t calls = ctx->calls.load(), unsynced = ctx->unsynced_calls.load();
+        bool live = unsynced > 0 && launches_[i].call <= calls && launches_[i].call > calls - unsynced;
+        if (live) ++i;
+        else launches_.erase(launches_.begin() + static_cast<long>(i));
+    }
+    roots_.clear();
+    threads_.clear();
+    ready_.clear();
+    links_.clear();
+    dropped_.clear();
+    dead_chunks_.clear();
+    if (Status s = data_segments(&roots_); s != adsmSuccess)
+        log(LogLevel::warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
+    take_device_copies();
+
+    if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
+        log(LogLevel::error, "collector: could not stop the world (%s); no collection", last_detail());
+        collecting_ = false;
+        return;
+    }
+    uint64_t t1 = os::now_ns();
+    world_.thread_ranges(&threads_);
+    snapshot_live();
+    for (auto &m : markers_) m->marked_bytes = 0;
+    mark_roots();
+    mark_kernel_reachable();
+    mark_all();
+    settle_weak_links();
+    find_ready();
+    mark_all();
+    // Weak links held by objects that die are forgotten with them.
+    for (auto &[link, obj] : registry_.weak)
+        if (heap_.chunk_of(link) && !marked(link)) dropped_.push(link, 0);
+    bool overflow = false;
+    for (auto &m : markers_) overflow |= m->overflowed();
+    if (overflow) {
+        // Out of memory for the mark stack: some objects were not scanned.
+        // Sweeping could free what they point to, so this collection frees nothing.
+        log(LogLevel::error, "collector: out of memory while marking; nothing freed this time");
+        for (Chunk *c : heap_.chunks())
+            for (uint32_t i = 0; i < c->npages; ++i)
+                for (auto &w : c->pages[i].mark) w.store(0, std::memory_order_relaxed);
+        dead_chunks_.clear();
+        ready_.clear();
+        links_.clear();
+        dropped_.clear();
+    } else {
+        sweep();
+    }
+    world_.start();
+    uint64_t t2 = os::now_ns();
+
+    after_world_restarts();
+    heap_.handed_out = 0;
+    uint64_t pause = t2 - t1;
+    stats_.collections.fetch_add(1, std::memory_order_relaxed);
+    stats_.last_pause.store(pause, std::memory_order_relaxed);
+    stats_.total_pause.fetch_add(pause, std::memory_order_relaxed);
+    if (pause > stats_.max_pause.load(std::memory_order_relaxed)) stats_.max_pause.store(pause, std::memory_order_relaxed);
+    log(LogLevel::debug, "collector: collection %llu: %llu bytes live, pause %.3f ms, %.3f ms in all",
+        static_cast<unsigned long long>(stats_.collections.load()), static_cast<unsigned long long>(live_bytes_),
+        static_cast<double>(pause) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
+    collecting_ = false;
+}
+
+void Collector::after_world_restarts() {
+    for (const Range &r : ready_) {
+        auto &table = r.hi == 1 ? registry_.finalizers : registry_.releases;
+        auto it = table.find(r.lo);
+        if (it == table.end()) continue;
+        due_calls_.emplace_back(r.lo, it->second);
+        if (r.hi == 2) due_frees_.push_back(r.lo);
+        table.erase(it);
+    }
+    for (const Range &r : dropped_) registry_.weak.erase(r.lo);
+    for (const Range &r : links_) {
+        void *zero = nullptr;
+        Status st = manager_.program_write_idle(reinterpret_cast<void *>(r.lo), &zero, sizeof zero);
+        if (st == adsmSuccess) {
+            registry_.weak.erase(r.lo);
+            stats_.weak_cleared.fetch_add(1, std::memory_order_relaxed);
+        }  // else a kernel holds the link: the next collection tries again
+    }
+    heap_.rebuild_lists();
+    uint64_t keep = config_.trigger;
+    heap_.release_chunks(dead_chunks_, keep);
+    dead_chunks_.clear();
+}
+
+}  // namespace adsm::gc

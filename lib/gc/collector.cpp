@@ -1,0 +1,429 @@
+#include "gc/collector.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "backend/device.h"
+#include "gc/roots.h"
+#include "memory/manager.h"
+#include "memory/region_table.h"
+#include "os/clock.h"
+#include "support/log.h"
+#include "support/stats.h"
+
+namespace adsm::gc {
+
+__thread ThreadCache *tls_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+pid_t gettid_raw() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+unsigned popcount(uint64_t m) { return static_cast<unsigned>(__builtin_popcountll(m)); }
+}  // namespace
+
+Collector::Collector(Manager &manager, RegionTable &table, AddressSpace &space, Device &device, GcConfig config)
+    : manager_(manager),
+      space_(space),
+      device_(device),
+      config_(config),
+      heap_(manager, table, space, HeapLimits{config.max_heap}) {}
+
+Status Collector::init() {
+    if (Status s = heap_.init(); s != adsmSuccess) return s;
+    if (Status s = World::init(); s != adsmSuccess) return s;
+    if (pthread_key_create(&exit_key_, &Collector::thread_exit) != 0)
+        return fail(adsmErrorInitialization, "collector: no thread key left");
+    if (!config_.markers) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        config_.markers = n < 1 ? 1 : n > 8 ? 8 : static_cast<unsigned>(n);
+    }
+    return adsmSuccess;
+}
+
+// ---- allocation
+
+namespace {
+Collector *g_exiting_owner = nullptr;  // for thread_exit, which gets only the cache
+}
+
+ThreadCache *Collector::cache() {
+    if (tls_cache) return tls_cache;
+    ThreadCache *tc = new (std::nothrow) ThreadCache;
+    if (!tc) return nullptr;
+    tc->tid = gettid_raw();
+    g_exiting_owner = this;
+    pthread_setspecific(exit_key_, tc);
+    tc->next = caches_;
+    if (caches_) caches_->prev = tc;
+    caches_ = tc;
+    tls_cache = tc;
+    return tc;
+}
+
+void Collector::thread_exit(void *p) {
+    auto *tc = static_cast<ThreadCache *>(p);
+    Collector *self = g_exiting_owner;
+    std::lock_guard<std::mutex> lock(self->heap_.lock());
+    self->flush(*tc);
+    if (tc->prev) tc->prev->next = tc->next;
+    else self->caches_ = tc->next;
+    if (tc->next) tc->next->prev = tc->prev;
+    tls_cache = nullptr;
+    delete tc;
+}
+
+void Collector::flush(ThreadCache &tc) {
+    for (auto &byclass : tc.slots)
+        for (CacheSlot &s : byclass) {
+            if (s.page) heap_.return_page(s.page, s.mask);
+            s = CacheSlot{};
+        }
+}
+
+void Collector::context_switched() {
+    ThreadCache *tc = tls_cache;
+    if (!tc) return;
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    flush(*tc);
+    tc->ctx = nullptr;
+}
+
+bool Collector::due() const {
+    if (!config_.automatic) return false;
+    uint64_t grown = static_cast<uint64_t>(config_.growth * static_cast<double>(live_bytes_));
+    return heap_.handed_out >= (grown > config_.trigger ? grown : config_.trigger);
+}
+
+bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers) {
+    const SizeClass &sc = kSizeClasses[cls];
+    if (s.page) {
+        // What a collection freed on the page meanwhile.
+        bool any = false;
+        for (unsigned w = 0; w < kMaskWords; ++w) {
+            s.mask[w] |= s.page->swept[w].exchange(0, std::memory_order_acq_rel);
+            any |= s.mask[w] != 0;
+        }
+        if (any) return true;
+        heap_.return_page(s.page, s.mask);
+        s = CacheSlot{};
+    }
+    if (due()) collect_locked();
+    Page *p = heap_.take_page(*tc.space, cls, pointers);
+    if (!p && config_.automatic && heap_.handed_out) {
+        collect_locked();
+        p = heap_.take_page(*tc.space, cls, pointers);
+    }
+    if (!p) return false;
+    s.page = p;
+    s.base = p->chunk->page_address(p);
+    s.size = sc.size;
+    unsigned n = 0;
+    for (unsigned w = 0; w < kMaskWords; ++w) {
+        s.mask[w] = p->free[w];
+        p->free[w] = 0;
+        n += popcount(s.mask[w]);
+    }
+    p->cache_mask = s.mask;
+    heap_.handed_out += uint64_t(n) * sc.size;
+    return true;
+}
+
+void *Collector::alloc_large(ThreadCache &tc, size_t n, bool pointers, bool *zero) {
+    if (due()) collect_locked();
+    void *p = heap_.alloc_large(*tc.space, n, pointers, zero);
+    if (!p && config_.automatic && heap_.handed_out) {
+        collect_locked();
+        p = heap_.alloc_large(*tc.space, n, pointers, zero);
+    }
+    return p;
+}
+
+void *Collector::alloc_slow(size_t n, bool pointers) {
+    if (n == 0) n = 1;  // a unique address, as malloc(0) gives
+    if (n > space_.size()) {
+        fail(adsmErrorMemoryAllocation, "collector: %zu bytes is more than the shared window holds", n);
+        return nullptr;
+    }
+    Context *ctx = manager_.current();
+    if (!ctx) {
+        fail(adsmErrorMemoryAllocation, "collector: cannot create a context");
+        return nullptr;
+    }
+    void *p = nullptr;
+    size_t clear = 0;
+    {
+        std::lock_guard<std::mutex> lock(heap_.lock());
+        ThreadCache *tc = cache();
+        if (!tc) {
+            fail(adsmErrorMemoryAllocation, "collector: no memory for a thread cache");
+            return nullptr;
+        }
+        uint64_t calls = ctx->calls.load(std::memory_order_acquire);
+        if (tc->ctx != ctx || calls != tc->calls_seen) {
+            // A launch since the pages were taken may have handed them to the device.
+            if (tc->ctx) flush(*tc);
+            tc->ctx = ctx;
+            tc->space = heap_.space_for(ctx);
+            tc->calls_seen = calls;
+        }
+        if (n <= kMaxSmall) {
+            unsigned cls = size_class_of(n);
+            CacheSlot &s = tc->slots[pointers][cls];
+            p = s.pop();
+            if (!p && refill(*tc, s, cls, pointers)) p = s.pop();
+            clear = pointers ? s.size : 0;
+        } else {
+            bool zero = false;
+            p = alloc_large(*tc, n, pointers, &zero);
+            clear = zero ? n : 0;
+        }
+        if (p) stats_.allocated.fetch_add(n, std::memory_order_relaxed);
+    }
+    run_finalizers();
+    if (!p) {
+        fail(adsmErrorMemoryAllocation, "collector: the heap cannot grow to hold %zu more bytes (%llu bytes of chunks%s)", n,
+             static_cast<unsigned long long>(heap_.heap_bytes()), config_.max_heap ? ", ADSM_GC_MAX_HEAP" : "");
+        return nullptr;
+    }
+    if (clear) memset(p, 0, clear);
+    return p;
+}
+
+// ---- objects
+
+bool Collector::object_at(uintptr_t a, Chunk **cp, Page **pp, uintptr_t *start, size_t *size, unsigned *idx) {
+    Chunk *c = heap_.chunk_of(a);
+    if (!c || a - c->base >= c->bytes) return false;
+    Page *p = c->page_of(a);
+    if (p->kind == PageKind::tail) p = &c->pages[p->head];
+    if (p->kind == PageKind::large) {
+        uintptr_t s = c->page_address(p);
+        if (a - s >= p->bytes) return false;
+        *cp = c, *pp = p, *start = s, *size = p->bytes, *idx = 0;
+        return true;
+    }
+    if (p->kind != PageKind::small) return false;
+    const SizeClass &sc = kSizeClasses[p->cls];
+    unsigned i = object_index(static_cast<uint32_t>(a & (kPageBytes - 1)), sc);
+    if (i >= sc.objects) return false;
+    uint64_t bit = uint64_t(1) << (i & 63);
+    uint64_t free = p->cache_mask ? p->cache_mask[i >> 6] | p->swept[i >> 6].load(std::memory_order_relaxed)
+                                  : p->free[i >> 6];
+    if (free & bit) return false;
+    *cp = c, *pp = p, *start = (a & ~(uintptr_t(kPageBytes) - 1)) + uintptr_t(i) * sc.size, *size = sc.size, *idx = i;
+    return true;
+}
+
+bool Collector::find(const void *p, void **base, size_t *size) {
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    Chunk *c;
+    Page *page;
+    uintptr_t s;
+    unsigned i;
+    if (!object_at(reinterpret_cast<uintptr_t>(p), &c, &page, &s, size, &i)) return false;
+    *base = reinterpret_cast<void *>(s);
+    return true;
+}
+
+Status Collector::live_object(void *obj, const char *what, Chunk **cp, Page **pp, unsigned *ip) {
+    Chunk *c;
+    Page *page;
+    uintptr_t s;
+    size_t size;
+    unsigned i;
+    uintptr_t a = reinterpret_cast<uintptr_t>(obj);
+    if (!obj) return fail(adsmErrorInvalidValue, "%s: the object is NULL", what);
+    if (!object_at(a, &c, &page, &s, &size, &i)) {
+        if (heap_.chunk_of(a))
+            return fail(adsmErrorInvalidPointer, "%s: %p is not an allocated collected object (freed already?)", what, obj);
+        return fail(adsmErrorInvalidPointer, "%s: %p is not in the collected heap (it did not come from adsmGcAlloc)",
+                    what, obj);
+    }
+    if (s != a)
+        return fail(adsmErrorInvalidPointer, "%s: %p points %zu bytes into the object at %p; pass its start", what, obj,
+                    static_cast<size_t>(a - s), reinterpret_cast<void *>(s));
+    if (cp) *cp = c;
+    if (pp) *pp = page;
+    if (ip) *ip = i;
+    return adsmSuccess;
+}
+
+Status Collector::free(void *obj) {
+    if (!obj) return adsmSuccess;
+    uintptr_t huge = 0;
+    {
+        std::lock_guard<std::mutex> lock(heap_.lock());
+        Chunk *c;
+        Page *p;
+        unsigned i;
+        if (Status s = live_object(obj, "adsmGcFree", &c, &p, &i); s != adsmSuccess) return s;
+        uintptr_t a = reinterpret_cast<uintptr_t>(obj);
+        registry_.forget(a);
+        if (p->kind == PageKind::large) {
+            if (c->huge) {
+                huge = c->base;
+                p->live[0] = 0;
+                p->kind = PageKind::empty;
+            } else {
+                uint32_t h = c->page_index(p), n = p->npages;
+                for (uint32_t k = 0; k < n; ++k) heap_.make_empty(*c, c->pages[h + k]);
+            }
+        } else if (p->cache_mask) {
+            ThreadCache *tc = tls_cache;
+            CacheSlot *mine = tc ? &tc->slots[p->pointers][p->cls] : nullptr;
+            if (mine && mine->page == p) mine->mask[i >> 6] |= uint64_t(1) << (i & 63);
+            else p->swept[i >> 6].fetch_or(uint64_t(1) << (i & 63), std::memory_order_acq_rel);
+        } else {
+            p->free[i >> 6] |= uint64_t(1) << (i & 63);
+            bool all = true;
+            for (unsigned w = 0; w < kMaskWords; ++w) all &= p->free[w] == Heap::full_mask(kSizeClasses[p->cls], w);
+            if (all) heap_.make_empty(*c, *p);
+            else heap_.list_page(p);
+        }
+        stats_.freed.fetch_add(1, std::memory_order_relaxed);
+        if (huge) {
+            Chunk *hc = c;
+            std::vector<Chunk *> dead{hc};
+            heap_.release_chunks(dead, UINT64_MAX);
+        }
+    }
+    return adsmSuccess;
+}
+
+// ---- registrations
+
+Status Collector::add_roots(void *start, size_t n) {
+    uintptr_t lo = reinterpret_cast<uintptr_t>(start);
+    if (!start || !n) return fail(adsmErrorInvalidValue, "adsmGcAddRoots: an empty range (%p, %zu bytes)", start, n);
+    if (lo + n < lo) return fail(adsmErrorSizeOverflow, "adsmGcAddRoots: %p + %zu bytes wraps around", start, n);
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    registry_.roots[lo] = lo + n;
+    return adsmSuccess;
+}
+
+Status Collector::remove_roots(void *start, size_t n) {
+    uintptr_t lo = reinterpret_cast<uintptr_t>(start);
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    auto it = registry_.roots.find(lo);
+    if (it == registry_.roots.end() || it->second != lo + n)
+        return fail(adsmErrorInvalidValue, "adsmGcRemoveRoots: [%p, +%zu) was not registered as a root range", start, n);
+    registry_.roots.erase(it);
+    return adsmSuccess;
+}
+
+Status Collector::set_finalizer(void *obj, adsmGcCallback fn, void *data) {
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    if (Status s = live_object(obj, "adsmGcRegisterFinalizer"); s != adsmSuccess) return s;
+    uintptr_t a = reinterpret_cast<uintptr_t>(obj);
+    if (fn) registry_.finalizers[a] = Callback{fn, data};
+    else registry_.finalizers.erase(a);
+    return adsmSuccess;
+}
+
+Status Collector::add_weak(void **link, const void *obj) {
+    if (!link) return fail(adsmErrorInvalidValue, "adsmGcRegisterWeak: the link is NULL");
+    if (reinterpret_cast<uintptr_t>(link) % alignof(void *))
+        return fail(adsmErrorInvalidValue, "adsmGcRegisterWeak: the link %p is not aligned to a pointer", static_cast<void *>(link));
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    if (Status s = live_object(const_cast<void *>(obj), "adsmGcRegisterWeak"); s != adsmSuccess) return s;
+    registry_.weak[reinterpret_cast<uintptr_t>(link)] = reinterpret_cast<uintptr_t>(obj);
+    return adsmSuccess;
+}
+
+Status Collector::remove_weak(void **link) {
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    if (!registry_.weak.erase(reinterpret_cast<uintptr_t>(link)))
+        return fail(adsmErrorInvalidValue, "adsmGcUnregisterWeak: %p is not a registered weak link", static_cast<void *>(link));
+    return adsmSuccess;
+}
+
+Status Collector::pin(void *obj) {
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    if (Status s = live_object(obj, "adsmGcPin"); s != adsmSuccess) return s;
+    ++registry_.pins[reinterpret_cast<uintptr_t>(obj)];
+    return adsmSuccess;
+}
+
+Status Collector::unpin(void *obj) {
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    if (Status s = live_object(obj, "adsmGcUnpin"); s != adsmSuccess) return s;
+    auto it = registry_.pins.find(reinterpret_cast<uintptr_t>(obj));
+    if (it == registry_.pins.end()) return fail(adsmErrorInvalidValue, "adsmGcUnpin: %p is not pinned", obj);
+    if (--it->second == 0) registry_.pins.erase(it);
+    return adsmSuccess;
+}
+
+Status Collector::release(void *obj, adsmGcCallback fn, void *data) {
+    if (!fn) return fail(adsmErrorInvalidValue, "adsmGcRelease: the callback is NULL");
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    if (Status s = live_object(obj, "adsmGcRelease"); s != adsmSuccess) return s;
+    uintptr_t a = reinterpret_cast<uintptr_t>(obj);
+    if (registry_.releases.count(a))
+        return fail(adsmErrorInvalidValue, "adsmGcRelease: %p was released already", obj);
+    registry_.releases[a] = Callback{fn, data};
+    return adsmSuccess;
+}
+
+void Collector::stats(adsmGcStats *out) {
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    out->heap_bytes = heap_.heap_bytes();
+    out->live_bytes = live_bytes_;
+    out->allocated_bytes = stats_.allocated.load();
+    out->collections = stats_.collections.load();
+    out->last_pause_ns = stats_.last_pause.load();
+    out->max_pause_ns = stats_.max_pause.load();
+    out->total_pause_ns = stats_.total_pause.load();
+    out->objects_freed = stats_.freed.load();
+    out->finalizers_run = stats_.finalizers.load();
+    out->weak_cleared = stats_.weak_cleared.load();
+    out->kept_for_kernels = stats_.kept_for_kernels.load();
+}
+
+void Collector::note_launch(Context *ctx, const void *args, size_t n) {
+    // Only arguments that point into the heap matter; most launches have none.
+    bool any = false;
+    const uint8_t *b = static_cast<const uint8_t *>(args);
+    for (size_t off = 0; off + sizeof(uintptr_t) <= n && !any; off += sizeof(uintptr_t)) {
+        uintptr_t w;
+        memcpy(&w, b + off, sizeof w);
+        any = heap_.chunk_of(w) != nullptr;
+    }
+    if (!any) return;
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    launches_.push_back(LaunchRecord{ctx, ctx->calls.load() + 1, std::vector<uint8_t>(b, b + n)});
+}
+
+// ---- finalizers and callbacks, outside the lock
+
+void Collector::run_finalizers() {
+    if (finalizing_.exchange(true)) return;  // one thread runs them; a finalizer that allocates does not recurse
+    for (;;) {
+        std::vector<std::pair<uintptr_t, Callback>> calls;
+        std::vector<uintptr_t> frees;
+        {
+            std::lock_guard<std::mutex> lock(heap_.lock());
+            calls.swap(due_calls_);
+            frees.swap(due_frees_);
+        }
+        if (calls.empty()) break;
+        for (auto &[obj, cb] : calls) {
+            cb.fn(reinterpret_cast<void *>(obj), cb.data);
+            stats_.finalizers.fetch_add(1, std::memory_order_relaxed);
+        }
+        for (uintptr_t obj : frees) free(reinterpret_cast<void *>(obj));
+    }
+    finalizing_.store(false);
+}
+
+Status Collector::collect() {
+    {
+        std::lock_guard<std::mutex> lock(heap_.lock());
+        collect_locked();
+    }
+    run_finalizers();
+    return adsmSuccess;
+}
+
+}  // namespace adsm::gc

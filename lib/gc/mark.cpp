@@ -1,0 +1,157 @@
+#include "gc/mark.h"
+
+#include <sched.h>
+
+#include <cstring>
+
+#include "os/futex.h"
+#include "os/vm.h"
+
+namespace adsm::gc {
+
+namespace {
+// A range longer than this is split, so that one huge object or stack does
+// not keep the other markers idle.
+constexpr size_t kSplitBytes = 64 * 1024;
+constexpr size_t kShareEntries = 64;
+}  // namespace
+
+MarkStack::~MarkStack() {
+    if (data_) os::unmap(data_, cap_ * sizeof(Range));
+}
+
+bool MarkStack::grow() {
+    size_t cap = cap_ ? cap_ * 2 : 4096;
+    void *p = os::map_anon(cap * sizeof(Range), PROT_READ | PROT_WRITE);
+    if (p == MAP_FAILED) return false;
+    if (data_) {
+        memcpy(p, data_, n_ * sizeof(Range));
+        os::unmap(data_, cap_ * sizeof(Range));
+    }
+    data_ = static_cast<Range *>(p);
+    cap_ = cap;
+    return true;
+}
+
+void MarkStack::give(MarkStack &to, size_t n) {
+    if (n > n_) n = n_;
+    for (size_t i = 0; i < n; ++i) to.push(data_[i].lo, data_[i].hi);
+    memmove(data_, data_ + n, (n_ - n) * sizeof(Range));
+    n_ -= n;
+}
+
+void Marker::push_object(Chunk &c, uintptr_t start, size_t bytes) {
+    uint8_t *a = c.alias_of(start);
+    if (!local_.push(reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(a) + bytes)) overflowed_ = true;
+    if (!c.device_copy) return;
+    // The device may hold a newer copy: scan that one too.
+    size_t off = start - c.base, end = off + bytes;
+    for (size_t b = off - off % c.block_size; b < end; b += c.block_size) {
+        size_t k = b / c.block_size;
+        if (!c.all_on_device && (k >= 64 || !(c.device_blocks >> k & 1))) continue;
+        size_t lo = b < off ? off : b, hi = b + c.block_size < end ? b + c.block_size : end;
+        if (!local_.push(reinterpret_cast<uintptr_t>(c.device_copy + lo), reinterpret_cast<uintptr_t>(c.device_copy + hi)))
+            overflowed_ = true;
+    }
+}
+
+void Marker::mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsigned idx) {
+    uint64_t bit = uint64_t(1) << (idx & 63);
+    std::atomic<uint64_t> &m = p.mark[idx >> 6];
+    if (m.load(std::memory_order_relaxed) & bit) return;
+    if (m.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+    marked_bytes += bytes;
+    if (p.pointers) push_object(c, start, bytes);
+}
+
+void Marker::consider(uintptr_t w) {
+    Chunk *c = map_.find(w);
+    if (!c) return;
+    uintptr_t off = w - c->base;
+    if (off >= c->bytes) return;
+    Page *p = c->page_of(w);
+    switch (p->kind) {
+    case PageKind::small: {
+        const SizeClass &sc = kSizeClasses[p->cls];
+        uint32_t idx = object_index(static_cast<uint32_t>(off & (kPageBytes - 1)), sc);
+        if (idx >= sc.objects || !(p->live[idx >> 6] >> (idx & 63) & 1)) return;
+        mark_object(*c, *p, (w & ~(uintptr_t(kPageBytes) - 1)) + uintptr_t(idx) * sc.size, sc.size, idx);
+        return;
+    }
+    case PageKind::tail:
+        p = &c->pages[p->head];
+        [[fallthrough]];
+    case PageKind::large:
+        if (!(p->live[0] & 1)) return;
+        if (w - c->page_address(p) >= p->bytes) return;  // in the rounding after the object
+        mark_object(*c, *p, c->page_address(p), p->bytes, 0);
+        return;
+    case PageKind::empty:
+        return;
+    }
+}
+
+void Marker::scan(uintptr_t lo, uintptr_t hi) {
+    lo = (lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
+    if (hi - lo > kSplitBytes && hi > lo) {
+        // The rest waits on the stack, where another marker may take it.
+        local_.push(lo + kSplitBytes, hi);
+        hi = lo + kSplitBytes;
+    }
+    uintptr_t wbase = map_.base(), wsize = map_.size();
+    for (uintptr_t p = lo; p + sizeof(uintptr_t) <= hi; p += sizeof(uintptr_t)) {
+        uintptr_t w = *reinterpret_cast<const uintptr_t *>(p);
+        if (w - wbase < wsize) consider(w);
+    }
+}
+
+void Marker::drain() {
+    for (;;) {
+        Range r;
+        while (local_.pop(&r)) {
+            scan(r.lo, r.hi);
+            if (local_.size() > 2 * kShareEntries && pool_.hungry()) pool_.give(local_);
+        }
+        if (!pool_.take(local_)) return;
+    }
+}
+
+void MarkPool::begin(unsigned markers) {
+    markers_ = markers;
+    idle_.store(0, std::memory_order_relaxed);
+    done_ = false;
+}
+
+void MarkPool::give(MarkStack &from) {
+    mu_.lock();
+    from.give(pool_, from.size() / 2);
+    mu_.unlock();
+    version_.fetch_add(1, std::memory_order_release);
+    os::futex_wake(&version_);
+}
+
+bool MarkPool::take(MarkStack &to) {
+    mu_.lock();
+    idle_.fetch_add(1, std::memory_order_relaxed);
+    for (;;) {
+        if (pool_.size()) {
+            pool_.give(to, kShareEntries);
+            idle_.fetch_sub(1, std::memory_order_relaxed);
+            mu_.unlock();
+            return true;
+        }
+        if (done_ || idle_.load(std::memory_order_relaxed) == markers_) {
+            done_ = true;
+            mu_.unlock();
+            version_.fetch_add(1, std::memory_order_release);
+            os::futex_wake(&version_);
+            return false;
+        }
+        uint32_t v = version_.load(std::memory_order_acquire);
+        mu_.unlock();
+        os::futex_wait(&version_, v, 1000000);
+        mu_.lock();
+    }
+}
+
+}  // namespace adsm::gc

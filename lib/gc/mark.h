@@ -1,0 +1,97 @@
+// Marking: conservative scanning of ranges for words that point into
+// allocated objects (interior pointers included), on every marker thread at
+// once.  Work is ranges of readable memory; a marker that runs dry takes
+// ranges others gave up to a shared pool, and marking ends when every
+// marker is dry and the pool is empty.
+//
+// Objects are read through the runtime's alias of the host copy, never
+// through the window the program uses (whose protection the coherence
+// protocol owns), and blocks whose current copy is on the device are read
+// from the copy the collector took of them as well.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "gc/chunk.h"
+#include "gc/range_buffer.h"
+#include "os/futex_lock.h"
+
+namespace adsm::gc {
+
+// Ranges to scan, in private memory (pushed while the world is stopped).
+class MarkStack {
+public:
+    MarkStack() = default;
+    MarkStack(const MarkStack &) = delete;
+    MarkStack &operator=(const MarkStack &) = delete;
+    ~MarkStack();
+    bool push(uintptr_t lo, uintptr_t hi) {
+        if (n_ == cap_ && !grow()) return false;
+        data_[n_++] = Range{lo, hi};
+        return true;
+    }
+    bool pop(Range *r) {
+        if (!n_) return false;
+        *r = data_[--n_];
+        return true;
+    }
+    size_t size() const { return n_; }
+    // Moves the oldest `n` entries (the widest part of the graph) to `to`.
+    void give(MarkStack &to, size_t n);
+
+private:
+    bool grow();
+    Range *data_ = nullptr;
+    size_t n_ = 0, cap_ = 0;
+};
+
+class MarkPool;
+
+// One marker's state; the collector's thread is marker 0.
+class Marker {
+public:
+    Marker(const ChunkMap &map, MarkPool &pool) : map_(map), pool_(pool) {}
+
+    // Marks what w points into, queueing the object to be scanned.
+    void consider(uintptr_t w);
+    // Marks an object known to be allocated (start of its page or slot).
+    void mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsigned idx);
+    // Scans [lo, hi) later (roots: stacks, data, registered ranges).
+    void push_range(uintptr_t lo, uintptr_t hi) { local_.push(lo, hi); }
+    // Scans until this marker's work, and the pool, run dry.
+    void drain();
+    bool overflowed() const { return overflowed_; }
+    uint64_t marked_bytes = 0;
+
+private:
+    void scan(uintptr_t lo, uintptr_t hi);
+    void push_object(Chunk &c, uintptr_t start, size_t bytes);
+
+    const ChunkMap &map_;
+    MarkPool &pool_;
+    MarkStack local_;
+    bool overflowed_ = false;
+};
+
+// Work shared between markers, and the end of marking.
+class MarkPool {
+public:
+    void begin(unsigned markers);
+    // A marker with spare work gives some when others are idle.
+    bool hungry() const { return idle_.load(std::memory_order_relaxed) > 0; }
+    void give(MarkStack &from);
+    // Fills `to` from the pool, or waits for work; false when marking is over.
+    bool take(MarkStack &to);
+
+private:
+    os::FutexLock mu_;
+    MarkStack pool_;
+    unsigned markers_ = 1;
+    std::atomic<unsigned> idle_{0};
+    std::atomic<uint32_t> version_{0};
+    bool done_ = false;
+};
+
+}  // namespace adsm::gc

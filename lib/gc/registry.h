@@ -1,0 +1,45 @@
+// What the program told the collector about particular objects: roots it
+// registered, finalizers, weak links, pins and release claims.  Changed
+// with the heap's lock held and the world running (entries are C++
+// containers); while the world is stopped the collector only reads them and
+// writes its decisions into private buffers, and applies them after.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "adsm.h"
+
+namespace adsm::gc {
+
+struct Callback {
+    adsmGcCallback fn = nullptr;
+    void *data = nullptr;
+};
+
+struct Registry {
+    std::map<uintptr_t, uintptr_t> roots;                // start -> end
+    std::unordered_map<uintptr_t, Callback> finalizers;  // object -> finalizer
+    std::unordered_map<uintptr_t, Callback> releases;    // object -> callback once unreachable
+    std::unordered_map<uintptr_t, uintptr_t> weak;       // link address -> object
+    std::unordered_map<uintptr_t, uint64_t> pins;        // object -> count
+
+    // Drops everything about an object that is gone (freed explicitly).
+    void forget(uintptr_t obj) {
+        finalizers.erase(obj);
+        releases.erase(obj);
+        pins.erase(obj);
+    }
+};
+
+// A launch's argument bytes, kept until its context syncs: a kernel may
+// hold the only pointer to an object, in its arguments.
+struct LaunchRecord {
+    const void *ctx = nullptr;
+    uint64_t call = 0;  // the call's number in its context (Context::calls after it)
+    std::vector<uint8_t> args;
+};
+
+}  // namespace adsm::gc

@@ -1,0 +1,52 @@
+// Each thread allocates small objects from pages it owns alone, a bitmap
+// of free objects per size class: no lock and no atomic operation on the
+// fast path.  A page goes back to the heap when its objects run out, when
+// the thread's context launches a kernel (the page may now belong to the
+// device), when the thread switches context, and when it exits.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "gc/chunk.h"
+#include "gc/size_classes.h"
+#include "memory/context.h"
+
+namespace adsm::gc {
+
+struct Space;
+
+struct CacheSlot {
+    uintptr_t base = 0;  // the page's address
+    uint32_t size = 0;   // bytes per object
+    uint64_t mask[kMaskWords] = {};  // objects not handed out yet
+    Page *page = nullptr;
+
+    void *pop() {
+        for (unsigned w = 0; w < kMaskWords; ++w) {
+            uint64_t m = mask[w];
+            if (!m) continue;
+            unsigned b = static_cast<unsigned>(__builtin_ctzll(m));
+            mask[w] = m & (m - 1);
+            return reinterpret_cast<void *>(base + uintptr_t(w * 64 + b) * size);
+        }
+        return nullptr;
+    }
+};
+
+struct ThreadCache {
+    Context *ctx = nullptr;
+    Space *space = nullptr;
+    uint64_t calls_seen = 0;  // ctx->calls when the pages were taken
+    uint64_t ctx_calls() const { return ctx->calls.load(std::memory_order_relaxed); }
+    CacheSlot slots[2][kClasses];  // [pointers][class]
+    pid_t tid = 0;
+    ThreadCache *prev = nullptr, *next = nullptr;
+};
+
+// The calling thread's cache, or nullptr before its first allocation.
+extern __thread ThreadCache *tls_cache __attribute__((tls_model("initial-exec")));
+
+}  // namespace adsm::gc

@@ -1,0 +1,364 @@
+// The collector through its C API, on the device and protocol the
+// environment selects (ctest runs this once per combination).
+#include <adsm.h>
+#include <adsm.hpp>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Node {
+    uint64_t id;
+    uint64_t check;  // id * a constant: a reused or clobbered node shows
+    Node *left;
+    Node *right;
+};
+constexpr uint64_t kCheck = 0x9e3779b97f4a7c15ull;
+
+Node *node(uint64_t id) {
+    auto *n = static_cast<Node *>(adsmGcAlloc(sizeof(Node)));
+    if (!n) return nullptr;
+    n->id = id;
+    n->check = id * kCheck;
+    return n;
+}
+
+Node *tree(int depth, uint64_t *next) {
+    Node *n = node((*next)++);
+    if (depth > 0) {
+        n->left = tree(depth - 1, next);
+        n->right = tree(depth - 1, next);
+    }
+    return n;
+}
+
+// Counts the nodes and checks each is intact; -1 when one is not.
+long walk(const Node *n) {
+    if (!n) return 0;
+    if (n->check != n->id * kCheck) return -1;
+    long l = walk(n->left), r = walk(n->right);
+    return l < 0 || r < 0 ? -1 : 1 + l + r;
+}
+
+// Garbage that reuses whatever the collector freed.
+void churn(size_t bytes) {
+    for (size_t done = 0; done < bytes; done += 64) {
+        auto *p = static_cast<uint64_t *>(adsmGcAlloc(64));
+        ASSERT_NE(p, nullptr);
+        for (int i = 0; i < 8; ++i) p[i] = 0xdeadbeefdeadbeefull;
+    }
+}
+
+// Objects a conservative collector may keep anyway (a stale copy in a
+// register or a dead stack slot) are few; most of a large batch must go.
+std::atomic<int> g_finalized{0};
+void count_finalized(void *, void *) { g_finalized.fetch_add(1); }
+
+// Allocation in a frame of its own, so its locals are gone when it returns.
+__attribute__((noinline)) void make_finalizable(int n) {
+    for (int i = 0; i < n; ++i) {
+        void *p = adsmGcAlloc(48);
+        ASSERT_NE(p, nullptr);
+        ASSERT_EQ(adsmGcRegisterFinalizer(p, count_finalized, nullptr), adsmSuccess);
+    }
+}
+
+__attribute__((noinline)) void clobber_stack() {
+    volatile char junk[16384];
+    for (size_t i = 0; i < sizeof junk; ++i) junk[i] = 0;
+}
+
+void collect() { ASSERT_EQ(adsmGcCollect(), adsmSuccess) << adsmGetLastErrorDetail(); }
+
+Node *g_root = nullptr;  // a root in the data segment
+
+}  // namespace
+
+TEST(GcTest, ObjectsAreZeroedAlignedAndSized) {
+    for (size_t n : {1ul, 8ul, 16ul, 17ul, 100ul, 2048ul, 2049ul, 5000ul, 100000ul, (3ul << 20) + 5}) {
+        auto *p = static_cast<uint8_t *>(adsmGcAlloc(n));
+        ASSERT_NE(p, nullptr) << n;
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 16, 0u) << n;
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 0) << n << " at " << i;
+        memset(p, 0xab, n);
+        EXPECT_GE(adsmGcSize(p), n);
+        EXPECT_EQ(adsmGcBase(p + n - 1), p);
+        EXPECT_EQ(adsmGcBase(p + n / 2), p);
+        EXPECT_EQ(adsmGcFree(p), adsmSuccess);
+    }
+    EXPECT_EQ(adsmGcBase(&g_root), nullptr);
+    EXPECT_EQ(adsmGcSize(&g_root), 0u);
+}
+
+TEST(GcTest, ReachableObjectsSurviveCollections) {
+    uint64_t next = 1;
+    g_root = tree(12, &next);
+    auto *held = static_cast<Node **>(malloc(sizeof(Node *)));
+    *held = tree(8, &next);
+    ASSERT_EQ(adsmGcAddRoots(held, sizeof(Node *)), adsmSuccess);
+    for (int round = 0; round < 4; ++round) {
+        churn(4 << 20);
+        collect();
+        ASSERT_EQ(walk(g_root), (1 << 13) - 1) << round;
+        ASSERT_EQ(walk(*held), (1 << 9) - 1) << round;
+    }
+    ASSERT_EQ(adsmGcRemoveRoots(held, sizeof(Node *)), adsmSuccess);
+    EXPECT_EQ(adsmGcRemoveRoots(held, sizeof(Node *)), adsmErrorInvalidValue);
+    free(held);
+    g_root = nullptr;
+}
+
+TEST(GcTest, UnreachableObjectsAreFinalizedAndFreed) {
+    g_finalized = 0;
+    make_finalizable(2000);
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_GE(g_finalized.load(), 1900);
+    adsmGcStats s;
+    ASSERT_EQ(adsmGcGetStats(&s), adsmSuccess);
+    EXPECT_GE(s.collections, 2u);
+    EXPECT_GE(s.finalizers_run, 1900u);
+    EXPECT_GT(s.objects_freed, 0u);
+    EXPECT_GT(s.heap_bytes, 0u);
+}
+
+namespace {
+__attribute__((noinline)) void *make_weak(void **link) {
+    void *p = adsmGcAlloc(32);
+    EXPECT_EQ(adsmGcRegisterWeak(link, p), adsmSuccess);
+    *link = p;
+    return nullptr;
+}
+__attribute__((noinline)) void make_pinned(void **hidden) {
+    auto *p = static_cast<uint64_t *>(adsmGcAlloc(64));
+    p[0] = 4242;
+    EXPECT_EQ(adsmGcPin(p), adsmSuccess);
+    EXPECT_EQ(adsmGcPin(p), adsmSuccess);
+    EXPECT_EQ(adsmGcRegisterFinalizer(p, count_finalized, nullptr), adsmSuccess);
+    // Hidden from the scan: the pins alone keep it.
+    *hidden = reinterpret_cast<void *>(~reinterpret_cast<uintptr_t>(p));
+}
+void *unhide(void *h) { return reinterpret_cast<void *>(~reinterpret_cast<uintptr_t>(h)); }
+}  // namespace
+
+TEST(GcTest, WeakLinksAreClearedWhenTheObjectDies) {
+    // The link lives where the collector does not look (malloc'd memory).
+    auto **link = static_cast<void **>(malloc(sizeof(void *)));
+    make_weak(link);
+    ASSERT_NE(*link, nullptr);
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_EQ(*link, nullptr);
+    // A link to a live object stays.
+    void *live = adsmGcAlloc(32);
+    ASSERT_EQ(adsmGcRegisterWeak(link, live), adsmSuccess);
+    *link = live;
+    collect();
+    EXPECT_EQ(*link, live);
+    EXPECT_EQ(adsmGcUnregisterWeak(link), adsmSuccess);
+    EXPECT_EQ(adsmGcUnregisterWeak(link), adsmErrorInvalidValue);
+    free(link);
+}
+
+TEST(GcTest, PinsKeepObjectsWithoutReferences) {
+    g_finalized = 0;
+    void *hidden = nullptr;
+    make_pinned(&hidden);
+    clobber_stack();
+    churn(2 << 20);
+    collect();
+    EXPECT_EQ(g_finalized.load(), 0);
+    auto *p = static_cast<uint64_t *>(unhide(hidden));
+    EXPECT_EQ(p[0], 4242u);
+    ASSERT_EQ(adsmGcUnpin(p), adsmSuccess);
+    collect();
+    EXPECT_EQ(g_finalized.load(), 0);  // one pin left
+    ASSERT_EQ(adsmGcUnpin(p), adsmSuccess);
+    EXPECT_EQ(adsmGcUnpin(p), adsmErrorInvalidValue);  // counted: no third
+    p = nullptr;
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_EQ(g_finalized.load(), 1);
+}
+
+namespace {
+std::atomic<int> g_released{0};
+void on_release(void *obj, void *data) {
+    EXPECT_EQ(static_cast<uint64_t *>(obj)[0], 77u);
+    EXPECT_EQ(data, &g_released);
+    g_released.fetch_add(1);
+}
+__attribute__((noinline)) void make_released(void **hidden, bool pinned) {
+    auto *p = static_cast<uint64_t *>(adsmGcAlloc(4096));
+    p[0] = 77;
+    if (pinned) EXPECT_EQ(adsmGcPin(p), adsmSuccess);
+    EXPECT_EQ(adsmGcRelease(p, on_release, &g_released), adsmSuccess);
+    EXPECT_EQ(adsmGcRelease(p, on_release, &g_released), adsmErrorInvalidValue);
+    *hidden = reinterpret_cast<void *>(~reinterpret_cast<uintptr_t>(p));
+}
+}  // namespace
+
+TEST(GcTest, ReleasedBufferIsCalledBackOnceUnpinnedAndUnreachable) {
+    g_released = 0;
+    void *hidden;
+    make_released(&hidden, true);
+    clobber_stack();
+    collect();
+    EXPECT_EQ(g_released.load(), 0);  // pinned: a device or I/O may hold it
+    ASSERT_EQ(adsmGcUnpin(unhide(hidden)), adsmSuccess);
+    clobber_stack();
+    collect();
+    EXPECT_EQ(g_released.load(), 1);
+    collect();
+    EXPECT_EQ(g_released.load(), 1);
+    EXPECT_EQ(adsmGcBase(unhide(hidden)), nullptr);  // freed after its callback
+}
+
+TEST(GcTest, BadInputGetsAClearError) {
+    int local = 0;
+    EXPECT_EQ(adsmGcPin(&local), adsmErrorInvalidPointer);
+    EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("not in the collected heap"), std::string::npos)
+        << adsmGetLastErrorDetail();
+    EXPECT_EQ(adsmGcPin(nullptr), adsmErrorInvalidValue);
+    auto *p = static_cast<char *>(adsmGcAlloc(100));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(adsmGcFree(p + 8), adsmErrorInvalidPointer);
+    EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("pass its start"), std::string::npos);
+    EXPECT_EQ(adsmFree(p), adsmErrorInvalidPointer);  // not adsmAlloc's
+    EXPECT_EQ(p[0], 0);                                 // ...and untouched
+    EXPECT_EQ(adsmGcFree(p), adsmSuccess);
+    EXPECT_EQ(adsmGcFree(p), adsmErrorInvalidPointer);  // a double free
+    EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("freed already"), std::string::npos);
+    EXPECT_EQ(adsmGcRegisterFinalizer(p, count_finalized, nullptr), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmGcRegisterWeak(nullptr, p), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmGcRelease(p, nullptr, nullptr), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmGcGetStats(nullptr), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmGcAddRoots(nullptr, 8), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmGcAlloc(SIZE_MAX), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+}
+
+TEST(GcTest, ThreadsAllocateAndCollectTogether) {
+    constexpr int kThreads = 4;
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; ++t)
+        ts.emplace_back([t, &bad] {
+            uint64_t next = uint64_t(t + 1) << 40;
+            for (int round = 0; round < 6; ++round) {
+                Node *mine = tree(10, &next);
+                churn(1 << 20);
+                if (round % 2 == t % 2) adsmGcCollect();
+                // Short-lived threads start and end during collections.
+                std::thread([&] { churn(256 << 10); }).join();
+                if (walk(mine) != (1 << 11) - 1) bad.fetch_add(1);
+            }
+        });
+    for (auto &t : ts) t.join();
+    EXPECT_EQ(bad.load(), 0);
+}
+
+namespace {
+// A kernel that walks the tree it was given (one thread), after `ms`.
+void walk_kernel(const adsm::thread_index &, const Node *root, long *out, int ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    *out = walk(root);
+}
+void link_kernel(const adsm::thread_index &, Node *from, Node *to) { from->left = to; }
+
+__attribute__((noinline)) Node *fresh_tree(int depth) {
+    uint64_t next = 1000;
+    return tree(depth, &next);
+}
+}  // namespace
+
+TEST(GcTest, KernelHoldsTheOnlyReferenceAcrossCollections) {
+    adsm::kernel<walk_kernel> k("gc.walk_kernel");
+    adsm::shared_array<long> out(1);
+    out[0] = 0;
+    const int kernel_ms = 600;
+    {
+        Node *t = fresh_tree(12);
+        k(1, 1, static_cast<const Node *>(t), out.data(), kernel_ms);
+        t = nullptr;
+    }
+    clobber_stack();
+    auto start = std::chrono::steady_clock::now();
+    uint64_t max_pause = 0;
+    for (int i = 0; i < 3; ++i) {
+        churn(2 << 20);
+        collect();
+        adsmGcStats s;
+        adsmGcGetStats(&s);
+        max_pause = std::max(max_pause, s.last_pause_ns);
+        EXPECT_GT(s.kept_for_kernels, 0u);
+    }
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    // The collections went on while the kernel ran: none waited for it.
+    EXPECT_LT(elapsed, std::chrono::milliseconds(kernel_ms)) << "the collections waited for the kernel";
+    EXPECT_LT(max_pause, uint64_t(kernel_ms) * 1000000 / 2);
+    adsm::sync();
+    EXPECT_EQ(out[0], (1 << 13) - 1);
+}
+
+TEST(GcTest, PointersOnlyTheDeviceHoldsKeepObjects) {
+    // After the sync, the pointer the kernel wrote may be current only in the
+    // device's copy (lazy, rolling, delta): the collector must find it there.
+    adsm::kernel<link_kernel> k("gc.link_kernel");
+    auto *holder = static_cast<Node **>(malloc(sizeof(Node *)));
+    *holder = node(1);
+    ASSERT_EQ(adsmGcAddRoots(holder, sizeof(Node *)), adsmSuccess);
+    {
+        Node *target = fresh_tree(6);
+        k(1, 1, *holder, target);
+        adsm::sync();
+        target = nullptr;
+    }
+    clobber_stack();
+    for (int i = 0; i < 3; ++i) {
+        churn(2 << 20);
+        collect();
+    }
+    ASSERT_NE((*holder)->left, nullptr);
+    EXPECT_EQ(walk((*holder)->left), (1 << 7) - 1);
+    ASSERT_EQ(adsmGcRemoveRoots(holder, sizeof(Node *)), adsmSuccess);
+    free(holder);
+}
+
+TEST(GcTest, ForkChildKeepsObjectsAndRefusesTheHeap) {
+    uint64_t next = 1;
+    Node *t = tree(6, &next);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        bool ok = walk(t) == (1 << 7) - 1;
+        ok = ok && adsmGcAlloc(16) == nullptr && adsmGetLastError() == adsmErrorNotSupported;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_EQ(walk(t), (1 << 7) - 1);
+}
+
+TEST(GcTest, AllocatorServesStandardContainers) {
+    std::vector<Node *, adsm::gc_allocator<Node *>> v;
+    uint64_t next = 1;
+    for (int i = 0; i < 5000; ++i) v.push_back(tree(2, &next));
+    churn(4 << 20);
+    collect();
+    for (Node *n : v) ASSERT_EQ(walk(n), 7);
+    EXPECT_NE(adsmGcBase(v.data()), nullptr);
+}
