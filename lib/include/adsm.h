@@ -265,11 +265,6 @@ typedef struct adsmGcStats {
 } adsmGcStats;
 ADSM_API adsmError_t adsmGcGetStats(adsmGcStats *stats);
 
-/* Inside a kernel running on sim or cpu: size bytes of collected memory from
- * the thread block's allocation buffer, or NULL when the heap cannot give
- * more.  Objects allocated by kernels are ordinary collected objects after
- * the sync. */
-ADSM_API void *adsmGcKernelAlloc(const adsmThreadIdx *idx, size_t size);
 
 #ifdef __cplusplus
 }
