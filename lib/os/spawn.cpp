@@ -1,7 +1,5 @@
 #include "os/spawn.h"
 
-#include "os/real_libc.h"
-
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+
+#include "os/real_libc.h"
 
 namespace adsm::os {
 namespace {
