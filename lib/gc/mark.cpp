@@ -63,7 +63,9 @@ void Marker::consider(uintptr_t w) {
     }
 }
 
-void Marker::scan(uintptr_t lo, uintptr_t hi) {
+// Conservative scanning reads whole stacks and data segments, the
+// sanitizer's redzones among them: not the program's accesses to check.
+__attribute__((no_sanitize("address"))) void Marker::scan(uintptr_t lo, uintptr_t hi) {
     lo = (lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
     if (hi - lo > kSplitBytes && hi > lo) {
         // The rest waits on the stack, where another marker may take it.

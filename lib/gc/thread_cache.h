@@ -29,8 +29,13 @@ struct CacheSlot {
             uint64_t m = mask[w];
             if (!m) continue;
             unsigned b = static_cast<unsigned>(__builtin_ctzll(m));
+            void *p = reinterpret_cast<void *>(base + uintptr_t(w * 64 + b) * size);
+            // The address must be in a register before the object stops
+            // looking free: a collection that stops this thread between the
+            // two would otherwise find it allocated and unreferenced, and free it.
+            asm volatile("" : "+r"(p)::"memory");
             mask[w] = m & (m - 1);
-            return reinterpret_cast<void *>(base + uintptr_t(w * 64 + b) * size);
+            return p;
         }
         return nullptr;
     }
