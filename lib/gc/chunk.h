@@ -30,6 +30,7 @@ enum class PageKind : uint8_t {
     small,  // objects of one size class
     large,  // the first page of a large object
     tail,   // a later page of a large object
+    reserved,  // never used: the window's first page (see Heap::grow)
 };
 
 struct ThreadCache;
@@ -75,7 +76,7 @@ struct Chunk {
     // Set for one collection: blocks whose current copy is on the device,
     // and a copy of them read before the world stopped.
     uint8_t *device_copy = nullptr;
-    uint32_t block_size = 0;
+    uint32_t block_size = 0;     // 0: nothing on the device to read this time
     uint64_t device_blocks = 0;  // bit k: block k (a chunk has at most 64 blocks of interest)
     bool all_on_device = false;  // more blocks than bits, or the whole object (batch)
 

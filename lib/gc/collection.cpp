@@ -61,7 +61,7 @@ Status Collector::start_markers() {
     for (unsigned i = 1; i < config_.markers; ++i) {
         pthread_t t;
         if (pthread_create(&t, nullptr, &Collector::marker_main, this) != 0) {
-            log(LogLevel::warn, "collector: could not start marker thread %u; marking with %u", i, i);
+            ADSM_LOG(warn, "collector: could not start marker thread %u; marking with %u", i, i);
             markers_.resize(i);
             marker_tids_.resize(i);
             break;
@@ -110,7 +110,7 @@ void Collector::take_device_copies() {
         if (!c->device_copy) {
             void *p = os::map_anon(c->bytes, PROT_READ | PROT_WRITE, true);
             if (p == MAP_FAILED) {
-                log(LogLevel::warn, "collector: no memory to copy a chunk's device blocks; its objects are kept");
+                ADSM_LOG(warn, "collector: no memory to copy a chunk's device blocks; its objects are kept");
                 c->all_on_device = true;  // marks everything in it below
                 continue;
             }
@@ -125,7 +125,7 @@ void Collector::take_device_copies() {
             // kernel can reach is kept by other means (mark_kernel_reachable);
             // this copy finds what the device holds that the host does not.
             if (device_.copy_to_host(c->device_copy + off, r->dev + off, n) != adsmSuccess)
-                log(LogLevel::warn, "collector: could not read a device block at %p: %s",
+                ADSM_LOG(warn, "collector: could not read a device block at %p: %s",
                     reinterpret_cast<void *>(r->dev + off), last_detail());
         }
     }
@@ -218,11 +218,11 @@ void Collector::settle_weak_links() {
         if (marked(obj)) continue;
         if (heap_.chunk_of(link) && !marked(link)) continue;  // its holder dies too: dropped below
         if (space_.contains(link)) {
-            links_.push(link, obj);
+            links_.push(link, link + 1);
             m.consider(obj);
         } else {
             *reinterpret_cast<uintptr_t *>(link) = 0;
-            dropped_.push(link, 0);
+            dropped_.push(link, link + 1);
             stats_.weak_cleared.fetch_add(1, std::memory_order_relaxed);
         }
     }
@@ -233,9 +233,9 @@ void Collector::settle_weak_links() {
 void Collector::find_ready() {
     Marker &m = *markers_[0];
     for (auto &[obj, cb] : registry_.finalizers)
-        if (!marked(obj)) ready_.push(obj, 1);
+        if (!marked(obj)) ready_.push(obj, obj + 1);
     for (auto &[obj, cb] : registry_.releases)
-        if (!marked(obj)) ready_.push(obj, 2);
+        if (!marked(obj)) ready_.push(obj, obj + 2);
     for (const Range &r : ready_) m.consider(r.lo);
 }
 
@@ -300,16 +300,16 @@ void Collector::collect_locked() {
     dropped_.clear();
     dead_chunks_.clear();
     if (Status s = data_segments(&roots_); s != adsmSuccess)
-        log(LogLevel::warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
+        ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
     take_device_copies();
 
     if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
-        log(LogLevel::error, "collector: could not stop the world (%s); no collection", last_detail());
+        ADSM_LOG(error, "collector: could not stop the world (%s); no collection", last_detail());
         collecting_ = false;
         return;
     }
     uint64_t t1 = os::now_ns();
-    world_.thread_ranges(&threads_);
+    bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
     snapshot_live();
     for (auto &m : markers_) m->marked_bytes = 0;
     mark_roots();
@@ -320,13 +320,13 @@ void Collector::collect_locked() {
     mark_all();
     // Weak links held by objects that die are forgotten with them.
     for (auto &[link, obj] : registry_.weak)
-        if (heap_.chunk_of(link) && !marked(link)) dropped_.push(link, 0);
-    bool overflow = false;
+        if (heap_.chunk_of(link) && !marked(link)) dropped_.push(link, link + 1);
+    bool overflow = !roots_complete;
     for (auto &m : markers_) overflow |= m->overflowed();
     if (overflow) {
         // Out of memory for the mark stack: some objects were not scanned.
         // Sweeping could free what they point to, so this collection frees nothing.
-        log(LogLevel::error, "collector: out of memory while marking; nothing freed this time");
+        ADSM_LOG(error, "collector: out of memory while marking; nothing freed this time");
         for (Chunk *c : heap_.chunks())
             for (uint32_t i = 0; i < c->npages; ++i)
                 for (auto &w : c->pages[i].mark) w.store(0, std::memory_order_relaxed);
@@ -347,7 +347,7 @@ void Collector::collect_locked() {
     stats_.last_pause.store(pause, std::memory_order_relaxed);
     stats_.total_pause.fetch_add(pause, std::memory_order_relaxed);
     if (pause > stats_.max_pause.load(std::memory_order_relaxed)) stats_.max_pause.store(pause, std::memory_order_relaxed);
-    log(LogLevel::debug, "collector: collection %llu: %llu bytes live, pause %.3f ms, %.3f ms in all",
+    ADSM_LOG(debug, "collector: collection %llu: %llu bytes live, pause %.3f ms, %.3f ms in all",
         static_cast<unsigned long long>(stats_.collections.load()), static_cast<unsigned long long>(live_bytes_),
         static_cast<double>(pause) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
     collecting_ = false;
@@ -355,11 +355,12 @@ void Collector::collect_locked() {
 
 void Collector::after_world_restarts() {
     for (const Range &r : ready_) {
-        auto &table = r.hi == 1 ? registry_.finalizers : registry_.releases;
+        bool release = r.hi - r.lo == 2;
+        auto &table = release ? registry_.releases : registry_.finalizers;
         auto it = table.find(r.lo);
         if (it == table.end()) continue;
         due_calls_.emplace_back(r.lo, it->second);
-        if (r.hi == 2) due_frees_.push_back(r.lo);
+        if (release) due_frees_.push_back(r.lo);
         table.erase(it);
     }
     for (const Range &r : dropped_) registry_.weak.erase(r.lo);

@@ -121,9 +121,9 @@ private:
     bool collecting_ = false;
     RangeBuffer roots_;       // data segments, taken before the world stops
     RangeBuffer threads_;     // stacks and registers, while it is stopped
-    RangeBuffer ready_;       // objects whose finalizer or release callback is due
-    RangeBuffer links_;       // weak links to clear once the world runs
-    RangeBuffer dropped_;     // weak links whose holder died
+    RangeBuffer ready_;       // [object, +1): its finalizer is due; [object, +2): its release callback
+    RangeBuffer links_;       // [link, +1): weak links to clear once the world runs
+    RangeBuffer dropped_;     // [link, +1): weak links to forget
     std::vector<Chunk *> dead_chunks_;
     std::vector<Callback> due_finalizers_;  // (run outside the lock)
     std::vector<std::pair<uintptr_t, Callback>> due_calls_;

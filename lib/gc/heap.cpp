@@ -48,11 +48,18 @@ Chunk *Heap::grow(Space &s, size_t bytes, bool huge) {
     c->generation = r->generation;
     c->huge = huge;
     c->empty_pages = huge ? 0 : kPagesPerChunk;
+    if (!huge && c->base == space_.base()) {
+        // The runtime's own variables hold the window's base address (and in
+        // a program that links the runtime statically they are roots): an
+        // object there would never die.
+        c->pages[0].kind = PageKind::reserved;
+        --c->empty_pages;
+    }
     chunks_.push_back(c);
     s.chunks.push_back(c);
     heap_bytes_ += span;
     map_.set(*c, c);
-    log(LogLevel::debug, "collector: chunk of %zu bytes at %p (%zu bytes in all)", span, p,
+    ADSM_LOG(debug, "collector: chunk of %zu bytes at %p (%zu bytes in all)", span, p,
         static_cast<size_t>(heap_bytes_));
     return c;
 }
@@ -226,7 +233,7 @@ void Heap::release_chunks(const std::vector<Chunk *> &dead, uint64_t keep) {
         heap_bytes_ -= c->bytes;
         Status st = manager_.free(reinterpret_cast<void *>(c->base), false, true);
         if (st != adsmSuccess)
-            log(LogLevel::warn, "collector: could not return a chunk at %p: %s", reinterpret_cast<void *>(c->base),
+            ADSM_LOG(warn, "collector: could not return a chunk at %p: %s", reinterpret_cast<void *>(c->base),
                 last_detail());
         free_chunk_meta(c);
     }

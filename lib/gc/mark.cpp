@@ -43,7 +43,7 @@ void MarkStack::give(MarkStack &to, size_t n) {
 void Marker::push_object(Chunk &c, uintptr_t start, size_t bytes) {
     uint8_t *a = c.alias_of(start);
     if (!local_.push(reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(a) + bytes)) overflowed_ = true;
-    if (!c.device_copy) return;
+    if (!c.block_size) return;  // no block of it is newer on the device (this collection)
     // The device may hold a newer copy: scan that one too.
     size_t off = start - c.base, end = off + bytes;
     for (size_t b = off - off % c.block_size; b < end; b += c.block_size) {
@@ -87,6 +87,7 @@ void Marker::consider(uintptr_t w) {
         mark_object(*c, *p, c->page_address(p), p->bytes, 0);
         return;
     case PageKind::empty:
+    case PageKind::reserved:
         return;
     }
 }

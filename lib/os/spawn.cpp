@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "os/real_libc.h"
+
 namespace adsm::os {
 namespace {
 
@@ -55,8 +57,10 @@ int intermediate_main(void *p) {
     dfl.sa_handler = SIG_DFL;
     for (int s = 1; s < NSIG; ++s) {
         struct sigaction cur;
-        if (sigaction(s, nullptr, &cur) != 0) continue;
-        if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) sigaction(s, &dfl, nullptr);
+        // The C library's own sigaction: the program's view of signals (the
+        // interposed one) is not what the new program inherits.
+        if (real_sigaction(s, nullptr, &cur) != 0) continue;
+        if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) real_sigaction(s, &dfl, nullptr);
     }
     int prev = 2;
     for (int i = 0; i < a->nkeep; ++i) {

@@ -171,6 +171,11 @@ TEST(GcTest, WeakLinksAreClearedWhenTheObjectDies) {
     free(link);
 }
 
+namespace {
+__attribute__((noinline)) uint64_t pinned_value(void *hidden) { return static_cast<uint64_t *>(unhide(hidden))[0]; }
+__attribute__((noinline)) adsmError_t unpin_hidden(void *hidden) { return adsmGcUnpin(unhide(hidden)); }
+}  // namespace
+
 TEST(GcTest, PinsKeepObjectsWithoutReferences) {
     g_finalized = 0;
     void *hidden = nullptr;
@@ -179,14 +184,13 @@ TEST(GcTest, PinsKeepObjectsWithoutReferences) {
     churn(2 << 20);
     collect();
     EXPECT_EQ(g_finalized.load(), 0);
-    auto *p = static_cast<uint64_t *>(unhide(hidden));
-    EXPECT_EQ(p[0], 4242u);
-    ASSERT_EQ(adsmGcUnpin(p), adsmSuccess);
+    EXPECT_EQ(pinned_value(hidden), 4242u);
+    ASSERT_EQ(unpin_hidden(hidden), adsmSuccess);
+    clobber_stack();
     collect();
     EXPECT_EQ(g_finalized.load(), 0);  // one pin left
-    ASSERT_EQ(adsmGcUnpin(p), adsmSuccess);
-    EXPECT_EQ(adsmGcUnpin(p), adsmErrorInvalidValue);  // counted: no third
-    p = nullptr;
+    ASSERT_EQ(unpin_hidden(hidden), adsmSuccess);
+    EXPECT_EQ(unpin_hidden(hidden), adsmErrorInvalidValue);  // counted: no third
     clobber_stack();
     collect();
     collect();
@@ -203,7 +207,9 @@ void on_release(void *obj, void *data) {
 __attribute__((noinline)) void make_released(void **hidden, bool pinned) {
     auto *p = static_cast<uint64_t *>(adsmGcAlloc(4096));
     p[0] = 77;
-    if (pinned) EXPECT_EQ(adsmGcPin(p), adsmSuccess);
+    if (pinned) {
+        EXPECT_EQ(adsmGcPin(p), adsmSuccess);
+    }
     EXPECT_EQ(adsmGcRelease(p, on_release, &g_released), adsmSuccess);
     EXPECT_EQ(adsmGcRelease(p, on_release, &g_released), adsmErrorInvalidValue);
     *hidden = reinterpret_cast<void *>(~reinterpret_cast<uintptr_t>(p));
