@@ -5,13 +5,36 @@
 // application's handler is recorded as the one the runtime chains to for
 // faults that are not its own, and the application sees exactly what it
 // installed.  Every other signal goes straight to the C library.
+//
+// The collector's stop signal is the exception: once the collector holds it,
+// a change of its action is refused (EINVAL, SIG_ERR) with a warning, since
+// the program's handler in place of the collector's would leave every
+// collection waiting for threads that never stop.  Before that (a program
+// that never collects) it is the program's like any other signal.
+#include <errno.h>
 #include <signal.h>
 
 #include "interpose/interceptor.h"
 #include "os/deferred_signals.h"
 #include "os/fault_signals.h"
+#include "os/safe_line.h"
+#include "os/stop_signal.h"
 
 namespace {
+
+// True (errno set) when the program asks to change the action of the stop
+// signal while the collector holds it.
+bool stop_signal_refused(int sig, bool changes) {
+    if (sig != adsm::os::kStopSignal || !changes) return false;
+    if (!adsm::os::stop_signal_taken.load(std::memory_order_acquire)) return false;
+    adsm::os::SafeLine()
+        .str("adsm warning: the program's new action for signal ")
+        .dec(static_cast<uint64_t>(sig))
+        .str(" (SIGPWR) is refused: the garbage collector stops threads with it")
+        .write_stderr();
+    errno = EINVAL;
+    return true;
+}
 
 // signal() can only report a plain handler; an SA_SIGINFO one is returned as
 // the same address, as the C library does (the field is a union).
@@ -23,6 +46,10 @@ sighandler_t handler_of(const struct sigaction &sa) {
 // signal() in the flavour given by flags: BSD (restart, signal blocked in the
 // handler) or System V (reset to default on delivery, not blocked).
 bool app_signal(int sig, sighandler_t h, int flags, sighandler_t *old_handler) {
+    if (stop_signal_refused(sig, true)) {
+        *old_handler = SIG_ERR;
+        return true;
+    }
     struct sigaction sa = {}, old = {};
     sa.sa_handler = h;
     sa.sa_flags = flags;
@@ -38,6 +65,7 @@ bool app_signal(int sig, sighandler_t h, int flags, sighandler_t *old_handler) {
 }  // namespace
 
 INTERCEPTOR(int, sigaction, int sig, const struct sigaction *act, struct sigaction *old) {
+    if (stop_signal_refused(sig, act != nullptr)) return -1;
     if (adsm::os::app_sigaction(sig, act, old)) return 0;
     if (int result; adsm::os::deferring_sigaction(sig, act, old, &result)) return result;
     return REAL(sigaction)(sig, act, old);

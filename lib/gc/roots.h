@@ -10,8 +10,10 @@
 namespace adsm::gc {
 
 // Appends the writable segments of every loaded object (PT_LOAD with PF_W,
-// relocation-read-only parts excluded), less the runtime's own.  Takes the
-// loader's lock: called before the world stops.
+// the pages PT_GNU_RELRO makes read-only excluded), less the runtime's own
+// when it is a library of its own (linked into the program, as in the
+// tests, its data is the program's) and less the vDSO.  Takes the loader's
+// lock: called before the world stops.
 Status data_segments(RangeBuffer *out);
 
 }  // namespace adsm::gc

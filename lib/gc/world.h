@@ -6,6 +6,24 @@
 // and the list is read again until no thread appears that was not stopped.
 // Nothing between stop() and start() allocates or takes a lock another
 // thread may hold.
+//
+// What is not scanned: the dynamic TLS of dlopen()ed modules (the loader
+// allocates it with malloc on a thread's first use; it is in the C
+// library's heap, not in a range here), and a stack a thread switched to by
+// hand (makecontext, a coroutine library) other than the one it runs on.
+// A thread stopped on its alternate signal stack has that stack scanned and
+// its ordinary one as a whole (the main thread's "[stack]", another
+// thread's stack mapping, which holds its thread pointer).
+//
+// A thread stopped inside a system call that a handler never lets restart
+// (nanosleep, poll, epoll_wait, select, a futex wait with a timeout: see
+// signal(7)) sees EINTR, as it would under any caught signal.
+//
+// A thread that blocks the stop signal (a program that blocks every signal
+// in a thread) stops only when it unblocks it: stop() waits for it, warning
+// once per collection after 2 s.  Only one World may exist (the handler's
+// state is the process's); stop() and start() are never called concurrently
+// (the collector's lock).
 #pragma once
 
 #include <sys/types.h>
@@ -20,21 +38,33 @@ namespace adsm::gc {
 
 class World {
 public:
-    // Installs the stop signal's handler (once per process).
+    World();
+    ~World();
+    World(const World &) = delete;
+    World &operator=(const World &) = delete;
+
+    // Installs the stop signal's handler (once per process).  Fails when the
+    // program already has a handler of its own for the stop signal.
     static Status init();
 
     // Stops every thread but the caller and those in exempt[0..n) (the
     // collector's marker threads).  Waits for each to acknowledge; a thread
     // that blocks the stop signal is waited for, with a warning naming it.
+    // On failure (no /proc, more threads than the table holds, the handler
+    // replaced past the interposed sigaction) nothing stays stopped.
     Status stop(const pid_t *exempt, size_t n);
 
     // While stopped: the ranges to scan conservatively for each stopped
     // thread and for the caller: saved registers, the stack from the
     // interrupted stack pointer (less the red zone) to the top of the
-    // mapping that holds it, and its static thread-local storage.
-    void thread_ranges(RangeBuffer *out) const;
+    // mapping that holds it, and its static thread-local storage.  The
+    // caller's registers are those it had when it called; its stack is
+    // scanned from here up, so it must mark before the frame that called
+    // this returns.  Fails only when `out` cannot grow (roots would be lost).
+    Status thread_ranges(RangeBuffer *out) const;
 
-    // Lets the stopped threads go on.
+    // Lets the stopped threads go on; returns once all have left the
+    // handler, so the next stop() cannot meet one of this collection.
     void start();
 
     // Threads stopped by the last stop().

@@ -13,7 +13,8 @@
 // same siginfo; the end of the section unblocks it, and the kernel delivers
 // it to the program's handler as it would have, real-time queueing
 // included.  Handlers installed with raw system calls, past the C library,
-// are not wrapped.
+// are not wrapped.  The collector's stop signal (os/stop_signal.h) is not an
+// asynchronous signal here: never held back, never wrapped.
 #pragma once
 
 #include <signal.h>
@@ -22,13 +23,16 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "os/stop_signal.h"
+
 namespace adsm::os {
 
-// Every signal but those that report a fault of the thread itself.
+// Every signal but those that report a fault of the thread itself and the
+// collector's stop signal, which must reach a thread wherever it is.
 inline sigset_t async_signals() {
     sigset_t set;
     sigfillset(&set);
-    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&set, s);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, kStopSignal}) sigdelset(&set, s);
     return set;
 }
 

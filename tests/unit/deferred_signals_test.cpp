@@ -150,8 +150,8 @@ TEST(DeferredSignalsTest, AResetHandlerHeldBackStillRunsOnceThenTheDefaultIsBack
     EXPECT_EQ(now.sa_handler, SIG_DFL);
 }
 
-TEST(DeferredSignalsTest, FaultSignalsAndTheCLibrarysOwnAreNotDeferrable) {
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGKILL, SIGSTOP, 32, 33})
+TEST(DeferredSignalsTest, FaultSignalsTheCLibrarysOwnAndTheStopSignalAreNotDeferrable) {
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGKILL, SIGSTOP, 32, 33, SIGPWR})
         EXPECT_FALSE(adsm::os::deferrable(sig)) << sig;
     for (int sig : {SIGUSR1, SIGUSR2, SIGALRM, SIGINT, SIGTERM, SIGCHLD, SIGRTMIN, SIGRTMAX})
         EXPECT_TRUE(adsm::os::deferrable(sig)) << sig;
