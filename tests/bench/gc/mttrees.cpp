@@ -42,14 +42,31 @@ long check(const Node *n, long value) {
     return l < 0 || r < 0 ? -1 : 1 + l + r;
 }
 
+// Says where a tree that failed its check went wrong: the first node that
+// does not hold its value, or the first child missing.
+bool report(const char *what, const Node *n, long value, int depth) {
+    if (!n || n->value != value) {
+        fprintf(stderr, "mttrees: %s: node %ld (%d levels above the leaves) at %p holds %ld\n", what, value, depth,
+                static_cast<const void *>(n), n ? n->value : 0);
+        return true;
+    }
+    return depth > 0 && (report(what, n->left, 2 * value, depth - 1) || report(what, n->right, 2 * value + 1, depth - 1));
+}
+
 void *worker(void *) {
     for (int k = 0; k < g_trees; ++k) {
         Node *t = make_tree(g_depth, 1);
-        if (check(t, 1) != tree_size(g_depth)) g_failures.fetch_add(1);
+        if (check(t, 1) != tree_size(g_depth)) {
+            report("a thread's tree is damaged", t, 1, g_depth);
+            g_failures.fetch_add(1);
+        }
         // A look into the shared tree: a path down, different each time.
         const Node *s = g_shared;
         for (int b = 0; s && b < g_shared_depth; ++b) s = (k >> (b % 8)) & 1 ? s->right : s->left;
-        if (!s) g_failures.fetch_add(1);
+        if (!s) {
+            fprintf(stderr, "mttrees: a path down the shared tree ends early\n");
+            g_failures.fetch_add(1);
+        }
     }
     return nullptr;
 }
@@ -87,8 +104,9 @@ int main(int argc, char **argv) {
         if (pthread_create(&t, nullptr, worker, nullptr) != 0) bench::die("mttrees: pthread_create failed");
     for (pthread_t &t : ts) pthread_join(t, nullptr);
 
-    if (check(g_shared, 1) != tree_size(g_shared_depth)) bench::die("mttrees: the shared tree lost nodes");
-    if (g_failures.load()) bench::die("mttrees: a thread's tree lost nodes");
+    if (check(g_shared, 1) != tree_size(g_shared_depth) && report("the shared tree is damaged", g_shared, 1, g_shared_depth))
+        return 1;
+    if (g_failures.load()) return 1;
     uint64_t t1 = bench::now_ns();
 
     bench::GcStats s = bench::gc_stats();
