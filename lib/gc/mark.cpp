@@ -1,11 +1,6 @@
 #include "gc/mark.h"
 
-#include <sched.h>
-
-#include <cstring>
-
 #include "os/futex.h"
-#include "os/vm.h"
 
 namespace adsm::gc {
 
@@ -15,30 +10,6 @@ namespace {
 constexpr size_t kSplitBytes = 64 * 1024;
 constexpr size_t kShareEntries = 64;
 }  // namespace
-
-MarkStack::~MarkStack() {
-    if (data_) os::unmap(data_, cap_ * sizeof(Range));
-}
-
-bool MarkStack::grow() {
-    size_t cap = cap_ ? cap_ * 2 : 4096;
-    void *p = os::map_anon(cap * sizeof(Range), PROT_READ | PROT_WRITE);
-    if (p == MAP_FAILED) return false;
-    if (data_) {
-        memcpy(p, data_, n_ * sizeof(Range));
-        os::unmap(data_, cap_ * sizeof(Range));
-    }
-    data_ = static_cast<Range *>(p);
-    cap_ = cap;
-    return true;
-}
-
-void MarkStack::give(MarkStack &to, size_t n) {
-    if (n > n_) n = n_;
-    for (size_t i = 0; i < n; ++i) to.push(data_[i].lo, data_[i].hi);
-    memmove(data_, data_ + n, (n_ - n) * sizeof(Range));
-    n_ -= n;
-}
 
 void Marker::push_object(Chunk &c, uintptr_t start, size_t bytes) {
     uint8_t *a = c.alias_of(start);

@@ -21,31 +21,7 @@
 namespace adsm::gc {
 
 // Ranges to scan, in private memory (pushed while the world is stopped).
-class MarkStack {
-public:
-    MarkStack() = default;
-    MarkStack(const MarkStack &) = delete;
-    MarkStack &operator=(const MarkStack &) = delete;
-    ~MarkStack();
-    bool push(uintptr_t lo, uintptr_t hi) {
-        if (n_ == cap_ && !grow()) return false;
-        data_[n_++] = Range{lo, hi};
-        return true;
-    }
-    bool pop(Range *r) {
-        if (!n_) return false;
-        *r = data_[--n_];
-        return true;
-    }
-    size_t size() const { return n_; }
-    // Moves the oldest `n` entries (the widest part of the graph) to `to`.
-    void give(MarkStack &to, size_t n);
-
-private:
-    bool grow();
-    Range *data_ = nullptr;
-    size_t n_ = 0, cap_ = 0;
-};
+using MarkStack = RangeBuffer;
 
 class MarkPool;
 

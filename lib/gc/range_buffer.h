@@ -32,6 +32,19 @@ public:
         data_[n_++] = Range{lo, hi};
         return true;
     }
+    bool pop(Range *r) {
+        if (!n_) return false;
+        *r = data_[--n_];
+        return true;
+    }
+    // Moves the oldest `n` entries to `to` (for marking: the widest part of
+    // the graph, what another marker can best work on).
+    void give(RangeBuffer &to, size_t n) {
+        if (n > n_) n = n_;
+        for (size_t i = 0; i < n; ++i) to.push(data_[i].lo, data_[i].hi);
+        memmove(data_, data_ + n, (n_ - n) * sizeof(Range));
+        n_ -= n;
+    }
     void clear() { n_ = 0; }
     size_t size() const { return n_; }
     const Range &operator[](size_t i) const { return data_[i]; }
