@@ -366,7 +366,7 @@ void Collector::after_world_restarts() {
     for (const Range &r : dropped_) registry_.weak.erase(r.lo);
     for (const Range &r : links_) {
         void *zero = nullptr;
-        Status st = manager_.program_write_idle(reinterpret_cast<void *>(r.lo), &zero, sizeof zero);
+        Status st = manager_.program_write(reinterpret_cast<void *>(r.lo), &zero, sizeof zero, nullptr, false);
         if (st == adsmSuccess) {
             registry_.weak.erase(r.lo);
             stats_.weak_cleared.fetch_add(1, std::memory_order_relaxed);

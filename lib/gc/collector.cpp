@@ -252,7 +252,7 @@ Status Collector::live_object(void *obj, const char *what, Chunk **cp, Page **pp
 
 Status Collector::free(void *obj) {
     if (!obj) return adsmSuccess;
-    uintptr_t huge = 0;
+    bool huge = false;
     {
         std::lock_guard<std::mutex> lock(heap_.lock());
         Chunk *c;
@@ -263,7 +263,7 @@ Status Collector::free(void *obj) {
         registry_.forget(a);
         if (p->kind == PageKind::large) {
             if (c->huge) {
-                huge = c->base;
+                huge = true;
                 p->live[0] = 0;
                 p->kind = PageKind::empty;
             } else {
@@ -283,11 +283,7 @@ Status Collector::free(void *obj) {
             else heap_.list_page(p);
         }
         stats_.freed.fetch_add(1, std::memory_order_relaxed);
-        if (huge) {
-            Chunk *hc = c;
-            std::vector<Chunk *> dead{hc};
-            heap_.release_chunks(dead, UINT64_MAX);
-        }
+        if (huge) heap_.release_chunks({c}, UINT64_MAX);
     }
     return adsmSuccess;
 }

@@ -53,11 +53,10 @@ public:
     // With `ticket` the device copies may still run on return (see
     // Protocol::read_out); wait with Device::wait_copies.
     Status program_read(const void *src, void *dst, size_t n, uint64_t *ticket = nullptr);
-    Status program_write(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr);
+    // Without `wait`, a kernel that may be using it makes the write fail with
+    // adsmErrorBusy instead (the collector never waits for one).
+    Status program_write(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr, bool wait = true);
     Status program_fill(void *dst, int value, size_t n);
-    // As program_write, refused with adsmErrorBusy instead of waiting for a
-    // kernel (the collector never waits for one).
-    Status program_write_idle(void *dst, const void *src, size_t n);
 
     // Chaos mode: a release and an acquire of every context now.
     void chaos_cycle();

@@ -136,14 +136,9 @@ Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *tic
     return with_idle(src, n, true, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n, ticket); });
 }
 
-Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket) {
+Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket, bool wait) {
     profile::Cause cause;
-    return with_idle(dst, n, true, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n, ticket); });
-}
-
-Status Manager::program_write_idle(void *dst, const void *src, size_t n) {
-    profile::Cause cause;
-    return with_idle(dst, n, false, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n); });
+    return with_idle(dst, n, wait, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n, ticket); });
 }
 
 Status Manager::program_fill(void *dst, int value, size_t n) {

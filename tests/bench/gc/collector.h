@@ -37,6 +37,15 @@ inline uint64_t now_ns() {
     return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec);
 }
 
+// The value after option argv[k] (k moves past it), or exit 2 naming `program`.
+inline int arg_int(const char *program, int argc, char **argv, int &k) {
+    if (k + 1 >= argc) {
+        fprintf(stderr, "%s: %s needs a value\n", program, argv[k]);
+        exit(2);
+    }
+    return atoi(argv[++k]);
+}
+
 [[noreturn]] inline void die(const char *what) {
     fprintf(stderr, "%s\n", what);
     exit(1);

@@ -63,20 +63,12 @@ __attribute__((noinline)) void time_construction(int depth) {
     }
 }
 
-int arg_int(int argc, char **argv, int &k) {
-    if (k + 1 >= argc) {
-        fprintf(stderr, "gcbench: %s needs a value\n", argv[k]);
-        exit(2);
-    }
-    return atoi(argv[++k]);
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
     for (int k = 1; k < argc; ++k) {
-        if (!strcmp(argv[k], "--long-lived")) g_long_lived_depth = arg_int(argc, argv, k);
-        else if (!strcmp(argv[k], "--max-depth")) g_max_depth = arg_int(argc, argv, k);
+        if (!strcmp(argv[k], "--long-lived")) g_long_lived_depth = bench::arg_int("gcbench", argc, argv, k);
+        else if (!strcmp(argv[k], "--max-depth")) g_max_depth = bench::arg_int("gcbench", argc, argv, k);
         else {
             fprintf(stderr, "usage: %s [--long-lived DEPTH] [--max-depth DEPTH]\n", argv[0]);
             return 2;

@@ -66,22 +66,14 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int arg_int(int argc, char **argv, int &k) {
-    if (k + 1 >= argc) {
-        fprintf(stderr, "kernelwalk: %s needs a value\n", argv[k]);
-        exit(2);
-    }
-    return atoi(argv[++k]);
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
     for (int k = 1; k < argc; ++k) {
-        if (!strcmp(argv[k], "--depth")) g_depth = arg_int(argc, argv, k);
-        else if (!strcmp(argv[k], "--kernel-ms")) g_kernel_ms = arg_int(argc, argv, k);
-        else if (!strcmp(argv[k], "--garbage-mb")) g_garbage_mb = arg_int(argc, argv, k);
-        else if (!strcmp(argv[k], "--rounds")) g_rounds = arg_int(argc, argv, k);
+        if (!strcmp(argv[k], "--depth")) g_depth = bench::arg_int("kernelwalk", argc, argv, k);
+        else if (!strcmp(argv[k], "--kernel-ms")) g_kernel_ms = bench::arg_int("kernelwalk", argc, argv, k);
+        else if (!strcmp(argv[k], "--garbage-mb")) g_garbage_mb = bench::arg_int("kernelwalk", argc, argv, k);
+        else if (!strcmp(argv[k], "--rounds")) g_rounds = bench::arg_int("kernelwalk", argc, argv, k);
         else {
             fprintf(stderr, "usage: %s [--depth D] [--kernel-ms MS] [--garbage-mb MB] [--rounds N]\n", argv[0]);
             return 2;

@@ -71,22 +71,14 @@ void *worker(void *) {
     return nullptr;
 }
 
-int arg_int(int argc, char **argv, int &k) {
-    if (k + 1 >= argc) {
-        fprintf(stderr, "mttrees: %s needs a value\n", argv[k]);
-        exit(2);
-    }
-    return atoi(argv[++k]);
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
     for (int k = 1; k < argc; ++k) {
-        if (!strcmp(argv[k], "--threads")) g_threads = arg_int(argc, argv, k);
-        else if (!strcmp(argv[k], "--depth")) g_depth = arg_int(argc, argv, k);
-        else if (!strcmp(argv[k], "--trees")) g_trees = arg_int(argc, argv, k);
-        else if (!strcmp(argv[k], "--shared-depth")) g_shared_depth = arg_int(argc, argv, k);
+        if (!strcmp(argv[k], "--threads")) g_threads = bench::arg_int("mttrees", argc, argv, k);
+        else if (!strcmp(argv[k], "--depth")) g_depth = bench::arg_int("mttrees", argc, argv, k);
+        else if (!strcmp(argv[k], "--trees")) g_trees = bench::arg_int("mttrees", argc, argv, k);
+        else if (!strcmp(argv[k], "--shared-depth")) g_shared_depth = bench::arg_int("mttrees", argc, argv, k);
         else {
             fprintf(stderr, "usage: %s [--threads T] [--depth D] [--trees N] [--shared-depth D]\n", argv[0]);
             return 2;
