@@ -37,6 +37,9 @@ void *Collector::marker_main(void *arg) {
     auto *self = static_cast<Collector *>(arg);
     unsigned me = self->markers_up_.fetch_add(1) + 1;
     self->marker_tids_[me] = static_cast<pid_t>(syscall(SYS_gettid));
+    // Counted only once its id is known: the collector exempts markers from
+    // the stop by id, and a stopped marker never finishes its share.
+    self->markers_ready_.fetch_add(1, std::memory_order_release);
     uint32_t seen = 0;
     for (;;) {
         uint32_t e;
@@ -57,6 +60,7 @@ Status Collector::start_markers() {
     marker_tids_.assign(config_.markers, 0);
     for (unsigned i = 0; i < config_.markers; ++i) markers_.push_back(std::make_unique<Marker>(heap_.map(), pool_));
     markers_up_.store(0);
+    markers_ready_.store(0);
     markers_pid_ = pid;
     for (unsigned i = 1; i < config_.markers; ++i) {
         pthread_t t;
@@ -68,7 +72,7 @@ Status Collector::start_markers() {
         }
         pthread_detach(t);
     }
-    while (markers_up_.load() + 1 < markers_.size()) sched_yield();
+    while (markers_ready_.load(std::memory_order_acquire) + 1 < markers_.size()) sched_yield();
     return adsmSuccess;
 }
 
@@ -303,12 +307,13 @@ void Collector::collect_locked() {
         ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
     take_device_copies();
 
+    // The pause, as the program sees it, starts when its threads are asked to stop.
+    uint64_t t1 = os::now_ns();
     if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
         ADSM_LOG(error, "collector: could not stop the world (%s); no collection", last_detail());
         collecting_ = false;
         return;
     }
-    uint64_t t1 = os::now_ns();
     bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
     snapshot_live();
     for (auto &m : markers_) m->marked_bytes = 0;

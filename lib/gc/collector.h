@@ -48,14 +48,7 @@ public:
     Status init();
 
     void *alloc(size_t n, bool pointers) {
-        ThreadCache *tc = tls_cache;
-        if (n - 1 < kMaxSmall && tc && tc->ctx && tc->ctx_calls() == tc->calls_seen) {
-            CacheSlot &s = tc->slots[pointers][size_class_of(n)];
-            if (void *p = s.pop()) {
-                if (pointers) __builtin_memset(p, 0, s.size);
-                return p;
-            }
-        }
+        if (void *p = alloc_fast(n, pointers)) return p;
         return alloc_slow(n, pointers);
     }
     Status free(void *obj);
@@ -136,7 +129,8 @@ private:
     std::vector<pid_t> marker_tids_;
     std::atomic<uint32_t> mark_epoch_{0};
     std::atomic<unsigned> markers_done_{0};
-    std::atomic<unsigned> markers_up_{0};
+    std::atomic<unsigned> markers_up_{0};     // started (hands out their indices)
+    std::atomic<unsigned> markers_ready_{0};  // with their thread ids published
     pid_t markers_pid_ = 0;
 
     struct {
