@@ -44,6 +44,15 @@ public:
         for (size_t i = n_ - n; i < n_; ++i) to.push(data_[i].lo, data_[i].hi);
         n_ -= n;
     }
+    // Moves the oldest `n` entries to `to`.  A depth-first mark leaves the
+    // biggest pieces of work at the bottom of its stack (a tree's subtrees
+    // near the root): those are the ones worth sharing.
+    void give_oldest(RangeBuffer &to, size_t n) {
+        if (n > n_) n = n_;
+        for (size_t i = 0; i < n; ++i) to.push(data_[i].lo, data_[i].hi);
+        memmove(data_, data_ + n, (n_ - n) * sizeof(Range));
+        n_ -= n;
+    }
     void clear() { n_ = 0; }
     size_t size() const { return n_; }
     const Range &operator[](size_t i) const { return data_[i]; }
