@@ -13,6 +13,7 @@ namespace {
     if (Status _s = collector(*rt_, &c); _s != adsmSuccess) return record(_s)
 
 void *alloc(size_t size, bool pointers) {
+    if (void *p = gc::alloc_fast(size, pointers)) return p;
     adsm::Inside scope_;
     Runtime *rt = nullptr;
     if (Status s = runtime(&rt); s != adsmSuccess) return record_ptr(s, nullptr);

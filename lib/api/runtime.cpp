@@ -79,6 +79,7 @@ void fork_child() {
     Runtime *rt = g_runtime.load();
     // A child of a child has nothing left to convert: its parent did it.
     if (!rt || g_forked.exchange(true)) return;
+    gc::tls_cache = nullptr;  // the child's one thread: its pages are not the collector's here
     trace::disable_in_child();
     profile::disable_in_child();
     rt->manager->become_fork_child();

@@ -24,8 +24,28 @@ struct SizeClass {
 
 extern const SizeClass kSizeClasses[kClasses];
 
-// The class for `bytes` (1..kMaxSmall).
-unsigned size_class_of(size_t bytes);
+namespace detail {
+// Every granule multiple up to 128 bytes (most objects of linked structures
+// are small), then four classes per doubling: at most a fifth of an object
+// is lost to rounding.
+inline constexpr uint32_t kSizes[kClasses] = {16,  32,  48,  64,  80,  96,  112, 128,  160,  192,  224,  256,
+                                              320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1792, 2048};
+
+struct ClassTable {
+    uint8_t by_granules[kMaxSmall / kGranule + 1];
+    constexpr ClassTable() : by_granules{} {
+        unsigned c = 0;
+        for (unsigned g = 0; g <= kMaxSmall / kGranule; ++g) {
+            while (kSizes[c] < g * kGranule) ++c;
+            by_granules[g] = static_cast<uint8_t>(c);
+        }
+    }
+};
+inline constexpr ClassTable kClassTable;
+}  // namespace detail
+
+// The class for `bytes` (1..kMaxSmall): inline, it is on every allocation's path.
+inline unsigned size_class_of(size_t bytes) { return detail::kClassTable.by_granules[(bytes + kGranule - 1) / kGranule]; }
 
 inline uint32_t object_index(uint32_t offset_in_page, const SizeClass &c) {
     return static_cast<uint32_t>((uint64_t(offset_in_page) * c.inverse) >> 32);

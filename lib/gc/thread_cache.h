@@ -13,6 +13,7 @@
 #include "gc/chunk.h"
 #include "gc/size_classes.h"
 #include "memory/context.h"
+#include "os/real_libc.h"
 
 namespace adsm::gc {
 
@@ -51,7 +52,22 @@ struct ThreadCache {
     ThreadCache *prev = nullptr, *next = nullptr;
 };
 
-// The calling thread's cache, or nullptr before its first allocation.
+// The calling thread's cache, or nullptr before its first allocation (and
+// in a fork child, whose heap is not the collector's any more).
 extern __thread ThreadCache *tls_cache __attribute__((tls_model("initial-exec")));
+
+// A small object from the thread's own pages, or nullptr when the slow path
+// must decide.  Touches nothing but the thread's cache, so the C API calls
+// it before entering the runtime.  Objects that may hold pointers are
+// zeroed with libc's own memset: the interposed one would look up the
+// address as shared memory.
+inline void *alloc_fast(size_t n, bool pointers) {
+    ThreadCache *tc = tls_cache;
+    if (n - 1 >= kMaxSmall || !tc || !tc->ctx || tc->ctx_calls() != tc->calls_seen) return nullptr;
+    CacheSlot &s = tc->slots[pointers][size_class_of(n)];
+    void *p = s.pop();
+    if (p && pointers) os::real_memset(p, 0, s.size);
+    return p;
+}
 
 }  // namespace adsm::gc
