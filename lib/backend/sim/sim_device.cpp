@@ -149,7 +149,12 @@ Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
 Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
-    os::real_memset(dma_ + (dev - base_), value, n);
+    // Zeroing a large range by giving its pages back costs nothing when,
+    // as for fresh allocations, it holds none.
+    if (value == 0 && n >= kPunchThreshold && (dev - base_) % os::kPageSize == 0 && n % os::kPageSize == 0)
+        os::punch_hole(dev_fd_, dev - base_, n);
+    else
+        os::real_memset(dma_ + (dev - base_), value, n);
     stats().add(Counter::device_fills);
     return adsmSuccess;
 }
