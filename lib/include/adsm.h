@@ -292,6 +292,14 @@ typedef struct adsmGcKernelHeapOptions {
                            from the budget, at most 1024) */
 } adsmGcKernelHeapOptions;
 
+/* A kernel heap whose kernels may allocate `budget` bytes (each object
+ * rounded up to 16 bytes) in all; options may be NULL.  A budget of 0, a
+ * buffer larger than the budget, or more than 65536 buffers is
+ * adsmErrorInvalidValue; a budget that overflows or that the heap cannot grow
+ * to hold is adsmErrorSizeOverflow or adsmErrorMemoryAllocation. */
+ADSM_API adsmError_t adsmGcKernelHeapCreate(size_t budget, const adsmGcKernelHeapOptions *options,
+                                            adsmGcKernelHeap **heap);
+
 typedef struct adsmGcKernelHeapInfo {
     int closed;               /* its context synced: what follows is final (0: all zero so far) */
     uint64_t budget;          /* bytes the kernels could allocate */
@@ -306,6 +314,14 @@ typedef struct adsmGcKernelHeapInfo {
     uint64_t eden_objects;    /* objects taken from eden directly */
     uint64_t unused_bytes;    /* budget no object used, given back to the collector */
 } adsmGcKernelHeapInfo;
+
+/* What the heap's kernels did.  Closes the heap first if its context synced. */
+ADSM_API adsmError_t adsmGcKernelHeapGetInfo(adsmGcKernelHeap *heap, adsmGcKernelHeapInfo *info);
+/* adsmSuccess when every allocation of the heap's kernels succeeded;
+ * adsmErrorMemoryAllocation when some returned NULL (the detail says how many
+ * and why); adsmErrorInvalidValue when kernels tried it after it closed;
+ * adsmErrorBusy while its context has not synced. */
+ADSM_API adsmError_t adsmGcKernelHeapCheck(adsmGcKernelHeap *heap);
 
 
 #ifdef __cplusplus
