@@ -476,6 +476,14 @@ TEST(GcKernelAllocTest, BadInputGetsAClearError) {
     EXPECT_EQ(adsmGcKernelHeapCheck(heap.get()), adsmErrorInvalidValue);
     EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("after it closed"), std::string::npos);
 
+    // A kernel's object, adopted, can be freed explicitly, once.
+    KNode *node = *out;
+    *out = nullptr;
+    ASSERT_EQ(adsmGcFree(node), adsmSuccess) << adsmGetLastErrorDetail();
+    EXPECT_EQ(adsmGcBase(node), nullptr);
+    EXPECT_EQ(adsmGcFree(node), adsmErrorInvalidPointer);
+    EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("freed already"), std::string::npos);
+
     // A heap belongs to the context that made it.
     adsmGcKernelHeap *foreign = nullptr;
     std::thread([&] { EXPECT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &foreign), adsmSuccess); }).join();
