@@ -103,7 +103,7 @@ bool KernelArena::release_pages(Heap &heap) {
     bool any = false;
     if (chunk->huge) {
         // One Page for the whole chunk: it goes back only as a whole.
-        for_each_object([&](uint64_t, uint64_t) { any = true; });
+        for (uint64_t w = 0; w < words_for(granules) && !any; ++w) any = starts[w] != 0;
         return !any;
     }
     uint32_t first = chunk->page_index(chunk->page_of(base));
