@@ -277,9 +277,9 @@ ADSM_API adsmError_t adsmGcGetStats(adsmGcStats *stats);
  * whole, whatever collections run meanwhile.  After that sync the objects the
  * kernels allocated are ordinary collected objects (alive while reachable,
  * from the host or from memory kernels wrote), the space they did not use
- * goes back to the collector, and the heap is closed: a launch that passes it
- * again fails with adsmErrorInvalidValue, and a kernel that reaches it some
- * other way gets NULL.  The descriptor itself is a collected object too, so
+ * goes back to the collector, and the heap is closed: a later launch that
+ * passes it fails with adsmErrorInvalidValue, and a kernel that reaches it
+ * some other way gets NULL.  The descriptor itself is a collected object too, so
  * the pointer stays valid for adsmGcKernelHeapCheck while the program holds it.
  */
 typedef struct adsmGcKernelHeap adsmGcKernelHeap;
