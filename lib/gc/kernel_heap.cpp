@@ -15,21 +15,6 @@ namespace {
 
 uint64_t words_for(uint64_t granules) { return (granules + 63) / 64; }
 
-// The first set bit at or after `from`, or `limit`.
-uint64_t next_bit(const uint64_t *bm, uint64_t from, uint64_t limit) {
-    if (from >= limit) return limit;
-    uint64_t w = from >> 6, n = words_for(limit);
-    uint64_t bits = bm[w] & (~uint64_t(0) << (from & 63));
-    for (;;) {
-        if (bits) {
-            uint64_t at = w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
-            return at < limit ? at : limit;
-        }
-        if (++w >= n) return limit;
-        bits = bm[w];
-    }
-}
-
 // The last set bit at or before `from`, or -1.
 int64_t prev_bit(const uint64_t *bm, uint64_t from) {
     int64_t w = static_cast<int64_t>(from >> 6);
@@ -80,7 +65,7 @@ bool KernelArena::object_at(uintptr_t a, uintptr_t *start, size_t *size) const {
     uint64_t g = granule(a);
     int64_t s = prev_bit(starts, g);
     if (s < 0) return false;
-    uint64_t e = next_bit(ends, static_cast<uint64_t>(s), granules);
+    uint64_t e = next_set_bit(ends, static_cast<uint64_t>(s), granules);
     if (e >= granules || e < g) return false;  // a is in the space after that object
     *start = address(static_cast<uint64_t>(s));
     *size = (e - static_cast<uint64_t>(s) + 1) * kGranule;
@@ -94,7 +79,7 @@ bool KernelArena::is_object(uintptr_t start) const {
 }
 
 void KernelArena::drop_object(uintptr_t start) {
-    uint64_t s = granule(start), e = next_bit(ends, s, granules);
+    uint64_t s = granule(start), e = next_set_bit(ends, s, granules);
     starts[s >> 6] &= ~(uint64_t(1) << (s & 63));
     if (e < granules) ends[e >> 6] &= ~(uint64_t(1) << (e & 63));
 }

@@ -111,20 +111,28 @@ private:
     std::atomic<unsigned> open_{0};
 };
 
+// The first set bit of bm at or after `from`, or `limit`.
+inline uint64_t next_set_bit(const uint64_t *bm, uint64_t from, uint64_t limit) {
+    if (from >= limit) return limit;
+    uint64_t w = from >> 6, n = (limit + 63) / 64;
+    uint64_t bits = bm[w] & (~uint64_t(0) << (from & 63));
+    for (;;) {
+        if (bits) {
+            uint64_t at = w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
+            return at < limit ? at : limit;
+        }
+        if (++w >= n) return limit;
+        bits = bm[w];
+    }
+}
+
 template <class F>
 void KernelArena::for_each_object(F &&f) const {
-    auto next = [this](const uint64_t *bm, uint64_t from) {
-        for (uint64_t w = from >> 6; w < (granules + 63) / 64; ++w) {
-            uint64_t bits = bm[w] & (w == from >> 6 ? ~uint64_t(0) << (from & 63) : ~uint64_t(0));
-            if (bits) return w * 64 + static_cast<uint64_t>(__builtin_ctzll(bits));
-        }
-        return granules;
-    };
-    for (uint64_t s = next(starts, 0); s < granules;) {
-        uint64_t e = next(ends, s);
+    for (uint64_t s = next_set_bit(starts, 0, granules); s < granules;) {
+        uint64_t e = next_set_bit(ends, s, granules);
         if (e >= granules) return;
         f(s, e);
-        s = e + 1 < granules ? next(starts, e + 1) : granules;
+        s = next_set_bit(starts, e + 1, granules);
     }
 }
 
