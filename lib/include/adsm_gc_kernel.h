@@ -18,7 +18,9 @@
  *    that top;
  *  - threads that overflow the same buffer meanwhile never wait for the
  *    refill: they use the new buffer if it is published, else take their
- *    object from eden directly (compare-and-swap);
+ *    object from eden directly (compare-and-swap).  Waiting, as the seed's
+ *    default does, could never end on sim and cpu, where a block's threads
+ *    run one after another, and costs a GPU warp its progress;
  *  - objects larger than a buffer come from eden directly;
  *  - when eden cannot hold an object the allocation returns NULL and the
  *    heap counts it (adsmGcKernelHeapCheck reports it after the sync): the
