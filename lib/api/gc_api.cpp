@@ -109,4 +109,20 @@ adsmError_t adsmGcGetStats(adsmGcStats *stats) {
     return adsmSuccess;
 }
 
+adsmError_t adsmGcKernelHeapCreate(size_t budget, const adsmGcKernelHeapOptions *options, adsmGcKernelHeap **heap) {
+    if (heap) *heap = nullptr;
+    ADSM_COLLECTOR(c);
+    return record(c->create_kernel_heap(budget, options, heap));
+}
+
+adsmError_t adsmGcKernelHeapGetInfo(adsmGcKernelHeap *heap, adsmGcKernelHeapInfo *info) {
+    ADSM_COLLECTOR(c);
+    return record(c->kernel_heap_info(heap, info, "adsmGcKernelHeapGetInfo"));
+}
+
+adsmError_t adsmGcKernelHeapCheck(adsmGcKernelHeap *heap) {
+    ADSM_COLLECTOR(c);
+    return record(c->check_kernel_heap(heap));
+}
+
 }  // extern "C"

@@ -49,7 +49,8 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     // A kernel may hold the only pointer to a collected object, in its arguments.
     if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {
         Context *ctx = in ? in : rt.manager->current();
-        if (ctx) c->note_launch(ctx, blob, k->args_size);
+        if (ctx)
+            if (Status s = c->note_launch(ctx, blob, k->args_size); s != adsmSuccess) return s;
     }
     return rt.manager->call(l, in);
 }

@@ -31,10 +31,12 @@ enum class PageKind : uint8_t {
     large,  // the first page of a large object
     tail,   // a later page of a large object
     reserved,  // never used: the window's first page (see Heap::grow)
+    kernel,    // part of a kernel heap, whose objects its arena knows (kernel_heap.h)
 };
 
 struct ThreadCache;
 struct Space;
+struct KernelArena;
 
 struct Chunk;
 
@@ -47,6 +49,7 @@ struct Page {
     uint32_t head = 0;      // tail: the index of its large page
     uint32_t npages = 0;    // large: pages the object spans
     size_t bytes = 0;       // large: the object's usable size
+    KernelArena *arena = nullptr;  // kernel: its heap
     // Small pages: objects free for allocation.  While a thread cache owns
     // the page, its own mask is the truth and this one is stale; objects a
     // collection frees meanwhile go to `swept`, which the cache takes back.

@@ -198,6 +198,7 @@ void Collector::mark_kernel_reachable() {
             }
         }
     }
+    kernel_heaps_.mark_for_kernels(m, heap_, &kept);
     stats_.kept_for_kernels.store(kept, std::memory_order_relaxed);
 }
 
@@ -207,6 +208,13 @@ bool Collector::marked(uintptr_t obj) {
     Page *p = c->page_of(obj);
     if (p->kind == PageKind::tail) p = &c->pages[p->head];
     if (p->kind == PageKind::large) return p->mark[0].load(std::memory_order_relaxed) & 1;
+    if (p->kind == PageKind::kernel) {
+        KernelArena *a = p->arena;
+        uintptr_t start;
+        size_t n;
+        if (!a || !a->adopted() || !a->object_at(obj, &start, &n)) return true;
+        return a->marked(start);
+    }
     if (p->kind != PageKind::small) return true;
     unsigned i = object_index(static_cast<uint32_t>(obj & (kPageBytes - 1)), kSizeClasses[p->cls]);
     return p->mark[i >> 6].load(std::memory_order_relaxed) >> (i & 63) & 1;
@@ -275,6 +283,7 @@ void Collector::sweep() {
             for (unsigned w = 0; w < kMaskWords; ++w) p.mark[w].store(0, std::memory_order_relaxed);
         }
     }
+    kernel_heaps_.sweep(heap_, dead_chunks_, &freed, &live);
     live_bytes_ = live;
     stats_.freed.fetch_add(freed, std::memory_order_relaxed);
 }
@@ -305,6 +314,7 @@ void Collector::collect_locked() {
     dead_chunks_.clear();
     if (Status s = data_segments(&roots_); s != adsmSuccess)
         ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
+    adopt_finished(nullptr);
     take_device_copies();
 
     // The pause, as the program sees it, starts when its threads are asked to stop.
@@ -316,6 +326,7 @@ void Collector::collect_locked() {
     }
     bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
     snapshot_live();
+    kernel_heaps_.begin_marking();
     for (auto &m : markers_) m->marked_bytes = 0;
     mark_roots();
     mark_kernel_reachable();
@@ -377,6 +388,7 @@ void Collector::after_world_restarts() {
             stats_.weak_cleared.fetch_add(1, std::memory_order_relaxed);
         }  // else a kernel holds the link: the next collection tries again
     }
+    kernel_heaps_.reap();
     heap_.rebuild_lists();
     uint64_t keep = config_.trigger;
     heap_.release_chunks(dead_chunks_, keep);

@@ -204,6 +204,15 @@ bool Collector::object_at(uintptr_t a, Chunk **cp, Page **pp, uintptr_t *start, 
         *cp = c, *pp = p, *start = s, *size = p->bytes, *idx = 0;
         return true;
     }
+    if (p->kind == PageKind::kernel) {
+        // Objects of a heap still open are its kernels', not yet the program's.
+        KernelArena *arena = p->arena;
+        uintptr_t s;
+        size_t n;
+        if (!arena || !arena->adopted() || !arena->object_at(a, &s, &n)) return false;
+        *cp = c, *pp = c->page_of(s), *start = s, *size = n, *idx = 0;
+        return true;
+    }
     if (p->kind != PageKind::small) return false;
     const SizeClass &sc = kSizeClasses[p->cls];
     unsigned i = object_index(static_cast<uint32_t>(a & (kPageBytes - 1)), sc);
@@ -261,7 +270,15 @@ Status Collector::free(void *obj) {
         if (Status s = live_object(obj, "adsmGcFree", &c, &p, &i); s != adsmSuccess) return s;
         uintptr_t a = reinterpret_cast<uintptr_t>(obj);
         registry_.forget(a);
-        if (p->kind == PageKind::large) {
+        if (p->kind == PageKind::kernel) {
+            KernelArena *arena = p->arena;
+            arena->drop_object(a);
+            if (arena->release_pages(heap_)) {
+                arena->dead = true;
+                huge = c->huge;
+                kernel_heaps_.reap();
+            }
+        } else if (p->kind == PageKind::large) {
             if (c->huge) {
                 huge = true;
                 p->live[0] = 0;
@@ -377,7 +394,7 @@ void Collector::stats(adsmGcStats *out) {
     out->kept_for_kernels = stats_.kept_for_kernels.load();
 }
 
-void Collector::note_launch(Context *ctx, const void *args, size_t n) {
+Status Collector::note_launch(Context *ctx, const void *args, size_t n) {
     // Only arguments that point into the heap matter; most launches have none.
     bool any = false;
     const uint8_t *b = static_cast<const uint8_t *>(args);
@@ -386,9 +403,28 @@ void Collector::note_launch(Context *ctx, const void *args, size_t n) {
         memcpy(&w, b + off, sizeof w);
         any = heap_.chunk_of(w) != nullptr;
     }
-    if (!any) return;
+    if (!any && !kernel_heaps_.open()) return adsmSuccess;
     std::lock_guard<std::mutex> lock(heap_.lock());
+    // A kernel heap whose context synced closes before this launch hands
+    // its chunk to the device again, so that no later kernel allocates there.
+    adopt_finished(ctx);
+    if (!any) return adsmSuccess;
+    for (size_t off = 0; off + sizeof(uintptr_t) <= n; off += sizeof(uintptr_t)) {
+        uintptr_t w;
+        memcpy(&w, b + off, sizeof w);
+        KernelArena *a = kernel_heaps_.find(heap_, w);
+        if (!a) continue;
+        if (a->adopted())
+            return fail(adsmErrorInvalidValue,
+                        "kernel heap %p was closed by its context's sync: a heap serves only the kernels launched "
+                        "before that sync; create another for this launch", reinterpret_cast<void *>(w));
+        if (a->ctx != ctx)
+            return fail(adsmErrorInvalidValue,
+                        "kernel heap %p belongs to another context: launch its kernels in the context that created it",
+                        reinterpret_cast<void *>(w));
+    }
     launches_.push_back(LaunchRecord{ctx, ctx->calls.load() + 1, std::vector<uint8_t>(b, b + n)});
+    return adsmSuccess;
 }
 
 // ---- finalizers and callbacks, outside the lock

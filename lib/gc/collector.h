@@ -20,6 +20,7 @@
 
 #include "adsm.h"
 #include "gc/heap.h"
+#include "gc/kernel_heap.h"
 #include "gc/mark.h"
 #include "gc/range_buffer.h"
 #include "gc/registry.h"
@@ -67,8 +68,14 @@ public:
     Status release(void *obj, adsmGcCallback fn, void *data);
     void stats(adsmGcStats *out);
 
-    // A kernel is about to be launched in ctx with these argument bytes.
-    void note_launch(Context *ctx, const void *args, size_t n);
+    // A kernel is about to be launched in ctx with these argument bytes; an
+    // error when they pass a kernel heap the launch may not use.
+    Status note_launch(Context *ctx, const void *args, size_t n);
+
+    // Allocation inside kernels (kernel_alloc.cpp).
+    Status create_kernel_heap(size_t budget, const adsmGcKernelHeapOptions *options, adsmGcKernelHeap **out);
+    Status kernel_heap_info(adsmGcKernelHeap *heap, adsmGcKernelHeapInfo *out, const char *what);
+    Status check_kernel_heap(adsmGcKernelHeap *heap);
     // The calling thread now works in another context.
     void context_switched();
 
@@ -99,6 +106,12 @@ private:
     void run_finalizers();
     static void *marker_main(void *self);
 
+    // Kernel heaps whose context synced since they opened become ordinary
+    // objects (all of them, or ctx's); with the heap's lock held, the world running.
+    void adopt_finished(Context *only);
+    bool adopt_kernel_heap(KernelArena &a);
+    void discard_kernel_heap(KernelArena &a);
+
     Manager &manager_;
     AddressSpace &space_;
     Device &device_;
@@ -107,6 +120,7 @@ private:
     World world_;
     Registry registry_;
     std::vector<LaunchRecord> launches_;
+    KernelHeaps kernel_heaps_;
     ThreadCache *caches_ = nullptr;  // every thread's, under the heap's lock
     pthread_key_t exit_key_;
 

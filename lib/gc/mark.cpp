@@ -1,5 +1,6 @@
 #include "gc/mark.h"
 
+#include "gc/kernel_heap.h"
 #include "os/futex.h"
 
 namespace adsm::gc {
@@ -58,6 +59,16 @@ void Marker::consider(uintptr_t w) {
         if (w - c->page_address(p) >= p->bytes) return;  // in the rounding after the object
         mark_object(*c, *p, c->page_address(p), p->bytes, 0);
         return;
+    case PageKind::kernel: {
+        // Open heaps are kept whole elsewhere; adopted ones know their objects.
+        KernelArena *a = p->arena;
+        uintptr_t start;
+        size_t bytes;
+        if (!a || !a->adopted() || !a->object_at(w, &start, &bytes) || !a->test_and_mark(start)) return;
+        marked_bytes += bytes;
+        if (a->scanned(start)) push_object(*c, start, bytes);
+        return;
+    }
     case PageKind::empty:
     case PageKind::reserved:
         return;

@@ -36,6 +36,8 @@ public:
     void mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsigned idx);
     // Scans [lo, hi) later (roots: stacks, data, registered ranges).
     void push_range(uintptr_t lo, uintptr_t hi) { local_.push(lo, hi); }
+    // Scans [start, start+bytes) of chunk c later, as an object's contents.
+    void scan_object(Chunk &c, uintptr_t start, size_t bytes) { push_object(c, start, bytes); }
     // Scans until this marker's work, and the pool, run dry.
     void drain();
     bool overflowed() const { return overflowed_; }

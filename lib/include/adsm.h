@@ -265,6 +265,64 @@ typedef struct adsmGcStats {
 } adsmGcStats;
 ADSM_API adsmError_t adsmGcGetStats(adsmGcStats *stats);
 
+/*
+ * Allocation inside kernels.  A kernel heap is shared memory from which
+ * kernels allocate collected objects with adsmGcKernelAlloc (in
+ * adsm_gc_kernel.h: no runtime call, so it works in the simulated device's
+ * process and compiles for CUDA), each thread block from a buffer of its
+ * own.  Pass the heap to the kernel as an argument, like any shared pointer.
+ *
+ * A heap serves the kernels its context (the calling thread's) launches
+ * from its creation until the context's next adsmSync.  Until then it stays
+ * whole, whatever collections run meanwhile.  After that sync the objects the
+ * kernels allocated are ordinary collected objects (alive while reachable,
+ * from the host or from memory kernels wrote), the space they did not use
+ * goes back to the collector, and the heap is closed: a later launch that
+ * passes it fails with adsmErrorInvalidValue, and a kernel that reaches it
+ * some other way gets NULL.  The descriptor itself is a collected object too, so
+ * the pointer stays valid for adsmGcKernelHeapCheck while the program holds it.
+ */
+typedef struct adsmGcKernelHeap adsmGcKernelHeap;
+
+typedef struct adsmGcKernelHeapOptions {
+    size_t tlab_bytes;  /* a thread block's buffer; larger objects come from the heap's eden
+                           directly (0: chosen from the budget, 1 to 64 KiB) */
+    unsigned int tlabs; /* buffers in use at once: block b allocates from buffer b % tlabs, so
+                           blocks share one when tlabs is smaller than the grid (0: chosen
+                           from the budget, at most 1024) */
+} adsmGcKernelHeapOptions;
+
+/* A kernel heap whose kernels may allocate `budget` bytes (each object
+ * rounded up to 16 bytes) in all; options may be NULL.  A budget of 0, a
+ * buffer larger than the budget, or more than 65536 buffers is
+ * adsmErrorInvalidValue; a budget that overflows or that the heap cannot grow
+ * to hold is adsmErrorSizeOverflow or adsmErrorMemoryAllocation. */
+ADSM_API adsmError_t adsmGcKernelHeapCreate(size_t budget, const adsmGcKernelHeapOptions *options,
+                                            adsmGcKernelHeap **heap);
+
+typedef struct adsmGcKernelHeapInfo {
+    int closed;               /* its context synced: what follows is final (0: all zero so far) */
+    uint64_t budget;          /* bytes the kernels could allocate */
+    uint64_t objects;         /* objects the kernels allocated... */
+    uint64_t bytes;           /* ...and their bytes */
+    uint64_t failed;          /* allocations that returned NULL... */
+    uint64_t failed_bytes;    /* ...the bytes they asked for... */
+    uint64_t too_large;       /* ...and those that asked for more than the budget */
+    uint64_t late;            /* allocations tried after the heap closed (they got NULL) */
+    uint64_t tlabs;           /* buffers handed to thread blocks */
+    uint64_t overflows;       /* buffers that overflowed (taken back at their last good top) */
+    uint64_t eden_objects;    /* objects taken from eden directly */
+    uint64_t unused_bytes;    /* budget no object used, given back to the collector */
+} adsmGcKernelHeapInfo;
+
+/* What the heap's kernels did.  Closes the heap first if its context synced. */
+ADSM_API adsmError_t adsmGcKernelHeapGetInfo(adsmGcKernelHeap *heap, adsmGcKernelHeapInfo *info);
+/* adsmSuccess when every allocation of the heap's kernels succeeded;
+ * adsmErrorMemoryAllocation when some returned NULL (the detail says how many
+ * and why); adsmErrorInvalidValue when kernels tried it after it closed;
+ * adsmErrorBusy while its context has not synced. */
+ADSM_API adsmError_t adsmGcKernelHeapCheck(adsmGcKernelHeap *heap);
+
 
 #ifdef __cplusplus
 }

@@ -284,6 +284,30 @@ public:
     }
 };
 
+// A kernel heap (adsmGcKernelHeapCreate): pass get() to kernels, which
+// allocate with adsmGcKernelAlloc (adsm_gc_kernel.h); after the sync,
+// check() throws if any of their allocations returned NULL.  There is
+// nothing to free: the heap is collected memory.  Its descriptor is a
+// collected object too, kept alive by this object where the collector
+// looks (a local or a global; not in malloc'd memory).
+class gc_kernel_heap {
+public:
+    explicit gc_kernel_heap(std::size_t budget, std::size_t tlab_bytes = 0, unsigned int tlabs = 0) {
+        adsmGcKernelHeapOptions o{tlab_bytes, tlabs};
+        adsm::check(adsmGcKernelHeapCreate(budget, &o, &h_));
+    }
+    adsmGcKernelHeap *get() const noexcept { return h_; }
+    adsmGcKernelHeapInfo info() const {
+        adsmGcKernelHeapInfo i;
+        adsm::check(adsmGcKernelHeapGetInfo(h_, &i));
+        return i;
+    }
+    void check() const { adsm::check(adsmGcKernelHeapCheck(h_)); }
+
+private:
+    adsmGcKernelHeap *h_ = nullptr;
+};
+
 // Run f with the calling thread bound to ctx, then restore its own context.
 class context_scope {
 public:

@@ -24,6 +24,10 @@ struct Context : ReleaseGroup {
     // Read without `mu` by the fault handler, hence atomic.
     std::atomic<uint64_t> calls{0};           // kernels launched, ever
     std::atomic<uint64_t> unsynced_calls{0};  // kernels launched since the last sync
+    // Calls up to this number have finished and their objects are back on
+    // the host.  Unlike calls - unsynced_calls, never ahead of the truth
+    // while a launch is half-way (the collector reads it without `mu`).
+    std::atomic<uint64_t> synced_calls{0};
     bool has_stream = false;
     StreamId stream = 0;
     // A kernel error seen by an implicit wait (adsmDeviceFree, a racing

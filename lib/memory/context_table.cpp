@@ -37,6 +37,7 @@ Context *ContextTable::new_context() {
     c->nobjects = 0;
     c->calls.store(0);
     c->unsynced_calls.store(0);
+    c->synced_calls.store(0);
     c->has_stream = false;
     c->deferred = adsmSuccess;
     c->generation++;

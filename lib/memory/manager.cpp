@@ -353,6 +353,7 @@ Status Manager::sync(Context *in) {
             return a;
         }
         c->unsynced_calls = 0;
+        c->synced_calls.store(c->calls.load(), std::memory_order_release);
     }
     if (c->deferred != adsmSuccess) {
         if (result == adsmSuccess) {
@@ -373,7 +374,10 @@ void Manager::settle(Context *c) {
     if (c->unsynced_calls == 0) return;
     Status st = c->has_stream ? device_.synchronize(c->stream) : adsmSuccess;
     defer_error(*c, st);
-    if (protocol_.acquire(*c) == adsmSuccess) c->unsynced_calls = 0;  // else the next sync tries again
+    if (protocol_.acquire(*c) == adsmSuccess) {  // else the next sync tries again
+        c->unsynced_calls = 0;
+        c->synced_calls.store(c->calls.load(), std::memory_order_release);
+    }
 }
 
 void Manager::chaos_cycle() {

@@ -1,5 +1,7 @@
 // GPU code for the cuda examples, tests and benchmarks, built by nvcc into
 // a fatbin that adsmLoadModule loads.  extern "C" keeps the names plain.
+#include <adsm_gc_kernel.h>
+
 #include <cstddef>
 
 struct list_node {
@@ -37,4 +39,19 @@ extern "C" __global__ void empty_kernel() {}
 // Writes through whatever pointer it is given (tests pass a bad one).
 extern "C" __global__ void store_through(int *p) {
     if (threadIdx.x == 0) *(volatile int *)p = 1;
+}
+
+// Every thread links `per` nodes allocated from a kernel heap into a list of
+// its own (the kernel side of adsmGcKernelHeapCreate).
+extern "C" __global__ void alloc_lists(adsmGcKernelHeap *heap, list_node **heads, unsigned per) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    list_node *head = nullptr;
+    for (unsigned k = 0; k < per; ++k) {
+        auto *n = static_cast<list_node *>(adsmGcKernelAllocHere(heap, sizeof(list_node)));
+        if (!n) break;
+        n->value = k;
+        n->next = head;
+        head = n;
+    }
+    heads[i] = head;
 }

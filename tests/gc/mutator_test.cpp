@@ -6,6 +6,7 @@
 // never free or reuse what is.)
 #include <adsm.h>
 #include <adsm.hpp>
+#include <adsm_gc_kernel.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -35,14 +36,27 @@ struct Model {
 };
 
 // A kernel applying edge changes: triples (object, edge index, target).
+// With `fresh`, the target is an object the kernel allocates, with that id,
+// whose first edge goes to `to`.
 struct Change {
     Obj *from;
     uint64_t k;
     Obj *to;
+    uint64_t fresh;
 };
-void apply_changes(const adsm::thread_index &t, Change *changes, unsigned n) {
+void apply_changes(const adsm::thread_index &t, Change *changes, unsigned n, adsmGcKernelHeap *heap) {
     unsigned i = static_cast<unsigned>(adsm::global_x(t));
-    if (i < n) changes[i].from->edge[changes[i].k] = changes[i].to;
+    if (i >= n) return;
+    Obj *to = changes[i].to;
+    if (changes[i].fresh) {
+        auto *o = static_cast<Obj *>(adsmGcKernelAlloc(heap, &t, changes[i].fresh % 2 ? sizeof(Obj) : sizeof(Obj) - 16));
+        if (!o) return;  // the host finds the edge unchanged and fails the check
+        o->id = changes[i].fresh;
+        o->check = o->id * kCheck;
+        o->edge[0] = to;
+        to = o;
+    }
+    changes[i].from->edge[changes[i].k] = to;
 }
 
 class Mutator {
@@ -124,9 +138,10 @@ private:
             Obj *from = pick();
             if (!from) continue;
             // Targets a kernel links in may be fresh objects only it points to
-            // once the CPU lets go of them.
+            // once the CPU lets go of them, or objects the kernel allocates.
             Obj *to = rng_() % 3 ? alloc() : pick();
-            changes[used++] = Change{from, rng_() % kEdges, to};
+            uint64_t fresh = rng_() % 3 == 0 ? next_id_++ : 0;
+            changes[used++] = Change{from, rng_() % kEdges, to, fresh};
         }
         // The changes apply in order on the CPU model; on the device two
         // changes of one edge would race, so keep the last of each.
@@ -138,13 +153,29 @@ private:
         for (unsigned i = 0; i < used; ++i)
             if (keep[i]) changes[m++] = changes[i];
         for (unsigned i = 0; i < m; ++i) {
-            model_.edges[changes[i].from->id][changes[i].k] = changes[i].to ? changes[i].to->id : 0;
+            uint64_t to = changes[i].to ? changes[i].to->id : 0;
+            if (changes[i].fresh) {
+                model_.edges[changes[i].fresh] = {to, 0, 0};
+                to = changes[i].fresh;
+            }
+            model_.edges[changes[i].from->id][changes[i].k] = to;
         }
-        k(1, 32, changes, m);
+        adsmGcKernelHeap *heap = nullptr;
+        ASSERT_EQ(adsmGcKernelHeapCreate(16 * sizeof(Obj), nullptr, &heap), adsmSuccess) << adsmGetLastErrorDetail();
+        k(1, 32, changes, m, heap);
         if (rng_() % 2) {
             ASSERT_EQ(adsmGcCollect(), adsmSuccess);  // while the kernel may run
         }
         adsm::sync();
+        ASSERT_EQ(adsmGcKernelHeapCheck(heap), adsmSuccess) << adsmGetLastErrorDetail();
+        // The kernel's objects are known by where it linked them.
+        for (unsigned i = 0; i < m; ++i) {
+            if (!changes[i].fresh) continue;
+            Obj *o = changes[i].from->edge[changes[i].k];
+            ASSERT_NE(o, nullptr);
+            ASSERT_EQ(o->id, changes[i].fresh);
+            objs_[o->id] = o;
+        }
     }
     void garbage() {
         for (int i = 0, n = static_cast<int>(rng_() % 200); i < n; ++i) adsmGcAlloc(16 + rng_() % 3000);

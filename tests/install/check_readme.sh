@@ -17,6 +17,14 @@ if ! diff <(printf '%s\n' "$shown") "$src/tests/examples/gc_tree.c"; then
 fi
 echo "README collector example matches"
 
+# ...and the kernel allocation example.
+shown=$(awk '/^<!-- tests\/examples\/gc_kernel_list.c -->$/{armed=1; next} armed && /^```c$/{grab=1; next} /^```$/{if (grab) exit} grab' "$src/README.md")
+if ! diff <(printf '%s\n' "$shown") "$src/tests/examples/gc_kernel_list.c"; then
+    echo "README.md's kernel allocation example differs from tests/examples/gc_kernel_list.c" >&2
+    exit 1
+fi
+echo "README kernel allocation example matches"
+
 # Every setting the runtime reads is documented there.
 for var in $(grep -o '{"ADSM_[A-Z_]*"' "$src/lib/support/config.cpp" | tr -d '{"'); do
     grep -q "\`$var\`" "$src/README.md" || { echo "README.md does not document $var" >&2; exit 1; }
