@@ -168,6 +168,10 @@ void Collector::mark_roots() {
         }
     }
     for (auto &[obj, count] : registry_.pins) m.consider(obj);
+    // Objects whose callbacks are due or running: kept, with what they
+    // reach, until the callback has returned.
+    for (auto &[obj, cb] : due_calls_) m.consider(obj);
+    for (auto &[obj, cb] : running_) m.consider(obj);
     for (const LaunchRecord &l : launches_) {
         uintptr_t a = reinterpret_cast<uintptr_t>(l.args.data());
         m.push_range(a, a + l.args.size());

@@ -396,19 +396,23 @@ void Collector::note_launch(Context *ctx, const void *args, size_t n) {
 void Collector::run_finalizers() {
     if (finalizing_.exchange(true)) return;  // one thread runs them; a finalizer that allocates does not recurse
     for (;;) {
-        std::vector<std::pair<uintptr_t, Callback>> calls;
+        // The batch stays where collections find it (mark_roots) until its
+        // callbacks have returned: a collection meanwhile must not free the
+        // objects still waiting their turn.
         std::vector<uintptr_t> frees;
         {
             std::lock_guard<std::mutex> lock(heap_.lock());
-            calls.swap(due_calls_);
+            running_.swap(due_calls_);
             frees.swap(due_frees_);
         }
-        if (calls.empty()) break;
-        for (auto &[obj, cb] : calls) {
+        if (running_.empty()) break;
+        for (auto &[obj, cb] : running_) {
             cb.fn(reinterpret_cast<void *>(obj), cb.data);
             stats_.finalizers.fetch_add(1, std::memory_order_relaxed);
         }
         for (uintptr_t obj : frees) free(reinterpret_cast<void *>(obj));
+        std::lock_guard<std::mutex> lock(heap_.lock());
+        running_.clear();
     }
     finalizing_.store(false);
 }

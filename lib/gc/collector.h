@@ -127,6 +127,7 @@ private:
     std::vector<Chunk *> dead_chunks_;
     std::vector<Callback> due_finalizers_;  // (run outside the lock)
     std::vector<std::pair<uintptr_t, Callback>> due_calls_;
+    std::vector<std::pair<uintptr_t, Callback>> running_;  // the batch run_finalizers is calling
     std::vector<uintptr_t> due_frees_;
     uint64_t live_bytes_ = 0;
 
