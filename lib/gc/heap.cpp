@@ -80,10 +80,10 @@ Page *Heap::empty_run(Space &s, uint32_t npages, Chunk **in) {
     return nullptr;
 }
 
-Page *Heap::take_page(Space &s, unsigned cls, bool pointers) {
+Page *Heap::take_page(Space &s, unsigned cls, bool pointers, unsigned layout) {
     const SizeClass &sc = kSizeClasses[cls];
     // A page with free objects, skipping those a kernel holds (they stay listed).
-    for (Page *p = s.partial[pointers][cls]; p; p = p->next) {
+    for (Page *p = s.partial[page_list(pointers, layout)][cls]; p; p = p->next) {
         if (held(*p->chunk)) continue;
         unlist_page(p);
         return p;
@@ -99,6 +99,7 @@ Page *Heap::take_page(Space &s, unsigned cls, bool pointers) {
     p->kind = PageKind::small;
     p->cls = static_cast<uint8_t>(cls);
     p->pointers = pointers;
+    p->layout = static_cast<uint8_t>(layout);
     for (unsigned w = 0; w < kMaskWords; ++w) {
         p->free[w] = full_mask(sc, w);
         p->swept[w].store(0, std::memory_order_relaxed);
@@ -121,7 +122,7 @@ void Heap::return_page(Page *p, const uint64_t *free) {
 
 void Heap::list_page(Page *p) {
     if (p->listed || p->kind != PageKind::small || p->cache_mask) return;
-    Page *&head = p->chunk->space->partial[p->pointers][p->cls];
+    Page *&head = p->chunk->space->partial[page_list(p->pointers, p->layout)][p->cls];
     p->listed = true;
     p->prev = nullptr;
     p->next = head;
@@ -131,7 +132,7 @@ void Heap::list_page(Page *p) {
 
 void Heap::unlist_page(Page *p) {
     if (!p->listed) return;
-    Page *&head = p->chunk->space->partial[p->pointers][p->cls];
+    Page *&head = p->chunk->space->partial[page_list(p->pointers, p->layout)][p->cls];
     if (p->prev) p->prev->next = p->next;
     else head = p->next;
     if (p->next) p->next->prev = p->prev;
@@ -142,6 +143,7 @@ void Heap::unlist_page(Page *p) {
 void Heap::make_empty(Chunk &c, Page &p) {
     unlist_page(&p);
     p.kind = PageKind::empty;
+    p.layout = 0;
     p.dirty = true;
     p.npages = 0;
     p.bytes = 0;
@@ -149,13 +151,14 @@ void Heap::make_empty(Chunk &c, Page &p) {
     ++c.empty_pages;
 }
 
-void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero) {
+void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero, unsigned layout) {
     if (bytes > kMaxLarge) {
         Chunk *c = grow(s, bytes, true);
         if (!c) return nullptr;
         Page &p = c->pages[0];
         p.kind = PageKind::large;
         p.pointers = pointers;
+        p.layout = static_cast<uint8_t>(layout);
         p.npages = static_cast<uint32_t>(c->bytes >> kPageShift);
         p.bytes = bytes;
         handed_out += c->bytes;
@@ -181,6 +184,7 @@ void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero) {
     }
     c->empty_pages -= npages;
     head->pointers = pointers;
+    head->layout = static_cast<uint8_t>(layout);
     head->npages = npages;
     head->bytes = bytes;
     handed_out += size_t(npages) << kPageShift;
