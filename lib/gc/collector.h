@@ -119,6 +119,10 @@ public:
     void usage(Usage *out);
     // Whether p is in a chunk of the heap (an object or not).
     bool in_heap(const void *p) const;
+    // Whether p is in a range added with add_roots.
+    bool in_roots(const void *p);
+    // Removes every range added with add_roots that lies within [lo, hi).
+    size_t remove_roots_within(const void *lo, const void *hi);
     struct ObjectInfo {
         void *base = nullptr;
         size_t size = 0;

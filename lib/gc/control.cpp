@@ -4,6 +4,8 @@
 // heap's limit, usage counters, what an address is, and moving weak links.
 #include "gc/collector.h"
 
+#include <iterator>
+
 namespace adsm::gc {
 
 void Collector::set_finalize_on_demand(bool on, void (*notify)()) {
@@ -68,6 +70,23 @@ bool Collector::in_heap(const void *p) const {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     const Chunk *c = heap_.chunk_of(a);
     return c && a - c->base < c->bytes;
+}
+
+bool Collector::in_roots(const void *p) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    auto it = registry_.roots.upper_bound(a);
+    return it != registry_.roots.begin() && a < std::prev(it)->second;
+}
+
+size_t Collector::remove_roots_within(const void *lo, const void *hi) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(lo), b = reinterpret_cast<uintptr_t>(hi);
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    size_t n = 0;
+    for (auto it = registry_.roots.lower_bound(a); it != registry_.roots.end() && it->first < b;)
+        if (it->second <= b) it = registry_.roots.erase(it), ++n;
+        else ++it;
+    return n;
 }
 
 bool Collector::describe(const void *p, ObjectInfo *out) {

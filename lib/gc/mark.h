@@ -44,6 +44,12 @@ public:
     // hold collected objects: those parts are read through the collector's
     // view.  (For scan functions.)
     void push_program_range(uintptr_t lo, uintptr_t hi);
+    // A readable address for the word at program address a: the
+    // collector's view of a collected object, a itself elsewhere.
+    const void *view_of(uintptr_t a) const {
+        Chunk *c = map_.find(a);
+        return c && a - c->base < c->bytes ? static_cast<const void *>(c->alias_of(a)) : reinterpret_cast<const void *>(a);
+    }
     // Scans what an allocated object holds, as marking it would, without
     // marking it.
     void push_contents(Chunk &c, const Page &p, uintptr_t start, size_t bytes);
