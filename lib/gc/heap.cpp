@@ -64,6 +64,9 @@ Chunk *Heap::grow(Space &s, size_t bytes, bool huge) {
     return c;
 }
 
+// A new chunk's first page, unless it is the reserved one.
+Page *Heap::first_free_page(Chunk &c) { return c.pages[0].kind == PageKind::reserved ? &c.pages[1] : &c.pages[0]; }
+
 // The first run of `npages` empty pages in a chunk of s that no kernel holds.
 Page *Heap::empty_run(Space &s, uint32_t npages, Chunk **in) {
     for (Chunk *c : s.chunks) {
@@ -93,7 +96,7 @@ Page *Heap::take_page(Space &s, unsigned cls, bool pointers, unsigned layout) {
     if (!p) {
         c = grow(s, kChunkBytes, false);
         if (!c) return nullptr;
-        p = &c->pages[0];
+        p = first_free_page(*c);
     }
     --c->empty_pages;
     p->kind = PageKind::small;
@@ -171,7 +174,7 @@ void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero, unsig
     if (!head) {
         c = grow(s, kChunkBytes, false);
         if (!c) return nullptr;
-        head = &c->pages[0];
+        head = first_free_page(*c);
     }
     bool dirty = false;
     uint32_t h = c->page_index(head);

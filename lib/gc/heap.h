@@ -94,6 +94,7 @@ public:
 private:
     Chunk *grow(Space &s, size_t bytes, bool huge);
     Page *empty_run(Space &s, uint32_t npages, Chunk **in);
+    Page *first_free_page(Chunk &c);
 
     Manager &manager_;
     RegionTable &table_;
