@@ -15,6 +15,7 @@
 #include "adsm/gc.h"
 #include "adsm/gc_mark.h"
 #include "adsm/gc_typed.h"
+#include "adsm/gc_inline.h"
 #include "gc/collector.h"
 #include "support/inside.h"
 

@@ -57,10 +57,9 @@ GC_API struct GC_ms_entry *GC_mark_and_push(void *obj, struct GC_ms_entry *mark_
 
 GC_API void **GC_new_free_list(void);
 GC_API void **GC_new_free_list_inner(void);
-/* Kinds 0 (no pointers) and 1 (pointers anywhere) are there from the start;
-   2 and 3 are their uncollectable versions. */
-#define GC_I_PTRFREE 0
-#define GC_I_NORMAL 1
+/* Kinds 0 (no pointers) and 1 (pointers anywhere, GC_I_PTRFREE and
+   GC_I_NORMAL in gc_inline.h) are there from the start; 2 and 3 are their
+   uncollectable versions. */
 GC_API unsigned GC_new_kind(void **free_list, GC_word mark_descriptor_template, int add_size_to_descriptor,
                             int clear_new_objects) GC_ATTR_NONNULL(1);
 GC_API unsigned GC_new_kind_inner(void **free_list, GC_word mark_descriptor_template, int add_size_to_descriptor,
@@ -73,8 +72,6 @@ GC_API GC_ATTR_MALLOC GC_ATTR_ALLOC_SIZE(1) void *GC_generic_malloc(size_t size,
 GC_API GC_ATTR_MALLOC GC_ATTR_ALLOC_SIZE(1) void *GC_generic_malloc_ignore_off_page(size_t size, int kind);
 GC_API GC_ATTR_MALLOC GC_ATTR_ALLOC_SIZE(1) void *GC_generic_malloc_uncollectable(size_t size, int kind);
 GC_API GC_ATTR_MALLOC GC_ATTR_ALLOC_SIZE(1) void *GC_generic_or_special_malloc(size_t size, int kind);
-/* *result: objects of `size` bytes linked through their first word. */
-GC_API void GC_generic_malloc_many(size_t size, int kind, void **result);
 
 /* Called when each collection starts (GC_EVENT_START), under the same
    rules as the collection events. */
