@@ -16,12 +16,15 @@ namespace adsm::bdwgc {
 
 void *allocate(size_t n, bool pointers, bool uncollectable) {
     if (detached()) return pointers ? calloc(1, n ? n : 1) : malloc(n ? n : 1);
-    Inside in;
-    gc::Collector &c = collector();
-    void *p = c.alloc(with_extra_byte(n), pointers);
-    if (!p) return out_of_memory(n);
-    if (uncollectable) c.pin(p);  // a live object's start: cannot fail
-    return p;
+    void *p;
+    {
+        Inside in;
+        gc::Collector &c = collector();
+        p = c.alloc(with_extra_byte(n), pointers);
+        if (p && uncollectable) c.pin(p);  // a live object's start: cannot fail
+    }
+    run_waiting_finalizers();
+    return p ? p : out_of_memory(n);
 }
 
 }  // namespace adsm::bdwgc

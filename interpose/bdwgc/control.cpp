@@ -58,8 +58,11 @@ unsigned GC_get_version(void) { return GC_VERSION_MAJOR << 16 | GC_VERSION_MINOR
 
 void GC_gcollect(void) {
     if (detached()) return;
-    adsm::Inside in;
-    collector().collect();
+    {
+        adsm::Inside in;
+        collector().collect();
+    }
+    run_waiting_finalizers();
 }
 
 void GC_gcollect_and_unmap(void) { GC_gcollect(); }
@@ -72,8 +75,11 @@ int GC_try_to_collect(GC_stop_func stop_func) {
 
 int GC_collect_a_little(void) {
     if (detached()) return 0;
-    adsm::Inside in;
-    collector().collect_if_due();
+    {
+        adsm::Inside in;
+        collector().collect_if_due();
+    }
+    run_waiting_finalizers();
     return 0;
 }
 

@@ -52,15 +52,15 @@ int GC_should_invoke_finalizers(void) {
     return collector().finalizers_due();
 }
 
+// The finalizers run as the program's own code, outside the runtime.
 int GC_invoke_finalizers(void) {
     if (detached()) return 0;
-    adsm::Inside in;
     return static_cast<int>(collector().invoke_finalizers());
 }
 
 void GC_set_finalize_on_demand(int on) {
     g_settings.finalize_on_demand.store(on != 0);
-    apply_finalizer_policy();
+    if (!on) finalizers_may_wait();  // those due now run at the next allocation
 }
 
 int GC_get_finalize_on_demand(void) { return g_settings.finalize_on_demand.load(); }

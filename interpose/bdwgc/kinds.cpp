@@ -55,12 +55,15 @@ void *allocate_kind(size_t n, int kind, bool uncollectable) {
     const Kind &k = g_kinds[kind];
     if (!k.layout) return allocate(n, k.pointers, uncollectable);
     if (detached()) return calloc(1, n ? n : 1);
-    Inside in;
-    gc::Collector &c = collector();
-    void *p = c.alloc_laid_out(with_extra_byte(n), k.layout);
-    if (!p) return out_of_memory(n);
-    if (uncollectable) c.pin(p);
-    return p;
+    void *p;
+    {
+        Inside in;
+        gc::Collector &c = collector();
+        p = c.alloc_laid_out(with_extra_byte(n), k.layout);
+        if (p && uncollectable) c.pin(p);
+    }
+    run_waiting_finalizers();
+    return p ? p : out_of_memory(n);
 }
 
 void *allocate_like(const gc::Collector::ObjectInfo &info, size_t n) {

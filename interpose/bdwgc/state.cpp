@@ -29,9 +29,12 @@ namespace {
 
 std::atomic<gc::Collector *> g_collector{nullptr};
 std::once_flag g_once;
+std::atomic<bool> g_finalizers_waiting{false};
 
-void notify_program() {
-    if (GC_finalizer_notifier_proc fn = g_settings.notifier.load()) fn();
+// After a collection that made finalizers due (the collector's notice).
+void finalizers_due() {
+    if (!g_settings.finalize_on_demand.load()) g_finalizers_waiting.store(true, std::memory_order_release);
+    else if (GC_finalizer_notifier_proc fn = g_settings.notifier.load()) fn();
 }
 
 void on_collection(gc::Collector::Event e, void *) {
@@ -72,6 +75,7 @@ void read_bdwgc_environment(gc::Collector &c) {
 }
 
 void start() {
+    Inside in;  // the runtime's start allocates from the C library
     Runtime *rt = nullptr;
     gc::Collector *c = nullptr;
     if (runtime(&rt) != adsmSuccess || adsm::collector(*rt, &c) != adsmSuccess) {
@@ -102,9 +106,15 @@ bool started() { return g_collector.load(std::memory_order_acquire) != nullptr; 
 bool detached() { return forked_child(); }
 
 void apply_finalizer_policy() {
-    if (gc::Collector *c = g_collector.load(std::memory_order_acquire))
-        c->set_finalize_on_demand(g_settings.finalize_on_demand.load(), notify_program);
+    if (gc::Collector *c = g_collector.load(std::memory_order_acquire)) c->set_finalize_on_demand(true, finalizers_due);
 }
+
+void run_waiting_finalizers() {
+    if (!g_finalizers_waiting.load(std::memory_order_relaxed) || !g_finalizers_waiting.exchange(false)) return;
+    if (!g_settings.finalize_on_demand.load()) collector().invoke_finalizers();
+}
+
+void finalizers_may_wait() { g_finalizers_waiting.store(true, std::memory_order_release); }
 
 void *no_memory(size_t) { return nullptr; }
 

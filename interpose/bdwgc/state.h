@@ -4,7 +4,10 @@
 //
 // Every entry point that reaches the collector holds an Inside for the
 // call, as the adsm API does: the collector's own allocations go to the C
-// library, never back into the runtime.
+// library, never back into the runtime.  The program's finalizers run
+// outside it (run_waiting_finalizers), so that what they do (I/O on
+// collected buffers, say) goes through the runtime as the program's own
+// calls do.
 #pragma once
 
 #include <atomic>
@@ -62,7 +65,15 @@ void *out_of_memory(size_t n);
 // Through the warn proc: fmt has one conversion, for arg (bdwgc's rule).
 void warn(const char *fmt, GC_word arg);
 
-// Collections go through GC_finalize_on_demand: tell the collector again.
+// The collector keeps due finalizers for the bdwgc layer to run: after the
+// call that made them due, outside its Inside (below), or on demand
+// (GC_invoke_finalizers) when the program asked for that.
 void apply_finalizer_policy();
+// Runs finalizers a collection made due, unless the program runs them on
+// demand.  Call with no Inside held.
+void run_waiting_finalizers();
+// Finalizers are due that the program has not been told of (it switched
+// finalization on demand off meanwhile).
+void finalizers_may_wait();
 
 }  // namespace adsm::bdwgc

@@ -59,11 +59,14 @@ void *GC_malloc_explicitly_typed(size_t n, GC_descr d) {
     if (n > SIZE_MAX - 2 * kWord) return out_of_memory(n);
     size_t words = (n + kWord - 1) / kWord + 1;  // and the descriptor
     if (detached()) return calloc(words, kWord);
-    adsm::Inside in;
-    adsm::gc::Collector &c = collector();
-    auto *p = static_cast<GC_word *>(c.alloc_laid_out(words * kWord, typed_layout()));
+    GC_word *p;
+    {
+        adsm::Inside in;
+        p = static_cast<GC_word *>(collector().alloc_laid_out(words * kWord, typed_layout()));
+    }
     if (!p) return out_of_memory(n);
     p[adsmGcSize(p) / kWord - 1] = d;
+    run_waiting_finalizers();
     return p;
 }
 

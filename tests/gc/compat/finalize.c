@@ -5,6 +5,7 @@
    finalizers on demand wait for GC_invoke_finalizers, and ranges added
    with GC_add_roots keep what they point to until removed. */
 #include <gc.h>
+#include <gc/gc_mark.h>
 #include <string.h>
 
 #include "check.h"
@@ -29,6 +30,20 @@ static __attribute__((noinline)) void make_chain(void) {
     GC_REGISTER_FINALIZER(a, record, (void *)0, NULL, NULL);
     GC_REGISTER_FINALIZER(b, record, (void *)1, NULL, NULL);
     GC_REGISTER_FINALIZER(c, record, (void *)2, NULL, NULL);
+}
+
+/* ---- a finalizer is the program's own code: under the preload its large
+   malloc is shared memory (in the heap's window), as anywhere else */
+static int g_big_shared = -1;
+static void allocate_big(void *obj, void *cd) {
+    (void)obj;
+    (void)cd;
+    char *big = malloc(2u << 20);
+    g_big_shared = big >= (char *)GC_least_plausible_heap_addr && big <= (char *)GC_greatest_plausible_heap_addr;
+    free(big);
+}
+static __attribute__((noinline)) void make_big_allocator(void) {
+    GC_REGISTER_FINALIZER(GC_MALLOC(16), allocate_big, NULL, NULL, NULL);
 }
 
 /* ---- unordered, with client data that must outlive the object */
@@ -98,6 +113,13 @@ int main(void) {
     for (int i = 0; i < 6 && g_ran < 3; ++i) collect(1);
     CHECK(g_ran == 3 && g_order[0] == 0 && g_order[1] == 1 && g_order[2] == 2, "ran %d: %d %d %d", g_ran,
           g_order[0], g_order[1], g_order[2]);
+
+    make_big_allocator();
+    collect(2);
+    for (int i = 0; i < 1000 && g_big_shared < 0; ++i) GC_MALLOC(64);
+    CHECK(g_big_shared >= 0, "the finalizer did not run");
+    if (getenv("COMPAT_EXPECT_SHARED_MALLOC"))
+        CHECK(g_big_shared == 1, "a finalizer's malloc was not served as the program's own");
 
     make_unordered();
     collect(2);
