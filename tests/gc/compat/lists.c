@@ -1,8 +1,10 @@
 /* Allocation in the manner of bdwgc's own tests: lists and trees checked
    across many collections, atomic arrays, realloc through many sizes,
    huge objects that must not pile up, strings, sizes and bases,
-   uncollectable and freed objects. */
+   uncollectable and freed objects; and around them, the collection events
+   and the start callback, and GC_is_visible's warnings. */
 #include <gc.h>
+#include <gc/gc_mark.h>
 #include <string.h>
 
 #include "check.h"
@@ -61,6 +63,19 @@ static void count(void *obj, void *cd) {
     ++g_finalized;
 }
 
+/* Called with the world stopped for some: counting only. */
+static unsigned long g_events[GC_EVENT_THREAD_UNSUSPENDED + 1], g_starts;
+static void on_event(GC_EventType e) { ++g_events[e]; }
+static void on_start(void) { ++g_starts; }
+
+static int g_warnings;
+static GC_word g_warned_about;
+static void on_warning(char *msg, GC_word arg) {
+    (void)msg;
+    ++g_warnings;
+    g_warned_about = arg;
+}
+
 static __attribute__((noinline)) GC_word hidden_uncollectable(void) {
     long *u = GC_MALLOC_UNCOLLECTABLE(64);
     CHECK(u != NULL, "out of memory");
@@ -71,6 +86,12 @@ static __attribute__((noinline)) GC_word hidden_uncollectable(void) {
 
 int main(void) {
     GC_INIT();
+    GC_set_on_collection_event(on_event);
+    GC_set_start_callback(on_start);
+    GC_set_warn_proc(on_warning);
+    CHECK(GC_get_on_collection_event() == on_event && GC_get_start_callback() == on_start &&
+          GC_get_warn_proc() == on_warning, "the callbacks set are the ones got");
+    GC_word collections_before = GC_get_gc_no();
     Cell *keep = list(10000);
     long next = 0;
     Tree *t = tree(14, &next);
@@ -138,6 +159,24 @@ int main(void) {
     CHECK(u[0] == 4242 && g_finalized == 0, "the uncollectable object was collected");
     GC_FREE(u);
     GC_FREE(c);
+
+    /* Visible: the stack, the data, a collected object with pointers; not
+       the C library's heap. */
+    CHECK(GC_is_visible(&t) == &t && GC_is_visible(&g_finalized) == &g_finalized && GC_is_visible(keep) == keep,
+          "GC_is_visible returns its argument");
+    CHECK(g_warnings == 0, "%d warnings about visible places", g_warnings);
+    long *hidden_place = malloc(64);
+    GC_is_visible(hidden_place);
+    CHECK(g_warnings == 1 && g_warned_about == (GC_word)hidden_place, "no warning about malloc'd memory");
+    free(hidden_place);
+
+    GC_word n = GC_get_gc_no() - collections_before;
+    CHECK(g_events[GC_EVENT_START] == n && g_events[GC_EVENT_END] == n && g_starts == n, "%lu collections: %lu starts, "
+          "%lu ends, %lu start callbacks", (unsigned long)n, g_events[GC_EVENT_START], g_events[GC_EVENT_END], g_starts);
+    CHECK(g_events[GC_EVENT_PRE_STOP_WORLD] == n && g_events[GC_EVENT_POST_START_WORLD] == n &&
+              g_events[GC_EVENT_MARK_START] == n && g_events[GC_EVENT_RECLAIM_END] == n,
+          "%lu collections, %lu stops, %lu restarts", (unsigned long)n, g_events[GC_EVENT_PRE_STOP_WORLD],
+          g_events[GC_EVENT_POST_START_WORLD]);
 
     check_served_by_adsm(keep);
     check_served_by_adsm(a);
