@@ -67,7 +67,9 @@ void warn(const char *fmt, GC_word arg);
 
 // The collector keeps due finalizers for the bdwgc layer to run: after the
 // call that made them due, outside its Inside (below), or on demand
-// (GC_invoke_finalizers) when the program asked for that.
+// (GC_invoke_finalizers) when the program asked for that.  (In a program
+// that also uses adsm's own API, finalizers registered there wait for the
+// next call of bdwgc's too.)
 void apply_finalizer_policy();
 // Runs finalizers a collection made due, unless the program runs them on
 // demand.  Call with no Inside held.
