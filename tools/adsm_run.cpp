@@ -31,7 +31,12 @@ const char *const kUsage =
     "  --block-size S      coherence block size (ADSM_BLOCK_SIZE), e.g. 64K, 1M\n"
     "  --device D          accelerator back-end (ADSM_DEVICE): sim, cpu, cuda\n"
     "  --threshold S       smallest malloc served from shared memory (ADSM_MALLOC_THRESHOLD), or off\n"
-    "  --stats             print the runtime's statistics at exit (ADSM_STATS=1)\n"
+    "  --gc                PROGRAM uses the Boehm collector (libgc): adsm's collector serves\n"
+    "                      its GC_* calls, so its collected heap is shared memory; collections\n"
+    "                      run on their own (ADSM_GC=auto).  A program that needs a GC_\n"
+    "                      function adsm lacks is refused at start, naming it\n"
+    "  --stats             print the runtime's statistics at exit (ADSM_STATS=1), the\n"
+    "                      collector's among them\n"
     "  --stats=json:FILE   write them as JSON to FILE instead\n"
     "  --trace FILE        write a Chrome trace-event timeline to FILE (ADSM_TRACE);\n"
     "                      open it in https://ui.perfetto.dev or chrome://tracing\n"
@@ -126,6 +131,8 @@ int main(int argc, char **argv) {
             set["ADSM_DEVICE"] = value("--device");
         } else if (a == "--threshold") {
             set["ADSM_MALLOC_THRESHOLD"] = value("--threshold");
+        } else if (a == "--gc") {
+            set["ADSM_GC"] = "auto";
         } else if (a == "--stats") {
             set["ADSM_STATS"] = "1";
         } else if (a.rfind("--stats=", 0) == 0) {

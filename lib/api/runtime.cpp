@@ -60,6 +60,17 @@ void print_stats() {
     snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", rt->device->name(),
              rt->protocol->name(), rt->config.block_size / 1024, dirty_tracking_name(*rt));
     stats().print(stderr, heading, live);
+    if (gc::Collector *c = rt->collector.load(std::memory_order_acquire)) {
+        adsmGcStats s;
+        c->stats(&s);
+        fprintf(stderr,
+                "  collector: %llu collections, longest pause %.3f ms, %.3f ms in all; heap %.1f MiB, %.1f MiB live "
+                "after the last; %llu objects freed, %llu finalizers run, %llu weak links cleared\n",
+                static_cast<unsigned long long>(s.collections), static_cast<double>(s.max_pause_ns) / 1e6,
+                static_cast<double>(s.total_pause_ns) / 1e6, static_cast<double>(s.heap_bytes) / (1 << 20),
+                static_cast<double>(s.live_bytes) / (1 << 20), static_cast<unsigned long long>(s.objects_freed),
+                static_cast<unsigned long long>(s.finalizers_run), static_cast<unsigned long long>(s.weak_cleared));
+    }
 }
 
 // A program that never used shared memory never started the runtime, and

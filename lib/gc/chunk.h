@@ -45,6 +45,7 @@ struct Page {
     PageKind kind = PageKind::empty;
     uint8_t cls = 0;
     bool pointers = true;   // objects may hold pointers (scanned)
+    uint8_t layout = 0;     // with pointers: how they are found (layouts.h); 0, every word is read
     bool dirty = false;     // has held objects since the chunk was made: reuse zeroes
     uint32_t head = 0;      // tail: the index of its large page
     uint32_t npages = 0;    // large: pages the object spans

@@ -172,6 +172,16 @@ void Collector::mark_roots() {
         }
     }
     for (auto &[obj, count] : registry_.pins) m.consider(obj);
+    // Objects whose callbacks are due or running: kept, with what they
+    // reach, until the callback has returned.
+    for (auto *calls : {&due_calls_, &running_})
+        for (auto &[obj, cb] : *calls) {
+            m.consider(obj);
+            if (cb.keep_data) m.consider(reinterpret_cast<uintptr_t>(cb.data));
+        }
+    // ...and data that a finalizer's registration keeps (bdwgc's client data).
+    for (auto &[obj, cb] : registry_.finalizers)
+        if (cb.keep_data) m.consider(reinterpret_cast<uintptr_t>(cb.data));
     for (const LaunchRecord &l : launches_) {
         uintptr_t a = reinterpret_cast<uintptr_t>(l.args.data());
         m.push_range(a, a + l.args.size());
@@ -241,14 +251,52 @@ void Collector::settle_weak_links() {
 }
 
 // Objects with a finalizer or a release callback that nothing reaches: kept,
-// with all they reach, until their callback has run.
+// with all they reach, until their callback has run.  An ordered finalizer
+// waits while another unreached finalizable object (or its own object)
+// reaches its object: what each of those points to is marked first, and
+// an object marked so is not due yet.  An "unreachable" finalizer waits,
+// besides, while an object whose finalizer is due now reaches it.
 void Collector::find_ready() {
     Marker &m = *markers_[0];
+    bool ordered = false, unreachable = false;
+    for (auto &[obj, cb] : registry_.finalizers) {
+        if (cb.order == FinalizerOrder::none || marked(obj)) continue;
+        push_children(obj, cb.order == FinalizerOrder::ignore_self);
+        ordered = true;
+        unreachable |= cb.order == FinalizerOrder::unreachable;
+    }
+    if (ordered) mark_all();
     for (auto &[obj, cb] : registry_.finalizers)
-        if (!marked(obj)) ready_.push(obj, obj + 1);
+        if (cb.order != FinalizerOrder::unreachable && !marked(obj)) ready_.push(obj, obj + 1);
     for (auto &[obj, cb] : registry_.releases)
         if (!marked(obj)) ready_.push(obj, obj + 2);
     for (const Range &r : ready_) m.consider(r.lo);
+    if (!unreachable) return;
+    mark_all();
+    size_t first = ready_.size();
+    for (auto &[obj, cb] : registry_.finalizers)
+        if (cb.order == FinalizerOrder::unreachable && !marked(obj)) ready_.push(obj, obj + 1);
+    for (size_t i = first; i < ready_.size(); ++i) m.consider(ready_[i].lo);
+}
+
+// Marks what obj points to, but not obj itself (unless it points to itself
+// and skip_self is false).  skip_self reads every word of the object, its
+// layout aside, as bdwgc does for such finalizers.
+void Collector::push_children(uintptr_t obj, bool skip_self) {
+    Chunk *c;
+    Page *p;
+    uintptr_t start;
+    size_t size;
+    unsigned idx;
+    if (!object_at(obj, &c, &p, &start, &size, &idx)) return;
+    Marker &m = *markers_[0];
+    if (!skip_self) {
+        m.push_contents(*c, *p, start, size);
+    } else if (p->pointers) {
+        auto *w = reinterpret_cast<const uintptr_t *>(c->alias_of(start));
+        for (size_t i = 0; i < size / sizeof(uintptr_t); ++i)
+            if (w[i] - start >= size) m.consider(w[i]);
+    }
 }
 
 void Collector::sweep() {
@@ -291,10 +339,12 @@ void Collector::sweep() {
 // ---- the collection
 
 void Collector::collect_locked() {
-    if (collecting_) return;
+    if (collecting_ || disabled()) return;
     collecting_ = true;
+    event(Event::start);
     uint64_t t0 = os::now_ns();
     if (start_markers() != adsmSuccess) {
+        event(Event::end);
         collecting_ = false;
         return;
     }
@@ -317,17 +367,21 @@ void Collector::collect_locked() {
     adopt_finished(nullptr);
     take_device_copies();
 
+    event(Event::stop_world);
     // The pause, as the program sees it, starts when its threads are asked to stop.
     uint64_t t1 = os::now_ns();
     if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
         ADSM_LOG(error, "collector: could not stop the world (%s); no collection", last_detail());
+        event(Event::end);
         collecting_ = false;
         return;
     }
+    event(Event::world_stopped);
     bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
     snapshot_live();
     kernel_heaps_.begin_marking();
     for (auto &m : markers_) m->marked_bytes = 0;
+    event(Event::mark_start);
     mark_roots();
     mark_kernel_reachable();
     mark_all();
@@ -337,6 +391,7 @@ void Collector::collect_locked() {
     // Weak links held by objects that die are forgotten with them.
     for (auto &[link, obj] : registry_.weak)
         if (heap_.chunk_of(link) && !marked(link)) dropped_.push(link, link + 1);
+    event(Event::mark_end);
     bool overflow = !roots_complete;
     for (auto &m : markers_) overflow |= m->overflowed();
     if (overflow) {
@@ -351,12 +406,17 @@ void Collector::collect_locked() {
         links_.clear();
         dropped_.clear();
     } else {
+        event(Event::sweep_start);
         sweep();
+        event(Event::sweep_end);
     }
+    event(Event::restart_world);
     world_.start();
     uint64_t t2 = os::now_ns();
+    event(Event::world_restarted);
 
     after_world_restarts();
+    handed_out_before_ += heap_.handed_out;
     heap_.handed_out = 0;
     uint64_t pause = t2 - t1;
     stats_.collections.fetch_add(1, std::memory_order_relaxed);
@@ -366,6 +426,7 @@ void Collector::collect_locked() {
     ADSM_LOG(debug, "collector: collection %llu: %llu bytes live, pause %.3f ms, %.3f ms in all",
         static_cast<unsigned long long>(stats_.collections.load()), static_cast<unsigned long long>(live_bytes_),
         static_cast<double>(pause) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
+    event(Event::end);
     collecting_ = false;
 }
 
@@ -377,6 +438,7 @@ void Collector::after_world_restarts() {
         if (it == table.end()) continue;
         due_calls_.emplace_back(r.lo, it->second);
         if (release) due_frees_.push_back(r.lo);
+        else notify_due_.store(true, std::memory_order_relaxed);
         table.erase(it);
     }
     for (const Range &r : dropped_) registry_.weak.erase(r.lo);

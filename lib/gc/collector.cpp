@@ -75,11 +75,14 @@ void Collector::thread_exit(void *p) {
 }
 
 void Collector::flush(ThreadCache &tc) {
+    auto give_back = [&](CacheSlot &s) {
+        if (s.page) heap_.return_page(s.page, s.mask);
+        s = CacheSlot{};
+    };
     for (auto &byclass : tc.slots)
-        for (CacheSlot &s : byclass) {
-            if (s.page) heap_.return_page(s.page, s.mask);
-            s = CacheSlot{};
-        }
+        for (CacheSlot &s : byclass) give_back(s);
+    for (CacheSlot *slots : tc.laid_out)
+        for (unsigned c = 0; slots && c < kClasses; ++c) give_back(slots[c]);
 }
 
 void Collector::context_switched() {
@@ -96,7 +99,7 @@ bool Collector::due() const {
     return heap_.handed_out >= (grown > config_.trigger ? grown : config_.trigger);
 }
 
-bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers) {
+bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers, unsigned layout) {
     const SizeClass &sc = kSizeClasses[cls];
     if (s.page) {
         // What a collection freed on the page meanwhile.
@@ -110,10 +113,10 @@ bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointer
         s = CacheSlot{};
     }
     if (due()) collect_locked();
-    Page *p = heap_.take_page(*tc.space, cls, pointers);
+    Page *p = heap_.take_page(*tc.space, cls, pointers, layout);
     if (!p && config_.automatic && heap_.handed_out) {
         collect_locked();
-        p = heap_.take_page(*tc.space, cls, pointers);
+        p = heap_.take_page(*tc.space, cls, pointers, layout);
     }
     if (!p) return false;
     s.page = p;
@@ -160,14 +163,7 @@ void *Collector::alloc_slow(size_t n, bool pointers) {
             fail(adsmErrorMemoryAllocation, "collector: no memory for a thread cache");
             return nullptr;
         }
-        uint64_t calls = ctx->calls.load(std::memory_order_acquire);
-        if (tc->ctx != ctx || calls != tc->calls_seen) {
-            // A launch since the pages were taken may have handed them to the device.
-            if (tc->ctx) flush(*tc);
-            tc->ctx = ctx;
-            tc->space = heap_.space_for(ctx);
-            tc->calls_seen = calls;
-        }
+        use_context(*tc, ctx);
         if (n <= kMaxSmall) {
             unsigned cls = size_class_of(n);
             CacheSlot &s = tc->slots[pointers][cls];
@@ -189,6 +185,17 @@ void *Collector::alloc_slow(size_t n, bool pointers) {
     }
     if (clear) memset(p, 0, clear);
     return p;
+}
+
+void Collector::use_context(ThreadCache &tc, Context *ctx) {
+    uint64_t calls = ctx->calls.load(std::memory_order_acquire);
+    if (tc.ctx != ctx || calls != tc.calls_seen) {
+        // A launch since the pages were taken may have handed them to the device.
+        if (tc.ctx) flush(tc);
+        tc.ctx = ctx;
+        tc.space = heap_.space_for(ctx);
+        tc.calls_seen = calls;
+    }
 }
 
 // ---- objects
@@ -327,21 +334,30 @@ Status Collector::remove_roots(void *start, size_t n) {
 }
 
 Status Collector::set_finalizer(void *obj, adsmGcCallback fn, void *data) {
+    return set_finalizer(obj, Callback{fn, data}, nullptr);
+}
+
+Status Collector::set_finalizer(void *obj, const Callback &cb, Callback *old) {
     std::lock_guard<std::mutex> lock(heap_.lock());
     if (Status s = live_object(obj, "adsmGcRegisterFinalizer"); s != adsmSuccess) return s;
     uintptr_t a = reinterpret_cast<uintptr_t>(obj);
-    if (fn) registry_.finalizers[a] = Callback{fn, data};
-    else registry_.finalizers.erase(a);
+    auto it = registry_.finalizers.find(a);
+    if (old) *old = it != registry_.finalizers.end() ? it->second : Callback{};
+    if (cb.fn) registry_.finalizers[a] = cb;
+    else if (it != registry_.finalizers.end()) registry_.finalizers.erase(it);
     return adsmSuccess;
 }
 
-Status Collector::add_weak(void **link, const void *obj) {
+Status Collector::add_weak(void **link, const void *obj) { return add_weak(link, obj, nullptr); }
+
+Status Collector::add_weak(void **link, const void *obj, bool *replaced) {
     if (!link) return fail(adsmErrorInvalidValue, "adsmGcRegisterWeak: the link is NULL");
     if (reinterpret_cast<uintptr_t>(link) % alignof(void *))
         return fail(adsmErrorInvalidValue, "adsmGcRegisterWeak: the link %p is not aligned to a pointer", static_cast<void *>(link));
     std::lock_guard<std::mutex> lock(heap_.lock());
     if (Status s = live_object(const_cast<void *>(obj), "adsmGcRegisterWeak"); s != adsmSuccess) return s;
-    registry_.weak[reinterpret_cast<uintptr_t>(link)] = reinterpret_cast<uintptr_t>(obj);
+    auto [it, added] = registry_.weak.insert_or_assign(reinterpret_cast<uintptr_t>(link), reinterpret_cast<uintptr_t>(obj));
+    if (replaced) *replaced = !added;
     return adsmSuccess;
 }
 
@@ -430,23 +446,36 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n) {
 // ---- finalizers and callbacks, outside the lock
 
 void Collector::run_finalizers() {
-    if (finalizing_.exchange(true)) return;  // one thread runs them; a finalizer that allocates does not recurse
+    bool fresh = notify_due_.exchange(false);
+    if (!on_demand_.load(std::memory_order_relaxed)) run_due();
+    else if (void (*notify)() = notify_.load(); fresh && notify) notify();
+}
+
+size_t Collector::run_due() {
+    if (finalizing_.exchange(true)) return 0;  // one thread runs them; a finalizer that allocates does not recurse
+    size_t ran = 0;
     for (;;) {
-        std::vector<std::pair<uintptr_t, Callback>> calls;
+        // The batch stays where collections find it (mark_roots) until its
+        // callbacks have returned: a collection meanwhile must not free the
+        // objects still waiting their turn.
         std::vector<uintptr_t> frees;
         {
             std::lock_guard<std::mutex> lock(heap_.lock());
-            calls.swap(due_calls_);
+            running_.swap(due_calls_);
             frees.swap(due_frees_);
         }
-        if (calls.empty()) break;
-        for (auto &[obj, cb] : calls) {
+        if (running_.empty()) break;
+        for (auto &[obj, cb] : running_) {
             cb.fn(reinterpret_cast<void *>(obj), cb.data);
             stats_.finalizers.fetch_add(1, std::memory_order_relaxed);
+            ++ran;
         }
         for (uintptr_t obj : frees) free(reinterpret_cast<void *>(obj));
+        std::lock_guard<std::mutex> lock(heap_.lock());
+        running_.clear();
     }
     finalizing_.store(false);
+    return ran;
 }
 
 Status Collector::collect() {

@@ -68,6 +68,68 @@ public:
     Status release(void *obj, adsmGcCallback fn, void *data);
     void stats(adsmGcStats *out);
 
+    // ---- what programs written for other collectors expect (interpose/bdwgc)
+
+    // An object of a layout the program describes (layouts.h), zeroed.
+    void *alloc_laid_out(size_t n, unsigned layout);
+    // A finalizer with an order; *old (if given) gets the one it replaces,
+    // fn null when there was none.  A null cb.fn removes the finalizer.
+    Status set_finalizer(void *obj, const Callback &cb, Callback *old);
+    // As add_weak; *replaced says whether the link was registered already
+    // (it now stands for obj).
+    Status add_weak(void **link, const void *obj, bool *replaced);
+    enum class LinkMove { moved, not_found, taken };
+    LinkMove move_weak(void **from, void **to);
+
+    // Finalizers run after the collection that finds them due (the
+    // default), or on demand: invoke_finalizers runs them and `notify` is
+    // called (outside the lock) after a collection that made some due.
+    void set_finalize_on_demand(bool on, void (*notify)());
+    size_t invoke_finalizers();
+    bool finalizers_due();
+
+    // No collection at all while disabled (counted: each disable() needs an enable()).
+    void disable() { disabled_.fetch_add(1); }
+    void enable() { disabled_.fetch_sub(1); }
+    bool disabled() const { return disabled_.load() > 0; }
+    // Collects if allocation since the last collection calls for it.
+    bool collect_if_due();
+    // Called at every step of each collection with the heap's lock held
+    // (between world_stopped and restart_world, with the world stopped): it
+    // must not allocate or take locks.
+    enum class Event { start, stop_world, world_stopped, mark_start, mark_end, sweep_start, sweep_end,
+                       restart_world, world_restarted, end };
+    void set_event_hook(void (*hook)(Event, void *), void *arg);
+
+    // The heap never grows past `bytes` (0: the window is the limit).
+    void set_max_heap(uint64_t bytes);
+    // Room for `bytes` more before a collection is due: false when the heap
+    // limit does not allow it.
+    bool expand(uint64_t bytes);
+    // Allocation is counted by the page (small objects) and the object (large).
+    struct Usage {
+        uint64_t heap_bytes = 0, live_bytes = 0, allocated_bytes = 0, allocated_since_collection = 0, collections = 0;
+    };
+    void usage(Usage *out);
+    // Whether p is in a chunk of the heap (an object or not).
+    bool in_heap(const void *p) const;
+    // Whether p is in a range added with add_roots.
+    bool in_roots(const void *p);
+    // Removes every range added with add_roots that lies within [lo, hi).
+    size_t remove_roots_within(const void *lo, const void *hi);
+    struct ObjectInfo {
+        void *base = nullptr;
+        size_t size = 0;
+        bool pointers = false;
+        unsigned layout = 0;
+        bool pinned = false;
+    };
+    // The allocated object that holds p; false if none.
+    bool describe(const void *p, ObjectInfo *out);
+    // Runs fn with the heap's lock held: no collection starts meanwhile, and
+    // weak links are not cleared under fn's feet.  fn must not allocate.
+    void *with_lock(void *(*fn)(void *), void *arg);
+
     // A kernel is about to be launched in ctx with these argument bytes; an
     // error when they pass a kernel heap the launch may not use.
     Status note_launch(Context *ctx, const void *args, size_t n);
@@ -81,7 +143,8 @@ public:
 
 private:
     void *alloc_slow(size_t n, bool pointers);
-    bool refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers);
+    void use_context(ThreadCache &tc, Context *ctx);
+    bool refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers, unsigned layout = 0);
     void *alloc_large(ThreadCache &tc, size_t n, bool pointers, bool *zero);
     void flush(ThreadCache &tc);
     ThreadCache *cache();
@@ -98,12 +161,17 @@ private:
     void mark_all();
     void settle_weak_links();
     void find_ready();
+    void push_children(uintptr_t obj, bool skip_self);
+    void event(Event e) {
+        if (event_hook_) event_hook_(e, event_arg_);
+    }
     void sweep();
     void after_world_restarts();
     bool marked(uintptr_t obj);
     bool object_at(uintptr_t p, Chunk **c, Page **page, uintptr_t *start, size_t *size, unsigned *idx);
     Status live_object(void *obj, const char *what, Chunk **c = nullptr, Page **page = nullptr, unsigned *idx = nullptr);
     void run_finalizers();
+    size_t run_due();
     static void *marker_main(void *self);
 
     // Kernel heaps whose context synced since they opened become ordinary
@@ -134,6 +202,7 @@ private:
     std::vector<Chunk *> dead_chunks_;
     std::vector<Callback> due_finalizers_;  // (run outside the lock)
     std::vector<std::pair<uintptr_t, Callback>> due_calls_;
+    std::vector<std::pair<uintptr_t, Callback>> running_;  // the batch run_finalizers is calling
     std::vector<uintptr_t> due_frees_;
     uint64_t live_bytes_ = 0;
 
@@ -152,6 +221,13 @@ private:
             finalizers{0}, weak_cleared{0}, kept_for_kernels{0};
     } stats_;
     std::atomic<bool> finalizing_{false};
+    std::atomic<bool> on_demand_{false};
+    std::atomic<bool> notify_due_{false};  // a collection made finalizers due since the last notice
+    std::atomic<void (*)()> notify_{nullptr};
+    std::atomic<int> disabled_{0};
+    void (*event_hook_)(Event, void *) = nullptr;
+    void *event_arg_ = nullptr;
+    uint64_t handed_out_before_ = 0;  // Heap::handed_out of every collection before the last
 };
 
 }  // namespace adsm::gc

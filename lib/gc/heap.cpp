@@ -64,6 +64,9 @@ Chunk *Heap::grow(Space &s, size_t bytes, bool huge) {
     return c;
 }
 
+// A new chunk's first page, unless it is the reserved one.
+Page *Heap::first_free_page(Chunk &c) { return c.pages[0].kind == PageKind::reserved ? &c.pages[1] : &c.pages[0]; }
+
 // The first run of `npages` empty pages in a chunk of s that no kernel holds.
 Page *Heap::empty_run(Space &s, uint32_t npages, Chunk **in) {
     for (Chunk *c : s.chunks) {
@@ -80,10 +83,10 @@ Page *Heap::empty_run(Space &s, uint32_t npages, Chunk **in) {
     return nullptr;
 }
 
-Page *Heap::take_page(Space &s, unsigned cls, bool pointers) {
+Page *Heap::take_page(Space &s, unsigned cls, bool pointers, unsigned layout) {
     const SizeClass &sc = kSizeClasses[cls];
     // A page with free objects, skipping those a kernel holds (they stay listed).
-    for (Page *p = s.partial[pointers][cls]; p; p = p->next) {
+    for (Page *p = s.partial[page_list(pointers, layout)][cls]; p; p = p->next) {
         if (held(*p->chunk)) continue;
         unlist_page(p);
         return p;
@@ -93,12 +96,13 @@ Page *Heap::take_page(Space &s, unsigned cls, bool pointers) {
     if (!p) {
         c = grow(s, kChunkBytes, false);
         if (!c) return nullptr;
-        p = &c->pages[0];
+        p = first_free_page(*c);
     }
     --c->empty_pages;
     p->kind = PageKind::small;
     p->cls = static_cast<uint8_t>(cls);
     p->pointers = pointers;
+    p->layout = static_cast<uint8_t>(layout);
     for (unsigned w = 0; w < kMaskWords; ++w) {
         p->free[w] = full_mask(sc, w);
         p->swept[w].store(0, std::memory_order_relaxed);
@@ -121,7 +125,7 @@ void Heap::return_page(Page *p, const uint64_t *free) {
 
 void Heap::list_page(Page *p) {
     if (p->listed || p->kind != PageKind::small || p->cache_mask) return;
-    Page *&head = p->chunk->space->partial[p->pointers][p->cls];
+    Page *&head = p->chunk->space->partial[page_list(p->pointers, p->layout)][p->cls];
     p->listed = true;
     p->prev = nullptr;
     p->next = head;
@@ -131,7 +135,7 @@ void Heap::list_page(Page *p) {
 
 void Heap::unlist_page(Page *p) {
     if (!p->listed) return;
-    Page *&head = p->chunk->space->partial[p->pointers][p->cls];
+    Page *&head = p->chunk->space->partial[page_list(p->pointers, p->layout)][p->cls];
     if (p->prev) p->prev->next = p->next;
     else head = p->next;
     if (p->next) p->next->prev = p->prev;
@@ -142,6 +146,7 @@ void Heap::unlist_page(Page *p) {
 void Heap::make_empty(Chunk &c, Page &p) {
     unlist_page(&p);
     p.kind = PageKind::empty;
+    p.layout = 0;
     p.dirty = true;
     p.npages = 0;
     p.bytes = 0;
@@ -149,13 +154,14 @@ void Heap::make_empty(Chunk &c, Page &p) {
     ++c.empty_pages;
 }
 
-void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero) {
+void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero, unsigned layout) {
     if (bytes > kMaxLarge) {
         Chunk *c = grow(s, bytes, true);
         if (!c) return nullptr;
         Page &p = c->pages[0];
         p.kind = PageKind::large;
         p.pointers = pointers;
+        p.layout = static_cast<uint8_t>(layout);
         p.npages = static_cast<uint32_t>(c->bytes >> kPageShift);
         p.bytes = bytes;
         handed_out += c->bytes;
@@ -168,7 +174,7 @@ void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero) {
     if (!head) {
         c = grow(s, kChunkBytes, false);
         if (!c) return nullptr;
-        head = &c->pages[0];
+        head = first_free_page(*c);
     }
     bool dirty = false;
     uint32_t h = c->page_index(head);
@@ -181,6 +187,7 @@ void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero) {
     }
     c->empty_pages -= npages;
     head->pointers = pointers;
+    head->layout = static_cast<uint8_t>(layout);
     head->npages = npages;
     head->bytes = bytes;
     handed_out += size_t(npages) << kPageShift;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gc/chunk.h"
+#include "gc/layouts.h"
 #include "gc/size_classes.h"
 #include "support/status.h"
 
@@ -30,11 +31,16 @@ struct HeapLimits {
     uint64_t max_heap = 0;  // bytes of chunks at most; 0: as much as the window holds
 };
 
+// Pages with free objects are listed by what their objects hold: none,
+// pointers anywhere, or pointers a layout describes (one list per layout).
+constexpr unsigned kPageLists = 2 + kMaxLayouts;
+inline unsigned page_list(bool pointers, unsigned layout) { return layout ? 1 + layout : pointers; }
+
 // A context's part of the heap.
 struct Space {
     Context *ctx = nullptr;
     std::vector<Chunk *> chunks;
-    Page *partial[2][kClasses] = {};  // [pointers][class]: pages with free objects
+    Page *partial[kPageLists][kClasses] = {};  // [page_list][class]: pages with free objects
 };
 
 class Heap {
@@ -48,20 +54,23 @@ public:
     const std::vector<Space *> &spaces() const { return spaces_; }
 
     // A page of class `cls` with free objects, taken off the lists for a
-    // thread cache, or nullptr when the heap cannot grow.
-    Page *take_page(Space &s, unsigned cls, bool pointers);
+    // thread cache, or nullptr when the heap cannot grow.  Objects of a
+    // layout (layouts.h) share pages with no others.
+    Page *take_page(Space &s, unsigned cls, bool pointers, unsigned layout = 0);
     // Gives a cache's page back; `free` is what the cache had not handed out.
     void return_page(Page *p, const uint64_t *free);
     // A large (or huge) object of `bytes`; *zero says whether the caller must
     // clear it (it reuses pages that held objects).  nullptr when the heap
     // cannot grow.
-    void *alloc_large(Space &s, size_t bytes, bool pointers, bool *zero);
+    void *alloc_large(Space &s, size_t bytes, bool pointers, bool *zero, unsigned layout = 0);
 
     Chunk *chunk_of(uintptr_t a) const { return map_.find(a); }
     bool held(const Chunk &c) const;
     const std::vector<Chunk *> &chunks() const { return chunks_; }
     const ChunkMap &map() const { return map_; }
     uint64_t heap_bytes() const { return heap_bytes_; }
+    void set_max_heap(uint64_t bytes) { limits_.max_heap = bytes; }
+    uint64_t max_heap() const { return limits_.max_heap; }
 
     // After a collection swept: pages back on their lists.
     void rebuild_lists();
@@ -85,6 +94,7 @@ public:
 private:
     Chunk *grow(Space &s, size_t bytes, bool huge);
     Page *empty_run(Space &s, uint32_t npages, Chunk **in);
+    Page *first_free_page(Chunk &c);
 
     Manager &manager_;
     RegionTable &table_;

@@ -1,6 +1,7 @@
 #include "gc/mark.h"
 
 #include "gc/kernel_heap.h"
+#include "gc/layouts.h"
 #include "os/futex.h"
 
 namespace adsm::gc {
@@ -16,6 +17,10 @@ constexpr unsigned kPrefetchAhead = 8;
 void Marker::push_object(Chunk &c, uintptr_t start, size_t bytes) {
     uint8_t *a = c.alias_of(start);
     if (!local_.push(reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(a) + bytes)) overflowed_ = true;
+    push_device_copy(c, start, bytes);
+}
+
+void Marker::push_device_copy(Chunk &c, uintptr_t start, size_t bytes) {
     if (!c.block_size) return;  // no block of it is newer on the device (this collection)
     // The device may hold a newer copy: scan that one too.
     size_t off = start - c.base, end = off + bytes;
@@ -34,7 +39,47 @@ void Marker::mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsig
     if (m.load(std::memory_order_relaxed) & bit) return;
     if (m.fetch_or(bit, std::memory_order_relaxed) & bit) return;
     marked_bytes += bytes;
-    if (p.pointers) push_object(c, start, bytes);
+    push_contents(c, p, start, bytes);
+}
+
+void Marker::push_contents(Chunk &c, const Page &p, uintptr_t start, size_t bytes) {
+    if (!p.pointers) return;
+    if (!p.layout) return push_object(c, start, bytes);
+    if (!local_.push(start | 1, start + bytes)) overflowed_ = true;
+    // Blocks newer on the device are read as they are, every word: their
+    // copy is only a part of the object, not what a scan function expects.
+    push_device_copy(c, start, bytes);
+}
+
+void Marker::scan_laid_out(uintptr_t obj, size_t bytes) {
+    Chunk *c = map_.find(obj);
+    if (!c) return;
+    Page *p = c->page_of(obj);
+    if (p->kind == PageKind::tail) p = &c->pages[p->head];
+    const Layout &l = layout(p->layout);
+    if (l.scan) l.scan(*this, reinterpret_cast<const uintptr_t *>(c->alias_of(obj)), bytes, obj, l.arg);
+}
+
+void Marker::push_program_range(uintptr_t lo, uintptr_t hi) {
+    while (lo < hi) {
+        Chunk *c = map_.find(lo);
+        if (!c || lo - c->base >= c->bytes) {
+            // Not the collected heap: read where the program says.  (Other
+            // shared memory there is what the program itself allocated.)
+            uintptr_t next = hi;
+            if (lo - map_.base() < map_.size()) {
+                uintptr_t boundary = (lo | (kChunkBytes - 1)) + 1;
+                if (boundary < next) next = boundary;
+            }
+            push_range(lo, next);
+            lo = next;
+            continue;
+        }
+        uintptr_t end = c->base + c->bytes < hi ? c->base + c->bytes : hi;
+        auto a = reinterpret_cast<uintptr_t>(c->alias_of(lo));
+        push_range(a, a + (end - lo));
+        lo = end;
+    }
 }
 
 void Marker::consider(uintptr_t w) {
@@ -78,6 +123,7 @@ void Marker::consider(uintptr_t w) {
 // Conservative scanning reads whole stacks and data segments, the
 // sanitizer's redzones among them: not the program's accesses to check.
 __attribute__((no_sanitize("address"))) void Marker::scan(uintptr_t lo, uintptr_t hi) {
+    if (lo & 1) return scan_laid_out(lo & ~uintptr_t(1), hi - (lo & ~uintptr_t(1)));
     lo = (lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
     if (hi - lo > kSplitBytes && hi > lo) {
         // The rest waits on the stack, where another marker may take it.

@@ -2,7 +2,10 @@
 // allocated objects (interior pointers included), on every marker thread at
 // once.  Work is ranges of readable memory; a marker that runs dry takes
 // ranges others gave up to a shared pool, and marking ends when every
-// marker is dry and the pool is empty.
+// marker is dry and the pool is empty.  An object with a layout (layouts.h)
+// is work of its own: an entry whose start has its low bit set, [object|1,
+// object end) in program addresses, which the marker that pops it hands to
+// the layout's scan function.
 //
 // Objects are read through the runtime's alias of the host copy, never
 // through the window the program uses (whose protection the coherence
@@ -35,7 +38,21 @@ public:
     // Marks an object known to be allocated (start of its page or slot).
     void mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsigned idx);
     // Scans [lo, hi) later (roots: stacks, data, registered ranges).
-    void push_range(uintptr_t lo, uintptr_t hi) { local_.push(lo, hi); }
+    // (Ranges start word-aligned: a set low bit marks an object with a layout.)
+    void push_range(uintptr_t lo, uintptr_t hi) { local_.push((lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1), hi); }
+    // The same for a range given in the program's addresses, which may
+    // hold collected objects: those parts are read through the collector's
+    // view.  (For scan functions.)
+    void push_program_range(uintptr_t lo, uintptr_t hi);
+    // A readable address for the word at program address a: the
+    // collector's view of a collected object, a itself elsewhere.
+    const void *view_of(uintptr_t a) const {
+        Chunk *c = map_.find(a);
+        return c && a - c->base < c->bytes ? static_cast<const void *>(c->alias_of(a)) : reinterpret_cast<const void *>(a);
+    }
+    // Scans what an allocated object holds, as marking it would, without
+    // marking it.
+    void push_contents(Chunk &c, const Page &p, uintptr_t start, size_t bytes);
     // Scans [start, start+bytes) of chunk c later, as an object's contents.
     void scan_object(Chunk &c, uintptr_t start, size_t bytes) { push_object(c, start, bytes); }
     // Scans until this marker's work, and the pool, run dry.
@@ -45,7 +62,9 @@ public:
 
 private:
     void scan(uintptr_t lo, uintptr_t hi);
+    void scan_laid_out(uintptr_t obj, size_t bytes);
     void push_object(Chunk &c, uintptr_t start, size_t bytes);
+    void push_device_copy(Chunk &c, uintptr_t start, size_t bytes);
 
     const ChunkMap &map_;
     MarkPool &pool_;

@@ -14,9 +14,20 @@
 
 namespace adsm::gc {
 
+// Which finalizable objects' finalizers wait for others'.  Whatever the
+// order, what a due object reaches stays alive until its finalizer returns.
+enum class FinalizerOrder : uint8_t {
+    none,         // due once unreachable from the roots, whatever reaches it
+    ordered,      // ...and from every other object with a finalizer, and from itself
+    ignore_self,  // as ordered, its pointers to itself aside
+    unreachable,  // as none, but not while an unordered one due now reaches it
+};
+
 struct Callback {
     adsmGcCallback fn = nullptr;
     void *data = nullptr;
+    FinalizerOrder order = FinalizerOrder::none;
+    bool keep_data = false;  // data is a root until the callback runs
 };
 
 struct Registry {

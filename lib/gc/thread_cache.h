@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "gc/chunk.h"
+#include "gc/layouts.h"
 #include "gc/size_classes.h"
 #include "memory/context.h"
 #include "os/real_libc.h"
@@ -24,6 +25,13 @@ struct CacheSlot {
     uint32_t size = 0;   // bytes per object
     uint64_t mask[kMaskWords] = {};  // objects not handed out yet
     Page *page = nullptr;
+
+    // The object pop() returns next, still free; nullptr if none.
+    void *peek() const {
+        for (unsigned w = 0; w < kMaskWords; ++w)
+            if (mask[w]) return reinterpret_cast<void *>(base + uintptr_t(w * 64 + __builtin_ctzll(mask[w])) * size);
+        return nullptr;
+    }
 
     void *pop() {
         for (unsigned w = 0; w < kMaskWords; ++w) {
@@ -48,8 +56,16 @@ struct ThreadCache {
     uint64_t calls_seen = 0;  // ctx->calls when the pages were taken
     uint64_t ctx_calls() const { return ctx->calls.load(std::memory_order_relaxed); }
     CacheSlot slots[2][kClasses];  // [pointers][class]
+    CacheSlot *laid_out[kMaxLayouts] = {};  // [layout][class], made on first use
     pid_t tid = 0;
     ThreadCache *prev = nullptr, *next = nullptr;
+
+    ThreadCache() = default;
+    ThreadCache(const ThreadCache &) = delete;
+    ThreadCache &operator=(const ThreadCache &) = delete;
+    ~ThreadCache() {
+        for (CacheSlot *s : laid_out) delete[] s;
+    }
 };
 
 // The calling thread's cache, or nullptr before its first allocation (and

@@ -133,6 +133,39 @@ TEST(GcTest, UnreachableObjectsAreFinalizedAndFreed) {
 }
 
 namespace {
+// Finalizers that collect: the first of a batch collects and reuses what it
+// freed; the rest of the batch must still find their objects intact.
+constexpr uint64_t kAlive = 0x600d600d600d600dull;
+std::atomic<int> g_intact{0}, g_batch{0};
+void collect_then_check(void *obj, void *) {
+    if (g_batch.fetch_add(1) == 0) {
+        EXPECT_EQ(adsmGcCollect(), adsmSuccess);
+        churn(1 << 20);
+    }
+    if (static_cast<uint64_t *>(obj)[0] == kAlive) g_intact.fetch_add(1);
+}
+__attribute__((noinline)) void make_checked_finalizable(int n) {
+    for (int i = 0; i < n; ++i) {
+        auto *p = static_cast<uint64_t *>(adsmGcAlloc(64));
+        ASSERT_NE(p, nullptr);
+        p[0] = kAlive;
+        ASSERT_EQ(adsmGcRegisterFinalizer(p, collect_then_check, nullptr), adsmSuccess);
+    }
+}
+}  // namespace
+
+TEST(GcTest, ObjectsAwaitingTheirFinalizerSurviveCollections) {
+    g_batch = 0;
+    g_intact = 0;
+    make_checked_finalizable(500);
+    clobber_stack();
+    collect();
+    collect();
+    ASSERT_GE(g_batch.load(), 450);
+    EXPECT_EQ(g_intact.load(), g_batch.load());
+}
+
+namespace {
 __attribute__((noinline)) void *make_weak(void **link) {
     void *p = adsmGcAlloc(32);
     EXPECT_EQ(adsmGcRegisterWeak(link, p), adsmSuccess);

@@ -1,0 +1,415 @@
+// The collector's extensions for runtimes written for other collectors
+// (interpose/bdwgc serves bdwgc's API with them): layouts with scan
+// functions, ordered finalization, finalizers on demand, collections held
+// off, the collection's steps, weak links that move, and the heap's limit.
+#include <adsm.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "api/runtime.h"
+#include "gc/collector.h"
+#include "gc/layouts.h"
+#include "gc/mark.h"
+
+namespace {
+
+using adsm::gc::Callback;
+using adsm::gc::Collector;
+using adsm::gc::FinalizerOrder;
+
+Collector *the_collector() {
+    adsm::Runtime *rt = nullptr;
+    adsm::gc::Collector *c = nullptr;
+    if (adsm::runtime(&rt) != adsmSuccess || adsm::collector(*rt, &c) != adsmSuccess) return nullptr;
+    return c;
+}
+
+void collect() { ASSERT_EQ(adsmGcCollect(), adsmSuccess) << adsmGetLastErrorDetail(); }
+
+__attribute__((noinline)) void clobber_stack() {
+    volatile char junk[16384];
+    for (size_t i = 0; i < sizeof junk; ++i) junk[i] = 0;
+}
+
+// Objects hidden from every scan (complemented), so that only what a test
+// means to keep them does.
+uintptr_t hide(const void *p) { return ~reinterpret_cast<uintptr_t>(p); }
+template <class T>
+T *unhide(uintptr_t h) {
+    return reinterpret_cast<T *>(~h);
+}
+
+// Which objects died: each finalizer sets its flag.
+std::atomic<int> g_died[8];
+void died(void *, void *flag) { static_cast<std::atomic<int> *>(flag)->fetch_add(1); }
+
+void *finalizable(int flag, FinalizerOrder order = FinalizerOrder::none, size_t bytes = 48) {
+    void *p = adsmGcAlloc(bytes);
+    EXPECT_NE(p, nullptr);
+    EXPECT_EQ(the_collector()->set_finalizer(p, Callback{died, &g_died[flag], order, false}, nullptr), adsmSuccess);
+    return p;
+}
+
+void reset_flags() {
+    for (auto &f : g_died) f = 0;
+}
+
+// ---- layouts
+
+// Word 1 of an object of this layout is a pointer; word 0 is not.
+std::atomic<int> g_scans{0};
+std::atomic<bool> g_view_matches{true};
+void second_word_only(adsm::gc::Marker &m, const uintptr_t *view, size_t bytes, uintptr_t obj, uintptr_t arg) {
+    g_scans.fetch_add(1);
+    if (arg != 77 || bytes < 2 * sizeof(uintptr_t) || view[2] != obj) g_view_matches = false;
+    m.consider(view[1]);
+}
+
+unsigned second_word_layout() {
+    static unsigned id = adsm::gc::register_layout(second_word_only, 77);
+    return id;
+}
+
+// Objects of the layout, each holding two finalizable objects; the roots are
+// in the data segment.  A conservative collector may keep an object or two
+// that a register still holds: the counts allow for it.
+constexpr int kLaidOut = 16;
+uintptr_t *g_laid_out_roots[kLaidOut];
+
+__attribute__((noinline)) void make_laid_out(size_t bytes) {
+    for (uintptr_t *&root : g_laid_out_roots) {
+        auto *o = static_cast<uintptr_t *>(the_collector()->alloc_laid_out(bytes, second_word_layout()));
+        ASSERT_NE(o, nullptr);
+        o[0] = reinterpret_cast<uintptr_t>(finalizable(0));
+        o[1] = reinterpret_cast<uintptr_t>(finalizable(1));
+        o[2] = reinterpret_cast<uintptr_t>(o);  // the scan function checks its arguments with it
+        root = o;
+    }
+}
+
+__attribute__((noinline)) void check_described(size_t bytes) {
+    Collector::ObjectInfo info;
+    ASSERT_TRUE(the_collector()->describe(g_laid_out_roots[0] + 1, &info));
+    EXPECT_EQ(info.base, g_laid_out_roots[0]);
+    EXPECT_EQ(info.layout, second_word_layout());
+    EXPECT_TRUE(info.pointers);
+    EXPECT_GE(info.size, bytes);
+}
+
+void check_layout_decides(size_t bytes) {
+    reset_flags();
+    g_scans = 0;
+    make_laid_out(bytes);
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_GE(g_scans.load(), kLaidOut);
+    EXPECT_TRUE(g_view_matches.load());
+    EXPECT_GE(g_died[0].load(), kLaidOut - 2) << "word 0 is no pointer: its objects must die";
+    EXPECT_EQ(g_died[1].load(), 0) << "word 1 is the layout's pointer: its objects must live";
+    check_described(bytes);
+    for (uintptr_t *&root : g_laid_out_roots) root = nullptr;
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_GE(g_died[1].load(), kLaidOut - 2) << "with their holders gone, word 1's objects die too";
+}
+
+}  // namespace
+
+TEST(GcExtensionsTest, LayoutDecidesWhatASmallObjectKeeps) { check_layout_decides(48); }
+TEST(GcExtensionsTest, LayoutDecidesWhatALargeObjectKeeps) { check_layout_decides(10000); }
+TEST(GcExtensionsTest, LayoutDecidesWhatAHugeObjectKeeps) { check_layout_decides((1 << 20) + 16); }
+
+TEST(GcExtensionsTest, LaidOutObjectsComeZeroed) {
+    Collector *c = the_collector();
+    for (size_t bytes : {32ul, 2048ul, 8192ul}) {
+        for (int round = 0; round < 3; ++round) {
+            std::vector<uintptr_t> hidden;
+            for (int i = 0; i < 200; ++i) {
+                auto *p = static_cast<uint8_t *>(c->alloc_laid_out(bytes, second_word_layout()));
+                ASSERT_NE(p, nullptr);
+                for (size_t k = 0; k < bytes; ++k) ASSERT_EQ(p[k], 0) << bytes << " at " << k;
+                memset(p, 0xa5, bytes);
+                hidden.push_back(hide(p));
+            }
+            clobber_stack();
+            collect();
+        }
+    }
+    EXPECT_EQ(c->alloc_laid_out(16, 0), nullptr);
+    EXPECT_EQ(c->alloc_laid_out(16, adsm::gc::kMaxLayouts - 1), nullptr);
+}
+
+// ---- finalization order
+
+namespace {
+
+// a -> b, both finalizable in `order`, neither reachable.
+__attribute__((noinline)) void make_chain(FinalizerOrder order) {
+    auto *a = static_cast<void **>(finalizable(0, order));
+    void *b = finalizable(1, order);
+    a[0] = b;
+}
+
+__attribute__((noinline)) void make_self_cycle(FinalizerOrder order) {
+    auto *a = static_cast<void **>(finalizable(0, order));
+    a[1] = a;
+}
+}  // namespace
+
+TEST(GcExtensionsTest, OrderedFinalizersRunHolderFirst) {
+    reset_flags();
+    make_chain(FinalizerOrder::ordered);
+    clobber_stack();
+    collect();
+    EXPECT_EQ(g_died[0].load(), 1);
+    EXPECT_EQ(g_died[1].load(), 0) << "b is reachable from a, whose finalizer has not run yet";
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_EQ(g_died[1].load(), 1);
+}
+
+TEST(GcExtensionsTest, UnorderedFinalizersRunTogether) {
+    reset_flags();
+    make_chain(FinalizerOrder::none);
+    clobber_stack();
+    collect();
+    EXPECT_EQ(g_died[0].load(), 1);
+    EXPECT_EQ(g_died[1].load(), 1);
+}
+
+TEST(GcExtensionsTest, SelfCycleKeepsOrderedObjectsUnlessIgnored) {
+    reset_flags();
+    make_self_cycle(FinalizerOrder::ordered);
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_EQ(g_died[0].load(), 0);
+    reset_flags();
+    make_self_cycle(FinalizerOrder::ignore_self);
+    clobber_stack();
+    collect();
+    EXPECT_EQ(g_died[0].load(), 1);
+}
+
+namespace {
+// n (unordered) -> u ("unreachable"): u waits for n to be gone.
+__attribute__((noinline)) void make_unreachable_pair() {
+    auto *n = static_cast<void **>(finalizable(0, FinalizerOrder::none));
+    n[0] = finalizable(1, FinalizerOrder::unreachable);
+}
+}  // namespace
+
+TEST(GcExtensionsTest, UnreachableFinalizerWaitsForUnorderedHolders) {
+    reset_flags();
+    make_unreachable_pair();
+    clobber_stack();
+    collect();
+    EXPECT_EQ(g_died[0].load(), 1);
+    EXPECT_EQ(g_died[1].load(), 0);
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_EQ(g_died[1].load(), 1);
+}
+
+namespace {
+constexpr uint64_t kIntact = 0x1234123412341234ull;
+std::atomic<int> g_data_intact{0};
+void check_data(void *, void *data) {
+    if (static_cast<uint64_t *>(data)[0] == kIntact) g_data_intact.fetch_add(1);
+}
+__attribute__((noinline)) void make_with_kept_data() {
+    auto *data = static_cast<uint64_t *>(adsmGcAlloc(64));
+    data[0] = kIntact;
+    void *obj = adsmGcAlloc(32);
+    ASSERT_EQ(the_collector()->set_finalizer(obj, Callback{check_data, data, FinalizerOrder::ordered, true}, nullptr),
+              adsmSuccess);
+}
+}  // namespace
+
+TEST(GcExtensionsTest, KeptDataLivesUntilTheFinalizerRuns) {
+    g_data_intact = 0;
+    make_with_kept_data();
+    clobber_stack();
+    for (int i = 0; i < 50000; ++i) adsmGcAlloc(64);  // garbage that would reuse the data
+    collect();
+    collect();
+    EXPECT_EQ(g_data_intact.load(), 1);
+}
+
+TEST(GcExtensionsTest, ReplacingAFinalizerReturnsTheOldOne) {
+    Collector *c = the_collector();
+    void *p = adsmGcAlloc(32);
+    Callback old;
+    ASSERT_EQ(c->set_finalizer(p, Callback{died, &g_died[3], FinalizerOrder::ordered, true}, &old), adsmSuccess);
+    EXPECT_EQ(old.fn, nullptr);
+    ASSERT_EQ(c->set_finalizer(p, Callback{}, &old), adsmSuccess);
+    EXPECT_EQ(old.fn, died);
+    EXPECT_EQ(old.data, &g_died[3]);
+    EXPECT_EQ(old.order, FinalizerOrder::ordered);
+    EXPECT_EQ(c->set_finalizer(p, Callback{}, &old), adsmSuccess);
+    EXPECT_EQ(old.fn, nullptr);
+    EXPECT_EQ(c->set_finalizer(static_cast<char *>(p) + 8, Callback{died, nullptr}, &old), adsmErrorInvalidPointer);
+}
+
+// ---- finalizers on demand
+
+namespace {
+std::atomic<int> g_notified{0};
+void notified() { g_notified.fetch_add(1); }
+__attribute__((noinline)) void make_checked(int n) {
+    for (int i = 0; i < n; ++i) {
+        auto *p = static_cast<uint64_t *>(adsmGcAlloc(64));
+        p[0] = kIntact;
+        ASSERT_EQ(the_collector()->set_finalizer(p, Callback{check_data, p}, nullptr), adsmSuccess);
+    }
+}
+}  // namespace
+
+TEST(GcExtensionsTest, FinalizersOnDemandWaitForInvoke) {
+    Collector *c = the_collector();
+    g_notified = 0;
+    g_data_intact = 0;
+    c->set_finalize_on_demand(true, notified);
+    make_checked(100);
+    clobber_stack();
+    collect();
+    EXPECT_EQ(g_notified.load(), 1);
+    EXPECT_EQ(g_data_intact.load(), 0);
+    EXPECT_TRUE(c->finalizers_due());
+    // Waiting objects outlive more collections and reuse of the heap.
+    for (int i = 0; i < 50000; ++i) adsmGcAlloc(64);
+    collect();
+    EXPECT_EQ(g_notified.load(), 1) << "no new finalizer became due";
+    size_t ran = c->invoke_finalizers();
+    EXPECT_GE(ran, 90u);
+    EXPECT_EQ(g_data_intact.load(), static_cast<int>(ran));
+    EXPECT_FALSE(c->finalizers_due());
+    EXPECT_EQ(c->invoke_finalizers(), 0u);
+    c->set_finalize_on_demand(false, nullptr);
+}
+
+// ---- collections held off, and their steps
+
+TEST(GcExtensionsTest, DisabledCollectorDoesNotCollect) {
+    Collector *c = the_collector();
+    Collector::Usage before, after;
+    c->usage(&before);
+    c->disable();
+    c->disable();
+    EXPECT_TRUE(c->disabled());
+    collect();
+    c->enable();
+    collect();
+    c->usage(&after);
+    EXPECT_EQ(after.collections, before.collections);
+    c->enable();
+    EXPECT_FALSE(c->disabled());
+    collect();
+    c->usage(&after);
+    EXPECT_EQ(after.collections, before.collections + 1);
+}
+
+namespace {
+std::vector<Collector::Event> *g_events;
+void record(Collector::Event e, void *arg) {
+    EXPECT_EQ(arg, &g_events);
+    g_events->push_back(e);
+}
+}  // namespace
+
+TEST(GcExtensionsTest, EventsMarkEveryStepInOrder) {
+    using E = Collector::Event;
+    std::vector<E> events;
+    events.reserve(64);  // the hook must not allocate while the world is stopped
+    g_events = &events;
+    the_collector()->set_event_hook(record, &g_events);
+    collect();
+    the_collector()->set_event_hook(nullptr, nullptr);
+    std::vector<E> expected = {E::start,     E::stop_world,    E::world_stopped, E::mark_start,      E::mark_end,
+                               E::sweep_start, E::sweep_end, E::restart_world, E::world_restarted, E::end};
+    EXPECT_EQ(events, expected);
+}
+
+TEST(GcExtensionsTest, UsageCountsAllocationSinceTheCollection) {
+    Collector *c = the_collector();
+    collect();
+    Collector::Usage u;
+    c->usage(&u);
+    uint64_t since = u.allocated_since_collection;
+    for (int i = 0; i < 100; ++i) ASSERT_NE(adsmGcAlloc(4096), nullptr);  // a page each
+    c->usage(&u);
+    EXPECT_EQ(u.allocated_since_collection, since + 100 * 4096);
+    for (int i = 0; i < 1000; ++i) ASSERT_NE(adsmGcAlloc(100), nullptr);
+    c->usage(&u);
+    EXPECT_GE(u.allocated_since_collection, since + 100 * 4096 + 1000 * 100);
+    EXPECT_GT(u.heap_bytes, 0u);
+    EXPECT_GE(u.allocated_bytes, u.allocated_since_collection);
+    collect();
+    c->usage(&u);
+    EXPECT_EQ(u.allocated_since_collection, 0u);
+}
+
+TEST(GcExtensionsTest, HeapLimitAndExpansion) {
+    Collector *c = the_collector();
+    Collector::Usage u;
+    c->usage(&u);
+    c->set_max_heap(u.heap_bytes + (8 << 20));
+    EXPECT_FALSE(c->expand(64 << 20));
+    EXPECT_TRUE(c->expand(4 << 20));
+    EXPECT_EQ(adsmGcAlloc(64 << 20), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    c->set_max_heap(0);
+    void *big = adsmGcAlloc(64 << 20);
+    EXPECT_NE(big, nullptr);
+    EXPECT_TRUE(c->in_heap(static_cast<char *>(big) + 100));
+    static int not_heap;
+    EXPECT_FALSE(c->in_heap(&not_heap));
+    EXPECT_EQ(adsmGcFree(big), adsmSuccess);
+}
+
+// ---- weak links
+
+namespace {
+__attribute__((noinline)) void register_links(void **links) {
+    Collector *c = the_collector();
+    void *obj = adsmGcAlloc(32);
+    bool replaced = true;
+    ASSERT_EQ(c->add_weak(&links[0], obj, &replaced), adsmSuccess);
+    EXPECT_FALSE(replaced);
+    ASSERT_EQ(c->add_weak(&links[0], obj, &replaced), adsmSuccess);
+    EXPECT_TRUE(replaced);
+    EXPECT_EQ(c->move_weak(&links[0], &links[0]), Collector::LinkMove::moved);
+    EXPECT_EQ(c->move_weak(&links[0], &links[1]), Collector::LinkMove::moved);
+    EXPECT_EQ(c->move_weak(&links[0], &links[1]), Collector::LinkMove::not_found);
+    ASSERT_EQ(c->add_weak(&links[2], obj, &replaced), adsmSuccess);
+    EXPECT_EQ(c->move_weak(&links[1], &links[2]), Collector::LinkMove::taken);
+    EXPECT_EQ(adsmGcUnregisterWeak(&links[2]), adsmSuccess);
+    links[1] = obj;
+}
+}  // namespace
+
+TEST(GcExtensionsTest, WeakLinksMoveAndReportDuplicates) {
+    auto **links = static_cast<void **>(calloc(3, sizeof(void *)));  // unscanned
+    register_links(links);
+    ASSERT_NE(links[1], nullptr);
+    clobber_stack();
+    collect();
+    collect();
+    EXPECT_EQ(links[1], nullptr) << "the moved link is cleared when its object dies";
+    EXPECT_EQ(adsmGcUnregisterWeak(&links[1]), adsmErrorInvalidValue) << "and forgotten";
+    free(links);
+}
+
+TEST(GcExtensionsTest, WithLockRunsUnderTheHeapLock) {
+    auto fn = [](void *arg) -> void * { return static_cast<char *>(arg) + 1; };
+    char x[2];
+    EXPECT_EQ(the_collector()->with_lock(fn, x), x + 1);
+}
