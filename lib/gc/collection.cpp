@@ -348,12 +348,16 @@ void Collector::collect_locked() {
         collecting_ = false;
         return;
     }
-    // Launch records of contexts that synced since are stale.
+    // A launch record is stale once a sync covered its call, and nothing of
+    // its context is in flight.  Not `calls`: a launch counts its call only
+    // after releasing its objects, which takes a while, and a record dropped
+    // then leaves its kernel's arguments unmarked through the kernel's whole
+    // run, which may end, sync included, before the world stops.
     for (size_t i = 0; i < launches_.size();) {
         auto *ctx = static_cast<Context *>(const_cast<void *>(launches_[i].ctx));
-        uint64_t calls = ctx->calls.load(), unsynced = ctx->unsynced_calls.load();
-        bool live = unsynced > 0 && launches_[i].call <= calls && launches_[i].call > calls - unsynced;
-        if (live) ++i;
+        bool stale = ctx->unsynced_calls.load(std::memory_order_acquire) == 0 &&
+                     ctx->synced_calls.load(std::memory_order_acquire) >= launches_[i].call;
+        if (!stale) ++i;
         else launches_.erase(launches_.begin() + static_cast<long>(i));
     }
     roots_.clear();
