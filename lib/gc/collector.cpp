@@ -143,17 +143,22 @@ void *Collector::alloc_large(ThreadCache &tc, size_t n, bool pointers, bool *zer
     return p;
 }
 
-void *Collector::alloc_slow(size_t n, bool pointers) {
-    if (n == 0) n = 1;  // a unique address, as malloc(0) gives
-    if (n > space_.size()) {
-        fail(adsmErrorMemoryAllocation, "collector: %zu bytes is more than the shared window holds", n);
+// The calling thread's context for an allocation of *n bytes (0 becomes 1,
+// a unique address, as malloc(0) gives), or nullptr with the reason.
+Context *Collector::allocating_context(size_t *n) {
+    if (*n == 0) *n = 1;
+    if (*n > space_.size()) {
+        fail(adsmErrorMemoryAllocation, "collector: %zu bytes is more than the shared window holds", *n);
         return nullptr;
     }
     Context *ctx = manager_.current();
-    if (!ctx) {
-        fail(adsmErrorMemoryAllocation, "collector: cannot create a context");
-        return nullptr;
-    }
+    if (!ctx) fail(adsmErrorMemoryAllocation, "collector: cannot create a context");
+    return ctx;
+}
+
+void *Collector::alloc_slow(size_t n, bool pointers) {
+    Context *ctx = allocating_context(&n);
+    if (!ctx) return nullptr;
     void *p = nullptr;
     size_t clear = 0;
     {

@@ -142,6 +142,7 @@ public:
     void context_switched();
 
 private:
+    Context *allocating_context(size_t *n);
     void *alloc_slow(size_t n, bool pointers);
     void use_context(ThreadCache &tc, Context *ctx);
     bool refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers, unsigned layout = 0);

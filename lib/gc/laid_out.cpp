@@ -19,16 +19,8 @@ void *Collector::alloc_laid_out(size_t n, unsigned layout) {
         fail(adsmErrorInvalidValue, "collector: %u is not a registered layout", layout);
         return nullptr;
     }
-    if (n == 0) n = 1;
-    if (n > space_.size()) {
-        fail(adsmErrorMemoryAllocation, "collector: %zu bytes is more than the shared window holds", n);
-        return nullptr;
-    }
-    Context *ctx = manager_.current();
-    if (!ctx) {
-        fail(adsmErrorMemoryAllocation, "collector: cannot create a context");
-        return nullptr;
-    }
+    Context *ctx = allocating_context(&n);
+    if (!ctx) return nullptr;
     void *p = nullptr;
     if (n <= kMaxSmall) {
         unsigned cls = size_class_of(n);
