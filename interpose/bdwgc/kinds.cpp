@@ -20,6 +20,7 @@ struct Kind {
     bool add_size = false;
     bool pointers = true;
     unsigned layout = 0;  // 0: ordinary (pointers) or atomic
+    void **free_list = nullptr;  // the program's, kept as bdwgc keeps it: for the life of the kind
 };
 
 constexpr int kPredefined = 4;  // atomic, normal, uncollectable, atomic uncollectable
@@ -90,11 +91,12 @@ void **GC_new_free_list(void) {
 
 void **GC_new_free_list_inner(void) { return GC_new_free_list(); }
 
-unsigned GC_new_kind(void **, GC_word descr, int add_size, int) {
+unsigned GC_new_kind(void **free_list, GC_word descr, int add_size, int) {
     std::lock_guard<std::mutex> lock(g_mu);
     int n = g_nkinds.load();
     if (n >= kMaxKinds) too_many("GC_new_kind");
     Kind &k = g_kinds[n];
+    k.free_list = free_list;
     k.descr = descr;
     k.add_size = add_size != 0;
     // New objects are always zeroed, whatever clear_new_objects says.

@@ -1,5 +1,9 @@
 #include "gc/heap.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "memory/context.h"
 #include "memory/manager.h"
 #include "memory/region_table.h"
@@ -26,6 +30,20 @@ Space *Heap::space_for(Context *ctx) {
 }
 
 bool Heap::held(const Chunk &c) const { return c.owner->holds(*c.region); }
+
+namespace {
+// Objects may hold the only pointer to the program's malloc'd memory; the
+// leak checker reads the chunks (through the always-readable alias) as roots.
+void sanitizer_roots(const Chunk *c, bool add) {
+#if defined(__SANITIZE_ADDRESS__)
+    if (add) __lsan_register_root_region(c->alias, c->bytes);
+    else __lsan_unregister_root_region(c->alias, c->bytes);
+#else
+    (void)c;
+    (void)add;
+#endif
+}
+}  // namespace
 
 Chunk *Heap::grow(Space &s, size_t bytes, bool huge) {
     size_t span = (bytes + kPageBytes - 1) & ~(kPageBytes - 1);
@@ -59,6 +77,7 @@ Chunk *Heap::grow(Space &s, size_t bytes, bool huge) {
     s.chunks.push_back(c);
     heap_bytes_ += span;
     map_.set(*c, c);
+    sanitizer_roots(c, true);
     ADSM_LOG(debug, "collector: chunk of %zu bytes at %p (%zu bytes in all)", span, p,
         static_cast<size_t>(heap_bytes_));
     return c;
@@ -238,6 +257,7 @@ void Heap::release_chunks(const std::vector<Chunk *> &dead, uint64_t keep) {
                     break;
                 }
         heap_bytes_ -= c->bytes;
+        sanitizer_roots(c, false);
         Status st = manager_.free(reinterpret_cast<void *>(c->base), false, true);
         if (st != adsmSuccess)
             ADSM_LOG(warn, "collector: could not return a chunk at %p: %s", reinterpret_cast<void *>(c->base),

@@ -6,6 +6,10 @@
 
 #include "os/vm.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace adsm {
 
 Status RegionTable::init(uintptr_t base, uint64_t size) {
@@ -32,6 +36,12 @@ Region *RegionTable::create() {
             size_t bytes = sizeof(Region) << kChunkShift;
             void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (m == MAP_FAILED) return nullptr;
+#if defined(__SANITIZE_ADDRESS__)
+            // Regions point to their block tables (heap memory): the leak
+            // checker must read the slots, or a region still live at exit
+            // (a collector chunk) reports its table as lost.
+            __lsan_register_root_region(m, bytes);
+#endif
             chunks_[c].store(static_cast<Region *>(m), std::memory_order_release);
         }
         // Each slot is built when first handed out: building a whole chunk

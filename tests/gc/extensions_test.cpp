@@ -287,7 +287,10 @@ TEST(GcExtensionsTest, FinalizersOnDemandWaitForInvoke) {
     // Waiting objects outlive more collections and reuse of the heap.
     for (int i = 0; i < 50000; ++i) adsmGcAlloc(64);
     collect();
-    EXPECT_EQ(g_notified.load(), 1) << "no new finalizer became due";
+    // An object a stale stack word kept through the first collection may be
+    // found due now (a second notice), but none of the waiting ones ran.
+    EXPECT_LE(g_notified.load(), 2);
+    EXPECT_EQ(g_data_intact.load(), 0);
     size_t ran = c->invoke_finalizers();
     EXPECT_GE(ran, 90u);
     EXPECT_EQ(g_data_intact.load(), static_cast<int>(ran));
