@@ -36,6 +36,11 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     if (Status s = check_launch(k, grid, block, args); s != adsmSuccess) return s;
     if (Status s = rt.device->check_kernel(*k); s != adsmSuccess) return s;
     alignas(kArgAlign) unsigned char blob[kMaxArgsBytes];
+    // The bytes between parameter slots are zero, not what the stack held:
+    // the collector reads every word of the blob (a stale word may be the
+    // address of a closed kernel heap, which would get the launch refused)
+    // and keeps what they point to while the kernel may run.
+    memset(blob, 0, k->args_size);
     for (size_t i = 0; i < k->param_sizes.size(); ++i) memcpy(blob + k->param_offsets[i], args[i], k->param_sizes[i]);
     LaunchDesc l;
     l.kernel = k;
