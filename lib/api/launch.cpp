@@ -52,12 +52,13 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     l.has_native_stream = native.on_program_stream;
     l.native_stream = native.stream;
     // A kernel may hold the only pointer to a collected object, in its arguments.
+    uint64_t synced_limit = UINT64_MAX;
     if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {
         Context *ctx = in ? in : rt.manager->current();
         if (ctx)
-            if (Status s = c->note_launch(ctx, blob, k->args_size); s != adsmSuccess) return s;
+            if (Status s = c->note_launch(ctx, blob, k->args_size, &synced_limit); s != adsmSuccess) return s;
     }
-    return rt.manager->call(l, in);
+    return rt.manager->call(l, in, synced_limit);
 }
 
 }  // namespace adsm
