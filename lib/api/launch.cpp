@@ -36,6 +36,11 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     if (Status s = check_launch(k, grid, block, args); s != adsmSuccess) return s;
     if (Status s = rt.device->check_kernel(*k); s != adsmSuccess) return s;
     alignas(kArgAlign) unsigned char blob[kMaxArgsBytes];
+    // The bytes between parameter slots are zero, not what the stack held:
+    // the collector reads every word of the blob (a stale word may be the
+    // address of a closed kernel heap, which would get the launch refused)
+    // and keeps what they point to while the kernel may run.
+    memset(blob, 0, k->args_size);
     for (size_t i = 0; i < k->param_sizes.size(); ++i) memcpy(blob + k->param_offsets[i], args[i], k->param_sizes[i]);
     LaunchDesc l;
     l.kernel = k;
@@ -47,12 +52,13 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
     l.has_native_stream = native.on_program_stream;
     l.native_stream = native.stream;
     // A kernel may hold the only pointer to a collected object, in its arguments.
+    uint64_t synced_limit = UINT64_MAX;
     if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {
         Context *ctx = in ? in : rt.manager->current();
         if (ctx)
-            if (Status s = c->note_launch(ctx, blob, k->args_size); s != adsmSuccess) return s;
+            if (Status s = c->note_launch(ctx, blob, k->args_size, &synced_limit); s != adsmSuccess) return s;
     }
-    return rt.manager->call(l, in);
+    return rt.manager->call(l, in, synced_limit);
 }
 
 }  // namespace adsm

@@ -415,7 +415,8 @@ void Collector::stats(adsmGcStats *out) {
     out->kept_for_kernels = stats_.kept_for_kernels.load();
 }
 
-Status Collector::note_launch(Context *ctx, const void *args, size_t n) {
+Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t *synced_limit) {
+    *synced_limit = UINT64_MAX;
     // Only arguments that point into the heap matter; most launches have none.
     bool any = false;
     const uint8_t *b = static_cast<const uint8_t *>(args);
@@ -435,7 +436,8 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n) {
         memcpy(&w, b + off, sizeof w);
         KernelArena *a = kernel_heaps_.find(heap_, w);
         if (!a) continue;
-        if (a->adopted())
+        // Finished but not adopted yet: a kernel of the context holds its chunk.
+        if (a->adopted() || a->finished())
             return fail(adsmErrorInvalidValue,
                         "kernel heap %p was closed by its context's sync: a heap serves only the kernels launched "
                         "before that sync; create another for this launch", reinterpret_cast<void *>(w));
@@ -443,6 +445,10 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n) {
             return fail(adsmErrorInvalidValue,
                         "kernel heap %p belongs to another context: launch its kernels in the context that created it",
                         reinterpret_cast<void *>(w));
+        // A sync past its creation, in another thread before this launch's
+        // call, would close it: the call checks under the context's lock.
+        if (a->state == KernelArena::State::open && a->created_calls < *synced_limit)
+            *synced_limit = a->created_calls;
     }
     launches_.push_back(LaunchRecord{ctx, ctx->calls.load() + 1, std::vector<uint8_t>(b, b + n)});
     return adsmSuccess;

@@ -131,8 +131,12 @@ public:
     void *with_lock(void *(*fn)(void *), void *arg);
 
     // A kernel is about to be launched in ctx with these argument bytes; an
-    // error when they pass a kernel heap the launch may not use.
-    Status note_launch(Context *ctx, const void *args, size_t n);
+    // error when they pass a kernel heap the launch may not use.  The heaps
+    // they pass stay usable only while ctx's synced_calls is at most
+    // *synced_limit (UINT64_MAX when they pass none): a sync in another
+    // thread before the launch's call closes them, and Manager::call, under
+    // the context's lock, refuses the launch then.
+    Status note_launch(Context *ctx, const void *args, size_t n, uint64_t *synced_limit);
 
     // Allocation inside kernels (kernel_alloc.cpp).
     Status create_kernel_heap(size_t budget, const adsmGcKernelHeapOptions *options, adsmGcKernelHeap **out);

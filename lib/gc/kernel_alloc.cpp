@@ -22,12 +22,6 @@ namespace adsm::gc {
 
 namespace {
 
-// Its kernels are done: a launch after it opened has been synced.
-bool finished(const KernelArena &a) {
-    return a.state == KernelArena::State::open &&
-           a.ctx->synced_calls.load(std::memory_order_acquire) > a.created_calls;
-}
-
 void add_object(void *arena, uint64_t offset, uint64_t bytes) {
     auto *a = static_cast<KernelArena *>(arena);
     a->add_object(a->eden_start() + offset, bytes);
@@ -124,7 +118,7 @@ void Collector::discard_kernel_heap(KernelArena &a) {
 void Collector::adopt_finished(Context *only) {
     if (!kernel_heaps_.open()) return;
     for (KernelArena *a : kernel_heaps_.arenas())
-        if ((!only || a->ctx == only) && finished(*a) && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
+        if ((!only || a->ctx == only) && a->finished() && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
 }
 
 bool Collector::adopt_kernel_heap(KernelArena &a) {
@@ -183,7 +177,7 @@ Status Collector::kernel_heap_info(adsmGcKernelHeap *heap, adsmGcKernelHeapInfo 
         if (!a || a->state == KernelArena::State::opening)
             return fail(adsmErrorInvalidPointer, "%s: %p is not a kernel heap (from adsmGcKernelHeapCreate)", what,
                         static_cast<void *>(heap));
-        if (finished(*a) && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
+        if (a->finished() && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
         *out = a->info;
         reread = a->adopted() && !heap_.held(*a->chunk);
     }

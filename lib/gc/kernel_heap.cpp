@@ -29,6 +29,10 @@ int64_t prev_bit(const uint64_t *bm, uint64_t from) {
 
 }  // namespace
 
+bool KernelArena::finished() const {
+    return state == State::open && ctx->synced_calls.load(std::memory_order_acquire) > created_calls;
+}
+
 bool KernelArena::make_bitmaps() {
     granules = bytes / kGranule;
     size_t n = words_for(granules) * sizeof(uint64_t);

@@ -56,6 +56,9 @@ struct KernelArena {
     std::atomic<uint64_t> *marks = nullptr;
 
     bool adopted() const { return state == State::adopted; }
+    // Open, and its context synced a launch made since it opened: its
+    // kernels are done, and it serves no other.
+    bool finished() const;
     uintptr_t eden_start() const { return base + layout.eden_off; }
     uintptr_t address(uint64_t granule) const { return base + granule * kGranule; }
     uint64_t granule(uintptr_t a) const { return (a - base) / kGranule; }

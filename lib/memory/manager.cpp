@@ -312,11 +312,19 @@ Status Manager::device_free(void *p) {
 
 // ---------------------------------------------------------------- kernels
 
-Status Manager::call(const LaunchDesc &launch, Context *in) {
+Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limit) {
     Timed timed(Counter::call_ns, trace::Kind::call, launch.kernel ? launch.kernel->name.c_str() : nullptr);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     ContextGuard lock(*c);
+    // Syncs take this lock too: if none closed the launch's kernel heaps by
+    // now, none can before this launch counts in `calls` (which keeps the
+    // heaps open until the sync that follows it).
+    if (c->synced_calls.load(std::memory_order_relaxed) > synced_limit)
+        return fail(adsmErrorInvalidValue,
+                    "a kernel heap this launch passes was closed by its context's sync in another thread, after it "
+                    "was checked: a heap serves only the kernels launched before that sync; create another for this "
+                    "launch");
     if (!c->has_stream) {
         if (Status s = device_.create_stream(&c->stream); s != adsmSuccess) return s;
         c->has_stream = true;

@@ -69,8 +69,11 @@ public:
     Status device_memset(void *dev, int value, size_t n);
 
     // ---- kernels
-    // In `in`, or the calling thread's context when null.
-    Status call(const LaunchDesc &launch, Context *in = nullptr);
+    // In `in`, or the calling thread's context when null.  Refused when the
+    // context's synced_calls is past synced_limit: a kernel heap the launch
+    // passes was closed by a sync in another thread after the collector
+    // checked it (Collector::note_launch).
+    Status call(const LaunchDesc &launch, Context *in = nullptr, uint64_t synced_limit = UINT64_MAX);
     Status sync(Context *in = nullptr);
     // Waits for c's kernels and gives its regions back to the CPU, as a sync
     // would; a kernel error waits for the next adsmSync.  For a CPU access

@@ -183,6 +183,26 @@ TEST_F(CoreTest, AKernelsResultsReachTheCpu) {
     EXPECT_GE(core().device.bytes(DeviceOp::to_host), n);
 }
 
+// A launch whose checks assumed the context had synced no further than a
+// point (its kernel heaps were open then) is refused, with nothing released
+// or launched, when a sync came in between; at that point it goes ahead.
+TEST_F(CoreTest, ACallPastItsSyncLimitIsRefusedAndLaunchesNothing) {
+    ASSERT_EQ(call(), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    adsm::Context *ctx = core().manager->current();
+    const uint64_t synced = ctx->synced_calls.load(), calls = ctx->calls.load();
+    ASSERT_GT(synced, 0u);
+    core().device.clear();
+    EXPECT_EQ(core().manager->call(adsm::LaunchDesc{}, nullptr, synced - 1), adsmErrorInvalidValue);
+    EXPECT_NE(std::string(adsm::last_detail()).find("was closed by its context's sync"), std::string::npos)
+        << adsm::last_detail();
+    EXPECT_TRUE(core().device.ops().empty());
+    EXPECT_EQ(ctx->calls.load(), calls);
+    EXPECT_EQ(ctx->unsynced_calls.load(), 0u);
+    EXPECT_EQ(core().manager->call(adsm::LaunchDesc{}, nullptr, synced), adsmSuccess) << adsm::last_detail();
+    EXPECT_EQ(ctx->calls.load(), calls + 1);
+}
+
 TEST_F(CoreTest, AFailedReleaseIsReportedAndLosesNothing) {
     const size_t n = 24 * kPage;
     uint8_t *p = object(n);

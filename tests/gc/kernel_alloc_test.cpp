@@ -496,6 +496,43 @@ TEST(GcKernelAllocTest, BadInputGetsAClearError) {
 }
 
 namespace {
+adsmGcKernelHeap *g_closed = nullptr;  // keeps a closed heap's descriptor alive
+
+// Leaves `value` in the stack below the caller, where a launch's argument
+// blob will lie.
+__attribute__((noinline)) void paint_stack(uintptr_t value) {
+    volatile uintptr_t paint[8192];
+    for (size_t i = 0; i < sizeof paint / sizeof paint[0]; ++i) paint[i] = value;
+}
+}  // namespace
+
+// The bytes between a launch's arguments are not arguments: whatever an
+// earlier call left in the stack there (here, a closed heap's address) must
+// not get the launch refused.
+TEST(GcKernelAllocTest, StaleBytesBetweenArgumentsAreNotAClosedHeap) {
+    adsm::kernel<one_node> once("gc.kalloc.one_node");
+    auto **out = static_cast<KNode **>(adsmGcAlloc(sizeof(KNode *)));
+    ASSERT_NE(out, nullptr);
+    ASSERT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &g_closed), adsmSuccess) << adsmGetLastErrorDetail();
+    once(1, 1, g_closed, out);
+    adsm::sync();
+    ASSERT_EQ(adsmGcKernelHeapCheck(g_closed), adsmSuccess) << adsmGetLastErrorDetail();
+
+    adsmGcKernelHeap *fresh = nullptr;
+    ASSERT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &fresh), adsmSuccess) << adsmGetLastErrorDetail();
+    *out = nullptr;
+    void *args[] = {&fresh, &out};
+    paint_stack(reinterpret_cast<uintptr_t>(g_closed));
+    ASSERT_EQ(adsmCall(once.handle(), adsmDim3{1, 1, 1}, adsmDim3{1, 1, 1}, args), adsmSuccess)
+        << adsmGetLastErrorDetail();
+    adsm::sync();
+    ASSERT_EQ(adsmGcKernelHeapCheck(fresh), adsmSuccess) << adsmGetLastErrorDetail();
+    ASSERT_NE(*out, nullptr);
+    EXPECT_EQ((*out)->check, 7 * kCheck);
+    g_closed = nullptr;
+}
+
+namespace {
 KNode *tree(adsmGcKernelHeap *h, const adsm::thread_index &t, int depth, uint64_t *next) {
     KNode *n = kernel_node(h, t, (*next)++);
     if (n && depth > 0) {
