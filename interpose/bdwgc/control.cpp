@@ -103,8 +103,13 @@ int GC_is_disabled(void) {
 }
 
 // Collections stop every thread for the whole of their marking.
+// Minor collections are on wherever the kernel tracks writes (ADSM_GC_GENERATIONAL).
 void GC_enable_incremental(void) {}
-int GC_is_incremental_mode(void) { return 0; }
+int GC_is_incremental_mode(void) {
+    if (detached()) return 0;
+    adsm::Inside in;
+    return collector().generational();
+}
 
 size_t GC_get_heap_size(void) { return static_cast<size_t>(usage().heap_bytes); }
 size_t GC_get_free_bytes(void) { return free_bytes(usage()); }

@@ -39,7 +39,12 @@ adsmError_t adsmGcFree(void *obj) {
 
 adsmError_t adsmGcCollect(void) {
     ADSM_COLLECTOR(c);
-    return record(c->collect());
+    return record(c->collect(gc::Collector::Scope::full));
+}
+
+adsmError_t adsmGcCollectMinor(void) {
+    ADSM_COLLECTOR(c);
+    return record(c->collect(gc::Collector::Scope::minor));
 }
 
 void *adsmGcBase(const void *p) {

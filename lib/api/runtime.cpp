@@ -181,6 +181,44 @@ Status start(Runtime **out) {
 
 }  // namespace
 
+namespace {
+// The write tracker minor collections read: the protocol's, shared, or one
+// of the collector's own.  Registered only now: a window registered for
+// write tracking loses the kernel's fault-around, which programs that never
+// collect need not pay.
+Status collector_write_tracking(Runtime &rt, os::UffdTracker **out) {
+    *out = nullptr;
+    const std::string &want = rt.config.gc_generational;
+    if (want == "off") return adsmSuccess;
+    const char *why = "";
+    os::UffdTracker *t = rt.tracker.get();
+    if (!t) {
+        if (!os::UffdTracker::available(&why)) {
+            if (want == "on") return fail(adsmErrorInitialization, "ADSM_GC_GENERATIONAL=on: %s", why);
+            ADSM_LOG(info, "collector: full collections only: %s", why);
+            return adsmSuccess;
+        }
+        auto own = std::make_unique<os::UffdTracker>();
+        const char *step = "";
+        if (int e = own->init(rt.space.base(), rt.space.size(), &step)) {
+            if (want == "on") return fail(adsmErrorInitialization, "ADSM_GC_GENERATIONAL=on: %s: %s", step, strerror(e));
+            ADSM_LOG(info, "collector: full collections only: %s: %s", step, strerror(e));
+            return adsmSuccess;
+        }
+        rt.gc_tracker = std::move(own);
+        t = rt.gc_tracker.get();
+    }
+    if (int e = t->add_reader(os::UffdTracker::kCollector)) {
+        if (want == "on") return fail(adsmErrorInitialization, "ADSM_GC_GENERATIONAL=on: a write log: %s", strerror(e));
+        ADSM_LOG(info, "collector: full collections only: no memory for a write log: %s", strerror(e));
+        return adsmSuccess;
+    }
+    rt.manager->set_write_log(t);
+    *out = t;
+    return adsmSuccess;
+}
+}  // namespace
+
 Status collector(Runtime &rt, gc::Collector **out) {
     if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {
         *out = c;
@@ -198,6 +236,8 @@ Status collector(Runtime &rt, gc::Collector **out) {
     gc.growth = rt.config.gc_growth;
     gc.markers = rt.config.gc_markers;
     gc.automatic = rt.config.gc_auto;
+    gc.full_every = rt.config.gc_full_every;
+    if (Status s = collector_write_tracking(rt, &gc.writes); s != adsmSuccess) return s;
     auto *c = new gc::Collector(*rt.manager, rt.table, rt.space, *rt.device, gc);
     if (Status s = c->init(); s != adsmSuccess) return s;  // (c is leaked: it may have started threads)
     rt.collector.store(c, std::memory_order_release);

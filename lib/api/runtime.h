@@ -23,6 +23,7 @@ struct Runtime {
     AddressSpace space;
     RegionTable table;
     std::unique_ptr<os::UffdTracker> tracker;  // when writes are tracked without faults
+    std::unique_ptr<os::UffdTracker> gc_tracker;  // minor collections' own, when the protocol has none
     std::unique_ptr<Protocol> protocol;
     std::unique_ptr<Manager> manager;
     KernelRegistry kernels;

@@ -60,6 +60,7 @@ struct Page {
     // Set while the world is stopped: allocated objects, and marked ones.
     uint64_t live[kMaskWords] = {};
     std::atomic<uint64_t> mark[kMaskWords] = {};
+    uint64_t drained = 0;  // the collection that last asked the write tracker about it
     Page *prev = nullptr;  // the partial list of its class (in its chunk's space)
     Page *next = nullptr;
     bool listed = false;
@@ -76,6 +77,11 @@ struct Chunk {
     bool huge = false;
     uint32_t empty_pages = 0;
     uint32_t npages = 0;      // Page entries (1 for a huge chunk)
+    // Its owner's kernel calls as the last collection saw them (the world
+    // stopped), for minor collections: a kernel that may have run since
+    // may have written any of the chunk.
+    uint64_t calls_seen = UINT64_MAX;  // none seen yet
+    bool kernel_open = true;           // a call was unsynced then
 
     // Set for one collection: blocks whose current copy is on the device,
     // and a copy of them read before the world stopped.

@@ -14,6 +14,7 @@
 #include "memory/manager.h"
 #include "os/clock.h"
 #include "os/futex.h"
+#include "os/uffd.h"
 #include "support/log.h"
 
 namespace adsm::gc {
@@ -137,14 +138,15 @@ void Collector::take_device_copies() {
 
 // ---- while the world is stopped
 
-void Collector::snapshot_live() {
+// A full collection starts with nothing marked.  A minor one keeps the
+// marks of the last collection's survivors (sticky marks): those objects
+// are old, kept without being traced, and only objects allocated since
+// are traced from the roots and from what was written since.
+void Collector::snapshot_live(bool full) {
     for (Chunk *c : heap_.chunks())
         for (uint32_t i = 0; i < c->npages; ++i) {
             Page &p = c->pages[i];
-            for (unsigned w = 0; w < kMaskWords; ++w) {
-                p.live[w] = 0;
-                p.mark[w].store(0, std::memory_order_relaxed);
-            }
+            for (unsigned w = 0; w < kMaskWords; ++w) p.live[w] = 0;
             if (p.kind == PageKind::large) {
                 p.live[0] = 1;
             } else if (p.kind == PageKind::small) {
@@ -154,7 +156,185 @@ void Collector::snapshot_live() {
                     p.live[w] = Heap::full_mask(sc, w) & ~free;
                 }
             }
+            for (unsigned w = 0; w < kMaskWords; ++w)
+                p.mark[w].store(full ? 0 : p.mark[w].load(std::memory_order_relaxed) & p.live[w], std::memory_order_relaxed);
         }
+}
+
+// ---- what was written since the last collection (world stopped)
+
+// Calls f(lo, hi) for each run of c's pages that hold old objects with
+// pointers in them (marked) and that collection `epoch` has not asked the
+// write tracker about yet; they count as asked.  Only those pages' writes
+// matter to a minor collection.  Other pages stay unarmed, so that
+// allocating in them costs no write-protect fault; once they hold old
+// objects, an unarmed page reads as written.
+template <class F>
+void for_each_old_run(Chunk &c, uint64_t epoch, F &&f) {
+    auto old = [&](Page &p) {
+        if (p.drained == epoch) return false;
+        bool o = false;
+        if (p.kind == PageKind::small) {
+            for (unsigned w = 0; w < kMaskWords && !o; ++w) o = p.pointers && p.mark[w].load(std::memory_order_relaxed);
+        } else if (p.kind == PageKind::large) {
+            o = p.pointers && (p.mark[0].load(std::memory_order_relaxed) & 1);
+        } else if (p.kind == PageKind::kernel) {
+            o = p.arena && p.arena->adopted();
+        }
+        if (o) p.drained = epoch;
+        return o;
+    };
+    if (c.huge) {
+        if (old(c.pages[0])) f(c.base, c.base + c.bytes);
+        return;
+    }
+    uint32_t run = 0, len = 0;
+    auto flush = [&] {
+        if (len) f(c.base + (uintptr_t(run) << kPageShift), c.base + (uintptr_t(run + len) << kPageShift));
+        len = 0;
+    };
+    for (uint32_t i = 0; i < c.npages;) {
+        Page &p = c.pages[i];
+        uint32_t n = p.kind == PageKind::large && p.npages ? p.npages : 1;
+        if (!old(p)) {
+            flush();
+        } else {
+            if (!len) run = i;
+            len += n;
+        }
+        i += n;
+    }
+    flush();
+}
+
+// Asks the write tracker which pages holding old objects were written
+// since the last collection (arming them again, so that the next one asks
+// afresh), and notes each chunk's kernel calls; then traces, as roots, the
+// old objects on those pages, and all old objects of a chunk a kernel may
+// have written since.  For a minor collection, before snapshot_live.
+// False when there is no answer, or only part of one.
+bool Collector::scan_written() {
+    os::UffdTracker *t = config_.writes;
+    if (!t || !t->usable()) return false;
+    struct Found {
+        RangeBuffer *runs;
+        bool lost;  // no memory to note a run
+    } found{&written_, false};
+    auto note = [](void *arg, uintptr_t start, size_t len) {
+        auto *f = static_cast<Found *>(arg);
+        if (!f->runs->push(start, start + len)) f->lost = true;
+    };
+    const uint64_t epoch = stats_.collections.load(std::memory_order_relaxed) + 1;
+    bool trusted = true;
+    uint64_t pages = 0;
+    for (Chunk *c : heap_.chunks()) {
+        bool whole = note_kernel_calls(*c);
+        if (trusted && whole) {
+            trace_old(*c, c->base, c->base + c->bytes);
+            pages += c->bytes >> kPageShift;
+        }
+        written_.clear();
+        for_each_old_run(*c, epoch, [&](uintptr_t lo, uintptr_t hi) {
+            if (t->collect(lo, hi - lo, note, &found, os::UffdTracker::kCollector) != 0) trusted = false;
+        });
+        if (found.lost) trusted = false;
+        if (whole || !trusted) continue;
+        for (const Range &r : written_) {
+            trace_old(*c, r.lo, r.hi);
+            pages += (r.hi - r.lo) >> kPageShift;
+        }
+    }
+    stats_.written_pages.store(pages, std::memory_order_relaxed);
+    return trusted;
+}
+
+// Whether a kernel may have written chunk c since the last collection (its
+// owner called one since, or one was unsynced then); remembers the calls.
+bool Collector::note_kernel_calls(Chunk &c) {
+    Context *owner = c.owner;
+    uint64_t calls = owner ? owner->calls.load(std::memory_order_acquire) : 0;
+    // (Not unsynced_calls: a launch counts its call a moment before that.)
+    bool open = owner && owner->synced_calls.load(std::memory_order_acquire) < calls;
+    bool whole = c.kernel_open || calls != c.calls_seen;
+    c.calls_seen = calls;
+    c.kernel_open = open;
+    return whole;
+}
+
+// After the sweep, the world still stopped: arms the pages that hold old
+// objects now and were not asked about at the start (all of them after a
+// full collection; after a minor one, those where objects became old).
+// What was written there is traced already.
+void Collector::arm_survivors(bool full) {
+    os::UffdTracker *t = config_.writes;
+    if (!t || !t->usable()) return;
+    const uint64_t epoch = stats_.collections.load(std::memory_order_relaxed) + 1;
+    for (Chunk *c : heap_.chunks()) {
+        if (full) note_kernel_calls(*c);
+        for_each_old_run(*c, epoch, [&](uintptr_t lo, uintptr_t hi) {
+            // (A failure logs the range as written for the next one.)
+            t->collect(lo, hi - lo, [](void *, uintptr_t, size_t) {}, nullptr, os::UffdTracker::kCollector);
+        });
+    }
+}
+
+// Traces the old (marked) objects of chunk c that overlap [lo, hi): what
+// they point to may have been written since they were last traced.
+void Collector::trace_old(Chunk &c, uintptr_t lo, uintptr_t hi) {
+    Marker &m = *markers_[0];
+    if (lo < c.base) lo = c.base;
+    if (hi > c.base + c.bytes) hi = c.base + c.bytes;
+    uintptr_t whole_done = 0;  // the last object traced whole (it spans pages)
+    for (uintptr_t pg = lo & ~(uintptr_t(kPageBytes) - 1); pg < hi; pg += kPageBytes) {
+        Page *p = c.page_of(pg);
+        if (p->kind == PageKind::tail) p = &c.pages[p->head];
+        switch (p->kind) {
+        case PageKind::small: {
+            if (!p->pointers) break;
+            const SizeClass &sc = kSizeClasses[p->cls];
+            for (unsigned w = 0; w < kMaskWords; ++w)
+                for (uint64_t b = p->live[w] & p->mark[w].load(std::memory_order_relaxed); b; b &= b - 1) {
+                    unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(b));
+                    m.push_contents(c, *p, pg + uintptr_t(i) * sc.size, sc.size);
+                }
+            break;
+        }
+        case PageKind::large: {
+            if (!p->pointers || !(p->mark[0].load(std::memory_order_relaxed) & 1)) break;
+            uintptr_t start = c.huge ? c.base : c.page_address(p), end = start + p->bytes;
+            if (p->layout) {
+                // A layout's scan function reads the whole object.
+                if (whole_done != start) m.push_contents(c, *p, start, p->bytes);
+                whole_done = start;
+                break;
+            }
+            uintptr_t s = pg > start ? pg : start, e = pg + kPageBytes < end ? pg + kPageBytes : end;
+            if (c.huge) {
+                // One Page stands for the whole chunk: the rest of the range at once.
+                s = lo > start ? lo : start;
+                e = hi < end ? hi : end;
+                pg = hi;
+            }
+            if (s < e) m.scan_object(c, s, e - s);
+            break;
+        }
+        case PageKind::kernel: {
+            KernelArena *a = p->arena;
+            if (!a || !a->adopted()) break;  // open heaps are kept and scanned whole elsewhere
+            uintptr_t end = c.huge ? hi : pg + kPageBytes;
+            a->for_each_object_in(c.huge ? lo : pg, end, [&](uint64_t gs, uint64_t ge) {
+                uintptr_t start = a->address(gs);
+                if (start == whole_done || !a->marked(start) || !a->scanned(start)) return;
+                whole_done = start;
+                m.scan_object(c, start, (ge - gs + 1) * kGranule);
+            });
+            if (c.huge) pg = hi;
+            break;
+        }
+        default:
+            break;
+        }
+    }
 }
 
 void Collector::mark_roots() {
@@ -328,7 +508,7 @@ void Collector::sweep() {
                 }
                 if (all) heap_.make_empty(*c, p);
             }
-            for (unsigned w = 0; w < kMaskWords; ++w) p.mark[w].store(0, std::memory_order_relaxed);
+            // The marks stay: they say which objects are old (snapshot_live).
         }
     }
     kernel_heaps_.sweep(heap_, dead_chunks_, &freed, &live);
@@ -338,8 +518,9 @@ void Collector::sweep() {
 
 // ---- the collection
 
-void Collector::collect_locked() {
+void Collector::collect_locked(Scope scope) {
     if (collecting_ || disabled()) return;
+    if (scope == Scope::automatic && since_full_ + 1 >= config_.full_every) scope = Scope::full;
     collecting_ = true;
     event(Event::start);
     uint64_t t0 = os::now_ns();
@@ -382,10 +563,20 @@ void Collector::collect_locked() {
     }
     event(Event::world_stopped);
     bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
-    snapshot_live();
-    kernel_heaps_.begin_marking();
     for (auto &m : markers_) m->marked_bytes = 0;
     event(Event::mark_start);
+    // Minor only while what was written since the last collection is known
+    // (a thread stopped inside the tracker may hold pages it took from the
+    // kernel and has not logged for the collector yet).
+    bool full = scope == Scope::full || need_full_ || !generational() || config_.writes->collecting();
+    if (!full && !scan_written()) {
+        // The tracker failed half-way: what it did not say is unknown.
+        // (What was pushed meanwhile is only traced: it frees nothing.)
+        full = true;
+    }
+    if (full) stats_.written_pages.store(0, std::memory_order_relaxed);
+    snapshot_live(full);
+    kernel_heaps_.begin_marking(full);
     mark_roots();
     mark_kernel_reachable();
     mark_all();
@@ -405,6 +596,7 @@ void Collector::collect_locked() {
         for (Chunk *c : heap_.chunks())
             for (uint32_t i = 0; i < c->npages; ++i)
                 for (auto &w : c->pages[i].mark) w.store(0, std::memory_order_relaxed);
+        need_full_ = true;  // no mark says which objects are old now
         dead_chunks_.clear();
         ready_.clear();
         links_.clear();
@@ -412,7 +604,9 @@ void Collector::collect_locked() {
     } else {
         event(Event::sweep_start);
         sweep();
+        arm_survivors(full);
         event(Event::sweep_end);
+        if (full) need_full_ = false;
     }
     event(Event::restart_world);
     world_.start();
@@ -427,9 +621,19 @@ void Collector::collect_locked() {
     stats_.last_pause.store(pause, std::memory_order_relaxed);
     stats_.total_pause.fetch_add(pause, std::memory_order_relaxed);
     if (pause > stats_.max_pause.load(std::memory_order_relaxed)) stats_.max_pause.store(pause, std::memory_order_relaxed);
-    ADSM_LOG(debug, "collector: collection %llu: %llu bytes live, pause %.3f ms, %.3f ms in all",
-        static_cast<unsigned long long>(stats_.collections.load()), static_cast<unsigned long long>(live_bytes_),
-        static_cast<double>(pause) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
+    if (full) {
+        since_full_ = 0;
+        if (pause > stats_.max_full_pause.load(std::memory_order_relaxed)) stats_.max_full_pause.store(pause, std::memory_order_relaxed);
+    } else {
+        ++since_full_;
+        stats_.minor_collections.fetch_add(1, std::memory_order_relaxed);
+        stats_.minor_pause.fetch_add(pause, std::memory_order_relaxed);
+        if (pause > stats_.max_minor_pause.load(std::memory_order_relaxed)) stats_.max_minor_pause.store(pause, std::memory_order_relaxed);
+    }
+    ADSM_LOG(debug, "collector: %s collection %llu: %llu bytes live, pause %.3f ms, %.3f ms in all",
+        full ? "full" : "minor", static_cast<unsigned long long>(stats_.collections.load()),
+        static_cast<unsigned long long>(live_bytes_), static_cast<double>(pause) / 1e6,
+        static_cast<double>(os::now_ns() - t0) / 1e6);
     event(Event::end);
     collecting_ = false;
 }

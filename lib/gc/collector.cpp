@@ -11,6 +11,7 @@
 #include "memory/manager.h"
 #include "memory/region_table.h"
 #include "os/clock.h"
+#include "os/uffd.h"
 #include "support/log.h"
 #include "support/stats.h"
 
@@ -29,6 +30,10 @@ Collector::Collector(Manager &manager, RegionTable &table, AddressSpace &space, 
       device_(device),
       config_(config),
       heap_(manager, table, space, HeapLimits{config.max_heap}) {}
+
+bool Collector::generational() const {
+    return config_.writes && config_.writes->usable();
+}
 
 Status Collector::init() {
     if (Status s = heap_.init(); s != adsmSuccess) return s;
@@ -115,7 +120,7 @@ bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointer
     if (due()) collect_locked();
     Page *p = heap_.take_page(*tc.space, cls, pointers, layout);
     if (!p && config_.automatic && heap_.handed_out) {
-        collect_locked();
+        collect_locked(Scope::full);  // the heap is at its limit: old garbage counts too
         p = heap_.take_page(*tc.space, cls, pointers, layout);
     }
     if (!p) return false;
@@ -137,7 +142,7 @@ void *Collector::alloc_large(ThreadCache &tc, size_t n, bool pointers, bool *zer
     if (due()) collect_locked();
     void *p = heap_.alloc_large(*tc.space, n, pointers, zero);
     if (!p && config_.automatic && heap_.handed_out) {
-        collect_locked();
+        collect_locked(Scope::full);  // the heap is at its limit: old garbage counts too
         p = heap_.alloc_large(*tc.space, n, pointers, zero);
     }
     return p;
@@ -294,17 +299,20 @@ Status Collector::free(void *obj) {
             if (c->huge) {
                 huge = true;
                 p->live[0] = 0;
+                p->mark[0].store(0, std::memory_order_relaxed);
                 p->kind = PageKind::empty;
             } else {
                 uint32_t h = c->page_index(p), n = p->npages;
                 for (uint32_t k = 0; k < n; ++k) heap_.make_empty(*c, c->pages[h + k]);
             }
         } else if (p->cache_mask) {
+            p->mark[i >> 6].fetch_and(~(uint64_t(1) << (i & 63)), std::memory_order_relaxed);
             ThreadCache *tc = tls_cache;
             CacheSlot *mine = tc ? &tc->slots[p->pointers][p->cls] : nullptr;
             if (mine && mine->page == p) mine->mask[i >> 6] |= uint64_t(1) << (i & 63);
             else p->swept[i >> 6].fetch_or(uint64_t(1) << (i & 63), std::memory_order_acq_rel);
         } else {
+            p->mark[i >> 6].fetch_and(~(uint64_t(1) << (i & 63)), std::memory_order_relaxed);
             p->free[i >> 6] |= uint64_t(1) << (i & 63);
             bool all = true;
             for (unsigned w = 0; w < kMaskWords; ++w) all &= p->free[w] == Heap::full_mask(kSizeClasses[p->cls], w);
@@ -413,6 +421,12 @@ void Collector::stats(adsmGcStats *out) {
     out->finalizers_run = stats_.finalizers.load();
     out->weak_cleared = stats_.weak_cleared.load();
     out->kept_for_kernels = stats_.kept_for_kernels.load();
+    out->minor_collections = stats_.minor_collections.load();
+    out->minor_pause_ns = stats_.minor_pause.load();
+    out->max_minor_pause_ns = stats_.max_minor_pause.load();
+    out->max_full_pause_ns = stats_.max_full_pause.load();
+    out->written_pages = stats_.written_pages.load();
+    out->generational = generational();
 }
 
 Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t *synced_limit) {
@@ -489,10 +503,10 @@ size_t Collector::run_due() {
     return ran;
 }
 
-Status Collector::collect() {
+Status Collector::collect(Scope scope) {
     {
         std::lock_guard<std::mutex> lock(heap_.lock());
-        collect_locked();
+        collect_locked(scope);
     }
     run_finalizers();
     return adsmSuccess;

@@ -30,7 +30,10 @@
 
 namespace adsm {
 class Device;
+namespace os {
+class UffdTracker;
 }
+}  // namespace adsm
 
 namespace adsm::gc {
 
@@ -40,6 +43,10 @@ struct GcConfig {
     double growth = 1.0;        // ADSM_GC_GROWTH: ...and at least this times the live bytes
     unsigned markers = 0;       // ADSM_GC_MARKERS: 0, one per CPU (at most 8)
     bool automatic = true;      // ADSM_GC=auto; off: only adsmGcCollect collects
+    // Minor collections (ADSM_GC_GENERATIONAL): the kernel's record of the
+    // pages written, shared with the protocol; null: full collections only.
+    os::UffdTracker *writes = nullptr;
+    unsigned full_every = 8;    // ADSM_GC_FULL_EVERY
 };
 
 class Collector {
@@ -53,7 +60,17 @@ public:
         return alloc_slow(n, pointers);
     }
     Status free(void *obj);
-    Status collect();
+    // A full collection traces every reachable object.  A minor one (with
+    // GcConfig::writes) keeps every object that survived the last
+    // collection without tracing it, and traces the objects allocated
+    // since from the roots and from what was written since, so its work
+    // follows what the program changed, not the heap's size.  Old objects
+    // that died, and their finalizers, weak links and release callbacks,
+    // wait for the next full collection.  Automatic collections are minor
+    // but for every full_every-th one.
+    enum class Scope { automatic, minor, full };
+    Status collect(Scope scope = Scope::full);
+    bool generational() const;
 
     // The object that holds p: its start and usable size; false if none.
     bool find(const void *p, void **base, size_t *size);
@@ -157,10 +174,14 @@ private:
     bool due() const;
 
     // With the heap's lock held.
-    void collect_locked();
+    void collect_locked(Scope scope = Scope::automatic);
     Status start_markers();
     void take_device_copies();
-    void snapshot_live();
+    void snapshot_live(bool full);
+    bool scan_written();
+    bool note_kernel_calls(Chunk &c);
+    void arm_survivors(bool full);
+    void trace_old(Chunk &c, uintptr_t lo, uintptr_t hi);
     void mark_roots();
     void mark_kernel_reachable();
     void mark_all();
@@ -204,6 +225,9 @@ private:
     RangeBuffer ready_;       // [object, +1): its finalizer is due; [object, +2): its release callback
     RangeBuffer links_;       // [link, +1): weak links to clear once the world runs
     RangeBuffer dropped_;     // [link, +1): weak links to forget
+    RangeBuffer written_;     // pages written since the last collection
+    bool need_full_ = true;   // no collection, or no marks to trust, since the last full one
+    unsigned since_full_ = 0; // minor collections since the last full one
     std::vector<Chunk *> dead_chunks_;
     std::vector<Callback> due_finalizers_;  // (run outside the lock)
     std::vector<std::pair<uintptr_t, Callback>> due_calls_;
@@ -223,7 +247,8 @@ private:
 
     struct {
         std::atomic<uint64_t> allocated{0}, collections{0}, last_pause{0}, max_pause{0}, total_pause{0}, freed{0},
-            finalizers{0}, weak_cleared{0}, kept_for_kernels{0};
+            finalizers{0}, weak_cleared{0}, kept_for_kernels{0}, minor_collections{0}, minor_pause{0},
+            max_minor_pause{0}, max_full_pause{0}, written_pages{0};
     } stats_;
     std::atomic<bool> finalizing_{false};
     std::atomic<bool> on_demand_{false};

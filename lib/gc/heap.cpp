@@ -169,7 +169,10 @@ void Heap::make_empty(Chunk &c, Page &p) {
     p.dirty = true;
     p.npages = 0;
     p.bytes = 0;
-    for (unsigned w = 0; w < kMaskWords; ++w) p.free[w] = 0;
+    for (unsigned w = 0; w < kMaskWords; ++w) {
+        p.free[w] = 0;
+        p.mark[w].store(0, std::memory_order_relaxed);  // (marks outlive collections: see Collector)
+    }
     ++c.empty_pages;
 }
 

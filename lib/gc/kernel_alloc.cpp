@@ -53,7 +53,7 @@ Status Collector::create_kernel_heap(size_t budget, const adsmGcKernelHeapOption
         if (due()) collect_locked();
         void *p = heap_.alloc_large(s, l.total_bytes, true, &zero);
         if (!p && config_.automatic && heap_.handed_out) {
-            collect_locked();
+            collect_locked(Scope::full);
             p = heap_.alloc_large(s, l.total_bytes, true, &zero);
         }
         if (!p) {
@@ -157,6 +157,15 @@ bool Collector::adopt_kernel_heap(KernelArena &a) {
     i.overflows = r.overflows;
     i.eden_objects = r.eden_objects;
     i.unused_bytes = r.unused_bytes;
+    // Adopted objects start old (marked): while the heap was open every
+    // collection kept them and traced what they point to (its eden, once a
+    // kernel may have run), so no young object is reached only through
+    // them, unless a kernel ran since the last collection, in which case
+    // their chunk is traced whole by the next minor one (scan_written).
+    // Starting young instead, they would be freed by a minor collection
+    // that does not trace the objects pointing to them: the kernel's
+    // stores reached those through the runtime's view, unseen.
+    for (uint64_t w = 0; w < (a.granules + 63) / 64; ++w) a.marks[w].store(a.starts[w], std::memory_order_relaxed);
     a.state = KernelArena::State::adopted;
     kernel_heaps_.closed();
     stats_.allocated.fetch_add(r.bytes, std::memory_order_relaxed);

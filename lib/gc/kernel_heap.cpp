@@ -85,6 +85,7 @@ bool KernelArena::is_object(uintptr_t start) const {
 void KernelArena::drop_object(uintptr_t start) {
     uint64_t s = granule(start), e = next_set_bit(ends, s, granules);
     starts[s >> 6] &= ~(uint64_t(1) << (s & 63));
+    marks[s >> 6].fetch_and(~(uint64_t(1) << (s & 63)), std::memory_order_relaxed);
     if (e < granules) ends[e >> 6] &= ~(uint64_t(1) << (e & 63));
 }
 
@@ -126,7 +127,8 @@ KernelArena *KernelHeaps::find(const Heap &heap, uintptr_t at) const {
     return a;
 }
 
-void KernelHeaps::begin_marking() {
+void KernelHeaps::begin_marking(bool full) {
+    if (!full) return;  // marks stay: the objects that survived are old
     for (KernelArena *a : arenas_)
         if (a->adopted()) memset(static_cast<void *>(a->marks), 0, words_for(a->granules) * sizeof(uint64_t));
 }

@@ -85,6 +85,9 @@ struct KernelArena {
     // f(start granule, last granule) for every object, in address order.
     template <class F>
     void for_each_object(F &&f) const;
+    // The same for the objects that overlap [lo, hi).
+    template <class F>
+    void for_each_object_in(uintptr_t lo, uintptr_t hi, F &&f) const;
     // Forgets one object (an explicit free, or garbage at a sweep).
     void drop_object(uintptr_t start);
     // Gives the heap back the pages no object covers; true when no object is left.
@@ -103,7 +106,9 @@ public:
     KernelArena *find(const Heap &heap, uintptr_t at) const;
 
     // ---- one collection (world stopped, except reap)
-    void begin_marking();
+    // A full collection starts from no marks; a minor one keeps those of
+    // the objects that survived the last (sticky marks).
+    void begin_marking(bool full);
     // Open arenas, whole; adopted ones a kernel holds, every object.
     void mark_for_kernels(Marker &m, const Heap &heap, uint64_t *kept);
     void sweep(Heap &heap, std::vector<Chunk *> &dead_chunks, uint64_t *freed, uint64_t *live);
@@ -136,6 +141,26 @@ void KernelArena::for_each_object(F &&f) const {
         if (e >= granules) return;
         f(s, e);
         s = next_set_bit(starts, e + 1, granules);
+    }
+}
+
+template <class F>
+void KernelArena::for_each_object_in(uintptr_t lo, uintptr_t hi, F &&f) const {
+    if (lo < base) lo = base;
+    if (hi > base + bytes) hi = base + bytes;
+    if (lo >= hi) return;
+    uintptr_t first;
+    size_t n;
+    uint64_t from = granule(lo), limit = granule(hi - 1) + 1;
+    if (object_at(lo, &first, &n) && first < lo) {
+        f(granule(first), granule(first + n - 1));
+        from = granule(first + n);
+    }
+    for (uint64_t s = next_set_bit(starts, from, limit); s < limit;) {
+        uint64_t e = next_set_bit(ends, s, granules);
+        if (e >= granules) return;
+        f(s, e);
+        s = next_set_bit(starts, e + 1, limit);
     }
 }
 

@@ -54,6 +54,9 @@ public:
         n_ -= n;
     }
     void clear() { n_ = 0; }
+    void truncate(size_t n) {
+        if (n < n_) n_ = n;
+    }
     size_t size() const { return n_; }
     const Range &operator[](size_t i) const { return data_[i]; }
     const Range *begin() const { return data_; }

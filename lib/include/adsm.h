@@ -220,6 +220,15 @@ ADSM_API void *adsmGcAllocAtomic(size_t size);
 ADSM_API adsmError_t adsmGcFree(void *obj);
 /* A full collection now. */
 ADSM_API adsmError_t adsmGcCollect(void);
+/* A minor collection now: objects that survived the last collection are
+ * kept without being traced, and those allocated since are traced from the
+ * roots and from the memory written since, which the kernel's write
+ * tracking finds (ADSM_GC_GENERATIONAL; Linux 6.7+).  Old objects that died
+ * wait for the next full collection, and so do their finalizers, weak links
+ * and release callbacks.  A full collection where minor ones are not
+ * possible (adsmGcGetStats says which ran).  Automatic collections are
+ * minor, but for every ADSM_GC_FULL_EVERY-th one. */
+ADSM_API adsmError_t adsmGcCollectMinor(void);
 
 /* The start of the collected object that holds p (anywhere inside it), or
  * NULL; and that object's usable size, 0 if none. */
@@ -262,6 +271,12 @@ typedef struct adsmGcStats {
     uint64_t finalizers_run;
     uint64_t weak_cleared;
     uint64_t kept_for_kernels;   /* objects kept alive for unsynced kernels, last collection */
+    uint64_t minor_collections;  /* of `collections`, the minor ones */
+    uint64_t minor_pause_ns;     /* their pauses, together */
+    uint64_t max_minor_pause_ns;
+    uint64_t max_full_pause_ns;
+    uint64_t written_pages;      /* pages a minor collection traced as written since the last one, last collection */
+    int generational;            /* whether minor collections are possible (ADSM_GC_GENERATIONAL) */
 } adsmGcStats;
 ADSM_API adsmError_t adsmGcGetStats(adsmGcStats *stats);
 

@@ -4,6 +4,8 @@
 // bad input the same way.
 #pragma once
 
+#include <atomic>
+
 #include "backend/device.h"
 #include "memory/address_space.h"
 #include "memory/context.h"
@@ -13,6 +15,10 @@
 #include "support/config.h"
 
 namespace adsm {
+
+namespace os {
+class UffdTracker;
+}
 
 class Manager {
 public:
@@ -86,6 +92,9 @@ public:
 
     Device &device() { return device_; }
     Protocol &protocol() { return protocol_; }
+    // The runtime's writes for the program (above) are noted here from now
+    // on, for the tracker's readers that cannot see them (os/uffd.h).
+    void set_write_log(os::UffdTracker *t) { write_log_.store(t, std::memory_order_release); }
 
 private:
     Status carve(size_t size, RegionKind kind, Region **out, size_t align = 0);
@@ -104,6 +113,8 @@ private:
     // memory a copy or fill reaches, so wait for them first.
     Status wait_for_own_kernels();
     Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
+    Status write_in(Region &r, size_t off, const void *src, size_t n, uint64_t *ticket = nullptr);
+    Status fill(Region &r, size_t off, int value, size_t n);
 
     Config config_;
     AddressSpace &space_;
@@ -111,6 +122,7 @@ private:
     Device &device_;
     Protocol &protocol_;
     ContextTable contexts_;
+    std::atomic<os::UffdTracker *> write_log_{nullptr};
 };
 
 }  // namespace adsm

@@ -9,6 +9,7 @@
 
 #include "memory/manager.h"
 #include "memory/owner_lock.h"
+#include "os/uffd.h"
 #include "support/profile.h"
 
 namespace adsm {
@@ -79,6 +80,20 @@ Status Manager::with_idle(const void *p, size_t n, bool wait, F &&f) {
     }
 }
 
+// The protocol writes through the alias view, where the write tracker
+// cannot see it: readers other than the protocol are told.
+Status Manager::write_in(Region &r, size_t off, const void *src, size_t n, uint64_t *ticket) {
+    Status st = protocol_.write_in(r, off, src, n, ticket);
+    if (os::UffdTracker *t = write_log_.load(std::memory_order_acquire)) t->note_unseen(r.host + off, n);
+    return st;
+}
+
+Status Manager::fill(Region &r, size_t off, int value, size_t n) {
+    Status st = protocol_.fill(r, off, value, n);
+    if (os::UffdTracker *t = write_log_.load(std::memory_order_acquire)) t->note_unseen(r.host + off, n);
+    return st;
+}
+
 Status Manager::wait_for_own_kernels() {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
@@ -90,7 +105,7 @@ Status Manager::wait_for_own_kernels() {
 
 Status Manager::memset(void *p, int value, size_t n) {
     profile::Cause cause;
-    return with_idle(p, n, false, [&](Region &r, size_t off) { return protocol_.fill(r, off, value, n); });
+    return with_idle(p, n, false, [&](Region &r, size_t off) { return fill(r, off, value, n); });
 }
 
 Status Manager::memcpy(void *dst, const void *src, size_t n) {
@@ -120,7 +135,7 @@ Status Manager::memcpy(void *dst, const void *src, size_t n) {
     }
     if (rs && rd) return copy_shared(*rd, d - rd->host, *rs, s - rs->host, n);
     if (rs) return protocol_.read_out(*rs, s - rs->host, dst, n);
-    return protocol_.write_in(*rd, d - rd->host, src, n);
+    return write_in(*rd, d - rd->host, src, n);
 }
 
 // Shared to shared, in the direction that keeps an overlapping move correct.
@@ -128,7 +143,7 @@ Status Manager::copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, si
     const bool backward = &rd == &rs && doff > soff && doff < soff + n;
     return chunked_copy(
         n, backward, [&](size_t at, uint8_t *buf, size_t len) { return protocol_.read_out(rs, soff + at, buf, len); },
-        [&](size_t at, uint8_t *buf, size_t len) { return protocol_.write_in(rd, doff + at, buf, len); });
+        [&](size_t at, uint8_t *buf, size_t len) { return write_in(rd, doff + at, buf, len); });
 }
 
 Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *ticket) {
@@ -138,12 +153,12 @@ Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *tic
 
 Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket, bool wait) {
     profile::Cause cause;
-    return with_idle(dst, n, wait, [&](Region &r, size_t off) { return protocol_.write_in(r, off, src, n, ticket); });
+    return with_idle(dst, n, wait, [&](Region &r, size_t off) { return write_in(r, off, src, n, ticket); });
 }
 
 Status Manager::program_fill(void *dst, int value, size_t n) {
     profile::Cause cause;
-    return with_idle(dst, n, true, [&](Region &r, size_t off) { return protocol_.fill(r, off, value, n); });
+    return with_idle(dst, n, true, [&](Region &r, size_t off) { return fill(r, off, value, n); });
 }
 
 // ---------------------------------------------------------------- device memory
@@ -176,7 +191,7 @@ Status Manager::copy_to_host(void *dst, const void *dev_src, size_t n) {
     return with_idle(dst, n, false, [&](Region &rd, size_t doff) {
         return chunked_copy(
             n, false, [&](size_t at, uint8_t *buf, size_t len) { return device_.copy_to_host(buf, dev + at, len); },
-            [&](size_t at, uint8_t *buf, size_t len) { return protocol_.write_in(rd, doff + at, buf, len); });
+            [&](size_t at, uint8_t *buf, size_t len) { return write_in(rd, doff + at, buf, len); });
     });
 }
 

@@ -112,10 +112,82 @@ int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step) {
     }
     uffd_ = fd;
     pagemap_ = pm;
+    pid_ = getpid();
+    base_ = base;
+    size_ = size;
     return 0;
 }
 
+bool UffdTracker::usable() const { return uffd_ >= 0 && getpid() == pid_; }
+
+int UffdTracker::add_reader(Reader who) {
+    // Every reader gets a log, the protocol's included: from now on what
+    // one reader arms again, the others must still find.
+    size_t bytes = ((size_ >> 12) + 63) / 64 * sizeof(uint64_t);
+    for (unsigned r = 0; r < kReaders; ++r) {
+        if (logs_[r].load(std::memory_order_acquire)) continue;
+        void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return errno;
+        logs_[r].store(static_cast<std::atomic<uint64_t> *>(m), std::memory_order_release);
+    }
+    // Pages the new reader never saw armed count as written: all of them,
+    // until its first collect arms them.
+    auto *log = logs_[who].load(std::memory_order_relaxed);
+    for (size_t w = 0; w < bytes / sizeof(uint64_t); ++w) log[w].store(~uint64_t(0), std::memory_order_relaxed);
+    readers_.fetch_or(1u << who, std::memory_order_acq_rel);
+    return 0;
+}
+
+void UffdTracker::log_run(unsigned reader, uintptr_t start, size_t len) {
+    std::atomic<uint64_t> *log = logs_[reader].load(std::memory_order_acquire);
+    if (!log || start < base_ || start - base_ >= size_) return;
+    size_t first = (start - base_) >> 12, end = (start - base_ + len + 4095) >> 12;
+    if (end > size_ >> 12) end = size_ >> 12;
+    for (size_t pg = first; pg < end;) {
+        size_t w = pg / 64, lo = pg % 64, n = end - pg < 64 - lo ? end - pg : 64 - lo;
+        uint64_t bits = (n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << lo;
+        log[w].fetch_or(bits, std::memory_order_relaxed);
+        pg += n;
+    }
+}
+
+void UffdTracker::note_unseen(uintptr_t addr, size_t len) {
+    if (len == 0) return;
+    unsigned readers = readers_.load(std::memory_order_acquire);
+    for (unsigned r = 0; r < kReaders; ++r)
+        if (r != kProtocol && (readers >> r & 1)) log_run(r, addr & ~uintptr_t(4095), (addr & 4095) + len);
+}
+
+// Takes `reader`'s logged pages in [addr, addr+len) and reports them in runs.
+void UffdTracker::report_log(unsigned reader, uintptr_t addr, size_t len, RunFn fn, void *arg) {
+    std::atomic<uint64_t> *log = logs_[reader].load(std::memory_order_acquire);
+    size_t first = (addr - base_) >> 12, end = (addr - base_ + len + 4095) >> 12;
+    if (end > size_ >> 12) end = size_ >> 12;
+    size_t run = 0, run_len = 0;  // the run being gathered, in pages
+    for (size_t pg = first; pg < end;) {
+        size_t w = pg / 64, lo = pg % 64, n = end - pg < 64 - lo ? end - pg : 64 - lo;
+        uint64_t mask = (n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << lo;
+        uint64_t bits = log[w].load(std::memory_order_relaxed) & mask;
+        if (bits) bits = log[w].fetch_and(~mask, std::memory_order_relaxed) & mask;
+        for (size_t i = lo; i < lo + n; ++i) {
+            if (bits >> i & 1) {
+                if (!run_len) run = w * 64 + i;
+                ++run_len;
+            } else if (run_len) {
+                fn(arg, base_ + (run << 12), run_len << 12);
+                run_len = 0;
+            }
+        }
+        pg += n;
+    }
+    if (run_len) fn(arg, base_ + (run << 12), run_len << 12);
+}
+
 int UffdTracker::arm(uintptr_t addr, size_t len) {
+    // What was written there is forgotten for the caller only.
+    unsigned readers = readers_.load(std::memory_order_acquire);
+    for (unsigned r = 0; r < kReaders; ++r)
+        if (r != kProtocol && (readers >> r & 1)) log_run(r, addr, len);
     struct uffdio_writeprotect wp;
     wp.range.start = addr;
     wp.range.len = len;
@@ -123,7 +195,10 @@ int UffdTracker::arm(uintptr_t addr, size_t len) {
     return ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0 ? errno : 0;
 }
 
-int UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg) {
+int UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg, Reader who) {
+    unsigned readers = readers_.load(std::memory_order_acquire);
+    const bool shared = readers != (1u << kProtocol) && addr >= base_ && addr - base_ < size_;
+    if (shared) collecting_.fetch_add(1, std::memory_order_acq_rel);
     page_region_abi vec[64];
     uintptr_t pos = addr, end = addr + len;
     while (pos < end) {
@@ -140,11 +215,32 @@ int UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg) {
         long n = ioctl(pagemap_, kPagemapScan, &a);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return errno;
+            int e = errno;
+            if (shared) {
+                // What the scan armed before it failed is lost to every
+                // reader: all of the range counts as written for each.
+                for (unsigned r = 0; r < kReaders; ++r)
+                    if (readers >> r & 1) log_run(r, addr, len);
+                collecting_.fetch_sub(1, std::memory_order_acq_rel);
+            }
+            return e;
         }
-        for (long i = 0; i < n; ++i) fn(arg, vec[i].start, vec[i].end - vec[i].start);
+        for (long i = 0; i < n; ++i) {
+            if (!shared) {
+                fn(arg, vec[i].start, vec[i].end - vec[i].start);
+                continue;
+            }
+            // Every reader's log, this one's too: its own report comes from
+            // its log, merged with what other readers found before.
+            for (unsigned r = 0; r < kReaders; ++r)
+                if (readers >> r & 1) log_run(r, vec[i].start, vec[i].end - vec[i].start);
+        }
         if (a.walk_end <= pos) break;
         pos = a.walk_end;
+    }
+    if (shared) {
+        collecting_.fetch_sub(1, std::memory_order_acq_rel);
+        report_log(who, addr, len, fn, arg);
     }
     return 0;
 }

@@ -4,8 +4,17 @@
 // marked "written"; PAGEMAP_SCAN reports written pages and protects them
 // again in one call.  Writes through the runtime's alias view are not seen,
 // which is what fills need.  Needs Linux 6.7 or later.
+//
+// Several readers can share the written bits (the protocol, and the
+// collector's generational mode).  Reading them arms the pages again, so
+// once a second reader joins, what one reader finds is also noted in a log
+// of each other reader's, and each reader gets its own log's pages as well
+// as the kernel's.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -13,6 +22,8 @@ namespace adsm::os {
 
 class UffdTracker {
 public:
+    enum Reader : unsigned { kProtocol = 0, kCollector = 1, kReaders = 2 };
+
     // Whether this kernel offers what the tracker needs (probed once).
     static bool available(const char **why);
 
@@ -22,18 +33,45 @@ public:
     // Registers the window [base, base+size) for write tracking.
     int init(uintptr_t base, size_t size, const char **failed_step);
 
-    // Forgets earlier writes to [addr, addr+len): every page counts as clean.
+    // Forgets earlier writes to [addr, addr+len) for the protocol: every
+    // page counts as clean.  (Other readers still find them written.)
     int arm(uintptr_t addr, size_t len);
 
     // Calls fn(arg, start, len) for each run of pages written in [addr,
-    // addr+len) since they were last armed, and arms them again.
-    // Async-signal-safe.
+    // addr+len) since `who` last collected them, and arms them again.
+    // Async-signal-safe.  Page-aligned ranges only, once readers share.
     using RunFn = void (*)(void *arg, uintptr_t start, size_t len);
-    int collect(uintptr_t addr, size_t len, RunFn fn, void *arg);
+    int collect(uintptr_t addr, size_t len, RunFn fn, void *arg, Reader who = kProtocol);
+
+    // `who` reads the written bits from now on, beside the protocol: its
+    // first collect finds every page written since the tracker started
+    // (pages never armed count as written).  0 or an errno.
+    int add_reader(Reader who);
+    // Pages written by means the kernel does not see (the runtime's own
+    // writes through its alias view): every reader but the protocol, which
+    // learns of those from the blocks it forces whole, finds them at its
+    // next collect.  Async-signal-safe.
+    void note_unseen(uintptr_t addr, size_t len);
+    // Whether some thread is in a collect whose pages may be in no log yet:
+    // a reader that stopped the world then cannot trust what it finds.
+    bool collecting() const { return collecting_.load(std::memory_order_acquire) != 0; }
+    // Whether the tracker works in this process: a fork child has no
+    // registration, and its pagemap file is still the parent's.
+    bool usable() const;
 
 private:
+    void log_run(unsigned reader, uintptr_t start, size_t len);
+    void report_log(unsigned reader, uintptr_t addr, size_t len, RunFn fn, void *arg);
+
     int uffd_ = -1;
     int pagemap_ = -1;
+    pid_t pid_ = 0;
+    uintptr_t base_ = 0;
+    size_t size_ = 0;
+    // One bit per page of the window for each reader, once there are two.
+    std::atomic<std::atomic<uint64_t> *> logs_[kReaders] = {};
+    std::atomic<unsigned> readers_{1u << kProtocol};
+    std::atomic<int> collecting_{0};
 };
 
 }  // namespace adsm::os

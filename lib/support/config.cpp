@@ -57,6 +57,10 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_GC_GROWTH", "X",
          "bytes allocated between collections, at least X times what the last one found live (default 1)"},
         {"ADSM_GC_MARKERS", "N", "threads that mark in parallel (default: one per CPU, at most 8)"},
+        {"ADSM_GC_GENERATIONAL", "auto|on|off",
+         "minor collections that rescan only what was written since the last collection, found by the kernel's "
+         "write tracking (Linux 6.7+); on fails where it is missing (default auto)"},
+        {"ADSM_GC_FULL_EVERY", "N", "with minor collections, every Nth collection is a full one (default 8)"},
     };
     return vars;
 }
@@ -259,6 +263,15 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         uint64_t n;
         if (!parse_uint(v, &n) || n == 0 || n > 64) return bad("ADSM_GC_MARKERS", v, "a whole number from 1 to 64");
         c.gc_markers = static_cast<unsigned>(n);
+    }
+    if (const char *v = lookup("ADSM_GC_GENERATIONAL"); v && *v) {
+        if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off")) return bad("ADSM_GC_GENERATIONAL", v, "auto, on or off");
+        c.gc_generational = v;
+    }
+    if (const char *v = lookup("ADSM_GC_FULL_EVERY"); v && *v) {
+        uint64_t n;
+        if (!parse_uint(v, &n) || n == 0 || n > 1000000) return bad("ADSM_GC_FULL_EVERY", v, "a whole number from 1 to 1000000");
+        c.gc_full_every = static_cast<unsigned>(n);
     }
     *out = c;
     return adsmSuccess;

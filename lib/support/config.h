@@ -43,6 +43,8 @@ struct Config {
     uint64_t gc_trigger = 8ull << 20;   // ADSM_GC_TRIGGER
     double gc_growth = 1.0;             // ADSM_GC_GROWTH
     unsigned gc_markers = 0;            // ADSM_GC_MARKERS: 0 means one per CPU, at most 8
+    std::string gc_generational = "auto";  // ADSM_GC_GENERATIONAL: auto|on|off
+    unsigned gc_full_every = 8;         // ADSM_GC_FULL_EVERY
 };
 
 // One documented variable; the launcher's --help prints this table.

@@ -1,0 +1,130 @@
+// The write tracker shared by two readers (the protocol and the collector):
+// each finds every page written since it last asked, whichever of them
+// armed the page again in between.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <set>
+
+#include "os/uffd.h"
+#include "os/vm.h"
+
+namespace {
+
+using adsm::os::UffdTracker;
+
+constexpr size_t kPages = 64;
+constexpr size_t kBytes = kPages * 4096;
+
+class UffdReadersTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const char *why = "";
+        if (!UffdTracker::available(&why)) GTEST_SKIP() << "no write tracking on this kernel: " << why;
+        fd_ = adsm::os::memfd_sized("uffd-readers-test", kBytes);
+        ASSERT_GE(fd_, 0);
+        void *p = adsm::os::map_shared(fd_, 0, kBytes, PROT_READ | PROT_WRITE);
+        ASSERT_NE(p, MAP_FAILED);
+        base_ = static_cast<uint8_t *>(p);
+        const char *step = "";
+        ASSERT_EQ(t_.init(addr(0), kBytes, &step), 0) << step;
+        ASSERT_EQ(t_.arm(addr(0), kBytes), 0);
+    }
+    void TearDown() override {
+        if (base_) adsm::os::unmap(base_, kBytes);
+        if (fd_ >= 0) close(fd_);
+    }
+    uintptr_t addr(size_t page) const { return reinterpret_cast<uintptr_t>(base_) + page * 4096; }
+    void write(size_t page) { base_[page * 4096 + 8] = 1; }
+    // The pages `who` finds written in the whole range (and arms again).
+    std::set<size_t> found(UffdTracker::Reader who) {
+        std::set<size_t> pages;
+        struct Arg {
+            std::set<size_t> *pages;
+            uintptr_t base;
+        } arg{&pages, addr(0)};
+        EXPECT_EQ(t_.collect(addr(0), kBytes,
+                             [](void *a, uintptr_t start, size_t len) {
+                                 auto *g = static_cast<Arg *>(a);
+                                 for (uintptr_t p = start; p < start + len; p += 4096) g->pages->insert((p - g->base) / 4096);
+                             },
+                             &arg, who),
+                  0);
+        return pages;
+    }
+
+    int fd_ = -1;
+    uint8_t *base_ = nullptr;
+    UffdTracker t_;
+};
+
+using Pages = std::set<size_t>;
+
+TEST_F(UffdReadersTest, AloneTheProtocolFindsWhatWasWrittenOnce) {
+    write(3);
+    write(9);
+    EXPECT_EQ(found(UffdTracker::kProtocol), (Pages{3, 9}));
+    EXPECT_EQ(found(UffdTracker::kProtocol), Pages{});
+}
+
+TEST_F(UffdReadersTest, ANewReaderFindsEveryPageOnceThenOnlyWrites) {
+    ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
+    EXPECT_EQ(found(UffdTracker::kCollector).size(), kPages) << "pages it never saw armed count as written";
+    EXPECT_EQ(found(UffdTracker::kCollector), Pages{});
+    write(5);
+    EXPECT_EQ(found(UffdTracker::kCollector), Pages{5});
+}
+
+TEST_F(UffdReadersTest, EachReaderFindsWritesTheOtherArmedAgain) {
+    ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
+    found(UffdTracker::kCollector);
+    write(1);
+    write(2);
+    EXPECT_EQ(found(UffdTracker::kProtocol), (Pages{1, 2}));
+    write(2);
+    write(7);
+    EXPECT_EQ(found(UffdTracker::kCollector), (Pages{1, 2, 7}));
+    EXPECT_EQ(found(UffdTracker::kProtocol), (Pages{2, 7}));
+    EXPECT_EQ(found(UffdTracker::kProtocol), Pages{});
+    EXPECT_EQ(found(UffdTracker::kCollector), Pages{});
+}
+
+TEST_F(UffdReadersTest, WritesTheKernelCannotSeeReachEveryReaderButTheProtocol) {
+    ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
+    found(UffdTracker::kCollector);
+    t_.note_unseen(addr(4) + 100, 5000);  // pages 4 and 5
+    EXPECT_EQ(found(UffdTracker::kCollector), (Pages{4, 5}));
+    EXPECT_EQ(found(UffdTracker::kProtocol), Pages{});
+}
+
+TEST_F(UffdReadersTest, ArmingForTheProtocolLeavesTheCollectorsWrites) {
+    ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
+    found(UffdTracker::kCollector);
+    write(6);
+    ASSERT_EQ(t_.arm(addr(6), 4096), 0);
+    EXPECT_EQ(found(UffdTracker::kProtocol), Pages{});
+    EXPECT_EQ(found(UffdTracker::kCollector), Pages{6});
+}
+
+TEST_F(UffdReadersTest, ARangeInsideTheWindowReportsOnlyItsOwnPages) {
+    ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
+    found(UffdTracker::kCollector);
+    write(10);
+    write(20);
+    Pages pages;
+    ASSERT_EQ(t_.collect(addr(16), 8 * 4096,
+                         [](void *a, uintptr_t start, size_t len) {
+                             EXPECT_EQ(len, 4096u);
+                             static_cast<Pages *>(a)->insert(start);
+                         },
+                         &pages, UffdTracker::kCollector),
+              0);
+    EXPECT_EQ(pages, Pages{addr(20)});
+    EXPECT_EQ(found(UffdTracker::kCollector), Pages{10});
+    EXPECT_FALSE(t_.collecting());
+    EXPECT_TRUE(t_.usable());
+}
+
+}  // namespace
