@@ -48,6 +48,7 @@ struct Slot {
     pid_t tid;       // atomic
     bool warned;     // stop()'s own
     bool on_alt_stack;
+    bool idle;  // a runtime thread waiting for work (os::IdleStack)
     // Written by the thread in the handler before it says it stopped.
     uintptr_t sp, uc, tp;
 };
@@ -115,6 +116,7 @@ void stop_here(Slot &s, uint32_t gen, pid_t tid, void *ctx) {
     // The frame records the thread's alternate stack (not whether it is on it).
     const stack_t &alt = uc->uc_stack;
     s.on_alt_stack = !(alt.ss_flags & SS_DISABLE) && s.sp - reinterpret_cast<uintptr_t>(alt.ss_sp) < alt.ss_size;
+    s.idle = os::idle_stack;
     __atomic_store_n(&s.state, pack(gen, kStopped), __ATOMIC_RELEASE);
     g_acked.fetch_add(1, std::memory_order_acq_rel);
     os::futex_wake(&g_acked, 1);
@@ -247,6 +249,7 @@ bool push_tls(RangeBuffer *out, uintptr_t tp) {
 }
 
 bool push_stopped(RangeBuffer *out, pid_t pid, const Slot &s) {
+    if (s.idle) return push_tls(out, s.tp);
     const Mappings &maps = g_state->maps;
     const Range *m = maps.find(s.sp);
     bool regs_in_stack = false;

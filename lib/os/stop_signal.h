@@ -21,4 +21,25 @@ constexpr int kStopSignal = SIGPWR;
 // leave the collector waiting for threads that never stop.
 inline std::atomic<bool> stop_signal_taken{false};
 
+// Set while a runtime thread waits for work (a device's kernel workers
+// between kernels): its stack and registers then hold only what kernels
+// that are over left there, so the collector does not scan them, where they
+// would keep garbage alive.  Read by the stop signal's handler on the same
+// thread.
+inline thread_local bool idle_stack __attribute__((tls_model("initial-exec"))) = false;
+
+class IdleStack {
+public:
+    IdleStack() {
+        idle_stack = true;
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    ~IdleStack() {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        idle_stack = false;
+    }
+    IdleStack(const IdleStack &) = delete;
+    IdleStack &operator=(const IdleStack &) = delete;
+};
+
 }  // namespace adsm::os

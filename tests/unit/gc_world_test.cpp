@@ -131,6 +131,36 @@ TEST_F(WorldTest, AValueOnlyAStoppedThreadHoldsIsInItsRanges) {
     for (auto &t : threads) t.join();
 }
 
+// A runtime thread waiting for work (a device's kernel worker) holds only
+// what finished kernels left: its stack is not a root, or it would keep
+// their objects alive for good.
+__attribute__((noinline)) void hold_while_idle(Holder *h) {
+    volatile uint64_t v = h->key ^ kMask;
+    adsm::os::IdleStack idle;
+    h->hint.store(reinterpret_cast<uintptr_t>(&v));
+    while (!g_release.load(std::memory_order_relaxed)) asm volatile("" ::: "memory");
+}
+
+TEST_F(WorldTest, AnIdleRuntimeThreadsStackIsNotScanned) {
+    g_release = false;
+    Holder idle, busy;
+    idle.key = 0x7777777ull;
+    busy.key = 0x8888888ull;
+    std::thread a([&] { hold_while_idle(&idle); }), b([&] { hold_on_stack(&busy); });
+    while (!idle.hint.load() || !busy.hint.load()) std::this_thread::yield();
+    RangeBuffer rb;
+    ASSERT_TRUE(rb.reserve(4096));
+    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
+    Status st = world().thread_ranges(&rb);
+    world().start();
+    ASSERT_EQ(st, adsmSuccess);
+    EXPECT_FALSE(covered(rb, reinterpret_cast<const void *>(idle.hint.load()))) << "an idle worker's stack was scanned";
+    EXPECT_TRUE(covered(rb, reinterpret_cast<const void *>(busy.hint.load())));
+    g_release = true;
+    a.join();
+    b.join();
+}
+
 // A thread stopped in a handler on its alternate signal stack (the runtime's
 // fault handler runs there for kernels) still has its own stack scanned.
 std::atomic<bool> g_in_alt_handler{false};

@@ -7,6 +7,7 @@
 
 #include "os/clock.h"
 #include "os/futex.h"
+#include "os/stop_signal.h"
 
 namespace adsm::exec {
 namespace {
@@ -35,6 +36,7 @@ void Executor::stop() {
 }
 
 bool Executor::wait_for_command(uint64_t pos) {
+    os::IdleStack idle;  // the kernels it ran are over
     Command &slot = c_->ring[pos % kRingSlots];
     uint64_t start = os::now_ns();
     for (;;) {

@@ -6,6 +6,7 @@
 #include "backend/exec/kernel_guard.h"
 #include "os/fault_signals.h"
 #include "os/futex.h"
+#include "os/stop_signal.h"
 
 namespace adsm::exec {
 
@@ -29,6 +30,7 @@ void GridRunner::worker_loop(uint32_t seen) {
     for (;;) {
         uint32_t g = generation_.load(std::memory_order_acquire);
         if (g == seen) {
+            os::IdleStack idle;
             os::futex_wait(&generation_, g);
             continue;
         }
