@@ -293,7 +293,8 @@ void Collector::trace_old(Chunk &c, uintptr_t lo, uintptr_t hi) {
             if (!p->pointers) break;
             const SizeClass &sc = kSizeClasses[p->cls];
             for (unsigned w = 0; w < kMaskWords; ++w)
-                for (uint64_t b = p->live[w] & p->mark[w].load(std::memory_order_relaxed); b; b &= b - 1) {
+                // (Marks are only ever on allocated objects: a free clears them.)
+                for (uint64_t b = p->mark[w].load(std::memory_order_relaxed); b; b &= b - 1) {
                     unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(b));
                     m.push_contents(c, *p, pg + uintptr_t(i) * sc.size, sc.size);
                 }

@@ -130,10 +130,6 @@ int UffdTracker::add_reader(Reader who) {
         if (m == MAP_FAILED) return errno;
         logs_[r].store(static_cast<std::atomic<uint64_t> *>(m), std::memory_order_release);
     }
-    // Pages the new reader never saw armed count as written: all of them,
-    // until its first collect arms them.
-    auto *log = logs_[who].load(std::memory_order_relaxed);
-    for (size_t w = 0; w < bytes / sizeof(uint64_t); ++w) log[w].store(~uint64_t(0), std::memory_order_relaxed);
     readers_.fetch_or(1u << who, std::memory_order_acq_rel);
     return 0;
 }

@@ -43,9 +43,10 @@ public:
     using RunFn = void (*)(void *arg, uintptr_t start, size_t len);
     int collect(uintptr_t addr, size_t len, RunFn fn, void *arg, Reader who = kProtocol);
 
-    // `who` reads the written bits from now on, beside the protocol: its
-    // first collect finds every page written since the tracker started
-    // (pages never armed count as written).  0 or an errno.
+    // `who` reads the written bits from now on, beside the protocol.  What
+    // the protocol found before is not in its log: it must ask only about
+    // memory made since it joined (the collector's heap), or count what it
+    // first asks about as written.  0 or an errno.
     int add_reader(Reader who);
     // Pages written by means the kernel does not see (the runtime's own
     // writes through its alias view): every reader but the protocol, which
