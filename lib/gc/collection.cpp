@@ -661,7 +661,11 @@ void Collector::after_world_restarts() {
     }
     kernel_heaps_.reap();
     heap_.rebuild_lists();
-    uint64_t keep = config_.trigger;
+    // Empty chunks stay for what the program allocates before the next
+    // collection (as due() counts it): given back and made again, each of
+    // their pages would fault in afresh every cycle.
+    uint64_t grown = static_cast<uint64_t>(config_.growth * static_cast<double>(live_bytes_));
+    uint64_t keep = grown > config_.trigger ? grown : config_.trigger;
     heap_.release_chunks(dead_chunks_, keep);
     dead_chunks_.clear();
 }

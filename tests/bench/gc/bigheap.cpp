@@ -18,7 +18,7 @@ struct Node {
     long pad;
 };
 
-int g_mb = 64, g_steps = 6000, g_garbage_kb = 64;
+int g_mb = 64, g_steps = 9000, g_garbage_kb = 64;
 Node **g_table = nullptr;  // a root in the data segment, for both collectors
 long g_entries = 0;
 
