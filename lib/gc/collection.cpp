@@ -563,6 +563,7 @@ void Collector::collect_locked(Scope scope) {
         return;
     }
     event(Event::world_stopped);
+    uint64_t t_stopped = os::now_ns();
     bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
     for (auto &m : markers_) m->marked_bytes = 0;
     event(Event::mark_start);
@@ -588,6 +589,7 @@ void Collector::collect_locked(Scope scope) {
     for (auto &[link, obj] : registry_.weak)
         if (heap_.chunk_of(link) && !marked(link)) dropped_.push(link, link + 1);
     event(Event::mark_end);
+    uint64_t t_marked = os::now_ns();
     bool overflow = !roots_complete;
     for (auto &m : markers_) overflow |= m->overflowed();
     if (overflow) {
@@ -631,10 +633,13 @@ void Collector::collect_locked(Scope scope) {
         stats_.minor_pause.fetch_add(pause, std::memory_order_relaxed);
         if (pause > stats_.max_minor_pause.load(std::memory_order_relaxed)) stats_.max_minor_pause.store(pause, std::memory_order_relaxed);
     }
-    ADSM_LOG(debug, "collector: %s collection %llu: %llu bytes live, pause %.3f ms, %.3f ms in all",
+    ADSM_LOG(debug,
+        "collector: %s collection %llu: %llu bytes live, pause %.3f ms (stop %.3f, mark %.3f, sweep and restart "
+        "%.3f), %.3f ms in all",
         full ? "full" : "minor", static_cast<unsigned long long>(stats_.collections.load()),
         static_cast<unsigned long long>(live_bytes_), static_cast<double>(pause) / 1e6,
-        static_cast<double>(os::now_ns() - t0) / 1e6);
+        static_cast<double>(t_stopped - t1) / 1e6, static_cast<double>(t_marked - t_stopped) / 1e6,
+        static_cast<double>(t2 - t_marked) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
     event(Event::end);
     collecting_ = false;
 }
