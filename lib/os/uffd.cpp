@@ -134,17 +134,25 @@ int UffdTracker::add_reader(Reader who) {
     return 0;
 }
 
+namespace {
+// Calls f(word, mask) for each word of a page bitmap that pages [first,
+// end) touch, mask holding their bits.
+template <class F>
+void for_each_word(size_t first, size_t end, F &&f) {
+    for (size_t pg = first; pg < end;) {
+        size_t lo = pg % 64, n = end - pg < 64 - lo ? end - pg : 64 - lo;
+        f(pg / 64, (n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << lo);
+        pg += n;
+    }
+}
+}  // namespace
+
 void UffdTracker::log_run(unsigned reader, uintptr_t start, size_t len) {
     std::atomic<uint64_t> *log = logs_[reader].load(std::memory_order_acquire);
     if (!log || start < base_ || start - base_ >= size_) return;
     size_t first = (start - base_) >> 12, end = (start - base_ + len + 4095) >> 12;
     if (end > size_ >> 12) end = size_ >> 12;
-    for (size_t pg = first; pg < end;) {
-        size_t w = pg / 64, lo = pg % 64, n = end - pg < 64 - lo ? end - pg : 64 - lo;
-        uint64_t bits = (n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << lo;
-        log[w].fetch_or(bits, std::memory_order_relaxed);
-        pg += n;
-    }
+    for_each_word(first, end, [&](size_t w, uint64_t mask) { log[w].fetch_or(mask, std::memory_order_relaxed); });
 }
 
 void UffdTracker::note_unseen(uintptr_t addr, size_t len) {
@@ -160,23 +168,29 @@ void UffdTracker::report_log(unsigned reader, uintptr_t addr, size_t len, RunFn 
     size_t first = (addr - base_) >> 12, end = (addr - base_ + len + 4095) >> 12;
     if (end > size_ >> 12) end = size_ >> 12;
     size_t run = 0, run_len = 0;  // the run being gathered, in pages
-    for (size_t pg = first; pg < end;) {
-        size_t w = pg / 64, lo = pg % 64, n = end - pg < 64 - lo ? end - pg : 64 - lo;
-        uint64_t mask = (n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)) << lo;
+    auto flush = [&] {
+        if (run_len) fn(arg, base_ + (run << 12), run_len << 12);
+        run_len = 0;
+    };
+    for_each_word(first, end, [&](size_t w, uint64_t mask) {
         uint64_t bits = log[w].load(std::memory_order_relaxed) & mask;
         if (bits) bits = log[w].fetch_and(~mask, std::memory_order_relaxed) & mask;
-        for (size_t i = lo; i < lo + n; ++i) {
-            if (bits >> i & 1) {
-                if (!run_len) run = w * 64 + i;
-                ++run_len;
-            } else if (run_len) {
-                fn(arg, base_ + (run << 12), run_len << 12);
-                run_len = 0;
-            }
+        if (!bits) return flush();
+        for (uint64_t b = bits; b;) {
+            // The run of set bits starting at the lowest one.
+            unsigned i = static_cast<unsigned>(__builtin_ctzll(b));
+            uint64_t ones = ~(b >> i);
+            unsigned n = ones ? static_cast<unsigned>(__builtin_ctzll(ones)) : 64 - i;
+            size_t at = w * 64 + i;
+            if (run_len && run + run_len != at) flush();
+            if (!run_len) run = at;
+            run_len += n;
+            b = i + n >= 64 ? 0 : b & (~uint64_t(0) << (i + n));
         }
-        pg += n;
-    }
-    if (run_len) fn(arg, base_ + (run << 12), run_len << 12);
+        // A run goes on into the next word only if it reached this one's end.
+        if (!(bits >> 63 & 1) || !(mask >> 63 & 1)) flush();
+    });
+    flush();
 }
 
 int UffdTracker::arm(uintptr_t addr, size_t len) {

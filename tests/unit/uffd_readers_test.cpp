@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "os/uffd.h"
 #include "os/vm.h"
@@ -15,7 +17,7 @@ namespace {
 
 using adsm::os::UffdTracker;
 
-constexpr size_t kPages = 64;
+constexpr size_t kPages = 192;
 constexpr size_t kBytes = kPages * 4096;
 
 class UffdReadersTest : public ::testing::Test {
@@ -127,6 +129,28 @@ TEST_F(UffdReadersTest, ARangeInsideTheWindowReportsOnlyItsOwnPages) {
     EXPECT_EQ(found(UffdTracker::kCollector), Pages{10});
     EXPECT_FALSE(t_.collecting());
     EXPECT_TRUE(t_.usable());
+}
+
+TEST_F(UffdReadersTest, RunsOfPagesCrossWordsWhole) {
+    ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
+    found(UffdTracker::kCollector);
+    for (size_t p = 60; p < 134; ++p) write(p);  // across two 64-page words
+    write(140);
+    write(191);
+    std::vector<std::pair<size_t, size_t>> runs;  // (first page, pages)
+    struct Arg {
+        std::vector<std::pair<size_t, size_t>> *runs;
+        uintptr_t base;
+    } arg{&runs, addr(0)};
+    // The protocol's report comes from its log once the collector reads too.
+    ASSERT_EQ(t_.collect(addr(0), kBytes,
+                         [](void *a, uintptr_t start, size_t len) {
+                             auto *g = static_cast<Arg *>(a);
+                             g->runs->emplace_back((start - g->base) / 4096, len / 4096);
+                         },
+                         &arg, UffdTracker::kProtocol),
+              0);
+    EXPECT_EQ(runs, (std::vector<std::pair<size_t, size_t>>{{60, 74}, {140, 1}, {191, 1}}));
 }
 
 }  // namespace
