@@ -96,27 +96,35 @@ void fork_child() {
     rt->manager->become_fork_child();
 }
 
+// A write tracker over the window, or none (*out null) when the kernel has
+// none to give: an error if the setting `required` asks for one (its name
+// in the message), else a note in the log saying what `without` means.
+Status new_tracker(Runtime &rt, const char *required, const char *without, std::unique_ptr<os::UffdTracker> *out) {
+    const char *why = "";
+    if (!os::UffdTracker::available(&why)) {
+        if (required) return fail(adsmErrorInitialization, "%s: %s", required, why);
+        ADSM_LOG(info, "%s: %s", without, why);
+        return adsmSuccess;
+    }
+    auto t = std::make_unique<os::UffdTracker>();
+    const char *step = "";
+    if (int e = t->init(rt.space.base(), rt.space.size(), &step)) {
+        if (required) return fail(adsmErrorInitialization, "%s: %s: %s", required, step, strerror(e));
+        ADSM_LOG(info, "%s: %s: %s", without, step, strerror(e));
+        return adsmSuccess;
+    }
+    *out = std::move(t);
+    return adsmSuccess;
+}
+
 // Which tracker the configuration asks for, given what the kernel offers.
 Status choose_tracker(Runtime &rt) {
     const ProtocolInfo *info = find_protocol(rt.config.protocol);
     if (!info || !info->tracks_writes || rt.device->integrated()) return adsmSuccess;
     const std::string &want = rt.config.dirty_tracking;
     if (want == "mprotect") return adsmSuccess;
-    const char *why = "";
-    if (!os::UffdTracker::available(&why)) {
-        if (want == "uffd") return fail(adsmErrorInitialization, "ADSM_DIRTY_TRACKING=uffd: %s", why);
-        ADSM_LOG(info, "write tracking by protection faults: %s", why);
-        return adsmSuccess;
-    }
-    auto t = std::make_unique<os::UffdTracker>();
-    const char *step = "";
-    if (int e = t->init(rt.space.base(), rt.space.size(), &step)) {
-        if (want == "uffd") return fail(adsmErrorInitialization, "ADSM_DIRTY_TRACKING=uffd: %s: %s", step, strerror(e));
-        ADSM_LOG(info, "write tracking by protection faults: %s: %s", step, strerror(e));
-        return adsmSuccess;
-    }
-    rt.tracker = std::move(t);
-    return adsmSuccess;
+    return new_tracker(rt, want == "uffd" ? "ADSM_DIRTY_TRACKING=uffd" : nullptr, "write tracking by protection faults",
+                       &rt.tracker);
 }
 
 RacePolicy race_policy(const std::string &s) {
@@ -179,9 +187,6 @@ Status start(Runtime **out) {
     return adsmSuccess;
 }
 
-}  // namespace
-
-namespace {
 // The write tracker minor collections read: the protocol's, shared, or one
 // of the collector's own.  Registered only now: a window registered for
 // write tracking loses the kernel's fault-around, which programs that never
@@ -190,27 +195,15 @@ Status collector_write_tracking(Runtime &rt, os::UffdTracker **out) {
     *out = nullptr;
     const std::string &want = rt.config.gc_generational;
     if (want == "off") return adsmSuccess;
-    const char *why = "";
-    os::UffdTracker *t = rt.tracker.get();
-    if (!t) {
-        if (!os::UffdTracker::available(&why)) {
-            if (want == "on") return fail(adsmErrorInitialization, "ADSM_GC_GENERATIONAL=on: %s", why);
-            ADSM_LOG(info, "collector: full collections only: %s", why);
-            return adsmSuccess;
-        }
-        auto own = std::make_unique<os::UffdTracker>();
-        const char *step = "";
-        if (int e = own->init(rt.space.base(), rt.space.size(), &step)) {
-            if (want == "on") return fail(adsmErrorInitialization, "ADSM_GC_GENERATIONAL=on: %s: %s", step, strerror(e));
-            ADSM_LOG(info, "collector: full collections only: %s: %s", step, strerror(e));
-            return adsmSuccess;
-        }
-        rt.gc_tracker = std::move(own);
-        t = rt.gc_tracker.get();
+    const char *required = want == "on" ? "ADSM_GC_GENERATIONAL=on" : nullptr;
+    const char *without = "collector: full collections only";
+    if (!rt.tracker && !rt.gc_tracker) {
+        if (Status s = new_tracker(rt, required, without, &rt.gc_tracker); s != adsmSuccess || !rt.gc_tracker) return s;
     }
+    os::UffdTracker *t = rt.tracker ? rt.tracker.get() : rt.gc_tracker.get();
     if (int e = t->add_reader(os::UffdTracker::kCollector)) {
-        if (want == "on") return fail(adsmErrorInitialization, "ADSM_GC_GENERATIONAL=on: a write log: %s", strerror(e));
-        ADSM_LOG(info, "collector: full collections only: no memory for a write log: %s", strerror(e));
+        if (required) return fail(adsmErrorInitialization, "%s: a write log: %s", required, strerror(e));
+        ADSM_LOG(info, "%s: no memory for a write log: %s", without, strerror(e));
         return adsmSuccess;
     }
     rt.manager->set_write_log(t);

@@ -102,6 +102,17 @@ TEST(ConfigTest, ReadsEveryVariable) {
     EXPECT_EQ(c.on_race, "abort");
 }
 
+TEST(ConfigTest, MinorCollectionSettings) {
+    Config d;
+    ASSERT_EQ(parse({}, &d), adsmSuccess);
+    EXPECT_EQ(d.gc_generational, "auto");
+    EXPECT_EQ(d.gc_full_every, 8u);
+    Config c;
+    ASSERT_EQ(parse({{"ADSM_GC_GENERATIONAL", "off"}, {"ADSM_GC_FULL_EVERY", "3"}}, &c), adsmSuccess);
+    EXPECT_EQ(c.gc_generational, "off");
+    EXPECT_EQ(c.gc_full_every, 3u);
+}
+
 TEST(ConfigTest, ToolVariables) {
     Config c;
     ASSERT_EQ(parse({{"ADSM_STATS", "json:/tmp/s-%p.json"}, {"ADSM_TRACE", "t.json"}, {"ADSM_PROFILE", "1"}}, &c),
@@ -128,7 +139,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_VA_BASE", "0x1234"},       {"ADSM_VA_SIZE", "1M"},        {"ADSM_DIRTY_TRACKING", "soft"},
         {"ADSM_ON_RACE", "ignore"},       {"ADSM_MALLOC_THRESHOLD", "0"},  {"ADSM_CHAOS_RELEASE_EVERY", "x"},
         {"ADSM_CHAOS_SEED", "-1"},        {"ADSM_STATS", "json:"},       {"ADSM_PROFILE", "lots"},
-        {"ADSM_PROFILE", "20000"},
+        {"ADSM_PROFILE", "20000"},       {"ADSM_GC_GENERATIONAL", "yes"}, {"ADSM_GC_FULL_EVERY", "0"},
     };
     for (const Case &k : cases) {
         Config c;
