@@ -32,6 +32,17 @@ static __attribute__((noinline)) void make_chain(void) {
     GC_REGISTER_FINALIZER(c, record, (void *)2, NULL, NULL);
 }
 
+/* The chain is made deeper down the stack than any frame of collect(): an
+   unoptimised, sanitized build leaves slots of a frame unwritten (its
+   redzones), and collect()'s frame lying over make_chain's old one kept
+   the chain's pointers there, below clobber_stack's reach. */
+static __attribute__((noinline)) void make_chain_deep(void) {
+    volatile char pad[4096];
+    pad[0] = 0;
+    make_chain();
+    pad[1] = pad[0];
+}
+
 /* ---- a finalizer is the program's own code: under the preload its large
    malloc is shared memory (in the heap's window), as anywhere else */
 static int g_big_shared = -1;
@@ -109,7 +120,7 @@ static __attribute__((noinline)) void fill_roots(void **roots) {
 int main(void) {
     GC_INIT();
 
-    make_chain();
+    make_chain_deep();
     for (int i = 0; i < 6 && g_ran < 3; ++i) collect(1);
     CHECK(g_ran == 3 && g_order[0] == 0 && g_order[1] == 1 && g_order[2] == 2, "ran %d: %d %d %d", g_ran,
           g_order[0], g_order[1], g_order[2]);
