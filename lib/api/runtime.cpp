@@ -64,9 +64,11 @@ void print_stats() {
         adsmGcStats s;
         c->stats(&s);
         fprintf(stderr,
-                "  collector: %llu collections, longest pause %.3f ms, %.3f ms in all; heap %.1f MiB, %.1f MiB live "
-                "after the last; %llu objects freed, %llu finalizers run, %llu weak links cleared\n",
-                static_cast<unsigned long long>(s.collections), static_cast<double>(s.max_pause_ns) / 1e6,
+                "  collector: %llu collections (%llu minor), longest pause %.3f ms (minor %.3f ms), %.3f ms in all; "
+                "heap %.1f MiB, %.1f MiB live after the last; %llu objects freed, %llu finalizers run, %llu weak links "
+                "cleared\n",
+                static_cast<unsigned long long>(s.collections), static_cast<unsigned long long>(s.minor_collections),
+                static_cast<double>(s.max_pause_ns) / 1e6, static_cast<double>(s.max_minor_pause_ns) / 1e6,
                 static_cast<double>(s.total_pause_ns) / 1e6, static_cast<double>(s.heap_bytes) / (1 << 20),
                 static_cast<double>(s.live_bytes) / (1 << 20), static_cast<unsigned long long>(s.objects_freed),
                 static_cast<unsigned long long>(s.finalizers_run), static_cast<unsigned long long>(s.weak_cleared));
