@@ -521,7 +521,12 @@ void Collector::sweep() {
 
 void Collector::collect_locked(Scope scope) {
     if (collecting_ || disabled()) return;
-    if (scope == Scope::automatic && since_full_ + 1 >= config_.full_every) scope = Scope::full;
+    // Automatic collections are full every full_every-th time, and as soon as
+    // what minor ones find live has doubled since the last full one: most
+    // of that may be old garbage only a full collection frees.
+    if (scope == Scope::automatic &&
+        (since_full_ + 1 >= config_.full_every || live_bytes_ > 2 * live_at_full_))
+        scope = Scope::full;
     collecting_ = true;
     event(Event::start);
     uint64_t t0 = os::now_ns();
@@ -609,7 +614,10 @@ void Collector::collect_locked(Scope scope) {
         sweep();
         arm_survivors(full);
         event(Event::sweep_end);
-        if (full) need_full_ = false;
+        if (full) {
+            need_full_ = false;
+            live_at_full_ = live_bytes_;
+        }
     }
     event(Event::restart_world);
     world_.start();

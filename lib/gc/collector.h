@@ -228,6 +228,7 @@ private:
     RangeBuffer written_;     // pages written since the last collection
     bool need_full_ = true;   // no collection, or no marks to trust, since the last full one
     unsigned since_full_ = 0; // minor collections since the last full one
+    uint64_t live_at_full_ = 0;  // live_bytes_ after the last full one
     std::vector<Chunk *> dead_chunks_;
     std::vector<Callback> due_finalizers_;  // (run outside the lock)
     std::vector<std::pair<uintptr_t, Callback>> due_calls_;
