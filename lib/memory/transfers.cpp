@@ -81,16 +81,22 @@ Status Manager::with_idle(const void *p, size_t n, bool wait, F &&f) {
 }
 
 // The protocol writes through the alias view, where the write tracker
-// cannot see it: readers other than the protocol are told.
+// cannot see it: readers other than the protocol are told, before and
+// after, so that a reader that takes the log between the two (a collection
+// that stopped this thread) still finds the write the next time.
 Status Manager::write_in(Region &r, size_t off, const void *src, size_t n, uint64_t *ticket) {
+    os::UffdTracker *t = write_log_.load(std::memory_order_acquire);
+    if (t) t->note_unseen(r.host + off, n);
     Status st = protocol_.write_in(r, off, src, n, ticket);
-    if (os::UffdTracker *t = write_log_.load(std::memory_order_acquire)) t->note_unseen(r.host + off, n);
+    if (t) t->note_unseen(r.host + off, n);
     return st;
 }
 
 Status Manager::fill(Region &r, size_t off, int value, size_t n) {
+    os::UffdTracker *t = write_log_.load(std::memory_order_acquire);
+    if (t) t->note_unseen(r.host + off, n);
     Status st = protocol_.fill(r, off, value, n);
-    if (os::UffdTracker *t = write_log_.load(std::memory_order_acquire)) t->note_unseen(r.host + off, n);
+    if (t) t->note_unseen(r.host + off, n);
     return st;
 }
 
