@@ -524,6 +524,7 @@ void Collector::collect_locked(Scope scope) {
     // Automatic collections are full every full_every-th time, and as soon as
     // what minor ones find live has doubled since the last full one: most
     // of that may be old garbage only a full collection frees.
+    if (heap_.heap_bytes() > cycle_peak_) cycle_peak_ = heap_.heap_bytes();
     if (scope == Scope::automatic &&
         (since_full_ + 1 >= config_.full_every || live_bytes_ > 2 * live_at_full_))
         scope = Scope::full;
@@ -624,7 +625,7 @@ void Collector::collect_locked(Scope scope) {
     uint64_t t2 = os::now_ns();
     event(Event::world_restarted);
 
-    after_world_restarts();
+    after_world_restarts(full);
     handed_out_before_ += heap_.handed_out;
     heap_.handed_out = 0;
     uint64_t pause = t2 - t1;
@@ -652,7 +653,7 @@ void Collector::collect_locked(Scope scope) {
     collecting_ = false;
 }
 
-void Collector::after_world_restarts() {
+void Collector::after_world_restarts(bool full) {
     for (const Range &r : ready_) {
         bool release = r.hi - r.lo == 2;
         auto &table = release ? registry_.releases : registry_.finalizers;
@@ -676,9 +677,13 @@ void Collector::after_world_restarts() {
     heap_.rebuild_lists();
     // Empty chunks stay for what the program allocates before the next
     // collection (as due() counts it): given back and made again, each of
-    // their pages would fault in afresh every cycle.
+    // their pages would fault in afresh every cycle.  After minor
+    // collections the heap also held their old garbage: a full one keeps
+    // room for as much again, for the cycle of minor ones that follows.
     uint64_t grown = static_cast<uint64_t>(config_.growth * static_cast<double>(live_bytes_));
     uint64_t keep = grown > config_.trigger ? grown : config_.trigger;
+    if (full && since_full_ > 0 && cycle_peak_ > live_bytes_ + keep) keep = cycle_peak_ - live_bytes_;
+    if (full) cycle_peak_ = 0;
     heap_.release_chunks(dead_chunks_, keep);
     dead_chunks_.clear();
 }

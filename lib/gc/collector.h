@@ -192,7 +192,7 @@ private:
         if (event_hook_) event_hook_(e, event_arg_);
     }
     void sweep();
-    void after_world_restarts();
+    void after_world_restarts(bool full);
     bool marked(uintptr_t obj);
     bool object_at(uintptr_t p, Chunk **c, Page **page, uintptr_t *start, size_t *size, unsigned *idx);
     Status live_object(void *obj, const char *what, Chunk **c = nullptr, Page **page = nullptr, unsigned *idx = nullptr);
@@ -229,6 +229,7 @@ private:
     bool need_full_ = true;   // no collection, or no marks to trust, since the last full one
     unsigned since_full_ = 0; // minor collections since the last full one
     uint64_t live_at_full_ = 0;  // live_bytes_ after the last full one
+    uint64_t cycle_peak_ = 0;    // the heap's largest size since the last full one
     std::vector<Chunk *> dead_chunks_;
     std::vector<Callback> due_finalizers_;  // (run outside the lock)
     std::vector<std::pair<uintptr_t, Callback>> due_calls_;
