@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/device.h"
@@ -536,18 +537,7 @@ void Collector::collect_locked(Scope scope) {
         collecting_ = false;
         return;
     }
-    // A launch record is stale once a sync covered its call, and nothing of
-    // its context is in flight.  Not `calls`: a launch counts its call only
-    // after releasing its objects, which takes a while, and a record dropped
-    // then leaves its kernel's arguments unmarked through the kernel's whole
-    // run, which may end, sync included, before the world stops.
-    for (size_t i = 0; i < launches_.size();) {
-        auto *ctx = static_cast<Context *>(const_cast<void *>(launches_[i].ctx));
-        bool stale = ctx->unsynced_calls.load(std::memory_order_acquire) == 0 &&
-                     ctx->synced_calls.load(std::memory_order_acquire) >= launches_[i].call;
-        if (!stale) ++i;
-        else launches_.erase(launches_.begin() + static_cast<long>(i));
-    }
+    drop_stale_launches();
     roots_.clear();
     threads_.clear();
     ready_.clear();
@@ -651,6 +641,21 @@ void Collector::collect_locked(Scope scope) {
         static_cast<double>(t2 - t_marked) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
     event(Event::end);
     collecting_ = false;
+}
+
+// A launch record is stale once a sync covered its call, and nothing of
+// its context is in flight.  Not `calls`: a launch counts its call only
+// after releasing its objects, which takes a while, and a record dropped
+// then leaves its kernel's arguments unmarked through the kernel's whole
+// run, which may end, sync included, before the world stops.
+void Collector::drop_stale_launches() {
+    launches_.erase(std::remove_if(launches_.begin(), launches_.end(),
+                                   [](const LaunchRecord &l) {
+                                       auto *ctx = static_cast<Context *>(const_cast<void *>(l.ctx));
+                                       return ctx->unsynced_calls.load(std::memory_order_acquire) == 0 &&
+                                              ctx->synced_calls.load(std::memory_order_acquire) >= l.call;
+                                   }),
+                    launches_.end());
 }
 
 void Collector::after_world_restarts(bool full) {

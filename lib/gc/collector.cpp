@@ -464,6 +464,9 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
         if (a->state == KernelArena::State::open && a->created_calls < *synced_limit)
             *synced_limit = a->created_calls;
     }
+    // Records otherwise wait for the next collection to go: a program that
+    // launches often between collections would pile them up.
+    if (launches_.size() >= 64) drop_stale_launches();
     launches_.push_back(LaunchRecord{ctx, ctx->calls.load() + 1, std::vector<uint8_t>(b, b + n)});
     return adsmSuccess;
 }

@@ -175,6 +175,7 @@ private:
 
     // With the heap's lock held.
     void collect_locked(Scope scope = Scope::automatic);
+    void drop_stale_launches();
     Status start_markers();
     void take_device_copies();
     void snapshot_live(bool full);
