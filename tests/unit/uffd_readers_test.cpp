@@ -40,20 +40,29 @@ protected:
     }
     uintptr_t addr(size_t page) const { return reinterpret_cast<uintptr_t>(base_) + page * 4096; }
     void write(size_t page) { base_[page * 4096 + 8] = 1; }
-    // The pages `who` finds written in the whole range (and arms again).
-    std::set<size_t> found(UffdTracker::Reader who) {
-        std::set<size_t> pages;
+    // The runs of pages `who` finds written in [first, first+n) pages, as
+    // (first page, pages), arming them again.
+    using Runs = std::vector<std::pair<size_t, size_t>>;
+    Runs runs(UffdTracker::Reader who, size_t first = 0, size_t n = kPages) {
+        Runs out;
         struct Arg {
-            std::set<size_t> *pages;
+            Runs *out;
             uintptr_t base;
-        } arg{&pages, addr(0)};
-        EXPECT_EQ(t_.collect(addr(0), kBytes,
+        } arg{&out, addr(0)};
+        EXPECT_EQ(t_.collect(addr(first), n * 4096,
                              [](void *a, uintptr_t start, size_t len) {
                                  auto *g = static_cast<Arg *>(a);
-                                 for (uintptr_t p = start; p < start + len; p += 4096) g->pages->insert((p - g->base) / 4096);
+                                 g->out->emplace_back((start - g->base) / 4096, len / 4096);
                              },
                              &arg, who),
                   0);
+        return out;
+    }
+    // The pages `who` finds written in the whole range.
+    std::set<size_t> found(UffdTracker::Reader who) {
+        std::set<size_t> pages;
+        for (auto [first, n] : runs(who))
+            for (size_t p = first; p < first + n; ++p) pages.insert(p);
         return pages;
     }
 
@@ -117,15 +126,7 @@ TEST_F(UffdReadersTest, ARangeInsideTheWindowReportsOnlyItsOwnPages) {
     found(UffdTracker::kCollector);
     write(10);
     write(20);
-    Pages pages;
-    ASSERT_EQ(t_.collect(addr(16), 8 * 4096,
-                         [](void *a, uintptr_t start, size_t len) {
-                             EXPECT_EQ(len, 4096u);
-                             static_cast<Pages *>(a)->insert(start);
-                         },
-                         &pages, UffdTracker::kCollector),
-              0);
-    EXPECT_EQ(pages, Pages{addr(20)});
+    EXPECT_EQ(runs(UffdTracker::kCollector, 16, 8), (Runs{{20, 1}}));
     EXPECT_EQ(found(UffdTracker::kCollector), Pages{10});
     EXPECT_FALSE(t_.collecting());
     EXPECT_TRUE(t_.usable());
@@ -137,20 +138,8 @@ TEST_F(UffdReadersTest, RunsOfPagesCrossWordsWhole) {
     for (size_t p = 60; p < 134; ++p) write(p);  // across two 64-page words
     write(140);
     write(191);
-    std::vector<std::pair<size_t, size_t>> runs;  // (first page, pages)
-    struct Arg {
-        std::vector<std::pair<size_t, size_t>> *runs;
-        uintptr_t base;
-    } arg{&runs, addr(0)};
     // The protocol's report comes from its log once the collector reads too.
-    ASSERT_EQ(t_.collect(addr(0), kBytes,
-                         [](void *a, uintptr_t start, size_t len) {
-                             auto *g = static_cast<Arg *>(a);
-                             g->runs->emplace_back((start - g->base) / 4096, len / 4096);
-                         },
-                         &arg, UffdTracker::kProtocol),
-              0);
-    EXPECT_EQ(runs, (std::vector<std::pair<size_t, size_t>>{{60, 74}, {140, 1}, {191, 1}}));
+    EXPECT_EQ(runs(UffdTracker::kProtocol), (Runs{{60, 74}, {140, 1}, {191, 1}}));
 }
 
 }  // namespace
