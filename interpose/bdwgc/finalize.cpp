@@ -16,7 +16,7 @@ void register_finalizer(void *obj, GC_finalization_proc fn, void *cd, GC_finaliz
     if (obj && !detached()) {
         adsm::Inside in;
         adsm::gc::Collector &c = collector();
-        if (c.set_finalizer(obj, adsm::gc::Callback{fn, cd, order, true}, &old) != adsmSuccess && c.in_heap(obj))
+        if (c.set_finalizer(obj, adsm::gc::Callback{fn, cd, order, true, true}, &old) != adsmSuccess && c.in_heap(obj))
             warn("GC_register_finalizer: %p is not the start of an allocated object\n", reinterpret_cast<GC_word>(obj));
     }
     if (ofn) *ofn = old.fn;

@@ -76,6 +76,10 @@ struct Chunk {
     uint32_t generation = 0;  // of the region slot
     bool huge = false;
     uint32_t empty_pages = 0;
+    // No page below this one is empty: where a search for empty pages
+    // starts.  (A heap of full chunks had every chunk scanned from its
+    // first page, under the heap's lock, for each page a thread took.)
+    uint32_t first_empty = 0;
     uint32_t npages = 0;      // Page entries (1 for a huge chunk)
     // Its owner's kernel calls as the last collection saw them (the world
     // stopped), for minor collections: a kernel that may have run since

@@ -475,11 +475,12 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
 
 void Collector::run_finalizers() {
     bool fresh = notify_due_.exchange(false);
-    if (!on_demand_.load(std::memory_order_relaxed)) run_due();
-    else if (void (*notify)() = notify_.load(); fresh && notify) notify();
+    run_due(false);
+    if (void (*notify)() = notify_.load(); fresh && notify && on_demand_.load(std::memory_order_relaxed)) notify();
 }
 
-size_t Collector::run_due() {
+size_t Collector::run_due(bool asked) {
+    if (!asked && !calls_due_.load(std::memory_order_acquire)) return 0;
     if (finalizing_.exchange(true)) return 0;  // one thread runs them; a finalizer that allocates does not recurse
     size_t ran = 0;
     for (;;) {
@@ -489,7 +490,18 @@ size_t Collector::run_due() {
         std::vector<uintptr_t> frees;
         {
             std::lock_guard<std::mutex> lock(heap_.lock());
-            running_.swap(due_calls_);
+            if (asked) {
+                running_.swap(due_calls_);
+            } else {
+                // Those waiting for the program to ask stay, kept alive there.
+                size_t keep = 0;
+                for (auto &call : due_calls_) {
+                    if (runs_now(call.second)) running_.push_back(call);
+                    else due_calls_[keep++] = call;
+                }
+                due_calls_.resize(keep);
+            }
+            calls_due_.store(false, std::memory_order_relaxed);
             frees.swap(due_frees_);
         }
         if (running_.empty()) break;

@@ -198,7 +198,10 @@ private:
     bool object_at(uintptr_t p, Chunk **c, Page **page, uintptr_t *start, size_t *size, unsigned *idx);
     Status live_object(void *obj, const char *what, Chunk **c = nullptr, Page **page = nullptr, unsigned *idx = nullptr);
     void run_finalizers();
-    size_t run_due();
+    // Runs the callbacks that are due; `asked`, those waiting for the
+    // program to ask as well (finalization on demand).
+    size_t run_due(bool asked);
+    bool runs_now(const Callback &cb) const { return !cb.on_demand || !on_demand_.load(std::memory_order_relaxed); }
     static void *marker_main(void *self);
 
     // Kernel heaps whose context synced since they opened become ordinary
@@ -234,6 +237,9 @@ private:
     std::vector<Chunk *> dead_chunks_;
     std::vector<Callback> due_finalizers_;  // (run outside the lock)
     std::vector<std::pair<uintptr_t, Callback>> due_calls_;
+    // due_calls_ has entries: read without the lock, so that the allocations
+    // that found no free object do not each take the heap's lock again.
+    std::atomic<bool> calls_due_{false};
     std::vector<std::pair<uintptr_t, Callback>> running_;  // the batch run_finalizers is calling
     std::vector<uintptr_t> due_frees_;
     uint64_t live_bytes_ = 0;

@@ -10,10 +10,13 @@ namespace adsm::gc {
 
 void Collector::set_finalize_on_demand(bool on, void (*notify)()) {
     notify_.store(notify);
+    std::lock_guard<std::mutex> lock(heap_.lock());
     on_demand_.store(on);
+    // What waited for the program to ask runs at the next chance now.
+    if (!on && !due_calls_.empty()) calls_due_.store(true, std::memory_order_release);
 }
 
-size_t Collector::invoke_finalizers() { return run_due(); }
+size_t Collector::invoke_finalizers() { return run_due(true); }
 
 bool Collector::finalizers_due() {
     std::lock_guard<std::mutex> lock(heap_.lock());

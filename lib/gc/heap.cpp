@@ -90,14 +90,17 @@ Page *Heap::first_free_page(Chunk &c) { return c.pages[0].kind == PageKind::rese
 Page *Heap::empty_run(Space &s, uint32_t npages, Chunk **in) {
     for (Chunk *c : s.chunks) {
         if (c->huge || c->empty_pages < npages || held(*c)) continue;
-        uint32_t run = 0;
-        for (uint32_t i = 0; i < kPagesPerChunk; ++i) {
+        uint32_t run = 0, first = kPagesPerChunk;
+        for (uint32_t i = c->first_empty; i < kPagesPerChunk; ++i) {
             run = c->pages[i].kind == PageKind::empty ? run + 1 : 0;
+            if (run && first == kPagesPerChunk) first = i;
             if (run == npages) {
+                c->first_empty = first;
                 *in = c;
                 return &c->pages[i + 1 - npages];
             }
         }
+        c->first_empty = first;
     }
     return nullptr;
 }
@@ -174,6 +177,7 @@ void Heap::make_empty(Chunk &c, Page &p) {
         p.mark[w].store(0, std::memory_order_relaxed);  // (marks outlive collections: see Collector)
     }
     ++c.empty_pages;
+    if (uint32_t i = c.page_index(&p); i < c.first_empty) c.first_empty = i;
 }
 
 void *Heap::alloc_large(Space &s, size_t bytes, bool pointers, bool *zero, unsigned layout) {

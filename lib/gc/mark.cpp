@@ -10,7 +10,13 @@ namespace {
 // A range longer than this is split, so that one huge object or stack does
 // not keep the other markers idle.
 constexpr size_t kSplitBytes = 64 * 1024;
+// What an idle marker takes from the pool at least: less, and markers
+// spend their time on the pool's lock instead of scanning.
 constexpr size_t kShareEntries = 64;
+// How long an idle marker polls for work before it sleeps.  Waking a
+// sleeping thread costs tens of microseconds, what a marker needs to scan
+// a few hundred objects, and a marker runs dry many times in a collection.
+constexpr unsigned kSpins = 4000;
 constexpr unsigned kPrefetchAhead = 8;
 }  // namespace
 
@@ -172,16 +178,22 @@ void MarkPool::give(MarkStack &from) {
     mu_.lock();
     from.give_oldest(pool_, (from.size() + 1) / 2);
     mu_.unlock();
-    version_.fetch_add(1, std::memory_order_release);
-    os::futex_wake(&version_);
+    // Sequentially consistent with take()'s count of sleepers: either this
+    // sees the sleeper and wakes it, or the sleeper sees the new version and
+    // does not sleep.  A marker that only polls needs no system call.
+    version_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst)) os::futex_wake(&version_);
 }
 
 bool MarkPool::take(MarkStack &to) {
     mu_.lock();
     idle_.fetch_add(1, std::memory_order_relaxed);
     for (;;) {
-        if (pool_.size()) {
-            pool_.give(to, kShareEntries);
+        if (size_t n = pool_.size()) {
+            // An even share of what waits, so that the next marker to run
+            // dry finds some too.
+            size_t share = n / markers_;
+            pool_.give(to, share > kShareEntries ? share : kShareEntries);
             idle_.fetch_sub(1, std::memory_order_relaxed);
             mu_.unlock();
             return true;
@@ -189,13 +201,18 @@ bool MarkPool::take(MarkStack &to) {
         if (done_ || idle_.load(std::memory_order_relaxed) == markers_) {
             done_ = true;
             mu_.unlock();
-            version_.fetch_add(1, std::memory_order_release);
+            version_.fetch_add(1, std::memory_order_seq_cst);
             os::futex_wake(&version_);
             return false;
         }
         uint32_t v = version_.load(std::memory_order_acquire);
         mu_.unlock();
-        os::futex_wait(&version_, v, 1000000);
+        for (unsigned i = 0; i < kSpins && version_.load(std::memory_order_relaxed) == v; ++i) os::cpu_relax();
+        if (version_.load(std::memory_order_acquire) == v) {
+            sleepers_.fetch_add(1, std::memory_order_seq_cst);
+            os::futex_wait(&version_, v, 1000000);
+            sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        }
         mu_.lock();
     }
 }

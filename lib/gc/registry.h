@@ -28,6 +28,10 @@ struct Callback {
     void *data = nullptr;
     FinalizerOrder order = FinalizerOrder::none;
     bool keep_data = false;  // data is a root until the callback runs
+    // A bdwgc program's finalizer: with finalization on demand, it waits for
+    // the program to ask (GC_invoke_finalizers).  The runtime's own API's
+    // callbacks never wait on a switch the program set for bdwgc's.
+    bool on_demand = false;
 };
 
 struct Registry {

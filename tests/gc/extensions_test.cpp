@@ -268,7 +268,20 @@ __attribute__((noinline)) void make_checked(int n) {
     for (int i = 0; i < n; ++i) {
         auto *p = static_cast<uint64_t *>(adsmGcAlloc(64));
         p[0] = kIntact;
-        ASSERT_EQ(the_collector()->set_finalizer(p, Callback{check_data, p}, nullptr), adsmSuccess);
+        // As the bdwgc layer registers them: subject to finalization on demand.
+        ASSERT_EQ(the_collector()->set_finalizer(p, Callback{check_data, p, FinalizerOrder::none, false, true}, nullptr),
+                  adsmSuccess);
+    }
+}
+std::atomic<int> g_api_ran{0};
+void api_finalizer(void *obj, void *data) {
+    if (static_cast<uint64_t *>(obj)[0] == kIntact && data == &g_api_ran) g_api_ran.fetch_add(1);
+}
+__attribute__((noinline)) void make_api_finalized(int n) {
+    for (int i = 0; i < n; ++i) {
+        auto *p = static_cast<uint64_t *>(adsmGcAlloc(64));
+        p[0] = kIntact;
+        ASSERT_EQ(adsmGcRegisterFinalizer(p, api_finalizer, &g_api_ran), adsmSuccess);
     }
 }
 }  // namespace
@@ -297,6 +310,30 @@ TEST(GcExtensionsTest, FinalizersOnDemandWaitForInvoke) {
     EXPECT_FALSE(c->finalizers_due());
     EXPECT_EQ(c->invoke_finalizers(), 0u);
     c->set_finalize_on_demand(false, nullptr);
+}
+
+// A bdwgc program that asks for finalization on demand (guile does) holds
+// back its own finalizers only: those registered through the runtime's API
+// run after the collection, as they always do.
+TEST(GcExtensionsTest, OnDemandHoldsBackOnlyBdwgcFinalizers) {
+    Collector *c = the_collector();
+    g_notified = 0;
+    g_data_intact = 0;
+    g_api_ran = 0;
+    c->set_finalize_on_demand(true, notified);
+    make_checked(50);
+    make_api_finalized(50);
+    clobber_stack();
+    collect();
+    EXPECT_GE(g_api_ran.load(), 45);
+    EXPECT_EQ(g_data_intact.load(), 0);
+    EXPECT_EQ(g_notified.load(), 1);
+    EXPECT_TRUE(c->finalizers_due());
+    // Turning it off lets the waiting ones run at the next chance, unasked.
+    c->set_finalize_on_demand(false, nullptr);
+    collect();
+    EXPECT_GE(g_data_intact.load(), 45);
+    EXPECT_FALSE(c->finalizers_due());
 }
 
 // ---- collections held off, and their steps
