@@ -40,33 +40,37 @@ struct KernelArena;
 
 struct Chunk;
 
-struct Page {
-    Chunk *chunk = nullptr;
+// Marking reads the first two cache lines for every pointer into the page
+// (its kind, class, allocated and marked objects); the rest is for
+// allocation and sweeping.  With the fields in declaration order, a 208-byte
+// Page spread those over three or four lines.
+struct alignas(64) Page {
     PageKind kind = PageKind::empty;
     uint8_t cls = 0;
     bool pointers = true;   // objects may hold pointers (scanned)
     uint8_t layout = 0;     // with pointers: how they are found (layouts.h); 0, every word is read
     bool dirty = false;     // has held objects since the chunk was made: reuse zeroes
+    bool listed = false;
     uint32_t head = 0;      // tail: the index of its large page
     uint32_t npages = 0;    // large: pages the object spans
+    // Set while the world is stopped: allocated objects, and marked ones.
+    uint64_t live[kMaskWords] = {};
     size_t bytes = 0;       // large: the object's usable size
-    KernelArena *arena = nullptr;  // kernel: its heap
+    Chunk *chunk = nullptr;
+    std::atomic<uint64_t> mark[kMaskWords] = {};
     // Small pages: objects free for allocation.  While a thread cache owns
     // the page, its own mask is the truth and this one is stale; objects a
     // collection frees meanwhile go to `swept`, which the cache takes back.
     uint64_t free[kMaskWords] = {};
     std::atomic<uint64_t> swept[kMaskWords] = {};
     const uint64_t *cache_mask = nullptr;  // the owning cache's mask, or null
-    // Set while the world is stopped: allocated objects, and marked ones.
-    uint64_t live[kMaskWords] = {};
-    std::atomic<uint64_t> mark[kMaskWords] = {};
+    KernelArena *arena = nullptr;  // kernel: its heap
     uint64_t drained = 0;  // the collection that last asked the write tracker about it
     Page *prev = nullptr;  // the partial list of its class (in its chunk's space)
     Page *next = nullptr;
-    bool listed = false;
 };
 
-struct Chunk {
+struct alignas(64) Chunk {
     uintptr_t base = 0;
     size_t bytes = 0;         // kChunkBytes, or a huge object's span
     uint8_t *alias = nullptr; // the runtime's always-readable view of its host copy
@@ -93,6 +97,7 @@ struct Chunk {
     uint32_t block_size = 0;     // 0: nothing on the device to read this time
     uint64_t device_blocks = 0;  // bit k: block k (a chunk has at most 64 blocks of interest)
     bool all_on_device = false;  // more blocks than bits, or the whole object (batch)
+    uint32_t writes_seen = 0;    // its region's program_writes before the copy was read
 
     Page *pages = nullptr;  // npages of them, right after the chunk's own fields
 

@@ -99,6 +99,7 @@ void Collector::take_device_copies() {
         c->all_on_device = false;
         c->block_size = 0;
         const Region *r = c->region;
+        c->writes_seen = r->program_writes.load(std::memory_order_seq_cst);
         if (device_.integrated()) continue;
         bool any = false;
         uint32_t bs = r->block_size && r->blocks ? r->block_size : static_cast<uint32_t>(c->bytes);
@@ -138,6 +139,24 @@ void Collector::take_device_copies() {
 }
 
 // ---- while the world is stopped
+
+// Whether a write the runtime made for the program (interposed I/O,
+// adsmMemcpy) may have reached a chunk's device copy after
+// take_device_copies read it: it ran since, or its thread was stopped
+// half-way through it.  What it wrote is then in no copy the collector
+// reads.  (Writes that went to the host copy are read where they landed.)
+bool Collector::device_copies_stale() const {
+    if (device_.integrated()) return false;
+    for (Chunk *c : heap_.chunks()) {
+        const Region *r = c->region;
+        uint32_t w = r->program_writes.load(std::memory_order_seq_cst);
+        if (w == c->writes_seen && !(w & 1)) continue;
+        if (c->block_size || c->all_on_device || r->on_device) return true;
+        for (uint32_t k = 0; r->blocks && k < r->nblocks; ++k)
+            if (r->state(k) == block::kInvalid) return true;
+    }
+    return false;
+}
 
 // A full collection starts with nothing marked.  A minor one keeps the
 // marks of the last collection's survivors (sticky marks): those objects
@@ -588,10 +607,14 @@ void Collector::collect_locked(Scope scope) {
     uint64_t t_marked = os::now_ns();
     bool overflow = !roots_complete;
     for (auto &m : markers_) overflow |= m->overflowed();
-    if (overflow) {
-        // Out of memory for the mark stack: some objects were not scanned.
-        // Sweeping could free what they point to, so this collection frees nothing.
-        ADSM_LOG(error, "collector: out of memory while marking; nothing freed this time");
+    bool stale = !overflow && device_copies_stale();
+    if (overflow || stale) {
+        // Out of memory for the mark stack, or a device copy that may lack
+        // a pointer: some objects were not scanned.  Sweeping could free
+        // what they point to, so this collection frees nothing.
+        if (overflow) ADSM_LOG(error, "collector: out of memory while marking; nothing freed this time");
+        else ADSM_LOG(debug, "collector: a write for the program reached a chunk's device copy after it was read; nothing freed this time");
+        stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
         for (Chunk *c : heap_.chunks())
             for (uint32_t i = 0; i < c->npages; ++i)
                 for (auto &w : c->pages[i].mark) w.store(0, std::memory_order_relaxed);

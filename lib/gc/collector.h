@@ -126,6 +126,7 @@ public:
     // Allocation is counted by the page (small objects) and the object (large).
     struct Usage {
         uint64_t heap_bytes = 0, live_bytes = 0, allocated_bytes = 0, allocated_since_collection = 0, collections = 0;
+        uint64_t abandoned = 0;  // collections that freed nothing (device_copies_stale, mark stack overflow)
     };
     void usage(Usage *out);
     // Whether p is in a chunk of the heap (an object or not).
@@ -178,6 +179,7 @@ private:
     void drop_stale_launches();
     Status start_markers();
     void take_device_copies();
+    bool device_copies_stale() const;
     void snapshot_live(bool full);
     bool scan_written();
     bool note_kernel_calls(Chunk &c);
@@ -257,7 +259,7 @@ private:
     struct {
         std::atomic<uint64_t> allocated{0}, collections{0}, last_pause{0}, max_pause{0}, total_pause{0}, freed{0},
             finalizers{0}, weak_cleared{0}, kept_for_kernels{0}, minor_collections{0}, minor_pause{0},
-            max_minor_pause{0}, max_full_pause{0}, written_pages{0};
+            max_minor_pause{0}, max_full_pause{0}, written_pages{0}, abandoned{0};
     } stats_;
     std::atomic<bool> finalizing_{false};
     std::atomic<bool> on_demand_{false};

@@ -3,6 +3,7 @@
 // table) is the SharedObject it derives from.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "protocols/shared_object.h"
@@ -31,6 +32,11 @@ struct Region : SharedObject {
     uint64_t birth_call = 0;  // owner's call count when allocated
     RegionKind kind = RegionKind::shared;
     RegionOrigin origin = RegionOrigin::api;
+    // Collector chunks: bumped before and after each write the runtime makes
+    // for the program (odd while one is under way).  The collector reads
+    // device copies before it stops the world, and a write that reached the
+    // device after that is not in what it read.
+    std::atomic<uint32_t> program_writes{0};
 
     // The context whose calls release this region (context.h defines it).
     Context *owner() const;

@@ -3,6 +3,7 @@
 // functions, ordered finalization, finalizers on demand, collections held
 // off, the collection's steps, weak links that move, and the heap's limit.
 #include <adsm.h>
+#include <adsm.hpp>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -452,4 +453,68 @@ TEST(GcExtensionsTest, WithLockRunsUnderTheHeapLock) {
     auto fn = [](void *arg) -> void * { return static_cast<char *>(arg) + 1; };
     char x[2];
     EXPECT_EQ(the_collector()->with_lock(fn, x), x + 1);
+}
+
+// ---- device copies and the runtime's own writes
+
+namespace {
+constexpr size_t kHolderBytes = 4 << 20;  // a chunk of its own, whose blocks a whole write covers
+void touch_kernel(const adsm::thread_index &, uint64_t *obj) { obj[1] = 1; }
+uintptr_t g_hidden_target;  // complemented: no scan sees it
+uint64_t *g_holder;         // in the heap; a kernel wrote it last
+uint64_t *g_source;         // malloc'd: not scanned
+bool g_wrote;
+void write_before_the_stop(Collector::Event e, void *) {
+    if (e != Collector::Event::stop_world || g_wrote) return;
+    g_wrote = true;
+    g_source[0] = ~g_hidden_target;
+    g_source[1] = 1;
+    // Whole blocks whose current copy is on the device: written there.
+    EXPECT_EQ(adsmMemcpy(g_holder, g_source, kHolderBytes), adsmSuccess) << adsmGetLastErrorDetail();
+    g_source[0] = 0;
+}
+__attribute__((noinline)) void make_target() {
+    auto *t = static_cast<uint64_t *>(adsmGcAlloc(64));
+    ASSERT_NE(t, nullptr);
+    for (int i = 0; i < 8; ++i) t[i] = kIntact;
+    g_hidden_target = hide(t);
+}
+}  // namespace
+
+// The collector reads the device's copies before it stops the world.  A
+// write the runtime makes for the program in between (adsmMemcpy here,
+// interposed I/O alike) may land in a device copy after it was read, where
+// this collection does not look: it must free nothing, and the next one
+// finds the pointer.  (On lazy, rolling and delta the holder is current on
+// the device after the kernel; elsewhere the write lands on the host, where
+// marking reads it.)
+TEST(GcExtensionsTest, AWriteAfterTheDeviceCopyWasReadLosesNothing) {
+    static adsm::kernel<touch_kernel> k("gc.ext.touch_kernel");
+    Collector *c = the_collector();
+    auto *root = static_cast<uint64_t **>(malloc(sizeof(uint64_t *)));  // a registered root
+    g_holder = *root = static_cast<uint64_t *>(adsmGcAlloc(kHolderBytes));
+    ASSERT_NE(g_holder, nullptr);
+    ASSERT_EQ(adsmGcAddRoots(root, sizeof *root), adsmSuccess);
+    g_source = static_cast<uint64_t *>(calloc(1, kHolderBytes));
+    k(1, 1, g_holder);
+    adsm::sync();
+    make_target();
+    clobber_stack();
+    Collector::Usage before, after;
+    c->usage(&before);
+    g_wrote = false;
+    c->set_event_hook(write_before_the_stop, nullptr);
+    collect();
+    c->set_event_hook(nullptr, nullptr);
+    c->usage(&after);
+    ASSERT_TRUE(g_wrote);
+    for (int i = 0; i < 50000; ++i) adsmGcAlloc(64);  // would reuse the target, were it freed
+    collect();
+    EXPECT_EQ(g_holder[0], ~g_hidden_target);
+    auto *target = reinterpret_cast<const uint64_t *>(~g_hidden_target);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(target[i], kIntact) << "word " << i << " of the target was reused";
+    EXPECT_LE(after.abandoned, before.abandoned + 1);
+    ASSERT_EQ(adsmGcRemoveRoots(root, sizeof *root), adsmSuccess);
+    free(root);
+    free(g_source);
 }
