@@ -3,6 +3,7 @@
 // roots and from what kernels may reach, weak links, finalizers, the
 // sweep, the restart, and what waits for the world to run again.
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -64,6 +65,10 @@ Status Collector::start_markers() {
     markers_up_.store(0);
     markers_ready_.store(0);
     markers_pid_ = pid;
+    marker_threads_.clear();
+    steered_from_ = -1;
+    // The CPUs the markers may use: this thread's, which they inherit.
+    if (sched_getaffinity(0, sizeof marker_cpus_, &marker_cpus_) != 0) CPU_ZERO(&marker_cpus_);
     for (unsigned i = 1; i < config_.markers; ++i) {
         pthread_t t;
         if (pthread_create(&t, nullptr, &Collector::marker_main, this) != 0) {
@@ -73,15 +78,33 @@ Status Collector::start_markers() {
             break;
         }
         pthread_detach(t);
+        marker_threads_.push_back(t);
     }
     while (markers_ready_.load(std::memory_order_acquire) + 1 < markers_.size()) sched_yield();
     return adsmSuccess;
+}
+
+// Keeps the marker threads off the collecting thread's CPU.  A woken
+// thread tends to start on its waker's CPU and stay there for
+// milliseconds: with two CPUs, a sixth of mttrees' collections marked with
+// both markers on one CPU, the other idle, and took twice as long.
+void Collector::steer_markers() {
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu == steered_from_ || cpu >= CPU_SETSIZE) return;
+    steered_from_ = cpu;
+    cpu_set_t others = marker_cpus_;
+    CPU_CLR(cpu, &others);
+    // (Markers on every CPU allowed when that leaves none; a failure only costs speed.)
+    const cpu_set_t &use = CPU_COUNT(&others) ? others : marker_cpus_;
+    if (!CPU_COUNT(&use)) return;
+    for (pthread_t t : marker_threads_) (void)pthread_setaffinity_np(t, sizeof use, &use);
 }
 
 void Collector::mark_all() {
     pool_.begin(static_cast<unsigned>(markers_.size()));
     markers_done_.store(0, std::memory_order_relaxed);
     if (markers_.size() > 1) {
+        steer_markers();
         mark_epoch_.fetch_add(1, std::memory_order_release);
         os::futex_wake(&mark_epoch_);
     }

@@ -10,6 +10,8 @@
 // device's taken just before the world stopped, as well as from the host's.
 #pragma once
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -188,6 +190,7 @@ private:
     void mark_roots();
     void mark_kernel_reachable();
     void mark_all();
+    void steer_markers();
     void settle_weak_links();
     void find_ready();
     void push_children(uintptr_t obj, bool skip_self);
@@ -255,6 +258,9 @@ private:
     std::atomic<unsigned> markers_up_{0};     // started (hands out their indices)
     std::atomic<unsigned> markers_ready_{0};  // with their thread ids published
     pid_t markers_pid_ = 0;
+    std::vector<pthread_t> marker_threads_;  // markers 1 and up
+    cpu_set_t marker_cpus_;                  // where they may run
+    int steered_from_ = -1;                  // the CPU they were last kept off
 
     struct {
         std::atomic<uint64_t> allocated{0}, collections{0}, last_pause{0}, max_pause{0}, total_pause{0}, freed{0},
