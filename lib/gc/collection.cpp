@@ -2,10 +2,6 @@
 // world stops (loaded objects, device copies), the stop, marking from the
 // roots and from what kernels may reach, weak links, finalizers, the
 // sweep, the restart, and what waits for the world to run again.
-#include <pthread.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,7 +11,6 @@
 #include "gc/roots.h"
 #include "memory/manager.h"
 #include "os/clock.h"
-#include "os/futex.h"
 #include "os/uffd.h"
 #include "support/log.h"
 
@@ -33,86 +28,6 @@ void for_each_live(Page &p, const SizeClass &sc, F &&f) {
         }
 }
 }  // namespace
-
-// ---- marker threads
-
-void *Collector::marker_main(void *arg) {
-    auto *self = static_cast<Collector *>(arg);
-    unsigned me = self->markers_up_.fetch_add(1) + 1;
-    self->marker_tids_[me] = static_cast<pid_t>(syscall(SYS_gettid));
-    // Counted only once its id is known: the collector exempts markers from
-    // the stop by id, and a stopped marker never finishes its share.
-    self->markers_ready_.fetch_add(1, std::memory_order_release);
-    uint32_t seen = 0;
-    for (;;) {
-        uint32_t e;
-        while ((e = self->mark_epoch_.load(std::memory_order_acquire)) == seen) os::futex_wait(&self->mark_epoch_, seen);
-        seen = e;
-        self->markers_[me]->drain();
-        self->markers_done_.fetch_add(1, std::memory_order_acq_rel);
-        os::futex_wake(reinterpret_cast<std::atomic<uint32_t> *>(&self->markers_done_));
-    }
-    return nullptr;
-}
-
-Status Collector::start_markers() {
-    pid_t pid = getpid();
-    if (!markers_.empty() && markers_pid_ == pid) return adsmSuccess;
-    // First use, or a fork child: the parent's markers are not here.
-    markers_.clear();
-    marker_tids_.assign(config_.markers, 0);
-    for (unsigned i = 0; i < config_.markers; ++i) markers_.push_back(std::make_unique<Marker>(heap_.map(), pool_));
-    markers_up_.store(0);
-    markers_ready_.store(0);
-    markers_pid_ = pid;
-    marker_threads_.clear();
-    steered_from_ = -1;
-    // The CPUs the markers may use: this thread's, which they inherit.
-    if (sched_getaffinity(0, sizeof marker_cpus_, &marker_cpus_) != 0) CPU_ZERO(&marker_cpus_);
-    for (unsigned i = 1; i < config_.markers; ++i) {
-        pthread_t t;
-        if (pthread_create(&t, nullptr, &Collector::marker_main, this) != 0) {
-            ADSM_LOG(warn, "collector: could not start marker thread %u; marking with %u", i, i);
-            markers_.resize(i);
-            marker_tids_.resize(i);
-            break;
-        }
-        pthread_detach(t);
-        marker_threads_.push_back(t);
-    }
-    while (markers_ready_.load(std::memory_order_acquire) + 1 < markers_.size()) sched_yield();
-    return adsmSuccess;
-}
-
-// Keeps the marker threads off the collecting thread's CPU.  A woken
-// thread tends to start on its waker's CPU and stay there for
-// milliseconds: with two CPUs, a sixth of mttrees' collections marked with
-// both markers on one CPU, the other idle, and took twice as long.
-void Collector::steer_markers() {
-    int cpu = sched_getcpu();
-    if (cpu < 0 || cpu == steered_from_ || cpu >= CPU_SETSIZE) return;
-    steered_from_ = cpu;
-    cpu_set_t others = marker_cpus_;
-    CPU_CLR(cpu, &others);
-    // (Markers on every CPU allowed when that leaves none; a failure only costs speed.)
-    const cpu_set_t &use = CPU_COUNT(&others) ? others : marker_cpus_;
-    if (!CPU_COUNT(&use)) return;
-    for (pthread_t t : marker_threads_) (void)pthread_setaffinity_np(t, sizeof use, &use);
-}
-
-void Collector::mark_all() {
-    pool_.begin(static_cast<unsigned>(markers_.size()));
-    markers_done_.store(0, std::memory_order_relaxed);
-    if (markers_.size() > 1) {
-        steer_markers();
-        mark_epoch_.fetch_add(1, std::memory_order_release);
-        os::futex_wake(&mark_epoch_);
-    }
-    markers_[0]->drain();
-    auto *done = reinterpret_cast<std::atomic<uint32_t> *>(&markers_done_);
-    uint32_t d;
-    while ((d = done->load(std::memory_order_acquire)) + 1 < markers_.size()) os::futex_wait(done, d, 1000000);
-}
 
 // ---- before the world stops
 
@@ -185,27 +100,28 @@ bool Collector::device_copies_stale() const {
 // marks of the last collection's survivors (sticky marks): those objects
 // are old, kept without being traced, and only objects allocated since
 // are traced from the roots and from what was written since.
-void Collector::snapshot_live(bool full) {
-    for (Chunk *c : heap_.chunks())
-        for (uint32_t i = 0; i < c->npages; ++i) {
-            Page &p = c->pages[i];
-            // Marking reads no other page's bits (a tail's are its head's,
-            // a kernel heap's are its arena's), and an emptied page's marks
-            // were cleared: a heap kept roomy is mostly empty pages.
-            if (p.kind != PageKind::small && p.kind != PageKind::large) continue;
-            for (unsigned w = 0; w < kMaskWords; ++w) p.live[w] = 0;
-            if (p.kind == PageKind::large) {
-                p.live[0] = 1;
-            } else if (p.kind == PageKind::small) {
-                const SizeClass &sc = kSizeClasses[p.cls];
-                for (unsigned w = 0; w < kMaskWords; ++w) {
-                    uint64_t free = p.cache_mask ? p.cache_mask[w] | p.swept[w].load(std::memory_order_relaxed) : p.free[w];
-                    p.live[w] = Heap::full_mask(sc, w) & ~free;
-                }
+void Collector::snapshot_live(bool full) { run_on_markers(full ? Job::snapshot_full : Job::snapshot_minor); }
+
+void Collector::snapshot_chunk(Chunk &c, bool full) {
+    for (uint32_t i = 0; i < c.npages; ++i) {
+        Page &p = c.pages[i];
+        // Marking reads no other page's bits (a tail's are its head's,
+        // a kernel heap's are its arena's), and an emptied page's marks
+        // were cleared: a heap kept roomy is mostly empty pages.
+        if (p.kind != PageKind::small && p.kind != PageKind::large) continue;
+        for (unsigned w = 0; w < kMaskWords; ++w) p.live[w] = 0;
+        if (p.kind == PageKind::large) {
+            p.live[0] = 1;
+        } else {
+            const SizeClass &sc = kSizeClasses[p.cls];
+            for (unsigned w = 0; w < kMaskWords; ++w) {
+                uint64_t free = p.cache_mask ? p.cache_mask[w] | p.swept[w].load(std::memory_order_relaxed) : p.free[w];
+                p.live[w] = Heap::full_mask(sc, w) & ~free;
             }
-            for (unsigned w = 0; w < kMaskWords; ++w)
-                p.mark[w].store(full ? 0 : p.mark[w].load(std::memory_order_relaxed) & p.live[w], std::memory_order_relaxed);
         }
+        for (unsigned w = 0; w < kMaskWords; ++w)
+            p.mark[w].store(full ? 0 : p.mark[w].load(std::memory_order_relaxed) & p.live[w], std::memory_order_relaxed);
+    }
 }
 
 // ---- what was written since the last collection (world stopped)
@@ -535,41 +451,52 @@ void Collector::push_children(uintptr_t obj, bool skip_self) {
     }
 }
 
+// The markers sweep chunks side by side; emptying pages (which unlists
+// them from their space's lists) and the kernel heaps wait for marker 0.
 void Collector::sweep() {
+    run_on_markers(Job::sweep);
     uint64_t freed = 0, live = 0;
-    for (Chunk *c : heap_.chunks()) {
-        for (uint32_t i = 0; i < c->npages; ++i) {
-            Page &p = c->pages[i];
-            if (p.kind == PageKind::large) {
-                if (p.mark[0].load(std::memory_order_relaxed) & 1) {
-                    live += p.bytes;
-                } else if (c->huge) {
-                    dead_chunks_.push_back(c);
-                    ++freed;
-                } else {
-                    for (uint32_t k = 0, n = p.npages; k < n; ++k) heap_.make_empty(*c, c->pages[i + k]);
-                    ++freed;
-                }
-            } else if (p.kind == PageKind::small) {
-                const SizeClass &sc = kSizeClasses[p.cls];
-                bool all = true;
-                for (unsigned w = 0; w < kMaskWords; ++w) {
-                    uint64_t mark = p.mark[w].load(std::memory_order_relaxed);
-                    uint64_t garbage = p.live[w] & ~mark;
-                    freed += popcount(garbage);
-                    live += uint64_t(popcount(mark)) * sc.size;
-                    if (p.cache_mask) p.swept[w].fetch_or(garbage, std::memory_order_acq_rel);
-                    else p.free[w] |= garbage;
-                    all &= !p.cache_mask && p.free[w] == Heap::full_mask(sc, w);
-                }
-                if (all) heap_.make_empty(*c, p);
-            }
-            // The marks stay: they say which objects are old (snapshot_live).
-        }
+    for (SweepTally &t : tallies_) {
+        freed += t.freed;
+        live += t.live;
+        for (const Range &r : t.emptied)
+            for (auto *p = reinterpret_cast<Page *>(r.lo); p != reinterpret_cast<Page *>(r.hi); ++p)
+                heap_.make_empty(*p->chunk, *p);
+        for (const Range &r : t.dead) dead_chunks_.push_back(reinterpret_cast<Chunk *>(r.lo));
     }
     kernel_heaps_.sweep(heap_, dead_chunks_, &freed, &live);
     live_bytes_ = live;
     stats_.freed.fetch_add(freed, std::memory_order_relaxed);
+}
+
+void Collector::sweep_chunk(Chunk &c, SweepTally &t) {
+    for (uint32_t i = 0; i < c.npages; ++i) {
+        Page &p = c.pages[i];
+        if (p.kind == PageKind::large) {
+            if (p.mark[0].load(std::memory_order_relaxed) & 1) {
+                t.live += p.bytes;
+            } else {
+                // (Without memory to note it, it is found dead again next time.)
+                if (c.huge) t.dead.push(reinterpret_cast<uintptr_t>(&c), reinterpret_cast<uintptr_t>(&c) + 1);
+                else t.emptied.push(reinterpret_cast<uintptr_t>(&p), reinterpret_cast<uintptr_t>(&p + p.npages));
+                ++t.freed;
+            }
+        } else if (p.kind == PageKind::small) {
+            const SizeClass &sc = kSizeClasses[p.cls];
+            bool all = true;
+            for (unsigned w = 0; w < kMaskWords; ++w) {
+                uint64_t mark = p.mark[w].load(std::memory_order_relaxed);
+                uint64_t garbage = p.live[w] & ~mark;
+                t.freed += popcount(garbage);
+                t.live += uint64_t(popcount(mark)) * sc.size;
+                if (p.cache_mask) p.swept[w].fetch_or(garbage, std::memory_order_acq_rel);
+                else p.free[w] |= garbage;
+                all &= !p.cache_mask && p.free[w] == Heap::full_mask(sc, w);
+            }
+            if (all) t.emptied.push(reinterpret_cast<uintptr_t>(&p), reinterpret_cast<uintptr_t>(&p + 1));
+        }
+        // The marks stay: they say which objects are old (snapshot_live).
+    }
 }
 
 // ---- the collection

@@ -183,6 +183,7 @@ private:
     void take_device_copies();
     bool device_copies_stale() const;
     void snapshot_live(bool full);
+    void snapshot_chunk(Chunk &c, bool full);
     bool scan_written();
     bool note_kernel_calls(Chunk &c);
     void arm_survivors(bool full);
@@ -197,7 +198,14 @@ private:
     void event(Event e) {
         if (event_hook_) event_hook_(e, event_arg_);
     }
+    // What one marker's share of a sweep found, for marker 0 to apply.
+    struct alignas(128) SweepTally {
+        uint64_t freed = 0, live = 0;
+        RangeBuffer emptied;  // [first Page *, past the last): pages to make empty
+        RangeBuffer dead;     // [Chunk *, +1): huge chunks whose object died
+    };
     void sweep();
+    void sweep_chunk(Chunk &c, SweepTally &t);
     void after_world_restarts(bool full);
     bool marked(uintptr_t obj);
     bool object_at(uintptr_t p, Chunk **c, Page **page, uintptr_t *start, size_t *size, unsigned *idx);
@@ -207,7 +215,12 @@ private:
     // program to ask as well (finalization on demand).
     size_t run_due(bool asked);
     bool runs_now(const Callback &cb) const { return !cb.on_demand || !on_demand_.load(std::memory_order_relaxed); }
+    // Work the marker threads share (markers.cpp), the world stopped.
+    enum class Job : uint8_t { mark, snapshot_full, snapshot_minor, sweep };
     static void *marker_main(void *self);
+    // Runs job on every marker, this thread as marker 0; returns when all are done.
+    void run_on_markers(Job job);
+    void do_job(unsigned marker);
 
     // Kernel heaps whose context synced since they opened become ordinary
     // objects (all of them, or ctx's); with the heap's lock held, the world running.
@@ -253,7 +266,7 @@ private:
     MarkPool pool_;
     std::vector<std::unique_ptr<Marker>> markers_;
     std::vector<pid_t> marker_tids_;
-    std::atomic<uint32_t> mark_epoch_{0};
+    std::atomic<uint32_t> job_epoch_{0};  // bumped for each job: a futex word
     std::atomic<unsigned> markers_done_{0};
     std::atomic<unsigned> markers_up_{0};     // started (hands out their indices)
     std::atomic<unsigned> markers_ready_{0};  // with their thread ids published
@@ -261,6 +274,9 @@ private:
     std::vector<pthread_t> marker_threads_;  // markers 1 and up
     cpu_set_t marker_cpus_;                  // where they may run
     int steered_from_ = -1;                  // the CPU they were last kept off
+    Job job_ = Job::mark;                    // set before job_epoch_ moves
+    std::atomic<size_t> next_chunk_{0};      // the next of heap_.chunks() a marker takes
+    std::vector<SweepTally> tallies_;        // one per marker
 
     struct {
         std::atomic<uint64_t> allocated{0}, collections{0}, last_pause{0}, max_pause{0}, total_pause{0}, freed{0},
