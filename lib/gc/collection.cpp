@@ -221,6 +221,18 @@ bool Collector::scan_written() {
 
 // Whether a kernel may have written chunk c since the last collection (its
 // owner called one since, or one was unsynced then); remembers the calls.
+bool Collector::kernels_wrote_most() const {
+    uint64_t written = 0;
+    for (const Chunk *c : heap_.chunks())
+        if (kernel_may_have_written(*c)) written += c->bytes;
+    return written > heap_.heap_bytes() / 2;
+}
+
+bool Collector::kernel_may_have_written(const Chunk &c) {
+    Context *owner = c.owner;
+    return c.kernel_open || (owner ? owner->calls.load(std::memory_order_acquire) : 0) != c.calls_seen;
+}
+
 bool Collector::note_kernel_calls(Chunk &c) {
     Context *owner = c.owner;
     uint64_t calls = owner ? owner->calls.load(std::memory_order_acquire) : 0;
@@ -353,10 +365,19 @@ void Collector::mark_kernel_reachable() {
             } else if (p.kind == PageKind::small) {
                 const SizeClass &sc = kSizeClasses[p.cls];
                 uintptr_t base = c->page_address(&p);
+                // A page whose every word may be a pointer is scanned whole,
+                // its free slots too (what they still hold is kept a while
+                // longer), in one range: one range per object filled the
+                // mark stack with a million for a 16 MiB tree, and growing
+                // it took 40 ms of the pause.  Layouts are read per object.
+                bool whole = p.pointers && !p.layout, any = false;
                 for_each_live(p, sc, [&](unsigned idx, uintptr_t off) {
-                    m.mark_object(*c, p, base + off, sc.size, idx);
+                    if (whole) m.mark_only(p, sc.size, idx);
+                    else m.mark_object(*c, p, base + off, sc.size, idx);
+                    any = true;
                     ++kept;
                 });
+                if (whole && any) m.scan_object(*c, base, uintptr_t(sc.objects) * sc.size);
             }
         }
     }
@@ -503,12 +524,14 @@ void Collector::sweep_chunk(Chunk &c, SweepTally &t) {
 
 void Collector::collect_locked(Scope scope) {
     if (collecting_ || disabled()) return;
-    // Automatic collections are full every full_every-th time, and as soon as
-    // what minor ones find live has doubled since the last full one: most
-    // of that may be old garbage only a full collection frees.
+    // Automatic collections are full every full_every-th time, as soon as
+    // what minor ones find live has doubled since the last full one (most
+    // of that may be old garbage only a full collection frees), and when
+    // kernels may have written most of the heap (a minor collection would
+    // trace those chunks' old objects whole: more work than a full one).
     if (heap_.heap_bytes() > cycle_peak_) cycle_peak_ = heap_.heap_bytes();
     if (scope == Scope::automatic &&
-        (since_full_ + 1 >= config_.full_every || live_bytes_ > 2 * live_at_full_))
+        (since_full_ + 1 >= config_.full_every || live_bytes_ > 2 * live_at_full_ || kernels_wrote_most()))
         scope = Scope::full;
     collecting_ = true;
     event(Event::start);

@@ -40,6 +40,11 @@ public:
     void consider(uintptr_t w);
     // Marks an object known to be allocated (start of its page or slot).
     void mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsigned idx);
+    // Marks it without scanning what it holds (the caller scans that).
+    void mark_only(Page &p, size_t bytes, unsigned idx) {
+        uint64_t bit = uint64_t(1) << (idx & 63);
+        if (!(p.mark[idx >> 6].fetch_or(bit, std::memory_order_relaxed) & bit)) marked_bytes += bytes;
+    }
     // Scans [lo, hi) later (roots: stacks, data, registered ranges).
     // (Ranges start word-aligned: a set low bit marks an object with a layout.)
     void push_range(uintptr_t lo, uintptr_t hi) { local_.push((lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1), hi); }
