@@ -219,8 +219,14 @@ bool Collector::scan_written() {
     return trusted;
 }
 
-// Whether a kernel may have written chunk c since the last collection (its
-// owner called one since, or one was unsynced then); remembers the calls.
+// Whether a kernel may have written chunk c since the last collection: its
+// owner called one since, or one was unsynced then.
+bool Collector::kernel_may_have_written(const Chunk &c) {
+    Context *owner = c.owner;
+    return c.kernel_open || (owner ? owner->calls.load(std::memory_order_acquire) : 0) != c.calls_seen;
+}
+
+// Whether that holds for more than half of the heap's chunks, by bytes.
 bool Collector::kernels_wrote_most() const {
     uint64_t written = 0;
     for (const Chunk *c : heap_.chunks())
@@ -228,11 +234,7 @@ bool Collector::kernels_wrote_most() const {
     return written > heap_.heap_bytes() / 2;
 }
 
-bool Collector::kernel_may_have_written(const Chunk &c) {
-    Context *owner = c.owner;
-    return c.kernel_open || (owner ? owner->calls.load(std::memory_order_acquire) : 0) != c.calls_seen;
-}
-
+// The same, remembering the calls seen.
 bool Collector::note_kernel_calls(Chunk &c) {
     Context *owner = c.owner;
     uint64_t calls = owner ? owner->calls.load(std::memory_order_acquire) : 0;
