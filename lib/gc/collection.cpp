@@ -221,9 +221,14 @@ bool Collector::scan_written() {
 
 // Whether a kernel may have written chunk c since the last collection: its
 // owner called one since, or one was unsynced then.
-bool Collector::kernel_may_have_written(const Chunk &c) {
-    Context *owner = c.owner;
-    return c.kernel_open || (owner ? owner->calls.load(std::memory_order_acquire) : 0) != c.calls_seen;
+bool Collector::kernel_may_have_written(const Chunk &c) { return kernel_may_have_written(c, calls_of(c)); }
+
+bool Collector::kernel_may_have_written(const Chunk &c, uint64_t calls) {
+    return c.kernel_open || calls != c.calls_seen;
+}
+
+uint64_t Collector::calls_of(const Chunk &c) {
+    return c.owner ? c.owner->calls.load(std::memory_order_acquire) : 0;
 }
 
 // Whether that holds for more than half of the heap's chunks, by bytes.
@@ -237,10 +242,10 @@ bool Collector::kernels_wrote_most() const {
 // The same, remembering the calls seen.
 bool Collector::note_kernel_calls(Chunk &c) {
     Context *owner = c.owner;
-    uint64_t calls = owner ? owner->calls.load(std::memory_order_acquire) : 0;
+    uint64_t calls = calls_of(c);
     // (Not unsynced_calls: a launch counts its call a moment before that.)
     bool open = owner && owner->synced_calls.load(std::memory_order_acquire) < calls;
-    bool whole = c.kernel_open || calls != c.calls_seen;
+    bool whole = kernel_may_have_written(c, calls);
     c.calls_seen = calls;
     c.kernel_open = open;
     return whole;

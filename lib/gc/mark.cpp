@@ -40,12 +40,7 @@ void Marker::push_device_copy(Chunk &c, uintptr_t start, size_t bytes) {
 }
 
 void Marker::mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsigned idx) {
-    uint64_t bit = uint64_t(1) << (idx & 63);
-    std::atomic<uint64_t> &m = p.mark[idx >> 6];
-    if (m.load(std::memory_order_relaxed) & bit) return;
-    if (m.fetch_or(bit, std::memory_order_relaxed) & bit) return;
-    marked_bytes += bytes;
-    push_contents(c, p, start, bytes);
+    if (mark_only(p, bytes, idx)) push_contents(c, p, start, bytes);
 }
 
 void Marker::push_contents(Chunk &c, const Page &p, uintptr_t start, size_t bytes) {

@@ -40,10 +40,15 @@ public:
     void consider(uintptr_t w);
     // Marks an object known to be allocated (start of its page or slot).
     void mark_object(Chunk &c, Page &p, uintptr_t start, size_t bytes, unsigned idx);
-    // Marks it without scanning what it holds (the caller scans that).
-    void mark_only(Page &p, size_t bytes, unsigned idx) {
+    // Marks it without scanning what it holds (the caller scans that);
+    // true when this marker marked it.
+    bool mark_only(Page &p, size_t bytes, unsigned idx) {
         uint64_t bit = uint64_t(1) << (idx & 63);
-        if (!(p.mark[idx >> 6].fetch_or(bit, std::memory_order_relaxed) & bit)) marked_bytes += bytes;
+        std::atomic<uint64_t> &m = p.mark[idx >> 6];
+        if (m.load(std::memory_order_relaxed) & bit) return false;
+        if (m.fetch_or(bit, std::memory_order_relaxed) & bit) return false;
+        marked_bytes += bytes;
+        return true;
     }
     // Scans [lo, hi) later (roots: stacks, data, registered ranges).
     // (Ranges start word-aligned: a set low bit marks an object with a layout.)
