@@ -54,6 +54,9 @@ void on_collection(gc::Collector::Event e, void *) {
     case E::restart_world: return fn(GC_EVENT_PRE_START_WORLD);
     case E::world_restarted: return fn(GC_EVENT_POST_START_WORLD);
     case E::end: return fn(GC_EVENT_END);
+    // (bdwgc has no event for marking while the world runs, as its
+    // incremental mode does: the collection's own events follow.)
+    case E::marking_concurrently: return;
     }
 }
 

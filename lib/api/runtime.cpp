@@ -232,6 +232,7 @@ Status collector(Runtime &rt, gc::Collector **out) {
     gc.markers = rt.config.gc_markers;
     gc.automatic = rt.config.gc_auto;
     gc.full_every = rt.config.gc_full_every;
+    gc.concurrent = rt.config.gc_concurrent;
     if (Status s = collector_write_tracking(rt, &gc.writes); s != adsmSuccess) return s;
     auto *c = new gc::Collector(*rt.manager, rt.table, rt.space, *rt.device, gc);
     if (Status s = c->init(); s != adsmSuccess) return s;  // (c is leaked: it may have started threads)

@@ -200,6 +200,9 @@ bool Collector::scan_written() {
     uint64_t pages = 0;
     for (Chunk *c : heap_.chunks()) {
         bool whole = note_kernel_calls(*c);
+        // Finishing a concurrent collection: its markers may have read
+        // device blocks older than those read now.
+        if (finishing_ && (c->device_at_start || c->block_size || c->all_on_device)) whole = true;
         if (trusted && whole) {
             trace_old(*c, c->base, c->base + c->bytes);
             pages += c->bytes >> kPageShift;
@@ -328,8 +331,7 @@ void Collector::trace_old(Chunk &c, uintptr_t lo, uintptr_t hi) {
     }
 }
 
-void Collector::mark_roots() {
-    Marker &m = *markers_[0];
+void Collector::mark_roots(Marker &m) {
     for (const Range &r : roots_) m.push_range(r.lo, r.hi);
     for (const Range &r : threads_) m.push_range(r.lo, r.hi);
     for (auto &[lo, hi] : registry_.roots) {
@@ -359,8 +361,7 @@ void Collector::mark_roots() {
     }
 }
 
-void Collector::mark_kernel_reachable() {
-    Marker &m = *markers_[0];
+void Collector::mark_kernel_reachable(Marker &m) {
     uint64_t kept = 0;
     for (Chunk *c : heap_.chunks()) {
         if (!heap_.held(*c)) continue;
@@ -548,6 +549,10 @@ void Collector::collect_locked(Scope scope) {
         collecting_ = false;
         return;
     }
+    // A concurrent full collection's markers are running: this one
+    // finishes it, whatever its scope.
+    finishing_ = marking_;
+    if (finishing_) end_concurrent_marking();
     drop_stale_launches();
     roots_.clear();
     threads_.clear();
@@ -565,6 +570,8 @@ void Collector::collect_locked(Scope scope) {
     uint64_t t1 = os::now_ns();
     if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
         ADSM_LOG(error, "collector: could not stop the world (%s); no collection", last_detail());
+        if (finishing_) need_full_ = true;  // the markers' work is half done: no mark can be trusted
+        finishing_ = false;
         event(Event::end);
         collecting_ = false;
         return;
@@ -572,22 +579,36 @@ void Collector::collect_locked(Scope scope) {
     event(Event::world_stopped);
     uint64_t t_stopped = os::now_ns();
     bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
+    // (A collection that finishes concurrent marking keeps what the
+    // markers left, and their overflows.)
+    if (!finishing_) {
+        pool_.reset();
+        for (auto &m : markers_) m->reset();
+    }
     for (auto &m : markers_) m->marked_bytes = 0;
     event(Event::mark_start);
     // Minor only while what was written since the last collection is known
     // (a thread stopped inside the tracker may hold pages it took from the
-    // kernel and has not logged for the collector yet).
-    bool full = scope == Scope::full || need_full_ || !generational() || config_.writes->collecting();
+    // kernel and has not logged for the collector yet).  Finishing a
+    // concurrent collection is a minor collection whose old objects are
+    // those its markers reached; it is full in all else.
+    bool full = need_full_ || !generational() || config_.writes->collecting();
+    if (!finishing_) full |= scope == Scope::full;
+    else for (auto &m : markers_) full |= m->overflowed();
     if (!full && !scan_written()) {
         // The tracker failed half-way: what it did not say is unknown.
-        // (What was pushed meanwhile is only traced: it frees nothing.)
         full = true;
     }
-    if (full) stats_.written_pages.store(0, std::memory_order_relaxed);
+    if (full) {
+        stats_.written_pages.store(0, std::memory_order_relaxed);
+        // (What was pushed meanwhile is only traced: it frees nothing.)
+        pool_.reset();
+        for (auto &m : markers_) m->reset();
+    }
     snapshot_live(full);
     kernel_heaps_.begin_marking(full);
-    mark_roots();
-    mark_kernel_reachable();
+    mark_roots(*markers_[0]);
+    mark_kernel_reachable(*markers_[0]);
     mark_all();
     settle_weak_links();
     find_ready();
@@ -597,7 +618,7 @@ void Collector::collect_locked(Scope scope) {
         if (heap_.chunk_of(link) && !marked(link)) dropped_.push(link, link + 1);
     event(Event::mark_end);
     uint64_t t_marked = os::now_ns();
-    bool overflow = !roots_complete;
+    bool overflow = !roots_complete || pool_.overflowed();
     for (auto &m : markers_) overflow |= m->overflowed();
     bool stale = !overflow && device_copies_stale();
     if (overflow || stale) {
@@ -620,7 +641,7 @@ void Collector::collect_locked(Scope scope) {
         sweep();
         arm_survivors(full);
         event(Event::sweep_end);
-        if (full) {
+        if (full || finishing_) {
             need_full_ = false;
             live_at_full_ = live_bytes_;
         }
@@ -630,32 +651,43 @@ void Collector::collect_locked(Scope scope) {
     uint64_t t2 = os::now_ns();
     event(Event::world_restarted);
 
-    after_world_restarts(full);
+    bool as_full = full || finishing_;
+    after_world_restarts(as_full);
     handed_out_before_ += heap_.handed_out;
     heap_.handed_out = 0;
     uint64_t pause = t2 - t1;
     stats_.collections.fetch_add(1, std::memory_order_relaxed);
-    stats_.last_pause.store(pause, std::memory_order_relaxed);
-    stats_.total_pause.fetch_add(pause, std::memory_order_relaxed);
-    if (pause > stats_.max_pause.load(std::memory_order_relaxed)) stats_.max_pause.store(pause, std::memory_order_relaxed);
-    if (full) {
+    note_pause(pause, as_full);
+    if (as_full) {
         since_full_ = 0;
-        if (pause > stats_.max_full_pause.load(std::memory_order_relaxed)) stats_.max_full_pause.store(pause, std::memory_order_relaxed);
     } else {
         ++since_full_;
         stats_.minor_collections.fetch_add(1, std::memory_order_relaxed);
         stats_.minor_pause.fetch_add(pause, std::memory_order_relaxed);
-        if (pause > stats_.max_minor_pause.load(std::memory_order_relaxed)) stats_.max_minor_pause.store(pause, std::memory_order_relaxed);
     }
     ADSM_LOG(debug,
         "collector: %s collection %llu: %llu bytes live, pause %.3f ms (stop %.3f, mark %.3f, sweep and restart "
         "%.3f), %.3f ms in all",
-        full ? "full" : "minor", static_cast<unsigned long long>(stats_.collections.load()),
+        finishing_ ? (full ? "concurrent (redone whole)" : "concurrent") : full ? "full" : "minor",
+        static_cast<unsigned long long>(stats_.collections.load()),
         static_cast<unsigned long long>(live_bytes_), static_cast<double>(pause) / 1e6,
         static_cast<double>(t_stopped - t1) / 1e6, static_cast<double>(t_marked - t_stopped) / 1e6,
         static_cast<double>(t2 - t_marked) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
+    finishing_ = false;
     event(Event::end);
     collecting_ = false;
+}
+
+// Every stop of the world counts as a pause: a concurrent full
+// collection's first one too.
+void Collector::note_pause(uint64_t ns, bool full) {
+    stats_.last_pause.store(ns, std::memory_order_relaxed);
+    stats_.total_pause.fetch_add(ns, std::memory_order_relaxed);
+    auto raise = [&](std::atomic<uint64_t> &max) {
+        if (ns > max.load(std::memory_order_relaxed)) max.store(ns, std::memory_order_relaxed);
+    };
+    raise(stats_.max_pause);
+    raise(full ? stats_.max_full_pause : stats_.max_minor_pause);
 }
 
 // A launch record is stale once a sync covered its call, and nothing of
@@ -695,6 +727,9 @@ void Collector::after_world_restarts(bool full) {
         }  // else a kernel holds the link: the next collection tries again
     }
     kernel_heaps_.reap();
+    // No marker reads them now.
+    dead_chunks_.insert(dead_chunks_.end(), freed_while_marking_.begin(), freed_while_marking_.end());
+    freed_while_marking_.clear();
     heap_.rebuild_lists();
     // Empty chunks stay for what the program allocates before the next
     // collection (as due() counts it): given back and made again, each of

@@ -98,11 +98,12 @@ void Collector::context_switched() {
     tc->ctx = nullptr;
 }
 
-bool Collector::due() const {
-    if (!config_.automatic) return false;
+uint64_t Collector::due_bytes() const {
     uint64_t grown = static_cast<uint64_t>(config_.growth * static_cast<double>(live_bytes_));
-    return heap_.handed_out >= (grown > config_.trigger ? grown : config_.trigger);
+    return grown > config_.trigger ? grown : config_.trigger;
 }
+
+bool Collector::due() const { return config_.automatic && heap_.handed_out >= due_bytes(); }
 
 bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers, unsigned layout) {
     const SizeClass &sc = kSizeClasses[cls];
@@ -118,6 +119,7 @@ bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointer
         s = CacheSlot{};
     }
     if (due()) collect_locked();
+    else maybe_start_concurrent();
     Page *p = heap_.take_page(*tc.space, cls, pointers, layout);
     if (!p && config_.automatic && heap_.handed_out) {
         collect_locked(Scope::full);  // the heap is at its limit: old garbage counts too
@@ -140,6 +142,7 @@ bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointer
 
 void *Collector::alloc_large(ThreadCache &tc, size_t n, bool pointers, bool *zero) {
     if (due()) collect_locked();
+    else maybe_start_concurrent();
     void *p = heap_.alloc_large(*tc.space, n, pointers, zero);
     if (!p && config_.automatic && heap_.handed_out) {
         collect_locked(Scope::full);  // the heap is at its limit: old garbage counts too
@@ -320,7 +323,9 @@ Status Collector::free(void *obj) {
             else heap_.list_page(p);
         }
         stats_.freed.fetch_add(1, std::memory_order_relaxed);
-        if (huge) heap_.release_chunks({c}, UINT64_MAX);
+        // (Markers running while the world runs may be reading it.)
+        if (huge && marking_) freed_while_marking_.push_back(c);
+        else if (huge) heap_.release_chunks({c}, UINT64_MAX);
     }
     return adsmSuccess;
 }

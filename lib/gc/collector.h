@@ -49,6 +49,9 @@ struct GcConfig {
     // pages written, shared with the protocol; null: full collections only.
     os::UffdTracker *writes = nullptr;
     unsigned full_every = 8;    // ADSM_GC_FULL_EVERY
+    // ADSM_GC_CONCURRENT=on: full collections mark while the world runs
+    // (concurrent.cpp), where minor collections work and markers > 1.
+    bool concurrent = false;
 };
 
 class Collector {
@@ -116,8 +119,11 @@ public:
     // Called at every step of each collection with the heap's lock held
     // (between world_stopped and restart_world, with the world stopped): it
     // must not allocate or take locks.
+    // A concurrent full collection (GcConfig::concurrent) starts with a
+    // stop of its own: marking_concurrently follows its restart, the
+    // markers running; the collection that finishes it sends the rest.
     enum class Event { start, stop_world, world_stopped, mark_start, mark_end, sweep_start, sweep_end,
-                       restart_world, world_restarted, end };
+                       restart_world, world_restarted, end, marking_concurrently };
     void set_event_hook(void (*hook)(Event, void *), void *arg);
 
     // The heap never grows past `bytes` (0: the window is the limit).
@@ -129,6 +135,7 @@ public:
     struct Usage {
         uint64_t heap_bytes = 0, live_bytes = 0, allocated_bytes = 0, allocated_since_collection = 0, collections = 0;
         uint64_t abandoned = 0;  // collections that freed nothing (device_copies_stale, mark stack overflow)
+        uint64_t concurrent = 0;  // full collections marked while the world ran, finished or not
     };
     void usage(Usage *out);
     // Whether p is in a chunk of the heap (an object or not).
@@ -175,6 +182,15 @@ private:
     ThreadCache *cache();
     static void thread_exit(void *tc);
     bool due() const;
+    uint64_t due_bytes() const;  // what handed_out reaches when a collection is due
+
+    // A full collection's marking while the world runs (concurrent.cpp).
+    void maybe_start_concurrent();
+    bool start_concurrent();
+    void arm_live(Chunk &c);
+    void end_concurrent_marking();
+    void abandon_concurrent();
+    void note_pause(uint64_t ns, bool full);
 
     // With the heap's lock held.
     void collect_locked(Scope scope = Scope::automatic);
@@ -192,8 +208,8 @@ private:
     bool kernels_wrote_most() const;
     void arm_survivors(bool full);
     void trace_old(Chunk &c, uintptr_t lo, uintptr_t hi);
-    void mark_roots();
-    void mark_kernel_reachable();
+    void mark_roots(Marker &m);
+    void mark_kernel_reachable(Marker &m);
     void mark_all();
     void steer_markers();
     void settle_weak_links();
@@ -224,6 +240,10 @@ private:
     static void *marker_main(void *self);
     // Runs job on every marker, this thread as marker 0; returns when all are done.
     void run_on_markers(Job job);
+    // Starts marking on markers 1 and up, and returns; wait_for_markers
+    // waits until they are done.
+    void mark_in_background();
+    void wait_for_markers();
     void do_job(unsigned marker);
 
     // Kernel heaps whose context synced since they opened become ordinary
@@ -246,6 +266,12 @@ private:
 
     // One collection's state.
     bool collecting_ = false;
+    // A concurrent full collection's markers are running (or done, not
+    // yet finished by a collection).
+    bool marking_ = false;
+    bool finishing_ = false;  // this collection finishes one
+    // Huge chunks freed meanwhile: given back once no marker may read them.
+    std::vector<Chunk *> freed_while_marking_;
     RangeBuffer roots_;       // data segments, taken before the world stops
     RangeBuffer threads_;     // stacks and registers, while it is stopped
     RangeBuffer ready_;       // [object, +1): its finalizer is due; [object, +2): its release callback
@@ -285,7 +311,7 @@ private:
     struct {
         std::atomic<uint64_t> allocated{0}, collections{0}, last_pause{0}, max_pause{0}, total_pause{0}, freed{0},
             finalizers{0}, weak_cleared{0}, kept_for_kernels{0}, minor_collections{0}, minor_pause{0},
-            max_minor_pause{0}, max_full_pause{0}, written_pages{0}, abandoned{0};
+            max_minor_pause{0}, max_full_pause{0}, written_pages{0}, abandoned{0}, concurrent{0};
     } stats_;
     std::atomic<bool> finalizing_{false};
     std::atomic<bool> on_demand_{false};

@@ -68,6 +68,7 @@ void Collector::usage(Usage *out) {
     out->allocated_bytes = handed_out_before_ + heap_.handed_out;
     out->collections = stats_.collections.load();
     out->abandoned = stats_.abandoned.load();
+    out->concurrent = stats_.concurrent.load();
 }
 
 bool Collector::in_heap(const void *p) const {

@@ -47,6 +47,7 @@ Status Collector::create_kernel_heap(size_t budget, const adsmGcKernelHeapOption
     image.resize(l.bitmap_off);
     {
         std::lock_guard<std::mutex> lock(heap_.lock());
+        abandon_concurrent();
         adopt_finished(ctx);  // what finished heaps did not use serves this one
         Space &s = *heap_.space_for(ctx);
         bool zero = false;

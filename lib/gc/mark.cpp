@@ -4,6 +4,8 @@
 #include "gc/layouts.h"
 #include "os/futex.h"
 
+#include <new>
+
 namespace adsm::gc {
 
 namespace {
@@ -126,7 +128,13 @@ void Marker::consider(uintptr_t w) {
 // What runs for each word (consider, mark_object, the pushes) is inlined
 // here, flattened: a tree marked about 8% faster than through the calls.
 __attribute__((no_sanitize("address"), flatten)) void Marker::scan(uintptr_t lo, uintptr_t hi) {
-    if (lo & 1) return scan_laid_out(lo & ~uintptr_t(1), hi - (lo & ~uintptr_t(1)));
+    if (lo & 1) {
+        if (concurrent_) {
+            if (!deferred_.push(lo, hi)) overflowed_ = true;
+            return;
+        }
+        return scan_laid_out(lo & ~uintptr_t(1), hi - (lo & ~uintptr_t(1)));
+    }
     lo = (lo + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
     if (hi - lo > kSplitBytes && hi > lo) {
         // The rest waits on the stack, where another marker may take it.
@@ -138,6 +146,24 @@ __attribute__((no_sanitize("address"), flatten)) void Marker::scan(uintptr_t lo,
         uintptr_t w = *reinterpret_cast<const uintptr_t *>(p);
         if (w - wbase < wsize) consider(w);
     }
+}
+
+void Marker::scan_pushed() {
+    RangeBuffer now;
+    if (!local_.give(now, local_.size())) overflowed_ = true;
+    for (const Range &r : now) {
+        if (r.lo & 1) {  // an object with a layout: whenever
+            if (!local_.push(r.lo, r.hi)) overflowed_ = true;
+            continue;
+        }
+        // In pieces no longer than scan() takes at once: it would leave
+        // the rest of a long stack for later.
+        for (uintptr_t lo = r.lo; lo < r.hi; lo += kSplitBytes) scan(lo, r.hi - lo > kSplitBytes ? lo + kSplitBytes : r.hi);
+    }
+}
+
+void Marker::resume_deferred() {
+    if (!deferred_.give(local_, deferred_.size())) overflowed_ = true;
 }
 
 // Scanning waits on memory, object after object: each range is prefetched
@@ -155,13 +181,19 @@ void Marker::drain() {
                 ahead[(head + n++) % kPrefetchAhead] = r;
             }
             if (!n) break;
+            if (pool_.stopping()) {
+                // (The ranges prefetched go back, unscanned.)
+                for (; n; --n, head = (head + 1) % kPrefetchAhead)
+                    if (!local_.push(ahead[head].lo, ahead[head].hi)) overflowed_ = true;
+                return;
+            }
             r = ahead[head];
             head = (head + 1) % kPrefetchAhead;
             --n;
             scan(r.lo, r.hi);
             if (local_.size() > 1 && pool_.hungry()) pool_.give(local_);
         }
-        if (!pool_.take(local_)) return;
+        if (pool_.stopping() || !pool_.take(local_)) return;
     }
 }
 
@@ -169,11 +201,37 @@ void MarkPool::begin(unsigned markers) {
     markers_ = markers;
     idle_.store(0, std::memory_order_relaxed);
     done_ = false;
+    stop_.store(false, std::memory_order_relaxed);
+}
+
+void MarkPool::reset() {
+    // (Made anew, not unlocked: in a fork child its holder is gone.)
+    mu_.~FutexLock();
+    new (&mu_) os::FutexLock;
+    pool_.clear();
+    overflowed_.store(false, std::memory_order_relaxed);
+    stop_.store(false, std::memory_order_relaxed);
+    idle_.store(0, std::memory_order_relaxed);
+    sleepers_.store(0, std::memory_order_relaxed);
+}
+
+void MarkPool::stop() {
+    mu_.lock();
+    stop_.store(true, std::memory_order_relaxed);
+    mu_.unlock();
+    version_.fetch_add(1, std::memory_order_seq_cst);
+    os::futex_wake(&version_);
+}
+
+void MarkPool::take_rest(MarkStack &to) {
+    mu_.lock();
+    if (!pool_.give(to, pool_.size())) overflowed_.store(true, std::memory_order_relaxed);
+    mu_.unlock();
 }
 
 void MarkPool::give(MarkStack &from) {
     mu_.lock();
-    from.give_oldest(pool_, (from.size() + 1) / 2);
+    if (!from.give_oldest(pool_, (from.size() + 1) / 2)) overflowed_.store(true, std::memory_order_relaxed);
     mu_.unlock();
     // Sequentially consistent with take()'s count of sleepers: either this
     // sees the sleeper and wakes it, or the sleeper sees the new version and
@@ -190,12 +248,13 @@ bool MarkPool::take(MarkStack &to) {
             // An even share of what waits, so that the next marker to run
             // dry finds some too.
             size_t share = n / markers_;
-            pool_.give(to, share > kShareEntries ? share : kShareEntries);
+            if (!pool_.give(to, share > kShareEntries ? share : kShareEntries))
+                overflowed_.store(true, std::memory_order_relaxed);
             idle_.fetch_sub(1, std::memory_order_relaxed);
             mu_.unlock();
             return true;
         }
-        if (done_ || idle_.load(std::memory_order_relaxed) == markers_) {
+        if (done_ || stop_.load(std::memory_order_relaxed) || idle_.load(std::memory_order_relaxed) == markers_) {
             done_ = true;
             mu_.unlock();
             version_.fetch_add(1, std::memory_order_seq_cst);

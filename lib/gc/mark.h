@@ -68,9 +68,29 @@ public:
     void push_contents(Chunk &c, const Page &p, uintptr_t start, size_t bytes);
     // Scans [start, start+bytes) of chunk c later, as an object's contents.
     void scan_object(Chunk &c, uintptr_t start, size_t bytes) { push_object(c, start, bytes); }
-    // Scans until this marker's work, and the pool, run dry.
+    // Scans until this marker's work, and the pool, run dry, or the pool
+    // is asked to stop (what is left then stays on this marker's stack).
     void drain();
     bool overflowed() const { return overflowed_; }
+    // Nothing to scan, no overflow: a collection that starts afresh.
+    void reset() {
+        local_.clear();
+        deferred_.clear();
+        overflowed_ = false;
+    }
+    // Scans now, with the world stopped, what was pushed so far (roots:
+    // stacks and launch records are only there while it is stopped); what
+    // it reaches waits on the stack.
+    void scan_pushed();
+    // While the world runs, objects with a layout are not scanned: their
+    // scan functions may read memory the program frees meanwhile.  They
+    // wait, marked, until the world stops again (resume_deferred).
+    void set_concurrent(bool on) { concurrent_ = on; }
+    void resume_deferred();
+    // Takes another marker's stack (one stopped half-way).
+    void take_stack(RangeBuffer &from) {
+        if (!from.give(local_, from.size())) overflowed_ = true;
+    }
     uint64_t marked_bytes = 0;
 
 private:
@@ -82,7 +102,9 @@ private:
     const ChunkMap &map_;
     MarkPool &pool_;
     MarkStack local_;
+    MarkStack deferred_;  // objects with a layout reached while the world runs
     bool overflowed_ = false;
+    bool concurrent_ = false;
 };
 
 // Work shared between markers, and the end of marking.
@@ -92,8 +114,19 @@ public:
     // A marker with spare work gives some when others are idle.
     bool hungry() const { return idle_.load(std::memory_order_relaxed) > 0; }
     void give(MarkStack &from);
-    // Fills `to` from the pool, or waits for work; false when marking is over.
+    // Fills `to` from the pool, or waits for work; false when marking is
+    // over or stopped.
     bool take(MarkStack &to);
+    // Markers stop at their next range, leaving their work on their stacks.
+    void stop();
+    bool stopping() const { return stop_.load(std::memory_order_relaxed); }
+    // What the pool still holds, after a stop.
+    void take_rest(MarkStack &to);
+    // Empties the pool and forgets an overflow, no marker running; in a
+    // fork child, whose lock a marker of the parent may have held.
+    void reset();
+    // Work was dropped on its way through the pool (no memory to hold it).
+    bool overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
 
 private:
     os::FutexLock mu_;
@@ -102,6 +135,8 @@ private:
     std::atomic<unsigned> idle_{0};
     std::atomic<uint32_t> version_{0};   // bumped when work or the end arrives: a futex word
     std::atomic<unsigned> sleepers_{0};  // markers in futex_wait on version_
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> overflowed_{false};
     bool done_ = false;
 };
 

@@ -35,7 +35,13 @@ void *Collector::marker_main(void *arg) {
 Status Collector::start_markers() {
     pid_t pid = getpid();
     if (!markers_.empty() && markers_pid_ == pid) return adsmSuccess;
-    // First use, or a fork child: the parent's markers are not here.
+    // First use, or a fork child: the parent's markers are not here, and
+    // what they were marking while the world ran is lost with them.
+    if (marking_) {
+        marking_ = false;
+        need_full_ = true;
+    }
+    pool_.reset();
     markers_.clear();
     marker_tids_.assign(config_.markers, 0);
     for (unsigned i = 0; i < config_.markers; ++i) markers_.push_back(std::make_unique<Marker>(heap_.map(), pool_));
@@ -89,6 +95,18 @@ void Collector::run_on_markers(Job job) {
         os::futex_wake(&job_epoch_);
     }
     do_job(0);
+    wait_for_markers();
+}
+
+void Collector::mark_in_background() {
+    job_ = Job::mark;
+    markers_done_.store(0, std::memory_order_relaxed);
+    pool_.begin(static_cast<unsigned>(markers_.size() - 1));
+    job_epoch_.fetch_add(1, std::memory_order_release);
+    os::futex_wake(&job_epoch_);
+}
+
+void Collector::wait_for_markers() {
     auto *done = reinterpret_cast<std::atomic<uint32_t> *>(&markers_done_);
     uint32_t d;
     while ((d = done->load(std::memory_order_acquire)) + 1 < markers_.size()) os::futex_wait(done, d, 1000000);

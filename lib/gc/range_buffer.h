@@ -39,19 +39,24 @@ public:
     }
     // Moves the newest `n` entries to `to`: constant work per entry moved
     // (taking the oldest would move the rest down each time).
-    void give(RangeBuffer &to, size_t n) {
+    // False when `to` could not grow: some were dropped.
+    bool give(RangeBuffer &to, size_t n) {
         if (n > n_) n = n_;
-        for (size_t i = n_ - n; i < n_; ++i) to.push(data_[i].lo, data_[i].hi);
+        bool all = true;
+        for (size_t i = n_ - n; i < n_; ++i) all &= to.push(data_[i].lo, data_[i].hi);
         n_ -= n;
+        return all;
     }
     // Moves the oldest `n` entries to `to`.  A depth-first mark leaves the
     // biggest pieces of work at the bottom of its stack (a tree's subtrees
     // near the root): those are the ones worth sharing.
-    void give_oldest(RangeBuffer &to, size_t n) {
+    bool give_oldest(RangeBuffer &to, size_t n) {
         if (n > n_) n = n_;
-        for (size_t i = 0; i < n; ++i) to.push(data_[i].lo, data_[i].hi);
+        bool all = true;
+        for (size_t i = 0; i < n; ++i) all &= to.push(data_[i].lo, data_[i].hi);
         memmove(data_, data_ + n, (n_ - n) * sizeof(Range));
         n_ -= n;
+        return all;
     }
     void clear() { n_ = 0; }
     void truncate(size_t n) {

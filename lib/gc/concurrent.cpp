@@ -1,0 +1,160 @@
+// A full collection that marks while the world runs (mostly-concurrent
+// marking, after Boehm, Demers and Shenker's mostly-parallel collector).
+//
+// A short stop takes the allocated objects (snapshot_live), clears every
+// mark, arms the write tracker over the pages that hold objects with
+// pointers, and scans the roots: stacks, registers and launch records
+// exist only while the world is stopped.  The marker threads then trace
+// the heap from what the roots reached, the program running.  The next
+// collection due finishes it, the world stopped again, as a minor one
+// whose old objects are those the markers reached: pages written since the
+// start are traced again (an object traced on a page nobody wrote since
+// holds what it held then), so are the chunks a kernel may have written
+// and those whose blocks were read from the device, objects allocated
+// since are traced from the roots, and the sweep frees what no mark
+// reached.  What the markers had not finished is finished in that pause.
+//
+// Objects that died while the markers ran are freed by the next full
+// collection.  Objects with a layout are marked but scanned only in the
+// finishing pause (their scan functions may read memory the program frees
+// meanwhile).  Not with kernel heaps, whose arenas change state while the
+// world runs: a full collection then stops the world throughout.
+
+#include "backend/device.h"
+#include "gc/collector.h"
+#include "gc/roots.h"
+#include "os/clock.h"
+#include "os/uffd.h"
+#include "support/log.h"
+
+namespace adsm::gc {
+
+// From the allocation paths, with the heap's lock held: the collection due
+// next is full and a quarter of what it waits for has been allocated.  (At
+// half, mttrees' markers had often not finished when it came due, and the
+// pause finished their work.)
+void Collector::maybe_start_concurrent() {
+    if (marking_ || collecting_ || !config_.concurrent || !config_.automatic || config_.markers < 2 || disabled())
+        return;
+    if (heap_.handed_out < due_bytes() / 4) return;
+    if (!need_full_ && since_full_ + 1 < config_.full_every && live_bytes_ <= 2 * live_at_full_) return;
+    if (!generational() || !kernel_heaps_.arenas().empty()) return;
+    (void)start_concurrent();
+}
+
+// Arms the write tracker over chunk c's runs of pages holding objects with
+// pointers: what is written there from now on is traced again when the
+// collection finishes.  (A page left unarmed reads as written.)
+void Collector::arm_live(Chunk &c) {
+    os::UffdTracker *t = config_.writes;
+    auto live = [](const Page &p) {
+        if (!p.pointers || (p.kind != PageKind::small && p.kind != PageKind::large)) return false;
+        for (unsigned w = 0; w < kMaskWords; ++w)
+            if (p.live[w]) return true;
+        return false;
+    };
+    auto arm = [&](uintptr_t lo, uintptr_t hi) {
+        // (A failure logs the range as written: traced again, no more.)
+        t->collect(lo, hi - lo, [](void *, uintptr_t, size_t) {}, nullptr, os::UffdTracker::kCollector);
+    };
+    if (c.huge) {
+        if (live(c.pages[0])) arm(c.base, c.base + c.bytes);
+        return;
+    }
+    uint32_t run = 0;
+    bool in = false;
+    for (uint32_t i = 0; i < c.npages;) {
+        const Page &p = c.pages[i];
+        uint32_t n = p.kind == PageKind::large && p.npages ? p.npages : 1;
+        bool l = live(p);
+        if (l && !in) run = i;
+        if (!l && in) arm(c.base + (uintptr_t(run) << kPageShift), c.base + (uintptr_t(i) << kPageShift));
+        in = l;
+        i += n;
+    }
+    if (in) arm(c.base + (uintptr_t(run) << kPageShift), c.base + c.bytes);
+}
+
+bool Collector::start_concurrent() {
+    if (start_markers() != adsmSuccess || markers_.size() < 2) return false;
+    collecting_ = true;
+    drop_stale_launches();
+    roots_.clear();
+    threads_.clear();
+    if (Status s = data_segments(&roots_); s != adsmSuccess)
+        ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
+    take_device_copies();
+    uint64_t t1 = os::now_ns();
+    if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
+        ADSM_LOG(warn, "collector: could not stop the world (%s); the full collection will not be concurrent",
+                 last_detail());
+        collecting_ = false;
+        return false;
+    }
+    // Without every thread's stack, or with a thread stopped inside the
+    // tracker (pages it took may be in no log yet), the finishing
+    // collection could not trust what the markers found: no start.
+    bool ok = world_.thread_ranges(&threads_) == adsmSuccess && !config_.writes->collecting();
+    if (ok) {
+        pool_.reset();
+        for (auto &m : markers_) m->reset();
+        snapshot_live(true);
+        for (Chunk *c : heap_.chunks()) {
+            note_kernel_calls(*c);
+            c->device_at_start = c->block_size || c->all_on_device;
+            arm_live(*c);
+        }
+        Marker &m = *markers_[1];
+        mark_roots(m);
+        m.scan_pushed();
+        mark_kernel_reachable(m);
+        for (size_t i = 1; i < markers_.size(); ++i) markers_[i]->set_concurrent(true);
+        need_full_ = false;  // the marks are this collection's from now on
+        marking_ = true;
+    }
+    world_.start();
+    note_pause(os::now_ns() - t1, true);
+    if (ok) {
+        // Only now: the restart waits for every thread to leave its stop,
+        // and a marker already running took one of two CPUs from them
+        // (a 3 ms restart).
+        mark_in_background();
+        stats_.concurrent.fetch_add(1, std::memory_order_relaxed);
+        event(Event::marking_concurrently);
+        ADSM_LOG(debug, "collector: full collection %llu marks while the program runs; its first pause %.3f ms",
+                 static_cast<unsigned long long>(stats_.collections.load() + 1),
+                 static_cast<double>(os::now_ns() - t1) / 1e6);
+    }
+    collecting_ = false;
+    return ok;
+}
+
+// Stops the markers where they are (what they have not scanned stays on
+// their stacks, for the finishing collection) and waits for them.
+void Collector::end_concurrent_marking() {
+    if (!marking_) return;
+    pool_.stop();
+    wait_for_markers();
+    marking_ = false;
+    for (size_t i = 1; i < markers_.size(); ++i) {
+        markers_[i]->set_concurrent(false);
+        markers_[i]->resume_deferred();
+    }
+    RangeBuffer rest;
+    pool_.take_rest(rest);
+    markers_[0]->take_stack(rest);
+}
+
+// Before a kernel heap is made: its arena's state changes under the
+// markers' feet.  What they found is dropped; the next collection is full.
+void Collector::abandon_concurrent() {
+    if (!marking_) return;
+    end_concurrent_marking();
+    pool_.reset();
+    for (auto &m : markers_) m->reset();
+    need_full_ = true;
+    heap_.release_chunks(freed_while_marking_, UINT64_MAX);
+    freed_while_marking_.clear();
+}
+
+}  // namespace adsm::gc

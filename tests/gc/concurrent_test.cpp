@@ -1,0 +1,237 @@
+// Full collections that mark while the program runs (ADSM_GC_CONCURRENT=on):
+// pointers the program moves behind the markers' backs must be found when
+// the collection finishes.  CTest runs these with every automatic
+// collection full (ADSM_GC_FULL_EVERY=1) and a small trigger, so that each
+// is concurrent (tests/CMakeLists.txt).
+#include <adsm.h>
+#include <adsm.hpp>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "api/runtime.h"
+#include "gc/collector.h"
+
+namespace {
+
+using adsm::gc::Collector;
+
+constexpr uint64_t kCheck = 0x9e3779b97f4a7c15ull;
+constexpr int kLists = 32;
+constexpr int kLength = 8192;  // long enough that markers take a while down each
+constexpr int kAnchors = 8;
+constexpr int kSlots = 64;
+
+struct Cell {
+    uint64_t id;
+    uint64_t check;
+    Cell *next;
+    uint64_t pad;
+};
+
+struct Anchor {
+    Cell *slot[kSlots];
+};
+
+// The roots: list heads, and anchors whose slots receive what is cut off.
+Cell *g_heads[kLists];
+Anchor *g_anchors[kAnchors];
+int g_used = 0;                        // anchor slots filled so far
+std::atomic<int> g_moves{0};           // hooks that moved pointers
+std::atomic<uint64_t> g_seed{1};
+
+Collector *the_collector() {
+    adsm::Runtime *rt = nullptr;
+    Collector *c = nullptr;
+    if (adsm::runtime(&rt) != adsmSuccess || adsm::collector(*rt, &c) != adsmSuccess) return nullptr;
+    return c;
+}
+
+// Where each list is cut next, complemented: as roots, the cells would be
+// scanned first, what follows them marked before the cut.
+uintptr_t g_cut_at[kLists];
+
+// Picks g_cut_at: a cell of each list (of four or more) in its second half.
+void choose_cuts(std::minstd_rand &rng) {
+    for (int i = 0; i < kLists; ++i) {
+        int n = 0;
+        for (Cell *c = g_heads[i]; c; c = c->next) ++n;
+        g_cut_at[i] = ~uintptr_t(0);
+        if (n < 4) continue;
+        Cell *cut = g_heads[i];
+        for (int k = 1 + static_cast<int>(rng() % static_cast<unsigned>(n / 2)) + n / 2 - 1; k > 1; --k) cut = cut->next;
+        g_cut_at[i] = ~reinterpret_cast<uintptr_t>(cut);
+    }
+}
+
+// While the markers run (the heap's lock held, nothing allocated):
+// the rest of every list past its cut moves into an anchor, which the
+// markers have scanned first (the roots reach it at once, last), and the
+// list is cut where the markers have most likely not been yet.  Then the
+// next cuts are chosen, the markers well on their way.
+void move_behind_markers(Collector::Event e, void *) {
+    if (e != Collector::Event::marking_concurrently) return;
+    // The markers wake up and take the anchors first (the last roots
+    // pushed); a list takes them milliseconds.
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    for (int i = 0; i < kLists && g_used < kAnchors * kSlots; ++i) {
+        auto *cut = reinterpret_cast<Cell *>(~g_cut_at[i]);
+        if (!cut || !cut->next) continue;
+        g_anchors[g_used / kSlots]->slot[g_used % kSlots] = cut->next;
+        ++g_used;
+        cut->next = nullptr;
+    }
+    std::minstd_rand rng(static_cast<unsigned>(g_seed.fetch_add(1)));
+    choose_cuts(rng);
+    g_moves.fetch_add(1);
+}
+
+// Every cell, once, intact: the count and the sum of ids.
+void expect_every_cell(uint64_t cells) {
+    uint64_t seen = 0, ids = 0, damaged = 0;
+    auto walk = [&](const Cell *c) {
+        for (; c; c = c->next, ++seen) {
+            if (c->check != c->id * kCheck) ++damaged;
+            ids += c->id;
+        }
+    };
+    for (Cell *h : g_heads) walk(h);
+    for (Anchor *a : g_anchors)
+        for (Cell *c : a->slot) walk(c);
+    EXPECT_EQ(damaged, 0u) << "cells were freed and reused";
+    EXPECT_EQ(seen, cells);
+    EXPECT_EQ(ids, cells * (cells - 1) / 2);
+}
+
+// Garbage of the cells' size, which reuses what a collection freed of them.
+void churn(size_t bytes) {
+    for (size_t done = 0; done < bytes; done += sizeof(Cell)) {
+        auto *p = static_cast<uint64_t *>(adsmGcAlloc(sizeof(Cell)));
+        ASSERT_NE(p, nullptr);
+        for (size_t i = 0; i < sizeof(Cell) / 8; ++i) p[i] = 0xdeadbeefdeadbeefull;
+    }
+}
+
+}  // namespace
+
+TEST(GcConcurrentTest, PointersMovedWhileMarkersRunLoseNothing) {
+    Collector *c = the_collector();
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(adsmGcCollect(), adsmSuccess) << adsmGetLastErrorDetail();
+    adsmGcStats st;
+    ASSERT_EQ(adsmGcGetStats(&st), adsmSuccess);
+    ASSERT_TRUE(st.generational) << "this kernel offers write tracking (6.7+), which concurrent marking needs";
+    uint64_t id = 0;
+    for (Anchor *&a : g_anchors) {
+        a = static_cast<Anchor *>(adsmGcAlloc(sizeof(Anchor)));
+        ASSERT_NE(a, nullptr);
+    }
+    for (Cell *&head : g_heads) {
+        head = nullptr;
+        for (int k = 0; k < kLength; ++k) {
+            auto *cell = static_cast<Cell *>(adsmGcAlloc(sizeof(Cell)));
+            ASSERT_NE(cell, nullptr);
+            cell->id = id;
+            cell->check = id * kCheck;
+            cell->next = head;
+            head = cell;
+            ++id;
+        }
+    }
+    std::minstd_rand rng(3);
+    choose_cuts(rng);
+    Collector::Usage before, after;
+    c->usage(&before);
+    c->set_event_hook(move_behind_markers, nullptr);
+    // Each concurrent collection moves pointers once; the next one due finishes it.
+    for (int round = 0; round < 200 && g_moves.load() < 6; ++round) churn(1 << 20);
+    c->set_event_hook(nullptr, nullptr);
+    churn(8 << 20);
+    c->usage(&after);
+    EXPECT_GE(g_moves.load(), 6) << "too few collections marked while the program ran";
+    EXPECT_GE(after.concurrent - before.concurrent, 6u);
+    EXPECT_EQ(after.abandoned, before.abandoned);
+    EXPECT_GT(g_used, kLists);
+    expect_every_cell(id);
+    ASSERT_EQ(adsmGcCollect(), adsmSuccess);
+    churn(4 << 20);
+    expect_every_cell(id);
+}
+
+// Threads allocate, link and drop lists while collections start and finish
+// around them; each checks its own lists.
+TEST(GcConcurrentTest, ThreadsChangingTheirListsLoseNothing) {
+    Collector *c = the_collector();
+    ASSERT_NE(c, nullptr);
+    Collector::Usage before, after;
+    c->usage(&before);
+    std::atomic<int> failures{0};
+    auto worker = [&](int me) {
+        std::minstd_rand rng(static_cast<unsigned>(me + 7));
+        Cell *lists[8] = {};
+        uint64_t first[8] = {}, length[8] = {};
+        for (int step = 0; step < 3000; ++step) {
+            int i = static_cast<int>(rng() % 8);
+            if (rng() % 4 == 0 || !lists[i]) {
+                // A new list, dropping the old one: garbage for the collector.
+                first[i] = (uint64_t(me) << 40) | (uint64_t(step) << 16);
+                length[i] = 1 + rng() % 200;
+                Cell *head = nullptr;
+                for (uint64_t k = length[i]; k-- > 0;) {
+                    auto *cell = static_cast<Cell *>(adsmGcAlloc(sizeof(Cell)));
+                    if (!cell) {
+                        failures.fetch_add(1);
+                        return;
+                    }
+                    cell->id = first[i] + k;
+                    cell->check = cell->id * kCheck;
+                    cell->next = head;
+                    head = cell;
+                }
+                lists[i] = head;
+            } else {
+                // Moves list j's tail onto list i's end: old cells now point
+                // where others pointed before.
+                int j = static_cast<int>(rng() % 8);
+                if (j == i || !lists[j]) continue;
+                Cell *end = lists[i];
+                uint64_t n = 1;
+                for (; end->next; end = end->next) ++n;
+                if (n != length[i] || end->id != first[i] + length[i] - 1) {
+                    failures.fetch_add(1);
+                    return;
+                }
+                // Renumbering keeps the check: the moved cells become i's.
+                end->next = lists[j];
+                for (Cell *m = lists[j]; m; m = m->next) {
+                    if (m->check != m->id * kCheck) failures.fetch_add(1);
+                    m->id = first[i] + n++;
+                    m->check = m->id * kCheck;
+                }
+                length[i] = n;
+                lists[j] = nullptr;
+            }
+        }
+        for (int i = 0; i < 8; ++i) {
+            uint64_t n = 0;
+            for (Cell *m = lists[i]; m; m = m->next, ++n)
+                if (m->id != first[i] + n || m->check != m->id * kCheck) {
+                    failures.fetch_add(1);
+                    break;
+                }
+            if (lists[i] && n != length[i]) failures.fetch_add(1);
+        }
+    };
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 3; ++t) ts.emplace_back(worker, t);
+    for (auto &t : ts) t.join();
+    c->usage(&after);
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_GT(after.concurrent, before.concurrent) << "no collection marked while the program ran";
+}
