@@ -40,8 +40,14 @@ struct Anchor {
 };
 
 // The roots: list heads, and anchors whose slots receive what is cut off.
-Cell *g_heads[kLists];
-Anchor *g_anchors[kAnchors];
+// In this order: a marker pops the last object the roots reached first,
+// so it scans the anchors, then each list to its end.
+struct Roots {
+    Cell *heads[kLists];
+    Anchor *anchors[kAnchors];
+} g_roots;
+Cell *(&g_heads)[kLists] = g_roots.heads;
+Anchor *(&g_anchors)[kAnchors] = g_roots.anchors;
 int g_used = 0;                        // anchor slots filled so far
 std::atomic<int> g_moves{0};           // hooks that moved pointers
 std::atomic<uint64_t> g_seed{1};
@@ -92,11 +98,18 @@ void move_behind_markers(Collector::Event e, void *) {
     g_moves.fetch_add(1);
 }
 
-// Every cell, once, intact: the count and the sum of ids.
+// Every cell, once, intact: the count and the sum of ids.  A cell the
+// collector freed ends its chain (its memory may be gone: not read).
 void expect_every_cell(uint64_t cells) {
-    uint64_t seen = 0, ids = 0, damaged = 0;
+    uint64_t seen = 0, ids = 0, damaged = 0, freed = 0;
+    Collector *col = the_collector();
     auto walk = [&](const Cell *c) {
         for (; c; c = c->next, ++seen) {
+            Collector::ObjectInfo info;
+            if (!col->describe(c, &info) || info.base != c) {
+                ++freed;
+                return;
+            }
             if (c->check != c->id * kCheck) ++damaged;
             ids += c->id;
         }
@@ -104,6 +117,7 @@ void expect_every_cell(uint64_t cells) {
     for (Cell *h : g_heads) walk(h);
     for (Anchor *a : g_anchors)
         for (Cell *c : a->slot) walk(c);
+    EXPECT_EQ(freed, 0u) << "chains lead to cells the collector freed";
     EXPECT_EQ(damaged, 0u) << "cells were freed and reused";
     EXPECT_EQ(seen, cells);
     EXPECT_EQ(ids, cells * (cells - 1) / 2);
