@@ -49,9 +49,9 @@ struct GcConfig {
     // pages written, shared with the protocol; null: full collections only.
     os::UffdTracker *writes = nullptr;
     unsigned full_every = 8;    // ADSM_GC_FULL_EVERY
-    // ADSM_GC_CONCURRENT=on: full collections mark while the world runs
-    // (concurrent.cpp), where minor collections work and markers > 1.
-    bool concurrent = false;
+    // ADSM_GC_CONCURRENT: automatic full collections mark while the world
+    // runs (concurrent.cpp), where minor collections work and markers > 1.
+    bool concurrent = true;
 };
 
 class Collector {

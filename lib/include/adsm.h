@@ -227,7 +227,10 @@ ADSM_API adsmError_t adsmGcCollect(void);
  * wait for the next full collection, and so do their finalizers, weak links
  * and release callbacks.  A full collection where minor ones are not
  * possible (adsmGcGetStats says which ran).  Automatic collections are
- * minor, but for every ADSM_GC_FULL_EVERY-th one. */
+ * minor, but for every ADSM_GC_FULL_EVERY-th one.  Automatic full
+ * collections mark while the program runs (ADSM_GC_CONCURRENT) and stop
+ * it twice, to start and to finish; a minor request while one marks
+ * finishes it, a full collection. */
 ADSM_API adsmError_t adsmGcCollectMinor(void);
 
 /* The start of the collected object that holds p (anywhere inside it), or
@@ -264,7 +267,7 @@ typedef struct adsmGcStats {
     uint64_t live_bytes;         /* marked at the last collection */
     uint64_t allocated_bytes;    /* allocated since the start */
     uint64_t collections;
-    uint64_t last_pause_ns;      /* the world stopped, last collection */
+    uint64_t last_pause_ns;      /* the world stopped, last time (a concurrent full collection stops it twice) */
     uint64_t max_pause_ns;
     uint64_t total_pause_ns;
     uint64_t objects_freed;

@@ -61,9 +61,9 @@ const std::vector<ConfigVar> &config_variables() {
          "minor collections that rescan only what was written since the last collection, found by the kernel's "
          "write tracking (Linux 6.7+); on fails where it is missing (default auto)"},
         {"ADSM_GC_FULL_EVERY", "N", "with minor collections, every Nth collection is a full one (default 8)"},
-        {"ADSM_GC_CONCURRENT", "on|off",
+        {"ADSM_GC_CONCURRENT", "auto|off",
          "full collections mark while the program runs and stop it only to start and finish, where minor "
-         "collections work and there are two markers or more (default off: experimental)"},
+         "collections work, there are two markers or more and no kernel heap (default auto)"},
     };
     return vars;
 }
@@ -277,8 +277,8 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         c.gc_full_every = static_cast<unsigned>(n);
     }
     if (const char *v = lookup("ADSM_GC_CONCURRENT"); v && *v) {
-        if (strcmp(v, "on") && strcmp(v, "off")) return bad("ADSM_GC_CONCURRENT", v, "on or off");
-        c.gc_concurrent = !strcmp(v, "on");
+        if (strcmp(v, "auto") && strcmp(v, "off")) return bad("ADSM_GC_CONCURRENT", v, "auto or off");
+        c.gc_concurrent = !strcmp(v, "auto");
     }
     *out = c;
     return adsmSuccess;

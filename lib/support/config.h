@@ -45,7 +45,7 @@ struct Config {
     unsigned gc_markers = 0;            // ADSM_GC_MARKERS: 0 means one per CPU, at most 8
     std::string gc_generational = "auto";  // ADSM_GC_GENERATIONAL: auto|on|off
     unsigned gc_full_every = 8;         // ADSM_GC_FULL_EVERY
-    bool gc_concurrent = false;         // ADSM_GC_CONCURRENT: on|off
+    bool gc_concurrent = true;          // ADSM_GC_CONCURRENT: auto|off
 };
 
 // One documented variable; the launcher's --help prints this table.

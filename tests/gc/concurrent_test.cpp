@@ -1,4 +1,4 @@
-// Full collections that mark while the program runs (ADSM_GC_CONCURRENT=on):
+// Full collections that mark while the program runs (ADSM_GC_CONCURRENT):
 // pointers the program moves behind the markers' backs must be found when
 // the collection finishes.  CTest runs these with every automatic
 // collection full (ADSM_GC_FULL_EVERY=1) and a small trigger, so that each
