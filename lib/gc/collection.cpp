@@ -726,7 +726,7 @@ void Collector::after_world_restarts(bool full) {
             stats_.weak_cleared.fetch_add(1, std::memory_order_relaxed);
         }  // else a kernel holds the link: the next collection tries again
     }
-    kernel_heaps_.reap();
+    forget_dead_arenas();
     // No marker reads them now.
     dead_chunks_.insert(dead_chunks_.end(), freed_while_marking_.begin(), freed_while_marking_.end());
     freed_while_marking_.clear();

@@ -296,7 +296,7 @@ Status Collector::free(void *obj) {
             if (arena->release_pages(heap_)) {
                 arena->dead = true;
                 huge = c->huge;
-                kernel_heaps_.reap();
+                forget_dead_arenas();
             }
         } else if (p->kind == PageKind::large) {
             if (c->huge) {
@@ -323,9 +323,7 @@ Status Collector::free(void *obj) {
             else heap_.list_page(p);
         }
         stats_.freed.fetch_add(1, std::memory_order_relaxed);
-        // (Markers running while the world runs may be reading it.)
-        if (huge && marking_) freed_while_marking_.push_back(c);
-        else if (huge) heap_.release_chunks({c}, UINT64_MAX);
+        if (huge) release_huge(c);
     }
     return adsmSuccess;
 }

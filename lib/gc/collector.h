@@ -189,7 +189,11 @@ private:
     bool start_concurrent();
     void arm_live(Chunk &c);
     void end_concurrent_marking();
-    void abandon_concurrent();
+    // Frees arenas with no object left, and huge chunks freed, unless
+    // markers running while the world runs may read them: then the
+    // collection that finishes their work does.
+    void forget_dead_arenas();
+    void release_huge(Chunk *c);
     void note_pause(uint64_t ns, bool full);
 
     // With the heap's lock held.

@@ -17,8 +17,8 @@
 // Objects that died while the markers ran are freed by the next full
 // collection.  Objects with a layout are marked but scanned only in the
 // finishing pause (their scan functions may read memory the program frees
-// meanwhile).  Not with kernel heaps, whose arenas change state while the
-// world runs: a full collection then stops the world throughout.
+// meanwhile).  Kernel heaps are not adopted, and emptied arenas and huge
+// chunks not freed, while the markers run: they read them.
 
 #include "backend/device.h"
 #include "gc/collector.h"
@@ -38,7 +38,7 @@ void Collector::maybe_start_concurrent() {
         return;
     if (heap_.handed_out < due_bytes() / 4) return;
     if (!need_full_ && since_full_ + 1 < config_.full_every && live_bytes_ <= 2 * live_at_full_) return;
-    if (!generational() || !kernel_heaps_.arenas().empty()) return;
+    if (!generational()) return;
     (void)start_concurrent();
 }
 
@@ -99,6 +99,7 @@ bool Collector::start_concurrent() {
         pool_.reset();
         for (auto &m : markers_) m->reset();
         snapshot_live(true);
+        kernel_heaps_.begin_marking(true);
         for (Chunk *c : heap_.chunks()) {
             note_kernel_calls(*c);
             c->device_at_start = c->block_size || c->all_on_device;
@@ -145,16 +146,13 @@ void Collector::end_concurrent_marking() {
     markers_[0]->take_stack(rest);
 }
 
-// Before a kernel heap is made: its arena's state changes under the
-// markers' feet.  What they found is dropped; the next collection is full.
-void Collector::abandon_concurrent() {
-    if (!marking_) return;
-    end_concurrent_marking();
-    pool_.reset();
-    for (auto &m : markers_) m->reset();
-    need_full_ = true;
-    heap_.release_chunks(freed_while_marking_, UINT64_MAX);
-    freed_while_marking_.clear();
+void Collector::forget_dead_arenas() {
+    if (!marking_) kernel_heaps_.reap();
+}
+
+void Collector::release_huge(Chunk *c) {
+    if (marking_) freed_while_marking_.push_back(c);
+    else heap_.release_chunks({c}, UINT64_MAX);
 }
 
 }  // namespace adsm::gc

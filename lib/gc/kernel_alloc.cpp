@@ -47,7 +47,6 @@ Status Collector::create_kernel_heap(size_t budget, const adsmGcKernelHeapOption
     image.resize(l.bitmap_off);
     {
         std::lock_guard<std::mutex> lock(heap_.lock());
-        abandon_concurrent();
         adopt_finished(ctx);  // what finished heaps did not use serves this one
         Space &s = *heap_.space_for(ctx);
         bool zero = false;
@@ -112,12 +111,14 @@ void Collector::discard_kernel_heap(KernelArena &a) {
         }
     }
     a.dead = true;
-    kernel_heaps_.reap();
-    if (c->huge) heap_.release_chunks({c}, UINT64_MAX);
+    forget_dead_arenas();
+    if (c->huge) release_huge(c);
 }
 
 void Collector::adopt_finished(Context *only) {
-    if (!kernel_heaps_.open()) return;
+    // (Not while markers run: adoption rewrites the arena's bitmaps they
+    // read.  The collection that finishes their work adopts first.)
+    if (!kernel_heaps_.open() || marking_) return;
     for (KernelArena *a : kernel_heaps_.arenas())
         if ((!only || a->ctx == only) && a->finished() && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
 }

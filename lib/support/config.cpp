@@ -63,7 +63,7 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_GC_FULL_EVERY", "N", "with minor collections, every Nth collection is a full one (default 8)"},
         {"ADSM_GC_CONCURRENT", "auto|off",
          "full collections mark while the program runs and stop it only to start and finish, where minor "
-         "collections work, there are two markers or more and no kernel heap (default auto)"},
+         "collections work and there are two markers or more (default auto)"},
     };
     return vars;
 }

@@ -5,6 +5,7 @@
 // is concurrent (tests/CMakeLists.txt).
 #include <adsm.h>
 #include <adsm.hpp>
+#include <adsm_gc_kernel.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -248,4 +249,72 @@ TEST(GcConcurrentTest, ThreadsChangingTheirListsLoseNothing) {
     c->usage(&after);
     EXPECT_EQ(failures.load(), 0);
     EXPECT_GT(after.concurrent, before.concurrent) << "no collection marked while the program ran";
+}
+
+namespace {
+
+// Kernel i < n links `len` cells with ids first + i*len .. (the last first)
+// from a kernel heap, into heads[i].
+void kernel_lists(const adsm::thread_index &t, adsmGcKernelHeap *h, Cell **heads, unsigned n, unsigned len,
+                  uint64_t first) {
+    unsigned i = static_cast<unsigned>(adsm::global_x(t));
+    if (i >= n) return;
+    Cell *head = nullptr;
+    for (unsigned k = 0; k < len; ++k) {
+        auto *c = static_cast<Cell *>(adsmGcKernelAlloc(h, &t, sizeof(Cell)));
+        if (!c) break;
+        c->id = first + uint64_t(i) * len + k;
+        c->check = c->id * kCheck;
+        c->next = head;
+        head = c;
+    }
+    heads[i] = head;
+}
+
+Cell **g_kernel_heads[4];  // roots: the lists of the last rounds
+
+}  // namespace
+
+// Kernels allocate lists from kernel heaps while collections mark with the
+// world running: the heaps are adopted, swept and emptied around them.
+TEST(GcConcurrentTest, KernelHeapsWhileMarkersRunLoseNothing) {
+    Collector *c = the_collector();
+    ASSERT_NE(c, nullptr);
+    adsm::kernel<kernel_lists> k("gc.concurrent.kernel_lists");
+    const unsigned n = 256, len = 64;
+    Collector::Usage before, after;
+    c->usage(&before);
+    for (unsigned round = 0; round < 24; ++round) {
+        // Round r's lists replace those of round r-4: garbage once adopted.
+        auto *heads = static_cast<Cell **>(adsmGcAlloc(n * sizeof(Cell *)));
+        ASSERT_NE(heads, nullptr);
+        {
+            adsm::gc_kernel_heap heap(2 << 20);
+            k(n / 64, 64, heap.get(), heads, n, len, uint64_t(round) << 32);
+            churn(1 << 20);  // collections while the kernel runs, or before its sync
+            adsm::sync();
+            heap.check();
+        }
+        g_kernel_heads[round % 4] = heads;
+        churn(1 << 20);
+        for (unsigned r = 0; r < 4 && r <= round; ++r) {
+            unsigned which = round - r;
+            Cell **h = g_kernel_heads[which % 4];
+            for (unsigned i = 0; i < n; ++i) {
+                uint64_t want = (uint64_t(which) << 32) + uint64_t(i) * len + len;
+                unsigned count = 0;
+                for (Cell *x = h[i]; x; x = x->next, ++count) {
+                    Collector::ObjectInfo info;
+                    ASSERT_TRUE(c->describe(x, &info) && info.base == x) << "a kernel's cell was freed";
+                    --want;
+                    ASSERT_EQ(x->id, want);
+                    ASSERT_EQ(x->check, want * kCheck);
+                }
+                ASSERT_EQ(count, len) << "list " << i << " of round " << which;
+            }
+        }
+    }
+    c->usage(&after);
+    EXPECT_GT(after.concurrent, before.concurrent) << "no collection marked while the program ran";
+    EXPECT_EQ(after.abandoned, before.abandoned);
 }
