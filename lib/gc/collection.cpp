@@ -538,6 +538,7 @@ void Collector::collect_locked(Scope scope) {
     // kernels may have written most of the heap (a minor collection would
     // trace those chunks' old objects whole: more work than a full one).
     if (heap_.heap_bytes() > cycle_peak_) cycle_peak_ = heap_.heap_bytes();
+    const bool asked_full = scope == Scope::full;
     if (scope == Scope::automatic &&
         (since_full_ + 1 >= config_.full_every || live_bytes_ > 2 * live_at_full_ || kernels_wrote_most()))
         scope = Scope::full;
@@ -550,9 +551,15 @@ void Collector::collect_locked(Scope scope) {
         return;
     }
     // A concurrent full collection's markers are running: this one
-    // finishes it, whatever its scope.
+    // finishes it.  Unless a full collection was asked for (adsmGcCollect,
+    // a heap at its limit): what died since the markers started must go
+    // too, so their marks are dropped and it starts afresh.
     finishing_ = marking_;
     if (finishing_) end_concurrent_marking();
+    if (finishing_ && asked_full) {
+        finishing_ = false;
+        need_full_ = true;
+    }
     drop_stale_launches();
     roots_.clear();
     threads_.clear();

@@ -230,7 +230,8 @@ ADSM_API adsmError_t adsmGcCollect(void);
  * minor, but for every ADSM_GC_FULL_EVERY-th one.  Automatic full
  * collections mark while the program runs (ADSM_GC_CONCURRENT) and stop
  * it twice, to start and to finish; a minor request while one marks
- * finishes it, a full collection. */
+ * finishes it, a full collection, and adsmGcCollect drops its marks and
+ * collects afresh. */
 ADSM_API adsmError_t adsmGcCollectMinor(void);
 
 /* The start of the collected object that holds p (anywhere inside it), or

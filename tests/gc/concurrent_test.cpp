@@ -318,3 +318,47 @@ TEST(GcConcurrentTest, KernelHeapsWhileMarkersRunLoseNothing) {
     EXPECT_GT(after.concurrent, before.concurrent) << "no collection marked while the program ran";
     EXPECT_EQ(after.abandoned, before.abandoned);
 }
+
+namespace {
+
+void *g_victim = nullptr;  // a root until the markers start
+std::atomic<bool> g_started{false};
+std::atomic<int> g_victim_finalized{0};
+
+void drop_victim(Collector::Event e, void *) {
+    if (e != Collector::Event::marking_concurrently || g_started.load()) return;
+    g_victim = nullptr;  // the markers found it from the roots: marked, floating
+    g_started = true;
+}
+
+__attribute__((noinline)) void make_victim() {
+    g_victim = adsmGcAlloc(48);
+    ASSERT_NE(g_victim, nullptr);
+    ASSERT_EQ(adsmGcRegisterFinalizer(g_victim, [](void *, void *) { g_victim_finalized.fetch_add(1); }, nullptr),
+              adsmSuccess);
+}
+
+__attribute__((noinline)) void clobber_stack() {
+    volatile char junk[16384];
+    for (size_t i = 0; i < sizeof junk; ++i) junk[i] = 0;
+}
+
+}  // namespace
+
+// adsmGcCollect while markers run is a full collection all the same: what
+// died after they started is freed, not kept as their marks say.
+TEST(GcConcurrentTest, ACollectionAskedForWhileMarkersRunFreesWhatDiedMeanwhile) {
+    Collector *c = the_collector();
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(adsmGcCollect(), adsmSuccess);
+    make_victim();
+    clobber_stack();
+    g_started = false;
+    c->set_event_hook(drop_victim, nullptr);
+    for (size_t n = 0; n < (64u << 20) && !g_started.load(); n += 64) ASSERT_NE(adsmGcAlloc(64), nullptr);
+    c->set_event_hook(nullptr, nullptr);
+    ASSERT_TRUE(g_started.load()) << "no collection marked while the program ran";
+    clobber_stack();
+    ASSERT_EQ(adsmGcCollect(), adsmSuccess);
+    EXPECT_EQ(g_victim_finalized.load(), 1) << "the collection kept an object that died after the markers started";
+}
