@@ -505,10 +505,11 @@ void Collector::sweep_chunk(Chunk &c, SweepTally &t) {
             if (p.mark[0].load(std::memory_order_relaxed) & 1) {
                 t.live += p.bytes;
             } else {
-                // (Without memory to note it, it is found dead again next time.)
-                if (c.huge) t.dead.push(reinterpret_cast<uintptr_t>(&c), reinterpret_cast<uintptr_t>(&c) + 1);
-                else t.emptied.push(reinterpret_cast<uintptr_t>(&p), reinterpret_cast<uintptr_t>(&p + p.npages));
-                ++t.freed;
+                // (Without memory to note it, it is found dead again next
+                // time, and counted then.)
+                bool noted = c.huge ? t.dead.push(reinterpret_cast<uintptr_t>(&c), reinterpret_cast<uintptr_t>(&c) + 1)
+                                    : t.emptied.push(reinterpret_cast<uintptr_t>(&p), reinterpret_cast<uintptr_t>(&p + p.npages));
+                if (noted) ++t.freed;
             }
         } else if (p.kind == PageKind::small) {
             const SizeClass &sc = kSizeClasses[p.cls];

@@ -115,6 +115,10 @@ private:
     Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
     Status write_in(Region &r, size_t off, const void *src, size_t n, uint64_t *ticket = nullptr);
     Status fill(Region &r, size_t off, int value, size_t n);
+    // Runs write(), a store into [off, off+n) of r for the program, with
+    // the bookkeeping around it that the write tracker and the collector need.
+    template <class Write>
+    Status program_store(Region &r, size_t off, size_t n, Write &&write);
 
     Config config_;
     AddressSpace &space_;

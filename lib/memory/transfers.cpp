@@ -83,33 +83,31 @@ Status Manager::with_idle(const void *p, size_t n, bool wait, F &&f) {
 // The protocol writes through the alias view, where the write tracker
 // cannot see it: readers other than the protocol are told, before and
 // after, so that a reader that takes the log between the two (a collection
-// that stopped this thread) still finds the write the next time.
-// A write into a collector chunk has landed when it returns, asynchronous
-// or not: the count the collector compares (Region::program_writes) must
-// not move on before the data does.
-Status Manager::write_in(Region &r, size_t off, const void *src, size_t n, uint64_t *ticket) {
+// that stopped this thread) still finds the write the next time.  A write
+// into a collector chunk is counted (Region::program_writes) before and
+// after, odd while it is under way.
+template <class Write>
+Status Manager::program_store(Region &r, size_t off, size_t n, Write &&write) {
     os::UffdTracker *t = write_log_.load(std::memory_order_acquire);
     bool counted = r.origin == RegionOrigin::collector;
-    if (counted) {
-        r.program_writes.fetch_add(1, std::memory_order_seq_cst);
-        ticket = nullptr;
-    }
+    if (counted) r.program_writes.fetch_add(1, std::memory_order_seq_cst);
     if (t) t->note_unseen(r.host + off, n);
-    Status st = protocol_.write_in(r, off, src, n, ticket);
+    Status st = write();
     if (t) t->note_unseen(r.host + off, n);
     if (counted) r.program_writes.fetch_add(1, std::memory_order_seq_cst);
     return st;
 }
 
+// A write into a collector chunk has landed when it returns, asynchronous
+// or not: the count the collector compares must not move on before the
+// data does.
+Status Manager::write_in(Region &r, size_t off, const void *src, size_t n, uint64_t *ticket) {
+    if (r.origin == RegionOrigin::collector) ticket = nullptr;
+    return program_store(r, off, n, [&] { return protocol_.write_in(r, off, src, n, ticket); });
+}
+
 Status Manager::fill(Region &r, size_t off, int value, size_t n) {
-    os::UffdTracker *t = write_log_.load(std::memory_order_acquire);
-    bool counted = r.origin == RegionOrigin::collector;
-    if (counted) r.program_writes.fetch_add(1, std::memory_order_seq_cst);
-    if (t) t->note_unseen(r.host + off, n);
-    Status st = protocol_.fill(r, off, value, n);
-    if (t) t->note_unseen(r.host + off, n);
-    if (counted) r.program_writes.fetch_add(1, std::memory_order_seq_cst);
-    return st;
+    return program_store(r, off, n, [&] { return protocol_.fill(r, off, value, n); });
 }
 
 Status Manager::wait_for_own_kernels() {
