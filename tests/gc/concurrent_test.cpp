@@ -7,6 +7,8 @@
 #include <adsm.hpp>
 #include <adsm_gc_kernel.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -361,4 +363,55 @@ TEST(GcConcurrentTest, ACollectionAskedForWhileMarkersRunFreesWhatDiedMeanwhile)
     clobber_stack();
     ASSERT_EQ(adsmGcCollect(), adsmSuccess);
     EXPECT_EQ(g_victim_finalized.load(), 1) << "the collection kept an object that died after the markers started";
+}
+
+namespace {
+std::atomic<bool> g_marking_started{false};
+void note_marking(Collector::Event e, void *) {
+    if (e == Collector::Event::marking_concurrently) g_marking_started = true;
+}
+}  // namespace
+
+// A fork while markers run: the child has none of the parent's threads,
+// markers included; it reads the objects and is refused the heap, as any
+// fork child is, and the parent's collection finishes as if nothing
+// happened.
+TEST(GcConcurrentTest, AForkWhileMarkersRunLeavesBothSidesWorking) {
+    Collector *c = the_collector();
+    ASSERT_NE(c, nullptr);
+    Cell *head = nullptr;
+    for (uint64_t id = 0; id < 20000; ++id) {
+        auto *cell = static_cast<Cell *>(adsmGcAlloc(sizeof(Cell)));
+        ASSERT_NE(cell, nullptr);
+        cell->id = id;
+        cell->check = id * kCheck;
+        cell->next = head;
+        head = cell;
+    }
+    g_heads[0] = head;
+    g_marking_started = false;
+    c->set_event_hook(note_marking, nullptr);
+    for (size_t n = 0; n < (64u << 20) && !g_marking_started.load(); n += sizeof(Cell))
+        ASSERT_NE(adsmGcAlloc(sizeof(Cell)), nullptr);
+    c->set_event_hook(nullptr, nullptr);
+    ASSERT_TRUE(g_marking_started.load()) << "no collection marked while the program ran";
+    auto intact = [] {
+        uint64_t n = 0;
+        for (const Cell *x = g_heads[0]; x; x = x->next, ++n)
+            if (x->id != 19999 - n || x->check != x->id * kCheck) return false;
+        return n == 20000;
+    };
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        bool ok = intact();
+        ok = ok && adsmGcAlloc(16) == nullptr && adsmGetLastError() == adsmErrorNotSupported;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    churn(4 << 20);  // the collection that finishes it, and more
+    EXPECT_TRUE(intact());
+    g_heads[0] = nullptr;
 }
