@@ -126,6 +126,16 @@ void expect_every_cell(uint64_t cells) {
     EXPECT_EQ(ids, cells * (cells - 1) / 2);
 }
 
+// A collected cell with this id in front of `next`; nullptr if none.
+Cell *new_cell(uint64_t id, Cell *next) {
+    auto *cell = static_cast<Cell *>(adsmGcAlloc(sizeof(Cell)));
+    if (!cell) return nullptr;
+    cell->id = id;
+    cell->check = id * kCheck;
+    cell->next = next;
+    return cell;
+}
+
 // Garbage of the cells' size, which reuses what a collection freed of them.
 void churn(size_t bytes) {
     for (size_t done = 0; done < bytes; done += sizeof(Cell)) {
@@ -151,14 +161,9 @@ TEST(GcConcurrentTest, PointersMovedWhileMarkersRunLoseNothing) {
     }
     for (Cell *&head : g_heads) {
         head = nullptr;
-        for (int k = 0; k < kLength; ++k) {
-            auto *cell = static_cast<Cell *>(adsmGcAlloc(sizeof(Cell)));
-            ASSERT_NE(cell, nullptr);
-            cell->id = id;
-            cell->check = id * kCheck;
-            cell->next = head;
-            head = cell;
-            ++id;
+        for (int k = 0; k < kLength; ++k, ++id) {
+            head = new_cell(id, head);
+            ASSERT_NE(head, nullptr);
         }
     }
     std::minstd_rand rng(3);
@@ -201,15 +206,11 @@ TEST(GcConcurrentTest, ThreadsChangingTheirListsLoseNothing) {
                 length[i] = 1 + rng() % 200;
                 Cell *head = nullptr;
                 for (uint64_t k = length[i]; k-- > 0;) {
-                    auto *cell = static_cast<Cell *>(adsmGcAlloc(sizeof(Cell)));
-                    if (!cell) {
+                    head = new_cell(first[i] + k, head);
+                    if (!head) {
                         failures.fetch_add(1);
                         return;
                     }
-                    cell->id = first[i] + k;
-                    cell->check = cell->id * kCheck;
-                    cell->next = head;
-                    head = cell;
                 }
                 lists[i] = head;
             } else {
@@ -381,12 +382,8 @@ TEST(GcConcurrentTest, AForkWhileMarkersRunLeavesBothSidesWorking) {
     ASSERT_NE(c, nullptr);
     Cell *head = nullptr;
     for (uint64_t id = 0; id < 20000; ++id) {
-        auto *cell = static_cast<Cell *>(adsmGcAlloc(sizeof(Cell)));
-        ASSERT_NE(cell, nullptr);
-        cell->id = id;
-        cell->check = id * kCheck;
-        cell->next = head;
-        head = cell;
+        head = new_cell(id, head);
+        ASSERT_NE(head, nullptr);
     }
     g_heads[0] = head;
     g_marking_started = false;
