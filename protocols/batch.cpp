@@ -25,32 +25,45 @@ public:
 
     Status release(ReleaseGroup &c) override {
         for (SharedObject *r = c.objects; r; r = r->next) {
-            if (r->on_device) continue;
-            if (Status s = env_.device->copy_to_device(r->dev, r->alias, r->size); s != adsmSuccess) return s;
-            r->stats.moved(true, r->size);
-            r->on_device = true;
+            if (Status s = settle_on_device(*r); s != adsmSuccess) return s;
+            r->on_device = true;  // the kernels' from here on
         }
         return adsmSuccess;
     }
 
     Status acquire(ReleaseGroup &c) override {
-        for (SharedObject *r = c.objects; r; r = r->next) {
-            if (!r->on_device) continue;
-            if (Status s = env_.device->copy_to_host(r->alias, r->dev, r->size); s != adsmSuccess) return s;
-            r->stats.moved(false, r->size);
-            r->on_device = false;
-        }
+        for (SharedObject *r = c.objects; r; r = r->next)
+            if (Status s = evict(*r); s != adsmSuccess) return s;
+        return adsmSuccess;
+    }
+
+    // Outside a kernel's use the host copy stays the one the CPU writes,
+    // unseen (nothing is protected): the device gets a copy, and the next
+    // release sends the object again.
+    Status settle_on_device(SharedObject &r) override {
+        if (r.on_device) return adsmSuccess;
+        if (Status s = r.device->copy_to_device(r.dev, r.alias, r.size); s != adsmSuccess) return s;
+        r.stats.moved(true, r.size);
+        return adsmSuccess;
+    }
+
+    // Batch's acquire of one object: the host copy is all there is to use.
+    Status evict(SharedObject &r) override {
+        if (!r.on_device) return adsmSuccess;
+        if (Status s = r.device->copy_to_host(r.alias, r.dev, r.size); s != adsmSuccess) return s;
+        r.stats.moved(false, r.size);
+        r.on_device = false;
         return adsmSuccess;
     }
 
     // An object still on the device (a call without its sync) is read there.
     Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override {
-        if (r.on_device) return env_.device->copy_to_host(dst, r.dev + off, len);
+        if (r.on_device) return r.device->copy_to_host(dst, r.dev + off, len);
         return HostCopyProtocol::read_out(r, off, dst, len, ticket);
     }
 
     Status snapshot(const SharedObject &r, uint8_t *dst) override {
-        if (r.on_device) return env_.device->copy_to_host(dst, r.dev, r.size);
+        if (r.on_device) return r.device->copy_to_host(dst, r.dev, r.size);
         return Protocol::snapshot(r, dst);
     }
 

@@ -14,10 +14,11 @@ using namespace block;
 void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
     uint64_t t = r.prefetch_ticket;
+    Device *device = r.device;  // the prefetch's (a migration waits for it before changing it)
     r.lock.unlock();
     // Its landing opens the block (or leaves it landed) under this lock.
     // A failure shows below as a landing that never ran.
-    (void)env_.device->wait_copies(t);
+    (void)device->wait_copies(t);
     r.lock.lock();
     if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetch_ticket != t) return;
     // Every copy up to t has ended and this one's landing never ran: the
@@ -85,7 +86,7 @@ Status BlockProtocol::prefetch(SharedObject &r) {
             size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
             stats().add(Counter::prefetched_blocks, run->last - run->first);
             r.stats.moved(false, e - b);
-            uint64_t t = env_.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
+            uint64_t t = r.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
             os::FutexGuard g(r.lock);
             if (t > r.prefetch_ticket) r.prefetch_ticket = t;
         }

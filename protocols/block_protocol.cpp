@@ -23,14 +23,15 @@ BlockProtocol::BlockProtocol(const ProtocolEnv &env, BlockPolicy policy)
       writes_(std::move(policy.writes)),
       reads_(std::move(policy.reads)),
       block_size_(env.config->block_size) {
-    env_.device->start_copy_engine();
+    if (env_.devices.empty()) env_.device->start_copy_engine();
+    for (Device *d : env_.devices) d->start_copy_engine();
 }
 
 Status BlockProtocol::fetch(SharedObject &r, uint32_t first, uint32_t last) {
     size_t b = r.block_begin(first), e = r.block_data_end(last - 1);
     if (e <= b) return adsmSuccess;
     r.stats.moved(false, e - b);
-    return env_.device->copy_to_host(r.alias + b, r.dev + b, e - b);
+    return r.device->copy_to_host(r.alias + b, r.dev + b, e - b);
 }
 
 // Sends [begin, end) of the host copy (clipped to the object) to the device.
@@ -38,8 +39,8 @@ Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool a
     if (end > r.size) end = r.size;
     if (end <= begin) return adsmSuccess;
     r.stats.moved(true, end - begin);
-    if (!async) return env_.device->copy_to_device(r.dev + begin, r.alias + begin, end - begin);
-    env_.device->copy_to_device_async(r.dev + begin, r.alias + begin, end - begin, &BlockProtocol::flushed, &r);
+    if (!async) return r.device->copy_to_device(r.dev + begin, r.alias + begin, end - begin);
+    r.device->copy_to_device_async(r.dev + begin, r.alias + begin, end - begin, &BlockProtocol::flushed, &r);
     return adsmSuccess;
 }
 
@@ -66,7 +67,7 @@ Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
     uint8_t initial = writes_->open_state(false);
     memset(r.blocks, initial, r.nblocks);
     if (Status s = writes_->watch(r); s != adsmSuccess) return s;
-    if (zeroed) env_.device->fill(r.dev, 0, r.size);
+    if (zeroed) r.device->fill(r.dev, 0, r.size);
     if (Status s = protect_range(r.host, r.span, writes_->protection(initial)); s != adsmSuccess) return s;
     check_protections(r);
     return adsmSuccess;
@@ -87,7 +88,7 @@ void BlockProtocol::check_protections(const SharedObject &r) const {
 void BlockProtocol::on_free(SharedObject &r) {
     // No background copy may touch the range once it can be reused; what
     // they did no longer matters.
-    (void)env_.device->wait_copies(Device::kAllCopies);
+    (void)r.device->wait_copies(Device::kAllCopies);
     os::FutexGuard g(r.lock);
     if (r.blocks != r.inline_blocks) delete[] r.blocks;
     delete[] r.dirty_pages;
@@ -203,12 +204,12 @@ Status BlockProtocol::read_out(SharedObject &r, size_t off, void *dst, size_t le
         if (on_device) {
             r.stats.moved(false, e - b);
             if (ticket) {
-                uint64_t t = env_.device->copy_to_host_async(out + (b - off), r.dev + b, e - b, nullptr, nullptr);
+                uint64_t t = r.device->copy_to_host_async(out + (b - off), r.dev + b, e - b, nullptr, nullptr);
                 if (t > *ticket) *ticket = t;
                 // A copy done (and failed) on the spot is reported at once.
-                if (t == 0) result = env_.device->wait_copies(0);
+                if (t == 0) result = r.device->wait_copies(0);
             } else {
-                result = env_.device->copy_to_host(out + (b - off), r.dev + b, e - b);
+                result = r.device->copy_to_host(out + (b - off), r.dev + b, e - b);
             }
         } else {
             os::real_memcpy(out + (b - off), r.alias + b, e - b);
@@ -303,17 +304,17 @@ Status BlockProtocol::write_in(SharedObject &r, size_t off, const void *src, siz
     return store(
         r, off, len, [&](size_t b, size_t e) { os::real_memcpy(r.alias + b, in + (b - off), e - b); },
         [&](size_t b, size_t e) {
-            if (!ticket) return env_.device->copy_to_device(r.dev + b, in + (b - off), e - b);
-            uint64_t t = env_.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, nullptr, nullptr);
+            if (!ticket) return r.device->copy_to_device(r.dev + b, in + (b - off), e - b);
+            uint64_t t = r.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, nullptr, nullptr);
             if (t > *ticket) *ticket = t;
-            return t == 0 ? env_.device->wait_copies(0) : adsmSuccess;
+            return t == 0 ? r.device->wait_copies(0) : adsmSuccess;
         });
 }
 
 Status BlockProtocol::fill(SharedObject &r, size_t off, int value, size_t len) {
     return store(
         r, off, len, [&](size_t b, size_t e) { os::real_memset(r.alias + b, value, e - b); },
-        [&](size_t b, size_t e) { return env_.device->fill(r.dev + b, value, e - b); });
+        [&](size_t b, size_t e) { return r.device->fill(r.dev + b, value, e - b); });
 }
 
 // Blocks [first, last) keep their host copy as the current one after a copy
@@ -414,7 +415,7 @@ void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
 Status BlockProtocol::release(ReleaseGroup &c) {
     // Background copies of these blocks must land before the final ones; a
     // failed one has marked its region for a whole resend, done below.
-    (void)env_.device->wait_copies(Device::kAllCopies);
+    if (c.device) (void)c.device->wait_copies(Device::kAllCopies);
     Status result = adsmSuccess;
     for (SharedObject *r = c.objects; r; r = r->next) {
         os::FutexGuard g(r->lock);
@@ -427,6 +428,35 @@ Status BlockProtocol::release(ReleaseGroup &c) {
     return result;
 }
 
+Status BlockProtocol::settle_on_device(SharedObject &r) {
+    (void)r.device->wait_copies(Device::kAllCopies);  // as a release: background flushes land first
+    lock_settled(r, 0, r.nblocks);
+    // Nothing is incoming: the ticket counted this device's copies, and the
+    // next device counts its own.
+    r.prefetch_ticket = 0;
+    Status s = flush_region(r);
+    check_protections(r);
+    r.lock.unlock();
+    return s;
+}
+
+Status BlockProtocol::evict(SharedObject &r) {
+    lock_settled(r, 0, r.nblocks);
+    r.prefetch_ticket = 0;  // as in settle_on_device
+    Status result = adsmSuccess;
+    // Every block the host lacks comes in first (a landed prefetch already
+    // did); one that cannot leaves the object as it was.
+    for (uint32_t k = 0; k < r.nblocks && result == adsmSuccess; ++k)
+        if (r.state(k) == kInvalid && !(r.blocks[k] & kLanded)) result = fetch(r, k, k + 1);
+    if (result == adsmSuccess) {
+        for (uint32_t k = 0; k < r.nblocks; ++k) r.blocks[k] &= static_cast<uint8_t>(~kLanded);
+        keep_open(r, 0, r.nblocks);
+    }
+    check_protections(r);
+    r.lock.unlock();
+    return result;
+}
+
 Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst) {
     if (!r.blocks) return Protocol::snapshot(r, dst);
     Status result = adsmSuccess;
@@ -434,7 +464,7 @@ Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst) {
         size_t b = r.block_begin(k), e = r.block_data_end(k);
         if (e <= b) continue;
         if (r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded))) {
-            if (Status s = env_.device->copy_to_host(dst + b, r.dev + b, e - b); s != adsmSuccess && result == adsmSuccess)
+            if (Status s = r.device->copy_to_host(dst + b, r.dev + b, e - b); s != adsmSuccess && result == adsmSuccess)
                 result = s;
         } else {
             os::real_memcpy(dst + b, r.alias + b, e - b);

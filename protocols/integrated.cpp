@@ -17,6 +17,9 @@ public:
     void on_free(SharedObject &) override {}
     Status release(ReleaseGroup &) override { return adsmSuccess; }
     Status acquire(ReleaseGroup &) override { return adsmSuccess; }
+    // One copy, in memory every device and the CPU use: nothing moves.
+    Status settle_on_device(SharedObject &) override { return adsmSuccess; }
+    Status evict(SharedObject &) override { return adsmSuccess; }
 
 private:
     ProtocolEnv env_;

@@ -30,9 +30,12 @@ class UffdTracker;
 }
 
 struct ProtocolEnv {
+    // Device 0.  Every device of the process is integrated, or none is:
+    // its kind picks the protocol.  Objects name their own (SharedObject::device).
     Device *device;
     const Config *config;
     os::UffdTracker *tracker;  // fault-free write tracking, or nullptr: write faults
+    std::vector<Device *> devices = {};  // all of them, device 0 first (empty: device 0 alone)
 };
 
 class Protocol {
@@ -67,6 +70,21 @@ public:
     virtual Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) = 0;
     virtual Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) = 0;
     virtual Status fill(SharedObject &r, size_t off, int value, size_t len) = 0;
+
+    // Moving an object to another device's memory (a migration; an
+    // eviction when device memory runs out).  No kernel may be using it and
+    // the caller holds its group's lock.
+    //   settle_on_device: the device copy becomes the current one, as a
+    //     release makes it for every object of the group (the CPU's next
+    //     touch fetches it back); the device's memory can then be copied to
+    //     another device's.
+    //   evict: the host copy becomes the current one and the device copy
+    //     is relied on no more: the CPU may touch all of it without a fault
+    //     and the next release sends it whole, to whatever device then
+    //     holds it.
+    // A failure loses nothing: what did not move stays current where it was.
+    virtual Status settle_on_device(SharedObject &r) = 0;
+    virtual Status evict(SharedObject &r) = 0;
 
     // The CPU faulted at addr inside o's host range.  Async-signal-safe.
     enum class FaultOutcome {

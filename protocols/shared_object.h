@@ -14,6 +14,7 @@
 
 namespace adsm {
 
+class Device;
 struct ReleaseGroup;
 
 // One byte per block: a state in the low bits and flags above.
@@ -60,6 +61,7 @@ struct SharedObject {
     size_t size = 0;             // bytes the program asked for
     size_t span = 0;             // bytes reserved at host and at dev (whole pages)
     uint8_t *alias = nullptr;    // always-writable view of the host copy
+    Device *device = nullptr;    // whose memory holds the device copy: its group's device
     ReleaseGroup *group = nullptr;  // whose calls release this object
     SharedObject *prev = nullptr;   // the group's list
     SharedObject *next = nullptr;
@@ -93,6 +95,7 @@ struct SharedObject {
         host = dev = 0;
         size = span = 0;
         alias = nullptr;
+        device = nullptr;
         group = nullptr;
         prev = next = nullptr;
         on_device = false;
@@ -127,6 +130,9 @@ struct SharedObject {
 struct ReleaseGroup {
     SharedObject *objects = nullptr;  // SharedObject::next/prev
     size_t nobjects = 0;
+    // Where the group's kernels run and its objects' device copies live
+    // (each object's `device` is this one's while it belongs to the group).
+    Device *device = nullptr;
 
     // The protocol's own state for the group (rolling's dirty list), under
     // its own async-signal-safe lock because the fault handler changes it.

@@ -48,6 +48,7 @@ const char *adsmGetErrorString(adsmError_t error) {
     case adsmErrorBusy: return "memory in use by a kernel";
     case adsmErrorNotSupported: return "operation not supported";
     case adsmErrorInvalidContext: return "invalid context";
+    case adsmErrorInvalidDevice: return "invalid device";
     }
     return "unknown error";
 }
@@ -221,18 +222,56 @@ adsmError_t adsmDeviceMemset(void *dev_ptr, int value, size_t count) {
     return record(rt->manager->device_memset(dev_ptr, value, count));
 }
 
-adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info) {
+adsmError_t adsmGetDeviceProperties(int device, adsmDeviceInfo *info) {
     ADSM_RUNTIME(rt);
     if (!info) return record(fail(adsmErrorInvalidValue, "info is NULL"));
+    if (device < 0 || static_cast<size_t>(device) >= rt->devices.size())
+        return record(fail(adsmErrorInvalidDevice, "device %d does not exist: this process has %zu (ADSM_DEVICE)", device,
+                           rt->devices.size()));
+    const Device &d = *rt->devices[device];
     memset(info, 0, sizeof *info);
-    snprintf(info->name, sizeof info->name, "%s", rt->device->name());
-    info->integrated = rt->device->integrated() ? 1 : 0;
-    info->memory_bytes = rt->device->capacity();
-    info->memory_used = rt->device->used();
+    snprintf(info->name, sizeof info->name, "%s", d.name());
+    info->integrated = d.integrated() ? 1 : 0;
+    info->memory_bytes = d.capacity();
+    info->memory_used = d.used();
     snprintf(info->protocol, sizeof info->protocol, "%s", rt->protocol->name());
     info->block_size = rt->config.block_size;
     snprintf(info->dirty_tracking, sizeof info->dirty_tracking, "%s", dirty_tracking_name(*rt));
     return adsmSuccess;
+}
+
+adsmError_t adsmGetDevice(int *device) {
+    ADSM_RUNTIME(rt);
+    if (!device) return record(fail(adsmErrorInvalidValue, "device is NULL"));
+    Context *c = rt->manager->current();
+    if (!c) return record(fail(adsmErrorMemoryAllocation, "cannot create a context"));
+    *device = static_cast<int>(rt->manager->device_index(c));
+    return adsmSuccess;
+}
+
+adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info) {
+    int device;
+    if (adsmError_t e = adsmGetDevice(&device); e != adsmSuccess) return e;
+    return adsmGetDeviceProperties(device, info);
+}
+
+adsmError_t adsmGetDeviceCount(int *count) {
+    ADSM_RUNTIME(rt);
+    if (!count) return record(fail(adsmErrorInvalidValue, "count is NULL"));
+    *count = static_cast<int>(rt->devices.size());
+    return adsmSuccess;
+}
+
+adsmError_t adsmSetDevice(int device) {
+    ADSM_RUNTIME(rt);
+    if (device < 0) return record(fail(adsmErrorInvalidDevice, "device %d does not exist", device));
+    return record(rt->manager->move_context(static_cast<size_t>(device)));
+}
+
+adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx) {
+    ADSM_RUNTIME(rt);
+    if (!ptr) return record(fail(adsmErrorInvalidPointer, "NULL is not shared memory"));
+    return record(rt->manager->migrate(ptr, ctx));
 }
 
 }  // extern "C"

@@ -47,7 +47,7 @@ void print_stats() {
             return;
         }
         stats().write_json(f,
-                           {{"device", rt->device->name()},
+                           {{"device", device_names(*rt)},
                             {"protocol", rt->protocol->name()},
                             {"block_size", std::to_string(rt->config.block_size)},
                             {"dirty_tracking", dirty_tracking_name(*rt)}},
@@ -57,7 +57,7 @@ void print_stats() {
     }
     fflush(stdout);  // the program's own output first, even through a pipe
     char heading[256];
-    snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", rt->device->name(),
+    snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", device_names(*rt).c_str(),
              rt->protocol->name(), rt->config.block_size / 1024, dirty_tracking_name(*rt));
     stats().print(stderr, heading, live);
     if (gc::Collector *c = rt->collector.load(std::memory_order_acquire)) {
@@ -85,7 +85,8 @@ __attribute__((constructor)) void watch_exit_without_runtime() { atexit(trace_wi
 
 // Kernels that ran but were never waited for are drawn too.
 void trace_kernels_at_exit() {
-    if (Runtime *rt = g_runtime.load(); rt && !g_forked.load()) rt->device->trace_kernels();
+    if (Runtime *rt = g_runtime.load(); rt && !g_forked.load())
+        for (auto &d : rt->devices) d->trace_kernels();
 }
 
 void fork_child() {
@@ -142,30 +143,43 @@ Status start(Runtime **out) {
         return s;
     set_log_level(rt->config.log_level);
     if (!os::page_size_supported()) return fail(adsmErrorInitialization, "only 4 KiB pages are supported");
-    if (Status s = create_device(rt->config, &rt->device); s != adsmSuccess) return s;
+    if (Status s = create_devices(rt->config, &rt->devices); s != adsmSuccess) return s;
+    rt->device = rt->devices.front().get();
+    std::vector<Device *> devices;
+    uint64_t capacity = 0;
+    bool pins = false;
+    for (auto &d : rt->devices) {
+        devices.push_back(d.get());
+        capacity += d->capacity();
+        pins |= d->pins_host_memory();
+    }
 
-    uint64_t window = rt->config.va_size ? rt->config.va_size : default_window_size(rt->device->capacity());
+    uint64_t window = rt->config.va_size ? rt->config.va_size : default_window_size(capacity);
     window = (window + kWindowAlign - 1) / kWindowAlign * kWindowAlign;  // whole GPU pages
     // A GPU driver owns device addresses: it reserves the window first and
     // the host mirror goes over its reservation (mapping the host first
-    // makes the driver pick another range).
+    // makes the driver pick another range).  Only a single device does
+    // (create_devices refuses several GPUs for now).
     uintptr_t reserved = 0;
     if (Status s = rt->device->reserve_window(rt->config.va_base, window, &reserved); s != adsmSuccess) return s;
     if (reserved && reserved != rt->config.va_base)
         ADSM_LOG(info, "the %s driver placed the shared window at %p, not at ADSM_VA_BASE %p", rt->device->name(),
                  reinterpret_cast<void *>(reserved), reinterpret_cast<void *>(rt->config.va_base));
-    rt->space.keep_pages(rt->device->pins_host_memory());
+    rt->space.keep_pages(pins);
     if (Status s = rt->space.init(reserved ? reserved : rt->config.va_base, window, reserved != 0); s != adsmSuccess)
         return s;
     if (Status s = rt->table.init(rt->space.base(), rt->space.size()); s != adsmSuccess) return s;
-    if (Status s = rt->device->attach_window(rt->space.base(), rt->space.size(), rt->space.host_fd(),
-                                             rt->space.alias(rt->space.base()));
-        s != adsmSuccess)
-        return s;
+    // Every device backs the whole window with its own memory: an object's
+    // device copy is at its address on whichever device holds it.
+    for (Device *d : devices)
+        if (Status s = d->attach_window(rt->space.base(), rt->space.size(), rt->space.host_fd(),
+                                        rt->space.alias(rt->space.base()));
+            s != adsmSuccess)
+            return s;
     if (Status s = choose_tracker(*rt); s != adsmSuccess) return s;
-    ProtocolEnv env{rt->device.get(), &rt->config, rt->tracker.get()};
+    ProtocolEnv env{rt->device, &rt->config, rt->tracker.get(), devices};
     if (Status s = make_protocol(rt->config.protocol, env, &rt->protocol); s != adsmSuccess) return s;
-    rt->manager = std::make_unique<Manager>(rt->config, rt->space, rt->table, *rt->device, *rt->protocol);
+    rt->manager = std::make_unique<Manager>(rt->config, rt->space, rt->table, devices, *rt->protocol);
     if (rt->protocol->uses_faults()) {
         if (Status s = install_fault_engine(&rt->table, rt->protocol.get(), rt->manager.get(),
                                             race_policy(rt->config.on_race));
@@ -173,7 +187,7 @@ Status start(Runtime **out) {
             return s;
     }
     if (!rt->config.trace_file.empty()) {
-        if (Status s = trace::start(rt->config.trace_file.c_str(), rt->device->name()); s != adsmSuccess) return s;
+        if (Status s = trace::start(rt->config.trace_file.c_str(), device_names(*rt).c_str()); s != adsmSuccess) return s;
         trace::before_writing(trace_kernels_at_exit);
     }
     if (rt->config.profile_top) profile::start(rt->config.profile_top);
@@ -183,7 +197,7 @@ Status start(Runtime **out) {
     preload::g_window_base.store(rt->space.base(), std::memory_order_release);
 
     ADSM_LOG(info, "runtime started: device %s, protocol %s, dirty tracking %s, window %p + %llu bytes",
-             rt->device->name(), rt->protocol->name(), dirty_tracking_name(*rt), reinterpret_cast<void *>(rt->space.base()),
+             device_names(*rt).c_str(), rt->protocol->name(), dirty_tracking_name(*rt), reinterpret_cast<void *>(rt->space.base()),
              static_cast<unsigned long long>(rt->space.size()));
     *out = rt.release();
     return adsmSuccess;
@@ -239,6 +253,12 @@ Status collector(Runtime &rt, gc::Collector **out) {
     rt.collector.store(c, std::memory_order_release);
     *out = c;
     return adsmSuccess;
+}
+
+std::string device_names(const Runtime &rt) {
+    std::string names;
+    for (auto &d : rt.devices) names += (names.empty() ? "" : ",") + std::string(d->name());
+    return names;
 }
 
 Runtime *started_runtime() { return g_runtime.load(std::memory_order_acquire); }

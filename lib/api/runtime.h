@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "api/kernel_registry.h"
 #include "backend/device.h"
@@ -19,7 +21,8 @@ namespace adsm {
 
 struct Runtime {
     Config config;
-    std::unique_ptr<Device> device;
+    std::vector<std::unique_ptr<Device>> devices;  // ADSM_DEVICE's list, device 0 first
+    Device *device = nullptr;  // device 0: what every device has in common (integrated or not, GPU code)
     AddressSpace space;
     RegionTable table;
     std::unique_ptr<os::UffdTracker> tracker;  // when writes are tracked without faults
@@ -43,6 +46,9 @@ bool forked_child();
 
 // The runtime's collector, starting it if needed.
 Status collector(Runtime &rt, gc::Collector **out);
+
+// The devices' back-end names, as ADSM_DEVICE lists them ("sim,sim").
+std::string device_names(const Runtime &rt);
 
 // "uffd", "mprotect", or "-" when the protocol tracks no writes.
 const char *dirty_tracking_name(const Runtime &rt);

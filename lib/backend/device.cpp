@@ -30,6 +30,10 @@ Status Device::check_kernel(const KernelInfo &k) const {
                 k.name.c_str(), name());
 }
 
+Status Device::copy_to_peer(Device &to, uintptr_t, size_t) {
+    return fail(adsmErrorNotSupported, "the %s device cannot copy to the %s device directly", name(), to.name());
+}
+
 // Devices without a copy engine copy on the spot.
 uint64_t Device::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
     Status s = copy_to_device(dev, src, n);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/kernel.h"
@@ -59,6 +60,13 @@ public:
     virtual Status copy_to_device(uintptr_t dev, const void *src, size_t n) = 0;
     virtual Status copy_to_host(void *dst, uintptr_t dev, size_t n) = 0;
     virtual Status fill(uintptr_t dev, int value, size_t n) = 0;
+
+    // Copies [dev, dev+n) of this device's memory to the same addresses in
+    // `to`'s, without going through host memory, where the two devices can
+    // (a peer link); the runtime otherwise moves the data through the host
+    // copy.  Synchronous.
+    virtual bool can_copy_to(const Device &) const { return false; }
+    virtual Status copy_to_peer(Device &to, uintptr_t dev, size_t n);
 
     // Asynchronous copies, in submission order, overlapping the caller's
     // work.  Return a ticket for wait_copies, or 0 if the copy was done (or
@@ -120,7 +128,10 @@ private:
     std::atomic<int> copy_failure_{adsmSuccess};
 };
 
-// Builds the back-end named by config.device, or explains why it cannot.
-Status create_device(const Config &config, std::unique_ptr<Device> *out);
+// Builds the back-end `name`, or explains why it cannot.
+Status create_device(const std::string &name, const Config &config, std::unique_ptr<Device> *out);
+// Builds every device of config.devices, device 0 first, or explains why
+// they cannot serve one process together.
+Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>> *out);
 
 }  // namespace adsm

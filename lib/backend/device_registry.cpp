@@ -12,8 +12,7 @@
 
 namespace adsm {
 
-Status create_device(const Config &config, std::unique_ptr<Device> *out) {
-    const std::string &d = config.device;
+Status create_device(const std::string &d, const Config &config, std::unique_ptr<Device> *out) {
     if (d == "sim") {
         *out = std::make_unique<SimDevice>(config);
         return adsmSuccess;
@@ -37,6 +36,35 @@ Status create_device(const Config &config, std::unique_ptr<Device> *out) {
         return fail(adsmErrorNoDevice,
                     "ADSM_DEVICE=remote: remote accelerators over libfabric are not part of this build yet; use sim or cpu");
     return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim, cpu or cuda", d.c_str());
+}
+
+Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>> *out) {
+    out->clear();
+    const std::vector<std::string> &names = config.devices;
+    if (names.size() > 1) {
+        // One driver per GPU back-end owns the window's addresses: several
+        // of its devices would share one reservation, which is not built yet.
+        for (const std::string &n : names)
+            if (n == "cuda")
+                return fail(adsmErrorNotSupported,
+                            "ADSM_DEVICE lists %zu devices with cuda among them: the cuda back-end serves one device "
+                            "per process for now (list sim or cpu devices, or use cuda alone)",
+                            names.size());
+    }
+    for (const std::string &n : names) {
+        std::unique_ptr<Device> d;
+        if (Status s = create_device(n, config, &d); s != adsmSuccess) return s;
+        // The protocol is the same for every device: it cannot both copy
+        // (a discrete device) and never copy (an integrated one).
+        if (!out->empty() && d->integrated() != out->front()->integrated())
+            return fail(adsmErrorNotSupported,
+                        "ADSM_DEVICE mixes integrated (%s) and discrete (%s) devices, which one process cannot use "
+                        "together yet",
+                        d->integrated() ? d->name() : out->front()->name(),
+                        d->integrated() ? out->front()->name() : d->name());
+        out->push_back(std::move(d));
+    }
+    return adsmSuccess;
 }
 
 }  // namespace adsm

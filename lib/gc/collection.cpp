@@ -69,7 +69,7 @@ void Collector::take_device_copies() {
             // The device copy is read while a kernel may be writing it: what a
             // kernel can reach is kept by other means (mark_kernel_reachable);
             // this copy finds what the device holds that the host does not.
-            if (device_.copy_to_host(c->device_copy + off, r->dev + off, n) != adsmSuccess)
+            if (r->device->copy_to_host(c->device_copy + off, r->dev + off, n) != adsmSuccess)
                 ADSM_LOG(warn, "collector: could not read a device block at %p: %s",
                     reinterpret_cast<void *>(r->dev + off), last_detail());
         }

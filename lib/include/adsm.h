@@ -51,7 +51,8 @@ typedef enum adsmError {
     adsmErrorDeviceLost = 11,       /* the accelerator stopped responding or died */
     adsmErrorBusy = 12,             /* the object is in use by a kernel not yet synced */
     adsmErrorNotSupported = 13,     /* the back-end cannot do this */
-    adsmErrorInvalidContext = 14    /* a context handle that is not (or no longer) valid */
+    adsmErrorInvalidContext = 14,   /* a context handle that is not (or no longer) valid */
+    adsmErrorInvalidDevice = 15     /* a device number this process does not have */
 } adsmError_t;
 
 /* Grid and block dimensions, as in CUDA. */
@@ -195,7 +196,43 @@ typedef struct adsmDeviceInfo {
     char dirty_tracking[16];    /* "uffd", "mprotect", or "-" when the protocol tracks no writes */
 } adsmDeviceInfo;
 
+/* The device of the calling thread's context. */
 ADSM_API adsmError_t adsmGetDeviceInfo(adsmDeviceInfo *info);
+
+/* ---- Several devices ------------------------------------------------- */
+
+/*
+ * A process has as many devices as ADSM_DEVICE lists ("sim,sim": two),
+ * less those ADSM_VISIBLE_DEVICES hides, numbered from 0.  Each context
+ * runs its kernels on one device (device 0 at first) and its shared
+ * objects' device copies live there; kernels of contexts on different
+ * devices run at the same time.  An object's address is the same on every
+ * device and on the CPU, wherever it lives.
+ */
+ADSM_API adsmError_t adsmGetDeviceCount(int *count);
+/* Device `device`'s properties (adsmErrorInvalidDevice if there is none). */
+ADSM_API adsmError_t adsmGetDeviceProperties(int device, adsmDeviceInfo *info);
+/* The device of the calling thread's context. */
+ADSM_API adsmError_t adsmGetDevice(int *device);
+/*
+ * Move the calling thread's context to `device`, with every shared object
+ * it owns (GMAC's gmacMigrate): its next kernels run there.  Data moves
+ * device to device where the back-ends can (two sim devices), else through
+ * the host.  adsmErrorBusy while its kernels may run (adsmSync first); an
+ * object that cannot move yet (the device is full) stays current where it
+ * is, and the context's next adsmCall moves it or fails.  Memory from
+ * adsmDeviceAlloc stays on the device it was allocated on.
+ */
+ADSM_API adsmError_t adsmSetDevice(int device);
+/*
+ * Hand the shared allocation that starts at ptr to context ctx (NULL: the
+ * calling thread's): ctx's calls release it from then on, and its device
+ * copy moves to ctx's device, its address unchanged.  adsmErrorBusy while
+ * a kernel of its current context may be using it; out of memory on the
+ * new device leaves it where it was.  Collected objects stay with the
+ * context that allocated them.
+ */
+ADSM_API adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx);
 
 /* ---- Garbage-collected shared memory ---------------------------------- */
 

@@ -308,6 +308,22 @@ private:
     adsmGcKernelHeap *h_ = nullptr;
 };
 
+// Several devices (ADSM_DEVICE=sim,sim): see adsm.h.
+inline int device_count() {
+    int n = 0;
+    check(adsmGetDeviceCount(&n));
+    return n;
+}
+inline int current_device() {
+    int d = 0;
+    check(adsmGetDevice(&d));
+    return d;
+}
+// Moves the calling thread's context, with its shared objects, to `device`.
+inline void set_device(int device) { check(adsmSetDevice(device)); }
+// Hands the allocation at ptr to ctx (nullptr: the calling thread's context).
+inline void migrate(void *ptr, adsmContext_t ctx = nullptr) { check(adsmMigrate(ptr, ctx)); }
+
 // Run f with the calling thread bound to ctx, then restore its own context.
 class context_scope {
 public:

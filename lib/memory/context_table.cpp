@@ -15,7 +15,7 @@ ContextTable *g_instance = nullptr;
 
 }  // namespace
 
-ContextTable::ContextTable(Device &device, Protocol &protocol) : device_(device), protocol_(protocol) {
+ContextTable::ContextTable(Device &first, Protocol &protocol) : first_(first), protocol_(protocol) {
     g_instance = this;
     pthread_key_create(&current_key_, &ContextTable::thread_exit);
     pthread_key_create(&home_key_, &ContextTable::thread_exit);
@@ -39,6 +39,7 @@ Context *ContextTable::new_context() {
     c->unsynced_calls.store(0);
     c->synced_calls.store(0);
     c->has_stream = false;
+    c->device = &first_;
     c->deferred = adsmSuccess;
     c->generation++;
     c->refs.store(1);
@@ -54,8 +55,8 @@ void ContextTable::unref(Context *c) {
     c->live.store(false);
     if (c->has_stream) {
         // Nobody is left to sync: let the kernels finish, then drop the stream.
-        device_.synchronize(c->stream);
-        device_.destroy_stream(c->stream);
+        c->device->synchronize(c->stream);
+        c->device->destroy_stream(c->stream);
         c->has_stream = false;
     }
     protocol_.context_destroyed(*c);
@@ -97,21 +98,34 @@ adsmContext_t ContextTable::handle(Context *c) const {
     return reinterpret_cast<adsmContext_t>(h);
 }
 
+Status ContextTable::resolve(adsmContext_t h, Context **out) {
+    if (!h) {
+        Context *c = current();
+        if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+        c->refs.fetch_add(1);
+        *out = c;
+        return adsmSuccess;
+    }
+    uint64_t v = reinterpret_cast<uint64_t>(h);
+    uint32_t slot = static_cast<uint32_t>(v & 0xffffffffu) - 1, gen = static_cast<uint32_t>(v >> 32);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (slot >= slots_.size() || !slots_[slot]->live.load() || slots_[slot]->generation != gen)
+        return fail(adsmErrorInvalidContext,
+                    "%p is not a live context (it ends when its last thread exits and it owns no memory)", h);
+    Context *c = slots_[slot];
+    c->refs.fetch_add(1);
+    *out = c;
+    return adsmSuccess;
+}
+
 Status ContextTable::bind(adsmContext_t h) {
     Context *c = nullptr;
     if (!h) {
         c = home();
         if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
         c->refs.fetch_add(1);
-    } else {
-        uint64_t v = reinterpret_cast<uint64_t>(h);
-        uint32_t slot = static_cast<uint32_t>(v & 0xffffffffu) - 1, gen = static_cast<uint32_t>(v >> 32);
-        std::lock_guard<std::mutex> lock(mu_);
-        if (slot >= slots_.size() || !slots_[slot]->live.load() || slots_[slot]->generation != gen)
-            return fail(adsmErrorInvalidContext,
-                        "%p is not a live context (it ends when its last thread exits and it owns no memory)", h);
-        c = slots_[slot];
-        c->refs.fetch_add(1);
+    } else if (Status s = resolve(h, &c); s != adsmSuccess) {
+        return s;
     }
     switch_to(c);
     return adsmSuccess;

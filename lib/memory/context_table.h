@@ -20,12 +20,16 @@ namespace adsm {
 
 class ContextTable {
 public:
-    ContextTable(Device &device, Protocol &protocol);
+    // New contexts start on `first` (device 0).
+    ContextTable(Device &first, Protocol &protocol);
 
     // The calling thread's context, created on first use; nullptr on failure.
     Context *current();
     adsmContext_t handle(Context *c) const;
     Status bind(adsmContext_t handle);  // nullptr: back to the thread's own context
+    // The live context a handle names (nullptr: the calling thread's
+    // current one), with a reference the caller drops with unref.
+    Status resolve(adsmContext_t handle, Context **out);
     // One context for the whole program, never ending (see Manager).
     Context *program_context();
 
@@ -41,7 +45,7 @@ private:
     void switch_to(Context *c);
     static void thread_exit(void *ctx);
 
-    Device &device_;
+    Device &first_;
     Protocol &protocol_;
 
     std::mutex mu_;

@@ -32,7 +32,7 @@ void Manager::become_fork_child() {
     // One move replaces the whole window, shared mappings and all, with the
     // private copy: the regions become ordinary memory at the same addresses.
     os::remap_fixed(copy, size, reinterpret_cast<void *>(base));
-    device_.detach_after_fork();
+    for (Device *d : devices_) d->detach_after_fork();
     space_.detach_after_fork();
 }
 

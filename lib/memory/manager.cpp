@@ -45,20 +45,21 @@ private:
 
 }  // namespace
 
-Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, Device &device, Protocol &protocol)
-    : config_(config), space_(space), table_(table), device_(device), protocol_(protocol),
-      contexts_(device, protocol) {}
+Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, std::vector<Device *> devices,
+                 Protocol &protocol)
+    : config_(config), space_(space), table_(table), devices_(std::move(devices)), protocol_(protocol),
+      contexts_(*devices_.front(), protocol) {}
 
 // ---------------------------------------------------------------- regions
 
-Status Manager::carve(size_t size, RegionKind kind, Region **out, size_t align) {
+Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align) {
     if (size == 0) return fail(adsmErrorInvalidValue, "size is zero");
     size_t span;
     if (!os::page_round(size, &span)) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up to pages", size);
     if (span > space_.size())
         return fail(adsmErrorMemoryAllocation, "size %zu is larger than the shared window (%llu bytes, ADSM_VA_SIZE)", size,
                     static_cast<unsigned long long>(space_.size()));
-    bool separate_dev = kind == RegionKind::safe && !device_.integrated();
+    bool separate_dev = kind == RegionKind::safe && !on.integrated();
 
     uintptr_t host = 0, dev = 0;
     if (Status s = space_.allocate(span, &dev, align); s != adsmSuccess) return s;
@@ -74,13 +75,13 @@ Status Manager::carve(size_t size, RegionKind kind, Region **out, size_t align) 
         if (separate_dev) space_.release(host, span);
         space_.release(dev, span);
     };
-    if (Status s = device_.commit(dev, span); s != adsmSuccess) {
+    if (Status s = on.commit(dev, span); s != adsmSuccess) {
         undo();
         return s;
     }
     Region *r = table_.create();
     if (!r) {
-        device_.decommit(dev, span);
+        on.decommit(dev, span);
         undo();
         return fail(adsmErrorMemoryAllocation, "the region table is full");
     }
@@ -89,6 +90,7 @@ Status Manager::carve(size_t size, RegionKind kind, Region **out, size_t align) 
     r->size = size;
     r->span = span;
     r->alias = host ? space_.alias(host) : nullptr;
+    r->device = &on;
     r->kind = kind;
     *out = r;
     return adsmSuccess;
@@ -99,7 +101,7 @@ void Manager::retire(Region *r) {
     stats().remember_freed(r->summary<RegionSummary>(true));
     table_.unmap_freed(r->dev, r->span);
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
-    device_.decommit(r->dev, r->span);
+    r->device->decommit(r->dev, r->span);
     space_.release(r->dev, r->span);
     if (r->host && r->host != r->dev) space_.release(r->host, r->span);
     table_.destroy(r);
@@ -111,7 +113,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::shared, &r, align); s != adsmSuccess) return s;
+    if (Status s = carve(size, RegionKind::shared, *c->device, &r, align); s != adsmSuccess) return s;
     r->origin = origin;
     if (zero) space_.zero(r->host, r->span);
     if (Status s = protocol_.on_alloc(*r, zero); s != adsmSuccess) {
@@ -121,7 +123,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     // Pinning allocated the mirror's pages: mapping them into the view in one
     // call costs an eighth of what faulting each page in does (measured on
     // an H100 host: 11 against 83 ms for 256 MiB).
-    if (device_.pins_host_memory()) space_.prefault(r->host, r->span);
+    if (r->device->pins_host_memory()) space_.prefault(r->host, r->span);
     {
         ContextGuard lock(*c);
         r->group = c;
@@ -143,7 +145,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::safe, &r); s != adsmSuccess) return s;
+    if (Status s = carve(size, RegionKind::safe, *c->device, &r); s != adsmSuccess) return s;
     if (Status s = protocol_.on_alloc(*r, false); s != adsmSuccess) {
         retire(r);
         return s;
@@ -260,8 +262,8 @@ Status Manager::device_alloc(size_t size, void **out) {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::device, &r); s != adsmSuccess) return s;
-    if (device_.integrated()) {
+    if (Status s = carve(size, RegionKind::device, *c->device, &r); s != adsmSuccess) return s;
+    if (r->device->integrated()) {
         // On an integrated device the CPU may touch device memory too.
         if (Status s = protect_range(r->dev, r->span, PROT_READ | PROT_WRITE); s != adsmSuccess) {
             retire(r);
@@ -280,7 +282,7 @@ Status Manager::device_alloc(size_t size, void **out) {
 
 Status Manager::wait_for_kernels(Context *c) {
     if (!c->has_stream || c->unsynced_calls == 0) return adsmSuccess;
-    return device_.synchronize(c->stream);
+    return c->device->synchronize(c->stream);
 }
 
 Status Manager::device_free(void *p) {
@@ -326,16 +328,18 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
                     "was checked: a heap serves only the kernels launched before that sync; create another for this "
                     "launch");
     if (!c->has_stream) {
-        if (Status s = device_.create_stream(&c->stream); s != adsmSuccess) return s;
+        if (Status s = c->device->create_stream(&c->stream); s != adsmSuccess) return s;
         c->has_stream = true;
     }
+    if (devices_.size() > 1)
+        if (Status s = gather_objects(*c); s != adsmSuccess) return s;
     if (Status s = protocol_.release(*c); s != adsmSuccess) return s;
     // From here on the objects belong to the device, launched or not, so
     // that the next adsmSync gives them back.
     c->calls++;
     c->unsynced_calls++;
     stats().add(Counter::kernels);
-    return device_.launch(c->stream, launch);
+    return c->device->launch(c->stream, launch);
 }
 
 Status Manager::sync(Context *in) {
@@ -347,7 +351,7 @@ Status Manager::sync(Context *in) {
     Status result = adsmSuccess;
     std::string detail;
     if (c->unsynced_calls > 0) {
-        if (c->has_stream) result = device_.synchronize(c->stream);
+        if (c->has_stream) result = c->device->synchronize(c->stream);
         if (result != adsmSuccess) {
             detail = last_detail();
             stats().add(Counter::kernel_failures);
@@ -380,7 +384,7 @@ void Manager::settle(Context *c) {
 #endif
     ContextGuard lock(*c);
     if (c->unsynced_calls == 0) return;
-    Status st = c->has_stream ? device_.synchronize(c->stream) : adsmSuccess;
+    Status st = c->has_stream ? c->device->synchronize(c->stream) : adsmSuccess;
     defer_error(*c, st);
     if (protocol_.acquire(*c) == adsmSuccess) {  // else the next sync tries again
         c->unsynced_calls = 0;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <vector>
 
 #include "backend/device.h"
 #include "memory/address_space.h"
@@ -22,7 +23,9 @@ class UffdTracker;
 
 class Manager {
 public:
-    Manager(const Config &config, AddressSpace &space, RegionTable &table, Device &device, Protocol &protocol);
+    // devices: every device of the process, device 0 first.
+    Manager(const Config &config, AddressSpace &space, RegionTable &table, std::vector<Device *> devices,
+            Protocol &protocol);
 
     // ---- contexts
     // The calling thread's context, created on first use; nullptr on failure.
@@ -33,6 +36,23 @@ public:
     // knows nothing of contexts, and the GPU APIs it calls are process-wide,
     // so its interposed allocations, launches and syncs share this one.
     Context *program_context() { return contexts_.program_context(); }
+
+    // ---- devices
+    size_t device_count() const { return devices_.size(); }
+    Device &device(size_t i) { return *devices_[i]; }
+    // The index of c's device.
+    size_t device_index(const Context *c) const;
+    // Moves c (the calling thread's context when null) with all its shared
+    // objects to device `to`, as GMAC's gmacMigrate: its next kernels run
+    // there.  Refused with adsmErrorBusy while its kernels may run.  Out of
+    // memory on `to` moves nothing.
+    Status move_context(size_t to, Context *c = nullptr);
+    // Hands the shared allocation that starts at ptr to context `to`, its
+    // device copy moving to `to`'s device (its address unchanged): `to`'s
+    // calls release it from then on.  Device to device where the back-end
+    // can, else through the host copy.  Refused with adsmErrorBusy while a
+    // kernel of its owner may be using it.
+    Status migrate(void *ptr, adsmContext_t to);
 
     // ---- shared memory
     // In `in`, or the calling thread's context when null; at a multiple of
@@ -90,14 +110,21 @@ public:
     // private memory holding what the region held, and lets go of the device.
     void become_fork_child();
 
-    Device &device() { return device_; }
     Protocol &protocol() { return protocol_; }
     // The runtime's writes for the program (above) are noted here from now
     // on, for the tracker's readers that cannot see them (os/uffd.h).
     void set_write_log(os::UffdTracker *t) { write_log_.store(t, std::memory_order_release); }
 
 private:
-    Status carve(size_t size, RegionKind kind, Region **out, size_t align = 0);
+    // A region's addresses, with device memory committed on `on`.
+    Status carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align = 0);
+    // Moves r's device copy from its device to `to`, which has memory
+    // committed for it already; r's owner is locked and no kernel uses r.
+    Status move_object(Region &r, Device &to);
+    // Moves the objects of c that are not on c's device there (after a
+    // move of c that could not take them all).  Caller holds c's lock.
+    Status gather_objects(Context &c);
+    Status migrate_to(void *ptr, Context *to);
     void retire(Region *r);
     Status wait_for_kernels(Context *c);
     static void defer_error(Context &c, Status st);
@@ -123,7 +150,7 @@ private:
     Config config_;
     AddressSpace &space_;
     RegionTable &table_;
-    Device &device_;
+    std::vector<Device *> devices_;
     Protocol &protocol_;
     ContextTable contexts_;
     std::atomic<os::UffdTracker *> write_log_{nullptr};

@@ -162,13 +162,17 @@ Status Manager::copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, si
         [&](size_t at, uint8_t *buf, size_t len) { return write_in(rd, doff + at, buf, len); });
 }
 
+// Tickets count one device's copies: with several devices the copies are
+// synchronous instead, so that a ticket never names another device's copy.
 Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *ticket) {
     profile::Cause cause;
+    if (devices_.size() > 1) ticket = nullptr;
     return with_idle(src, n, true, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n, ticket); });
 }
 
 Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket, bool wait) {
     profile::Cause cause;
+    if (devices_.size() > 1) ticket = nullptr;
     return with_idle(dst, n, wait, [&](Region &r, size_t off) { return write_in(r, off, src, n, ticket); });
 }
 
@@ -187,11 +191,12 @@ Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {
     if (Status s = owned_range(dev_dst, n, true, &rd); s != adsmSuccess) return s;
     if (Status s = wait_for_own_kernels(); s != adsmSuccess) return s;
     const uintptr_t dev = reinterpret_cast<uintptr_t>(dev_dst);
-    if (!space_.contains(reinterpret_cast<uintptr_t>(src))) return device_.copy_to_device(dev, src, n);
+    Device &device = *rd->device;
+    if (!space_.contains(reinterpret_cast<uintptr_t>(src))) return device.copy_to_device(dev, src, n);
     return with_idle(src, n, false, [&](Region &rs, size_t soff) {
         return chunked_copy(
             n, false, [&](size_t at, uint8_t *buf, size_t len) { return protocol_.read_out(rs, soff + at, buf, len); },
-            [&](size_t at, uint8_t *buf, size_t len) { return device_.copy_to_device(dev + at, buf, len); });
+            [&](size_t at, uint8_t *buf, size_t len) { return device.copy_to_device(dev + at, buf, len); });
     });
 }
 
@@ -203,10 +208,11 @@ Status Manager::copy_to_host(void *dst, const void *dev_src, size_t n) {
     if (Status s = owned_range(dev_src, n, true, &rs); s != adsmSuccess) return s;
     if (Status s = wait_for_own_kernels(); s != adsmSuccess) return s;
     const uintptr_t dev = reinterpret_cast<uintptr_t>(dev_src);
-    if (!space_.contains(reinterpret_cast<uintptr_t>(dst))) return device_.copy_to_host(dst, dev, n);
+    Device &device = *rs->device;
+    if (!space_.contains(reinterpret_cast<uintptr_t>(dst))) return device.copy_to_host(dst, dev, n);
     return with_idle(dst, n, false, [&](Region &rd, size_t doff) {
         return chunked_copy(
-            n, false, [&](size_t at, uint8_t *buf, size_t len) { return device_.copy_to_host(buf, dev + at, len); },
+            n, false, [&](size_t at, uint8_t *buf, size_t len) { return device.copy_to_host(buf, dev + at, len); },
             [&](size_t at, uint8_t *buf, size_t len) { return write_in(rd, doff + at, buf, len); });
     });
 }
@@ -217,7 +223,7 @@ Status Manager::device_memset(void *dev, int value, size_t n) {
     Region *r;
     if (Status s = owned_range(dev, n, true, &r); s != adsmSuccess) return s;
     if (Status s = wait_for_own_kernels(); s != adsmSuccess) return s;
-    return device_.fill(reinterpret_cast<uintptr_t>(dev), value, n);
+    return r->device->fill(reinterpret_cast<uintptr_t>(dev), value, n);
 }
 
 }  // namespace adsm

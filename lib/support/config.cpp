@@ -11,7 +11,11 @@ namespace adsm {
 
 const std::vector<ConfigVar> &config_variables() {
     static const std::vector<ConfigVar> vars = {
-        {"ADSM_DEVICE", "sim|cpu|cuda", "accelerator back-end: simulated GPU, in-process CPU, or an NVIDIA GPU (levelzero and remote are reserved)"},
+        {"ADSM_DEVICE", "sim|cpu|cuda[,...]",
+         "accelerator back-end: simulated GPU, in-process CPU, or an NVIDIA GPU (levelzero and remote are reserved); "
+         "a comma-separated list gives the process several devices, numbered from 0 (default sim)"},
+        {"ADSM_VISIBLE_DEVICES", "N[,...]",
+         "only these devices of the ADSM_DEVICE list, renumbered from 0 in this order (default: all)"},
         {"ADSM_PROTOCOL", "batch|lazy|rolling|delta", "coherence protocol (default delta)"},
         {"ADSM_BLOCK_SIZE", "SIZE", "coherence block size, a multiple of the page size (default 256K)"},
         {"ADSM_ROLLING_SIZE", "N", "dirty blocks the rolling protocol keeps before evicting (default 8, at least 2)"},
@@ -50,7 +54,7 @@ const std::vector<ConfigVar> &config_variables() {
          "bytes"},
         {"ADSM_LOG", "error|warn|info|debug", "diagnostic verbosity (default warn)"},
         {"ADSM_VA_BASE", "ADDRESS", "preferred start of the shared address window (default 0x300000000000)"},
-        {"ADSM_VA_SIZE", "SIZE", "size of the shared address window (default: 4x device memory, at least 64G)"},
+        {"ADSM_VA_SIZE", "SIZE", "size of the shared address window (default: 4x the devices' memory, at least 64G)"},
         {"ADSM_GC", "auto|off", "the collector collects when allocation calls for it, or only in adsmGcCollect (default auto)"},
         {"ADSM_GC_MAX_HEAP", "SIZE", "the collected heap never grows past this; allocation then returns NULL (default: the window)"},
         {"ADSM_GC_TRIGGER", "SIZE", "bytes allocated between collections, at least (default 8M)"},
@@ -144,12 +148,61 @@ namespace {
 Status bad(const char *var, const char *value, const char *expected) {
     return fail(adsmErrorInitialization, "%s='%s' is not valid: expected %s", var, value, expected);
 }
+constexpr size_t kMaxDevices = 16;
+
+std::vector<std::string> split_commas(const char *v) {
+    std::vector<std::string> out;
+    std::string item;
+    for (const char *p = v;; ++p) {
+        if (*p == ',' || !*p) {
+            out.push_back(item);
+            item.clear();
+            if (!*p) break;
+        } else if (*p != ' ') {
+            item += *p;
+        }
+    }
+    return out;
+}
+
+// ADSM_DEVICE and ADSM_VISIBLE_DEVICES.  Whether each name is a back-end
+// this build has is for the device registry to say.
+Status parse_devices(const char *list, const char *visible, Config *c) {
+    if (list && *list) {
+        std::vector<std::string> names = split_commas(list);
+        for (const std::string &n : names)
+            if (n.empty()) return bad("ADSM_DEVICE", list, "back-end names separated by commas, such as sim or sim,sim");
+        if (names.size() > kMaxDevices) return bad("ADSM_DEVICE", list, "at most 16 devices");
+        c->devices = names;
+    }
+    if (visible && *visible) {
+        std::vector<std::string> picked;
+        std::vector<bool> seen(c->devices.size());
+        for (const std::string &n : split_commas(visible)) {
+            uint64_t i;
+            if (!parse_uint(n.c_str(), &i))
+                return bad("ADSM_VISIBLE_DEVICES", visible, "device numbers separated by commas, such as 1 or 0,2");
+            if (i >= c->devices.size())
+                return fail(adsmErrorInitialization,
+                            "ADSM_VISIBLE_DEVICES='%s' names device %llu, but ADSM_DEVICE lists %zu device%s (0 to %zu)",
+                            visible, static_cast<unsigned long long>(i), c->devices.size(),
+                            c->devices.size() == 1 ? "" : "s", c->devices.size() - 1);
+            if (seen[i]) return bad("ADSM_VISIBLE_DEVICES", visible, "each device at most once");
+            seen[i] = true;
+            picked.push_back(c->devices[i]);
+        }
+        c->devices = picked;
+    }
+    c->device = c->devices.front();
+    return adsmSuccess;
+}
+
 }  // namespace
 
 Status parse_config(const EnvLookup &lookup, Config *out) {
     Config c;
     const long page = 4096;
-    if (const char *v = lookup("ADSM_DEVICE"); v && *v) c.device = v;
+    if (Status s = parse_devices(lookup("ADSM_DEVICE"), lookup("ADSM_VISIBLE_DEVICES"), &c); s != adsmSuccess) return s;
     if (const char *v = lookup("ADSM_PROTOCOL"); v && *v) c.protocol = v;
     if (const char *v = lookup("ADSM_BLOCK_SIZE"); v && *v) {
         uint64_t s;

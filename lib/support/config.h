@@ -15,7 +15,10 @@
 namespace adsm {
 
 struct Config {
-    std::string device = "sim";         // ADSM_DEVICE
+    std::string device = "sim";         // ADSM_DEVICE: the first device's back-end
+    // ADSM_DEVICE as a list ("sim,sim"), less what ADSM_VISIBLE_DEVICES hides:
+    // one back-end name per device of the process, device 0 first.
+    std::vector<std::string> devices{"sim"};
     std::string protocol = "delta";     // ADSM_PROTOCOL
     size_t block_size = 256 * 1024;     // ADSM_BLOCK_SIZE
     size_t rolling_size = 8;            // ADSM_ROLLING_SIZE: dirty blocks kept before eviction

@@ -26,6 +26,9 @@ namespace adsm {
     X(h2d_bytes, "bytes host->device")                            \
     X(d2h_transfers, "transfers device->host")                    \
     X(d2h_bytes, "bytes device->host")                            \
+    X(d2d_transfers, "transfers device->device")                  \
+    X(d2d_bytes, "bytes device->device")                          \
+    X(migrations, "objects moved to another device")              \
     X(async_copies, "asynchronous copies")                        \
     X(device_fills, "device-side fills")                          \
     X(read_faults, "read faults")                                 \

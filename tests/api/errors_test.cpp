@@ -170,7 +170,7 @@ TEST(ErrorsTest, MemsetAndMemcpyCheckTheirRanges) {
 
 TEST(ErrorsTest, ErrorStringsAreDistinct) {
     std::set<std::string> seen;
-    for (int e = 0; e <= adsmErrorInvalidContext; ++e) {
+    for (int e = 0; e <= adsmErrorInvalidDevice; ++e) {
         std::string s = adsmGetErrorString(static_cast<adsmError_t>(e));
         EXPECT_FALSE(s.empty());
         EXPECT_TRUE(seen.insert(s).second) << s;

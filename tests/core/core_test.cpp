@@ -68,7 +68,7 @@ Core &core() {
         adsm::ProtocolEnv env{&c->device, &c->config, c->tracker.get()};
         if (s == adsmSuccess) s = adsm::make_protocol(c->config.protocol, env, &c->protocol);
         if (s == adsmSuccess) {
-            c->manager = std::make_unique<adsm::Manager>(c->config, c->space, c->table, c->device, *c->protocol);
+            c->manager = std::make_unique<adsm::Manager>(c->config, c->space, c->table, std::vector<adsm::Device *>{&c->device}, *c->protocol);
             if (c->protocol->uses_faults())
                 s = adsm::install_fault_engine(&c->table, c->protocol.get(), c->manager.get(), adsm::RacePolicy::sync);
         }

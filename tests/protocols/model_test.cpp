@@ -4,6 +4,11 @@
 // random ranges, frees and new allocations, and syncs, with every byte
 // checked against a plain reference copy kept by the test.
 //
+// With several devices (ADSM_DEVICE=sim,sim) the objects also move between
+// devices: the whole context (adsmSetDevice) or one object handed to a
+// context on another device and back (adsmMigrate), whatever state their
+// blocks are in.
+//
 // The protocol, block size and dirty tracker come from the environment (one
 // CTest entry per combination).  ADSM_MODEL_SEED picks the sequence and
 // ADSM_MODEL_PHASES its length: CI runs fixed seeds for a few hundred
@@ -81,6 +86,40 @@ protected:
 
     void TearDown() override {
         for (Object &o : objects_) adsmFree(o.p);
+        for (void *keep : parked_) adsmFree(keep);
+    }
+
+    // A context on each device for objects to visit, kept alive (after its
+    // thread has gone) by an allocation of its own.
+    void park_contexts() {
+        int n = 0;
+        ASSERT_EQ(adsmGetDeviceCount(&n), adsmSuccess);
+        for (int d = 0; d < n; ++d)
+            std::thread([&, d] {
+                ASSERT_EQ(adsmSetDevice(d), adsmSuccess) << adsmGetLastErrorDetail();
+                parked_.push_back(adsmAlloc(1));
+                parking_.push_back(adsmGetContext());
+            }).join();
+    }
+
+    // Objects move between devices, whatever state their blocks are in.
+    void device_phase() {
+        if (parking_.size() < 2) return;
+        if (rng_.chance(50)) {
+            int to = static_cast<int>(rng_.below(parking_.size()));
+            ASSERT_EQ(adsmSetDevice(to), adsmSuccess) << adsmGetLastErrorDetail();
+            return;
+        }
+        Object &o = objects_[rng_.below(objects_.size())];
+        ASSERT_EQ(adsmMigrate(o.p, parking_[rng_.below(parking_.size())]), adsmSuccess) << adsmGetLastErrorDetail();
+        // The CPU may touch it while it is away (no kernel uses it).
+        for (int k = 0; k < 4; ++k) {
+            size_t i = rng_.below(o.n);
+            uint8_t v = static_cast<uint8_t>(rng_.next());
+            o.p[i] = v;
+            o.model[i] = v;
+        }
+        ASSERT_EQ(adsmMigrate(o.p, nullptr), adsmSuccess) << adsmGetLastErrorDetail();
     }
 
     // Sizes that matter: below a page, around pages and blocks, many blocks.
@@ -231,17 +270,23 @@ protected:
     unsigned max_threads_ = 4;
     size_t block_ = 0;
     std::vector<Object> objects_;
+    std::vector<adsmContext_t> parking_;
+    std::vector<void *> parked_;
     adsm::kernel<transform_kernel> transform_ = adsm_test::device_kernel<transform_kernel>("model.transform");
     adsm::kernel<checksum_kernel> checksum_ = adsm_test::device_kernel<checksum_kernel>("model.checksum");
 };
 
 TEST_F(ModelTest, RandomSequencesMatchTheModel) {
+    ASSERT_NO_FATAL_FAILURE(park_contexts());
     for (int i = 0; i < 8; ++i) ASSERT_NO_FATAL_FAILURE(add_object());
     for (uint64_t phase = 0; phase < phases_; ++phase) {
         SCOPED_TRACE("phase " + std::to_string(phase));
         ASSERT_NO_FATAL_FAILURE(cpu_phase());
         if (rng_.chance(80)) {
             ASSERT_NO_FATAL_FAILURE(kernel_phase());
+        }
+        if (rng_.chance(30)) {
+            ASSERT_NO_FATAL_FAILURE(device_phase());
         }
         if (rng_.chance(10)) {
             // Replace an object, whatever state its blocks are in (dirty ones included).

@@ -29,7 +29,7 @@ void increment(const adsm::thread_index &t, uint32_t *v, size_t n) {
 adsm::SimDevice *sim() {
     adsm::Runtime *rt = nullptr;
     if (adsm::runtime(&rt) != adsmSuccess) return nullptr;
-    return dynamic_cast<adsm::SimDevice *>(rt->device.get());
+    return dynamic_cast<adsm::SimDevice *>(rt->device);
 }
 
 // One round trip that must work (a fresh device process if need be).

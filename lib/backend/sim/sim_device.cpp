@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <mutex>
 #include <shared_mutex>
@@ -143,6 +144,28 @@ Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     sync_floor(t0);
     stats().add(Counter::d2h_transfers);
     stats().add(Counter::d2h_bytes, n);
+    return adsmSuccess;
+}
+
+bool SimDevice::can_copy_to(const Device &to) const {
+    return dynamic_cast<const SimDevice *>(&to) != nullptr && &to != this;
+}
+
+Status SimDevice::copy_to_peer(Device &to, uintptr_t dev, size_t n) {
+    auto *peer = dynamic_cast<SimDevice *>(&to);
+    if (!peer || peer == this) return Device::copy_to_peer(to, dev, n);
+    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = peer->check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "copy to another device"); s != adsmSuccess)
+        return s;
+    uint64_t t0 = link_.enabled() || peer->link_.enabled() ? os::now_ns() : 0;
+    os::real_memcpy(peer->dma_ + (dev - peer->base_), dma_ + (dev - base_), n);
+    uint64_t end = 0;
+    if (link_.enabled()) end = link_.reserve(Direction::to_host, n, t0);
+    if (peer->link_.enabled()) end = std::max(end, peer->link_.reserve(Direction::to_device, n, t0));
+    if (end) os::sleep_until_ns(end);
+    stats().add(Counter::d2d_transfers);
+    stats().add(Counter::d2d_bytes, n);
     return adsmSuccess;
 }
 

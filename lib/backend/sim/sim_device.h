@@ -39,6 +39,11 @@ public:
     Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
     Status fill(uintptr_t dev, int value, size_t n) override;
+    // Two simulated devices copy between their memories directly, over
+    // both their links at once (as PCIe peer-to-peer does), never through
+    // host memory.
+    bool can_copy_to(const Device &to) const override;
+    Status copy_to_peer(Device &to, uintptr_t dev, size_t n) override;
 
     void start_copy_engine() override { engine_.start(); }
     uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;

@@ -1,0 +1,148 @@
+// Shared objects moving between devices: one object handed to another
+// context (adsmMigrate), or a context with all its objects (adsmSetDevice,
+// GMAC's gmacMigrate).  An object's addresses never change; its device copy
+// goes device to device where the back-ends can, else through the host copy.
+//
+// A context's objects live on its device.  Moving a context moves its
+// device first and its objects after; one that could not move yet (its new
+// device was full, a copy failed) stays current where it was, and the
+// context's next call moves it before releasing anything.
+#include "memory/manager.h"
+#include "memory/owner_lock.h"
+#include "support/stats.h"
+
+namespace adsm {
+namespace {
+
+// Both contexts' locks, in slot order, so that two migrations in opposite
+// directions cannot wait for each other.
+class PairGuard {
+public:
+    PairGuard(Context &a, Context &b) {
+        Context *first = a.slot < b.slot ? &a : &b, *second = first == &a ? &b : &a;
+        first_.lock(*first);
+        if (second != first) second_.lock(*second);
+    }
+
+private:
+    ContextGuard first_, second_;
+};
+
+}  // namespace
+
+size_t Manager::device_index(const Context *c) const {
+    for (size_t i = 0; i < devices_.size(); ++i)
+        if (devices_[i] == c->device) return i;
+    return 0;
+}
+
+Status Manager::move_object(Region &r, Device &to) {
+    Device &from = *r.device;
+    if (&from == &to) return adsmSuccess;
+    // The collector reads device copies before it stops the world: one that
+    // moves meanwhile is a write it must not trust (collection.cpp).
+    r.program_writes.fetch_add(1, std::memory_order_seq_cst);
+    Status s;
+    bool peer = from.can_copy_to(to);
+    if (peer) {
+        s = protocol_.settle_on_device(r);
+        if (s == adsmSuccess) s = from.copy_to_peer(to, r.dev, r.size);
+    } else {
+        s = protocol_.evict(r);
+    }
+    if (s == adsmSuccess) {
+        os::FutexGuard g(r.lock);
+        r.device = &to;
+    }
+    r.program_writes.fetch_add(1, std::memory_order_seq_cst);
+    if (s != adsmSuccess) return s;
+    from.decommit(r.dev, r.span);
+    stats().add(Counter::migrations);
+    return adsmSuccess;
+}
+
+// Caller holds c's lock; no kernel of c runs.
+Status Manager::gather_objects(Context &c) {
+    Device &to = *c.device;
+    for (SharedObject *o = c.objects; o; o = o->next) {
+        auto &r = static_cast<Region &>(*o);
+        if (r.device == &to) continue;
+        if (Status s = to.commit(r.dev, r.span); s != adsmSuccess) return s;
+        if (Status s = move_object(r, to); s != adsmSuccess) {
+            to.decommit(r.dev, r.span);
+            return s;
+        }
+    }
+    return adsmSuccess;
+}
+
+Status Manager::move_context(size_t to, Context *in) {
+    if (to >= devices_.size())
+        return fail(adsmErrorInvalidDevice, "device %zu does not exist: this process has %zu (0 to %zu; ADSM_DEVICE)", to,
+                    devices_.size(), devices_.size() - 1);
+    Context *c = in ? in : current();
+    if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+    ContextGuard lock(*c);
+    if (c->device == devices_[to]) return adsmSuccess;
+    if (c->unsynced_calls > 0)
+        return fail(adsmErrorBusy, "the context's kernels may still be running on device %zu: call adsmSync before moving it",
+                    device_index(c));
+    if (c->has_stream) {
+        c->device->destroy_stream(c->stream);
+        c->has_stream = false;
+    }
+    c->device = devices_[to];
+    return gather_objects(*c);
+}
+
+Status Manager::migrate(void *p, adsmContext_t handle) {
+    Context *to = nullptr;
+    if (Status s = contexts_.resolve(handle, &to); s != adsmSuccess) return s;
+    Status s = migrate_to(p, to);
+    contexts_.unref(to);
+    return s;
+}
+
+Status Manager::migrate_to(void *p, Context *to) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    Region *r = nullptr;
+    if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device || r->host != a)
+        return fail(adsmErrorInvalidPointer, "%p is not the start of a live shared allocation", p);
+    if (r->origin == RegionOrigin::collector)
+        return fail(adsmErrorInvalidPointer,
+                    "%p is in the collector's heap: collected objects stay with the context that allocated them", p);
+    Context *from;
+    {
+        OwnerLock owner(r);
+        if (!owner.valid()) return fail(adsmErrorInvalidPointer, "%p was freed", p);
+        from = owner.owner();
+    }
+    if (from == to) return adsmSuccess;
+    {
+        PairGuard both(*from, *to);
+        // Freed or handed elsewhere between the two locks: as if never found.
+        if (!r->live.load() || r->owner() != from || r->host != a)
+            return fail(adsmErrorInvalidPointer, "%p was freed or migrated by another thread meanwhile", p);
+        if (from->holds(*r))
+            return fail(adsmErrorBusy, "%p may be in use by a kernel its context launched: call adsmSync before migrating it",
+                        p);
+        Device &dest = *to->device;
+        if (r->device != &dest) {
+            if (Status s = dest.commit(r->dev, r->span); s != adsmSuccess) return s;
+            if (Status s = move_object(*r, dest); s != adsmSuccess) {
+                dest.decommit(r->dev, r->span);
+                return s;
+            }
+        }
+        from->unlink(r);
+        r->group = to;
+        // Kernels `to` launched before now never saw it.
+        r->birth_call = to->calls.load();
+        to->link(r);
+        to->refs.fetch_add(1);
+    }
+    contexts_.unref(from);
+    return adsmSuccess;
+}
+
+}  // namespace adsm

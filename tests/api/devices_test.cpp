@@ -1,0 +1,266 @@
+// Several devices in one process (ADSM_DEVICE=sim,sim): contexts on
+// different devices, objects moving between them.  With one device the
+// same tests check that asking for a second one is refused.
+#include <fcntl.h>
+#include <semaphore.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_kernels.h"
+
+using namespace adsm_test;
+
+namespace {
+
+int device_count() {
+    int n = 0;
+    EXPECT_EQ(adsmGetDeviceCount(&n), adsmSuccess) << detail();
+    return n;
+}
+
+int current_device() {
+    int d = -1;
+    EXPECT_EQ(adsmGetDevice(&d), adsmSuccess) << detail();
+    return d;
+}
+
+uint64_t used_on(int device) {
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceProperties(device, &info), adsmSuccess) << detail();
+    return info.memory_used;
+}
+
+std::string sem_name(uint64_t key, uint32_t side) {
+    return "/adsm-devices-test-" + std::to_string(key) + "-" + std::to_string(side);
+}
+
+// Two kernels, one per side, meet or fail: each posts its own semaphore and
+// waits (10 s at most) for the other's, so they pass only if they run at
+// the same time.  *met: 1 met, 2 the other never came, 3 no semaphore.
+void rendezvous(const adsm::thread_index &t, uint64_t key, uint32_t side, uint32_t *met) {
+    if (adsm::global_x(t) != 0) return;
+    sem_t *mine = sem_open(sem_name(key, side).c_str(), O_CREAT, 0600, 0);
+    sem_t *theirs = sem_open(sem_name(key, side ^ 1).c_str(), O_CREAT, 0600, 0);
+    if (mine == SEM_FAILED || theirs == SEM_FAILED) {
+        *met = 3;
+        return;
+    }
+    sem_post(mine);
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    *met = sem_timedwait(theirs, &deadline) == 0 ? 1 : 2;
+    sem_close(mine);
+    sem_close(theirs);
+}
+
+// A thread whose context lives on `device`, running `body` there.
+template <class F>
+void on_device(int device, F &&body) {
+    std::thread([&] {
+        ASSERT_EQ(adsmSetDevice(device), adsmSuccess) << detail();
+        body();
+    }).join();
+}
+
+}  // namespace
+
+TEST(DevicesTest, CountAndPropertiesFollowTheDeviceList) {
+    const char *list = getenv("ADSM_VISIBLE_DEVICES");
+    if (!list || !*list) list = getenv("ADSM_DEVICE");
+    int expected = 1;
+    for (const char *p = list ? list : ""; *p; ++p) expected += *p == ',';
+    int n = device_count();
+    EXPECT_EQ(n, expected);
+    EXPECT_EQ(adsm::device_count(), n);
+    for (int d = 0; d < n; ++d) {
+        adsmDeviceInfo info;
+        ASSERT_EQ(adsmGetDeviceProperties(d, &info), adsmSuccess) << detail();
+        EXPECT_GT(info.memory_bytes, 0u);
+        EXPECT_STRNE(info.name, "");
+    }
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceProperties(n, &info), adsmErrorInvalidDevice);
+    EXPECT_EQ(adsmGetDeviceProperties(-1, &info), adsmErrorInvalidDevice);
+    EXPECT_EQ(adsmGetDeviceCount(nullptr), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmSetDevice(n), adsmErrorInvalidDevice);
+    EXPECT_NE(detail().find("does not exist"), std::string::npos) << detail();
+    EXPECT_EQ(adsmSetDevice(-1), adsmErrorInvalidDevice);
+    EXPECT_EQ(current_device(), 0) << "a refused move changes nothing";
+}
+
+TEST(DevicesTest, KernelsOnTwoDevicesRunAtTheSameTime) {
+    if (device_count() < 2) return;  // one device: CountAndProperties checks the refusal
+    const uint64_t key = static_cast<uint64_t>(getpid()) * 1000 + 1;
+    uint32_t met[2] = {0, 0};
+    adsm::kernel<rendezvous> meet("devices.rendezvous");
+    std::vector<std::thread> threads;
+    for (uint32_t side = 0; side < 2; ++side)
+        threads.emplace_back([&, side] {
+            ASSERT_EQ(adsmSetDevice(static_cast<int>(side)), adsmSuccess) << detail();
+            auto *out = static_cast<uint32_t *>(adsmAlloc(sizeof(uint32_t)));
+            ASSERT_NE(out, nullptr) << detail();
+            *out = 0;
+            meet(1, 1, key, side, out);
+            adsm::sync();
+            met[side] = *out;
+            adsmFree(out);
+        });
+    for (auto &t : threads) t.join();
+    sem_unlink(sem_name(key, 0).c_str());
+    sem_unlink(sem_name(key, 1).c_str());
+    EXPECT_EQ(met[0], 1u) << "the kernel on device 0 did not meet the one on device 1 (2: never came, 3: no semaphore)";
+    EXPECT_EQ(met[1], 1u);
+}
+
+TEST(DevicesTest, EachContextsObjectsLiveOnItsDevice) {
+    const int n = device_count();
+    auto inc = device_kernel<increment>("devices.increment");
+    const size_t len = 1 << 20;  // 4 MiB each
+    std::vector<uint32_t *> arrays(n, nullptr);
+    std::vector<uint64_t> before(n);
+    for (int d = 0; d < n; ++d) before[d] = used_on(d);
+    std::vector<std::thread> threads;
+    for (int d = 0; d < n; ++d)
+        threads.emplace_back([&, d] {
+            ASSERT_EQ(adsmSetDevice(d), adsmSuccess) << detail();
+            EXPECT_EQ(current_device(), d);
+            auto *v = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
+            ASSERT_NE(v, nullptr) << detail();
+            for (size_t i = 0; i < len; ++i) v[i] = static_cast<uint32_t>(i + d);
+            for (int round = 0; round < 3; ++round) {
+                inc(adsm::blocks_for(len, 256), 256, v, len);
+                adsm::sync();
+            }
+            arrays[d] = v;
+        });
+    for (auto &t : threads) t.join();
+    for (int d = 0; d < n; ++d) {
+        ASSERT_NE(arrays[d], nullptr);
+        for (size_t i = 0; i < len; i += 4099) ASSERT_EQ(arrays[d][i], static_cast<uint32_t>(i + d + 3)) << d;
+        // On a discrete device the object took that device's memory only
+        // (the other devices' use did not move by its size).
+        if (is_discrete()) {
+            EXPECT_GE(used_on(d), before[d] + len * sizeof(uint32_t)) << d;
+        }
+    }
+    for (auto *v : arrays) EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+}
+
+TEST(DevicesTest, MovingAContextTakesItsObjects) {
+    const int n = device_count();
+    auto inc = device_kernel<increment>("devices.increment");
+    const size_t len = 300000;  // several blocks
+    std::thread([&] {
+        auto *v = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
+        ASSERT_NE(v, nullptr) << detail();
+        for (size_t i = 0; i < len; ++i) v[i] = static_cast<uint32_t>(i);
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        // Its kernel may still run: the context cannot move yet.
+        if (n > 1) {
+            EXPECT_EQ(adsmSetDevice(1), adsmErrorBusy);
+            EXPECT_EQ(current_device(), 0);
+        }
+        adsm::sync();
+        // Half the blocks written by the CPU since, half still as the kernel left them.
+        for (size_t i = 0; i < len / 2; ++i) v[i] += 10;
+        for (int d = n - 1; d >= 0; --d) {
+            uint64_t used = used_on(d);
+            ASSERT_NO_THROW(adsm::set_device(d));
+            EXPECT_EQ(adsm::current_device(), d);
+            if (n > 1 && d == n - 1 && is_discrete()) {
+                EXPECT_GE(used_on(d), used + len * sizeof(uint32_t)) << "its object came along";
+            }
+            inc(adsm::blocks_for(len, 256), 256, v, len);
+            adsm::sync();
+        }
+        for (size_t i = 0; i < len; ++i)
+            ASSERT_EQ(v[i], static_cast<uint32_t>(i + 1 + (i < len / 2 ? 10 : 0) + n)) << i;
+        EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+    }).join();
+}
+
+TEST(DevicesTest, AMigratedObjectIsReleasedByItsNewContext) {
+    const int n = device_count();
+    auto inc = device_kernel<increment>("devices.increment");
+    const size_t len = 100000;
+    auto *v = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < len; ++i) v[i] = 7;
+    inc(adsm::blocks_for(len, 256), 256, v, len);
+    // The worker's context, on the last device, waits for the object.
+    adsmContext_t worker = nullptr;
+    std::atomic<int> step{0};
+    std::thread t([&] {
+        ASSERT_EQ(adsmSetDevice(n - 1), adsmSuccess) << detail();
+        worker = adsmGetContext();
+        step = 1;
+        while (step != 2) std::this_thread::yield();
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        adsm::sync();
+        step = 3;
+    });
+    while (step != 1) std::this_thread::yield();
+    EXPECT_EQ(adsmMigrate(v, worker), adsmErrorBusy) << "its kernel may still run";
+    adsm::sync();
+    EXPECT_EQ(adsmMigrate(v + 1, worker), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmMigrate(nullptr, worker), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmMigrate(v, reinterpret_cast<adsmContext_t>(uintptr_t(0xdead0000beef))), adsmErrorInvalidContext);
+    v[0] = 100;  // a CPU write the new device must get
+    ASSERT_EQ(adsmMigrate(v, worker), adsmSuccess) << detail();
+    EXPECT_EQ(adsmMigrate(v, worker), adsmSuccess) << "already there: nothing to do";
+    step = 2;
+    while (step != 3) std::this_thread::yield();
+    t.join();
+    EXPECT_EQ(v[0], 101u);
+    EXPECT_EQ(v[len - 1], 9u);
+    // The object outlives the worker's thread: its context stays while it owns memory.
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+}
+
+TEST(DevicesTest, AFullDeviceRefusesAMigrationAndLosesNothing) {
+    const int n = device_count();
+    if (n < 2 || !is_discrete()) return;  // only separate device memories can be full on one side
+    auto inc = device_kernel<increment>("devices.increment");
+    const size_t len = 1 << 18;
+    auto *v = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < len; ++i) v[i] = static_cast<uint32_t>(i);
+    inc(adsm::blocks_for(len, 256), 256, v, len);
+    adsm::sync();
+    adsmContext_t mine = adsmGetContext();
+    on_device(1, [&] {
+        adsmDeviceInfo info;
+        ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+        void *filler = nullptr;
+        // All but a page of device 1's memory.
+        ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - 4096), adsmSuccess) << detail();
+        adsmContext_t here = adsmGetContext();
+        ASSERT_EQ(adsmSetContext(mine), adsmSuccess);
+        EXPECT_EQ(adsmMigrate(v, here), adsmErrorMemoryAllocation);
+        // Moving a context with more than fits: the context moves, its object
+        // cannot, and its next call says so.
+        ASSERT_EQ(adsmSetContext(mine), adsmSuccess);
+        EXPECT_EQ(adsmSetDevice(1), adsmErrorMemoryAllocation);
+        EXPECT_EQ(current_device(), 1);
+        try {
+            inc(adsm::blocks_for(len, 256), 256, v, len);
+            ADD_FAILURE() << "a call whose object cannot reach its device ran";
+        } catch (const adsm::error &e) {
+            EXPECT_EQ(e.code(), adsmErrorMemoryAllocation) << e.what();
+        }
+        EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
+        // With room again, the call moves it and runs.
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        adsm::sync();
+        ASSERT_EQ(adsmSetDevice(0), adsmSuccess) << detail();
+        ASSERT_EQ(adsmSetContext(nullptr), adsmSuccess);
+    });
+    for (size_t i = 0; i < len; ++i) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 2)) << i;
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+}
