@@ -24,12 +24,18 @@ public:
     void on_free(SharedObject &) override {}
 
     Status release(ReleaseGroup &c) override {
-        for (SharedObject *r = c.objects; r; r = r->next) {
-            if (Status s = settle_on_device(*r); s != adsmSuccess) return s;
-            r->on_device = true;  // the kernels' from here on
-        }
+        for (SharedObject *r = c.objects; r; r = r->next)
+            if (Status s = release_object(*r, false); s != adsmSuccess) return s;
         return adsmSuccess;
     }
+
+    // A read-only object's host copy stays the one the CPU uses.
+    Status release_object(SharedObject &r, bool read_only) override {
+        if (Status s = settle_on_device(r); s != adsmSuccess) return s;
+        if (!read_only) r.on_device = true;  // the kernels' from here on
+        return adsmSuccess;
+    }
+    Status acquire_object(SharedObject &r) override { return evict(r); }
 
     Status acquire(ReleaseGroup &c) override {
         for (SharedObject *r = c.objects; r; r = r->next)

@@ -236,9 +236,11 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
     // copy is found page by page at the release anyway: a block overwritten
     // whole can take the bytes on both sides and stay as it is, instead of
     // being sent whole at the release.  (A block dirty as a whole is sent
-    // whole at the release regardless, so it takes them on the host only.)
+    // whole at the release regardless, so it takes them on the host only;
+    // so does a forced one, which may have no device memory behind it: an
+    // evicted object's.)
     auto both_sides = [&](uint32_t k) {
-        return r.state(k) == kReadOnly || (r.state(k) == kDirty && !dirty_whole);
+        return r.state(k) == kReadOnly || (r.state(k) == kDirty && !dirty_whole && !(r.blocks[k] & kForced));
     };
     // Stops at the first failure: what was stored before it is stored, and
     // nothing after it is touched.
@@ -426,6 +428,37 @@ Status BlockProtocol::release(ReleaseGroup &c) {
     }
     released(c);
     return result;
+}
+
+Status BlockProtocol::release_object(SharedObject &r, bool read_only) {
+    (void)r.device->wait_copies(Device::kAllCopies);  // background flushes land first, as in release()
+    lock_settled(r, 0, r.nblocks);
+    // The blocks whose host copy is current now stay so after the flush.
+    std::vector<bool> current;
+    if (read_only && r.blocks)
+        for (uint32_t k = 0; k < r.nblocks; ++k)
+            current.push_back(r.state(k) != kInvalid || (r.blocks[k] & kLanded));
+    Status s = flush_region(r);
+    if (s == adsmSuccess && read_only) {
+        // Open them as a read fault would, without the fetch: the CPU reads
+        // them while the kernel runs, and writes are found as after any
+        // release (the kernel still sees what was sent).
+        for (uint32_t k = 0; k < r.nblocks; ++k) {
+            if (!current[k]) continue;
+            uint8_t st = writes_->open_state(false);
+            if (r.coarse || protect_blocks(r, k, k + 1, writes_->protection(st)) != adsmSuccess) continue;  // faults in
+            r.blocks[k] &= static_cast<uint8_t>(~kLanded);
+            r.set_state(k, st);
+        }
+    }
+    check_protections(r);
+    r.lock.unlock();
+    return s;
+}
+
+Status BlockProtocol::acquire_object(SharedObject &r) {
+    if (!reads_->predicts()) return adsmSuccess;
+    return prefetch(r);
 }
 
 Status BlockProtocol::settle_on_device(SharedObject &r) {

@@ -58,6 +58,8 @@ public:
     Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override;
     Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
     Status fill(SharedObject &r, size_t off, int value, size_t len) override;
+    Status release_object(SharedObject &r, bool read_only) override;
+    Status acquire_object(SharedObject &r) override;
     Status settle_on_device(SharedObject &r) override;
     Status evict(SharedObject &r) override;
     FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override;

@@ -59,6 +59,14 @@ public:
     // adsmSync: the group's kernels are done; hand its objects back to the CPU.
     virtual Status acquire(ReleaseGroup &c) = 0;
 
+    // A call that names the objects its kernel uses (adsmCallWith) releases
+    // those alone, under their group's lock, and its sync acquires those
+    // alone.  A read-only one keeps its host copy usable while the kernel
+    // runs (the kernel does not change it) and is not acquired: nothing
+    // comes back.
+    virtual Status release_object(SharedObject &r, bool read_only) = 0;
+    virtual Status acquire_object(SharedObject &r) = 0;
+
     // The runtime's own accesses to shared data, for the program (adsmMemcpy,
     // adsmMemset, interposed I/O and bulk memory): copy the object's current
     // contents of [off, off+len) to dst; write src there; fill it with a

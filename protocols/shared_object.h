@@ -22,7 +22,6 @@ namespace block {
 constexpr uint8_t kInvalid = 0;   // host stale, device current; CPU access faults
 constexpr uint8_t kReadOnly = 1;  // both current; CPU may read
 constexpr uint8_t kDirty = 2;     // host may be newer; CPU may write
-constexpr uint8_t kHostOnly = 3;  // only a host copy exists
 constexpr uint8_t kStateMask = 3;
 constexpr uint8_t kForced = 1 << 2;    // written through the alias: flush it whole, whatever the tracker saw
 constexpr uint8_t kIncoming = 1 << 3;  // a prefetch is filling it

@@ -2,6 +2,7 @@
 // memory manager.  Nothing here knows about protocols or devices.
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "adsm.h"
 #include "api/entry.h"
@@ -163,6 +164,18 @@ adsmError_t adsmCallByName(const char *name, adsmDim3 grid, adsmDim3 block, void
     adsmKernel_t k;
     if (Status s = rt->kernels.find(name, &k); s != adsmSuccess) return record(s);
     return adsmCall(k, grid, block, args);
+}
+
+adsmError_t adsmCallWith(adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args,
+                         const adsmObjectUse *objects, unsigned int count) {
+    ADSM_RUNTIME(rt);
+    if (count && !objects) return record(fail(adsmErrorInvalidValue, "objects is NULL but count is %u", count));
+    std::vector<ObjectUse> uses(count);
+    for (unsigned i = 0; i < count; ++i) uses[i] = {objects[i].ptr, objects[i].read_only != 0};
+    // An empty list still names its objects: none.
+    static const ObjectUse none{nullptr, false};
+    return record(launch_kernel(*rt, kernel, grid, block, args, nullptr, NativeLaunch{}, count ? uses.data() : &none,
+                                count));
 }
 
 adsmError_t adsmSync(void) {

@@ -30,7 +30,7 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
 }
 
 Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args, Context *in,
-                     const NativeLaunch &native) {
+                     const NativeLaunch &native, const ObjectUse *uses, size_t n) {
     const KernelInfo *k = rt.kernels.get(kernel);
     if (!k) return fail(adsmErrorInvalidValue, "%p is not a kernel handle", static_cast<void *>(kernel));
     if (Status s = check_launch(k, grid, block, args); s != adsmSuccess) return s;
@@ -58,7 +58,7 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
         if (ctx)
             if (Status s = c->note_launch(ctx, blob, k->args_size, &synced_limit); s != adsmSuccess) return s;
     }
-    return rt.manager->call(l, in, synced_limit);
+    return rt.manager->call(l, in, synced_limit, uses, n);
 }
 
 }  // namespace adsm

@@ -20,7 +20,8 @@ struct NativeLaunch {
     bool on_program_stream = false;
     void *stream = nullptr;  // the program's (0: its legacy default stream)
 };
+// With `uses` (n of them): only those objects are released (adsmCallWith).
 Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args, Context *in,
-                     const NativeLaunch &native);
+                     const NativeLaunch &native, const ObjectUse *uses = nullptr, size_t n = 0);
 
 }  // namespace adsm

@@ -158,6 +158,23 @@ ADSM_API adsmError_t adsmCall(adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block
                               void **args);
 ADSM_API adsmError_t adsmCallByName(const char *name, adsmDim3 grid, adsmDim3 block,
                                     void **args);
+
+/*
+ * adsmCall for a kernel that uses only the objects listed (GMAC's argument
+ * annotation): the call releases those alone and adsmSync acquires those
+ * alone, so the context's other objects stay with the CPU (usable, freeable
+ * and, when device memory runs short, evictable while the kernel runs).  An
+ * object is named by any address inside it and must belong to the calling
+ * context.  A read_only object keeps its host copy usable during the kernel
+ * and nothing of it comes back at the sync: writes a kernel makes to it are
+ * not brought back.  count 0 releases nothing.
+ */
+typedef struct adsmObjectUse {
+    const void *ptr;
+    int read_only;
+} adsmObjectUse;
+ADSM_API adsmError_t adsmCallWith(adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args,
+                                  const adsmObjectUse *objects, unsigned int count);
 /*
  * Wait for the calling context's kernels and acquire its shared objects.
  * Returns the first error a kernel reported since the previous adsmSync.

@@ -7,6 +7,7 @@
 #include "adsm.h"
 
 #include <cstddef>
+#include <initializer_list>
 #include <cstdint>
 #include <new>
 #include <stdexcept>
@@ -192,13 +193,27 @@ public:
         launch(grid, block, values, std::make_index_sequence<sig::arity>{});
     }
 
+    // A launch that releases only the objects it names (adsmCallWith):
+    // k.with({{x, 1}, {y, 0}}, grid, block, x, y) reads x and writes y.
+    template <class... Args>
+    void with(std::initializer_list<adsmObjectUse> objects, dim3 grid, dim3 block, Args &&...args) const {
+        static_assert(sizeof...(Args) == sig::arity, "wrong number of kernel arguments");
+        typename sig::values values(std::forward<Args>(args)...);
+        launch(grid, block, values, std::make_index_sequence<sig::arity>{}, &objects);
+    }
+
     adsmKernel_t handle() const noexcept { return handle_; }
 
 private:
     template <std::size_t... I>
-    void launch(dim3 grid, dim3 block, typename sig::values &values, std::index_sequence<I...>) const {
+    void launch(dim3 grid, dim3 block, typename sig::values &values, std::index_sequence<I...>,
+                const std::initializer_list<adsmObjectUse> *objects = nullptr) const {
         void *ptrs[sig::arity + 1] = {static_cast<void *>(&std::get<I>(values))...};
-        check(adsmCall(handle_, grid, block, ptrs));
+        if (!objects) {
+            check(adsmCall(handle_, grid, block, ptrs));
+            return;
+        }
+        check(adsmCallWith(handle_, grid, block, ptrs, objects->begin(), static_cast<unsigned int>(objects->size())));
     }
     adsmKernel_t handle_ = nullptr;
 };

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "backend/device.h"
 #include "memory/region.h"
@@ -28,6 +29,16 @@ struct Context : ReleaseGroup {
     // the host.  Unlike calls - unsynced_calls, never ahead of the truth
     // while a launch is half-way (the collector reads it without `mu`).
     std::atomic<uint64_t> synced_calls{0};
+    // The last call that released every object (adsmCall), and the objects
+    // calls that named theirs (adsmCallWith) released since the last sync,
+    // in order, with whether their kernel may write them.  Changed under
+    // `mu`; the fault handler reads whole_call.
+    std::atomic<uint64_t> whole_call{0};
+    struct Released {
+        Region *region;
+        bool written;
+    };
+    std::vector<Released> released;
     bool has_stream = false;
     StreamId stream = 0;
     // A kernel error seen by an implicit wait (adsmDeviceFree, a racing
@@ -41,10 +52,15 @@ struct Context : ReleaseGroup {
     std::atomic<int> refs{0};
     std::atomic<bool> live{false};
 
-    // Between a call and the next sync, the regions that existed at that
-    // call belong to the device.
+    // Between a call and the next sync, the regions that call released
+    // belong to the device: every one that existed then, or the ones it
+    // named.
     bool holds(const Region &r) const {
-        return unsynced_calls.load(std::memory_order_acquire) > 0 && r.birth_call < calls.load(std::memory_order_acquire);
+        if (unsynced_calls.load(std::memory_order_acquire) == 0 || r.birth_call >= calls.load(std::memory_order_acquire))
+            return false;
+        uint64_t synced = synced_calls.load(std::memory_order_acquire);
+        return whole_call.load(std::memory_order_acquire) > synced ||
+               r.named_call.load(std::memory_order_acquire) > synced;
     }
 };
 
@@ -64,6 +80,13 @@ public:
         unlock();
         c_ = &c;
         c_->mu.lock();
+    }
+    // Takes c's lock if no thread (this one included) holds it.
+    bool try_lock(Context &c) {
+        unlock();
+        if (!c.mu.try_lock()) return false;
+        c_ = &c;
+        return true;
     }
     void unlock() {
         if (c_) c_->mu.unlock();

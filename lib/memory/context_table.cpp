@@ -36,6 +36,8 @@ Context *ContextTable::new_context() {
     c->objects = nullptr;
     c->nobjects = 0;
     c->calls.store(0);
+    c->whole_call.store(0);
+    c->released.clear();
     c->unsynced_calls.store(0);
     c->synced_calls.store(0);
     c->has_stream = false;

@@ -75,13 +75,24 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
         if (separate_dev) space_.release(host, span);
         space_.release(dev, span);
     };
-    if (Status s = on.commit(dev, span); s != adsmSuccess) {
-        undo();
-        return s;
+    // A full device leaves an object with a host copy on the host alone,
+    // evicting nothing: a call that needs it makes room then (an eviction
+    // now could move data back for an object no kernel may ever use).
+    // Device memory has no other place: idle objects make room for it.
+    bool resident = true;
+    Status committed = kind == RegionKind::device ? commit_evicting(on, dev, span) : on.commit(dev, span);
+    if (committed != adsmSuccess) {
+        // (On an integrated device the host's memory is the device's: there
+        // is nowhere else to go.)
+        if (committed != adsmErrorMemoryAllocation || kind == RegionKind::device || on.integrated()) {
+            undo();
+            return committed;
+        }
+        resident = false;
     }
     Region *r = table_.create();
     if (!r) {
-        on.decommit(dev, span);
+        if (resident) on.decommit(dev, span);
         undo();
         return fail(adsmErrorMemoryAllocation, "the region table is full");
     }
@@ -91,9 +102,21 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     r->span = span;
     r->alias = host ? space_.alias(host) : nullptr;
     r->device = &on;
+    r->resident = resident;
     r->kind = kind;
     *out = r;
     return adsmSuccess;
+}
+
+// The protocol's state for a new region.  One left on the host alone (the
+// device was full) is current there, all of it, from the start.
+Status Manager::start_coherence(Region &r, bool zeroed) {
+    if (Status s = protocol_.on_alloc(r, zeroed && r.resident); s != adsmSuccess) return s;
+    if (r.resident) return adsmSuccess;
+    stats().add(Counter::host_only_allocs);
+    Status s = protocol_.evict(r);
+    if (s != adsmSuccess) protocol_.on_free(r);
+    return s;
 }
 
 // Gives a region's memory back once nothing can reach it any more.
@@ -101,7 +124,7 @@ void Manager::retire(Region *r) {
     stats().remember_freed(r->summary<RegionSummary>(true));
     table_.unmap_freed(r->dev, r->span);
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
-    r->device->decommit(r->dev, r->span);
+    if (r->resident) r->device->decommit(r->dev, r->span);
     space_.release(r->dev, r->span);
     if (r->host && r->host != r->dev) space_.release(r->host, r->span);
     table_.destroy(r);
@@ -116,7 +139,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     if (Status s = carve(size, RegionKind::shared, *c->device, &r, align); s != adsmSuccess) return s;
     r->origin = origin;
     if (zero) space_.zero(r->host, r->span);
-    if (Status s = protocol_.on_alloc(*r, zero); s != adsmSuccess) {
+    if (Status s = start_coherence(*r, zero); s != adsmSuccess) {
         retire(r);
         return s;
     }
@@ -146,7 +169,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
     if (Status s = carve(size, RegionKind::safe, *c->device, &r); s != adsmSuccess) return s;
-    if (Status s = protocol_.on_alloc(*r, false); s != adsmSuccess) {
+    if (Status s = start_coherence(*r, false); s != adsmSuccess) {
         retire(r);
         return s;
     }
@@ -314,7 +337,7 @@ Status Manager::device_free(void *p) {
 
 // ---------------------------------------------------------------- kernels
 
-Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limit) {
+Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limit, const ObjectUse *uses, size_t n) {
     Timed timed(Counter::call_ns, trace::Kind::call, launch.kernel ? launch.kernel->name.c_str() : nullptr);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
@@ -331,9 +354,13 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
         if (Status s = c->device->create_stream(&c->stream); s != adsmSuccess) return s;
         c->has_stream = true;
     }
-    if (devices_.size() > 1)
+    if (uses) {
+        if (Status s = release_named(*c, uses, n); s != adsmSuccess) return s;
+    } else {
         if (Status s = gather_objects(*c); s != adsmSuccess) return s;
-    if (Status s = protocol_.release(*c); s != adsmSuccess) return s;
+        if (Status s = protocol_.release(*c); s != adsmSuccess) return s;
+        c->whole_call.store(c->calls.load() + 1, std::memory_order_release);
+    }
     // From here on the objects belong to the device, launched or not, so
     // that the next adsmSync gives them back.
     c->calls++;
@@ -356,7 +383,7 @@ Status Manager::sync(Context *in) {
             detail = last_detail();
             stats().add(Counter::kernel_failures);
         }
-        Status a = protocol_.acquire(*c);
+        Status a = acquire_released(*c);
         // The objects come back only once the acquire succeeds: a failed
         // one leaves them with the device, and the program's next adsmSync
         // tries again.
@@ -386,10 +413,59 @@ void Manager::settle(Context *c) {
     if (c->unsynced_calls == 0) return;
     Status st = c->has_stream ? c->device->synchronize(c->stream) : adsmSuccess;
     defer_error(*c, st);
-    if (protocol_.acquire(*c) == adsmSuccess) {  // else the next sync tries again
+    if (acquire_released(*c) == adsmSuccess) {  // else the next sync tries again
         c->unsynced_calls = 0;
         c->synced_calls.store(c->calls.load(), std::memory_order_release);
     }
+}
+
+Status Manager::release_named(Context &c, const ObjectUse *uses, size_t n) {
+    // Every name is checked before anything moves.
+    std::vector<Region *> regions(n);
+    for (size_t i = 0; i < n; ++i) {
+        uintptr_t a = reinterpret_cast<uintptr_t>(uses[i].ptr);
+        Region *r = nullptr;
+        if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device || !r->contains_host(a) ||
+            a - r->host >= r->size)
+            return fail(adsmErrorInvalidPointer, "object %zu of the call, %p, is not inside a live shared allocation", i,
+                        uses[i].ptr);
+        if (r->owner() != &c)
+            return fail(adsmErrorInvalidPointer,
+                        "object %zu of the call, %p, belongs to another context: only the calling context's objects "
+                        "are released by its calls (adsmMigrate hands it over)",
+                        i, uses[i].ptr);
+        regions[i] = r;
+    }
+    // Stamped together first, so that making one resident never evicts another.
+    const uint64_t now = release_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
+    for (Region *r : regions) r->last_release = now;
+    for (Region *r : regions)
+        if (Status s = make_resident(*r, *c.device, c, now); s != adsmSuccess) return s;
+    const uint64_t call = c.calls.load() + 1;
+    for (size_t i = 0; i < n; ++i) {
+        Region *r = regions[i];
+        // Named twice, once for writing: it is written.
+        bool read_only = uses[i].read_only;
+        for (size_t j = 0; j < n && read_only; ++j)
+            if (regions[j] == r && !uses[j].read_only) read_only = false;
+        if (Status s = protocol_.release_object(*r, read_only); s != adsmSuccess) return s;
+        r->named_call.store(call, std::memory_order_release);
+        c.released.push_back({r, !read_only});
+    }
+    return adsmSuccess;
+}
+
+Status Manager::acquire_released(Context &c) {
+    Status result = adsmSuccess;
+    if (c.whole_call.load(std::memory_order_relaxed) > c.synced_calls.load(std::memory_order_relaxed)) {
+        result = protocol_.acquire(c);
+    } else {
+        for (const Context::Released &e : c.released)
+            if (e.written)
+                if (Status s = protocol_.acquire_object(*e.region); s != adsmSuccess && result == adsmSuccess) result = s;
+    }
+    if (result == adsmSuccess) c.released.clear();
+    return result;
 }
 
 void Manager::chaos_cycle() {

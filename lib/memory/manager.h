@@ -21,6 +21,12 @@ namespace os {
 class UffdTracker;
 }
 
+// One object a kernel uses, for a call that names them.
+struct ObjectUse {
+    const void *ptr;
+    bool read_only;
+};
+
 class Manager {
 public:
     // devices: every device of the process, device 0 first.
@@ -99,7 +105,12 @@ public:
     // context's synced_calls is past synced_limit: a kernel heap the launch
     // passes was closed by a sync in another thread after the collector
     // checked it (Collector::note_launch).
-    Status call(const LaunchDesc &launch, Context *in = nullptr, uint64_t synced_limit = UINT64_MAX);
+    // With `uses` (n of them), the call releases only those objects, each
+    // named by any address inside it, and its sync acquires only those not
+    // read-only (GMAC's argument annotation); they must belong to the
+    // context.  Without, every object of the context.
+    Status call(const LaunchDesc &launch, Context *in = nullptr, uint64_t synced_limit = UINT64_MAX,
+                const ObjectUse *uses = nullptr, size_t n = 0);
     Status sync(Context *in = nullptr);
     // Waits for c's kernels and gives its regions back to the CPU, as a sync
     // would; a kernel error waits for the next adsmSync.  For a CPU access
@@ -121,12 +132,34 @@ private:
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
     Status move_object(Region &r, Device &to);
-    // Moves the objects of c that are not on c's device there (after a
-    // move of c that could not take them all).  Caller holds c's lock.
+    // Before a release of c (c's lock held): every object of c resident on
+    // c's device, evicting others' idle objects to make room, and stamped
+    // with the release clock.
     Status gather_objects(Context &c);
+    // r with device memory on `to` for a call of c, whose objects stamped
+    // `needed` (Region::last_release) stay.
+    Status make_resident(Region &r, Device &to, Context &c, uint64_t needed);
+    // Commits [dev, +span) on d; when d is full, evicts idle objects to
+    // their host copies, least recently released first, but none stamped
+    // `needed` (kNothingNeeded: none is).  The calling thread holds `held`'s
+    // lock, or none (nullptr).
+    static constexpr uint64_t kNothingNeeded = UINT64_MAX;
+    Status commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context *held = nullptr,
+                           uint64_t needed = kNothingNeeded);
+    // Evicts v from d if no kernel may be using it, this call does not need
+    // it, and its owner's lock is free (or `held`); false if it could not.
+    enum class Eviction { done, refused, contended };
+    Eviction evict_object(Region &v, Device &d, Context *held, uint64_t needed);
+    static constexpr uint64_t kContendedWaitNs = 2'000'000'000;  // 2 s
     Status migrate_to(void *ptr, Context *to);
     void retire(Region *r);
+    Status start_coherence(Region &r, bool zeroed);
     Status wait_for_kernels(Context *c);
+    // Releases the objects `uses` names (all of c's); c's lock is held.
+    Status release_named(Context &c, const ObjectUse *uses, size_t n);
+    // Hands back to the CPU what c's calls since its last sync released;
+    // c's lock is held.  Async-signal-safe (settle).
+    Status acquire_released(Context &c);
     static void defer_error(Context &c, Status st);
 
     Status owned_range(const void *p, size_t n, bool device_side, Region **out);
@@ -154,6 +187,7 @@ private:
     Protocol &protocol_;
     ContextTable contexts_;
     std::atomic<os::UffdTracker *> write_log_{nullptr};
+    std::atomic<uint64_t> release_clock_{0};
 };
 
 }  // namespace adsm

@@ -38,6 +38,14 @@ size_t Manager::device_index(const Context *c) const {
 
 Status Manager::move_object(Region &r, Device &to) {
     Device &from = *r.device;
+    if (!r.resident) {
+        // Current on the host alone: nothing to copy, and the next release
+        // sends it whole wherever it is.
+        os::FutexGuard g(r.lock);
+        r.device = &to;
+        r.resident = true;
+        return adsmSuccess;
+    }
     if (&from == &to) return adsmSuccess;
     // The collector reads device copies before it stops the world: one that
     // moves meanwhile is a write it must not trust (collection.cpp).
@@ -58,21 +66,6 @@ Status Manager::move_object(Region &r, Device &to) {
     if (s != adsmSuccess) return s;
     from.decommit(r.dev, r.span);
     stats().add(Counter::migrations);
-    return adsmSuccess;
-}
-
-// Caller holds c's lock; no kernel of c runs.
-Status Manager::gather_objects(Context &c) {
-    Device &to = *c.device;
-    for (SharedObject *o = c.objects; o; o = o->next) {
-        auto &r = static_cast<Region &>(*o);
-        if (r.device == &to) continue;
-        if (Status s = to.commit(r.dev, r.span); s != adsmSuccess) return s;
-        if (Status s = move_object(r, to); s != adsmSuccess) {
-            to.decommit(r.dev, r.span);
-            return s;
-        }
-    }
     return adsmSuccess;
 }
 
@@ -128,10 +121,15 @@ Status Manager::migrate_to(void *p, Context *to) {
                         p);
         Device &dest = *to->device;
         if (r->device != &dest) {
-            if (Status s = dest.commit(r->dev, r->span); s != adsmSuccess) return s;
-            if (Status s = move_object(*r, dest); s != adsmSuccess) {
-                dest.decommit(r->dev, r->span);
-                return s;
+            if (r->resident) {
+                if (Status s = commit_evicting(dest, r->dev, r->span); s != adsmSuccess) return s;
+                if (Status s = move_object(*r, dest); s != adsmSuccess) {
+                    dest.decommit(r->dev, r->span);
+                    return s;
+                }
+            } else {
+                os::FutexGuard g(r->lock);
+                r->device = &dest;  // on the host alone: its new owner's next call brings it in
             }
         }
         from->unlink(r);

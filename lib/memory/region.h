@@ -30,6 +30,16 @@ enum class RegionOrigin : uint8_t {
 
 struct Region : SharedObject {
     uint64_t birth_call = 0;  // owner's call count when allocated
+    // Device memory is committed for it on `device`.  An object that is not
+    // (device memory was full when it was allocated, or it was evicted to
+    // make room) is current on the host, all of it; the next call of its
+    // owner commits memory for it again and the release sends it.
+    bool resident = true;
+    // The release clock at its owner's last call: eviction takes the least
+    // recently released first.
+    uint64_t last_release = 0;
+    // The owner's last call that named it (adsmCallWith), or 0.
+    std::atomic<uint64_t> named_call{0};
     RegionKind kind = RegionKind::shared;
     RegionOrigin origin = RegionOrigin::api;
     // Collector chunks: bumped before and after each write the runtime makes
@@ -45,6 +55,9 @@ struct Region : SharedObject {
     void reset_fields() {
         reset_object();
         birth_call = 0;
+        resident = true;
+        last_release = 0;
+        named_call.store(0, std::memory_order_relaxed);
         kind = RegionKind::shared;
         origin = RegionOrigin::api;
     }

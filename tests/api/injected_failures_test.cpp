@@ -63,13 +63,25 @@ TEST(InjectedFailuresTest, DeviceCopiesThatFailAreReportedAndRetriedWithoutLoss)
     adsmFree(data);
 }
 
-TEST(InjectedFailuresTest, ACommitThatFailsIsAnAllocationErrorAndLeavesNothingBehind) {
+// (A device allocation that finds the device full evicts idle objects and
+// tries again; ErrorsTest.ExhaustedDeviceMemoryLeavesNothingBehind checks
+// one that still cannot fit.)
+TEST(InjectedFailuresTest, ASharedObjectWhoseCommitFailsLivesOnTheHostUntilACallNeedsIt) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    const uint64_t used = info.memory_used;
+    // Shared memory: it lives on the host until a call commits it.
     inj::arm(inj::Site::device_commit, 1);
-    void *p = adsmAlloc(1 << 20);
-    EXPECT_EQ(p, nullptr);
-    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    const size_t n = (1 << 20) / sizeof(uint32_t);
+    auto *p = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
     inj::arm(inj::Site::device_commit, 0);
-    p = adsmAlloc(1 << 20);
     ASSERT_NE(p, nullptr) << detail();
+    adsmGetDeviceInfo(&info);
+    EXPECT_EQ(info.memory_used, used) << "no device memory behind it yet";
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(i);
+    auto inc = adsm_test::device_kernel<increment>("injected.increment");
+    inc(adsm::blocks_for(n, 256), 256, p, n);
+    adsm::sync();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], static_cast<uint32_t>(i + 1)) << i;
     EXPECT_EQ(adsmFree(p), adsmSuccess);
 }

@@ -291,16 +291,29 @@ TEST_F(CoreTest, AProtectionThatCannotBeSplitFallsBackToCoarserBlocks) {
     for (size_t i = 0; i < n; i += 4093) ASSERT_EQ(p[i], i == 5 * kPage ? 9 : 3) << "byte " << i;
 }
 
-TEST_F(CoreTest, ACommitThatFailsLeavesNothingBehind) {
-    uint64_t used = core().device.used();
+TEST_F(CoreTest, ACommitThatFailsLeavesTheObjectOnTheHostUntilACallNeedsIt) {
+    const uint64_t used = core().device.used();
     inj::arm(inj::Site::device_commit, 1);
-    void *p = nullptr;
-    EXPECT_EQ(core().manager->alloc(3 * kPage, true, &p), adsmErrorMemoryAllocation);
-    EXPECT_EQ(p, nullptr);
-    EXPECT_EQ(core().device.used(), used);
-    uint8_t *q = object(3 * kPage);
-    ASSERT_NE(q, nullptr);
-    q[0] = 1;
+    void *v = nullptr;
+    ASSERT_EQ(core().manager->alloc(3 * kPage, true, &v), adsmSuccess) << adsm::last_detail();
+    auto *p = static_cast<uint8_t *>(v);
+    objects_.push_back(p);
+    EXPECT_EQ(core().device.used(), used) << "no device memory behind it yet";
+    cpu([&] {
+        EXPECT_EQ(p[2 * kPage + 5], 0);
+        p[kPage] = 4;
+    });
+    // The call commits it and sends it whole: its zeros and the CPU's write.
+    bool seen = false;
+    ASSERT_EQ(call([&](RecordingDevice &d) {
+                  const uint8_t *q = d.at(reinterpret_cast<uintptr_t>(p));
+                  seen = q[kPage] == 4 && q[0] == 0 && q[3 * kPage - 1] == 0;
+              }),
+              adsmSuccess);
+    EXPECT_TRUE(seen) << "the object did not reach the device";
+    EXPECT_EQ(core().device.used(), used + 3 * kPage);
+    ASSERT_EQ(sync(), adsmSuccess);
+    EXPECT_EQ(p[kPage], 4);
 }
 
 // Random programs with failures injected at random points: after each

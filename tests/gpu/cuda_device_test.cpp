@@ -207,11 +207,30 @@ TEST(CudaDevice, MemoryTheCpuNeverWroteIsNotSent) {
 
 TEST(CudaDevice, ExhaustedDeviceMemoryIsAnErrorAndLeavesNothingMapped) {
     size_t before = device_bytes();
-    void *p = adsmAlloc(512ull << 20);  // twice the device's memory
-    EXPECT_EQ(p, nullptr);
-    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    void *d = nullptr;
+    EXPECT_EQ(adsmDeviceAlloc(&d, 512ull << 20), adsmErrorMemoryAllocation);  // twice the device's memory
     EXPECT_NE(detail().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << detail();
+    EXPECT_EQ(d, nullptr);
     EXPECT_EQ(device_bytes(), before) << "a failed allocation left device memory mapped";
+    // Shared memory past the device lives on the host until a call needs
+    // it, and a call whose objects cannot fit fails the same way.
+    const unsigned n = (512u << 20) / sizeof(float);
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    EXPECT_EQ(device_bytes(), before);
+    x[0] = 2.0f;
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    try {
+        scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 3.0f, n);
+        ADD_FAILURE() << "a call that cannot fit ran";
+    } catch (const adsm::error &e) {
+        EXPECT_EQ(e.code(), adsmErrorMemoryAllocation) << e.what();
+        EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(device_bytes(), before);
+    EXPECT_EQ(x[0], 2.0f) << "the refused call lost nothing";
+    EXPECT_EQ(adsmFree(x), adsmSuccess);
     // The device still works afterwards.
     void *q = adsmAlloc(1 << 20);
     EXPECT_NE(q, nullptr) << detail();

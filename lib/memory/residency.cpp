@@ -1,0 +1,98 @@
+// Device memory as a cache of the shared objects: oversubscription.
+//
+// Shared allocations may exceed device memory.  When a device is full, the
+// objects no kernel may be using are evicted to their host copies, least
+// recently released first, and one that still does not fit lives on the host
+// alone (Region::resident false) until its owner's next call, which commits
+// memory for it again before releasing.  An allocation fails only when the
+// address window or the host's memory is exhausted; a call fails only when
+// the objects its kernel needs do not fit together.
+#include <algorithm>
+#include <vector>
+
+#include "memory/manager.h"
+#include "os/clock.h"
+#include "support/stats.h"
+
+namespace adsm {
+
+Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uint64_t needed) {
+    Context *o = v.owner();
+    if (!o || v.last_release == needed) return Eviction::refused;
+    // Another thread may hold this owner's lock and want the device memory
+    // this thread is after: skip it instead of waiting (and deadlocking).
+    ContextGuard lock;
+    if (o != held && !lock.try_lock(*o)) return Eviction::contended;
+    if (!v.live.load(std::memory_order_acquire) || v.owner() != o || !v.resident || v.device != &d ||
+        v.kind == RegionKind::device || v.last_release == needed || o->holds(v))
+        return Eviction::refused;
+    v.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
+    Status s = protocol_.evict(v);
+    if (s == adsmSuccess) {
+        os::FutexGuard g(v.lock);
+        v.resident = false;
+    }
+    v.program_writes.fetch_add(1, std::memory_order_seq_cst);
+    if (s != adsmSuccess) return Eviction::refused;
+    d.decommit(v.dev, v.span);
+    stats().add(Counter::device_evictions);
+    stats().add(Counter::device_evicted_bytes, v.span);
+    return Eviction::done;
+}
+
+Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context *held, uint64_t needed) {
+    Status s = d.commit(dev, span);
+    if (s != adsmErrorMemoryAllocation || d.integrated()) return s;
+    std::string first = last_detail();
+    // Owners busy in another thread (a sync, a call of their own) are
+    // skipped, not waited for; their objects are tried again for a while
+    // before the call gives up.
+    const uint64_t deadline = os::now_ns() + kContendedWaitNs;
+    for (;;) {
+        // The candidates: resident objects on d that this call does not
+        // need, least recently released first.  Idleness is checked under
+        // each owner's lock.
+        std::vector<std::pair<uint64_t, Region *>> victims;
+        table_.for_each_live([&](Region &r) {
+            if (r.device == &d && r.resident && r.kind != RegionKind::device && r.last_release != needed)
+                victims.emplace_back(r.last_release, &r);
+        });
+        std::sort(victims.begin(), victims.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+        uint64_t freed = 0;
+        bool contended = false;
+        for (auto &[clock, v] : victims) {
+            Eviction e = evict_object(*v, d, held, needed);
+            contended |= e == Eviction::contended;
+            if (e != Eviction::done) continue;
+            freed += v->span;
+            if (freed < span) continue;
+            if (d.commit(dev, span) == adsmSuccess) return adsmSuccess;
+            freed = 0;  // less than it took (other threads allocate too): evict on
+        }
+        if (d.commit(dev, span) == adsmSuccess) return adsmSuccess;
+        if (!contended || os::now_ns() > deadline) break;
+        os::sleep_until_ns(os::now_ns() + 50 * 1000);
+    }
+    return fail(adsmErrorMemoryAllocation, "%s, and no object left to evict frees enough of it", first.c_str());
+}
+
+Status Manager::make_resident(Region &r, Device &to, Context &c, uint64_t needed) {
+    if (r.device == &to && r.resident) return adsmSuccess;
+    if (Status s = commit_evicting(to, r.dev, r.span, &c, needed); s != adsmSuccess) return s;
+    if (Status s = move_object(r, to); s != adsmSuccess) {
+        to.decommit(r.dev, r.span);
+        return s;
+    }
+    return adsmSuccess;
+}
+
+Status Manager::gather_objects(Context &c) {
+    Device &to = *c.device;
+    const uint64_t now = release_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
+    for (SharedObject *o = c.objects; o; o = o->next) static_cast<Region *>(o)->last_release = now;
+    for (SharedObject *o = c.objects; o; o = o->next)
+        if (Status s = make_resident(static_cast<Region &>(*o), to, c, now); s != adsmSuccess) return s;
+    return adsmSuccess;
+}
+
+}  // namespace adsm

@@ -1,0 +1,147 @@
+// Shared memory past device memory: objects no kernel uses are evicted to
+// their host copies and come back when a call needs them.  Run with a small
+// device (ADSM_SIM_MEMORY=16M, see tests/CMakeLists.txt).
+#include <thread>
+#include <vector>
+
+#include "support/stats.h"
+#include "test_kernels.h"
+
+using namespace adsm_test;
+
+namespace {
+
+uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
+
+uint64_t capacity() {
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    return info.memory_bytes;
+}
+
+class OversubscriptionTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_TRUE(is_discrete()) << "oversubscription needs separate device memory (ADSM_DEVICE=sim)";
+        ASSERT_LE(capacity(), 64ull << 20) << "run with a small device: ADSM_SIM_MEMORY=16M";
+    }
+    // Each object a quarter of device memory.
+    size_t words() const { return capacity() / 4 / sizeof(uint32_t); }
+    adsm::kernel<increment> inc_ = device_kernel<increment>("over.increment");
+};
+
+}  // namespace
+
+TEST_F(OversubscriptionTest, ObjectsFourTimesDeviceMemoryAllRunCorrectly) {
+    const size_t n = words();
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 16; ++i) {  // 4x the device
+        auto *p = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+        ASSERT_NE(p, nullptr) << "allocation past device memory must succeed: " << detail();
+        for (size_t k = 0; k < n; ++k) p[k] = static_cast<uint32_t>(k * 7 + i);
+        objs.push_back(p);
+    }
+    uint64_t evicted = counter(adsm::Counter::device_evictions) + counter(adsm::Counter::host_only_allocs);
+    for (int round = 0; round < 3; ++round)
+        for (uint32_t *p : objs) {
+            inc_.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+            adsm::sync();
+        }
+    EXPECT_GT(counter(adsm::Counter::device_evictions) + counter(adsm::Counter::host_only_allocs), evicted);
+    for (int i = 0; i < 16; ++i)
+        for (size_t k = 0; k < n; k += 997) ASSERT_EQ(objs[i][k], static_cast<uint32_t>(k * 7 + i + 3)) << i;
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    EXPECT_LE(info.memory_used, info.memory_bytes);
+    for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
+TEST_F(OversubscriptionTest, ACallThatCannotFitFailsAndLosesNothing) {
+    const size_t n = words();
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 5; ++i) {
+        objs.push_back(static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t))));
+        ASSERT_NE(objs.back(), nullptr) << detail();
+        for (size_t k = 0; k < n; ++k) objs.back()[k] = static_cast<uint32_t>(i);
+    }
+    // Five quarters of the device at once: no room, whatever is evicted.
+    try {
+        inc_(adsm::blocks_for(n, 256), 256, objs[0], n);  // the whole context
+        ADD_FAILURE() << "a call needing more than the device ran";
+    } catch (const adsm::error &e) {
+        EXPECT_EQ(e.code(), adsmErrorMemoryAllocation) << e.what();
+    }
+    adsm::sync();
+    for (int i = 0; i < 5; ++i)
+        for (size_t k = 0; k < n; k += 1009) ASSERT_EQ(objs[i][k], static_cast<uint32_t>(i)) << "lost by the refused call";
+    // What fits still runs.
+    inc_.with({{objs[4], 0}}, adsm::blocks_for(n, 256), 256, objs[4], n);
+    adsm::sync();
+    for (size_t k = 0; k < n; ++k) ASSERT_EQ(objs[4][k], 5u);
+    for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
+TEST_F(OversubscriptionTest, ObjectsARunningKernelUsesAreNeverEvicted) {
+    const size_t n = words();
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 6; ++i) {
+        objs.push_back(static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t))));
+        ASSERT_NE(objs.back(), nullptr) << detail();
+        for (size_t k = 0; k < n; ++k) objs.back()[k] = 100;
+    }
+    // Three calls in flight hold three quarters; each later one must evict
+    // around them, never them.
+    for (int round = 0; round < 4; ++round) {
+        for (int i = 0; i < 3; ++i) {
+            uint32_t *p = objs[(round + i) % 6];
+            inc_.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+        }
+        adsm::sync();
+    }
+    std::vector<uint32_t> expected(6, 100);
+    for (int round = 0; round < 4; ++round)
+        for (int i = 0; i < 3; ++i) expected[(round + i) % 6]++;
+    for (int i = 0; i < 6; ++i)
+        for (size_t k = 0; k < n; k += 991) ASSERT_EQ(objs[i][k], expected[i]) << i;
+    for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
+TEST_F(OversubscriptionTest, ThreadsEvictEachOthersIdleObjects) {
+    const size_t n = words() / 2;  // an eighth of the device each
+    std::vector<std::thread> threads;
+    std::atomic<int> wrong{0};
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            std::vector<uint32_t *> objs;
+            for (int i = 0; i < 4; ++i) {  // 4 threads x 4 x 1/8: twice the device
+                auto *p = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+                if (!p) {
+                    wrong++;
+                    return;
+                }
+                for (size_t k = 0; k < n; ++k) p[k] = static_cast<uint32_t>(t);
+                objs.push_back(p);
+            }
+            // At most four calls in flight, each an eighth of the device:
+            // room is always there once idle objects are evicted, whoever
+            // owns them.
+            for (int round = 0; round < 5; ++round)
+                for (uint32_t *p : objs) {
+                    adsmObjectUse use{p, 0};
+                    void *args[2];
+                    size_t len = n;
+                    args[0] = &p;
+                    args[1] = &len;
+                    if (adsmCallWith(inc_.handle(), adsm::blocks_for(n, 256), {256, 1, 1}, args, &use, 1) != adsmSuccess ||
+                        adsmSync() != adsmSuccess)
+                        wrong++;
+                }
+            for (uint32_t *p : objs) {
+                for (size_t k = 0; k < n; k += 499)
+                    if (p[k] != static_cast<uint32_t>(t + 5)) wrong++;
+                adsmFree(p);
+            }
+        });
+    for (auto &th : threads) th.join();
+    EXPECT_EQ(wrong.load(), 0);
+}
