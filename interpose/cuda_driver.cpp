@@ -494,6 +494,19 @@ CUresult hint(const char *fn, CUdeviceptr p, size_t n) {
     return CUDA_SUCCESS;
 }
 
+// A prefetch of shared memory moves it (gpu_bridge::prefetch); the
+// device it names is the program's one device.
+CUresult prefetch(const char *fn, CUdeviceptr p, size_t n, bool to_host) {
+    if (CUresult r = hint(fn, p, n); r != CUDA_SUCCESS) return r;
+    if (Status s = bridge::prefetch(ptr(p), n, to_host); s != adsmSuccess) return to_cu(s, fn);
+    return CUDA_SUCCESS;
+}
+bool to_host(const CUmemLocation &where) {
+    // (4 is CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, which older headers lack.)
+    return where.type == CU_MEM_LOCATION_TYPE_HOST || where.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           static_cast<int>(where.type) == 4;
+}
+
 bool routed_shared(CUdeviceptr p) { return adsm::interpose::gpu_routed(kApi) && bridge::is_shared(ptr(p)); }
 
 // The attributes the runtime answers for shared memory (the driver would
@@ -523,16 +536,16 @@ bool shared_attribute(void *data, CUpointer_attribute attr, CUdeviceptr p, CUres
 
 CUDA_WRAPPER(cuMemPrefetchAsync, CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
     if (!routed_shared(p)) return FORWARD(cuMemPrefetchAsync, p, n, dst, s);
-    return hint("cuMemPrefetchAsync", p, n);
+    return prefetch("cuMemPrefetchAsync", p, n, dst == CU_DEVICE_CPU);
 }
 CUDA_WRAPPER(cuMemPrefetchAsync_v2, CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags, CUstream s) {
     if (!routed_shared(p)) return FORWARD(cuMemPrefetchAsync_v2, p, n, where, flags, s);
-    return hint("cuMemPrefetchAsync", p, n);
+    return prefetch("cuMemPrefetchAsync", p, n, to_host(where));
 }
 CUDA_WRAPPER(cuMemPrefetchAsync_v2_ptsz, CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
              CUstream s) {
     if (!routed_shared(p)) return FORWARD(cuMemPrefetchAsync_v2_ptsz, p, n, where, flags, s);
-    return hint("cuMemPrefetchAsync", p, n);
+    return prefetch("cuMemPrefetchAsync", p, n, to_host(where));
 }
 CUDA_WRAPPER(cuMemAdvise, CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice dev) {
     if (!routed_shared(p)) return FORWARD(cuMemAdvise, p, n, advice, dev);

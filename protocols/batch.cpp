@@ -36,6 +36,7 @@ public:
         return adsmSuccess;
     }
     Status acquire_object(SharedObject &r) override { return evict(r); }
+    Status fetch_range(SharedObject &r, size_t, size_t) override { return evict(r); }  // objects move whole
 
     Status acquire(ReleaseGroup &c) override {
         for (SharedObject *r = c.objects; r; r = r->next)

@@ -490,6 +490,34 @@ Status BlockProtocol::evict(SharedObject &r) {
     return result;
 }
 
+Status BlockProtocol::fetch_range(SharedObject &r, size_t off, size_t len) {
+    if (len == 0) return adsmSuccess;
+    uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;
+    lock_settled(r, first, last);
+    Status result = adsmSuccess;
+    for (uint32_t k = first; k < last && result == adsmSuccess;) {
+        if (r.state(k) != kInvalid) {
+            ++k;
+            continue;
+        }
+        uint32_t j = k + 1;
+        if (!(r.blocks[k] & kLanded)) {
+            // Runs of closed blocks come in one copy.
+            while (j < last && r.state(j) == kInvalid && !(r.blocks[j] & kLanded)) ++j;
+            result = fetch(r, k, j);
+        }
+        for (uint32_t i = k; i < j && result == adsmSuccess; ++i) {
+            r.blocks[i] &= static_cast<uint8_t>(~kLanded);
+            bool unused;
+            result = open_block(r, i, false, &unused);
+        }
+        k = j;
+    }
+    check_protections(r);
+    r.lock.unlock();
+    return result;
+}
+
 Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst) {
     if (!r.blocks) return Protocol::snapshot(r, dst);
     Status result = adsmSuccess;

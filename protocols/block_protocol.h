@@ -62,6 +62,7 @@ public:
     Status acquire_object(SharedObject &r) override;
     Status settle_on_device(SharedObject &r) override;
     Status evict(SharedObject &r) override;
+    Status fetch_range(SharedObject &r, size_t off, size_t len) override;
     FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override;
     Status snapshot(const SharedObject &r, uint8_t *dst) override;
 

@@ -22,6 +22,7 @@ public:
     // One copy, in memory every device and the CPU use: nothing moves.
     Status settle_on_device(SharedObject &) override { return adsmSuccess; }
     Status evict(SharedObject &) override { return adsmSuccess; }
+    Status fetch_range(SharedObject &, size_t, size_t) override { return adsmSuccess; }
 
 private:
     ProtocolEnv env_;

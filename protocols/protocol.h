@@ -93,6 +93,10 @@ public:
     // A failure loses nothing: what did not move stays current where it was.
     virtual Status settle_on_device(SharedObject &r) = 0;
     virtual Status evict(SharedObject &r) = 0;
+    // Brings [off, off+len) into the host copy now and lets the CPU read it
+    // without a fault, as its reads would (adsmPrefetch to the host).  No
+    // kernel uses it; the caller holds its group's lock.
+    virtual Status fetch_range(SharedObject &r, size_t off, size_t len) = 0;
 
     // The CPU faulted at addr inside o's host range.  Async-signal-safe.
     enum class FaultOutcome {

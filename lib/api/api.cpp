@@ -281,6 +281,13 @@ adsmError_t adsmSetDevice(int device) {
     return record(rt->manager->move_context(static_cast<size_t>(device)));
 }
 
+adsmError_t adsmPrefetch(const void *ptr, size_t size, int device) {
+    ADSM_RUNTIME(rt);
+    if (!ptr) return record(fail(adsmErrorInvalidPointer, "NULL is not shared memory"));
+    static_assert(ADSM_HOST == Manager::kHost, "one name for the host");
+    return record(rt->manager->prefetch(ptr, size, device));
+}
+
 adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx) {
     ADSM_RUNTIME(rt);
     if (!ptr) return record(fail(adsmErrorInvalidPointer, "NULL is not shared memory"));

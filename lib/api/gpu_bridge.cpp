@@ -154,6 +154,19 @@ Status fill_shared(void *dst, int value, size_t n) {
     return rt->manager->program_fill(dst, value, n);
 }
 
+Status prefetch(const void *p, size_t n, bool to_host) {
+    ADSM_READY(rt);
+    int device = Manager::kHost;
+    if (!to_host) {
+        void *base;
+        size_t size;
+        if (Status s = rt->manager->range_of(p, &base, &size); s != adsmSuccess) return s;
+        device = static_cast<int>(rt->manager->device_index(rt->manager->program_context()));
+    }
+    Status s = rt->manager->prefetch(p, n, device);
+    return s == adsmErrorBusy ? adsmSuccess : s;
+}
+
 Status shared_range(const void *p, void **base, size_t *size) {
     ADSM_READY(rt);
     return rt->manager->range_of(p, base, size);

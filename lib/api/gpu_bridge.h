@@ -56,6 +56,12 @@ Status read_shared(const void *src, void *dst, size_t n);   // src shared
 Status write_shared(void *dst, const void *src, size_t n);  // dst shared
 Status copy_shared(void *dst, const void *src, size_t n);   // both shared
 Status fill_shared(void *dst, int value, size_t n);
+// A routed prefetch of shared memory (cuMemPrefetchAsync, a Level Zero
+// prefetch append): to the host, or to the device of the context that owns
+// it.  One that a kernel may still be using is left to the synchronisation
+// that follows, which hands it back anyway: the program ordered it after
+// its kernels, and nothing is wrong.
+Status prefetch(const void *p, size_t n, bool to_host);
 // The shared allocation around p, for the drivers' address-range queries.
 Status shared_range(const void *p, void **base, size_t *size);
 // Waits for every launched kernel and acquires; the first kernel error

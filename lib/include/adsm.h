@@ -251,6 +251,17 @@ ADSM_API adsmError_t adsmSetDevice(int device);
  */
 ADSM_API adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx);
 
+/*
+ * Move [ptr, ptr+size) of one shared allocation ahead of use: to the host
+ * (ADSM_HOST), so that the CPU's next accesses find it there without a
+ * fault; or to device `device`, which must be its context's, so that the
+ * context's next call has nothing of it left to send (the whole object
+ * goes, as a release would send it; the CPU's next touch brings it back).
+ * adsmErrorBusy while a kernel may use it.  Done when this returns.
+ */
+#define ADSM_HOST (-1)
+ADSM_API adsmError_t adsmPrefetch(const void *ptr, size_t size, int device);
+
 /* ---- Garbage-collected shared memory ---------------------------------- */
 
 /*

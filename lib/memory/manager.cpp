@@ -483,7 +483,8 @@ void Manager::chaos_cycle() {
             if (c->unsynced_calls == 0) {
                 // A failed cycle loses nothing (what did not reach the device
                 // stays current on the host); the context's next sync reports it.
-                Status s = protocol_.release(*c);
+                Status s = gather_objects(*c);
+                if (s == adsmSuccess) s = protocol_.release(*c);
                 if (s == adsmSuccess) s = protocol_.acquire(*c);
                 defer_error(*c, s);
                 stats().add(Counter::chaos_cycles);

@@ -90,6 +90,13 @@ public:
     Status program_write(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr, bool wait = true);
     Status program_fill(void *dst, int value, size_t n);
 
+    // Moves [p, p+n) of one shared allocation ahead of use (adsmPrefetch):
+    // to the host copy (kHost), so the CPU's next accesses find it there,
+    // or to its owner's device, so its next call has nothing of it to send.
+    // adsmErrorBusy while a kernel may use it.
+    static constexpr int kHost = -1;
+    Status prefetch(const void *p, size_t n, int device);
+
     // Chaos mode: a release and an acquire of every context now.
     void chaos_cycle();
 

@@ -34,10 +34,12 @@ struct Region : SharedObject {
     // (device memory was full when it was allocated, or it was evicted to
     // make room) is current on the host, all of it; the next call of its
     // owner commits memory for it again and the release sends it.
-    bool resident = true;
+    // (Atomic, like last_release: an eviction's search for victims reads
+    // both without the owner's lock, and checks again under it.)
+    std::atomic<bool> resident{true};
     // The release clock at its owner's last call: eviction takes the least
     // recently released first.
-    uint64_t last_release = 0;
+    std::atomic<uint64_t> last_release{0};
     // The owner's last call that named it (adsmCallWith), or 0.
     std::atomic<uint64_t> named_call{0};
     RegionKind kind = RegionKind::shared;

@@ -181,6 +181,29 @@ Status Manager::program_fill(void *dst, int value, size_t n) {
     return with_idle(dst, n, true, [&](Region &r, size_t off) { return fill(r, off, value, n); });
 }
 
+// ---------------------------------------------------------------- prefetch
+
+Status Manager::prefetch(const void *p, size_t n, int device) {
+    profile::Cause cause;
+    if (device != kHost && (device < 0 || static_cast<size_t>(device) >= devices_.size()))
+        return fail(adsmErrorInvalidDevice, "device %d does not exist: this process has %zu (ADSM_DEVICE)", device,
+                    devices_.size());
+    return with_idle(p, n, false, [&](Region &r, size_t off) {
+        if (device == kHost) return protocol_.fetch_range(r, off, n);
+        Context &owner = *r.owner();
+        if (devices_[device] != owner.device)
+            return fail(adsmErrorInvalidValue,
+                        "%p belongs to a context on device %zu, whose calls release it there: prefetching it to device "
+                        "%d would not last (adsmMigrate hands it to a context on that device)",
+                        p, device_index(&owner), device);
+        // The whole object goes: a release would send all of it.
+        const uint64_t now = release_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
+        r.last_release = now;
+        if (Status s = make_resident(r, *owner.device, owner, now); s != adsmSuccess) return s;
+        return protocol_.settle_on_device(r);
+    });
+}
+
 // ---------------------------------------------------------------- device memory
 
 Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {

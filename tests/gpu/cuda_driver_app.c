@@ -119,6 +119,10 @@ int main(int argc, char **argv) {
     /* The CPU writes between kernels: the next launch must see it. */
     for (unsigned i = 0; i < N; ++i) outs[i] += 1;
     CU(cuLaunchKernel(scale, N / 256, 1, 1, 256, 1, 1, 0, NULL, scale_params, NULL));
+    /* A prefetch to the CPU ordered after the kernel (routed, the
+     * synchronisation below hands it back). */
+    CUmemLocation on_cpu = {CU_MEM_LOCATION_TYPE_HOST, 0};
+    CU(cuMemPrefetchAsync(out, N * 4, on_cpu, 0, NULL));
     while (cuStreamQuery(NULL) == CUDA_ERROR_NOT_READY) {
     }
     check_floats(outs, N, plus1_times2, "out after the CPU's write");
@@ -129,6 +133,8 @@ int main(int argc, char **argv) {
     /* Hints and queries on managed memory. */
     CUmemLocation on_gpu = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
     CU(cuMemPrefetchAsync(x, N * 4, on_gpu, 0, stream));
+    CU(cuMemPrefetchAsync(y, N * 4, on_cpu, 0, stream));
+    CHECK(cuMemPrefetchAsync(x + 4, N * 4, on_gpu, 0, stream) != CUDA_SUCCESS, "a prefetch past the allocation");
     CU(cuMemAdvise(y, N * 4, CU_MEM_ADVISE_SET_READ_MOSTLY, on_gpu));
     CUdeviceptr base = 0;
     size_t size = 0;

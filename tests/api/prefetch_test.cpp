@@ -1,0 +1,100 @@
+// adsmPrefetch: data moved ahead of use, to the host or to the device.
+#include "support/stats.h"
+#include "test_kernels.h"
+
+using namespace adsm_test;
+
+namespace {
+
+uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
+uint64_t faults() { return counter(adsm::Counter::read_faults) + counter(adsm::Counter::write_faults); }
+
+std::string protocol() {
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    return info.protocol;
+}
+
+}  // namespace
+
+TEST(PrefetchTest, ToTheHostTheCpuReadsWithoutAFault) {
+    auto inc = device_kernel<increment>("prefetch.increment");
+    const size_t n = 1 << 20;
+    adsm::shared_array<uint32_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i);
+    inc(adsm::blocks_for(n, 256), 256, v.data(), n);
+    adsm::sync();
+    uint64_t d2h = counter(adsm::Counter::d2h_bytes);
+    ASSERT_EQ(adsmPrefetch(v.data(), n * sizeof(uint32_t), ADSM_HOST), adsmSuccess) << detail();
+    if (is_discrete()) {
+        uint64_t moved = counter(adsm::Counter::d2h_bytes) - d2h;
+        EXPECT_LE(moved, n * sizeof(uint32_t));
+        // (batch's sync brought it all back, and delta's may have fetched it
+        // ahead already, predicting reads.)
+        if (protocol() == "lazy" || protocol() == "rolling") {
+            EXPECT_EQ(moved, n * sizeof(uint32_t)) << "the data came in at the prefetch";
+        }
+    }
+    uint64_t before = faults();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += v[i];
+    EXPECT_EQ(faults(), before) << "reads after a prefetch to the host fault";
+    EXPECT_EQ(sum, uint64_t(n) * (n - 1) / 2 + n);
+    // Part of an object: only the blocks it covers.
+    inc(adsm::blocks_for(n, 256), 256, v.data(), n);
+    adsm::sync();
+    ASSERT_EQ(adsmPrefetch(v.data() + n / 2, 4096, ADSM_HOST), adsmSuccess) << detail();
+    before = faults();
+    EXPECT_EQ(v[n / 2], static_cast<uint32_t>(n / 2 + 2));
+    EXPECT_EQ(faults(), before);
+    EXPECT_EQ(v[0], 2u);
+}
+
+TEST(PrefetchTest, ToTheDeviceTheCallHasNothingLeftToSend) {
+    auto inc = device_kernel<increment>("prefetch.increment");
+    const size_t n = 1 << 20;
+    adsm::shared_array<uint32_t> v(n);
+    // (rolling starts sending what the CPU writes while it writes.)
+    uint64_t h2d = counter(adsm::Counter::h2d_bytes);
+    for (size_t i = 0; i < n; ++i) v[i] = 7;
+    int device = 0;
+    ASSERT_EQ(adsmGetDevice(&device), adsmSuccess);
+    ASSERT_EQ(adsmPrefetch(v.data(), n * sizeof(uint32_t), device), adsmSuccess) << detail();
+    uint64_t sent_early = counter(adsm::Counter::h2d_bytes) - h2d;
+    h2d = counter(adsm::Counter::h2d_bytes);
+    inc(adsm::blocks_for(n, 256), 256, v.data(), n);
+    uint64_t sent_at_call = counter(adsm::Counter::h2d_bytes) - h2d;
+    adsm::sync();
+    if (is_discrete()) {
+        EXPECT_GE(sent_early, n * sizeof(uint32_t)) << "sent by the time the prefetch returned";
+        // Batch sends every object at every call whatever happened before.
+        if (protocol() != "batch") {
+            EXPECT_EQ(sent_at_call, 0u) << "the call sent it again";
+        }
+    }
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 8u) << i;
+}
+
+TEST(PrefetchTest, BadRequestsAreRefused) {
+    auto inc = device_kernel<increment>("prefetch.increment");
+    const size_t n = 4096;
+    adsm::shared_array<uint32_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = 1;
+    int count = 0;
+    ASSERT_EQ(adsmGetDeviceCount(&count), adsmSuccess);
+    EXPECT_EQ(adsmPrefetch(v.data(), n * sizeof(uint32_t) + 1, ADSM_HOST), adsmErrorInvalidValue) << "past the end";
+    EXPECT_EQ(adsmPrefetch(v.data(), 16, count), adsmErrorInvalidDevice);
+    EXPECT_EQ(adsmPrefetch(v.data(), 16, -2), adsmErrorInvalidDevice);
+    int local = 0;
+    EXPECT_EQ(adsmPrefetch(&local, sizeof local, ADSM_HOST), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmPrefetch(nullptr, 16, ADSM_HOST), adsmErrorInvalidPointer);
+    if (count > 1) {
+        EXPECT_EQ(adsmPrefetch(v.data(), 16, 1), adsmErrorInvalidValue) << "its context is on device 0";
+        EXPECT_NE(detail().find("adsmMigrate"), std::string::npos) << detail();
+    }
+    inc(adsm::blocks_for(n, 256), 256, v.data(), n);
+    EXPECT_EQ(adsmPrefetch(v.data(), 16, ADSM_HOST), adsmErrorBusy) << "a kernel may be using it";
+    adsm::sync();
+    EXPECT_EQ(adsmPrefetch(v.data(), 0, ADSM_HOST), adsmSuccess);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 2u);
+}

@@ -1,0 +1,281 @@
+// Several devices and oversubscription, measured side by side in one run.
+// Each part runs in a child process of its own, because the runtime reads
+// its configuration (devices, their memory, the link model) once.
+//
+//   adsm-bench-devices [split|oversubscribe]...   (default: both)
+//
+// split: one workload over two simulated devices against the same work on
+//   one, with two host threads either way.  Each simulated device gets one
+//   worker thread (ADSM_SIM_WORKERS=1: its own compute) and its own link.
+// oversubscribe: objects of 2x and 4x device memory, each kernel naming the
+//   object it uses (adsmCallWith), against the cost model of fault-driven
+//   managed memory once oversubscribed: the same migrations at about
+//   5 Gbit/s (the figure seed 004 reports for CUDA managed memory).
+#include <adsm.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/stats.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
+
+// The link every simulated device gets: a PCIe 4 x16 link's bulk rate.
+constexpr const char *kLinkGbps = "20";
+constexpr const char *kLinkLatencyUs = "5";
+// CUDA managed memory's migration rate once oversubscribed (seed 004).
+constexpr double kManagedGBps = 5.0 / 8;
+
+// y[i] = a polynomial of x[i], `work` steps of it: compute the device does.
+void poly(const adsm::thread_index &t, const float *x, float *y, size_t n, unsigned work) {
+    size_t i = adsm::global_x(t);
+    if (i >= n) return;
+    float v = x[i], acc = 0;
+    for (unsigned k = 0; k < work; ++k) acc = acc * 0.999f + v * 1.0001f;
+    y[i] = acc;
+}
+
+void increment(const adsm::thread_index &t, uint32_t *v, size_t n) {
+    size_t i = adsm::global_x(t);
+    if (i < n) v[i] += 1;
+}
+
+// ---------------------------------------------------------------- split
+
+// One host thread per entry of `devices`, thread i's context on
+// devices[i], each running `rounds` of: write its x, call, sync, read its y.
+// Allocation and first touch are not timed.
+double split_run(const std::vector<int> &devices, size_t n, unsigned rounds, unsigned work, double *checksum) {
+    adsm::kernel<poly> k("devices.poly");
+    const size_t count = devices.size();
+    std::vector<double> sums(count);
+    std::atomic<size_t> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < count; ++t)
+        threads.emplace_back([&, t] {
+            adsm::set_device(devices[t]);
+            auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+            auto *y = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+            for (size_t i = 0; i < n; ++i) y[i] = 0;
+            ready++;
+            while (!go.load()) std::this_thread::yield();
+            double sum = 0;
+            for (unsigned r = 0; r < rounds; ++r) {
+                for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>((i + r + t) % 97) * 0.01f;
+                k.with({{x, 1}, {y, 0}}, adsm::blocks_for(n, 256), 256, x, y, n, work);
+                adsm::sync();
+                for (size_t i = 0; i < n; i += 64) sum += y[i];
+            }
+            sums[t] = sum;
+            adsmFree(x);
+            adsmFree(y);
+        });
+    while (ready.load() < count) std::this_thread::yield();
+    auto t0 = Clock::now();
+    go = true;
+    for (auto &th : threads) th.join();
+    double ms = ms_since(t0);
+    *checksum = 0;
+    for (double s : sums) *checksum += s;
+    return ms;
+}
+
+int child_split() {
+    const size_t n = 4u << 20;  // 16 MiB per array, two per thread
+    const unsigned rounds = 6, work = 24;
+    double c1 = 0, c2 = 0;
+    // Warm both devices (their device processes start on first use).
+    split_run({0, 1}, 1 << 12, 1, 1, &c1);
+    double one = split_run({0, 0}, n, rounds, work, &c1);
+    double two = split_run({0, 1}, n, rounds, work, &c2);
+    printf("one_ms=%.1f two_ms=%.1f same=%d d2d=%llu\n", one, two, c1 == c2 ? 1 : 0,
+           static_cast<unsigned long long>(counter(adsm::Counter::d2d_bytes)));
+    return 0;
+}
+
+// ---------------------------------------------------------------- oversubscribe
+
+// Bytes fault-driven managed memory would migrate for the same sequence of
+// kernels: an object a kernel touches comes in whole if it is not resident,
+// pushing out the least recently used ones (written back: every kernel
+// writes its object), with the device holding `capacity` bytes.
+uint64_t managed_bytes(const std::vector<size_t> &sequence, size_t objects, uint64_t object_bytes, uint64_t capacity) {
+    std::list<size_t> lru;  // most recent first
+    std::vector<bool> resident(objects);
+    uint64_t moved = 0, held = 0;
+    for (size_t o : sequence) {
+        if (resident[o]) {
+            lru.remove(o);
+        } else {
+            while (held + object_bytes > capacity && !lru.empty()) {
+                resident[lru.back()] = false;
+                lru.pop_back();
+                held -= object_bytes;
+                moved += object_bytes;  // written back
+            }
+            resident[o] = true;
+            held += object_bytes;
+            moved += object_bytes;  // brought in
+        }
+        lru.push_front(o);
+    }
+    return moved;
+}
+
+int child_oversubscribe(unsigned factor) {
+    adsmDeviceInfo info;
+    adsm::check(adsmGetDeviceInfo(&info));
+    const uint64_t object_bytes = info.memory_bytes / 4;
+    const size_t objects = 4 * factor, n = object_bytes / sizeof(uint32_t);
+    const unsigned rounds = 3;
+    adsm::kernel<increment> k("devices.increment");
+    std::vector<uint32_t *> obj(objects);
+    for (auto &p : obj) {
+        p = static_cast<uint32_t *>(adsmAlloc(object_bytes));
+        if (!p) return 1;
+        for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(i);
+    }
+    std::vector<size_t> sequence;
+    // The same number of kernels on one object that stays resident: the
+    // compute time alone.
+    auto t0 = Clock::now();
+    for (unsigned r = 0; r < rounds; ++r)
+        for (size_t o = 0; o < objects; ++o) {
+            k.with({{obj[0], 0}}, adsm::blocks_for(n, 256), 256, obj[0], n);
+            adsm::sync();
+        }
+    double compute_ms = ms_since(t0);
+    uint64_t moved0 = counter(adsm::Counter::h2d_bytes) + counter(adsm::Counter::d2h_bytes);
+    uint64_t evicted0 = counter(adsm::Counter::device_evictions);
+    t0 = Clock::now();
+    for (unsigned r = 0; r < rounds; ++r)
+        for (size_t o = 0; o < objects; ++o) {
+            k.with({{obj[o], 0}}, adsm::blocks_for(n, 256), 256, obj[o], n);
+            adsm::sync();
+            sequence.push_back(o);
+        }
+    double adsm_ms = ms_since(t0);
+    uint64_t moved = counter(adsm::Counter::h2d_bytes) + counter(adsm::Counter::d2h_bytes) - moved0;
+    bool right = true;
+    for (size_t o = 0; o < objects; ++o)
+        for (size_t i = 0; i < n; i += 4099)
+            right &= obj[o][i] == static_cast<uint32_t>(i + rounds + (o == 0 ? rounds * objects : 0));
+    uint64_t managed = managed_bytes(sequence, objects, object_bytes, info.memory_bytes);
+    printf("compute_ms=%.1f adsm_ms=%.1f moved=%llu evictions=%llu managed_bytes=%llu correct=%d\n", compute_ms,
+           adsm_ms, static_cast<unsigned long long>(moved),
+           static_cast<unsigned long long>(counter(adsm::Counter::device_evictions) - evicted0),
+           static_cast<unsigned long long>(managed), right ? 1 : 0);
+    return right ? 0 : 1;
+}
+
+// ---------------------------------------------------------------- parent
+
+std::map<std::string, double> run_child(const std::vector<std::string> &args, const std::vector<std::string> &env) {
+    int fds[2];
+    if (pipe(fds) != 0) exit(1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        for (const auto &e : env) putenv(strdup(e.c_str()));
+        std::vector<char *> argv{const_cast<char *>("adsm-bench-devices"), const_cast<char *>("--child")};
+        for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+        argv.push_back(nullptr);
+        execv("/proc/self/exe", argv.data());
+        _exit(127);
+    }
+    close(fds[1]);
+    std::string out;
+    char buf[512];
+    ssize_t got;
+    while ((got = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(got));
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    std::map<std::string, double> kv;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "adsm-bench-devices: the %s run failed\n", args[0].c_str());
+        exit(1);
+    }
+    for (size_t pos = 0; pos < out.size();) {
+        size_t eq = out.find('=', pos), end = out.find_first_of(" \n", pos);
+        if (eq != std::string::npos && (end == std::string::npos || eq < end))
+            kv[out.substr(pos, eq - pos)] = atof(out.c_str() + eq + 1);
+        pos = end == std::string::npos ? out.size() : end + 1;
+    }
+    return kv;
+}
+
+std::vector<std::string> link_env() {
+    return {std::string("ADSM_SIM_LINK_GBPS=") + kLinkGbps, std::string("ADSM_SIM_LINK_LATENCY_US=") + kLinkLatencyUs};
+}
+
+void split() {
+    auto env = link_env();
+    env.push_back("ADSM_DEVICE=sim,sim");
+    env.push_back("ADSM_SIM_WORKERS=1");
+    auto kv = run_child({"split"}, env);
+    printf("split: two host threads, 2 x 32 MiB each per round, 6 rounds (sim: 1 worker and a %s GB/s, %s us link "
+           "per device)\n",
+           kLinkGbps, kLinkLatencyUs);
+    printf("  one device  %8.1f ms\n  two devices %8.1f ms\n  speed-up    %8.2fx   (results %s)\n", kv["one_ms"],
+           kv["two_ms"], kv["one_ms"] / kv["two_ms"], kv["same"] == 1 ? "identical" : "DIFFER");
+}
+
+void oversubscribe() {
+    printf("oversubscribe: a kernel per object, each naming its object, 3 rounds over all of them (sim: 64 MiB of "
+           "device memory, a %s GB/s, %s us link)\n",
+           kLinkGbps, kLinkLatencyUs);
+    printf("  %-6s %10s %10s %12s %10s %14s %10s\n", "memory", "compute", "adsm", "moved", "adsm GB/s", "managed model",
+           "ratio");
+    for (unsigned factor : {2u, 4u}) {
+        auto env = link_env();
+        env.push_back("ADSM_SIM_MEMORY=64M");
+        auto kv = run_child({"oversubscribe", std::to_string(factor)}, env);
+        double extra_ms = kv["adsm_ms"] - kv["compute_ms"];
+        double managed_ms = kv["compute_ms"] + kv["managed_bytes"] / (kManagedGBps * 1e6);
+        printf("  %ux     %8.1fms %8.1fms %9.1f MiB %10.2f %12.1fms %9.2fx%s\n", factor, kv["compute_ms"], kv["adsm_ms"],
+               kv["moved"] / (1 << 20), extra_ms > 0 ? kv["moved"] / (extra_ms * 1e6) : 0.0, managed_ms,
+               managed_ms / kv["adsm_ms"], kv["correct"] == 1 ? "" : "  WRONG RESULTS");
+    }
+    printf("  (managed model: the compute time plus the bytes an LRU of whole objects would migrate, at %.3f GB/s)\n",
+           kManagedGBps);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[1], "--child")) {
+        if (!strcmp(argv[2], "split")) return child_split();
+        if (!strcmp(argv[2], "oversubscribe") && argc >= 4) return child_oversubscribe(static_cast<unsigned>(atoi(argv[3])));
+        return 2;
+    }
+    std::vector<std::string> parts(argv + 1, argv + argc);
+    if (parts.empty()) parts = {"split", "oversubscribe"};
+    for (const auto &p : parts) {
+        if (p == "split") {
+            split();
+        } else if (p == "oversubscribe") {
+            oversubscribe();
+        } else {
+            fprintf(stderr, "usage: adsm-bench-devices [split|oversubscribe]...\n");
+            return 2;
+        }
+    }
+    return 0;
+}
