@@ -478,9 +478,19 @@ Status BlockProtocol::evict(SharedObject &r) {
     r.prefetch_ticket = 0;  // as in settle_on_device
     Status result = adsmSuccess;
     // Every block the host lacks comes in first (a landed prefetch already
-    // did); one that cannot leaves the object as it was.
-    for (uint32_t k = 0; k < r.nblocks && result == adsmSuccess; ++k)
-        if (r.state(k) == kInvalid && !(r.blocks[k] & kLanded)) result = fetch(r, k, k + 1);
+    // did), runs of them in one copy; one that cannot leaves the object as
+    // it was.
+    auto missing = [&](uint32_t k) { return r.state(k) == kInvalid && !(r.blocks[k] & kLanded); };
+    for (uint32_t k = 0; k < r.nblocks && result == adsmSuccess;) {
+        if (!missing(k)) {
+            ++k;
+            continue;
+        }
+        uint32_t j = k + 1;
+        while (j < r.nblocks && missing(j)) ++j;
+        result = fetch(r, k, j);
+        k = j;
+    }
     if (result == adsmSuccess) {
         for (uint32_t k = 0; k < r.nblocks; ++k) r.blocks[k] &= static_cast<uint8_t>(~kLanded);
         keep_open(r, 0, r.nblocks);

@@ -235,9 +235,9 @@ ADSM_API adsmError_t adsmGetDevice(int *device);
  * Move the calling thread's context to `device`, with every shared object
  * it owns (GMAC's gmacMigrate): its next kernels run there.  Data moves
  * device to device where the back-ends can (two sim devices), else through
- * the host.  adsmErrorBusy while its kernels may run (adsmSync first); an
- * object that cannot move yet (the device is full) stays current where it
- * is, and the context's next adsmCall moves it or fails.  Memory from
+ * the host.  adsmErrorBusy while its kernels may run (adsmSync first).  An
+ * object that does not fit on the new device waits on the host for the
+ * call that needs it (see oversubscription in the README).  Memory from
  * adsmDeviceAlloc stays on the device it was allocated on.
  */
 ADSM_API adsmError_t adsmSetDevice(int device);
@@ -245,9 +245,9 @@ ADSM_API adsmError_t adsmSetDevice(int device);
  * Hand the shared allocation that starts at ptr to context ctx (NULL: the
  * calling thread's): ctx's calls release it from then on, and its device
  * copy moves to ctx's device, its address unchanged.  adsmErrorBusy while
- * a kernel of its current context may be using it; out of memory on the
- * new device leaves it where it was.  Collected objects stay with the
- * context that allocated them.
+ * a kernel of its current context may be using it.  On a full device it
+ * waits on the host for the call that needs it.  Collected objects stay
+ * with the context that allocated them.
  */
 ADSM_API adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx);
 

@@ -50,14 +50,15 @@ public:
     size_t device_index(const Context *c) const;
     // Moves c (the calling thread's context when null) with all its shared
     // objects to device `to`, as GMAC's gmacMigrate: its next kernels run
-    // there.  Refused with adsmErrorBusy while its kernels may run.  Out of
-    // memory on `to` moves nothing.
+    // there.  Refused with adsmErrorBusy while its kernels may run.  Objects
+    // that do not fit there wait on the host for the call that needs them.
     Status move_context(size_t to, Context *c = nullptr);
     // Hands the shared allocation that starts at ptr to context `to`, its
     // device copy moving to `to`'s device (its address unchanged): `to`'s
     // calls release it from then on.  Device to device where the back-end
-    // can, else through the host copy.  Refused with adsmErrorBusy while a
-    // kernel of its owner may be using it.
+    // can, else through the host copy; onto the host alone when `to`'s
+    // device is full.  Refused with adsmErrorBusy while a kernel of its
+    // owner may be using it.
     Status migrate(void *ptr, adsmContext_t to);
 
     // ---- shared memory
@@ -139,6 +140,9 @@ private:
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
     Status move_object(Region &r, Device &to);
+    // Makes `to` r's device, moving its device copy there if it fits, else
+    // leaving it on the host alone; r's owner is locked, no kernel uses r.
+    Status relocate(Region &r, Device &to);
     // Before a release of c (c's lock held): every object of c resident on
     // c's device, evicting others' idle objects to make room, and stamped
     // with the release clock.

@@ -4,9 +4,10 @@
 // goes device to device where the back-ends can, else through the host copy.
 //
 // A context's objects live on its device.  Moving a context moves its
-// device first and its objects after; one that could not move yet (its new
-// device was full, a copy failed) stays current where it was, and the
-// context's next call moves it before releasing anything.
+// device first and its objects after.  One that does not fit on the new
+// device waits on the host (as an allocation that finds the device full
+// does); one whose copy failed stays current where it was.  Either way the
+// context's next call brings it to the device before releasing anything.
 #include "memory/manager.h"
 #include "memory/owner_lock.h"
 #include "support/stats.h"
@@ -69,6 +70,38 @@ Status Manager::move_object(Region &r, Device &to) {
     return adsmSuccess;
 }
 
+Status Manager::relocate(Region &r, Device &to) {
+    if (r.device == &to) return adsmSuccess;
+    if (!r.resident) {
+        os::FutexGuard g(r.lock);
+        r.device = &to;  // on the host alone: a call that needs it brings it in
+        return adsmSuccess;
+    }
+    if (Status s = to.commit(r.dev, r.span); s != adsmSuccess) {
+        if (s != adsmErrorMemoryAllocation) return s;
+        // No room there: it waits on the host, as an allocation that finds
+        // the device full does, instead of evicting what is there now.
+        Device &from = *r.device;
+        r.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
+        Status e = protocol_.evict(r);
+        if (e == adsmSuccess) {
+            os::FutexGuard g(r.lock);
+            r.device = &to;
+            r.resident = false;
+        }
+        r.program_writes.fetch_add(1, std::memory_order_seq_cst);
+        if (e != adsmSuccess) return e;
+        from.decommit(r.dev, r.span);
+        stats().add(Counter::migrations);
+        return adsmSuccess;
+    }
+    if (Status s = move_object(r, to); s != adsmSuccess) {
+        to.decommit(r.dev, r.span);
+        return s;
+    }
+    return adsmSuccess;
+}
+
 Status Manager::move_context(size_t to, Context *in) {
     if (to >= devices_.size())
         return fail(adsmErrorInvalidDevice, "device %zu does not exist: this process has %zu (0 to %zu; ADSM_DEVICE)", to,
@@ -85,7 +118,11 @@ Status Manager::move_context(size_t to, Context *in) {
         c->has_stream = false;
     }
     c->device = devices_[to];
-    return gather_objects(*c);
+    Status result = adsmSuccess;
+    for (SharedObject *o = c->objects; o; o = o->next)
+        if (Status s = relocate(static_cast<Region &>(*o), *c->device); s != adsmSuccess && result == adsmSuccess)
+            result = s;
+    return result;
 }
 
 Status Manager::migrate(void *p, adsmContext_t handle) {
@@ -119,19 +156,7 @@ Status Manager::migrate_to(void *p, Context *to) {
         if (from->holds(*r))
             return fail(adsmErrorBusy, "%p may be in use by a kernel its context launched: call adsmSync before migrating it",
                         p);
-        Device &dest = *to->device;
-        if (r->device != &dest) {
-            if (r->resident) {
-                if (Status s = commit_evicting(dest, r->dev, r->span); s != adsmSuccess) return s;
-                if (Status s = move_object(*r, dest); s != adsmSuccess) {
-                    dest.decommit(r->dev, r->span);
-                    return s;
-                }
-            } else {
-                os::FutexGuard g(r->lock);
-                r->device = &dest;  // on the host alone: its new owner's next call brings it in
-            }
-        }
+        if (Status s = relocate(*r, *to->device); s != adsmSuccess) return s;
         from->unlink(r);
         r->group = to;
         // Kernels `to` launched before now never saw it.

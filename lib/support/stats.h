@@ -29,9 +29,9 @@ namespace adsm {
     X(d2d_transfers, "transfers device->device")                  \
     X(d2d_bytes, "bytes device->device")                          \
     X(migrations, "objects moved to another device")              \
-    X(device_evictions, "objects evicted from full device memory")\
-    X(device_evicted_bytes, "bytes evicted from device memory")   \
-    X(host_only_allocs, "allocations left on the host (device full)") \
+    X(device_evictions, "objects evicted (device full)")          \
+    X(device_evicted_bytes, "bytes evicted (device full)")        \
+    X(host_only_allocs, "allocations left on the host")           \
     X(async_copies, "asynchronous copies")                        \
     X(device_fills, "device-side fills")                          \
     X(read_faults, "read faults")                                 \

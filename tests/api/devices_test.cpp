@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/stats.h"
 #include "test_kernels.h"
 
 using namespace adsm_test;
@@ -223,7 +224,7 @@ TEST(DevicesTest, AMigratedObjectIsReleasedByItsNewContext) {
     EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
 }
 
-TEST(DevicesTest, AFullDeviceRefusesAMigrationAndLosesNothing) {
+TEST(DevicesTest, AnObjectMovedToAFullDeviceWaitsOnTheHostAndLosesNothing) {
     const int n = device_count();
     if (n < 2 || !is_discrete()) return;  // only separate device memories can be full on one side
     auto inc = device_kernel<increment>("devices.increment");
@@ -237,17 +238,21 @@ TEST(DevicesTest, AFullDeviceRefusesAMigrationAndLosesNothing) {
     on_device(1, [&] {
         adsmDeviceInfo info;
         ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+        // Device memory (which is never evicted) fills device 1 but for half
+        // of what the object needs.
         void *filler = nullptr;
-        // All but a page of device 1's memory.
-        ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - 4096), adsmSuccess) << detail();
-        adsmContext_t here = adsmGetContext();
+        ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - len * sizeof(uint32_t) / 2),
+                  adsmSuccess)
+            << detail();
         ASSERT_EQ(adsmSetContext(mine), adsmSuccess);
-        EXPECT_EQ(adsmMigrate(v, here), adsmErrorMemoryAllocation);
-        // Moving a context with more than fits: the context moves, its object
-        // cannot, and its next call says so.
-        ASSERT_EQ(adsmSetContext(mine), adsmSuccess);
-        EXPECT_EQ(adsmSetDevice(1), adsmErrorMemoryAllocation);
+        uint64_t used = used_on(1);
+        uint64_t evictions = adsm::stats().get(adsm::Counter::migrations);
+        ASSERT_EQ(adsmSetDevice(1), adsmSuccess) << "the object waits on the host: " << detail();
         EXPECT_EQ(current_device(), 1);
+        EXPECT_GT(adsm::stats().get(adsm::Counter::migrations), evictions);
+        EXPECT_EQ(used_on(1), used) << "it did not fit";
+        // Host-only, the CPU uses it freely; a call that needs it cannot run.
+        v[1] += 100;
         try {
             inc(adsm::blocks_for(len, 256), 256, v, len);
             ADD_FAILURE() << "a call whose object cannot reach its device ran";
@@ -255,12 +260,13 @@ TEST(DevicesTest, AFullDeviceRefusesAMigrationAndLosesNothing) {
             EXPECT_EQ(e.code(), adsmErrorMemoryAllocation) << e.what();
         }
         EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
-        // With room again, the call moves it and runs.
+        // With room again, the call brings it in and runs.
         inc(adsm::blocks_for(len, 256), 256, v, len);
         adsm::sync();
+        EXPECT_GE(used_on(1), info.memory_used + len * sizeof(uint32_t)) << "it came in";
         ASSERT_EQ(adsmSetDevice(0), adsmSuccess) << detail();
         ASSERT_EQ(adsmSetContext(nullptr), adsmSuccess);
     });
-    for (size_t i = 0; i < len; ++i) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 2)) << i;
+    for (size_t i = 0; i < len; ++i) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 2 + (i == 1 ? 100 : 0))) << i;
     EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
 }

@@ -4,6 +4,9 @@
 // random ranges, frees and new allocations, and syncs, with every byte
 // checked against a plain reference copy kept by the test.
 //
+// Half the calls name the objects their kernel uses (adsmCallWith); with
+// ADSM_MODEL_NAMED_CALLS every one does, one call at a time, so that a
+// device smaller than the objects (ADSM_SIM_MEMORY) evicts them in turn.
 // With several devices (ADSM_DEVICE=sim,sim) the objects also move between
 // devices: the whole context (adsmSetDevice) or one object handed to a
 // context on another device and back (adsmMigrate), whatever state their
@@ -76,6 +79,8 @@ protected:
         rng_.s = seed ? strtoull(seed, nullptr, 0) : 20261122;
         phases_ = phases ? strtoull(phases, nullptr, 0) : 150;
         if (const char *t = getenv("ADSM_MODEL_THREADS")) max_threads_ = static_cast<unsigned>(atoi(t));
+        if (const char *o = getenv("ADSM_MODEL_OBJECTS")) objects_wanted_ = static_cast<unsigned>(atoi(o));
+        named_always_ = getenv("ADSM_MODEL_NAMED_CALLS") != nullptr;
         adsmDeviceInfo info;
         ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
         block_ = info.block_size;
@@ -242,14 +247,25 @@ protected:
             size_t so, sb, dob, db, len;
             if (!pick_ranges(&so, &sb, &dob, &db, &len)) continue;
             Object &s = objects_[so], &d = objects_[dob];
+            // Half the calls name their two objects (the source read-only),
+            // the others release the whole context; all of them name theirs
+            // where device memory is too small for the whole context.
+            bool named = named_always_ || rng_.chance(50);
+            std::initializer_list<adsmObjectUse> uses = {{s.p, so != dob}, {d.p, 0}};
             if (rng_.chance(25) && d.n - db >= 8) {
                 uint64_t h = fnv(s.model.data() + sb, len);
-                checksum_(1, 1, s.p + sb, len, d.p + db);
+                if (named) checksum_.with(uses, 1, 1, s.p + sb, len, d.p + db);
+                else checksum_(1, 1, s.p + sb, len, d.p + db);
                 memcpy(d.model.data() + db, &h, 8);
             } else {
                 uint8_t a = static_cast<uint8_t>(rng_.next() | 1), b = static_cast<uint8_t>(rng_.next());
-                transform_(adsm::blocks_for(len, 256), 256, s.p + sb, d.p + db, len, a, b);
+                if (named) transform_.with(uses, adsm::blocks_for(len, 256), 256, s.p + sb, d.p + db, len, a, b);
+                else transform_(adsm::blocks_for(len, 256), 256, s.p + sb, d.p + db, len, a, b);
                 for (size_t i = 0; i < len; ++i) d.model[db + i] = transform(s.model[sb + i], a, b);
+            }
+            // A small device holds one call's objects at a time.
+            if (named_always_) {
+                ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
             }
         }
         ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
@@ -268,6 +284,8 @@ protected:
     Rng rng_{0};
     uint64_t phases_ = 0;
     unsigned max_threads_ = 4;
+    unsigned objects_wanted_ = 8;
+    bool named_always_ = false;
     size_t block_ = 0;
     std::vector<Object> objects_;
     std::vector<adsmContext_t> parking_;
@@ -278,7 +296,7 @@ protected:
 
 TEST_F(ModelTest, RandomSequencesMatchTheModel) {
     ASSERT_NO_FATAL_FAILURE(park_contexts());
-    for (int i = 0; i < 8; ++i) ASSERT_NO_FATAL_FAILURE(add_object());
+    for (unsigned i = 0; i < objects_wanted_; ++i) ASSERT_NO_FATAL_FAILURE(add_object());
     for (uint64_t phase = 0; phase < phases_; ++phase) {
         SCOPED_TRACE("phase " + std::to_string(phase));
         ASSERT_NO_FATAL_FAILURE(cpu_phase());
