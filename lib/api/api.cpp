@@ -54,6 +54,29 @@ const char *adsmGetErrorString(adsmError_t error) {
     return "unknown error";
 }
 
+void *adsmAllocEx(size_t size, const adsmAllocAttr *attr) {
+    ADSM_RUNTIME_PTR(rt);
+    Placement place;
+    place.spill = rt->manager->default_spill();
+    bool zero = false;
+    if (attr) {
+        switch (attr->spill) {
+        case ADSM_SPILL_DEFAULT: break;
+        case ADSM_SPILL_HOST: place.spill = Spill::host; break;
+        case ADSM_SPILL_EVICT: place.spill = Spill::evict; break;
+        case ADSM_SPILL_FAIL: place.spill = Spill::fail; break;
+        default:
+            return record_ptr(fail(adsmErrorInvalidValue, "spill %d is not an adsmSpill", static_cast<int>(attr->spill)),
+                              nullptr);
+        }
+        place.priority = attr->priority;
+        zero = attr->zero != 0;
+    }
+    void *p = nullptr;
+    Status s = rt->manager->alloc(size, zero, &p, nullptr, RegionOrigin::api, 0, &place);
+    return record_ptr(s, p);
+}
+
 void *adsmAlloc(size_t size) {
     ADSM_RUNTIME_PTR(rt);
     void *p = nullptr;

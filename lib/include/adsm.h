@@ -101,6 +101,31 @@ ADSM_API void *adsmAlloc(size_t size);
 ADSM_API void *adsmCalloc(size_t nmemb, size_t size);
 /* Release shared memory.  adsmFree(NULL) does nothing. */
 ADSM_API adsmError_t adsmFree(void *ptr);
+/*
+ * adsmAlloc with placement: how the object stands when device memory runs
+ * short (see oversubscription in the README).  attr may be NULL (as
+ * adsmAlloc).
+ *   priority: eviction takes lower priorities first, and the least
+ *     recently released among equals (default 0).
+ *   spill: when its device is full now: ADSM_SPILL_DEFAULT (ADSM_SPILL,
+ *     itself host by default), ADSM_SPILL_HOST (it waits on the host for
+ *     the call that needs it), ADSM_SPILL_EVICT (idle objects of no higher
+ *     priority make room for it now), ADSM_SPILL_FAIL (as evict, then NULL
+ *     with adsmErrorMemoryAllocation if it still does not fit).
+ *   zero: nonzero for zero-filled memory.
+ */
+typedef enum adsmSpill {
+    ADSM_SPILL_DEFAULT = 0,
+    ADSM_SPILL_HOST = 1,
+    ADSM_SPILL_EVICT = 2,
+    ADSM_SPILL_FAIL = 3
+} adsmSpill;
+typedef struct adsmAllocAttr {
+    int priority;
+    adsmSpill spill;
+    int zero;
+} adsmAllocAttr;
+ADSM_API void *adsmAllocEx(size_t size, const adsmAllocAttr *attr);
 /* Shared memory whose device address may differ from its CPU address. */
 ADSM_API void *adsmSafeAlloc(size_t size);
 /* The device address of a CPU address inside shared memory, or NULL. */

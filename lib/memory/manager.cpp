@@ -48,11 +48,12 @@ private:
 Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, std::vector<Device *> devices,
                  Protocol &protocol)
     : config_(config), space_(space), table_(table), devices_(std::move(devices)), protocol_(protocol),
-      contexts_(*devices_.front(), protocol) {}
+      contexts_(*devices_.front(), protocol),
+      spill_(config.spill == "evict" ? Spill::evict : config.spill == "fail" ? Spill::fail : Spill::host) {}
 
 // ---------------------------------------------------------------- regions
 
-Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align) {
+Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align, Spill spill, int priority) {
     if (size == 0) return fail(adsmErrorInvalidValue, "size is zero");
     size_t span;
     if (!os::page_round(size, &span)) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up to pages", size);
@@ -79,12 +80,16 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     // evicting nothing: a call that needs it makes room then (an eviction
     // now could move data back for an object no kernel may ever use).
     // Device memory has no other place: idle objects make room for it.
+    // (ADSM_SPILL and adsmAllocEx choose otherwise.)
     bool resident = true;
-    Status committed = kind == RegionKind::device ? commit_evicting(on, dev, span) : on.commit(dev, span);
+    Status committed = kind == RegionKind::device || spill != Spill::host
+                           ? commit_evicting(on, dev, span, nullptr, kNothingNeeded, kind == RegionKind::device ? INT32_MAX : priority)
+                           : on.commit(dev, span);
     if (committed != adsmSuccess) {
         // (On an integrated device the host's memory is the device's: there
         // is nowhere else to go.)
-        if (committed != adsmErrorMemoryAllocation || kind == RegionKind::device || on.integrated()) {
+        if (committed != adsmErrorMemoryAllocation || kind == RegionKind::device || on.integrated() ||
+            spill == Spill::fail) {
             undo();
             return committed;
         }
@@ -103,6 +108,9 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     r->alias = host ? space_.alias(host) : nullptr;
     r->device = &on;
     r->resident = resident;
+    r->priority = priority;
+    // An allocation counts as a use: eviction takes older objects first.
+    r->last_release = release_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
     r->kind = kind;
     *out = r;
     return adsmSuccess;
@@ -130,13 +138,17 @@ void Manager::retire(Region *r) {
     table_.destroy(r);
 }
 
-Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOrigin origin, size_t align) {
+Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOrigin origin, size_t align,
+                      const Placement *place) {
     *out = nullptr;
     Timed timed(Counter::memory_ns, trace::Kind::alloc);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::shared, *c->device, &r, align); s != adsmSuccess) return s;
+    if (Status s = carve(size, RegionKind::shared, *c->device, &r, align, place ? place->spill : spill_,
+                         place ? place->priority : 0);
+        s != adsmSuccess)
+        return s;
     r->origin = origin;
     if (zero) space_.zero(r->host, r->span);
     if (Status s = start_coherence(*r, zero); s != adsmSuccess) {
@@ -168,7 +180,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::safe, *c->device, &r); s != adsmSuccess) return s;
+    if (Status s = carve(size, RegionKind::safe, *c->device, &r, 0, spill_); s != adsmSuccess) return s;
     if (Status s = start_coherence(*r, false); s != adsmSuccess) {
         retire(r);
         return s;

@@ -64,8 +64,11 @@ public:
     // ---- shared memory
     // In `in`, or the calling thread's context when null; at a multiple of
     // `align` (a power of two; 0: a page).
+    // With `place` (nullptr: priority 0 and ADSM_SPILL) for the device
+    // being full.
     Status alloc(size_t size, bool zero, void **out, Context *in = nullptr, RegionOrigin origin = RegionOrigin::api,
-                 size_t align = 0);
+                 size_t align = 0, const Placement *place = nullptr);
+    Spill default_spill() const { return spill_; }
     Status safe_alloc(size_t size, void **out);
     // free; with wait, an object a kernel may still use is freed after that
     // kernel (as cudaFree does) instead of refused with adsmErrorBusy.
@@ -136,7 +139,8 @@ public:
 
 private:
     // A region's addresses, with device memory committed on `on`.
-    Status carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align = 0);
+    Status carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align = 0, Spill spill = Spill::host,
+                 int priority = 0);
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
     Status move_object(Region &r, Device &to);
@@ -151,12 +155,13 @@ private:
     // `needed` (Region::last_release) stay.
     Status make_resident(Region &r, Device &to, Context &c, uint64_t needed);
     // Commits [dev, +span) on d; when d is full, evicts idle objects to
-    // their host copies, least recently released first, but none stamped
-    // `needed` (kNothingNeeded: none is).  The calling thread holds `held`'s
-    // lock, or none (nullptr).
+    // their host copies, lower priorities first and the least recently
+    // released first among equals, but none stamped `needed`
+    // (kNothingNeeded: none is) and none above `below` in priority.  The
+    // calling thread holds `held`'s lock, or none (nullptr).
     static constexpr uint64_t kNothingNeeded = UINT64_MAX;
     Status commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context *held = nullptr,
-                           uint64_t needed = kNothingNeeded);
+                           uint64_t needed = kNothingNeeded, int below = INT32_MAX);
     // Evicts v from d if no kernel may be using it, this call does not need
     // it, and its owner's lock is free (or `held`); false if it could not.
     enum class Eviction { done, refused, contended };
@@ -199,6 +204,7 @@ private:
     ContextTable contexts_;
     std::atomic<os::UffdTracker *> write_log_{nullptr};
     std::atomic<uint64_t> release_clock_{0};
+    Spill spill_;
 };
 
 }  // namespace adsm

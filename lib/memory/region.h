@@ -28,6 +28,19 @@ enum class RegionOrigin : uint8_t {
     collector,  // the collector's chunks: only the collector frees them
 };
 
+// Where a new shared object goes when its device is full.
+enum class Spill : uint8_t {
+    host,   // it waits on the host for the call that needs it
+    evict,  // idle objects make room for it now
+    fail,   // the allocation fails (after evicting, as `evict`)
+};
+
+// How a program places one allocation (adsmAllocEx).
+struct Placement {
+    int priority = 0;
+    Spill spill = Spill::host;
+};
+
 struct Region : SharedObject {
     uint64_t birth_call = 0;  // owner's call count when allocated
     // Device memory is committed for it on `device`.  An object that is not
@@ -37,9 +50,11 @@ struct Region : SharedObject {
     // (Atomic, like last_release: an eviction's search for victims reads
     // both without the owner's lock, and checks again under it.)
     std::atomic<bool> resident{true};
-    // The release clock at its owner's last call: eviction takes the least
-    // recently released first.
+    // The release clock at its owner's last call that released it (or at
+    // its allocation): eviction takes the least recently released first.
     std::atomic<uint64_t> last_release{0};
+    // Eviction takes lower priorities first (adsmAllocEx).
+    int priority = 0;
     // The owner's last call that named it (adsmCallWith), or 0.
     std::atomic<uint64_t> named_call{0};
     RegionKind kind = RegionKind::shared;
@@ -60,6 +75,7 @@ struct Region : SharedObject {
         resident = true;
         last_release = 0;
         named_call.store(0, std::memory_order_relaxed);
+        priority = 0;
         kind = RegionKind::shared;
         origin = RegionOrigin::api;
     }

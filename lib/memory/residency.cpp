@@ -40,7 +40,7 @@ Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uin
     return Eviction::done;
 }
 
-Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context *held, uint64_t needed) {
+Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context *held, uint64_t needed, int below) {
     Status s = d.commit(dev, span);
     if (s != adsmErrorMemoryAllocation || d.integrated()) return s;
     std::string first = last_detail();
@@ -50,17 +50,27 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
     const uint64_t deadline = os::now_ns() + kContendedWaitNs;
     for (;;) {
         // The candidates: resident objects on d that this call does not
-        // need, least recently released first.  Idleness is checked under
+        // need, the program's lower priorities first and, among equals, the
+        // least recently released (or allocated).  Idleness is checked under
         // each owner's lock.
-        std::vector<std::pair<uint64_t, Region *>> victims;
+        struct Victim {
+            int priority;
+            uint64_t released;
+            Region *r;
+        };
+        std::vector<Victim> victims;
         table_.for_each_live([&](Region &r) {
-            if (r.device == &d && r.resident && r.kind != RegionKind::device && r.last_release != needed)
-                victims.emplace_back(r.last_release, &r);
+            if (r.device == &d && r.resident && r.kind != RegionKind::device && r.last_release != needed &&
+                r.priority <= below)
+                victims.push_back({r.priority, r.last_release, &r});
         });
-        std::sort(victims.begin(), victims.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+        std::sort(victims.begin(), victims.end(), [](const Victim &a, const Victim &b) {
+            return a.priority != b.priority ? a.priority < b.priority : a.released < b.released;
+        });
         uint64_t freed = 0;
         bool contended = false;
-        for (auto &[clock, v] : victims) {
+        for (const Victim &victim : victims) {
+            Region *v = victim.r;
             Eviction e = evict_object(*v, d, held, needed);
             contended |= e == Eviction::contended;
             if (e != Eviction::done) continue;

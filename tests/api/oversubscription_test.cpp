@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/runtime.h"
 #include "support/stats.h"
 #include "test_kernels.h"
 
@@ -12,6 +13,14 @@ using namespace adsm_test;
 namespace {
 
 uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
+
+// Whether the object at p has device memory behind it now.
+bool resident(const void *p) {
+    adsm::Runtime *rt = nullptr;
+    if (adsm::runtime(&rt) != adsmSuccess) return false;
+    adsm::Region *r = rt->table.find(reinterpret_cast<uintptr_t>(p));
+    return r && r->resident.load();
+}
 
 uint64_t capacity() {
     adsmDeviceInfo info;
@@ -144,4 +153,77 @@ TEST_F(OversubscriptionTest, ThreadsEvictEachOthersIdleObjects) {
         });
     for (auto &th : threads) th.join();
     EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(OversubscriptionTest, LowerPrioritiesAreEvictedFirst) {
+    const size_t n = words();
+    adsmAllocAttr high{5, ADSM_SPILL_DEFAULT, 0}, low{0, ADSM_SPILL_DEFAULT, 0};
+    // Released in this order: high0, low0, low1, high1 (the least recent first).
+    std::vector<uint32_t *> objs = {static_cast<uint32_t *>(adsmAllocEx(n * 4, &high)),
+                                    static_cast<uint32_t *>(adsmAllocEx(n * 4, &low)),
+                                    static_cast<uint32_t *>(adsmAllocEx(n * 4, &low)),
+                                    static_cast<uint32_t *>(adsmAllocEx(n * 4, &high))};
+    for (uint32_t *p : objs) {
+        ASSERT_NE(p, nullptr) << detail();
+        for (size_t k = 0; k < n; ++k) p[k] = 1;
+        inc_.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+        adsm::sync();
+        EXPECT_TRUE(resident(p));
+    }
+    // Two more quarters: the two low-priority objects go, though high0 was
+    // released longest ago.
+    for (int i = 0; i < 2; ++i) {
+        auto *extra = static_cast<uint32_t *>(adsmAllocEx(n * 4, &high));
+        ASSERT_NE(extra, nullptr) << detail();
+        for (size_t k = 0; k < n; ++k) extra[k] = 1;
+        inc_.with({{extra, 0}}, adsm::blocks_for(n, 256), 256, extra, n);
+        adsm::sync();
+        objs.push_back(extra);
+    }
+    EXPECT_TRUE(resident(objs[0])) << "a high-priority object went before the low ones";
+    EXPECT_FALSE(resident(objs[1]));
+    EXPECT_FALSE(resident(objs[2]));
+    EXPECT_TRUE(resident(objs[3]));
+    for (uint32_t *p : objs) {
+        for (size_t k = 0; k < n; k += 1021) ASSERT_EQ(p[k], 2u);
+        EXPECT_EQ(adsmFree(p), adsmSuccess);
+    }
+}
+
+TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDeviceIsFull) {
+    const size_t n = words();
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 4; ++i) {  // the whole device, idle
+        objs.push_back(static_cast<uint32_t *>(adsmAlloc(n * 4)));
+        ASSERT_NE(objs.back(), nullptr);
+        ASSERT_TRUE(resident(objs.back()));
+    }
+    adsmAllocAttr host{0, ADSM_SPILL_HOST, 1}, evict{0, ADSM_SPILL_EVICT, 1}, fail{0, ADSM_SPILL_FAIL, 0};
+    auto *h = static_cast<uint32_t *>(adsmAllocEx(n * 4, &host));
+    ASSERT_NE(h, nullptr) << detail();
+    EXPECT_FALSE(resident(h)) << "spill host: it waits on the host";
+    EXPECT_EQ(h[n - 1], 0u) << "zeroed";
+    auto *e = static_cast<uint32_t *>(adsmAllocEx(n * 4, &evict));
+    ASSERT_NE(e, nullptr) << detail();
+    EXPECT_TRUE(resident(e)) << "spill evict: an idle object made room";
+    EXPECT_FALSE(resident(objs[0])) << "never released: the oldest allocation first";
+    EXPECT_TRUE(resident(objs[1]) && resident(objs[2]) && resident(objs[3])) << "one was enough";
+    EXPECT_EQ(e[7], 0u);
+    // Device memory is never evicted: with the device full of it, fail fails.
+    for (uint32_t *p : objs) adsmFree(p);
+    adsmFree(e);
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    void *filler = nullptr;
+    ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - 4096), adsmSuccess) << detail();
+    EXPECT_EQ(adsmAllocEx(n * 4, &fail), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    adsmAllocAttr bad{0, static_cast<adsmSpill>(9), 0};
+    EXPECT_EQ(adsmAllocEx(64, &bad), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
+    auto *f = static_cast<uint32_t *>(adsmAllocEx(n * 4, &fail));
+    EXPECT_NE(f, nullptr) << "fits again: " << detail();
+    adsmFree(f);
+    adsmFree(h);
 }

@@ -140,6 +140,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_ON_RACE", "ignore"},       {"ADSM_MALLOC_THRESHOLD", "0"},  {"ADSM_CHAOS_RELEASE_EVERY", "x"},
         {"ADSM_CHAOS_SEED", "-1"},        {"ADSM_STATS", "json:"},       {"ADSM_PROFILE", "lots"},
         {"ADSM_PROFILE", "20000"},       {"ADSM_GC_GENERATIONAL", "yes"}, {"ADSM_GC_FULL_EVERY", "0"},
+        {"ADSM_SPILL", "disk"},          {"ADSM_DEVICE", "sim,,sim"},    {"ADSM_VISIBLE_DEVICES", "x"},
     };
     for (const Case &k : cases) {
         Config c;
@@ -148,6 +149,26 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         EXPECT_NE(detail.find(k.var), std::string::npos) << detail;
         EXPECT_NE(detail.find(k.value), std::string::npos) << detail;
     }
+}
+
+TEST(ConfigTest, DeviceListsAndVisibleDevices) {
+    Config c;
+    ASSERT_EQ(parse({{"ADSM_DEVICE", "sim, cpu,sim"}, {"ADSM_SPILL", "evict"}}, &c), adsmSuccess) << last_detail();
+    EXPECT_EQ(c.devices, (std::vector<std::string>{"sim", "cpu", "sim"}));
+    EXPECT_EQ(c.device, "sim");
+    EXPECT_EQ(c.spill, "evict");
+    Config v;
+    ASSERT_EQ(parse({{"ADSM_DEVICE", "sim,cpu,sim"}, {"ADSM_VISIBLE_DEVICES", "1,0"}}, &v), adsmSuccess) << last_detail();
+    EXPECT_EQ(v.devices, (std::vector<std::string>{"cpu", "sim"}));
+    EXPECT_EQ(v.device, "cpu") << "device 0 is the first visible one";
+    Config bad;
+    EXPECT_EQ(parse({{"ADSM_DEVICE", "sim,sim"}, {"ADSM_VISIBLE_DEVICES", "2"}}, &bad), adsmErrorInitialization);
+    EXPECT_NE(std::string(last_detail()).find("0 to 1"), std::string::npos) << last_detail();
+    EXPECT_EQ(parse({{"ADSM_DEVICE", "sim,sim"}, {"ADSM_VISIBLE_DEVICES", "1,1"}}, &bad), adsmErrorInitialization);
+    Config d;
+    ASSERT_EQ(parse({}, &d), adsmSuccess);
+    EXPECT_EQ(d.devices, std::vector<std::string>{"sim"});
+    EXPECT_EQ(d.spill, "host");
 }
 
 TEST(ConfigTest, MallocThresholdDefaultsToTheWayTheLibraryCameIn) {
