@@ -507,6 +507,16 @@ bool to_host(const CUmemLocation &where) {
            static_cast<int>(where.type) == 4;
 }
 
+// A preferred location on the host makes the object the first to go when
+// device memory runs short; the rest is a hint (gpu_bridge::prefer_host).
+CUresult advise(const char *fn, CUdeviceptr p, size_t n, CUmem_advise advice, bool on_host) {
+    if (CUresult r = hint(fn, p, n); r != CUDA_SUCCESS) return r;
+    Status s = adsmSuccess;
+    if (advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION) s = bridge::prefer_host(ptr(p), n, on_host);
+    else if (advice == CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION) s = bridge::prefer_host(ptr(p), n, false);
+    return s == adsmSuccess ? CUDA_SUCCESS : to_cu(s, fn);
+}
+
 bool routed_shared(CUdeviceptr p) { return adsm::interpose::gpu_routed(kApi) && bridge::is_shared(ptr(p)); }
 
 // The attributes the runtime answers for shared memory (the driver would
@@ -549,11 +559,11 @@ CUDA_WRAPPER(cuMemPrefetchAsync_v2_ptsz, CUdeviceptr p, size_t n, CUmemLocation 
 }
 CUDA_WRAPPER(cuMemAdvise, CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice dev) {
     if (!routed_shared(p)) return FORWARD(cuMemAdvise, p, n, advice, dev);
-    return hint("cuMemAdvise", p, n);
+    return advise("cuMemAdvise", p, n, advice, dev == CU_DEVICE_CPU);
 }
 CUDA_WRAPPER(cuMemAdvise_v2, CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation where) {
     if (!routed_shared(p)) return FORWARD(cuMemAdvise_v2, p, n, advice, where);
-    return hint("cuMemAdvise", p, n);
+    return advise("cuMemAdvise", p, n, advice, to_host(where));
 }
 
 CUDA_WRAPPER(cuMemGetAddressRange_v2, CUdeviceptr *pbase, size_t *psize, CUdeviceptr p) {

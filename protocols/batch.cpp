@@ -25,7 +25,7 @@ public:
 
     Status release(ReleaseGroup &c) override {
         for (SharedObject *r = c.objects; r; r = r->next)
-            if (Status s = release_object(*r, false); s != adsmSuccess) return s;
+            if (Status s = release_object(*r, r->read_mostly); s != adsmSuccess) return s;
         return adsmSuccess;
     }
 

@@ -420,9 +420,13 @@ Status BlockProtocol::release(ReleaseGroup &c) {
     if (c.device) (void)c.device->wait_copies(Device::kAllCopies);
     Status result = adsmSuccess;
     for (SharedObject *r = c.objects; r; r = r->next) {
-        os::FutexGuard g(r->lock);
         // Every region is flushed even after a failure, so that a retried
         // call has as little left to send as possible.
+        if (r->read_mostly) {
+            if (Status s = release_object(*r, true); s != adsmSuccess && result == adsmSuccess) result = s;
+            continue;
+        }
+        os::FutexGuard g(r->lock);
         if (Status s = flush_region(*r); s != adsmSuccess && result == adsmSuccess) result = s;
         check_protections(*r);
     }

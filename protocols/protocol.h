@@ -54,7 +54,8 @@ public:
     // The object is about to disappear; no copy may touch it afterwards.
     virtual void on_free(SharedObject &r) = 0;
 
-    // adsmCall: make the device copy of every object of the group current.
+    // adsmCall: make the device copy of every object of the group current
+    // (a read_mostly one's as release_object(r, true) does).
     virtual Status release(ReleaseGroup &c) = 0;
     // adsmSync: the group's kernels are done; hand its objects back to the CPU.
     virtual Status acquire(ReleaseGroup &c) = 0;

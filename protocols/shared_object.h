@@ -61,6 +61,9 @@ struct SharedObject {
     size_t span = 0;             // bytes reserved at host and at dev (whole pages)
     uint8_t *alias = nullptr;    // always-writable view of the host copy
     Device *device = nullptr;    // whose memory holds the device copy: its group's device
+    // Kernels only read it (adsmAdvise): a whole-context call releases it as
+    // a call naming it read-only would (Protocol::release_object).
+    bool read_mostly = false;
     ReleaseGroup *group = nullptr;  // whose calls release this object
     SharedObject *prev = nullptr;   // the group's list
     SharedObject *next = nullptr;
@@ -95,6 +98,7 @@ struct SharedObject {
         size = span = 0;
         alias = nullptr;
         device = nullptr;
+        read_mostly = false;
         group = nullptr;
         prev = next = nullptr;
         on_device = false;

@@ -311,6 +311,20 @@ adsmError_t adsmPrefetch(const void *ptr, size_t size, int device) {
     return record(rt->manager->prefetch(ptr, size, device));
 }
 
+adsmError_t adsmAdvise(const void *ptr, size_t size, adsmAdvice advice) {
+    ADSM_RUNTIME(rt);
+    if (!ptr) return record(fail(adsmErrorInvalidPointer, "NULL is not shared memory"));
+    Manager::Advice a;
+    switch (advice) {
+    case ADSM_ADVISE_READ_MOSTLY: a = Manager::Advice::read_mostly; break;
+    case ADSM_ADVISE_UNSET_READ_MOSTLY: a = Manager::Advice::not_read_mostly; break;
+    case ADSM_ADVISE_PREFER_HOST: a = Manager::Advice::prefer_host; break;
+    case ADSM_ADVISE_UNSET_PREFER_HOST: a = Manager::Advice::no_preference; break;
+    default: return record(fail(adsmErrorInvalidValue, "advice %d is not an adsmAdvice", static_cast<int>(advice)));
+    }
+    return record(rt->manager->advise(ptr, size, a));
+}
+
 adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx) {
     ADSM_RUNTIME(rt);
     if (!ptr) return record(fail(adsmErrorInvalidPointer, "NULL is not shared memory"));

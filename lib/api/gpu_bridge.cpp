@@ -167,6 +167,11 @@ Status prefetch(const void *p, size_t n, bool to_host) {
     return s == adsmErrorBusy ? adsmSuccess : s;
 }
 
+Status prefer_host(const void *p, size_t n, bool on) {
+    ADSM_READY(rt);
+    return rt->manager->advise(p, n, on ? Manager::Advice::prefer_host : Manager::Advice::no_preference);
+}
+
 Status shared_range(const void *p, void **base, size_t *size) {
     ADSM_READY(rt);
     return rt->manager->range_of(p, base, size);

@@ -62,6 +62,10 @@ Status fill_shared(void *dst, int value, size_t n);
 // that follows, which hands it back anyway: the program ordered it after
 // its kernels, and nothing is wrong.
 Status prefetch(const void *p, size_t n, bool to_host);
+// A routed preferred location (cuMemAdvise): the host, or none.  Other
+// advice stays a hint: CUDA's read-mostly memory may still be written by
+// kernels, which adsm's read-mostly objects may not.
+Status prefer_host(const void *p, size_t n, bool on);
 // The shared allocation around p, for the drivers' address-range queries.
 Status shared_range(const void *p, void **base, size_t *size);
 // Waits for every launched kernel and acquires; the first kernel error

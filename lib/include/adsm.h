@@ -287,6 +287,24 @@ ADSM_API adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx);
 #define ADSM_HOST (-1)
 ADSM_API adsmError_t adsmPrefetch(const void *ptr, size_t size, int device);
 
+/*
+ * Advice on the shared allocation that holds [ptr, ptr+size) (all of it):
+ *   ADSM_ADVISE_READ_MOSTLY: kernels only read it.  Every call releases it
+ *     as adsmCallWith releases a read-only object: the host copy stays
+ *     usable while kernels run and nothing comes back at the sync.  Writes
+ *     a kernel makes to it are not brought back.
+ *   ADSM_ADVISE_PREFER_HOST: when device memory runs short it is evicted
+ *     before any other object.
+ * and their UNSET_ forms.  Effective from the next call.
+ */
+typedef enum adsmAdvice {
+    ADSM_ADVISE_READ_MOSTLY = 1,
+    ADSM_ADVISE_UNSET_READ_MOSTLY = 2,
+    ADSM_ADVISE_PREFER_HOST = 3,
+    ADSM_ADVISE_UNSET_PREFER_HOST = 4
+} adsmAdvice;
+ADSM_API adsmError_t adsmAdvise(const void *ptr, size_t size, adsmAdvice advice);
+
 /* ---- Garbage-collected shared memory ---------------------------------- */
 
 /*

@@ -100,6 +100,9 @@ public:
     // adsmErrorBusy while a kernel may use it.
     static constexpr int kHost = -1;
     Status prefetch(const void *p, size_t n, int device);
+    // Advice on the shared allocation that holds [p, p+n) (adsmAdvise).
+    enum class Advice { read_mostly, not_read_mostly, prefer_host, no_preference };
+    Status advise(const void *p, size_t n, Advice advice);
 
     // Chaos mode: a release and an acquire of every context now.
     void chaos_cycle();

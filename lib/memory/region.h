@@ -53,8 +53,11 @@ struct Region : SharedObject {
     // The release clock at its owner's last call that released it (or at
     // its allocation): eviction takes the least recently released first.
     std::atomic<uint64_t> last_release{0};
-    // Eviction takes lower priorities first (adsmAllocEx).
+    // Eviction takes lower priorities first (adsmAllocEx), and objects that
+    // prefer the host before any other (adsmAdvise).
     int priority = 0;
+    bool prefers_host = false;
+    int eviction_priority() const { return prefers_host ? INT32_MIN : priority; }
     // The owner's last call that named it (adsmCallWith), or 0.
     std::atomic<uint64_t> named_call{0};
     RegionKind kind = RegionKind::shared;
@@ -76,6 +79,7 @@ struct Region : SharedObject {
         last_release = 0;
         named_call.store(0, std::memory_order_relaxed);
         priority = 0;
+        prefers_host = false;
         kind = RegionKind::shared;
         origin = RegionOrigin::api;
     }

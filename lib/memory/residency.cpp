@@ -61,8 +61,8 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
         std::vector<Victim> victims;
         table_.for_each_live([&](Region &r) {
             if (r.device == &d && r.resident && r.kind != RegionKind::device && r.last_release != needed &&
-                r.priority <= below)
-                victims.push_back({r.priority, r.last_release, &r});
+                r.eviction_priority() <= below)
+                victims.push_back({r.eviction_priority(), r.last_release, &r});
         });
         std::sort(victims.begin(), victims.end(), [](const Victim &a, const Victim &b) {
             return a.priority != b.priority ? a.priority < b.priority : a.released < b.released;

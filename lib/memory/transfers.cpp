@@ -204,6 +204,22 @@ Status Manager::prefetch(const void *p, size_t n, int device) {
     });
 }
 
+Status Manager::advise(const void *p, size_t n, Advice advice) {
+    Region *r;
+    if (Status s = owned_range(p, n ? n : 1, false, &r); s != adsmSuccess) return s;
+    // Under its owner's lock, which a release holds while it reads them; a
+    // kernel running now keeps what its call gave it.
+    OwnerLock lock(r);
+    if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", p);
+    switch (advice) {
+    case Advice::read_mostly: r->read_mostly = true; break;
+    case Advice::not_read_mostly: r->read_mostly = false; break;
+    case Advice::prefer_host: r->prefers_host = true; break;
+    case Advice::no_preference: r->prefers_host = false; break;
+    }
+    return adsmSuccess;
+}
+
 // ---------------------------------------------------------------- device memory
 
 Status Manager::copy_to_device(void *dev_dst, const void *src, size_t n) {

@@ -227,3 +227,28 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
     adsmFree(f);
     adsmFree(h);
 }
+
+TEST_F(OversubscriptionTest, AnObjectThatPrefersTheHostGoesFirst) {
+    const size_t n = words();
+    adsmAllocAttr high{9, ADSM_SPILL_DEFAULT, 0};
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 4; ++i) {
+        objs.push_back(static_cast<uint32_t *>(adsmAllocEx(n * 4, &high)));
+        ASSERT_NE(objs.back(), nullptr);
+        for (size_t k = 0; k < n; ++k) objs.back()[k] = 3;
+    }
+    // objs[3] is the most recently used and of the highest priority, yet it
+    // prefers the host.
+    ASSERT_EQ(adsmAdvise(objs[3], 16, ADSM_ADVISE_PREFER_HOST), adsmSuccess) << detail();
+    auto *extra = static_cast<uint32_t *>(adsmAlloc(n * 4));
+    ASSERT_NE(extra, nullptr);
+    for (size_t k = 0; k < n; ++k) extra[k] = 3;
+    inc_.with({{extra, 0}}, adsm::blocks_for(n, 256), 256, extra, n);
+    adsm::sync();
+    EXPECT_FALSE(resident(objs[3]));
+    EXPECT_TRUE(resident(objs[0]) && resident(objs[1]) && resident(objs[2]));
+    EXPECT_EQ(extra[n - 1], 4u);
+    EXPECT_EQ(objs[3][n - 1], 3u);
+    objs.push_back(extra);
+    for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
+}

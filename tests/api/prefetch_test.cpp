@@ -1,4 +1,5 @@
-// adsmPrefetch: data moved ahead of use, to the host or to the device.
+// adsmPrefetch and adsmAdvise: data moved ahead of use, to the host or to
+// the device, and advice on how kernels use it.
 #include "support/stats.h"
 #include "test_kernels.h"
 
@@ -97,4 +98,52 @@ TEST(PrefetchTest, BadRequestsAreRefused) {
     adsm::sync();
     EXPECT_EQ(adsmPrefetch(v.data(), 0, ADSM_HOST), adsmSuccess);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 2u);
+}
+
+namespace {
+// y[i] = x[i] * 2
+void twice(const adsm::thread_index &t, const uint32_t *x, uint32_t *y, size_t n) {
+    size_t i = adsm::global_x(t);
+    if (i < n) y[i] = x[i] * 2;
+}
+}  // namespace
+
+TEST(AdviseTest, ReadMostlyObjectsNeverComeBackFromAWholeContextCall) {
+    auto k = device_kernel<twice>("advise.twice");
+    const size_t n = 1 << 20;
+    adsm::shared_array<uint32_t> x(n), y(n);
+    for (size_t i = 0; i < n; ++i) x[i] = static_cast<uint32_t>(i);
+    ASSERT_EQ(adsmAdvise(x.data() + 5, 64, ADSM_ADVISE_READ_MOSTLY), adsmSuccess) << detail();
+    uint64_t d2h = counter(adsm::Counter::d2h_bytes);
+    k(adsm::blocks_for(n, 256), 256, x.data(), y.data(), n);
+    adsm::sync();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], static_cast<uint32_t>(2 * i)) << i;
+    uint64_t before = faults();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i += 1024) sum += x[i];
+    EXPECT_GT(sum, 0u);
+    if (is_discrete()) {
+        EXPECT_LE(counter(adsm::Counter::d2h_bytes) - d2h, n * sizeof(uint32_t)) << "x came back";
+        EXPECT_EQ(faults(), before) << "reading a read-mostly object after a call faulted";
+    }
+    // The CPU's writes still reach the next call.
+    x[3] = 1000;
+    k(adsm::blocks_for(n, 256), 256, x.data(), y.data(), n);
+    adsm::sync();
+    EXPECT_EQ(y[3], 2000u);
+    // Unset, it comes back as any object does.
+    ASSERT_EQ(adsmAdvise(x.data(), n * sizeof(uint32_t), ADSM_ADVISE_UNSET_READ_MOSTLY), adsmSuccess);
+    k(adsm::blocks_for(n, 256), 256, x.data(), y.data(), n);
+    adsm::sync();
+    EXPECT_EQ(x[3], 1000u);
+    EXPECT_EQ(y[4], 8u);
+}
+
+TEST(AdviseTest, BadAdviceIsRefused) {
+    adsm::shared_array<uint32_t> v(1024);
+    int local = 0;
+    EXPECT_EQ(adsmAdvise(v.data(), 64, static_cast<adsmAdvice>(77)), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmAdvise(&local, 4, ADSM_ADVISE_READ_MOSTLY), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmAdvise(nullptr, 4, ADSM_ADVISE_READ_MOSTLY), adsmErrorInvalidPointer);
+    EXPECT_EQ(adsmAdvise(v.data() + 1000, 4096, ADSM_ADVISE_PREFER_HOST), adsmErrorInvalidValue) << "past the end";
 }

@@ -136,6 +136,8 @@ int main(int argc, char **argv) {
     CU(cuMemPrefetchAsync(y, N * 4, on_cpu, 0, stream));
     CHECK(cuMemPrefetchAsync(x + 4, N * 4, on_gpu, 0, stream) != CUDA_SUCCESS, "a prefetch past the allocation");
     CU(cuMemAdvise(y, N * 4, CU_MEM_ADVISE_SET_READ_MOSTLY, on_gpu));
+    CU(cuMemAdvise(y, N * 4, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, on_cpu));
+    CU(cuMemAdvise(y, N * 4, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, on_cpu));
     CUdeviceptr base = 0;
     size_t size = 0;
     CU(cuMemGetAddressRange(&base, &size, x + 100));
