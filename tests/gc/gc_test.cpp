@@ -376,6 +376,44 @@ TEST(GcTest, PointersOnlyTheDeviceHoldsKeepObjects) {
     free(holder);
 }
 
+TEST(GcTest, AContextMovesToAnotherDeviceWithItsCollectedObjects) {
+    int devices = 0;
+    ASSERT_EQ(adsmGetDeviceCount(&devices), adsmSuccess);
+    if (devices < 2) {  // one device: moving is refused, nothing else to see
+        EXPECT_EQ(adsmSetDevice(1), adsmErrorInvalidDevice);
+        return;
+    }
+    adsm::kernel<link_kernel> link("gc.link_kernel");
+    adsm::kernel<walk_kernel> walk_k("gc.walk_kernel");
+    auto *holder = static_cast<Node **>(malloc(sizeof(Node *)));
+    *holder = node(1);
+    ASSERT_EQ(adsmGcAddRoots(holder, sizeof(Node *)), adsmSuccess);
+    {
+        // The only pointer to the tree is written by a kernel on device 0:
+        // after the sync it may be current there alone.
+        Node *target = fresh_tree(6);
+        link(1, 1, *holder, target);
+        adsm::sync();
+        target = nullptr;
+    }
+    clobber_stack();
+    ASSERT_EQ(adsmSetDevice(1), adsmSuccess) << adsmGetLastErrorDetail();
+    for (int i = 0; i < 3; ++i) {
+        churn(2 << 20);
+        collect();
+    }
+    adsm::shared_array<long> out(1);
+    out[0] = 0;
+    walk_k(1, 1, static_cast<const Node *>((*holder)->left), out.data(), 0);
+    adsm::sync();
+    EXPECT_EQ(out[0], (1 << 7) - 1) << "the tree on device 1";
+    ASSERT_NE((*holder)->left, nullptr);
+    EXPECT_EQ(walk((*holder)->left), (1 << 7) - 1);
+    ASSERT_EQ(adsmSetDevice(0), adsmSuccess) << adsmGetLastErrorDetail();
+    ASSERT_EQ(adsmGcRemoveRoots(holder, sizeof(Node *)), adsmSuccess);
+    free(holder);
+}
+
 TEST(GcTest, ForkChildKeepsObjectsAndRefusesTheHeap) {
     uint64_t next = 1;
     Node *t = tree(6, &next);
