@@ -12,9 +12,6 @@
 //   managed memory once oversubscribed: the same migrations at about
 //   5 Gbit/s (the figure seed 004 reports for CUDA managed memory).
 #include <adsm.hpp>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_run.h"
 #include "support/stats.h"
 
 namespace {
@@ -185,39 +183,10 @@ int child_oversubscribe(unsigned factor) {
 
 // ---------------------------------------------------------------- parent
 
+// A part's numbers, from a child process configured by `env`.
 std::map<std::string, double> run_child(const std::vector<std::string> &args, const std::vector<std::string> &env) {
-    int fds[2];
-    if (pipe(fds) != 0) exit(1);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        for (const auto &e : env) putenv(strdup(e.c_str()));
-        std::vector<char *> argv{const_cast<char *>("adsm-bench-devices"), const_cast<char *>("--child")};
-        for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-        argv.push_back(nullptr);
-        execv("/proc/self/exe", argv.data());
-        _exit(127);
-    }
-    close(fds[1]);
-    std::string out;
-    char buf[512];
-    ssize_t got;
-    while ((got = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(got));
-    close(fds[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    std::map<std::string, double> kv;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "adsm-bench-devices: the %s run failed\n", args[0].c_str());
-        exit(1);
-    }
-    for (size_t pos = 0; pos < out.size();) {
-        size_t eq = out.find('=', pos), end = out.find_first_of(" \n", pos);
-        if (eq != std::string::npos && (end == std::string::npos || eq < end))
-            kv[out.substr(pos, eq - pos)] = atof(out.c_str() + eq + 1);
-        pos = end == std::string::npos ? out.size() : end + 1;
-    }
+    auto kv = bench::run_child("adsm-bench-devices", args, env);
+    if (kv.empty()) exit(1);
     return kv;
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "child_run.h"
 #include "support/stats.h"
 
 namespace {
@@ -236,44 +237,7 @@ int child_delta(const char *workload) {
 
 std::map<std::string, double> run_child(const char *self, const std::vector<std::string> &args,
                                         const std::vector<std::string> &env) {
-    int fds[2];
-    if (pipe(fds) != 0) exit(1);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        for (const auto &e : env) putenv(strdup(e.c_str()));
-        std::vector<char *> argv{const_cast<char *>(self), const_cast<char *>("--child")};
-        for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-        argv.push_back(nullptr);
-        execv("/proc/self/exe", argv.data());
-        _exit(127);
-    }
-    close(fds[1]);
-    std::string out;
-    char buf[512];
-    ssize_t k;
-    while ((k = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(k));
-    close(fds[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    std::map<std::string, double> kv;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "child %s failed\n", args.empty() ? "?" : args[0].c_str());
-        return kv;
-    }
-    size_t pos = 0;
-    while (pos < out.size()) {
-        size_t eq = out.find('=', pos), end = out.find_first_of(" \n", pos);
-        if (eq == std::string::npos || (end != std::string::npos && eq > end)) {
-            if (end == std::string::npos) break;
-            pos = end + 1;
-            continue;
-        }
-        kv[out.substr(pos, eq - pos)] = atof(out.c_str() + eq + 1);
-        pos = end == std::string::npos ? out.size() : end + 1;
-    }
-    return kv;
+    return bench::run_child(self, args, env);
 }
 
 double mib(double b) { return b / (1 << 20); }
