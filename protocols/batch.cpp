@@ -35,7 +35,7 @@ public:
         if (!read_only) r.on_device = true;  // the kernels' from here on
         return adsmSuccess;
     }
-    Status acquire_object(SharedObject &r) override { return evict(r); }
+    Status acquire_object(SharedObject &r, bool written) override { return written ? evict(r) : adsmSuccess; }
     Status fetch_range(SharedObject &r, size_t, size_t) override { return evict(r); }  // objects move whole
 
     Status acquire(ReleaseGroup &c) override {

@@ -39,6 +39,8 @@ void BlockProtocol::lock_settled(SharedObject &r, uint32_t first, uint32_t last)
 }
 
 Status BlockProtocol::acquire(ReleaseGroup &c) {
+    // (Read-mostly objects were released read-only.)
+    for (SharedObject *r = c.objects; r; r = r->next) r->kernel_reads.store(false, std::memory_order_release);
     if (!reads_->predicts()) return adsmSuccess;
     // A prefetch that cannot start costs a fault later, nothing more.
     for (SharedObject *r = c.objects; r; r = r->next) (void)prefetch(*r);

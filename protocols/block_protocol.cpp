@@ -400,7 +400,7 @@ Status BlockProtocol::flush_region(SharedObject &r) {
 
 void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
-    if (!r.blocks || r.state(k) != kDirty || r.coarse) return;
+    if (!r.blocks || r.state(k) != kDirty || r.coarse || r.kernel_reads.load(std::memory_order_acquire)) return;
     size_t b = r.block_begin(k), e = r.block_end(k);
     // The block goes whole, so what the runtime wrote into it through the
     // alias (kForced) is on its way and need not go again at the release.
@@ -443,6 +443,7 @@ Status BlockProtocol::release_object(SharedObject &r, bool read_only) {
         for (uint32_t k = 0; k < r.nblocks; ++k)
             current.push_back(r.state(k) != kInvalid || (r.blocks[k] & kLanded));
     Status s = flush_region(r);
+    if (read_only) r.kernel_reads.store(true, std::memory_order_release);
     if (s == adsmSuccess && read_only) {
         // Open them as a read fault would, without the fetch: the CPU reads
         // them while the kernel runs, and writes are found as after any
@@ -460,8 +461,9 @@ Status BlockProtocol::release_object(SharedObject &r, bool read_only) {
     return s;
 }
 
-Status BlockProtocol::acquire_object(SharedObject &r) {
-    if (!reads_->predicts()) return adsmSuccess;
+Status BlockProtocol::acquire_object(SharedObject &r, bool written) {
+    r.kernel_reads.store(false, std::memory_order_release);
+    if (!written || !reads_->predicts()) return adsmSuccess;
     return prefetch(r);
 }
 

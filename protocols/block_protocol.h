@@ -59,7 +59,7 @@ public:
     Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override;
     Status fill(SharedObject &r, size_t off, int value, size_t len) override;
     Status release_object(SharedObject &r, bool read_only) override;
-    Status acquire_object(SharedObject &r) override;
+    Status acquire_object(SharedObject &r, bool written) override;
     Status settle_on_device(SharedObject &r) override;
     Status evict(SharedObject &r) override;
     Status fetch_range(SharedObject &r, size_t off, size_t len) override;

@@ -18,7 +18,7 @@ public:
     Status release(ReleaseGroup &) override { return adsmSuccess; }
     Status acquire(ReleaseGroup &) override { return adsmSuccess; }
     Status release_object(SharedObject &, bool) override { return adsmSuccess; }
-    Status acquire_object(SharedObject &) override { return adsmSuccess; }
+    Status acquire_object(SharedObject &, bool) override { return adsmSuccess; }
     // One copy, in memory every device and the CPU use: nothing moves.
     Status settle_on_device(SharedObject &) override { return adsmSuccess; }
     Status evict(SharedObject &) override { return adsmSuccess; }

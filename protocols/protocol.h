@@ -62,11 +62,11 @@ public:
 
     // A call that names the objects its kernel uses (adsmCallWith) releases
     // those alone, under their group's lock, and its sync acquires those
-    // alone.  A read-only one keeps its host copy usable while the kernel
-    // runs (the kernel does not change it) and is not acquired: nothing
-    // comes back.
+    // alone.  A read-only one stays readable by the CPU while the kernel
+    // runs (the kernel does not change it), and at its acquire (`written`
+    // false) nothing comes back.
     virtual Status release_object(SharedObject &r, bool read_only) = 0;
-    virtual Status acquire_object(SharedObject &r) = 0;
+    virtual Status acquire_object(SharedObject &r, bool written) = 0;
 
     // The runtime's own accesses to shared data, for the program (adsmMemcpy,
     // adsmMemset, interposed I/O and bulk memory): copy the object's current

@@ -87,6 +87,10 @@ struct SharedObject {
     // The system refused to split this object's protection (too many
     // mappings): its blocks open and close together from then on.
     bool coarse = false;
+    // Released read-only (Protocol::release_object): a kernel may be reading
+    // the device copy while the CPU writes the host copy, so nothing goes to
+    // the device in the background until its group's acquire.
+    std::atomic<bool> kernel_reads{false};
     // A background flush failed: blocks that look current on the device may
     // not be, so the next release sends every open block whole.  Set without
     // the lock (the copy's completion may run under it).
@@ -108,6 +112,7 @@ struct SharedObject {
         prefetch_ticket = 0;
         coarse = false;
         resend.store(false, std::memory_order_relaxed);
+        kernel_reads.store(false, std::memory_order_relaxed);
         stats.clear();
     }
 

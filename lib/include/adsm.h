@@ -190,9 +190,10 @@ ADSM_API adsmError_t adsmCallByName(const char *name, adsmDim3 grid, adsmDim3 bl
  * alone, so the context's other objects stay with the CPU (usable, freeable
  * and, when device memory runs short, evictable while the kernel runs).  An
  * object is named by any address inside it and must belong to the calling
- * context.  A read_only object keeps its host copy usable during the kernel
- * and nothing of it comes back at the sync: writes a kernel makes to it are
- * not brought back.  count 0 releases nothing.
+ * context.  The CPU may go on reading a read_only object during the kernel
+ * (a write waits for the kernel, as any racing access does), and nothing of
+ * it comes back at the sync: writes a kernel makes to it are not brought
+ * back.  count 0 releases nothing.
  */
 typedef struct adsmObjectUse {
     const void *ptr;
@@ -290,9 +291,9 @@ ADSM_API adsmError_t adsmPrefetch(const void *ptr, size_t size, int device);
 /*
  * Advice on the shared allocation that holds [ptr, ptr+size) (all of it):
  *   ADSM_ADVISE_READ_MOSTLY: kernels only read it.  Every call releases it
- *     as adsmCallWith releases a read-only object: the host copy stays
- *     usable while kernels run and nothing comes back at the sync.  Writes
- *     a kernel makes to it are not brought back.
+ *     as adsmCallWith releases a read-only object: the CPU may read it
+ *     while kernels run and nothing comes back at the sync.  Writes a
+ *     kernel makes to it are not brought back.
  *   ADSM_ADVISE_PREFER_HOST: when device memory runs short it is evicted
  *     before any other object.
  * and their UNSET_ forms.  Effective from the next call.

@@ -473,8 +473,8 @@ Status Manager::acquire_released(Context &c) {
         result = protocol_.acquire(c);
     } else {
         for (const Context::Released &e : c.released)
-            if (e.written)
-                if (Status s = protocol_.acquire_object(*e.region); s != adsmSuccess && result == adsmSuccess) result = s;
+            if (Status s = protocol_.acquire_object(*e.region, e.written); s != adsmSuccess && result == adsmSuccess)
+                result = s;
     }
     if (result == adsmSuccess) c.released.clear();
     return result;

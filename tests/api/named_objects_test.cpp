@@ -1,5 +1,6 @@
 // Calls that name the objects their kernel uses (adsmCallWith): only those
 // are released and acquired, and read-only ones never come back.
+#include <chrono>
 #include <thread>
 
 #include "support/stats.h"
@@ -15,6 +16,13 @@ uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
 void add_one(const adsm::thread_index &t, const uint32_t *x, uint32_t *y, size_t n) {
     size_t i = adsm::global_x(t);
     if (i < n) y[i] = x[i] + 1;
+}
+
+// After `ms`, one thread copies x to y: a kernel that reads late.
+void copy_late(const adsm::thread_index &t, const uint32_t *x, uint32_t *y, size_t n, unsigned ms) {
+    if (adsm::global_x(t) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    for (size_t i = 0; i < n; ++i) y[i] = x[i];
 }
 
 }  // namespace
@@ -94,6 +102,26 @@ TEST(NamedObjectsTest, ACpuWriteToAReadOnlyObjectDuringTheKernelGoesToTheNextCal
     adsm::sync();
     EXPECT_EQ(y[7], 51u);
     EXPECT_EQ(y[8], 2u);
+}
+
+TEST(NamedObjectsTest, AKernelReadingAnObjectSeesItAsReleasedWhateverTheCpuWritesMeanwhile) {
+    // The CPU's writes wait for the kernel (a racing access, ADSM_ON_RACE)
+    // or, where the program lets them race, stay on the host: rolling's
+    // background sends never reach a device copy a kernel may be reading.
+    auto k = device_kernel<copy_late>("named.copy_late");
+    const size_t n = 4 << 20;  // 16 MiB: many blocks for the CPU to write
+    adsm::shared_array<uint32_t> x(n), y(n);
+    for (size_t i = 0; i < n; ++i) x[i] = 1;
+    k.with({{x.data(), 1}, {y.data(), 0}}, 1, 1, x.data(), y.data(), n, 300u);
+    for (size_t i = 0; i < n; ++i) x[i] = 2;
+    adsm::sync();
+    if (is_discrete()) {
+        for (size_t i = 0; i < n; i += 1024) ASSERT_EQ(y[i], 1u) << i << ": the kernel saw a write made after its call";
+    }
+    // The next call sends the CPU's writes.
+    k.with({{x.data(), 1}, {y.data(), 0}}, 1, 1, x.data(), y.data(), n, 0u);
+    adsm::sync();
+    for (size_t i = 0; i < n; i += 1024) ASSERT_EQ(y[i], 2u) << i;
 }
 
 TEST(NamedObjectsTest, BadNamesAreRefusedBeforeAnythingMoves) {
