@@ -66,8 +66,7 @@ void *adsmAllocEx(size_t size, const adsmAllocAttr *attr) {
         case ADSM_SPILL_EVICT: place.spill = Spill::evict; break;
         case ADSM_SPILL_FAIL: place.spill = Spill::fail; break;
         default:
-            return record_ptr(fail(adsmErrorInvalidValue, "spill %d is not an adsmSpill", static_cast<int>(attr->spill)),
-                              nullptr);
+            return record_ptr(fail(adsmErrorInvalidValue, "spill %d is not an adsmSpill", attr->spill), nullptr);
         }
         place.priority = attr->priority;
         zero = attr->zero != 0;
@@ -311,7 +310,7 @@ adsmError_t adsmPrefetch(const void *ptr, size_t size, int device) {
     return record(rt->manager->prefetch(ptr, size, device));
 }
 
-adsmError_t adsmAdvise(const void *ptr, size_t size, adsmAdvice advice) {
+adsmError_t adsmAdvise(const void *ptr, size_t size, int advice) {
     ADSM_RUNTIME(rt);
     if (!ptr) return record(fail(adsmErrorInvalidPointer, "NULL is not shared memory"));
     Manager::Advice a;
@@ -320,7 +319,7 @@ adsmError_t adsmAdvise(const void *ptr, size_t size, adsmAdvice advice) {
     case ADSM_ADVISE_UNSET_READ_MOSTLY: a = Manager::Advice::not_read_mostly; break;
     case ADSM_ADVISE_PREFER_HOST: a = Manager::Advice::prefer_host; break;
     case ADSM_ADVISE_UNSET_PREFER_HOST: a = Manager::Advice::no_preference; break;
-    default: return record(fail(adsmErrorInvalidValue, "advice %d is not an adsmAdvice", static_cast<int>(advice)));
+    default: return record(fail(adsmErrorInvalidValue, "advice %d is not an adsmAdvice", advice));
     }
     return record(rt->manager->advise(ptr, size, a));
 }

@@ -122,7 +122,7 @@ typedef enum adsmSpill {
 } adsmSpill;
 typedef struct adsmAllocAttr {
     int priority;
-    adsmSpill spill;
+    int spill; /* an adsmSpill */
     int zero;
 } adsmAllocAttr;
 ADSM_API void *adsmAllocEx(size_t size, const adsmAllocAttr *attr);
@@ -304,7 +304,7 @@ typedef enum adsmAdvice {
     ADSM_ADVISE_PREFER_HOST = 3,
     ADSM_ADVISE_UNSET_PREFER_HOST = 4
 } adsmAdvice;
-ADSM_API adsmError_t adsmAdvise(const void *ptr, size_t size, adsmAdvice advice);
+ADSM_API adsmError_t adsmAdvise(const void *ptr, size_t size, int advice /* an adsmAdvice */);
 
 /* ---- Garbage-collected shared memory ---------------------------------- */
 

@@ -218,7 +218,7 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
     ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - 4096), adsmSuccess) << detail();
     EXPECT_EQ(adsmAllocEx(n * 4, &fail), nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
-    adsmAllocAttr bad{0, static_cast<adsmSpill>(9), 0};
+    adsmAllocAttr bad{0, 9, 0};
     EXPECT_EQ(adsmAllocEx(64, &bad), nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
     EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);

@@ -142,7 +142,7 @@ TEST(AdviseTest, ReadMostlyObjectsNeverComeBackFromAWholeContextCall) {
 TEST(AdviseTest, BadAdviceIsRefused) {
     adsm::shared_array<uint32_t> v(1024);
     int local = 0;
-    EXPECT_EQ(adsmAdvise(v.data(), 64, static_cast<adsmAdvice>(77)), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmAdvise(v.data(), 64, 77), adsmErrorInvalidValue);
     EXPECT_EQ(adsmAdvise(&local, 4, ADSM_ADVISE_READ_MOSTLY), adsmErrorInvalidPointer);
     EXPECT_EQ(adsmAdvise(nullptr, 4, ADSM_ADVISE_READ_MOSTLY), adsmErrorInvalidPointer);
     EXPECT_EQ(adsmAdvise(v.data() + 1000, 4096, ADSM_ADVISE_PREFER_HOST), adsmErrorInvalidValue) << "past the end";
