@@ -199,7 +199,7 @@ void split() {
     env.push_back("ADSM_DEVICE=sim,sim");
     env.push_back("ADSM_SIM_WORKERS=1");
     auto kv = run_child({"split"}, env);
-    printf("split: two host threads, 2 x 32 MiB each per round, 6 rounds (sim: 1 worker and a %s GB/s, %s us link "
+    printf("split: two host threads, 2 x 16 MiB each per round, 6 rounds (sim: 1 worker and a %s GB/s, %s us link "
            "per device)\n",
            kLinkGbps, kLinkLatencyUs);
     printf("  one device  %8.1f ms\n  two devices %8.1f ms\n  speed-up    %8.2fx   (results %s)\n", kv["one_ms"],
