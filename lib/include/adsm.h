@@ -261,10 +261,11 @@ ADSM_API adsmError_t adsmGetDevice(int *device);
  * Move the calling thread's context to `device`, with every shared object
  * it owns (GMAC's gmacMigrate): its next kernels run there.  Data moves
  * device to device where the back-ends can (two sim devices), else through
- * the host.  adsmErrorBusy while its kernels may run (adsmSync first).  An
- * object that does not fit on the new device waits on the host for the
- * call that needs it (see oversubscription in the README).  Memory from
- * adsmDeviceAlloc stays on the device it was allocated on.
+ * the host.  adsmErrorBusy while its kernels may run (adsmSync first).  Its
+ * adsmDeviceAlloc memory moves too, all of it or none: when it does not fit
+ * on the new device, adsmErrorMemoryAllocation and nothing moves.  A shared
+ * object that does not fit waits on the host for the call that needs it
+ * (see oversubscription in the README).
  */
 ADSM_API adsmError_t adsmSetDevice(int device);
 /*

@@ -50,8 +50,10 @@ public:
     size_t device_index(const Context *c) const;
     // Moves c (the calling thread's context when null) with all its shared
     // objects to device `to`, as GMAC's gmacMigrate: its next kernels run
-    // there.  Refused with adsmErrorBusy while its kernels may run.  Objects
-    // that do not fit there wait on the host for the call that needs them.
+    // there.  Refused with adsmErrorBusy while its kernels may run, and with
+    // adsmErrorMemoryAllocation when its device memory does not fit there.
+    // Shared objects that do not fit wait on the host for the call that
+    // needs them.
     Status move_context(size_t to, Context *c = nullptr);
     // Hands the shared allocation that starts at ptr to context `to`, its
     // device copy moving to `to`'s device (its address unchanged): `to`'s
@@ -147,6 +149,9 @@ private:
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
     Status move_object(Region &r, Device &to);
+    // Moves c's device memory (adsmDeviceAlloc) to `to`, all of it or none;
+    // c's lock is held and no kernel of c runs.
+    Status move_device_memory(Context &c, Device &to);
     // Makes `to` r's device, moving its device copy there if it fits, else
     // leaving it on the host alone; r's owner is locked, no kernel uses r.
     Status relocate(Region &r, Device &to);

@@ -4,10 +4,15 @@
 // goes device to device where the back-ends can, else through the host copy.
 //
 // A context's objects live on its device.  Moving a context moves its
-// device first and its objects after.  One that does not fit on the new
+// device memory (adsmDeviceAlloc) first, all of it or none, then its device
+// and its shared objects.  One that does not fit on the new
 // device waits on the host (as an allocation that finds the device full
 // does); one whose copy failed stays current where it was.  Either way the
 // context's next call brings it to the device before releasing anything.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "memory/manager.h"
 #include "memory/owner_lock.h"
 #include "support/stats.h"
@@ -102,6 +107,45 @@ Status Manager::relocate(Region &r, Device &to) {
     return adsmSuccess;
 }
 
+Status Manager::move_device_memory(Context &c, Device &to) {
+    std::vector<Region *> regions;
+    table_.for_each_live([&](Region &r) {
+        if (r.kind == RegionKind::device && r.owner() == &c && r.device != &to) regions.push_back(&r);
+    });
+    // All of it fits first, or nothing moves: it has no host copy to wait in.
+    size_t committed = 0;
+    Status result = adsmSuccess;
+    for (; committed < regions.size() && result == adsmSuccess; ++committed)
+        result = commit_evicting(to, regions[committed]->dev, regions[committed]->span, &c);
+    if (result != adsmSuccess) --committed;
+    std::vector<uint8_t> bounce;
+    for (size_t i = 0; i < committed && result == adsmSuccess; ++i) {
+        Region &r = *regions[i];
+        Device &from = *r.device;
+        if (from.can_copy_to(to)) {
+            result = from.copy_to_peer(to, r.dev, r.size);
+            continue;
+        }
+        if (bounce.empty()) bounce.resize(4u << 20);
+        for (size_t at = 0; at < r.size && result == adsmSuccess; at += bounce.size()) {
+            size_t n = std::min(bounce.size(), r.size - at);
+            result = from.copy_to_host(bounce.data(), r.dev + at, n);
+            if (result == adsmSuccess) result = to.copy_to_device(r.dev + at, bounce.data(), n);
+        }
+    }
+    if (result != adsmSuccess) {
+        for (size_t i = 0; i < committed; ++i) to.decommit(regions[i]->dev, regions[i]->span);
+        return fail(result, "the context's device memory (adsmDeviceAlloc) cannot move to the %s device: %s", to.name(),
+                    std::string(last_detail()).c_str());
+    }
+    for (Region *r : regions) {
+        r->device->decommit(r->dev, r->span);
+        r->device = &to;
+        stats().add(Counter::migrations);
+    }
+    return adsmSuccess;
+}
+
 Status Manager::move_context(size_t to, Context *in) {
     if (to >= devices_.size())
         return fail(adsmErrorInvalidDevice, "device %zu does not exist: this process has %zu (0 to %zu; ADSM_DEVICE)", to,
@@ -113,6 +157,7 @@ Status Manager::move_context(size_t to, Context *in) {
     if (c->unsynced_calls > 0)
         return fail(adsmErrorBusy, "the context's kernels may still be running on device %zu: call adsmSync before moving it",
                     device_index(c));
+    if (Status s = move_device_memory(*c, *devices_[to]); s != adsmSuccess) return s;
     if (c->has_stream) {
         c->device->destroy_stream(c->stream);
         c->has_stream = false;

@@ -270,3 +270,44 @@ TEST(DevicesTest, AnObjectMovedToAFullDeviceWaitsOnTheHostAndLosesNothing) {
     for (size_t i = 0; i < len; ++i) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 2 + (i == 1 ? 100 : 0))) << i;
     EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
 }
+
+TEST(DevicesTest, DeviceMemoryMovesWithItsContextAllOrNothing) {
+    const int n = device_count();
+    auto inc = device_kernel<increment>("devices.increment");
+    const size_t len = 1 << 18;  // 1 MiB
+    std::thread([&] {
+        void *d = nullptr;
+        ASSERT_EQ(adsmDeviceAlloc(&d, len * sizeof(uint32_t)), adsmSuccess) << detail();
+        auto *dev = static_cast<uint32_t *>(d);
+        std::vector<uint32_t> in(len), out(len);
+        for (size_t i = 0; i < len; ++i) in[i] = static_cast<uint32_t>(i * 3);
+        ASSERT_EQ(adsmCopyToDevice(d, in.data(), len * sizeof(uint32_t)), adsmSuccess) << detail();
+        uint32_t rounds = 0;
+        for (int to = n - 1; to >= 0; --to) {
+            ASSERT_EQ(adsmSetDevice(to), adsmSuccess) << detail();
+            // A kernel on the new device works on the same device memory.
+            inc(adsm::blocks_for(len, 256), 256, dev, len);
+            adsm::sync();
+            ++rounds;
+            ASSERT_EQ(adsmCopyToHost(out.data(), d, len * sizeof(uint32_t)), adsmSuccess) << detail();
+            for (size_t i = 0; i < len; i += 509) ASSERT_EQ(out[i], in[i] + rounds) << "device " << to << ", " << i;
+        }
+        if (n > 1 && is_discrete()) {
+            // It does not fit on a full device 1: the context stays where it is.
+            void *filler = nullptr;
+            std::thread([&] {
+                ASSERT_EQ(adsmSetDevice(1), adsmSuccess);
+                adsmDeviceInfo info;
+                ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+                ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - 4096), adsmSuccess) << detail();
+            }).join();
+            EXPECT_EQ(adsmSetDevice(1), adsmErrorMemoryAllocation);
+            EXPECT_NE(detail().find("adsmDeviceAlloc"), std::string::npos) << detail();
+            EXPECT_EQ(current_device(), 0);
+            ASSERT_EQ(adsmCopyToHost(out.data(), d, len * sizeof(uint32_t)), adsmSuccess) << detail();
+            for (size_t i = 0; i < len; i += 509) ASSERT_EQ(out[i], in[i] + rounds) << i;
+            EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
+        }
+        EXPECT_EQ(adsmDeviceFree(d), adsmSuccess);
+    }).join();
+}
