@@ -60,6 +60,11 @@ void print_stats() {
     snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", device_names(*rt).c_str(),
              rt->protocol->name(), rt->config.block_size / 1024, dirty_tracking_name(*rt));
     stats().print(stderr, heading, live);
+    if (rt->devices.size() > 1)
+        for (size_t i = 0; i < rt->devices.size(); ++i)
+            fprintf(stderr, "  device %zu (%s): %.1f of %.1f MiB in use at exit\n", i, rt->devices[i]->name(),
+                    static_cast<double>(rt->devices[i]->used()) / (1 << 20),
+                    static_cast<double>(rt->devices[i]->capacity()) / (1 << 20));
     if (gc::Collector *c = rt->collector.load(std::memory_order_acquire)) {
         adsmGcStats s;
         c->stats(&s);
