@@ -68,6 +68,11 @@ public:
     virtual Status release_object(SharedObject &r, bool read_only) = 0;
     virtual Status acquire_object(SharedObject &r, bool written) = 0;
 
+    // A call on device `on` is about to launch (any context's, whole or
+    // naming its objects): objects with a copy on every device bring that
+    // device's copy up to date.
+    virtual Status update_replicas(Device &) { return adsmSuccess; }
+
     // The runtime's own accesses to shared data, for the program (adsmMemcpy,
     // adsmMemset, interposed I/O and bulk memory): copy the object's current
     // contents of [off, off+len) to dst; write src there; fill it with a

@@ -12,6 +12,7 @@ std::unique_ptr<Protocol> make_lazy(const ProtocolEnv &env);
 std::unique_ptr<Protocol> make_rolling(const ProtocolEnv &env);
 std::unique_ptr<Protocol> make_delta(const ProtocolEnv &env);
 std::unique_ptr<Protocol> make_integrated(const ProtocolEnv &env);
+std::unique_ptr<Protocol> make_placed(const ProtocolEnv &env, std::unique_ptr<Protocol> inner);
 
 namespace {
 struct Entry {
@@ -52,7 +53,9 @@ Status make_protocol(const std::string &name, const ProtocolEnv &env, std::uniqu
         known += e.info.name;
     }
     if (!found) return fail(adsmErrorInitialization, "ADSM_PROTOCOL=%s is not a protocol: expected one of %s", name.c_str(), known.c_str());
-    *out = env.device->integrated() ? make_integrated(env) : found->make(env);
+    // Objects placed outside device memory (adsmAllocEx) keep their own
+    // coherence around the chosen protocol's.
+    *out = env.device->integrated() ? make_integrated(env) : make_placed(env, found->make(env));
     return adsmSuccess;
 }
 

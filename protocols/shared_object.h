@@ -51,6 +51,16 @@ struct ObjectStats {
     }
 };
 
+// Where an object's device copy lives (adsmAllocEx).  Objects at home in
+// their device's memory follow the process's protocol; the others keep a
+// coherence of their own (protocols/placed.cpp) and sit apart in their
+// group (ReleaseGroup::placed), so the protocols never see them.
+enum class Home : uint8_t {
+    device,        // its group's device memory, the protocol moving the data
+    host,          // host memory that kernels reach directly: never copied
+    every_device,  // a copy in every device's memory, read-only to kernels
+};
+
 struct SharedObject {
     static constexpr uint32_t kInlineBlocks = 8;
 
@@ -64,6 +74,11 @@ struct SharedObject {
     // Kernels only read it (adsmAdvise): a whole-context call releases it as
     // a call naming it read-only would (Protocol::release_object).
     bool read_mostly = false;
+    Home home = Home::device;
+    // every_device: bumped by each change to the host copy; replicas[d] is
+    // the version device d's copy holds (0: none).  protocols/placed.cpp.
+    std::atomic<uint64_t> version{0};
+    uint64_t *replicas = nullptr;
     ReleaseGroup *group = nullptr;  // whose calls release this object
     SharedObject *prev = nullptr;   // the group's list
     SharedObject *next = nullptr;
@@ -103,6 +118,9 @@ struct SharedObject {
         alias = nullptr;
         device = nullptr;
         read_mostly = false;
+        home = Home::device;
+        version.store(0, std::memory_order_relaxed);
+        replicas = nullptr;
         group = nullptr;
         prev = next = nullptr;
         on_device = false;
@@ -138,6 +156,9 @@ struct SharedObject {
 struct ReleaseGroup {
     SharedObject *objects = nullptr;  // SharedObject::next/prev
     size_t nobjects = 0;
+    // Objects not at home in device memory (SharedObject::home): the
+    // group's calls release them through their own coherence.
+    SharedObject *placed = nullptr;
     // Where the group's kernels run and its objects' device copies live
     // (each object's `device` is this one's while it belongs to the group).
     Device *device = nullptr;
@@ -148,15 +169,17 @@ struct ReleaseGroup {
     void *protocol_state = nullptr;
 
     void link(SharedObject *o) {
+        SharedObject *&head = o->home == Home::device ? objects : placed;
         o->prev = nullptr;
-        o->next = objects;
-        if (objects) objects->prev = o;
-        objects = o;
+        o->next = head;
+        if (head) head->prev = o;
+        head = o;
         ++nobjects;
     }
     void unlink(SharedObject *o) {
+        SharedObject *&head = o->home == Home::device ? objects : placed;
         if (o->prev) o->prev->next = o->next;
-        else objects = o->next;
+        else head = o->next;
         if (o->next) o->next->prev = o->prev;
         o->prev = o->next = nullptr;
         --nobjects;

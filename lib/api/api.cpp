@@ -65,8 +65,16 @@ void *adsmAllocEx(size_t size, const adsmAllocAttr *attr) {
         case ADSM_SPILL_HOST: place.spill = Spill::host; break;
         case ADSM_SPILL_EVICT: place.spill = Spill::evict; break;
         case ADSM_SPILL_FAIL: place.spill = Spill::fail; break;
+        case ADSM_SPILL_NEXT: place.spill = Spill::next; break;
         default:
             return record_ptr(fail(adsmErrorInvalidValue, "spill %d is not an adsmSpill", attr->spill), nullptr);
+        }
+        switch (attr->place) {
+        case ADSM_PLACE_DEVICE: place.home = Home::device; break;
+        case ADSM_PLACE_HOST: place.home = Home::host; break;
+        case ADSM_PLACE_EVERY_DEVICE: place.home = Home::every_device; break;
+        default:
+            return record_ptr(fail(adsmErrorInvalidValue, "place %d is not an adsmPlace", attr->place), nullptr);
         }
         place.priority = attr->priority;
         zero = attr->zero != 0;

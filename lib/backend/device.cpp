@@ -30,6 +30,14 @@ Status Device::check_kernel(const KernelInfo &k) const {
                 k.name.c_str(), name());
 }
 
+Status Device::map_host_memory(uintptr_t, uint64_t) {
+    if (integrated()) return adsmSuccess;  // its memory is the host's
+    return fail(adsmErrorNotSupported,
+                "the %s device cannot let kernels reach host memory at shared addresses (host-resident memory needs "
+                "ADSM_DEVICE=sim or an integrated device)",
+                name());
+}
+
 Status Device::copy_to_peer(Device &to, uintptr_t, size_t) {
     return fail(adsmErrorNotSupported, "the %s device cannot copy to the %s device directly", name(), to.name());
 }

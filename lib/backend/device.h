@@ -55,6 +55,14 @@ public:
     virtual Status commit(uintptr_t dev, uint64_t bytes) = 0;
     virtual void decommit(uintptr_t dev, uint64_t bytes) = 0;
 
+    // Host-resident memory: kernels reach the host mirror's own pages at
+    // [dev, dev+bytes) from the next launch on, nothing is ever copied there,
+    // and no device memory backs it; unmap gives the range back to device
+    // memory (uncommitted).  Whole pages.  A device that cannot map host
+    // memory at window addresses refuses; an integrated one has nothing to do.
+    virtual Status map_host_memory(uintptr_t dev, uint64_t bytes);
+    virtual void unmap_host_memory(uintptr_t, uint64_t) {}
+
     // Synchronous copies and fills through the device's copy engine.  The
     // copies are async-signal-safe: the fault handler moves data with them.
     virtual Status copy_to_device(uintptr_t dev, const void *src, size_t n) = 0;

@@ -102,28 +102,50 @@ ADSM_API void *adsmCalloc(size_t nmemb, size_t size);
 /* Release shared memory.  adsmFree(NULL) does nothing. */
 ADSM_API adsmError_t adsmFree(void *ptr);
 /*
- * adsmAlloc with placement: how the object stands when device memory runs
- * short (see oversubscription in the README).  attr may be NULL (as
- * adsmAlloc).
+ * adsmAlloc with placement: where the object lives and how it stands when
+ * device memory runs short (see "Memory kinds" and oversubscription in the
+ * README).  attr may be NULL (as adsmAlloc); zero-fill it for the defaults.
  *   priority: eviction takes lower priorities first, and the least
  *     recently released among equals (default 0).
  *   spill: when its device is full now: ADSM_SPILL_DEFAULT (ADSM_SPILL,
  *     itself host by default), ADSM_SPILL_HOST (it waits on the host for
  *     the call that needs it), ADSM_SPILL_EVICT (idle objects of no higher
  *     priority make room for it now), ADSM_SPILL_FAIL (as evict, then NULL
- *     with adsmErrorMemoryAllocation if it still does not fit).
+ *     with adsmErrorMemoryAllocation if it still does not fit),
+ *     ADSM_SPILL_NEXT (the next kind of memory: host-resident, as
+ *     ADSM_PLACE_HOST, where the devices can reach host memory; else as
+ *     host).
  *   zero: nonzero for zero-filled memory.
+ *   place: ADSM_PLACE_DEVICE (default: its context's device memory, the
+ *     protocol moving the data); ADSM_PLACE_HOST (host-resident: kernels
+ *     read and write the host's own pages over the link, nothing is ever
+ *     copied, and CPU accesses while a kernel runs are the program's race,
+ *     as on an integrated device; adsmErrorNotSupported on a device that
+ *     cannot reach host memory at shared addresses); ADSM_PLACE_EVERY_DEVICE
+ *     (read-mostly data duplicated on every device: any context's call on
+ *     any device finds a copy current as of that call, sent only when the
+ *     CPU changed it since; kernels only read it, what they write is not
+ *     brought back and is replaced at the next update; it needs room on
+ *     every device, else it fails, or with ADSM_SPILL_NEXT becomes
+ *     host-resident).
  */
 typedef enum adsmSpill {
     ADSM_SPILL_DEFAULT = 0,
     ADSM_SPILL_HOST = 1,
     ADSM_SPILL_EVICT = 2,
-    ADSM_SPILL_FAIL = 3
+    ADSM_SPILL_FAIL = 3,
+    ADSM_SPILL_NEXT = 4
 } adsmSpill;
+typedef enum adsmPlace {
+    ADSM_PLACE_DEVICE = 0,
+    ADSM_PLACE_HOST = 1,
+    ADSM_PLACE_EVERY_DEVICE = 2
+} adsmPlace;
 typedef struct adsmAllocAttr {
     int priority;
     int spill; /* an adsmSpill */
     int zero;
+    int place; /* an adsmPlace */
 } adsmAllocAttr;
 ADSM_API void *adsmAllocEx(size_t size, const adsmAllocAttr *attr);
 /* Shared memory whose device address may differ from its CPU address. */

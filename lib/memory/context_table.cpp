@@ -33,7 +33,7 @@ Context *ContextTable::new_context() {
         c->slot = static_cast<uint32_t>(slots_.size());
         slots_.push_back(c);
     }
-    c->objects = nullptr;
+    c->objects = c->placed = nullptr;
     c->nobjects = 0;
     c->calls.store(0);
     c->whole_call.store(0);

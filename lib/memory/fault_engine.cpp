@@ -82,7 +82,9 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     profile::Cause cause(uctx);
     bool write = is_write(uctx);
     Context *c = r->owner();
-    if (c && c->holds(*r)) {
+    // (A replicated object's kernels read their own device's copy: the CPU
+    // writing the host's is no race.)
+    if (c && r->home == Home::device && c->holds(*r)) {
         stats().add(Counter::race_faults);
         switch (g_policy) {
         case RacePolicy::abort:

@@ -49,11 +49,14 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
                  Protocol &protocol)
     : config_(config), space_(space), table_(table), devices_(std::move(devices)), protocol_(protocol),
       contexts_(*devices_.front(), protocol),
-      spill_(config.spill == "evict" ? Spill::evict : config.spill == "fail" ? Spill::fail : Spill::host) {}
+      spill_(config.spill == "evict"  ? Spill::evict
+             : config.spill == "fail" ? Spill::fail
+             : config.spill == "next" ? Spill::next
+                                      : Spill::host) {}
 
 // ---------------------------------------------------------------- regions
 
-Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align, Spill spill, int priority) {
+Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align, Placement place) {
     if (size == 0) return fail(adsmErrorInvalidValue, "size is zero");
     size_t span;
     if (!os::page_round(size, &span)) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up to pages", size);
@@ -61,6 +64,7 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
         return fail(adsmErrorMemoryAllocation, "size %zu is larger than the shared window (%llu bytes, ADSM_VA_SIZE)", size,
                     static_cast<unsigned long long>(space_.size()));
     bool separate_dev = kind == RegionKind::safe && !on.integrated();
+    if (kind != RegionKind::shared) place.home = Home::device;
 
     uintptr_t host = 0, dev = 0;
     if (Status s = space_.allocate(span, &dev, align); s != adsmSuccess) return s;
@@ -76,28 +80,14 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
         if (separate_dev) space_.release(host, span);
         space_.release(dev, span);
     };
-    // A full device leaves an object with a host copy on the host alone,
-    // evicting nothing: a call that needs it makes room then (an eviction
-    // now could move data back for an object no kernel may ever use).
-    // Device memory has no other place: idle objects make room for it.
-    // (ADSM_SPILL and adsmAllocEx choose otherwise.)
     bool resident = true;
-    Status committed = kind == RegionKind::device || spill != Spill::host
-                           ? commit_evicting(on, dev, span, nullptr, kNothingNeeded, kind == RegionKind::device ? INT32_MAX : priority)
-                           : on.commit(dev, span);
-    if (committed != adsmSuccess) {
-        // (On an integrated device the host's memory is the device's: there
-        // is nowhere else to go.)
-        if (committed != adsmErrorMemoryAllocation || kind == RegionKind::device || on.integrated() ||
-            spill == Spill::fail) {
-            undo();
-            return committed;
-        }
-        resident = false;
+    if (Status s = commit_placed(on, dev, span, kind, &place, &resident); s != adsmSuccess) {
+        undo();
+        return s;
     }
     Region *r = table_.create();
     if (!r) {
-        if (resident) on.decommit(dev, span);
+        uncommit_placed(on, dev, span, place.home, resident);
         undo();
         return fail(adsmErrorMemoryAllocation, "the region table is full");
     }
@@ -107,8 +97,9 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     r->span = span;
     r->alias = host ? space_.alias(host) : nullptr;
     r->device = &on;
+    r->home = place.home;
     r->resident = resident;
-    r->priority = priority;
+    r->priority = place.priority;
     // An allocation counts as a use: eviction takes older objects first.
     r->last_release = release_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
     r->kind = kind;
@@ -116,11 +107,87 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     return adsmSuccess;
 }
 
+Status Manager::commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKind kind, Placement *place,
+                              bool *resident) {
+    *resident = true;
+    // One memory serves the host and an integrated device: every kind is
+    // the same memory (a replicated object is still every context's).
+    if (on.integrated()) return on.commit(dev, span);
+    const int below = kind == RegionKind::device ? INT32_MAX : place->priority;
+    if (place->home == Home::every_device) {
+        // A replica on each device, idle objects making room for it: it has
+        // no other place that every device's kernels could read.
+        size_t done = 0;
+        Status s = adsmSuccess;
+        for (; done < devices_.size() && s == adsmSuccess; ++done)
+            s = commit_evicting(*devices_[done], dev, span, nullptr, kNothingNeeded, below);
+        if (s == adsmSuccess) return adsmSuccess;
+        for (size_t i = 0; i + 1 < done; ++i) devices_[i]->decommit(dev, span);
+        if (s != adsmErrorMemoryAllocation || place->spill != Spill::next) return s;
+        place->home = Home::host;  // the next kind: every device reads the host's copy
+    }
+    if (place->home == Home::host) {
+        *resident = false;
+        size_t done = 0;
+        Status s = adsmSuccess;
+        for (; done < devices_.size() && s == adsmSuccess; ++done) s = devices_[done]->map_host_memory(dev, span);
+        if (s == adsmSuccess) {
+            stats().add(Counter::host_resident_allocs);
+            return adsmSuccess;
+        }
+        for (size_t i = 0; i + 1 < done; ++i) devices_[i]->unmap_host_memory(dev, span);
+        return s;
+    }
+    // A full device leaves an object with a host copy on the host alone,
+    // evicting nothing: a call that needs it makes room then (an eviction
+    // now could move data back for an object no kernel may ever use).
+    // Device memory has no other place: idle objects make room for it.
+    // (ADSM_SPILL and adsmAllocEx choose otherwise.)
+    Status committed = kind == RegionKind::device || place->spill == Spill::evict || place->spill == Spill::fail
+                           ? commit_evicting(on, dev, span, nullptr, kNothingNeeded, below)
+                           : on.commit(dev, span);
+    if (committed == adsmSuccess) return adsmSuccess;
+    // (On an integrated device the host's memory is the device's: there
+    // is nowhere else to go.)
+    if (committed != adsmErrorMemoryAllocation || kind == RegionKind::device || on.integrated() ||
+        place->spill == Spill::fail)
+        return committed;
+    if (place->spill == Spill::next && kind == RegionKind::shared) {
+        // The next kind of memory, where the devices can reach the host's;
+        // else the host alone, as `host`.
+        Placement host = *place;
+        host.home = Home::host;
+        bool unused;
+        if (commit_placed(on, dev, span, kind, &host, &unused) == adsmSuccess) {
+            place->home = Home::host;
+            *resident = false;
+            return adsmSuccess;
+        }
+    }
+    *resident = false;
+    return adsmSuccess;
+}
+
+void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool resident) {
+    if (on.integrated()) return on.decommit(dev, span);
+    switch (home) {
+    case Home::device:
+        if (resident) on.decommit(dev, span);
+        break;
+    case Home::host:
+        for (Device *d : devices_) d->unmap_host_memory(dev, span);
+        break;
+    case Home::every_device:
+        for (Device *d : devices_) d->decommit(dev, span);
+        break;
+    }
+}
+
 // The protocol's state for a new region.  One left on the host alone (the
 // device was full) is current there, all of it, from the start.
 Status Manager::start_coherence(Region &r, bool zeroed) {
     if (Status s = protocol_.on_alloc(r, zeroed && r.resident); s != adsmSuccess) return s;
-    if (r.resident) return adsmSuccess;
+    if (r.resident || r.home != Home::device) return adsmSuccess;
     stats().add(Counter::host_only_allocs);
     Status s = protocol_.evict(r);
     if (s != adsmSuccess) protocol_.on_free(r);
@@ -132,7 +199,7 @@ void Manager::retire(Region *r) {
     stats().remember_freed(r->summary<RegionSummary>(true));
     table_.unmap_freed(r->dev, r->span);
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
-    if (r->resident) r->device->decommit(r->dev, r->span);
+    uncommit_placed(*r->device, r->dev, r->span, r->home, r->resident);
     space_.release(r->dev, r->span);
     if (r->host && r->host != r->dev) space_.release(r->host, r->span);
     table_.destroy(r);
@@ -145,10 +212,10 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::shared, *c->device, &r, align, place ? place->spill : spill_,
-                         place ? place->priority : 0);
-        s != adsmSuccess)
-        return s;
+    Placement chosen;
+    chosen.spill = spill_;
+    if (place) chosen = *place;
+    if (Status s = carve(size, RegionKind::shared, *c->device, &r, align, chosen); s != adsmSuccess) return s;
     r->origin = origin;
     if (zero) space_.zero(r->host, r->span);
     if (Status s = start_coherence(*r, zero); s != adsmSuccess) {
@@ -180,7 +247,9 @@ Status Manager::safe_alloc(size_t size, void **out) {
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
-    if (Status s = carve(size, RegionKind::safe, *c->device, &r, 0, spill_); s != adsmSuccess) return s;
+    Placement chosen;
+    chosen.spill = spill_;
+    if (Status s = carve(size, RegionKind::safe, *c->device, &r, 0, chosen); s != adsmSuccess) return s;
     if (Status s = start_coherence(*r, false); s != adsmSuccess) {
         retire(r);
         return s;
@@ -373,6 +442,8 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
         if (Status s = protocol_.release(*c); s != adsmSuccess) return s;
         c->whole_call.store(c->calls.load() + 1, std::memory_order_release);
     }
+    // Whatever the call names, objects on every device are readable there.
+    if (Status s = protocol_.update_replicas(*c->device); s != adsmSuccess) return s;
     // From here on the objects belong to the device, launched or not, so
     // that the next adsmSync gives them back.
     c->calls++;
@@ -441,7 +512,8 @@ Status Manager::release_named(Context &c, const ObjectUse *uses, size_t n) {
             a - r->host >= r->size)
             return fail(adsmErrorInvalidPointer, "object %zu of the call, %p, is not inside a live shared allocation", i,
                         uses[i].ptr);
-        if (r->owner() != &c)
+        // (Every context's kernels read a replicated object.)
+        if (r->owner() != &c && r->home != Home::every_device)
             return fail(adsmErrorInvalidPointer,
                         "object %zu of the call, %p, belongs to another context: only the calling context's objects "
                         "are released by its calls (adsmMigrate hands it over)",
@@ -456,6 +528,7 @@ Status Manager::release_named(Context &c, const ObjectUse *uses, size_t n) {
     const uint64_t call = c.calls.load() + 1;
     for (size_t i = 0; i < n; ++i) {
         Region *r = regions[i];
+        if (r->home == Home::every_device) continue;  // update_replicas, after
         // Named twice, once for writing: it is written.
         bool read_only = uses[i].read_only;
         for (size_t j = 0; j < n && read_only; ++j)

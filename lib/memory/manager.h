@@ -144,8 +144,14 @@ public:
 
 private:
     // A region's addresses, with device memory committed on `on`.
-    Status carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align = 0, Spill spill = Spill::host,
-                 int priority = 0);
+    // (A replicated one on every device, a host-resident one on none.)
+    Status carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align = 0,
+                 Placement place = Placement());
+    // Device memory for a new object at [dev, dev+span) as `place` says;
+    // may change place->home (spill::next) and sets *resident.
+    Status commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKind kind, Placement *place, bool *resident);
+    // Gives back what commit_placed took.
+    void uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool resident);
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
     Status move_object(Region &r, Device &to);

@@ -77,6 +77,12 @@ Status Manager::move_object(Region &r, Device &to) {
 
 Status Manager::relocate(Region &r, Device &to) {
     if (r.device == &to) return adsmSuccess;
+    if (r.home != Home::device && !r.device->integrated()) {
+        // Every device reaches it already (host-resident, replicated).
+        os::FutexGuard g(r.lock);
+        r.device = &to;
+        return adsmSuccess;
+    }
     if (!r.resident) {
         os::FutexGuard g(r.lock);
         r.device = &to;  // on the host alone: a call that needs it brings it in
@@ -167,6 +173,7 @@ Status Manager::move_context(size_t to, Context *in) {
     for (SharedObject *o = c->objects; o; o = o->next)
         if (Status s = relocate(static_cast<Region &>(*o), *c->device); s != adsmSuccess && result == adsmSuccess)
             result = s;
+    for (SharedObject *o = c->placed; o; o = o->next) (void)relocate(static_cast<Region &>(*o), *c->device);
     return result;
 }
 

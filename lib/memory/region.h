@@ -33,17 +33,20 @@ enum class Spill : uint8_t {
     host,   // it waits on the host for the call that needs it
     evict,  // idle objects make room for it now
     fail,   // the allocation fails (after evicting, as `evict`)
+    next,   // the next kind of memory: host-resident, kernels reaching it there
 };
 
 // How a program places one allocation (adsmAllocEx).
 struct Placement {
     int priority = 0;
     Spill spill = Spill::host;
+    Home home = Home::device;
 };
 
 struct Region : SharedObject {
     uint64_t birth_call = 0;  // owner's call count when allocated
-    // Device memory is committed for it on `device`.  An object that is not
+    // Device memory is committed for it on `device` (on every device for a
+    // replicated one; never for a host-resident one).  An object that is not
     // (device memory was full when it was allocated, or it was evicted to
     // make room) is current on the host, all of it; the next call of its
     // owner commits memory for it again and the release sends it.

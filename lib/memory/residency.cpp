@@ -24,7 +24,7 @@ Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uin
     ContextGuard lock;
     if (o != held && !lock.try_lock(*o)) return Eviction::contended;
     if (!v.live.load(std::memory_order_acquire) || v.owner() != o || !v.resident || v.device != &d ||
-        v.kind == RegionKind::device || v.last_release == needed || o->holds(v))
+        v.kind == RegionKind::device || v.home != Home::device || v.last_release == needed || o->holds(v))
         return Eviction::refused;
     v.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
     Status s = protocol_.evict(v);
@@ -60,8 +60,8 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
         };
         std::vector<Victim> victims;
         table_.for_each_live([&](Region &r) {
-            if (r.device == &d && r.resident && r.kind != RegionKind::device && r.last_release != needed &&
-                r.eviction_priority() <= below)
+            if (r.device == &d && r.resident && r.kind != RegionKind::device && r.home == Home::device &&
+                r.last_release != needed && r.eviction_priority() <= below)
                 victims.push_back({r.eviction_priority(), r.last_release, &r});
         });
         std::sort(victims.begin(), victims.end(), [](const Victim &a, const Victim &b) {
@@ -87,7 +87,8 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
 }
 
 Status Manager::make_resident(Region &r, Device &to, Context &c, uint64_t needed) {
-    if (r.device == &to && r.resident) return adsmSuccess;
+    // (Placed objects are where every device's kernels reach them already.)
+    if ((r.device == &to && r.resident) || r.home != Home::device) return adsmSuccess;
     if (Status s = commit_evicting(to, r.dev, r.span, &c, needed); s != adsmSuccess) return s;
     if (Status s = move_object(r, to); s != adsmSuccess) {
         to.decommit(r.dev, r.span);

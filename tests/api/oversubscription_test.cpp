@@ -157,7 +157,7 @@ TEST_F(OversubscriptionTest, ThreadsEvictEachOthersIdleObjects) {
 
 TEST_F(OversubscriptionTest, LowerPrioritiesAreEvictedFirst) {
     const size_t n = words();
-    adsmAllocAttr high{5, ADSM_SPILL_DEFAULT, 0}, low{0, ADSM_SPILL_DEFAULT, 0};
+    adsmAllocAttr high{5, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE}, low{0, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE};
     // Released in this order: high0, low0, low1, high1 (the least recent first).
     std::vector<uint32_t *> objs = {static_cast<uint32_t *>(adsmAllocEx(n * 4, &high)),
                                     static_cast<uint32_t *>(adsmAllocEx(n * 4, &low)),
@@ -198,7 +198,9 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
         ASSERT_NE(objs.back(), nullptr);
         ASSERT_TRUE(resident(objs.back()));
     }
-    adsmAllocAttr host{0, ADSM_SPILL_HOST, 1}, evict{0, ADSM_SPILL_EVICT, 1}, fail{0, ADSM_SPILL_FAIL, 0};
+    adsmAllocAttr host{0, ADSM_SPILL_HOST, 1, ADSM_PLACE_DEVICE};
+    adsmAllocAttr evict{0, ADSM_SPILL_EVICT, 1, ADSM_PLACE_DEVICE};
+    adsmAllocAttr fail{0, ADSM_SPILL_FAIL, 0, ADSM_PLACE_DEVICE};
     auto *h = static_cast<uint32_t *>(adsmAllocEx(n * 4, &host));
     ASSERT_NE(h, nullptr) << detail();
     EXPECT_FALSE(resident(h)) << "spill host: it waits on the host";
@@ -218,7 +220,7 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
     ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - 4096), adsmSuccess) << detail();
     EXPECT_EQ(adsmAllocEx(n * 4, &fail), nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
-    adsmAllocAttr bad{0, 9, 0};
+    adsmAllocAttr bad{0, 9, 0, ADSM_PLACE_DEVICE};
     EXPECT_EQ(adsmAllocEx(64, &bad), nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
     EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
@@ -230,7 +232,7 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
 
 TEST_F(OversubscriptionTest, AnObjectThatPrefersTheHostGoesFirst) {
     const size_t n = words();
-    adsmAllocAttr high{9, ADSM_SPILL_DEFAULT, 0};
+    adsmAllocAttr high{9, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE};
     std::vector<uint32_t *> objs;
     for (int i = 0; i < 4; ++i) {
         objs.push_back(static_cast<uint32_t *>(adsmAllocEx(n * 4, &high)));
@@ -251,4 +253,72 @@ TEST_F(OversubscriptionTest, AnObjectThatPrefersTheHostGoesFirst) {
     EXPECT_EQ(objs[3][n - 1], 3u);
     objs.push_back(extra);
     for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
+// Spill to the next kind of memory: an object that finds the device full
+// becomes host-resident, kernels reaching it there, and nothing is evicted
+// for it, now or at its calls.
+TEST_F(OversubscriptionTest, SpillNextMakesAnObjectHostResident) {
+    const size_t n = words();
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 4; ++i) {  // the whole device, idle
+        objs.push_back(static_cast<uint32_t *>(adsmAlloc(n * 4)));
+        ASSERT_NE(objs.back(), nullptr) << detail();
+        ASSERT_TRUE(resident(objs.back()));
+    }
+    const uint64_t evictions = counter(adsm::Counter::device_evictions);
+    const uint64_t host_resident = counter(adsm::Counter::host_resident_allocs);
+    adsmAllocAttr next{0, ADSM_SPILL_NEXT, 1, ADSM_PLACE_DEVICE};
+    auto *h = static_cast<uint32_t *>(adsmAllocEx(n * 4, &next));
+    ASSERT_NE(h, nullptr) << detail();
+    EXPECT_EQ(counter(adsm::Counter::host_resident_allocs), host_resident + 1);
+    for (size_t k = 0; k < n; ++k) h[k] = static_cast<uint32_t>(k);
+    for (int round = 0; round < 2; ++round) {
+        inc_(adsm::blocks_for(n, 256), 256, h, n);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    }
+    for (size_t k = 0; k < n; k += 101) ASSERT_EQ(h[k], static_cast<uint32_t>(k + 2)) << k;
+    EXPECT_EQ(counter(adsm::Counter::device_evictions), evictions) << "the device's objects stayed";
+    for (uint32_t *p : objs) EXPECT_TRUE(resident(p));
+    // With room again, the same attributes give device memory.
+    for (uint32_t *p : objs) adsmFree(p);
+    auto *d = static_cast<uint32_t *>(adsmAllocEx(n * 4, &next));
+    ASSERT_NE(d, nullptr) << detail();
+    EXPECT_TRUE(resident(d));
+    EXPECT_EQ(counter(adsm::Counter::host_resident_allocs), host_resident + 1);
+    adsmFree(d);
+    adsmFree(h);
+}
+
+// A replicated object needs room on every device: idle objects make it,
+// else it fails, or becomes host-resident with spill next.
+TEST_F(OversubscriptionTest, AReplicatedObjectThatDoesNotFitFailsOrSpills) {
+    const size_t n = words();
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 4; ++i) {
+        objs.push_back(static_cast<uint32_t *>(adsmAlloc(n * 4)));
+        ASSERT_NE(objs.back(), nullptr) << detail();
+    }
+    adsmAllocAttr every{0, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_EVERY_DEVICE};
+    auto *r = static_cast<uint32_t *>(adsmAllocEx(n * 4, &every));
+    ASSERT_NE(r, nullptr) << detail();
+    EXPECT_FALSE(resident(objs[0])) << "the oldest idle object made room for it";
+    adsmAllocAttr too_big_fail{0, ADSM_SPILL_FAIL, 0, ADSM_PLACE_EVERY_DEVICE};
+    EXPECT_EQ(adsmAllocEx(capacity() + (1 << 20), &too_big_fail), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
+    adsmAllocAttr too_big_next{0, ADSM_SPILL_NEXT, 0, ADSM_PLACE_EVERY_DEVICE};
+    const uint64_t host_resident = counter(adsm::Counter::host_resident_allocs);
+    void *spilled = adsmAllocEx(capacity() + (1 << 20), &too_big_next);
+    ASSERT_NE(spilled, nullptr) << detail();
+    EXPECT_EQ(counter(adsm::Counter::host_resident_allocs), host_resident + 1);
+    for (size_t k = 0; k < n; ++k) r[k] = 5;
+    auto *out = objs[1];
+    adsm::kernel<copy_word> copy = device_kernel<copy_word>("over.copy_word");
+    // (A whole call would need all four and the replica: more than the device.)
+    copy.with({{r, 1}, {out, 0}}, 1, 1, reinterpret_cast<const uint64_t *>(r), reinterpret_cast<uint64_t *>(out));
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_EQ(out[0], 5u);
+    for (uint32_t *p : objs) adsmFree(p);
+    adsmFree(spilled);
+    adsmFree(r);
 }

@@ -10,7 +10,9 @@
 // With several devices (ADSM_DEVICE=sim,sim) the objects also move between
 // devices: the whole context (adsmSetDevice) or one object handed to a
 // context on another device and back (adsmMigrate), whatever state their
-// blocks are in.
+// blocks are in.  With ADSM_MODEL_PLACES a fifth of the objects are
+// host-resident and a fifth replicated on every device (kernels only read
+// those).
 //
 // The protocol, block size and dirty tracker come from the environment (one
 // CTest entry per combination).  ADSM_MODEL_SEED picks the sequence and
@@ -69,6 +71,7 @@ struct Object {
     uint8_t *p = nullptr;
     size_t n = 0;
     std::vector<uint8_t> model;
+    bool replicated = false;  // kernels only read it
 };
 
 class ModelTest : public ::testing::Test {
@@ -81,6 +84,7 @@ protected:
         if (const char *t = getenv("ADSM_MODEL_THREADS")) max_threads_ = static_cast<unsigned>(atoi(t));
         if (const char *o = getenv("ADSM_MODEL_OBJECTS")) objects_wanted_ = static_cast<unsigned>(atoi(o));
         named_always_ = getenv("ADSM_MODEL_NAMED_CALLS") != nullptr;
+        places_ = getenv("ADSM_MODEL_PLACES") != nullptr;
         adsmDeviceInfo info;
         ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
         block_ = info.block_size;
@@ -143,7 +147,21 @@ protected:
         Object o;
         o.n = random_size();
         bool zeroed = rng_.chance(25);
-        o.p = static_cast<uint8_t *>(zeroed ? adsmCalloc(o.n, 1) : adsmAlloc(o.n));
+        if (places_) {
+            // Host-resident and replicated objects among the others.
+            adsmAllocAttr a{};
+            a.zero = zeroed;
+            unsigned pick = static_cast<unsigned>(rng_.below(5));
+            a.place = pick == 0 ? ADSM_PLACE_HOST : pick == 1 ? ADSM_PLACE_EVERY_DEVICE : ADSM_PLACE_DEVICE;
+            o.p = static_cast<uint8_t *>(adsmAllocEx(o.n, &a));
+            if (!o.p && adsmGetLastError() == adsmErrorNotSupported) {  // a device that cannot reach the host's
+                a.place = ADSM_PLACE_DEVICE;
+                o.p = static_cast<uint8_t *>(adsmAllocEx(o.n, &a));
+            }
+            o.replicated = a.place == ADSM_PLACE_EVERY_DEVICE;
+        } else {
+            o.p = static_cast<uint8_t *>(zeroed ? adsmCalloc(o.n, 1) : adsmAlloc(o.n));
+        }
         ASSERT_NE(o.p, nullptr) << adsmGetLastErrorDetail();
         o.model.assign(o.n, 0);
         if (!zeroed) {
@@ -238,7 +256,7 @@ protected:
         *sb = rng_.below(objects_[*so].n - *len + 1);
         *db = rng_.below(objects_[*dobj].n - *len + 1);
         if (*so == *dobj && *sb < *db + *len && *db < *sb + *len) return false;
-        return true;
+        return !objects_[*dobj].replicated;  // what a kernel writes there is not kept
     }
 
     void kernel_phase() {
@@ -286,6 +304,7 @@ protected:
     unsigned max_threads_ = 4;
     unsigned objects_wanted_ = 8;
     bool named_always_ = false;
+    bool places_ = false;
     size_t block_ = 0;
     std::vector<Object> objects_;
     std::vector<adsmContext_t> parking_;

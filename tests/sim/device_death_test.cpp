@@ -103,3 +103,23 @@ TEST(DeviceDeathTest, DeviceMemorySurvivesTheDeviceProcess) {
     d.copy_to_host(out.data(), out.size());
     EXPECT_EQ(in, out);
 }
+
+// A new device process maps host-resident memory again before it runs
+// anything (else its kernels would work on device memory nobody reads).
+TEST(DeviceDeathTest, HostResidentMemoryIsMappedAgainInANewDeviceProcess) {
+    adsm::kernel<increment> inc("death.increment");
+    adsmAllocAttr host{};
+    host.place = ADSM_PLACE_HOST;
+    auto *v = static_cast<uint32_t *>(adsmAllocEx(1000 * sizeof(uint32_t), &host));
+    ASSERT_NE(v, nullptr) << adsmGetLastErrorDetail();
+    for (int i = 0; i < 1000; ++i) v[i] = 10;
+    inc(4, 256, v, size_t(1000));
+    ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
+    adsm::kernel<exit_kernel> k("death.exit");
+    k(1, 1, 0);
+    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost);
+    inc(4, 256, v, size_t(1000));
+    ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(v[i], 12u) << i;
+    EXPECT_EQ(adsmFree(v), adsmSuccess);
+}

@@ -16,6 +16,7 @@ void channel_reset_ring(Channel *c) {
     c->failure[0] = '\0';
     c->death[0] = '\0';
     c->running[0] = '\0';
+    c->map_failure[0] = '\0';  // a new executor maps everything again
     c->enqueue_pos.store(0, std::memory_order_relaxed);
     c->dequeue_pos.store(0, std::memory_order_relaxed);
     c->doorbell.store(0, std::memory_order_relaxed);

@@ -22,6 +22,20 @@ constexpr uint32_t kMaxStreams = 4096;
 enum class Op : uint32_t {
     launch = 1,
     register_kernel = 2,
+    map_memory = 3,
+};
+
+// The payload of a map_memory command: what kernels find at [addr,
+// addr+len) from then on.  Ordered with launches, so a kernel queued after
+// it sees the new mapping and one queued before never does.
+enum class MapSource : uint32_t {
+    device = 0,  // the device's own memory (the default everywhere)
+    host = 1,    // the host mirror's pages: host-resident memory
+};
+struct MapRecord {
+    uint64_t addr;
+    uint64_t len;
+    MapSource source;
 };
 
 // The payload of a register_kernel command: where the kernel's code is.
@@ -83,6 +97,9 @@ struct Channel {
     char failure[256];            // why the device could not start
     char death[160];              // why the device process ended, if it could tell
     char running[64];             // the kernel running now ("" between kernels)
+    // Set when a map_memory command failed: kernels queued after it would
+    // see the wrong memory, so every launch fails with this instead.
+    char map_failure[160];
 
     alignas(64) std::atomic<uint64_t> enqueue_pos;
     alignas(64) std::atomic<uint64_t> dequeue_pos;

@@ -111,6 +111,22 @@ Status ChannelHost::launch(StreamId id, const LaunchDesc &l, uint32_t generation
     return adsmSuccess;
 }
 
+Status ChannelHost::map_memory(const MapRecord &rec, const Alive &alive) {
+    uint64_t pos = channel_enqueue(
+        c_,
+        [&](Command &cmd) {
+            cmd.op = Op::map_memory;
+            cmd.stream = 0;
+            cmd.kernel_id = 0;
+            cmd.size = sizeof rec;
+            memcpy(cmd.payload, &rec, sizeof rec);
+        },
+        alive);
+    if (pos == UINT64_MAX) return fail(adsmErrorDeviceLost, "the device stopped accepting commands");
+    channel_ring_doorbell(c_);
+    return adsmSuccess;
+}
+
 Status ChannelHost::synchronize(StreamId id, const Alive &alive) {
     Stream &s = streams_[id];
     if (s.lost.exchange(false)) {

@@ -29,6 +29,9 @@ public:
 
     // Queues a launch for the executor of `generation`.
     Status launch(StreamId id, const LaunchDesc &l, uint32_t generation, const Alive &alive);
+    // Queues a change of what kernels find at [addr, addr+len), ahead of
+    // every launch queued after it.
+    Status map_memory(const MapRecord &rec, const Alive &alive);
     // Waits for the stream's last launch and reports its first error.
     Status synchronize(StreamId id, const Alive &alive);
 

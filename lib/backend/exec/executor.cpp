@@ -26,8 +26,8 @@ const char *signal_name(int sig) {
 }
 }  // namespace
 
-Executor::Executor(Channel *channel, KernelResolver *resolver, unsigned threads)
-    : c_(channel), resolver_(resolver), runner_(threads) {}
+Executor::Executor(Channel *channel, KernelResolver *resolver, unsigned threads, MemoryMapper *mapper)
+    : c_(channel), resolver_(resolver), mapper_(mapper), runner_(threads) {}
 
 void Executor::stop() {
     stop_.store(true);
@@ -73,6 +73,7 @@ void Executor::run() {
         switch (current_.op) {
         case Op::register_kernel: execute_register(current_); break;
         case Op::launch: execute_launch(current_); break;
+        case Op::map_memory: execute_map(current_); break;
         }
 
         c_->completed.store(pos + 1, std::memory_order_release);
@@ -95,7 +96,22 @@ void Executor::execute_register(const Command &cmd) {
     k.fn = resolver_->resolve(rec, &k.error);
 }
 
+void Executor::execute_map(const Command &cmd) {
+    MapRecord rec;
+    memcpy(&rec, cmd.payload, sizeof rec);
+    std::string err = "this device cannot map memory";
+    if (mapper_ && mapper_->map(rec, &err)) return;
+    if (c_->map_failure[0] == '\0')
+        snprintf(c_->map_failure, sizeof c_->map_failure, "the device could not map %s memory at %#llx (+%llu): %s",
+                 rec.source == MapSource::host ? "host" : "its own", static_cast<unsigned long long>(rec.addr),
+                 static_cast<unsigned long long>(rec.len), err.c_str());
+}
+
 void Executor::execute_launch(const Command &cmd) {
+    if (c_->map_failure[0] != '\0') {
+        report(cmd.stream, adsmErrorLaunchFailure, "?", nullptr, c_->map_failure);
+        return;
+    }
     if (cmd.kernel_id >= kernels_.size() || (!kernels_[cmd.kernel_id].fn && kernels_[cmd.kernel_id].error.empty())) {
         report(cmd.stream, adsmErrorInvalidLaunch, "?", nullptr, "kernel was never registered on the device");
         return;

@@ -21,9 +21,18 @@ public:
     virtual adsmKernelFunc resolve(const KernelRecord &rec, std::string *err) = 0;
 };
 
+// Changes what the executor's address space holds at window addresses
+// (map_memory commands); only a device in a process of its own has one.
+class MemoryMapper {
+public:
+    virtual ~MemoryMapper() = default;
+    // Returns false with why in err.
+    virtual bool map(const MapRecord &rec, std::string *err) = 0;
+};
+
 class Executor {
 public:
-    Executor(Channel *channel, KernelResolver *resolver, unsigned threads);
+    Executor(Channel *channel, KernelResolver *resolver, unsigned threads, MemoryMapper *mapper = nullptr);
 
     // Serves commands on the calling thread until stop().
     void run();
@@ -40,11 +49,13 @@ private:
     bool wait_for_command(uint64_t pos);
     void execute_register(const Command &cmd);
     void execute_launch(const Command &cmd);
+    void execute_map(const Command &cmd);
     void record_span(const Command &cmd, uint64_t start_ns, bool failed);
     void report(uint32_t stream, adsmError_t error, const char *kernel, const FaultInfo *fault, const char *message);
 
     Channel *c_;
     KernelResolver *resolver_;
+    MemoryMapper *mapper_;
     GridRunner runner_;
     std::vector<Kernel> kernels_;
     std::atomic<bool> stop_{false};

@@ -62,7 +62,7 @@ std::string library_to_preload() {
 
 }  // namespace
 
-std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd) {
+std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd, int host_fd) {
     std::vector<std::string> env;
     std::string preload = library_to_preload();
     bool preloaded = false;
@@ -79,7 +79,7 @@ std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd
     }
     if (!preload.empty() && !preloaded) env.push_back("LD_PRELOAD=" + preload);
     char spec[96];
-    snprintf(spec, sizeof spec, "ADSM_SIM_SERVER=%d,%d,%d", sock, channel_fd, dev_fd);
+    snprintf(spec, sizeof spec, "ADSM_SIM_SERVER=%d,%d,%d,%d", sock, channel_fd, dev_fd, host_fd);
     env.emplace_back(spec);
     return env;
 }

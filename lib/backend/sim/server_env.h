@@ -9,6 +9,6 @@
 
 namespace adsm {
 
-std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd);
+std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd, int host_fd);
 
 }  // namespace adsm

@@ -66,7 +66,7 @@ SimDevice::~SimDevice() {
     if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
 }
 
-Status SimDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *) {
+Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *) {
     int fd = os::memfd_sized("adsm-sim-device-memory", size);
     if (fd < 0) return fail(adsmErrorInitialization, "sim: cannot create device memory: %s", strerror(-fd));
     void *dma = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);
@@ -82,6 +82,7 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *) {
     base_ = base;
     size_ = size;
     dev_fd_ = fd;
+    host_fd_ = host_fd;
     dma_ = static_cast<uint8_t *>(dma);
     channel_fd_ = cfd;
     channel_ = static_cast<exec::Channel *>(ch);
@@ -106,6 +107,29 @@ Status SimDevice::commit(uintptr_t, uint64_t bytes) {
 void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
     if (bytes >= kPunchThreshold) os::punch_hole(dev_fd_, dev - base_, bytes);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+Status SimDevice::send_mapping(uintptr_t dev, uint64_t bytes, exec::MapSource source) {
+    exec::MapRecord rec{dev, bytes, source};
+    return host_->map_memory(rec, [this] { return server_alive(); });
+}
+
+Status SimDevice::map_host_memory(uintptr_t dev, uint64_t bytes) {
+    if (Status s = check_range(dev, bytes); s != adsmSuccess) return s;
+    if (host_fd_ < 0) return fail(adsmErrorNotSupported, "sim: the host mirror cannot be shared with the device");
+    std::shared_lock<os::FutexRwLock> lock(server_mu_);
+    std::lock_guard<std::mutex> g(ranges_mu_);
+    host_ranges_[dev] = bytes;
+    // A device process that starts later maps it with the others; one that
+    // dies before this lands maps it when it starts again.
+    if (running_.load()) (void)send_mapping(dev, bytes, exec::MapSource::host);
+    return adsmSuccess;
+}
+
+void SimDevice::unmap_host_memory(uintptr_t dev, uint64_t bytes) {
+    std::shared_lock<os::FutexRwLock> lock(server_mu_);
+    std::lock_guard<std::mutex> g(ranges_mu_);
+    if (host_ranges_.erase(dev) && running_.load()) (void)send_mapping(dev, bytes, exec::MapSource::device);
 }
 
 Status SimDevice::check_range(uintptr_t dev, size_t n) const {
@@ -243,17 +267,17 @@ Status SimDevice::start_server() {
         return fail(adsmErrorNoDevice, "sim: socketpair failed: %s", strerror(errno));
 
     // The device is this very program started again in device mode.
-    std::vector<std::string> env = server_environment(sv[1], channel_fd_, dev_fd_);
+    std::vector<std::string> env = server_environment(sv[1], channel_fd_, dev_fd_, host_fd_);
     std::vector<char *> envp;
     for (auto &s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
     char arg0[] = "adsm-sim-device";
     char *argv[] = {arg0, nullptr};
-    int keep[] = {sv[1], channel_fd_, dev_fd_};
+    int keep[] = {sv[1], channel_fd_, dev_fd_, host_fd_};
 
     pid_t pid = 0;
     std::string program = main_program_path();
-    int r = os::spawn_detached(program.c_str(), argv, envp.data(), keep, 3, &pid);
+    int r = os::spawn_detached(program.c_str(), argv, envp.data(), keep, host_fd_ >= 0 ? 4 : 3, &pid);
     close(sv[1]);
     if (r != 0) {
         close(sv[0]);
@@ -284,6 +308,12 @@ Status SimDevice::start_server() {
     sock_.store(sv[0]);
     generation_.fetch_add(1);
     running_.store(true);
+    {
+        // Ahead of any launch: the ring runs in order.
+        std::lock_guard<std::mutex> g(ranges_mu_);
+        for (const auto &[dev, bytes] : host_ranges_)
+            (void)send_mapping(dev, bytes, exec::MapSource::host);  // a loss shows at the launch
+    }
     ADSM_LOG(info, "sim device process %d started (window %p, %llu bytes)", pid, reinterpret_cast<void *>(base_),
              static_cast<unsigned long long>(size_));
     return adsmSuccess;

@@ -11,6 +11,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -35,6 +37,9 @@ public:
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
+
+    Status map_host_memory(uintptr_t dev, uint64_t bytes) override;
+    void unmap_host_memory(uintptr_t dev, uint64_t bytes) override;
 
     Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
@@ -64,6 +69,8 @@ public:
 private:
     Status check_range(uintptr_t dev, size_t n) const;
     Status start_server();          // under the exclusive lock
+    // Tells a running device process what kernels find at a range.
+    Status send_mapping(uintptr_t dev, uint64_t bytes, exec::MapSource source);
     bool server_alive();
     std::string death_reason() const;
     void handle_death(uint32_t generation);
@@ -80,6 +87,12 @@ private:
     uintptr_t base_ = 0;
     uint64_t size_ = 0;
     int dev_fd_ = -1;
+    int host_fd_ = -1;              // the host mirror (host-resident ranges map it)
+    // The host-resident ranges, start -> bytes: a new device process maps
+    // them again before it runs anything.  (Under server_mu_, shared, and
+    // ranges_mu_.)
+    std::mutex ranges_mu_;
+    std::map<uintptr_t, uint64_t> host_ranges_;
     uint8_t *dma_ = nullptr;        // host view of device memory
     int channel_fd_ = -1;
     exec::Channel *channel_ = nullptr;

@@ -42,6 +42,37 @@ public:
     }
 };
 
+// Host-resident memory: the host mirror's own pages replace device memory
+// at a range, so kernels read and write what the CPU does (over the link,
+// on a real device); the device's pages come back when the range is freed.
+class WindowMapper final : public exec::MemoryMapper {
+public:
+    WindowMapper(uint64_t base, uint64_t size, int dev_fd, int host_fd)
+        : base_(base), size_(size), dev_fd_(dev_fd), host_fd_(host_fd) {}
+    bool map(const exec::MapRecord &rec, std::string *err) override {
+        if (rec.addr < base_ || rec.addr - base_ > size_ || rec.len > size_ - (rec.addr - base_) ||
+            rec.addr % os::kPageSize || rec.len % os::kPageSize) {
+            *err = "the range is not whole pages of the window";
+            return false;
+        }
+        int fd = rec.source == exec::MapSource::host ? host_fd_ : dev_fd_;
+        if (fd < 0) {
+            *err = "the device process has no descriptor for that memory";
+            return false;
+        }
+        if (os::map_shared(fd, rec.addr - base_, rec.len, PROT_READ | PROT_WRITE, rec.addr, /*replace=*/true) ==
+            MAP_FAILED) {
+            *err = strerror(errno);
+            return false;
+        }
+        return true;
+    }
+
+private:
+    uint64_t base_, size_;
+    int dev_fd_, host_fd_;
+};
+
 exec::Channel *g_channel = nullptr;
 
 void note_death(const char *what) {
@@ -80,7 +111,7 @@ unsigned worker_count() {
     return n ? n : 1;
 }
 
-[[noreturn]] void serve(int sock, int channel_fd, int dev_fd) {
+[[noreturn]] void serve(int sock, int channel_fd, int dev_fd, int host_fd) {
     prctl(PR_SET_NAME, "adsm-sim-dev", 0, 0, 0);
     // Kernels that print should be seen even when stdout is a pipe.
     setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -91,7 +122,9 @@ unsigned worker_count() {
     if (c->magic != exec::kChannelMagic) fail_start(c, "%s", "channel layout mismatch between host and device");
     void *win = os::map_shared(dev_fd, 0, c->window_size, PROT_READ | PROT_WRITE, c->window_base);
     if (win == MAP_FAILED) fail_start(c, "cannot map device memory at the window's address: %s", strerror(errno));
-    close(dev_fd);
+    // Both memories stay open: map_memory commands map ranges of them.
+    fcntl(dev_fd, F_SETFD, FD_CLOEXEC);
+    if (host_fd >= 0) fcntl(host_fd, F_SETFD, FD_CLOEXEC);
     close(channel_fd);
     // Children that kernels may start must not keep the host's socket open.
     fcntl(sock, F_SETFD, FD_CLOEXEC);
@@ -100,7 +133,8 @@ unsigned worker_count() {
     signal(SIGABRT, on_abort);
 
     static ModuleResolver resolver;
-    static exec::Executor executor(c, &resolver, worker_count());
+    static WindowMapper mapper(c->window_base, c->window_size, dev_fd, host_fd);
+    static exec::Executor executor(c, &resolver, worker_count(), &mapper);
     os::add_fault_hook(on_unguarded_fault);  // after the kernel guard, which the executor installed
     std::thread([] { executor.run(); }).detach();
 
@@ -125,11 +159,11 @@ unsigned worker_count() {
 __attribute__((constructor(101))) void sim_device_entry() {
     const char *spec = getenv("ADSM_SIM_SERVER");
     if (!spec) return;
-    int sock = -1, channel_fd = -1, dev_fd = -1;
-    if (sscanf(spec, "%d,%d,%d", &sock, &channel_fd, &dev_fd) != 3) _exit(1);
+    int sock = -1, channel_fd = -1, dev_fd = -1, host_fd = -1;
+    if (sscanf(spec, "%d,%d,%d,%d", &sock, &channel_fd, &dev_fd, &host_fd) != 4) _exit(1);
     mark_device_process();
     unsetenv("ADSM_SIM_SERVER");
-    serve(sock, channel_fd, dev_fd);
+    serve(sock, channel_fd, dev_fd, host_fd);
 }
 
 }  // namespace

@@ -1,0 +1,250 @@
+// Memory kinds (adsmAllocEx's place): host-resident objects that kernels
+// reach in host memory, and read-mostly objects with a copy on every device.
+// On an integrated device there is one memory: every kind behaves as the
+// default and the tests check only the results.
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/stats.h"
+#include "test_kernels.h"
+
+using namespace adsm_test;
+
+namespace {
+
+uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
+
+int device_count() {
+    int n = 0;
+    EXPECT_EQ(adsmGetDeviceCount(&n), adsmSuccess) << detail();
+    return n;
+}
+
+uint64_t used_on(int device) {
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceProperties(device, &info), adsmSuccess) << detail();
+    return info.memory_used;
+}
+
+adsmAllocAttr placed(int place, int spill = ADSM_SPILL_DEFAULT) {
+    adsmAllocAttr a{};
+    a.place = place;
+    a.spill = spill;
+    return a;
+}
+
+// out[i] = in[i] + add
+void add_into(const adsm::thread_index &t, const uint32_t *in, uint32_t *out, size_t n, uint32_t add) {
+    size_t i = adsm::global_x(t);
+    if (i < n) out[i] = in[i] + add;
+}
+
+// Writes what the kernel must never give back (a replica is read-only).
+void scribble(const adsm::thread_index &t, uint32_t *v, size_t n) {
+    size_t i = adsm::global_x(t);
+    if (i < n) v[i] = 0xdead;
+}
+
+}  // namespace
+
+TEST(PlacementTest, HostResidentMemoryIsNeverCopied) {
+    auto inc = device_kernel<increment>("placement.increment");
+    const size_t len = 200000;
+    adsmAllocAttr host = placed(ADSM_PLACE_HOST);
+    auto *v = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &host));
+    if (on_cuda()) {
+        EXPECT_EQ(v, nullptr);
+        EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported);
+        EXPECT_NE(detail().find("host-resident"), std::string::npos) << detail();
+        return;
+    }
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < len; ++i) v[i] = static_cast<uint32_t>(i);
+    const uint64_t h2d = counter(adsm::Counter::h2d_bytes), d2h = counter(adsm::Counter::d2h_bytes);
+    for (int round = 0; round < 3; ++round) {
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        for (size_t i = 1; i < len; i += 997) ASSERT_EQ(v[i], static_cast<uint32_t>(i + round + 1)) << i;
+        v[0] += 100;  // the CPU's write is what the next kernel reads
+    }
+    EXPECT_EQ(v[0], 303u);
+    // The kernels worked on the host's pages: nothing of the object moved.
+    EXPECT_LE(counter(adsm::Counter::h2d_bytes) - h2d, 64u * 1024) << "only other objects' bytes may move";
+    EXPECT_LE(counter(adsm::Counter::d2h_bytes) - d2h, 64u * 1024);
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+}
+
+TEST(PlacementTest, HostResidentMemoryTakesNoDeviceMemory) {
+    if (!is_discrete() || on_cuda()) return;  // one memory; cuda refuses (above)
+    const uint64_t before = used_on(0);
+    const uint64_t allocs = counter(adsm::Counter::host_resident_allocs);
+    adsmAllocAttr host = placed(ADSM_PLACE_HOST);
+    void *p = adsmAllocEx(8u << 20, &host);
+    ASSERT_NE(p, nullptr) << detail();
+    EXPECT_LT(used_on(0), before + (1u << 20)) << "its 8 MiB are the host's";
+    EXPECT_EQ(counter(adsm::Counter::host_resident_allocs), allocs + 1);
+    EXPECT_EQ(adsmFree(p), adsmSuccess) << detail();
+}
+
+// A range given back to device memory after a host-resident object is
+// freed: an object allocated there afterwards has device memory again, and
+// its data moves as any other object's (if the device still reached the
+// host's pages, the kernel's result would be overwritten by the acquire).
+TEST(PlacementTest, FreedHostResidentRangeIsDeviceMemoryAgain) {
+    if (on_cuda()) return;
+    auto inc = device_kernel<increment>("placement.increment");
+    // An odd size between two live objects: once out of quarantine, the
+    // hole it leaves is the only one of its size.
+    const size_t len = 1531 * 4096 / sizeof(uint32_t);
+    void *before = adsmAlloc(len * sizeof(uint32_t));
+    adsmAllocAttr host = placed(ADSM_PLACE_HOST);
+    auto *h = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &host));
+    void *after = adsmAlloc(len * sizeof(uint32_t));
+    ASSERT_TRUE(before && h && after) << detail();
+    inc(adsm::blocks_for(len, 256), 256, h, len);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    // 1100 frees after its own push it out of quarantine; no allocation
+    // comes between to take a piece of its hole.
+    std::vector<void *> small(1100);
+    for (void *&p : small) ASSERT_NE(p = adsmAlloc(4096), nullptr) << detail();
+    ASSERT_EQ(adsmFree(h), adsmSuccess) << detail();
+    for (void *p : small) ASSERT_EQ(adsmFree(p), adsmSuccess) << detail();
+    auto *v = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
+    ASSERT_EQ(v, h) << "the window gave the range out again";
+    const uint64_t h2d = counter(adsm::Counter::h2d_bytes);  // (rolling sends while the CPU writes)
+    for (size_t i = 0; i < len; ++i) v[i] = 7;
+    inc(adsm::blocks_for(len, 256), 256, v, len);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (size_t i = 0; i < len; i += 101) ASSERT_EQ(v[i], 8u) << i;
+    if (is_discrete()) {
+        EXPECT_GE(counter(adsm::Counter::h2d_bytes) - h2d, len * sizeof(uint32_t)) << "it was sent as device memory";
+    }
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+    EXPECT_EQ(adsmFree(before), adsmSuccess) << detail();
+    EXPECT_EQ(adsmFree(after), adsmSuccess) << detail();
+}
+
+TEST(PlacementTest, HostResidentObjectsFollowAMovedContext) {
+    const int n = device_count();
+    if (n < 2 || on_cuda()) return;
+    auto inc = device_kernel<increment>("placement.increment");
+    const size_t len = 50000;
+    std::thread([&] {
+        adsmAllocAttr host = placed(ADSM_PLACE_HOST);
+        auto *v = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &host));
+        ASSERT_NE(v, nullptr) << detail();
+        for (size_t i = 0; i < len; ++i) v[i] = 1;
+        for (int d = 0; d < n; ++d) {
+            ASSERT_EQ(adsmSetDevice(d), adsmSuccess) << detail();
+            inc(adsm::blocks_for(len, 256), 256, v, len);
+            ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        }
+        for (size_t i = 0; i < len; i += 333) ASSERT_EQ(v[i], static_cast<uint32_t>(1 + n)) << i;
+        EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+    }).join();
+}
+
+// Every context on every device reads the same replicated table; a replica
+// is sent again only after the CPU changed the object.
+TEST(PlacementTest, EveryDeviceReadsAReplicaSentOnlyWhenChanged) {
+    const int n = device_count();
+    auto add = device_kernel<add_into>("placement.add_into");
+    const size_t len = 100000;
+    adsmAllocAttr every = placed(ADSM_PLACE_EVERY_DEVICE);
+    auto *table = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &every));
+    ASSERT_NE(table, nullptr) << detail();
+    for (size_t i = 0; i < len; ++i) table[i] = static_cast<uint32_t>(3 * i);
+    auto run_everywhere = [&](uint32_t expect_delta) {
+        for (int d = 0; d < n; ++d)
+            std::thread([&, d] {
+                ASSERT_EQ(adsmSetDevice(d), adsmSuccess) << detail();
+                auto *out = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
+                ASSERT_NE(out, nullptr) << detail();
+                add(adsm::blocks_for(len, 256), 256, table, out, len, static_cast<uint32_t>(d));
+                ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+                for (size_t i = 0; i < len; i += 557)
+                    ASSERT_EQ(out[i], static_cast<uint32_t>(3 * i + expect_delta + d)) << "device " << d << " at " << i;
+                EXPECT_EQ(adsmFree(out), adsmSuccess) << detail();
+            }).join();
+    };
+    const uint64_t updates = counter(adsm::Counter::replica_updates);
+    run_everywhere(0);
+    const uint64_t first = counter(adsm::Counter::replica_updates) - updates;
+    if (is_discrete()) {
+        EXPECT_EQ(first, static_cast<uint64_t>(n)) << "one copy per device";
+    }
+    run_everywhere(0);
+    const uint64_t second = counter(adsm::Counter::replica_updates) - updates - first;
+    const char *protocol = getenv("ADSM_PROTOCOL");
+    if (is_discrete() && !(protocol && std::string(protocol) == "batch")) {
+        EXPECT_EQ(second, 0u) << "unchanged: no device needs it again";
+    }
+    table[len - 1] += 5;
+    for (size_t i = 0; i < len - 1; ++i) table[i] += 5;
+    run_everywhere(5);
+    const uint64_t third = counter(adsm::Counter::replica_updates) - updates - first - second;
+    if (is_discrete()) {
+        EXPECT_EQ(third, static_cast<uint64_t>(n)) << "changed: every device needs it again";
+    }
+    EXPECT_EQ(adsmFree(table), adsmSuccess) << detail();
+}
+
+TEST(PlacementTest, KernelWritesToAReplicaDoNotComeBack) {
+    if (!is_discrete()) return;  // one memory: the kernel writes the only copy
+    auto scrib = device_kernel<scribble>("placement.scribble");
+    const size_t len = 4096;
+    adsmAllocAttr every = placed(ADSM_PLACE_EVERY_DEVICE);
+    auto *v = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &every));
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < len; ++i) v[i] = 42;
+    scrib(adsm::blocks_for(len, 256), 256, v, len);
+    // The CPU may read and even write it while the kernel runs: the kernel
+    // reads its own device's copy.
+    EXPECT_EQ(v[1], 42u);
+    v[2] = 43;
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_EQ(v[0], 42u);
+    EXPECT_EQ(v[2], 43u);
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+}
+
+TEST(PlacementTest, ANamedCallMayNameAnotherContextsReplica) {
+    const int n = device_count();
+    auto add = device_kernel<add_into>("placement.add_into");
+    const size_t len = 3000;
+    adsmAllocAttr every = placed(ADSM_PLACE_EVERY_DEVICE);
+    auto *table = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &every));
+    ASSERT_NE(table, nullptr) << detail();
+    for (size_t i = 0; i < len; ++i) table[i] = static_cast<uint32_t>(i);
+    std::thread([&] {
+        ASSERT_EQ(adsmSetDevice(n - 1), adsmSuccess) << detail();
+        auto *out = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
+        ASSERT_NE(out, nullptr) << detail();
+        adsmObjectUse uses[] = {{table, 1}, {out, 0}};
+        const uint32_t *p_table = table;
+        uint32_t *p_out = out;
+        size_t count = len;
+        uint32_t plus = 9;
+        void *args[] = {&p_table, &p_out, &count, &plus};
+        ASSERT_EQ(adsmCallWith(add.handle(), {static_cast<unsigned>((len + 127) / 128), 1, 1}, {128, 1, 1}, args,
+                               uses, 2),
+                  adsmSuccess)
+            << detail();
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        for (size_t i = 0; i < len; i += 17) ASSERT_EQ(out[i], static_cast<uint32_t>(i + 9)) << i;
+        EXPECT_EQ(adsmFree(out), adsmSuccess) << detail();
+    }).join();
+    EXPECT_EQ(adsmFree(table), adsmSuccess) << detail();
+}
+
+TEST(PlacementTest, BadPlacesAreRefused) {
+    adsmAllocAttr bad = placed(7);
+    EXPECT_EQ(adsmAllocEx(4096, &bad), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("adsmPlace"), std::string::npos) << detail();
+    adsmAllocAttr negative = placed(-1);
+    EXPECT_EQ(adsmAllocEx(4096, &negative), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
+}
