@@ -420,6 +420,8 @@ Status BlockProtocol::release(ReleaseGroup &c) {
     if (c.device) (void)c.device->wait_copies(Device::kAllCopies);
     Status result = adsmSuccess;
     for (SharedObject *r = c.objects; r; r = r->next) {
+        // (An object kept on another device has its copies on that one.)
+        if (r->device != c.device) (void)r->device->wait_copies(Device::kAllCopies);
         // Every region is flushed even after a failure, so that a retried
         // call has as little left to send as possible.
         if (r->read_mostly) {

@@ -70,7 +70,10 @@ struct SharedObject {
     size_t size = 0;             // bytes the program asked for
     size_t span = 0;             // bytes reserved at host and at dev (whole pages)
     uint8_t *alias = nullptr;    // always-writable view of the host copy
-    Device *device = nullptr;    // whose memory holds the device copy: its group's device
+    // Whose memory holds the device copy: its group's device, or the one it
+    // is kept on (a preferred device, whose memory the group's kernels
+    // reach over a peer link).
+    Device *device = nullptr;
     // Kernels only read it (adsmAdvise): a whole-context call releases it as
     // a call naming it read-only would (Protocol::release_object).
     bool read_mostly = false;
@@ -160,7 +163,8 @@ struct ReleaseGroup {
     // group's calls release them through their own coherence.
     SharedObject *placed = nullptr;
     // Where the group's kernels run and its objects' device copies live
-    // (each object's `device` is this one's while it belongs to the group).
+    // (each object's `device` is this one's while it belongs to the group,
+    // unless the object is kept on a preferred device).
     Device *device = nullptr;
 
     // The protocol's own state for the group (rolling's dirty list), under

@@ -73,6 +73,13 @@ void *adsmAllocEx(size_t size, const adsmAllocAttr *attr) {
         case ADSM_PLACE_DEVICE: place.home = Home::device; break;
         case ADSM_PLACE_HOST: place.home = Home::host; break;
         case ADSM_PLACE_EVERY_DEVICE: place.home = Home::every_device; break;
+        case ADSM_PLACE_PREFERRED_DEVICE:
+            place.preferred = rt->manager->device_at(attr->device);
+            if (!place.preferred)
+                return record_ptr(fail(adsmErrorInvalidDevice, "device %d does not exist: this process has %d (ADSM_DEVICE)",
+                                       attr->device, static_cast<int>(rt->manager->device_count())),
+                                  nullptr);
+            break;
         default:
             return record_ptr(fail(adsmErrorInvalidValue, "place %d is not an adsmPlace", attr->place), nullptr);
         }

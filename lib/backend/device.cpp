@@ -38,6 +38,14 @@ Status Device::map_host_memory(uintptr_t, uint64_t) {
                 name());
 }
 
+Status Device::map_peer_memory(Device &holder, uintptr_t, uint64_t) {
+    if (integrated() && holder.integrated()) return adsmSuccess;  // one memory
+    return fail(adsmErrorNotSupported,
+                "kernels on the %s device cannot reach the %s device's memory (an object on a preferred device needs "
+                "simulated devices, ADSM_DEVICE=sim,sim)",
+                name(), holder.name());
+}
+
 Status Device::copy_to_peer(Device &to, uintptr_t, size_t) {
     return fail(adsmErrorNotSupported, "the %s device cannot copy to the %s device directly", name(), to.name());
 }

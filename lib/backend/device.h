@@ -55,13 +55,18 @@ public:
     virtual Status commit(uintptr_t dev, uint64_t bytes) = 0;
     virtual void decommit(uintptr_t dev, uint64_t bytes) = 0;
 
-    // Host-resident memory: kernels reach the host mirror's own pages at
-    // [dev, dev+bytes) from the next launch on, nothing is ever copied there,
-    // and no device memory backs it; unmap gives the range back to device
-    // memory (uncommitted).  Whole pages.  A device that cannot map host
-    // memory at window addresses refuses; an integrated one has nothing to do.
+    // What kernels on this device find at [dev, dev+bytes) (whole pages),
+    // from the next launch on:
+    //   map_host_memory: the host mirror's own pages (host-resident memory:
+    //     nothing is ever copied there, no device memory backs it);
+    //   map_peer_memory: `holder`'s device memory, where an object lives
+    //     that this device's kernels reach over a peer link;
+    //   unmap_memory: this device's own memory again (uncommitted).
+    // A device that cannot map that memory at window addresses refuses; an
+    // integrated one has nothing to do.
     virtual Status map_host_memory(uintptr_t dev, uint64_t bytes);
-    virtual void unmap_host_memory(uintptr_t, uint64_t) {}
+    virtual Status map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes);
+    virtual void unmap_memory(uintptr_t, uint64_t) {}
 
     // Synchronous copies and fills through the device's copy engine.  The
     // copies are async-signal-safe: the fault handler moves data with them.

@@ -127,7 +127,13 @@ ADSM_API adsmError_t adsmFree(void *ptr);
  *     CPU changed it since; kernels only read it, what they write is not
  *     brought back and is replaced at the next update; it needs room on
  *     every device, else it fails, or with ADSM_SPILL_NEXT becomes
- *     host-resident).
+ *     host-resident); ADSM_PLACE_PREFERRED_DEVICE (device memory of device
+ *     `device`, whichever device its context runs on or moves to: kernels
+ *     on the others reach it there over a peer link; the protocol moves the
+ *     data to that device, and spill applies to it; adsmErrorInvalidDevice
+ *     for a device the process does not have, adsmErrorNotSupported where
+ *     the devices cannot reach each other's memory).
+ *   device: for ADSM_PLACE_PREFERRED_DEVICE.
  */
 typedef enum adsmSpill {
     ADSM_SPILL_DEFAULT = 0,
@@ -139,13 +145,15 @@ typedef enum adsmSpill {
 typedef enum adsmPlace {
     ADSM_PLACE_DEVICE = 0,
     ADSM_PLACE_HOST = 1,
-    ADSM_PLACE_EVERY_DEVICE = 2
+    ADSM_PLACE_EVERY_DEVICE = 2,
+    ADSM_PLACE_PREFERRED_DEVICE = 3
 } adsmPlace;
 typedef struct adsmAllocAttr {
     int priority;
     int spill; /* an adsmSpill */
     int zero;
     int place; /* an adsmPlace */
+    int device;
 } adsmAllocAttr;
 ADSM_API void *adsmAllocEx(size_t size, const adsmAllocAttr *attr);
 /* Shared memory whose device address may differ from its CPU address. */

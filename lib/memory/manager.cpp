@@ -64,7 +64,11 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
         return fail(adsmErrorMemoryAllocation, "size %zu is larger than the shared window (%llu bytes, ADSM_VA_SIZE)", size,
                     static_cast<unsigned long long>(space_.size()));
     bool separate_dev = kind == RegionKind::safe && !on.integrated();
-    if (kind != RegionKind::shared) place.home = Home::device;
+    if (kind != RegionKind::shared) {
+        place.home = Home::device;
+        place.preferred = nullptr;
+    }
+    if (place.home != Home::device) place.preferred = nullptr;
 
     uintptr_t host = 0, dev = 0;
     if (Status s = space_.allocate(span, &dev, align); s != adsmSuccess) return s;
@@ -87,7 +91,7 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     }
     Region *r = table_.create();
     if (!r) {
-        uncommit_placed(on, dev, span, place.home, resident);
+        uncommit_placed(on, dev, span, place.home, place.preferred != nullptr, resident);
         undo();
         return fail(adsmErrorMemoryAllocation, "the region table is full");
     }
@@ -98,6 +102,7 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     r->alias = host ? space_.alias(host) : nullptr;
     r->device = &on;
     r->home = place.home;
+    r->pinned = place.home == Home::device && place.preferred;
     r->resident = resident;
     r->priority = place.priority;
     // An allocation counts as a use: eviction takes older objects first.
@@ -128,15 +133,7 @@ Status Manager::commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKi
     }
     if (place->home == Home::host) {
         *resident = false;
-        size_t done = 0;
-        Status s = adsmSuccess;
-        for (; done < devices_.size() && s == adsmSuccess; ++done) s = devices_[done]->map_host_memory(dev, span);
-        if (s == adsmSuccess) {
-            stats().add(Counter::host_resident_allocs);
-            return adsmSuccess;
-        }
-        for (size_t i = 0; i + 1 < done; ++i) devices_[i]->unmap_host_memory(dev, span);
-        return s;
+        return map_everywhere(nullptr, dev, span);
     }
     // A full device leaves an object with a host copy on the host alone,
     // evicting nothing: a call that needs it makes room then (an eviction
@@ -146,36 +143,51 @@ Status Manager::commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKi
     Status committed = kind == RegionKind::device || place->spill == Spill::evict || place->spill == Spill::fail
                            ? commit_evicting(on, dev, span, nullptr, kNothingNeeded, below)
                            : on.commit(dev, span);
-    if (committed == adsmSuccess) return adsmSuccess;
-    // (On an integrated device the host's memory is the device's: there
-    // is nowhere else to go.)
-    if (committed != adsmErrorMemoryAllocation || kind == RegionKind::device || on.integrated() ||
-        place->spill == Spill::fail)
-        return committed;
-    if (place->spill == Spill::next && kind == RegionKind::shared) {
+    if (committed != adsmSuccess) {
+        if (committed != adsmErrorMemoryAllocation || kind == RegionKind::device || place->spill == Spill::fail)
+            return committed;
+        *resident = false;
         // The next kind of memory, where the devices can reach the host's;
         // else the host alone, as `host`.
-        Placement host = *place;
-        host.home = Home::host;
-        bool unused;
-        if (commit_placed(on, dev, span, kind, &host, &unused) == adsmSuccess) {
+        if (place->spill == Spill::next && kind == RegionKind::shared && map_everywhere(nullptr, dev, span) == adsmSuccess) {
             place->home = Home::host;
-            *resident = false;
             return adsmSuccess;
         }
     }
-    *resident = false;
-    return adsmSuccess;
+    if (!place->preferred) return adsmSuccess;
+    // Kept on its preferred device: kernels on the others reach it there.
+    Status s = map_everywhere(&on, dev, span);
+    if (s != adsmSuccess && *resident) on.decommit(dev, span);
+    return s;
 }
 
-void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool resident) {
+Status Manager::map_everywhere(Device *holder, uintptr_t dev, uint64_t span) {
+    size_t done = 0;
+    Status s = adsmSuccess;
+    for (; done < devices_.size() && s == adsmSuccess; ++done) {
+        Device &d = *devices_[done];
+        if (&d != holder) s = holder ? d.map_peer_memory(*holder, dev, span) : d.map_host_memory(dev, span);
+    }
+    if (s == adsmSuccess) {
+        if (!holder) stats().add(Counter::host_resident_allocs);
+        return adsmSuccess;
+    }
+    for (size_t i = 0; i + 1 < done; ++i)
+        if (devices_[i] != holder) devices_[i]->unmap_memory(dev, span);
+    return s;
+}
+
+void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool pinned, bool resident) {
     if (on.integrated()) return on.decommit(dev, span);
     switch (home) {
     case Home::device:
         if (resident) on.decommit(dev, span);
+        if (pinned)
+            for (Device *d : devices_)
+                if (d != &on) d->unmap_memory(dev, span);
         break;
     case Home::host:
-        for (Device *d : devices_) d->unmap_host_memory(dev, span);
+        for (Device *d : devices_) d->unmap_memory(dev, span);
         break;
     case Home::every_device:
         for (Device *d : devices_) d->decommit(dev, span);
@@ -199,7 +211,7 @@ void Manager::retire(Region *r) {
     stats().remember_freed(r->summary<RegionSummary>(true));
     table_.unmap_freed(r->dev, r->span);
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
-    uncommit_placed(*r->device, r->dev, r->span, r->home, r->resident);
+    uncommit_placed(*r->device, r->dev, r->span, r->home, r->pinned, r->resident);
     space_.release(r->dev, r->span);
     if (r->host && r->host != r->dev) space_.release(r->host, r->span);
     table_.destroy(r);
@@ -215,7 +227,8 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     Placement chosen;
     chosen.spill = spill_;
     if (place) chosen = *place;
-    if (Status s = carve(size, RegionKind::shared, *c->device, &r, align, chosen); s != adsmSuccess) return s;
+    Device &on = chosen.preferred ? *chosen.preferred : *c->device;
+    if (Status s = carve(size, RegionKind::shared, on, &r, align, chosen); s != adsmSuccess) return s;
     r->origin = origin;
     if (zero) space_.zero(r->host, r->span);
     if (Status s = start_coherence(*r, zero); s != adsmSuccess) {

@@ -47,7 +47,12 @@ public:
     size_t device_count() const { return devices_.size(); }
     Device &device(size_t i) { return *devices_[i]; }
     // The index of c's device.
-    size_t device_index(const Context *c) const;
+    size_t device_index(const Device &d) const;
+    size_t device_index(const Context *c) const { return device_index(*c->device); }
+    // Device d of the process, or nullptr.
+    Device *device_at(int d) const {
+        return d >= 0 && static_cast<size_t>(d) < devices_.size() ? devices_[static_cast<size_t>(d)] : nullptr;
+    }
     // Moves c (the calling thread's context when null) with all its shared
     // objects to device `to`, as GMAC's gmacMigrate: its next kernels run
     // there.  Refused with adsmErrorBusy while its kernels may run, and with
@@ -150,8 +155,11 @@ private:
     // Device memory for a new object at [dev, dev+span) as `place` says;
     // may change place->home (spill::next) and sets *resident.
     Status commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKind kind, Placement *place, bool *resident);
+    // Kernels on every device but `holder` reach [dev, dev+span) in holder's
+    // memory, or in the host's (holder null); all or none.
+    Status map_everywhere(Device *holder, uintptr_t dev, uint64_t span);
     // Gives back what commit_placed took.
-    void uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool resident);
+    void uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool pinned, bool resident);
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
     Status move_object(Region &r, Device &to);

@@ -36,9 +36,9 @@ private:
 
 }  // namespace
 
-size_t Manager::device_index(const Context *c) const {
+size_t Manager::device_index(const Device &d) const {
     for (size_t i = 0; i < devices_.size(); ++i)
-        if (devices_[i] == c->device) return i;
+        if (devices_[i] == &d) return i;
     return 0;
 }
 
@@ -76,7 +76,7 @@ Status Manager::move_object(Region &r, Device &to) {
 }
 
 Status Manager::relocate(Region &r, Device &to) {
-    if (r.device == &to) return adsmSuccess;
+    if (r.device == &to || r.pinned) return adsmSuccess;  // (a pinned one stays on its preferred device)
     if (r.home != Home::device && !r.device->integrated()) {
         // Every device reaches it already (host-resident, replicated).
         os::FutexGuard g(r.lock);

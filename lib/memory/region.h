@@ -41,6 +41,10 @@ struct Placement {
     int priority = 0;
     Spill spill = Spill::host;
     Home home = Home::device;
+    // The device whose memory holds it, whatever device its context runs
+    // on (kernels on the others reach it over a peer link); nullptr: its
+    // context's, moving with it.
+    Device *preferred = nullptr;
 };
 
 struct Region : SharedObject {
@@ -60,6 +64,9 @@ struct Region : SharedObject {
     // prefer the host before any other (adsmAdvise).
     int priority = 0;
     bool prefers_host = false;
+    // On a preferred device (Placement::preferred): `device` stays when its
+    // context moves, and kernels on every other device reach it there.
+    bool pinned = false;
     int eviction_priority() const { return prefers_host ? INT32_MIN : priority; }
     // The owner's last call that named it (adsmCallWith), or 0.
     std::atomic<uint64_t> named_call{0};
@@ -83,6 +90,7 @@ struct Region : SharedObject {
         named_call.store(0, std::memory_order_relaxed);
         priority = 0;
         prefers_host = false;
+        pinned = false;
         kind = RegionKind::shared;
         origin = RegionOrigin::api;
     }

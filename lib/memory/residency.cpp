@@ -86,8 +86,10 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
     return fail(adsmErrorMemoryAllocation, "%s, and no object left to evict frees enough of it", first.c_str());
 }
 
-Status Manager::make_resident(Region &r, Device &to, Context &c, uint64_t needed) {
-    // (Placed objects are where every device's kernels reach them already.)
+Status Manager::make_resident(Region &r, Device &on, Context &c, uint64_t needed) {
+    // (Placed objects are where every device's kernels reach them already;
+    // one kept on its preferred device is reached there.)
+    Device &to = r.pinned ? *r.device : on;
     if ((r.device == &to && r.resident) || r.home != Home::device) return adsmSuccess;
     if (Status s = commit_evicting(to, r.dev, r.span, &c, needed); s != adsmSuccess) return s;
     if (Status s = move_object(r, to); s != adsmSuccess) {

@@ -191,11 +191,13 @@ Status Manager::prefetch(const void *p, size_t n, int device) {
     return with_idle(p, n, false, [&](Region &r, size_t off) {
         if (device == kHost) return protocol_.fetch_range(r, off, n);
         Context &owner = *r.owner();
-        if (devices_[device] != owner.device)
+        // (One kept on a preferred device lives there, whoever releases it.)
+        Device &home = r.pinned ? *r.device : *owner.device;
+        if (devices_[device] != &home)
             return fail(adsmErrorInvalidValue,
-                        "%p belongs to a context on device %zu, whose calls release it there: prefetching it to device "
-                        "%d would not last (adsmMigrate hands it to a context on that device)",
-                        p, device_index(&owner), device);
+                        "%p lives on device %zu, where its calls release it: prefetching it to device %d would not last "
+                        "(adsmMigrate hands it to a context on that device)",
+                        p, device_index(home), device);
         // The whole object goes: a release would send all of it.
         const uint64_t now = release_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
         r.last_release = now;

@@ -157,7 +157,7 @@ TEST_F(OversubscriptionTest, ThreadsEvictEachOthersIdleObjects) {
 
 TEST_F(OversubscriptionTest, LowerPrioritiesAreEvictedFirst) {
     const size_t n = words();
-    adsmAllocAttr high{5, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE}, low{0, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE};
+    adsmAllocAttr high{5, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE, 0}, low{0, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE, 0};
     // Released in this order: high0, low0, low1, high1 (the least recent first).
     std::vector<uint32_t *> objs = {static_cast<uint32_t *>(adsmAllocEx(n * 4, &high)),
                                     static_cast<uint32_t *>(adsmAllocEx(n * 4, &low)),
@@ -198,9 +198,9 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
         ASSERT_NE(objs.back(), nullptr);
         ASSERT_TRUE(resident(objs.back()));
     }
-    adsmAllocAttr host{0, ADSM_SPILL_HOST, 1, ADSM_PLACE_DEVICE};
-    adsmAllocAttr evict{0, ADSM_SPILL_EVICT, 1, ADSM_PLACE_DEVICE};
-    adsmAllocAttr fail{0, ADSM_SPILL_FAIL, 0, ADSM_PLACE_DEVICE};
+    adsmAllocAttr host{0, ADSM_SPILL_HOST, 1, ADSM_PLACE_DEVICE, 0};
+    adsmAllocAttr evict{0, ADSM_SPILL_EVICT, 1, ADSM_PLACE_DEVICE, 0};
+    adsmAllocAttr fail{0, ADSM_SPILL_FAIL, 0, ADSM_PLACE_DEVICE, 0};
     auto *h = static_cast<uint32_t *>(adsmAllocEx(n * 4, &host));
     ASSERT_NE(h, nullptr) << detail();
     EXPECT_FALSE(resident(h)) << "spill host: it waits on the host";
@@ -220,7 +220,7 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
     ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - 4096), adsmSuccess) << detail();
     EXPECT_EQ(adsmAllocEx(n * 4, &fail), nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
-    adsmAllocAttr bad{0, 9, 0, ADSM_PLACE_DEVICE};
+    adsmAllocAttr bad{0, 9, 0, ADSM_PLACE_DEVICE, 0};
     EXPECT_EQ(adsmAllocEx(64, &bad), nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidValue);
     EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
@@ -232,7 +232,7 @@ TEST_F(OversubscriptionTest, SpillPoliciesDecideWhereANewObjectGoesWhenTheDevice
 
 TEST_F(OversubscriptionTest, AnObjectThatPrefersTheHostGoesFirst) {
     const size_t n = words();
-    adsmAllocAttr high{9, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE};
+    adsmAllocAttr high{9, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE, 0};
     std::vector<uint32_t *> objs;
     for (int i = 0; i < 4; ++i) {
         objs.push_back(static_cast<uint32_t *>(adsmAllocEx(n * 4, &high)));
@@ -268,7 +268,7 @@ TEST_F(OversubscriptionTest, SpillNextMakesAnObjectHostResident) {
     }
     const uint64_t evictions = counter(adsm::Counter::device_evictions);
     const uint64_t host_resident = counter(adsm::Counter::host_resident_allocs);
-    adsmAllocAttr next{0, ADSM_SPILL_NEXT, 1, ADSM_PLACE_DEVICE};
+    adsmAllocAttr next{0, ADSM_SPILL_NEXT, 1, ADSM_PLACE_DEVICE, 0};
     auto *h = static_cast<uint32_t *>(adsmAllocEx(n * 4, &next));
     ASSERT_NE(h, nullptr) << detail();
     EXPECT_EQ(counter(adsm::Counter::host_resident_allocs), host_resident + 1);
@@ -299,14 +299,14 @@ TEST_F(OversubscriptionTest, AReplicatedObjectThatDoesNotFitFailsOrSpills) {
         objs.push_back(static_cast<uint32_t *>(adsmAlloc(n * 4)));
         ASSERT_NE(objs.back(), nullptr) << detail();
     }
-    adsmAllocAttr every{0, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_EVERY_DEVICE};
+    adsmAllocAttr every{0, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_EVERY_DEVICE, 0};
     auto *r = static_cast<uint32_t *>(adsmAllocEx(n * 4, &every));
     ASSERT_NE(r, nullptr) << detail();
     EXPECT_FALSE(resident(objs[0])) << "the oldest idle object made room for it";
-    adsmAllocAttr too_big_fail{0, ADSM_SPILL_FAIL, 0, ADSM_PLACE_EVERY_DEVICE};
+    adsmAllocAttr too_big_fail{0, ADSM_SPILL_FAIL, 0, ADSM_PLACE_EVERY_DEVICE, 0};
     EXPECT_EQ(adsmAllocEx(capacity() + (1 << 20), &too_big_fail), nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation);
-    adsmAllocAttr too_big_next{0, ADSM_SPILL_NEXT, 0, ADSM_PLACE_EVERY_DEVICE};
+    adsmAllocAttr too_big_next{0, ADSM_SPILL_NEXT, 0, ADSM_PLACE_EVERY_DEVICE, 0};
     const uint64_t host_resident = counter(adsm::Counter::host_resident_allocs);
     void *spilled = adsmAllocEx(capacity() + (1 << 20), &too_big_next);
     ASSERT_NE(spilled, nullptr) << detail();

@@ -239,6 +239,61 @@ TEST(PlacementTest, ANamedCallMayNameAnotherContextsReplica) {
     EXPECT_EQ(adsmFree(table), adsmSuccess) << detail();
 }
 
+// An object on a preferred device stays there whatever device its
+// context runs on: kernels elsewhere reach it over the peer link.
+TEST(PlacementTest, APreferredDeviceHoldsTheObjectWhereverItsContextRuns) {
+    const int n = device_count();
+    auto inc = device_kernel<increment>("placement.increment");
+    const size_t len = 1 << 20;  // 4 MiB
+    const int home = n - 1;
+    std::thread([&] {
+        adsmAllocAttr attr{};
+        attr.place = ADSM_PLACE_PREFERRED_DEVICE;
+        attr.device = home;
+        std::vector<uint64_t> before(n);
+        for (int d = 0; d < n; ++d) before[d] = used_on(d);
+        auto *v = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &attr));
+        ASSERT_NE(v, nullptr) << detail();
+        if (is_discrete() && n > 1) {
+            EXPECT_GE(used_on(home), before[home] + len * sizeof(uint32_t)) << "its memory is the preferred device's";
+            EXPECT_LT(used_on(0), before[0] + len * sizeof(uint32_t)) << "the context's device holds none of it";
+        }
+        for (size_t i = 0; i < len; ++i) v[i] = static_cast<uint32_t>(i);
+        const uint64_t migrations = counter(adsm::Counter::migrations);
+        for (int d = 0; d < n; ++d) {
+            ASSERT_EQ(adsmSetDevice(d), adsmSuccess) << detail();
+            inc(adsm::blocks_for(len, 256), 256, v, len);
+            ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+            v[0] += 10;  // the CPU's part between the calls
+        }
+        EXPECT_EQ(counter(adsm::Counter::migrations), migrations) << "it never moved";
+        EXPECT_EQ(v[0], static_cast<uint32_t>(n + 10 * n));
+        for (size_t i = 1; i < len; i += 1009) ASSERT_EQ(v[i], static_cast<uint32_t>(i + n)) << i;
+        // Prefetched to where it lives; not to another device.
+        EXPECT_EQ(adsmPrefetch(v, len * sizeof(uint32_t), home), adsmSuccess) << detail();
+        if (n > 1 && is_discrete()) {
+            ASSERT_EQ(adsmSetDevice(0), adsmSuccess) << detail();
+            EXPECT_EQ(adsmPrefetch(v, len * sizeof(uint32_t), 0), adsmErrorInvalidValue);
+        }
+        EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+        if (is_discrete()) {
+            EXPECT_LE(used_on(home), before[home]) << "freed from the preferred device";
+        }
+    }).join();
+}
+
+TEST(PlacementTest, APreferredDeviceMustExist) {
+    adsmAllocAttr attr{};
+    attr.place = ADSM_PLACE_PREFERRED_DEVICE;
+    attr.device = device_count();
+    EXPECT_EQ(adsmAllocEx(4096, &attr), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidDevice);
+    EXPECT_NE(detail().find("does not exist"), std::string::npos) << detail();
+    attr.device = -1;
+    EXPECT_EQ(adsmAllocEx(4096, &attr), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorInvalidDevice);
+}
+
 TEST(PlacementTest, BadPlacesAreRefused) {
     adsmAllocAttr bad = placed(7);
     EXPECT_EQ(adsmAllocEx(4096, &bad), nullptr);

@@ -11,8 +11,8 @@
 // devices: the whole context (adsmSetDevice) or one object handed to a
 // context on another device and back (adsmMigrate), whatever state their
 // blocks are in.  With ADSM_MODEL_PLACES a fifth of the objects are
-// host-resident and a fifth replicated on every device (kernels only read
-// those).
+// host-resident, a fifth replicated on every device (kernels only read
+// those) and a fifth kept on a preferred device.
 //
 // The protocol, block size and dirty tracker come from the environment (one
 // CTest entry per combination).  ADSM_MODEL_SEED picks the sequence and
@@ -152,7 +152,11 @@ protected:
             adsmAllocAttr a{};
             a.zero = zeroed;
             unsigned pick = static_cast<unsigned>(rng_.below(5));
-            a.place = pick == 0 ? ADSM_PLACE_HOST : pick == 1 ? ADSM_PLACE_EVERY_DEVICE : ADSM_PLACE_DEVICE;
+            a.place = pick == 0   ? ADSM_PLACE_HOST
+                      : pick == 1 ? ADSM_PLACE_EVERY_DEVICE
+                      : pick == 2 ? ADSM_PLACE_PREFERRED_DEVICE
+                                  : ADSM_PLACE_DEVICE;
+            a.device = static_cast<int>(rng_.below(parking_.empty() ? 1 : parking_.size()));
             o.p = static_cast<uint8_t *>(adsmAllocEx(o.n, &a));
             if (!o.p && adsmGetLastError() == adsmErrorNotSupported) {  // a device that cannot reach the host's
                 a.place = ADSM_PLACE_DEVICE;

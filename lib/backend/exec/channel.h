@@ -31,11 +31,13 @@ enum class Op : uint32_t {
 enum class MapSource : uint32_t {
     device = 0,  // the device's own memory (the default everywhere)
     host = 1,    // the host mirror's pages: host-resident memory
+    peer = 2,    // another device's memory (MapRecord::peer): a peer link
 };
 struct MapRecord {
     uint64_t addr;
     uint64_t len;
     MapSource source;
+    uint32_t peer;  // which device, for MapSource::peer (the back-end numbers them)
 };
 
 // The payload of a register_kernel command: where the kernel's code is.

@@ -103,7 +103,9 @@ void Executor::execute_map(const Command &cmd) {
     if (mapper_ && mapper_->map(rec, &err)) return;
     if (c_->map_failure[0] == '\0')
         snprintf(c_->map_failure, sizeof c_->map_failure, "the device could not map %s memory at %#llx (+%llu): %s",
-                 rec.source == MapSource::host ? "host" : "its own", static_cast<unsigned long long>(rec.addr),
+                 rec.source == MapSource::host   ? "host"
+                 : rec.source == MapSource::peer ? "another device's"
+                                                 : "its own", static_cast<unsigned long long>(rec.addr),
                  static_cast<unsigned long long>(rec.len), err.c_str());
 }
 

@@ -62,7 +62,8 @@ std::string library_to_preload() {
 
 }  // namespace
 
-std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd, int host_fd) {
+std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd, int host_fd,
+                                            const std::vector<int> &peer_fds) {
     std::vector<std::string> env;
     std::string preload = library_to_preload();
     bool preloaded = false;
@@ -80,7 +81,9 @@ std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd
     if (!preload.empty() && !preloaded) env.push_back("LD_PRELOAD=" + preload);
     char spec[96];
     snprintf(spec, sizeof spec, "ADSM_SIM_SERVER=%d,%d,%d,%d", sock, channel_fd, dev_fd, host_fd);
-    env.emplace_back(spec);
+    std::string server = spec;
+    for (int fd : peer_fds) server += ":" + std::to_string(fd);
+    env.push_back(server);
     return env;
 }
 

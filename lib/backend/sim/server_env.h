@@ -9,6 +9,7 @@
 
 namespace adsm {
 
-std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd, int host_fd);
+std::vector<std::string> server_environment(int sock, int channel_fd, int dev_fd, int host_fd,
+                                            const std::vector<int> &peer_fds);
 
 }  // namespace adsm

@@ -46,6 +46,11 @@ bool socket_closed(int fd) {
 }
 }  // namespace
 
+// Every simulated device of the process, in the order they were attached:
+// a device process gets all their memories, to reach objects on its peers.
+static std::mutex g_sims_mu;
+static std::vector<SimDevice *> g_sims;
+
 std::string SimDevice::death_reason() const {
     std::string why(channel_->death, strnlen(channel_->death, sizeof channel_->death));
     if (!why.empty()) return why;
@@ -62,6 +67,11 @@ SimDevice::SimDevice(const Config &config)
       sync_copy_ns_(static_cast<uint64_t>(config.sync_copy_us * 1000)) {}
 
 SimDevice::~SimDevice() {
+    {
+        std::lock_guard<std::mutex> g(g_sims_mu);
+        for (SimDevice *&d : g_sims)
+            if (d == this) d = nullptr;
+    }
     // Closing the socket ends the device process.
     if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
 }
@@ -83,6 +93,11 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint
     size_ = size;
     dev_fd_ = fd;
     host_fd_ = host_fd;
+    {
+        std::lock_guard<std::mutex> g(g_sims_mu);
+        index_ = static_cast<uint32_t>(g_sims.size());
+        g_sims.push_back(this);
+    }
     dma_ = static_cast<uint8_t *>(dma);
     channel_fd_ = cfd;
     channel_ = static_cast<exec::Channel *>(ch);
@@ -109,27 +124,38 @@ void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
     used_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-Status SimDevice::send_mapping(uintptr_t dev, uint64_t bytes, exec::MapSource source) {
-    exec::MapRecord rec{dev, bytes, source};
+Status SimDevice::send_mapping(uintptr_t dev, const Mapping &m) {
+    exec::MapRecord rec{dev, m.bytes, m.source, m.peer};
     return host_->map_memory(rec, [this] { return server_alive(); });
 }
 
-Status SimDevice::map_host_memory(uintptr_t dev, uint64_t bytes) {
-    if (Status s = check_range(dev, bytes); s != adsmSuccess) return s;
-    if (host_fd_ < 0) return fail(adsmErrorNotSupported, "sim: the host mirror cannot be shared with the device");
+Status SimDevice::add_mapping(uintptr_t dev, const Mapping &m) {
+    if (Status s = check_range(dev, m.bytes); s != adsmSuccess) return s;
     std::shared_lock<os::FutexRwLock> lock(server_mu_);
     std::lock_guard<std::mutex> g(ranges_mu_);
-    host_ranges_[dev] = bytes;
+    mappings_[dev] = m;
     // A device process that starts later maps it with the others; one that
     // dies before this lands maps it when it starts again.
-    if (running_.load()) (void)send_mapping(dev, bytes, exec::MapSource::host);
+    if (running_.load()) (void)send_mapping(dev, m);
     return adsmSuccess;
 }
 
-void SimDevice::unmap_host_memory(uintptr_t dev, uint64_t bytes) {
+Status SimDevice::map_host_memory(uintptr_t dev, uint64_t bytes) {
+    if (host_fd_ < 0) return fail(adsmErrorNotSupported, "sim: the host mirror cannot be shared with the device");
+    return add_mapping(dev, {bytes, exec::MapSource::host, 0});
+}
+
+Status SimDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) {
+    auto *peer = dynamic_cast<SimDevice *>(&holder);
+    if (!peer) return Device::map_peer_memory(holder, dev, bytes);
+    if (peer == this) return adsmSuccess;
+    return add_mapping(dev, {bytes, exec::MapSource::peer, peer->index_});
+}
+
+void SimDevice::unmap_memory(uintptr_t dev, uint64_t bytes) {
     std::shared_lock<os::FutexRwLock> lock(server_mu_);
     std::lock_guard<std::mutex> g(ranges_mu_);
-    if (host_ranges_.erase(dev) && running_.load()) (void)send_mapping(dev, bytes, exec::MapSource::device);
+    if (mappings_.erase(dev) && running_.load()) (void)send_mapping(dev, {bytes, exec::MapSource::device, 0});
 }
 
 Status SimDevice::check_range(uintptr_t dev, size_t n) const {
@@ -267,17 +293,27 @@ Status SimDevice::start_server() {
         return fail(adsmErrorNoDevice, "sim: socketpair failed: %s", strerror(errno));
 
     // The device is this very program started again in device mode.
-    std::vector<std::string> env = server_environment(sv[1], channel_fd_, dev_fd_, host_fd_);
+    std::vector<int> keep = {sv[1], channel_fd_, dev_fd_};
+    if (host_fd_ >= 0) keep.push_back(host_fd_);
+    std::vector<int> peer_fds;
+    {
+        std::lock_guard<std::mutex> g(g_sims_mu);
+        for (SimDevice *d : g_sims) {
+            int fd = d ? d->dev_fd_ : -1;
+            peer_fds.push_back(fd);
+            if (d != this && fd >= 0) keep.push_back(fd);
+        }
+    }
+    std::vector<std::string> env = server_environment(sv[1], channel_fd_, dev_fd_, host_fd_, peer_fds);
     std::vector<char *> envp;
     for (auto &s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
     char arg0[] = "adsm-sim-device";
     char *argv[] = {arg0, nullptr};
-    int keep[] = {sv[1], channel_fd_, dev_fd_, host_fd_};
 
     pid_t pid = 0;
     std::string program = main_program_path();
-    int r = os::spawn_detached(program.c_str(), argv, envp.data(), keep, host_fd_ >= 0 ? 4 : 3, &pid);
+    int r = os::spawn_detached(program.c_str(), argv, envp.data(), keep.data(), static_cast<int>(keep.size()), &pid);
     close(sv[1]);
     if (r != 0) {
         close(sv[0]);
@@ -311,8 +347,7 @@ Status SimDevice::start_server() {
     {
         // Ahead of any launch: the ring runs in order.
         std::lock_guard<std::mutex> g(ranges_mu_);
-        for (const auto &[dev, bytes] : host_ranges_)
-            (void)send_mapping(dev, bytes, exec::MapSource::host);  // a loss shows at the launch
+        for (const auto &[dev, m] : mappings_) (void)send_mapping(dev, m);  // a loss shows at the launch
     }
     ADSM_LOG(info, "sim device process %d started (window %p, %llu bytes)", pid, reinterpret_cast<void *>(base_),
              static_cast<unsigned long long>(size_));

@@ -39,7 +39,8 @@ public:
     void decommit(uintptr_t dev, uint64_t bytes) override;
 
     Status map_host_memory(uintptr_t dev, uint64_t bytes) override;
-    void unmap_host_memory(uintptr_t dev, uint64_t bytes) override;
+    Status map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) override;
+    void unmap_memory(uintptr_t dev, uint64_t bytes) override;
 
     Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
@@ -69,8 +70,15 @@ public:
 private:
     Status check_range(uintptr_t dev, size_t n) const;
     Status start_server();          // under the exclusive lock
+    // What kernels find at a range other than this device's own memory.
+    struct Mapping {
+        uint64_t bytes;
+        exec::MapSource source;
+        uint32_t peer;
+    };
+    Status add_mapping(uintptr_t dev, const Mapping &m);
     // Tells a running device process what kernels find at a range.
-    Status send_mapping(uintptr_t dev, uint64_t bytes, exec::MapSource source);
+    Status send_mapping(uintptr_t dev, const Mapping &m);
     bool server_alive();
     std::string death_reason() const;
     void handle_death(uint32_t generation);
@@ -88,11 +96,12 @@ private:
     uint64_t size_ = 0;
     int dev_fd_ = -1;
     int host_fd_ = -1;              // the host mirror (host-resident ranges map it)
-    // The host-resident ranges, start -> bytes: a new device process maps
-    // them again before it runs anything.  (Under server_mu_, shared, and
-    // ranges_mu_.)
+    uint32_t index_ = 0;            // among the process's simulated devices (peer numbers)
+    // The ranges mapped to other memory, by start: a new device process
+    // maps them again before it runs anything.  (Under server_mu_, shared,
+    // and ranges_mu_.)
     std::mutex ranges_mu_;
-    std::map<uintptr_t, uint64_t> host_ranges_;
+    std::map<uintptr_t, Mapping> mappings_;
     uint8_t *dma_ = nullptr;        // host view of device memory
     int channel_fd_ = -1;
     exec::Channel *channel_ = nullptr;

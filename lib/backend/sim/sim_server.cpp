@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backend/code_location.h"
 #include "backend/device_process.h"
@@ -45,17 +46,21 @@ public:
 // Host-resident memory: the host mirror's own pages replace device memory
 // at a range, so kernels read and write what the CPU does (over the link,
 // on a real device); the device's pages come back when the range is freed.
+// An object that lives on another simulated device is reached the same way,
+// through that device's memory (a peer link).
 class WindowMapper final : public exec::MemoryMapper {
 public:
-    WindowMapper(uint64_t base, uint64_t size, int dev_fd, int host_fd)
-        : base_(base), size_(size), dev_fd_(dev_fd), host_fd_(host_fd) {}
+    WindowMapper(uint64_t base, uint64_t size, int dev_fd, int host_fd, std::vector<int> peer_fds)
+        : base_(base), size_(size), dev_fd_(dev_fd), host_fd_(host_fd), peer_fds_(std::move(peer_fds)) {}
     bool map(const exec::MapRecord &rec, std::string *err) override {
         if (rec.addr < base_ || rec.addr - base_ > size_ || rec.len > size_ - (rec.addr - base_) ||
             rec.addr % os::kPageSize || rec.len % os::kPageSize) {
             *err = "the range is not whole pages of the window";
             return false;
         }
-        int fd = rec.source == exec::MapSource::host ? host_fd_ : dev_fd_;
+        int fd = rec.source == exec::MapSource::host   ? host_fd_
+                 : rec.source == exec::MapSource::peer ? (rec.peer < peer_fds_.size() ? peer_fds_[rec.peer] : -1)
+                                                       : dev_fd_;
         if (fd < 0) {
             *err = "the device process has no descriptor for that memory";
             return false;
@@ -71,6 +76,7 @@ public:
 private:
     uint64_t base_, size_;
     int dev_fd_, host_fd_;
+    std::vector<int> peer_fds_;
 };
 
 exec::Channel *g_channel = nullptr;
@@ -111,7 +117,7 @@ unsigned worker_count() {
     return n ? n : 1;
 }
 
-[[noreturn]] void serve(int sock, int channel_fd, int dev_fd, int host_fd) {
+[[noreturn]] void serve(int sock, int channel_fd, int dev_fd, int host_fd, std::vector<int> peer_fds) {
     prctl(PR_SET_NAME, "adsm-sim-dev", 0, 0, 0);
     // Kernels that print should be seen even when stdout is a pipe.
     setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -125,6 +131,8 @@ unsigned worker_count() {
     // Both memories stay open: map_memory commands map ranges of them.
     fcntl(dev_fd, F_SETFD, FD_CLOEXEC);
     if (host_fd >= 0) fcntl(host_fd, F_SETFD, FD_CLOEXEC);
+    for (int fd : peer_fds)
+        if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
     close(channel_fd);
     // Children that kernels may start must not keep the host's socket open.
     fcntl(sock, F_SETFD, FD_CLOEXEC);
@@ -133,7 +141,7 @@ unsigned worker_count() {
     signal(SIGABRT, on_abort);
 
     static ModuleResolver resolver;
-    static WindowMapper mapper(c->window_base, c->window_size, dev_fd, host_fd);
+    static WindowMapper mapper(c->window_base, c->window_size, dev_fd, host_fd, std::move(peer_fds));
     static exec::Executor executor(c, &resolver, worker_count(), &mapper);
     os::add_fault_hook(on_unguarded_fault);  // after the kernel guard, which the executor installed
     std::thread([] { executor.run(); }).detach();
@@ -159,11 +167,18 @@ unsigned worker_count() {
 __attribute__((constructor(101))) void sim_device_entry() {
     const char *spec = getenv("ADSM_SIM_SERVER");
     if (!spec) return;
-    int sock = -1, channel_fd = -1, dev_fd = -1, host_fd = -1;
-    if (sscanf(spec, "%d,%d,%d,%d", &sock, &channel_fd, &dev_fd, &host_fd) != 4) _exit(1);
+    int sock = -1, channel_fd = -1, dev_fd = -1, host_fd = -1, used = 0;
+    if (sscanf(spec, "%d,%d,%d,%d%n", &sock, &channel_fd, &dev_fd, &host_fd, &used) != 4) _exit(1);
+    // Then ":fd" for each simulated device of the process, in their order.
+    std::vector<int> peer_fds;
+    for (const char *p = spec + used; *p == ':';) {
+        char *end;
+        peer_fds.push_back(static_cast<int>(strtol(p + 1, &end, 10)));
+        p = end;
+    }
     mark_device_process();
     unsetenv("ADSM_SIM_SERVER");
-    serve(sock, channel_fd, dev_fd, host_fd);
+    serve(sock, channel_fd, dev_fd, host_fd, std::move(peer_fds));
 }
 
 }  // namespace
