@@ -486,12 +486,8 @@ namespace {
 // A hint on shared memory: where it lives is the protocol's business, so
 // it is checked and taken as done.
 CUresult hint(const char *fn, CUdeviceptr p, size_t n) {
-    void *base;
-    size_t size;
-    if (Status s = bridge::shared_range(ptr(p), &base, &size); s != adsmSuccess) return to_cu(s, fn);
-    if (n > size - (p - reinterpret_cast<CUdeviceptr>(base)))
-        return to_cu(adsm::fail(adsmErrorInvalidValue, "[%p, +%zu) runs past the shared allocation", ptr(p), n), fn);
-    return CUDA_SUCCESS;
+    Status s = bridge::check_hint_range(ptr(p), n);
+    return s == adsmSuccess ? CUDA_SUCCESS : to_cu(s, fn);
 }
 
 // A prefetch of shared memory moves it (gpu_bridge::prefetch); the

@@ -8,6 +8,11 @@
 // usual.  Every host synchronisation and status query waits for the
 // emulated kernels and acquires first.
 //
+// Prefetches and advice on shared memory are the runtime's hints (to the
+// device the program's context runs on; a system-memory preferred location
+// makes it the first to go when device memory runs short), taken at the
+// append: they move nothing a kernel may be using.
+//
 // A launch that signals an event completes before the event is signalled
 // from the host (zeEventHostSignal); wait events are waited for on the host
 // before the launch.  A regular list's kernels run before the driver
@@ -30,6 +35,8 @@
     X(zeCommandListCreateImmediate)         \
     X(zeCommandListReset)                   \
     X(zeCommandListAppendLaunchKernel)      \
+    X(zeCommandListAppendMemoryPrefetch)    \
+    X(zeCommandListAppendMemAdvise)         \
     X(zeCommandQueueExecuteCommandLists)    \
     X(zeCommandQueueSynchronize)            \
     X(zeFenceHostSynchronize)               \
@@ -291,3 +298,33 @@ ZE_WRAPPER(zeEventHostSynchronize, ze_event_handle_t event, uint64_t timeout) {
     SYNC_THEN_FORWARD(zeEventHostSynchronize, event, timeout);
 }
 ZE_WRAPPER(zeEventQueryStatus, ze_event_handle_t event) { SYNC_THEN_FORWARD(zeEventQueryStatus, event); }
+
+ZE_WRAPPER(zeCommandListAppendMemoryPrefetch, ze_command_list_handle_t list, const void *ptr, size_t size) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(ptr)) return FORWARD(zeCommandListAppendMemoryPrefetch, list, ptr, size);
+    constexpr const char *fn = "zeCommandListAppendMemoryPrefetch";
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (Status s = bridge::check_hint_range(ptr, size); s != adsmSuccess) return to_ze(s, fn);
+    return to_ze(bridge::prefetch(ptr, size, false), fn);
+}
+
+ZE_WRAPPER(zeCommandListAppendMemAdvise, ze_command_list_handle_t list, ze_device_handle_t device, const void *ptr,
+           size_t size, ze_memory_advice_t advice) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(ptr))
+        return FORWARD(zeCommandListAppendMemAdvise, list, device, ptr, size, advice);
+    constexpr const char *fn = "zeCommandListAppendMemAdvise";
+    if (!list || !device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (Status s = bridge::check_hint_range(ptr, size); s != adsmSuccess) return to_ze(s, fn);
+    // (8 and 9 are the system-memory preferred location's set and clear,
+    // which headers before Level Zero 1.6 lack.)
+    switch (static_cast<int>(advice)) {
+    case 8: return to_ze(bridge::prefer_host(ptr, size, true), fn);
+    case ZE_MEMORY_ADVICE_SET_PREFERRED_LOCATION:
+    case ZE_MEMORY_ADVICE_CLEAR_PREFERRED_LOCATION:
+    case 9: return to_ze(bridge::prefer_host(ptr, size, false), fn);
+    default:
+        // Read-mostly memory may still be written by kernels in Level Zero,
+        // which adsm's read-mostly objects may not: the rest stays a hint.
+        if (static_cast<int>(advice) < 0 || static_cast<int>(advice) > 9) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+        return ZE_RESULT_SUCCESS;
+    }
+}

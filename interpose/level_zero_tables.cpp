@@ -60,6 +60,8 @@ void route_table(ze_command_list_dditable_t *t) {
     ROUTE(t, pfnCreateImmediate, zeCommandListCreateImmediate);
     ROUTE(t, pfnReset, zeCommandListReset);
     ROUTE(t, pfnAppendLaunchKernel, zeCommandListAppendLaunchKernel);
+    ROUTE(t, pfnAppendMemoryPrefetch, zeCommandListAppendMemoryPrefetch);
+    ROUTE(t, pfnAppendMemAdvise, zeCommandListAppendMemAdvise);
 }
 
 void route_table(ze_command_queue_dditable_t *t) {

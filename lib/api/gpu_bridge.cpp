@@ -177,6 +177,15 @@ Status shared_range(const void *p, void **base, size_t *size) {
     return rt->manager->range_of(p, base, size);
 }
 
+Status check_hint_range(const void *p, size_t n) {
+    void *base;
+    size_t size;
+    if (Status s = shared_range(p, &base, &size); s != adsmSuccess) return s;
+    size_t off = static_cast<size_t>(static_cast<const char *>(p) - static_cast<const char *>(base));
+    if (n > size - off) return fail(adsmErrorInvalidValue, "[%p, +%zu) runs past the shared allocation", p, n);
+    return adsmSuccess;
+}
+
 Status sync() {
     ADSM_READY(rt);
     return rt->manager->sync(rt->manager->program_context());

@@ -68,6 +68,8 @@ Status prefetch(const void *p, size_t n, bool to_host);
 Status prefer_host(const void *p, size_t n, bool on);
 // The shared allocation around p, for the drivers' address-range queries.
 Status shared_range(const void *p, void **base, size_t *size);
+// A hint names [p, p+n) inside one shared allocation, else a clear error.
+Status check_hint_range(const void *p, size_t n);
 // Waits for every launched kernel and acquires; the first kernel error
 // since the last sync.
 Status sync();

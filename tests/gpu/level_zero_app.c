@@ -100,6 +100,11 @@ static void run_errors(void) {
     ze_command_queue_handle_t q = queue();
     ZE(zeCommandListAppendLaunchKernel(list, kernel("crash"), &one, NULL, 0, NULL));
     CHECK(zeCommandQueueSynchronize(q, UINT64_MAX) == ZE_RESULT_ERROR_UNKNOWN, "the fault is reported");
+    CHECK(zeCommandListAppendMemoryPrefetch(list, x + 4, N * 4) == ZE_RESULT_ERROR_INVALID_ARGUMENT,
+          "a prefetch past the allocation");
+    CHECK(zeCommandListAppendMemAdvise(list, dev, x, N * 4, (ze_memory_advice_t)42) ==
+              ZE_RESULT_ERROR_INVALID_ENUMERATION,
+          "advice that does not exist");
     ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
 
     for (unsigned i = 0; i < N; ++i) x[i] = i, y[i] = 2.0f * i;
@@ -190,6 +195,26 @@ int main(int argc, char **argv) {
 
     check_launches(mode, driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendLaunchKernel"),
                    "zeCommandListAppendLaunchKernel");
+
+    /* Hints on shared memory: routed, the runtime takes them (the data
+     * goes to the device ahead of the next launch, or prefers the host when
+     * device memory runs short) and the driver never sees them. */
+    long hints = driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryPrefetch") +
+                 driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemAdvise");
+    ZE(zeCommandListAppendMemoryPrefetch(imm, x, N * 4));
+    ZE(zeCommandListAppendMemAdvise(imm, dev, y, N * 4, ZE_MEMORY_ADVICE_SET_PREFERRED_LOCATION));
+    ZE(zeCommandListAppendMemAdvise(imm, dev, y, N * 4, ZE_MEMORY_ADVICE_SET_READ_MOSTLY));
+    ZE(zeCommandListAppendMemAdvise(imm, dev, y, N * 4, ZE_MEMORY_ADVICE_CLEAR_PREFERRED_LOCATION));
+    hints = driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryPrefetch") +
+            driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemAdvise") - hints;
+    if (mode == ROUTED) CHECK(hints == 0, "%ld hints on shared memory reached the driver", hints);
+    else CHECK(hints == 4, "%ld of 4 hints reached the driver", hints);
+    /* The data is the same wherever it went. */
+    ZE(zeEventHostReset(done));
+    set_vec_add(add, x, y, out);
+    ZE(zeCommandListAppendLaunchKernel(imm, add, &groups, done, 0, NULL));
+    ZE(zeEventHostSynchronize(done, UINT64_MAX));
+    check_floats(out, N, sum3, "out after the hints");
     ZE(zeMemFree(ctx, x));
     ZE(zeMemFree(ctx, y));
     ZE(zeMemFree(ctx, out));

@@ -32,6 +32,8 @@ static ze_dditable_t ze_ddi;
 #define zeCommandListCreateImmediate ze_ddi.CommandList.pfnCreateImmediate
 #define zeCommandListClose ze_ddi.CommandList.pfnClose
 #define zeCommandListAppendLaunchKernel ze_ddi.CommandList.pfnAppendLaunchKernel
+#define zeCommandListAppendMemoryPrefetch ze_ddi.CommandList.pfnAppendMemoryPrefetch
+#define zeCommandListAppendMemAdvise ze_ddi.CommandList.pfnAppendMemAdvise
 #define zeFenceCreate ze_ddi.Fence.pfnCreate
 #define zeFenceHostSynchronize ze_ddi.Fence.pfnHostSynchronize
 #define zeEventPoolCreate ze_ddi.EventPool.pfnCreate
@@ -104,6 +106,8 @@ static void load_tables(enum mode mode) {
     ENTRY_IS(CommandList.pfnClose, 0);
     ENTRY_IS(CommandList.pfnReset, 1);
     ENTRY_IS(CommandList.pfnAppendLaunchKernel, 1);
+    ENTRY_IS(CommandList.pfnAppendMemoryPrefetch, 1);
+    ENTRY_IS(CommandList.pfnAppendMemAdvise, 1);
     ENTRY_IS(Fence.pfnHostSynchronize, 1);
     ENTRY_IS(Fence.pfnQueryStatus, 1);
     ENTRY_IS(EventPool.pfnCreate, 0);

@@ -282,6 +282,26 @@ ENTRY(zeCommandListDestroy, ze_command_list_handle_t list) {
     return ZE_RESULT_SUCCESS;
 }
 
+/* Hints about the driver's own shared memory: checked, then nothing to do
+ * (the double's memory is one). */
+ENTRY(zeCommandListAppendMemoryPrefetch, ze_command_list_handle_t list, const void *ptr, size_t size) {
+    COUNT();
+    (void)size;
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!ptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    return ZE_RESULT_SUCCESS;
+}
+
+ENTRY(zeCommandListAppendMemAdvise, ze_command_list_handle_t list, ze_device_handle_t dev, const void *ptr, size_t size,
+      ze_memory_advice_t advice) {
+    COUNT();
+    (void)size;
+    if (!list || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!ptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (advice > ZE_MEMORY_ADVICE_BIAS_UNCACHED) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+    return ZE_RESULT_SUCCESS;
+}
+
 ENTRY(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_handle_t k,
       const ze_group_count_t *groups, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
     COUNT();
@@ -444,7 +464,9 @@ TABLE(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t, t->pfnCreate 
 TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t, t->pfnCreate = fake_zeCommandListCreate;
       t->pfnCreateImmediate = fake_zeCommandListCreateImmediate; t->pfnClose = fake_zeCommandListClose;
       t->pfnReset = fake_zeCommandListReset; t->pfnDestroy = fake_zeCommandListDestroy;
-      t->pfnAppendLaunchKernel = fake_zeCommandListAppendLaunchKernel;)
+      t->pfnAppendLaunchKernel = fake_zeCommandListAppendLaunchKernel;
+      t->pfnAppendMemoryPrefetch = fake_zeCommandListAppendMemoryPrefetch;
+      t->pfnAppendMemAdvise = fake_zeCommandListAppendMemAdvise;)
 TABLE(zeGetFenceProcAddrTable, ze_fence_dditable_t, t->pfnCreate = fake_zeFenceCreate;
       t->pfnDestroy = fake_zeFenceDestroy; t->pfnHostSynchronize = fake_zeFenceHostSynchronize;
       t->pfnQueryStatus = fake_zeFenceQueryStatus;)
