@@ -66,6 +66,7 @@ void *adsmAllocEx(size_t size, const adsmAllocAttr *attr) {
         case ADSM_SPILL_EVICT: place.spill = Spill::evict; break;
         case ADSM_SPILL_FAIL: place.spill = Spill::fail; break;
         case ADSM_SPILL_NEXT: place.spill = Spill::next; break;
+        case ADSM_SPILL_SPLIT: place.spill = Spill::split; break;
         default:
             return record_ptr(fail(adsmErrorInvalidValue, "spill %d is not an adsmSpill", attr->spill), nullptr);
         }

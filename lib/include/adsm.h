@@ -114,6 +114,10 @@ ADSM_API adsmError_t adsmFree(void *ptr);
  *     with adsmErrorMemoryAllocation if it still does not fit),
  *     ADSM_SPILL_NEXT (the next kind of memory: host-resident, as
  *     ADSM_PLACE_HOST, where the devices can reach host memory; else as
+ *     host), ADSM_SPILL_SPLIT (equal parts over its device and the next
+ *     kinds, in order the other devices and host memory, as few parts as
+ *     fit, passing over devices without room for one, kernels on every
+ *     device reaching the parts it does not hold over the link; else as
  *     host).
  *   zero: nonzero for zero-filled memory.
  *   place: ADSM_PLACE_DEVICE (default: its context's device memory, the
@@ -140,7 +144,8 @@ typedef enum adsmSpill {
     ADSM_SPILL_HOST = 1,
     ADSM_SPILL_EVICT = 2,
     ADSM_SPILL_FAIL = 3,
-    ADSM_SPILL_NEXT = 4
+    ADSM_SPILL_NEXT = 4,
+    ADSM_SPILL_SPLIT = 5
 } adsmSpill;
 typedef enum adsmPlace {
     ADSM_PLACE_DEVICE = 0,

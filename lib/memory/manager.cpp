@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "backend/split_device.h"
 #include "memory/owner_lock.h"
 #include "os/clock.h"
 #include "os/invariant.h"
@@ -85,13 +86,15 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
         space_.release(dev, span);
     };
     bool resident = true;
-    if (Status s = commit_placed(on, dev, span, kind, &place, &resident); s != adsmSuccess) {
+    SplitDevice *split = nullptr;
+    if (Status s = commit_placed(on, dev, span, kind, &place, &resident, &split); s != adsmSuccess) {
         undo();
         return s;
     }
     Region *r = table_.create();
     if (!r) {
-        uncommit_placed(on, dev, span, place.home, place.preferred != nullptr, resident);
+        if (split) release_split(split);
+        else uncommit_placed(on, dev, span, place.home, place.preferred != nullptr, resident);
         undo();
         return fail(adsmErrorMemoryAllocation, "the region table is full");
     }
@@ -100,9 +103,10 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     r->size = size;
     r->span = span;
     r->alias = host ? space_.alias(host) : nullptr;
-    r->device = &on;
+    r->device = split ? static_cast<Device *>(split) : &on;
+    r->split = split;
     r->home = place.home;
-    r->pinned = place.home == Home::device && place.preferred;
+    r->pinned = place.home == Home::device && (place.preferred || split);
     r->resident = resident;
     r->priority = place.priority;
     // An allocation counts as a use: eviction takes older objects first.
@@ -113,8 +117,9 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
 }
 
 Status Manager::commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKind kind, Placement *place,
-                              bool *resident) {
+                              bool *resident, SplitDevice **split) {
     *resident = true;
+    *split = nullptr;
     // One memory serves the host and an integrated device: every kind is
     // the same memory (a replicated object is still every context's).
     if (on.integrated()) return on.commit(dev, span);
@@ -153,6 +158,13 @@ Status Manager::commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKi
             place->home = Home::host;
             return adsmSuccess;
         }
+        // In equal parts over this device and the next kinds; else, again,
+        // the host alone.
+        if (place->spill == Spill::split && kind == RegionKind::shared && !place->preferred &&
+            split_object(on, dev, span, split) == adsmSuccess) {
+            *resident = true;
+            return adsmSuccess;
+        }
     }
     if (!place->preferred) return adsmSuccess;
     // Kept on its preferred device: kernels on the others reach it there.
@@ -175,6 +187,63 @@ Status Manager::map_everywhere(Device *holder, uintptr_t dev, uint64_t span) {
     for (size_t i = 0; i + 1 < done; ++i)
         if (devices_[i] != holder) devices_[i]->unmap_memory(dev, span);
     return s;
+}
+
+Status Manager::split_object(Device &first, uintptr_t dev, uint64_t span, SplitDevice **out) {
+    // The kinds in order: this device, the others, host memory (always
+    // room there); those without room for a part are passed over.
+    std::vector<Device *> kinds = {&first};
+    for (Device *d : devices_)
+        if (d != &first) kinds.push_back(d);
+    kinds.push_back(nullptr);
+    const uint64_t pages = span / os::kPageSize;
+    for (size_t k = 2; k <= kinds.size() && k <= pages; ++k) {
+        // As few parts as hold it, each a whole number of pages.
+        const uint64_t part = (pages + k - 1) / k * os::kPageSize;
+        std::vector<SplitDevice::Part> parts;
+        for (size_t i = 0; i < kinds.size() && parts.size() < k; ++i) {
+            uintptr_t b = dev + parts.size() * part, e = std::min<uintptr_t>(b + part, dev + span);
+            if (b >= e) break;
+            if (kinds[i] && kinds[i]->commit(b, e - b) != adsmSuccess) continue;
+            parts.push_back({b, e, kinds[i]});
+        }
+        if (parts.empty() || parts.back().end != dev + span) {
+            for (const SplitDevice::Part &p : parts)
+                if (p.device) p.device->decommit(p.begin, p.end - p.begin);
+            continue;
+        }
+        auto *s = new (std::nothrow) SplitDevice(parts, space_.base(), space_.alias(space_.base()));
+        if (!s) {
+            for (const SplitDevice::Part &p : parts)
+                if (p.device) p.device->decommit(p.begin, p.end - p.begin);
+            return fail(adsmErrorMemoryAllocation, "no memory to split an object");
+        }
+        // Every device reaches the parts it does not hold.
+        Status mapped = adsmSuccess;
+        for (Device *d : devices_)
+            for (const SplitDevice::Part &p : parts) {
+                if (p.device == d || mapped != adsmSuccess) continue;
+                mapped = p.device ? d->map_peer_memory(*p.device, p.begin, p.end - p.begin)
+                                  : d->map_host_memory(p.begin, p.end - p.begin);
+            }
+        if (mapped != adsmSuccess) {
+            release_split(s);
+            return mapped;
+        }
+        stats().add(Counter::split_allocs);
+        *out = s;
+        return adsmSuccess;
+    }
+    return fail(adsmErrorMemoryAllocation, "the object does not fit in equal parts over the devices and host memory");
+}
+
+void Manager::release_split(SplitDevice *s) {
+    for (Device *d : devices_)
+        for (const SplitDevice::Part &p : s->parts())
+            if (p.device != d) d->unmap_memory(p.begin, p.end - p.begin);
+    const auto &parts = s->parts();
+    s->decommit(parts.front().begin, parts.back().end - parts.front().begin);
+    delete s;
 }
 
 void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool pinned, bool resident) {
@@ -211,7 +280,8 @@ void Manager::retire(Region *r) {
     stats().remember_freed(r->summary<RegionSummary>(true));
     table_.unmap_freed(r->dev, r->span);
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
-    uncommit_placed(*r->device, r->dev, r->span, r->home, r->pinned, r->resident);
+    if (r->split) release_split(r->split);
+    else uncommit_placed(*r->device, r->dev, r->span, r->home, r->pinned, r->resident);
     space_.release(r->dev, r->span);
     if (r->host && r->host != r->dev) space_.release(r->host, r->span);
     table_.destroy(r);
@@ -227,6 +297,13 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     Placement chosen;
     chosen.spill = spill_;
     if (place) chosen = *place;
+    if (origin == RegionOrigin::collector) {
+        // The collector reads its chunks' block states: they stay device
+        // memory, on the host alone while the device is full.
+        chosen.home = Home::device;
+        chosen.preferred = nullptr;
+        if (chosen.spill == Spill::next || chosen.spill == Spill::split) chosen.spill = Spill::host;
+    }
     Device &on = chosen.preferred ? *chosen.preferred : *c->device;
     if (Status s = carve(size, RegionKind::shared, on, &r, align, chosen); s != adsmSuccess) return s;
     r->origin = origin;

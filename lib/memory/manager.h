@@ -154,7 +154,15 @@ private:
                  Placement place = Placement());
     // Device memory for a new object at [dev, dev+span) as `place` says;
     // may change place->home (spill::next) and sets *resident.
-    Status commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKind kind, Placement *place, bool *resident);
+    // (*split: the object's memory split in equal parts, Spill::split.)
+    Status commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKind kind, Placement *place, bool *resident,
+                         SplitDevice **split);
+    // [dev, dev+span) in equal parts over `first`, then the other devices,
+    // then host memory: as few parts as fit, each part's memory committed
+    // and reached by every other device.
+    Status split_object(Device &first, uintptr_t dev, uint64_t span, SplitDevice **out);
+    void release_split(SplitDevice *s);
+    Status commit_split(Region &r, Context &c, uint64_t needed);
     // Kernels on every device but `holder` reach [dev, dev+span) in holder's
     // memory, or in the host's (holder null); all or none.
     Status map_everywhere(Device *holder, uintptr_t dev, uint64_t span);

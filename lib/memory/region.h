@@ -11,6 +11,7 @@
 namespace adsm {
 
 struct Context;
+class SplitDevice;
 
 enum class RegionKind : uint8_t {
     shared,  // adsmAlloc: identical CPU and device addresses
@@ -34,6 +35,7 @@ enum class Spill : uint8_t {
     evict,  // idle objects make room for it now
     fail,   // the allocation fails (after evicting, as `evict`)
     next,   // the next kind of memory: host-resident, kernels reaching it there
+    split,  // equal parts over its device and the next kinds (split_device.h)
 };
 
 // How a program places one allocation (adsmAllocEx).
@@ -64,9 +66,11 @@ struct Region : SharedObject {
     // prefer the host before any other (adsmAdvise).
     int priority = 0;
     bool prefers_host = false;
-    // On a preferred device (Placement::preferred): `device` stays when its
+    // On a preferred device (Placement::preferred), or split over several
+    // (Spill::split, `device` then being `split`): `device` stays when its
     // context moves, and kernels on every other device reach it there.
     bool pinned = false;
+    SplitDevice *split = nullptr;  // owned
     int eviction_priority() const { return prefers_host ? INT32_MIN : priority; }
     // The owner's last call that named it (adsmCallWith), or 0.
     std::atomic<uint64_t> named_call{0};
@@ -80,6 +84,8 @@ struct Region : SharedObject {
 
     // The context whose calls release this region (context.h defines it).
     Context *owner() const;
+    // Bytes of its device copy in d's memory (split_device.h for a split one).
+    uint64_t bytes_on(const Device &d) const;
 
     // Clears everything but identity, the lock and the live flag, for a reused slot.
     void reset_fields() {
@@ -91,6 +97,7 @@ struct Region : SharedObject {
         priority = 0;
         prefers_host = false;
         pinned = false;
+        split = nullptr;
         kind = RegionKind::shared;
         origin = RegionOrigin::api;
     }

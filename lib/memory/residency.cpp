@@ -10,11 +10,20 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/split_device.h"
 #include "memory/manager.h"
 #include "os/clock.h"
 #include "support/stats.h"
 
 namespace adsm {
+
+uint64_t Region::bytes_on(const Device &d) const {
+    if (!split) return device == &d ? span : 0;
+    uint64_t n = 0;
+    for (const SplitDevice::Part &p : split->parts())
+        if (p.device == &d) n += p.end - p.begin;
+    return n;
+}
 
 Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uint64_t needed) {
     Context *o = v.owner();
@@ -23,7 +32,7 @@ Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uin
     // this thread is after: skip it instead of waiting (and deadlocking).
     ContextGuard lock;
     if (o != held && !lock.try_lock(*o)) return Eviction::contended;
-    if (!v.live.load(std::memory_order_acquire) || v.owner() != o || !v.resident || v.device != &d ||
+    if (!v.live.load(std::memory_order_acquire) || v.owner() != o || !v.resident || v.bytes_on(d) == 0 ||
         v.kind == RegionKind::device || v.home != Home::device || v.last_release == needed || o->holds(v))
         return Eviction::refused;
     v.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
@@ -34,7 +43,7 @@ Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uin
     }
     v.program_writes.fetch_add(1, std::memory_order_seq_cst);
     if (s != adsmSuccess) return Eviction::refused;
-    d.decommit(v.dev, v.span);
+    v.device->decommit(v.dev, v.span);  // (every part of a split one)
     stats().add(Counter::device_evictions);
     stats().add(Counter::device_evicted_bytes, v.span);
     return Eviction::done;
@@ -60,7 +69,7 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
         };
         std::vector<Victim> victims;
         table_.for_each_live([&](Region &r) {
-            if (r.device == &d && r.resident && r.kind != RegionKind::device && r.home == Home::device &&
+            if (r.resident && r.bytes_on(d) && r.kind != RegionKind::device && r.home == Home::device &&
                 r.last_release != needed && r.eviction_priority() <= below)
                 victims.push_back({r.eviction_priority(), r.last_release, &r});
         });
@@ -71,10 +80,11 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
         bool contended = false;
         for (const Victim &victim : victims) {
             Region *v = victim.r;
+            const uint64_t bytes = v->bytes_on(d);
             Eviction e = evict_object(*v, d, held, needed);
             contended |= e == Eviction::contended;
             if (e != Eviction::done) continue;
-            freed += v->span;
+            freed += bytes;
             if (freed < span) continue;
             if (d.commit(dev, span) == adsmSuccess) return adsmSuccess;
             freed = 0;  // less than it took (other threads allocate too): evict on
@@ -91,11 +101,29 @@ Status Manager::make_resident(Region &r, Device &on, Context &c, uint64_t needed
     // one kept on its preferred device is reached there.)
     Device &to = r.pinned ? *r.device : on;
     if ((r.device == &to && r.resident) || r.home != Home::device) return adsmSuccess;
+    if (r.split) return commit_split(r, c, needed);
     if (Status s = commit_evicting(to, r.dev, r.span, &c, needed); s != adsmSuccess) return s;
     if (Status s = move_object(r, to); s != adsmSuccess) {
         to.decommit(r.dev, r.span);
         return s;
     }
+    return adsmSuccess;
+}
+
+// A split object evicted earlier: each part on its own device again.
+Status Manager::commit_split(Region &r, Context &c, uint64_t needed) {
+    const auto &parts = r.split->parts();
+    size_t done = 0;
+    Status s = adsmSuccess;
+    for (; done < parts.size() && s == adsmSuccess; ++done)
+        if (Device *d = parts[done].device) s = commit_evicting(*d, parts[done].begin, parts[done].end - parts[done].begin, &c, needed);
+    if (s != adsmSuccess) {
+        for (size_t i = 0; i + 1 < done; ++i)
+            if (Device *d = parts[i].device) d->decommit(parts[i].begin, parts[i].end - parts[i].begin);
+        return s;
+    }
+    os::FutexGuard g(r.lock);
+    r.resident = true;  // its host copy is current: the release sends it whole
     return adsmSuccess;
 }
 

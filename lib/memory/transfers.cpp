@@ -193,7 +193,7 @@ Status Manager::prefetch(const void *p, size_t n, int device) {
         Context &owner = *r.owner();
         // (One kept on a preferred device lives there, whoever releases it.)
         Device &home = r.pinned ? *r.device : *owner.device;
-        if (devices_[device] != &home)
+        if (devices_[device] != &home && !r.split)  // (a split one's parts go to their devices)
             return fail(adsmErrorInvalidValue,
                         "%p lives on device %zu, where its calls release it: prefetching it to device %d would not last "
                         "(adsmMigrate hands it to a context on that device)",

@@ -40,10 +40,11 @@ const std::vector<ConfigVar> &config_variables() {
          "preloaded: route the program's CUDA and Level Zero calls through the runtime (managed memory is shared "
          "memory, a launch releases and runs the kernel registered under the same name, a synchronisation waits and "
          "acquires); auto routes an API only when ADSM_DEVICE is its back-end (default auto)"},
-        {"ADSM_SPILL", "host|evict|fail|next",
+        {"ADSM_SPILL", "host|evict|fail|next|split",
          "a shared allocation that finds its device full: waits on the host for the call that needs it, evicts idle "
-         "objects (lower priority first) to take their place, fails, or becomes host-resident memory that kernels "
-         "reach over the link (next; default host)"},
+         "objects (lower priority first) to take their place, fails, becomes host-resident memory that kernels "
+         "reach over the link (next), or is split in equal parts over its device, the other devices and host memory "
+         "(split; default host)"},
         {"ADSM_CHAOS_RELEASE_EVERY", "N",
          "force a release and acquire of every context (batch: the calling thread's) at about one interposed call in "
          "N (default 0: off)"},
@@ -254,8 +255,8 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         c.dirty_tracking = v;
     }
     if (const char *v = lookup("ADSM_SPILL"); v && *v) {
-        if (strcmp(v, "host") && strcmp(v, "evict") && strcmp(v, "fail") && strcmp(v, "next"))
-            return bad("ADSM_SPILL", v, "host, evict, fail or next");
+        if (strcmp(v, "host") && strcmp(v, "evict") && strcmp(v, "fail") && strcmp(v, "next") && strcmp(v, "split"))
+            return bad("ADSM_SPILL", v, "host, evict, fail, next or split");
         c.spill = v;
     }
     if (const char *v = lookup("ADSM_ON_RACE"); v && *v) {

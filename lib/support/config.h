@@ -37,7 +37,7 @@ struct Config {
     std::string on_race = "sync";       // ADSM_ON_RACE: sync|warn|abort
     uint64_t malloc_threshold = UINT64_MAX;  // ADSM_MALLOC_THRESHOLD (see malloc_threshold_from_env)
     std::string gpu_apis = "auto";      // ADSM_GPU_APIS: auto|on|off
-    std::string spill = "host";         // ADSM_SPILL: host|evict|fail|next (a new object that finds its device full)
+    std::string spill = "host";         // ADSM_SPILL: host|evict|fail|next|split (a new object that finds its device full)
     uint64_t chaos_every = 0;           // ADSM_CHAOS_RELEASE_EVERY: 0 is off
     uint64_t chaos_seed = 1;            // ADSM_CHAOS_SEED
     uintptr_t va_base = 0x300000000000ull;  // ADSM_VA_BASE: preferred start of the shared window

@@ -33,7 +33,8 @@ namespace adsm {
     X(device_evicted_bytes, "bytes evicted (device full)")        \
     X(host_only_allocs, "allocations left on the host")           \
     X(host_resident_allocs, "host-resident allocations")          \
-    X(replica_updates, "replicas updated (on every device)")      \
+    X(split_allocs, "allocations split in parts")                 \
+    X(replica_updates, "replicas updated")                        \
     X(async_copies, "asynchronous copies")                        \
     X(device_fills, "device-side fills")                          \
     X(read_faults, "read faults")                                 \

@@ -322,3 +322,82 @@ TEST_F(OversubscriptionTest, AReplicatedObjectThatDoesNotFitFailsOrSpills) {
     adsmFree(spilled);
     adsmFree(r);
 }
+
+// Split in equal parts: an object that does not fit on its device takes as
+// few equal parts as fit over its device, the other devices and host
+// memory, and kernels on every device see all of it.
+TEST_F(OversubscriptionTest, SpillSplitSpreadsAnObjectInEqualParts) {
+    const size_t n = words();  // a quarter of the device
+    int devices = 0;
+    ASSERT_EQ(adsmGetDeviceCount(&devices), adsmSuccess);
+    std::vector<uint32_t *> objs;
+    adsmAllocAttr keep{5, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE, 0};
+    for (int i = 0; i < 3; ++i) {  // three quarters of device 0, idle, evicted last
+        objs.push_back(static_cast<uint32_t *>(adsmAllocEx(n * 4, &keep)));
+        ASSERT_NE(objs.back(), nullptr) << detail();
+        ASSERT_TRUE(resident(objs.back()));
+    }
+    // With a second device, three quarters more: halves do not fit device
+    // 0's last quarter, which is passed over: device 1 and host memory take
+    // them.  Alone, two quarters: halves over the device and host memory.
+    const size_t len = devices > 1 ? 3 * n : 2 * n;
+    auto used = [](int d) {
+        adsmDeviceInfo info;
+        EXPECT_EQ(adsmGetDeviceProperties(d, &info), adsmSuccess);
+        return info.memory_used;
+    };
+    const uint64_t used0 = used(0), used1 = devices > 1 ? used(1) : 0;
+    const uint64_t splits = counter(adsm::Counter::split_allocs), evictions = counter(adsm::Counter::device_evictions);
+    adsmAllocAttr split{0, ADSM_SPILL_SPLIT, 0, ADSM_PLACE_DEVICE, 0};
+    auto *v = static_cast<uint32_t *>(adsmAllocEx(len * 4, &split));
+    ASSERT_NE(v, nullptr) << detail();
+    EXPECT_EQ(counter(adsm::Counter::split_allocs), splits + 1);
+    // The device that holds its part, and how much it holds.
+    const int holder = devices > 1 ? 1 : 0;
+    const uint64_t before = holder ? used1 : used0;
+    EXPECT_EQ(used(holder), before + len * 4 / 2) << "half on a device, half in host memory";
+    if (devices > 1) {
+        EXPECT_EQ(used(0), used0) << "no room for a half on device 0";
+    }
+    for (size_t k = 0; k < len; ++k) v[k] = static_cast<uint32_t>(k);
+    adsmContext_t mine = adsmGetContext();
+    for (int d = 0; d < devices; ++d)
+        std::thread([&, d] {
+            ASSERT_EQ(adsmSetDevice(d), adsmSuccess) << detail();
+            ASSERT_EQ(adsmMigrate(v, nullptr), adsmSuccess) << detail();  // its parts stay where they are
+            inc_.with({{v, 0}}, adsm::blocks_for(len, 256), 256, v, len);
+            ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+            ASSERT_EQ(adsmMigrate(v, mine), adsmSuccess) << detail();
+        }).join();
+    inc_.with({{v, 0}}, adsm::blocks_for(len, 256), 256, v, len);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (size_t k = 0; k < len; k += 127) ASSERT_EQ(v[k], static_cast<uint32_t>(k + devices + 1)) << k;
+    EXPECT_EQ(counter(adsm::Counter::device_evictions), evictions) << "splitting evicts nothing";
+    for (uint32_t *p : objs) EXPECT_TRUE(resident(p));
+    // Room needed where its part is: the split object (of the lowest
+    // priority) goes, and comes back at its next call.
+    const size_t wn = holder ? 3 * n : n;  // more than the holder has free
+    uint32_t *w = nullptr;
+    std::thread([&] {
+        ASSERT_EQ(adsmSetDevice(holder), adsmSuccess) << detail();
+        w = static_cast<uint32_t *>(adsmAlloc(wn * 4));
+        ASSERT_NE(w, nullptr) << detail();
+        inc_.with({{w, 0}}, adsm::blocks_for(wn, 256), 256, w, wn);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    }).join();  // (its context lives on while w does)
+    EXPECT_FALSE(resident(v)) << "evicted to make room";
+    EXPECT_EQ(used(holder), before + wn * 4) << "its part given back";
+    inc_.with({{v, 0}}, adsm::blocks_for(len, 256), 256, v, len);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_TRUE(resident(v));
+    EXPECT_FALSE(resident(w)) << "w made room in turn";
+    EXPECT_EQ(used(holder), before + len * 4 / 2) << "its part back where it was";
+    for (size_t k = 0; k < len; k += 127) ASSERT_EQ(v[k], static_cast<uint32_t>(k + devices + 2)) << k;
+    adsmFree(w);
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+    EXPECT_EQ(used(0), used0) << "every part given back";
+    if (devices > 1) {
+        EXPECT_EQ(used(1), used1);
+    }
+    for (uint32_t *p : objs) adsmFree(p);
+}
