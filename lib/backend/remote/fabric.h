@@ -1,0 +1,114 @@
+// The remote device's transport: one reliable, connected libfabric message
+// endpoint per client (FI_EP_MSG; the `tcp` provider unless told
+// otherwise, so it runs on any network, verbs where there is one), with
+// messages for requests and RMA for bulk data into memory the server
+// registered.  No transport code of our own: this file only drives
+// libfabric and turns its errors into ours.
+//
+// Each accepted connection gets a domain of its own, so memory the server
+// registers for one client is not addressable from another's endpoint.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/remote/handshake.h"
+#include "support/status.h"
+
+struct fid_fabric;
+struct fid_domain;
+struct fid_eq;
+struct fid_cq;
+struct fid_ep;
+struct fid_pep;
+struct fid_mr;
+struct fi_info;
+struct fi_context;
+
+namespace adsm::remote {
+
+// The largest request or reply; bulk data goes by RMA.
+constexpr size_t kMaxMessage = 64 * 1024;
+
+class Endpoint final : public MessagePipe {
+public:
+    ~Endpoint() override;
+    Status send(const void *data, size_t n) override;
+    Status recv(void *data, size_t cap, size_t *got, int timeout_ms) override;
+
+    // Memory the peer may read and write by RMA at offsets from `base`,
+    // under `key` (chosen at random by the caller: a peer that does not
+    // know it reaches nothing).
+    Status expose(void *base, size_t len, uint64_t key);
+    // RMA into or out of the peer's exposed memory, synchronous.
+    Status write(const void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
+    Status read(void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
+
+    // The peer is gone (a shutdown event or a failed completion).
+    bool closed() const { return closed_; }
+    const std::string &peer() const { return peer_; }
+
+private:
+    friend class Listener;
+    friend Status connect(const std::string &, const std::string &, const std::string &, int,
+                          std::unique_ptr<Endpoint> *);
+    Endpoint() = default;
+    // Domain, queues and endpoint for `info`, receives posted.
+    Status open(fid_fabric *fabric, fi_info *info, bool own_fabric);
+    Status post_recv(size_t slot);
+    // Waits for the completion of `context`, keeping receives that land
+    // meanwhile.
+    Status wait_for(void *context, int timeout_ms, const char *what);
+    Status check_shutdown();
+
+    fid_fabric *fabric_ = nullptr;
+    bool own_fabric_ = false;
+    fid_domain *domain_ = nullptr;
+    fid_eq *eq_ = nullptr;
+    fid_cq *cq_ = nullptr;
+    fid_ep *ep_ = nullptr;
+    std::vector<fid_mr *> exposed_;
+    static constexpr size_t kRecvSlots = 8;
+    // The operations' contexts (FI_CONTEXT: room the provider may use): one
+    // per receive slot, then one for sends and one for RMA, each synchronous.
+    std::unique_ptr<fi_context[]> ctx_;
+    std::vector<std::vector<uint8_t>> recv_bufs_;
+    struct Landed {
+        size_t slot;
+        size_t len;
+    };
+    std::deque<Landed> landed_;
+    bool closed_ = false;
+    std::string peer_;
+};
+
+// A passive endpoint clients connect to.
+class Listener {
+public:
+    ~Listener();
+    // address "" listens on every interface; port "0" picks a free one.
+    static Status open(const std::string &address, const std::string &port, const std::string &provider,
+                       std::unique_ptr<Listener> *out);
+    // The port it listens on (what port "0" became).
+    int port() const { return port_; }
+    // The next connection, authenticated by nobody yet; *out stays null
+    // when none came within timeout_ms.
+    Status accept(std::unique_ptr<Endpoint> *out, int timeout_ms);
+
+private:
+    Listener() = default;
+    fi_info *info_ = nullptr;
+    fid_fabric *fabric_ = nullptr;
+    fid_eq *eq_ = nullptr;
+    fid_pep *pep_ = nullptr;
+    int port_ = 0;
+};
+
+Status connect(const std::string &host, const std::string &port, const std::string &provider, int timeout_ms,
+               std::unique_ptr<Endpoint> *out);
+
+}  // namespace adsm::remote
