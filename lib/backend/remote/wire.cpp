@@ -1,0 +1,122 @@
+#include "backend/remote/wire.h"
+
+#include <cstring>
+
+#include "backend/remote/handshake.h"
+
+namespace adsm::remote {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+bool page_aligned(uint64_t v) { return v % kPage == 0; }
+
+size_t body_size(Op op) {
+    switch (op) {
+    case Op::attach: return sizeof(AttachBody);
+    case Op::commit:
+    case Op::decommit: return sizeof(RangeBody);
+    case Op::fill: return sizeof(FillBody);
+    case Op::bye: return 0;
+    }
+    return SIZE_MAX;
+}
+
+}  // namespace
+
+Status parse_request(const void *msg, size_t n, Request *out) {
+    memset(out, 0, sizeof *out);
+    if (n < sizeof(RequestHeader)) return fail(adsmErrorInvalidValue, "a %zu-byte message is shorter than a request", n);
+    memcpy(&out->header, msg, sizeof out->header);
+    const RequestHeader &h = out->header;
+    if (h.magic != kWireMagic) return fail(adsmErrorInvalidValue, "not a request (magic %#x)", h.magic);
+    size_t want = body_size(h.op);
+    if (want == SIZE_MAX) return fail(adsmErrorInvalidValue, "unknown operation %u", static_cast<unsigned>(h.op));
+    if (h.length != want || n != sizeof(RequestHeader) + want)
+        return fail(adsmErrorInvalidValue, "operation %u declares %u body bytes and carries %zu; it takes %zu",
+                    static_cast<unsigned>(h.op), h.length, n - sizeof(RequestHeader), want);
+    memcpy(&out->body, static_cast<const uint8_t *>(msg) + sizeof(RequestHeader), want);
+    switch (h.op) {
+    case Op::attach:
+        if (!page_aligned(out->body.attach.window_base) || !page_aligned(out->body.attach.window_size) ||
+            out->body.attach.window_size == 0 || out->body.attach.window_size > kMaxWindow ||
+            out->body.attach.window_base + out->body.attach.window_size < out->body.attach.window_base)
+            return fail(adsmErrorInvalidValue, "a window must be whole pages, at most %llu bytes",
+                        static_cast<unsigned long long>(kMaxWindow));
+        break;
+    case Op::fill:
+        if (out->body.fill.value > 255) return fail(adsmErrorInvalidValue, "a fill value is a byte");
+        break;
+    default: break;
+    }
+    return adsmSuccess;
+}
+
+Status ClientMemory::attach(uint64_t base, uint64_t size) {
+    if (attached()) return fail(adsmErrorInvalidValue, "the client attached its window already");
+    base_ = base;
+    size_ = size;
+    return adsmSuccess;
+}
+
+Status ClientMemory::commit(uint64_t addr, uint64_t len) {
+    if (!attached()) return fail(adsmErrorInvalidValue, "no window attached");
+    if (len == 0 || !page_aligned(addr) || !page_aligned(len) || addr < base_ || addr - base_ > size_ ||
+        len > size_ - (addr - base_))
+        return fail(adsmErrorInvalidValue, "[%#llx, +%llu) is not whole pages of the client's window",
+                    static_cast<unsigned long long>(addr), static_cast<unsigned long long>(len));
+    auto next = committed_.lower_bound(addr);
+    if (next != committed_.end() && next->first < addr + len)
+        return fail(adsmErrorInvalidValue, "[%#llx, +%llu) overlaps committed memory", static_cast<unsigned long long>(addr),
+                    static_cast<unsigned long long>(len));
+    if (next != committed_.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second > addr)
+            return fail(adsmErrorInvalidValue, "[%#llx, +%llu) overlaps committed memory",
+                        static_cast<unsigned long long>(addr), static_cast<unsigned long long>(len));
+    }
+    if (len > capacity_ - used_)
+        return fail(adsmErrorMemoryAllocation,
+                    "remote device memory exhausted: %llu bytes requested, %llu of %llu bytes in use (the server's "
+                    "--memory)",
+                    static_cast<unsigned long long>(len), static_cast<unsigned long long>(used_),
+                    static_cast<unsigned long long>(capacity_));
+    committed_[addr] = len;
+    used_ += len;
+    return adsmSuccess;
+}
+
+Status ClientMemory::decommit(uint64_t addr, uint64_t len) {
+    // Whole committed ranges, back to back, exactly covering [addr, addr+len).
+    uint64_t at = addr;
+    auto it = committed_.find(addr);
+    while (at < addr + len && it != committed_.end() && it->first == at && it->second <= addr + len - at) {
+        at += it->second;
+        ++it;
+    }
+    if (len == 0 || at != addr + len)
+        return fail(adsmErrorInvalidValue, "[%#llx, +%llu) is not committed memory", static_cast<unsigned long long>(addr),
+                    static_cast<unsigned long long>(len));
+    for (auto e = committed_.find(addr); e != committed_.end() && e->first < addr + len;) {
+        used_ -= e->second;
+        e = committed_.erase(e);
+    }
+    return adsmSuccess;
+}
+
+Status ClientMemory::check(uint64_t addr, uint64_t len) const {
+    uint64_t at = addr, end = addr + len;
+    if (end < addr) return fail(adsmErrorInvalidValue, "a range that wraps around");
+    auto it = committed_.upper_bound(addr);
+    if (it != committed_.begin()) --it;
+    while (at < end) {
+        if (it == committed_.end() || it->first > at || it->first + it->second <= at)
+            return fail(adsmErrorInvalidValue, "[%#llx, +%llu) reaches memory the client did not commit",
+                        static_cast<unsigned long long>(addr), static_cast<unsigned long long>(len));
+        at = it->first + it->second;
+        ++it;
+    }
+    return adsmSuccess;
+}
+
+}  // namespace adsm::remote

@@ -1,0 +1,101 @@
+// Requests and replies between a remote device's client and its server,
+// after the handshake.  Every request is one message: a header and a body
+// of the size its operation declares, answered by one reply.  Bulk data
+// never travels here: it moves by RMA into the client's exposed memory.
+//
+// The server trusts nothing in a request: parse_request checks the framing
+// and each body's own rules; ClientMemory checks that every range lies in
+// what that client committed.  A request that fails either closes that
+// client's connection.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "support/status.h"
+
+namespace adsm::remote {
+
+enum class Op : uint32_t {
+    attach = 1,    // the client's window: where its device memory lives
+    commit = 2,    // back [addr, addr+len) of the window with device memory
+    decommit = 3,  // give it back
+    fill = 4,      // set [addr, addr+len) to a byte
+    bye = 5,       // the client is done
+};
+
+struct RequestHeader {
+    uint32_t magic;
+    Op op;
+    uint64_t seq;     // echoed in the reply
+    uint32_t length;  // body bytes after the header
+    uint32_t reserved;
+};
+
+struct AttachBody {
+    uint64_t window_base;
+    uint64_t window_size;
+};
+struct RangeBody {  // commit, decommit
+    uint64_t addr;
+    uint64_t len;
+};
+struct FillBody {
+    uint64_t addr;
+    uint64_t len;
+    uint32_t value;
+    uint32_t reserved;
+};
+
+struct Reply {
+    uint32_t magic;
+    int32_t status;     // an adsmError_t
+    uint64_t seq;
+    uint64_t capacity;  // attach: this client's device memory
+    uint64_t rma_key;   // attach: the key of its exposed memory (offsets from window_base)
+    char message[200];  // why, when status is not adsmSuccess
+};
+
+// Windows the server accepts: whole pages, at most this large.
+constexpr uint64_t kMaxWindow = 1ull << 40;
+
+struct Request {
+    RequestHeader header;
+    union {
+        AttachBody attach;
+        RangeBody range;
+        FillBody fill;
+    } body;
+};
+
+// Parses one message into *out, or says what is wrong with it.
+Status parse_request(const void *msg, size_t n, Request *out);
+
+// One client's device memory as the server sees it: its window and the
+// ranges it committed, within its capacity.
+class ClientMemory {
+public:
+    explicit ClientMemory(uint64_t capacity) : capacity_(capacity) {}
+    Status attach(uint64_t base, uint64_t size);
+    bool attached() const { return size_ != 0; }
+    uint64_t base() const { return base_; }
+    uint64_t size() const { return size_; }
+    uint64_t used() const { return used_; }
+
+    // Inside the window, whole pages, not overlapping a committed range;
+    // within the capacity.
+    Status commit(uint64_t addr, uint64_t len);
+    // Exactly a committed range (or a run of whole committed ranges).
+    Status decommit(uint64_t addr, uint64_t len);
+    // Every byte committed.
+    Status check(uint64_t addr, uint64_t len) const;
+
+private:
+    uint64_t capacity_;
+    uint64_t base_ = 0, size_ = 0, used_ = 0;
+    std::map<uint64_t, uint64_t> committed_;  // start -> length
+};
+
+}  // namespace adsm::remote

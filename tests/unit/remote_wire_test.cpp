@@ -1,0 +1,140 @@
+// What the device server accepts from a client: framing, each operation's
+// body, and ranges inside the client's own committed memory.  Random and
+// mutated messages never get past the checks unnoticed.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/remote/handshake.h"
+#include "backend/remote/wire.h"
+#include "support/status.h"
+
+using namespace adsm::remote;
+
+namespace {
+
+template <class Body>
+std::vector<uint8_t> message(Op op, const Body *body, uint32_t declared = sizeof(Body)) {
+    RequestHeader h{kWireMagic, op, 7, declared, 0};
+    std::vector<uint8_t> m(sizeof h + (body ? sizeof(Body) : 0));
+    memcpy(m.data(), &h, sizeof h);
+    if (body) memcpy(m.data() + sizeof h, body, sizeof(Body));
+    return m;
+}
+
+std::vector<uint8_t> bye() {
+    RequestHeader h{kWireMagic, Op::bye, 9, 0, 0};
+    std::vector<uint8_t> m(sizeof h);
+    memcpy(m.data(), &h, sizeof h);
+    return m;
+}
+
+}  // namespace
+
+TEST(RemoteWireTest, WellFormedRequestsParse) {
+    Request r;
+    AttachBody a{0x300000000000, 1ull << 30};
+    auto m = message(Op::attach, &a);
+    ASSERT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << adsm::last_detail();
+    EXPECT_EQ(r.header.op, Op::attach);
+    EXPECT_EQ(r.header.seq, 7u);
+    EXPECT_EQ(r.body.attach.window_size, 1ull << 30);
+    auto b = bye();
+    EXPECT_EQ(parse_request(b.data(), b.size(), &r), adsmSuccess);
+    FillBody f{0x300000001000, 4096, 0xab, 0};
+    m = message(Op::fill, &f);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess);
+}
+
+TEST(RemoteWireTest, MalformedRequestsAreRefused) {
+    Request r;
+    uint8_t tiny[3] = {};
+    EXPECT_EQ(parse_request(tiny, sizeof tiny, &r), adsmErrorInvalidValue);
+    AttachBody a{0x300000000000, 1ull << 30};
+    auto m = message(Op::attach, &a);
+    m[0] ^= 1;  // magic
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue);
+    m = message(Op::attach, &a, sizeof a + 8);  // declares more than it carries
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue);
+    m = message(static_cast<Op>(99), &a);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue);
+    EXPECT_NE(std::string(adsm::last_detail()).find("unknown operation"), std::string::npos);
+    AttachBody odd{0x300000000001, 1 << 20}, huge{0, kMaxWindow * 2}, wraps{~0ull - 4095, 1ull << 20};
+    for (const AttachBody *bad : {&odd, &huge, &wraps}) {
+        m = message(Op::attach, bad);
+        EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue);
+    }
+    FillBody f{0x300000001000, 4096, 256, 0};
+    m = message(Op::fill, &f);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << "a fill value is a byte";
+}
+
+TEST(RemoteWireTest, AClientReachesOnlyWhatItCommitted) {
+    const uint64_t base = 0x300000000000, page = 4096;
+    ClientMemory m(16 * page);
+    EXPECT_EQ(m.commit(base, page), adsmErrorInvalidValue) << "no window yet";
+    ASSERT_EQ(m.attach(base, 1 << 20), adsmSuccess);
+    EXPECT_EQ(m.attach(base, 1 << 20), adsmErrorInvalidValue) << "once";
+    EXPECT_EQ(m.commit(base, 4 * page), adsmSuccess);
+    EXPECT_EQ(m.commit(base + 8 * page, 4 * page), adsmSuccess);
+    EXPECT_EQ(m.used(), 8 * page);
+    EXPECT_EQ(m.commit(base + 2 * page, 4 * page), adsmErrorInvalidValue) << "overlaps";
+    EXPECT_EQ(m.commit(base + 7 * page, 2 * page), adsmErrorInvalidValue) << "overlaps the next";
+    EXPECT_EQ(m.commit(base - page, page), adsmErrorInvalidValue) << "below the window";
+    EXPECT_EQ(m.commit(base + (1 << 20), page), adsmErrorInvalidValue) << "past the window";
+    EXPECT_EQ(m.commit(base + 100, page), adsmErrorInvalidValue) << "not whole pages";
+    EXPECT_EQ(m.commit(base + 16 * page, 9 * page), adsmErrorMemoryAllocation) << "past the capacity";
+    EXPECT_EQ(m.check(base, 4 * page), adsmSuccess);
+    EXPECT_EQ(m.check(base + 3 * page, 2 * page), adsmErrorInvalidValue) << "runs into uncommitted memory";
+    EXPECT_EQ(m.check(base + 8 * page + 10, 100), adsmSuccess);
+    EXPECT_EQ(m.check(~0ull - 10, 100), adsmErrorInvalidValue);
+    EXPECT_EQ(m.decommit(base, 2 * page), adsmErrorInvalidValue) << "part of a committed range";
+    EXPECT_EQ(m.decommit(base, 4 * page), adsmSuccess);
+    EXPECT_EQ(m.decommit(base, 4 * page), adsmErrorInvalidValue) << "twice";
+    EXPECT_EQ(m.used(), 4 * page);
+    EXPECT_EQ(m.check(base, 1), adsmErrorInvalidValue);
+}
+
+// Random bytes and single-byte mutations of valid requests: a message the
+// parser accepts is always a request with a known operation whose declared
+// body is what it carries, and every range check holds afterwards.
+TEST(RemoteWireTest, RandomAndMutatedMessagesNeverSlipThrough) {
+    std::mt19937_64 rng(20261126);
+    AttachBody a{0x300000000000, 1ull << 30};
+    RangeBody c{0x300000000000, 4096};
+    FillBody f{0x300000000000, 4096, 1, 0};
+    std::vector<std::vector<uint8_t>> seeds = {message(Op::attach, &a), message(Op::commit, &c),
+                                               message(Op::decommit, &c), message(Op::fill, &f), bye()};
+    size_t accepted = 0;
+    for (int i = 0; i < 200000; ++i) {
+        std::vector<uint8_t> m;
+        if (i % 3 == 0) {
+            m.resize(rng() % 80);
+            for (auto &b : m) b = static_cast<uint8_t>(rng());
+        } else {
+            m = seeds[rng() % seeds.size()];
+            for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n && !m.empty(); ++k)
+                m[rng() % m.size()] = static_cast<uint8_t>(rng());
+            if (rng() % 8 == 0) m.resize(rng() % (m.size() + 16));
+        }
+        Request r;
+        if (parse_request(m.data(), m.size(), &r) != adsmSuccess) continue;
+        ++accepted;
+        ASSERT_EQ(r.header.magic, kWireMagic);
+        ASSERT_EQ(m.size(), sizeof(RequestHeader) + r.header.length);
+        if (r.header.op == Op::attach) {
+            ASSERT_EQ(r.body.attach.window_size % 4096, 0u);
+            ASSERT_LE(r.body.attach.window_size, kMaxWindow);
+        }
+        ClientMemory mem(1 << 20);
+        ASSERT_EQ(mem.attach(0x300000000000, 1 << 20), adsmSuccess);
+        if (r.header.op == Op::commit && mem.commit(r.body.range.addr, r.body.range.len) == adsmSuccess) {
+            ASSERT_EQ(mem.check(r.body.range.addr, r.body.range.len), adsmSuccess);
+            ASSERT_GE(r.body.range.addr, 0x300000000000u);
+            ASSERT_LE(r.body.range.addr + r.body.range.len, 0x300000000000u + (1 << 20));
+        }
+    }
+    EXPECT_GT(accepted, 100u) << "mutations of valid requests are often still valid";
+}
