@@ -77,7 +77,7 @@ Status wait_event(fid_eq *eq, uint32_t wanted, int timeout_ms, const char *what)
 Endpoint::~Endpoint() {
     if (ep_) fi_shutdown(ep_, 0);
     close_fid(ep_ ? &ep_->fid : nullptr);
-    for (fid_mr *mr : exposed_) close_fid(&mr->fid);
+    for (auto &[key, mr] : exposed_) close_fid(&mr->fid);
     close_fid(cq_ ? &cq_->fid : nullptr);
     close_fid(eq_ ? &eq_->fid : nullptr);
     close_fid(domain_ ? &domain_->fid : nullptr);
@@ -182,11 +182,19 @@ Status Endpoint::recv(void *data, size_t cap, size_t *got, int timeout_ms) {
 }
 
 Status Endpoint::expose(void *base, size_t len, uint64_t key) {
+    if (exposed_.count(key)) return fail(adsmErrorInvalidValue, "RMA key %#llx is in use", static_cast<unsigned long long>(key));
     fid_mr *mr = nullptr;
     if (int r = fi_mr_reg(domain_, base, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, key, 0, &mr, nullptr))
         return fabric_error("fi_mr_reg", r);
-    exposed_.push_back(mr);
+    exposed_[key] = mr;
     return adsmSuccess;
+}
+
+void Endpoint::withdraw(uint64_t key) {
+    auto it = exposed_.find(key);
+    if (it == exposed_.end()) return;
+    close_fid(&it->second->fid);
+    exposed_.erase(it);
 }
 
 Status Endpoint::write(const void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms) {
@@ -263,7 +271,7 @@ Status Listener::accept(std::unique_ptr<Endpoint> *out, int timeout_ms) {
     fi_eq_cm_entry entry{};
     uint32_t event = 0;
     ssize_t r = fi_eq_sread(eq_, &event, &entry, sizeof entry, timeout_ms, 0);
-    if (r == -FI_EAGAIN) return adsmSuccess;
+    if (r == -FI_EAGAIN || r == -FI_EINTR) return adsmSuccess;  // none came (or a signal: the caller looks)
     if (r == -FI_EAVAIL) {
         fi_eq_err_entry err{};
         fi_eq_readerr(eq_, &err, 0);

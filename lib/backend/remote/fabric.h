@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,8 +43,9 @@ public:
 
     // Memory the peer may read and write by RMA at offsets from `base`,
     // under `key` (chosen at random by the caller: a peer that does not
-    // know it reaches nothing).
+    // know it reaches nothing), until withdrawn.
     Status expose(void *base, size_t len, uint64_t key);
+    void withdraw(uint64_t key);
     // RMA into or out of the peer's exposed memory, synchronous.
     Status write(const void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
     Status read(void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
@@ -71,7 +73,7 @@ private:
     fid_eq *eq_ = nullptr;
     fid_cq *cq_ = nullptr;
     fid_ep *ep_ = nullptr;
-    std::vector<fid_mr *> exposed_;
+    std::map<uint64_t, fid_mr *> exposed_;  // by key
     static constexpr size_t kRecvSlots = 8;
     // The operations' contexts (FI_CONTEXT: room the provider may use): one
     // per receive slot, then one for sends and one for RMA, each synchronous.

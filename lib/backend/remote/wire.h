@@ -54,7 +54,7 @@ struct Reply {
     int32_t status;     // an adsmError_t
     uint64_t seq;
     uint64_t capacity;  // attach: this client's device memory
-    uint64_t rma_key;   // attach: the key of its exposed memory (offsets from window_base)
+    uint64_t rma_key;   // commit: the key under which the range is exposed (offsets from its start)
     char message[200];  // why, when status is not adsmSuccess
 };
 

@@ -1,0 +1,303 @@
+// adsm-device-server as clients meet it on loopback: its command line, the
+// key, each client's own memory reached by RMA under the keys its commits
+// return, hostile requests, the client limit, and clients that vanish.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/remote/fabric.h"
+#include "backend/remote/handshake.h"
+#include "backend/remote/wire.h"
+#include "support/status.h"
+
+using namespace adsm::remote;
+
+namespace {
+
+const char *kServer = ADSM_DEVICE_SERVER;
+constexpr uint64_t kBase = 0x300000000000ull;
+
+std::string write_key(const std::string &content, mode_t mode) {
+    char tmpl[] = "/tmp/adsm-server-key-XXXXXX";
+    int fd = mkstemp(tmpl);
+    EXPECT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+    close(fd);
+    chmod(tmpl, mode);
+    return tmpl;
+}
+
+// Runs the server with `args`; its first line tells the port.
+class Server {
+public:
+    explicit Server(std::vector<std::string> args) {
+        int out[2], err[2];
+        EXPECT_EQ(pipe(out), 0);
+        EXPECT_EQ(pipe(err), 0);
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(out[1], 1);
+            dup2(err[1], 2);
+            std::vector<char *> argv{const_cast<char *>(kServer)};
+            for (auto &a : args) argv.push_back(a.data());
+            argv.push_back(nullptr);
+            execv(kServer, argv.data());
+            _exit(127);
+        }
+        close(out[1]);
+        close(err[1]);
+        out_ = fdopen(out[0], "r");
+        err_fd_ = err[0];
+        char line[256] = {};
+        if (fgets(line, sizeof line, out_)) {
+            first_line_ = line;
+            if (const char *colon = strrchr(line, ':')) port_ = atoi(colon + 1);
+        }
+    }
+    ~Server() {
+        if (pid_ > 0 && !waited_) {
+            kill(pid_, SIGTERM);
+            waitpid(pid_, nullptr, 0);
+        }
+        if (out_) fclose(out_);
+        close(err_fd_);
+    }
+    std::string port() const { return std::to_string(port_); }
+    int exit_status() {
+        int st = 0;
+        waitpid(pid_, &st, 0);
+        waited_ = true;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    // Everything it logged so far (after it ended, or whatever is there).
+    std::string log() {
+        std::string s;
+        char buf[4096];
+        fcntl_nonblock();
+        for (ssize_t n; (n = read(err_fd_, buf, sizeof buf)) > 0;) s.append(buf, static_cast<size_t>(n));
+        return s;
+    }
+    const std::string &first_line() const { return first_line_; }
+
+private:
+    void fcntl_nonblock() {
+        int flags = fcntl(err_fd_, F_GETFL);
+        fcntl(err_fd_, F_SETFL, flags | O_NONBLOCK);
+    }
+    pid_t pid_ = -1;
+    FILE *out_ = nullptr;
+    int err_fd_ = -1;
+    int port_ = 0;
+    bool waited_ = false;
+    std::string first_line_;
+};
+
+class Client {
+public:
+    Client(const Server &s, const std::string &key) {
+        if (connect("127.0.0.1", s.port(), "tcp", 5000, &ep_) != adsmSuccess) return;
+        handshake_ = client_handshake(*ep_, key, 5000);
+    }
+    bool ok() const { return ep_ && handshake_ == adsmSuccess; }
+    adsm::Status handshake() const { return handshake_; }
+    Endpoint &ep() { return *ep_; }
+
+    // Sends a request, returns the reply (status adsmErrorDeviceLost when
+    // none came: the server closed the connection).
+    template <class Body>
+    Reply request(Op op, const Body *body, size_t body_size = sizeof(Body)) {
+        std::vector<uint8_t> m(sizeof(RequestHeader) + body_size);
+        RequestHeader h{kWireMagic, op, ++seq_, static_cast<uint32_t>(body_size), 0};
+        memcpy(m.data(), &h, sizeof h);
+        if (body_size) memcpy(m.data() + sizeof h, body, body_size);
+        Reply r{};
+        r.status = adsmErrorDeviceLost;
+        if (ep_->send(m.data(), m.size()) != adsmSuccess) return r;
+        size_t got = 0;
+        if (ep_->recv(&r, sizeof r, &got, 3000) != adsmSuccess || got != sizeof r) r.status = adsmErrorDeviceLost;
+        return r;
+    }
+    Reply attach(uint64_t size = 1ull << 30) {
+        AttachBody a{kBase, size};
+        return request(Op::attach, &a);
+    }
+    Reply commit(uint64_t addr, uint64_t len) {
+        RangeBody b{addr, len};
+        return request(Op::commit, &b);
+    }
+
+private:
+    std::unique_ptr<Endpoint> ep_;
+    adsm::Status handshake_ = adsmErrorNoDevice;
+    uint64_t seq_ = 0;
+};
+
+struct Fixture : ::testing::Test {
+    std::string key_text = "the shared key of this test, 40 bytes...";
+    std::string key = write_key(key_text + "\n", 0600);
+    ~Fixture() override { unlink(key.c_str()); }
+    std::vector<std::string> args(std::vector<std::string> more = {}) {
+        std::vector<std::string> a = {"--key", key, "--address", "127.0.0.1", "--port", "0", "--memory", "64M"};
+        a.insert(a.end(), more.begin(), more.end());
+        return a;
+    }
+};
+
+}  // namespace
+
+TEST_F(Fixture, CommandLineAndKeyFileAreChecked) {
+    {
+        Server s({"--help"});
+        EXPECT_EQ(s.exit_status(), 0);
+    }
+    {
+        Server s({"--key", key, "--frobnicate", "1"});
+        EXPECT_EQ(s.exit_status(), 2);
+        EXPECT_NE(s.log().find("unknown option --frobnicate"), std::string::npos);
+    }
+    {
+        Server s({"--port", "0"});
+        EXPECT_EQ(s.exit_status(), 2);
+        EXPECT_NE(s.log().find("--key FILE is required"), std::string::npos);
+    }
+    std::string open_key = write_key(key_text, 0644);
+    {
+        Server s({"--key", open_key, "--port", "0"});
+        EXPECT_EQ(s.exit_status(), 2) << "a key others can read: refuse to start";
+        EXPECT_NE(s.log().find("chmod 600"), std::string::npos);
+    }
+    unlink(open_key.c_str());
+}
+
+TEST_F(Fixture, AClientWithTheKeyGetsMemoryOfItsOwnByRma) {
+    Server s(args());
+    ASSERT_NE(s.first_line().find("listening on 127.0.0.1:"), std::string::npos) << s.first_line() << s.log();
+    Client c(s, key_text);
+    ASSERT_TRUE(c.ok()) << adsm::last_detail();
+    Reply a = c.attach();
+    ASSERT_EQ(a.status, adsmSuccess) << a.message;
+    EXPECT_EQ(a.capacity, 64u << 20);
+    Reply m = c.commit(kBase + (1 << 20), 8 << 20);
+    ASSERT_EQ(m.status, adsmSuccess) << m.message;
+    EXPECT_NE(m.rma_key, 0u);
+    std::vector<uint8_t> data(8 << 20), back(8 << 20);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i ^ (i >> 9));
+    ASSERT_EQ(c.ep().write(data.data(), data.size(), 0, m.rma_key, 5000), adsmSuccess) << adsm::last_detail();
+    ASSERT_EQ(c.ep().read(back.data(), back.size(), 0, m.rma_key, 5000), adsmSuccess) << adsm::last_detail();
+    EXPECT_EQ(back, data);
+    // Filled on the server, read back by RMA.
+    FillBody f{kBase + (1 << 20) + 4096, 8192, 0x7e, 0};
+    ASSERT_EQ(c.request(Op::fill, &f).status, adsmSuccess);
+    ASSERT_EQ(c.ep().read(back.data(), 16384, 0, m.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back[4095], data[4095]);
+    EXPECT_EQ(back[4096], 0x7e);
+    EXPECT_EQ(back[4096 + 8191], 0x7e);
+    EXPECT_EQ(back[4096 + 8192], data[4096 + 8192]);
+    // Capacity: a commit past it is refused, and the session goes on.
+    Reply big = c.commit(kBase + (64 << 20), 60 << 20);
+    EXPECT_EQ(big.status, adsmErrorMemoryAllocation);
+    EXPECT_NE(std::string(big.message).find("exhausted"), std::string::npos) << big.message;
+    // Decommitted: its key reaches nothing any more.
+    RangeBody d{kBase + (1 << 20), 8 << 20};
+    ASSERT_EQ(c.request(Op::decommit, &d).status, adsmSuccess);
+    EXPECT_NE(c.ep().read(back.data(), 4096, 0, m.rma_key, 3000), adsmSuccess);
+}
+
+TEST_F(Fixture, TwoClientsAtTheSameAddressesDoNotSeeEachOther) {
+    Server s(args());
+    Client a(s, key_text), b(s, key_text);
+    ASSERT_TRUE(a.ok() && b.ok()) << adsm::last_detail();
+    ASSERT_EQ(a.attach().status, adsmSuccess);
+    ASSERT_EQ(b.attach().status, adsmSuccess);
+    Reply ka = a.commit(kBase, 1 << 20), kb = b.commit(kBase, 1 << 20);
+    ASSERT_EQ(ka.status, adsmSuccess);
+    ASSERT_EQ(kb.status, adsmSuccess);
+    std::vector<uint8_t> mine(1 << 20, 0xa1), theirs(1 << 20, 0xff);
+    ASSERT_EQ(a.ep().write(mine.data(), mine.size(), 0, ka.rma_key, 5000), adsmSuccess);
+    ASSERT_EQ(b.ep().read(theirs.data(), theirs.size(), 0, kb.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(theirs, std::vector<uint8_t>(1 << 20, 0)) << "b's memory at the same address is b's own";
+    // a's key is nothing on b's connection (each has its own domain).
+    EXPECT_NE(b.ep().read(theirs.data(), 4096, 0, ka.rma_key, 3000), adsmSuccess);
+}
+
+TEST_F(Fixture, AWrongKeyIsRefusedAndOthersAreServedOn) {
+    Server s(args());
+    Client bad(s, "not the key, though long enough");
+    EXPECT_EQ(bad.handshake(), adsmErrorNoDevice);
+    Client good(s, key_text);
+    ASSERT_TRUE(good.ok()) << adsm::last_detail();
+    EXPECT_EQ(good.attach().status, adsmSuccess);
+    EXPECT_NE(s.log().find("does not hold the key"), std::string::npos);
+}
+
+TEST_F(Fixture, HostileRequestsCloseThatClientAlone) {
+    Server s(args());
+    Client good(s, key_text);
+    ASSERT_TRUE(good.ok());
+    ASSERT_EQ(good.attach().status, adsmSuccess);
+    Reply gk = good.commit(kBase, 1 << 20);
+    ASSERT_EQ(gk.status, adsmSuccess);
+    // Each hostile client in turn: garbage, a range outside its memory,
+    // a fill of memory it never committed, a request before attaching.
+    for (int kind = 0; kind < 4; ++kind) {
+        Client evil(s, key_text);
+        ASSERT_TRUE(evil.ok());
+        if (kind != 3) {
+            ASSERT_EQ(evil.attach().status, adsmSuccess);
+        }
+        Reply r;
+        if (kind == 0) {
+            uint8_t junk[40];
+            memset(junk, 0x41, sizeof junk);
+            r = evil.request<uint8_t>(Op::bye, junk, sizeof junk);
+        } else if (kind == 1) {
+            r = evil.commit(kBase - 4096, 8192);
+        } else if (kind == 2) {
+            FillBody f{kBase, 4096, 1, 0};
+            r = evil.request(Op::fill, &f);
+        } else {
+            r = evil.commit(kBase, 4096);
+        }
+        EXPECT_NE(r.status, adsmSuccess) << kind;
+        Reply after = evil.commit(kBase + (2 << 20), 4096);
+        EXPECT_EQ(after.status, adsmErrorDeviceLost) << "the connection is closed after " << kind;
+        // The good client is still served, its memory intact.
+        std::vector<uint8_t> v(4096, static_cast<uint8_t>(kind + 1)), back(4096);
+        ASSERT_EQ(good.ep().write(v.data(), v.size(), 0, gk.rma_key, 5000), adsmSuccess) << kind;
+        ASSERT_EQ(good.ep().read(back.data(), back.size(), 0, gk.rma_key, 5000), adsmSuccess) << kind;
+        EXPECT_EQ(back, v);
+    }
+    EXPECT_NE(s.log().find("closing"), std::string::npos);
+}
+
+TEST_F(Fixture, TheClientLimitTurnsOthersAwayAndFreedPlacesAreReused) {
+    Server s(args({"--max-clients", "1"}));
+    auto first = std::make_unique<Client>(s, key_text);
+    ASSERT_TRUE(first->ok());
+    ASSERT_EQ(first->attach().status, adsmSuccess);
+    {
+        Client second(s, key_text);
+        ASSERT_TRUE(second.ok());
+        Reply r{};
+        size_t got = 0;
+        ASSERT_EQ(second.ep().recv(&r, sizeof r, &got, 3000), adsmSuccess);
+        EXPECT_EQ(r.status, adsmErrorNoDevice);
+        EXPECT_NE(std::string(r.message).find("--max-clients"), std::string::npos) << r.message;
+    }
+    first.reset();  // vanishes without a bye: its place comes free
+    bool served = false;
+    for (int i = 0; i < 50 && !served; ++i) {
+        Client again(s, key_text);
+        served = again.ok() && again.attach().status == adsmSuccess;
+        if (!served) usleep(100 * 1000);
+    }
+    EXPECT_TRUE(served) << s.log();
+}

@@ -1,0 +1,113 @@
+// adsm-device-server: serves an accelerator to adsm programs on other
+// machines (ADSM_DEVICE=remote) over libfabric.  Each client is
+// authenticated with the shared key before anything else, gets device
+// memory of its own at its own window addresses, and is served on a thread
+// of its own; one that misbehaves or goes away is dropped and its memory
+// freed, the others carry on.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "backend/remote/fabric.h"
+#include "backend/remote/handshake.h"
+#include "backend/remote/key_file.h"
+#include "device_server/options.h"
+#include "device_server/session.h"
+
+namespace {
+
+std::atomic<bool> g_stopping{false};
+
+void on_stop_signal(int) { g_stopping.store(true); }
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    using namespace adsm;
+    server::Options options;
+    std::string error;
+    bool help = false;
+    if (!server::parse_options(argc, argv, &options, &error, &help)) {
+        fprintf(stderr, "adsm-device-server: %s\n%s", error.c_str(), server::usage());
+        return 2;
+    }
+    if (help) {
+        fputs(server::usage(), stdout);
+        return 0;
+    }
+    std::string key;
+    if (remote::load_key(options.key.c_str(), &key) != adsmSuccess) {
+        fprintf(stderr, "adsm-device-server: %s\n", last_detail());
+        return 2;
+    }
+    std::unique_ptr<remote::Listener> listener;
+    if (remote::Listener::open(options.address, options.port, options.provider, &listener) != adsmSuccess) {
+        fprintf(stderr, "adsm-device-server: %s\n", last_detail());
+        return 1;
+    }
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    printf("listening on %s:%d\n", options.address.c_str(), listener->port());
+    fflush(stdout);
+
+    struct Running {
+        std::thread thread;
+        std::atomic<bool> done{false};
+    };
+    std::list<Running> sessions;
+    // Sessions that ended are collected whenever the loop comes round, and
+    // before a new client is counted against the limit.
+    auto reap = [&sessions] {
+        for (auto it = sessions.begin(); it != sessions.end();) {
+            if (it->done.load()) {
+                it->thread.join();
+                it = sessions.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    };
+    while (!g_stopping.load()) {
+        reap();
+        std::unique_ptr<remote::Endpoint> ep;
+        if (listener->accept(&ep, 200) != adsmSuccess) {
+            server::log_line("%s", last_detail());
+            continue;
+        }
+        if (!ep) continue;
+        reap();
+        const bool full = sessions.size() >= options.max_clients;
+        Running &r = sessions.emplace_back();
+        r.thread = std::thread([&options, &key, &r, full, e = std::move(ep)]() mutable {
+            if (full) {
+                std::string why;
+                // Authenticated first: a stranger learns nothing of the load.
+                if (remote::server_handshake(*e, key, options.handshake_timeout_ms, &why) == adsmSuccess) {
+                    server::log_line("turning %s away: %u clients are being served (--max-clients)", e->peer().c_str(),
+                                     options.max_clients);
+                    remote::Reply reply{};
+                    reply.magic = remote::kWireMagic;
+                    reply.status = adsmErrorNoDevice;
+                    snprintf(reply.message, sizeof reply.message,
+                             "the device server serves %u clients already (its --max-clients)", options.max_clients);
+                    (void)e->send(&reply, sizeof reply);
+                }
+            } else {
+                server::Session s(options, key, std::move(e));
+                s.run(g_stopping);
+            }
+            r.done.store(true);
+        });
+    }
+    server::log_line("stopping");
+    for (Running &r : sessions) r.thread.join();
+    return 0;
+}

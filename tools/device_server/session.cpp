@@ -1,0 +1,150 @@
+#include "device_server/session.h"
+
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include "backend/remote/handshake.h"
+#include "os/vm.h"
+
+namespace adsm::server {
+
+void log_line(const char *fmt, ...) {
+    char when[32];
+    time_t now = time(nullptr);
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s adsm-device-server: %s\n", when, line);
+}
+
+Session::Session(const Options &options, const std::string &key, std::unique_ptr<remote::Endpoint> endpoint)
+    : options_(options), key_(key), ep_(std::move(endpoint)), peer_(ep_->peer()), memory_(options.memory) {}
+
+Session::~Session() {
+    ep_.reset();  // no RMA into the memory from here on
+    if (view_) munmap(view_, memory_.size());
+    if (memfd_ >= 0) close(memfd_);
+}
+
+Status Session::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
+    if (Status s = memory_.attach(base, size); s != adsmSuccess) return s;
+    // As large as the window, backed only where the client writes: the
+    // capacity is enforced by commit, not by the mapping.
+    int fd = os::memfd_sized("adsm-remote-client-memory", size);
+    if (fd < 0) return fail(adsmErrorMemoryAllocation, "no memory for a %llu-byte window: %s",
+                            static_cast<unsigned long long>(size), strerror(-fd));
+    void *view = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);
+    if (view == MAP_FAILED) {
+        close(fd);
+        return fail(adsmErrorMemoryAllocation, "cannot map a %llu-byte window", static_cast<unsigned long long>(size));
+    }
+    memfd_ = fd;
+    view_ = static_cast<uint8_t *>(view);
+    reply->capacity = options_.memory;
+    return adsmSuccess;
+}
+
+Status Session::commit(uint64_t addr, uint64_t len, remote::Reply *reply) {
+    if (Status s = memory_.commit(addr, len); s != adsmSuccess) return s;
+    uint64_t key = 0;
+    Status s = adsmSuccess;
+    do {
+        if (getrandom(&key, sizeof key, 0) != sizeof key) s = fail(adsmErrorInitialization, "no randomness for a key");
+    } while (s == adsmSuccess && key == 0);
+    if (s == adsmSuccess) s = ep_->expose(view_ + (addr - memory_.base()), len, key);
+    if (s != adsmSuccess) {
+        (void)memory_.decommit(addr, len);
+        return s;
+    }
+    keys_[addr] = key;
+    reply->rma_key = key;
+    return adsmSuccess;
+}
+
+Status Session::decommit(uint64_t addr, uint64_t len) {
+    if (Status s = memory_.decommit(addr, len); s != adsmSuccess) return s;
+    for (auto it = keys_.lower_bound(addr); it != keys_.end() && it->first < addr + len;) {
+        ep_->withdraw(it->second);
+        it = keys_.erase(it);
+    }
+    // Given back: the pages go, and read as zeros if committed again.
+    os::punch_hole(memfd_, addr - memory_.base(), len);
+    return adsmSuccess;
+}
+
+Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {
+    using remote::Op;
+    if (r.header.op != Op::attach && r.header.op != Op::bye && !memory_.attached())
+        return fail(adsmErrorInvalidValue, "a request before the window was attached");
+    switch (r.header.op) {
+    case Op::attach: return attach(r.body.attach.window_base, r.body.attach.window_size, reply);
+    case Op::commit: return commit(r.body.range.addr, r.body.range.len, reply);
+    case Op::decommit: return decommit(r.body.range.addr, r.body.range.len);
+    case Op::fill:
+        if (Status s = memory_.check(r.body.fill.addr, r.body.fill.len); s != adsmSuccess) return s;
+        memset(view_ + (r.body.fill.addr - memory_.base()), static_cast<int>(r.body.fill.value), r.body.fill.len);
+        return adsmSuccess;
+    case Op::bye: *bye = true; return adsmSuccess;
+    }
+    return fail(adsmErrorInvalidValue, "unknown operation");
+}
+
+void Session::run(std::atomic<bool> &stopping) {
+    std::string why;
+    if (remote::server_handshake(*ep_, key_, options_.handshake_timeout_ms, &why) != adsmSuccess) {
+        log_line("refused %s: %s", peer_.c_str(), why.c_str());
+        return;
+    }
+    log_line("client %s authenticated", peer_.c_str());
+    std::unique_ptr<uint8_t[]> msg(new uint8_t[remote::kMaxMessage]);
+    bool bye = false;
+    while (!bye && !stopping.load()) {
+        size_t got = 0;
+        Status s = ep_->recv(msg.get(), remote::kMaxMessage, &got, 200);
+        if (s != adsmSuccess) {
+            if (ep_->closed()) {
+                log_line("client %s disconnected", peer_.c_str());
+                return;
+            }
+            continue;  // no request yet
+        }
+        remote::Request r;
+        if (remote::parse_request(msg.get(), got, &r) != adsmSuccess) {
+            // Malformed: this client goes, the others are not touched.
+            log_line("closing %s: %s", peer_.c_str(), last_detail());
+            return;
+        }
+        remote::Reply reply{};
+        reply.magic = remote::kWireMagic;
+        reply.seq = r.header.seq;
+        Status st = handle(r, &reply, &bye);
+        reply.status = st;
+        if (st != adsmSuccess) {
+            snprintf(reply.message, sizeof reply.message, "%s", last_detail());
+            // A refused commit is an answer; a range outside what the client
+            // owns is an attack or a bug, and ends the session.
+            if (st != adsmErrorMemoryAllocation) {
+                log_line("closing %s: %s", peer_.c_str(), reply.message);
+                (void)ep_->send(&reply, sizeof reply);
+                return;
+            }
+        }
+        if (ep_->send(&reply, sizeof reply) != adsmSuccess) {
+            log_line("client %s went away", peer_.c_str());
+            return;
+        }
+    }
+    log_line("client %s done", peer_.c_str());
+}
+
+}  // namespace adsm::server

@@ -1,0 +1,47 @@
+// One client of adsm-device-server, on its own thread: the handshake, then
+// its requests, until it says bye, disconnects or sends something it may
+// not.  Its device memory is a memfd the size of its window, of which only
+// the committed ranges are exposed for RMA, each under a random key on its
+// own connection's domain: it is its alone, within its capacity, and freed
+// when the session ends.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backend/remote/fabric.h"
+#include "backend/remote/wire.h"
+#include "device_server/options.h"
+
+namespace adsm::server {
+
+class Session {
+public:
+    Session(const Options &options, const std::string &key, std::unique_ptr<remote::Endpoint> endpoint);
+    ~Session();
+    // Runs the whole session; returns when it is over.
+    void run(std::atomic<bool> &stopping);
+    const std::string &peer() const { return peer_; }
+
+private:
+    Status handle(const remote::Request &r, remote::Reply *reply, bool *bye);
+    Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
+    Status commit(uint64_t addr, uint64_t len, remote::Reply *reply);
+    Status decommit(uint64_t addr, uint64_t len);
+
+    const Options &options_;
+    const std::string &key_;
+    std::unique_ptr<remote::Endpoint> ep_;
+    std::string peer_;
+    remote::ClientMemory memory_;
+    int memfd_ = -1;
+    uint8_t *view_ = nullptr;  // the server's view of the client's device memory
+    std::map<uint64_t, uint64_t> keys_;  // committed range start -> its RMA key
+};
+
+// Logs a line with the server's name and the time.
+void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace adsm::server
