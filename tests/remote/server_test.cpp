@@ -133,6 +133,19 @@ public:
         RangeBody b{addr, len};
         return request(Op::commit, &b);
     }
+    // remote.add(v, n, k) over n words at v.
+    Reply add(uint64_t v, size_t n, uint32_t k, const char *kernel = "remote.add") {
+        LaunchBody l{};
+        snprintf(l.kernel, sizeof l.kernel, "%s", kernel);
+        l.grid[0] = static_cast<uint32_t>((n + 255) / 256), l.grid[1] = l.grid[2] = 1;
+        l.block[0] = 256, l.block[1] = l.block[2] = 1;
+        memcpy(l.args, &v, sizeof v);
+        memcpy(l.args + 16, &n, sizeof n);
+        memcpy(l.args + 32, &k, sizeof k);
+        l.args_size = 36;
+        return request(Op::launch, &l, kLaunchFixedBytes + l.args_size);
+    }
+    Reply sync() { return request<uint8_t>(Op::sync, nullptr, 0); }
 
 private:
     std::unique_ptr<Endpoint> ep_;
@@ -145,7 +158,8 @@ struct Fixture : ::testing::Test {
     std::string key = write_key(key_text + "\n", 0600);
     ~Fixture() override { unlink(key.c_str()); }
     std::vector<std::string> args(std::vector<std::string> more = {}) {
-        std::vector<std::string> a = {"--key", key, "--address", "127.0.0.1", "--port", "0", "--memory", "64M"};
+        std::vector<std::string> a = {"--key", key, "--address", "127.0.0.1", "--port", "0", "--memory", "64M",
+                                      "--kernels", ADSM_REMOTE_TEST_KERNELS};
         a.insert(a.end(), more.begin(), more.end());
         return a;
     }
@@ -300,4 +314,70 @@ TEST_F(Fixture, TheClientLimitTurnsOthersAwayAndFreedPlacesAreReused) {
         if (!served) usleep(100 * 1000);
     }
     EXPECT_TRUE(served) << s.log();
+}
+
+TEST_F(Fixture, KernelsRunOnTheClientsMemoryAtItsAddresses) {
+    Server s(args());
+    Client c(s, key_text);
+    ASSERT_TRUE(c.ok()) << adsm::last_detail();
+    ASSERT_EQ(c.attach().status, adsmSuccess);
+    const size_t n = 100000;
+    const uint64_t v = kBase + (4 << 20);
+    Reply m = c.commit(v, 1 << 20);
+    ASSERT_EQ(m.status, adsmSuccess) << m.message;
+    std::vector<uint32_t> data(n), back(n);
+    for (size_t i = 0; i < n; ++i) data[i] = static_cast<uint32_t>(i);
+    ASSERT_EQ(c.ep().write(data.data(), n * 4, 0, m.rma_key, 5000), adsmSuccess);
+    Reply l = c.add(v, n, 5);
+    ASSERT_EQ(l.status, adsmSuccess) << l.message;
+    Reply y = c.sync();
+    ASSERT_EQ(y.status, adsmSuccess) << y.message;
+    ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, m.rma_key, 5000), adsmSuccess);
+    for (size_t i = 0; i < n; i += 997) ASSERT_EQ(back[i], i + 5) << i;
+    // What the server cannot run is an answer, and the session goes on.
+    Reply unknown = c.add(v, n, 1, "remote.nonexistent");
+    EXPECT_EQ(unknown.status, adsmErrorKernelNotFound);
+    EXPECT_NE(std::string(unknown.message).find("remote.nonexistent"), std::string::npos) << unknown.message;
+    LaunchBody wrong{};
+    snprintf(wrong.kernel, sizeof wrong.kernel, "remote.add");
+    wrong.grid[0] = wrong.grid[1] = wrong.grid[2] = 1;
+    wrong.block[0] = wrong.block[1] = wrong.block[2] = 1;
+    wrong.args_size = 8;
+    EXPECT_EQ(c.request(Op::launch, &wrong, kLaunchFixedBytes + 8).status, adsmErrorInvalidLaunch);
+    // A kernel that faults is reported at the sync; the next one runs.
+    LaunchBody crash{};
+    snprintf(crash.kernel, sizeof crash.kernel, "remote.crash");
+    crash.grid[0] = crash.grid[1] = crash.grid[2] = 1;
+    crash.block[0] = crash.block[1] = crash.block[2] = 1;
+    ASSERT_EQ(c.request(Op::launch, &crash, kLaunchFixedBytes).status, adsmSuccess);
+    Reply fault = c.sync();
+    EXPECT_EQ(fault.status, adsmErrorLaunchFailure);
+    EXPECT_NE(std::string(fault.message).find("remote.crash"), std::string::npos) << fault.message;
+    ASSERT_EQ(c.add(v, n, 1).status, adsmSuccess);
+    ASSERT_EQ(c.sync().status, adsmSuccess);
+    ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, m.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back[n - 1], n - 1 + 6);
+}
+
+TEST_F(Fixture, TwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
+    Server s(args());
+    Client a(s, key_text), b(s, key_text);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a.attach().status, adsmSuccess);
+    ASSERT_EQ(b.attach().status, adsmSuccess);
+    const size_t n = 4096;
+    Reply ka = a.commit(kBase, 1 << 20), kb = b.commit(kBase, 1 << 20);
+    ASSERT_EQ(ka.status, adsmSuccess);
+    ASSERT_EQ(kb.status, adsmSuccess);
+    std::vector<uint32_t> ones(n, 1), back(n);
+    ASSERT_EQ(a.ep().write(ones.data(), n * 4, 0, ka.rma_key, 5000), adsmSuccess);
+    ASSERT_EQ(b.ep().write(ones.data(), n * 4, 0, kb.rma_key, 5000), adsmSuccess);
+    ASSERT_EQ(a.add(kBase, n, 10).status, adsmSuccess);
+    ASSERT_EQ(b.add(kBase, n, 20).status, adsmSuccess);
+    ASSERT_EQ(a.sync().status, adsmSuccess);
+    ASSERT_EQ(b.sync().status, adsmSuccess);
+    ASSERT_EQ(a.ep().read(back.data(), n * 4, 0, ka.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back, std::vector<uint32_t>(n, 11));
+    ASSERT_EQ(b.ep().read(back.data(), n * 4, 0, kb.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back, std::vector<uint32_t>(n, 21));
 }

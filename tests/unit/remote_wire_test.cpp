@@ -105,8 +105,16 @@ TEST(RemoteWireTest, RandomAndMutatedMessagesNeverSlipThrough) {
     AttachBody a{0x300000000000, 1ull << 30};
     RangeBody c{0x300000000000, 4096};
     FillBody f{0x300000000000, 4096, 1, 0};
+    LaunchBody l{};
+    snprintf(l.kernel, sizeof l.kernel, "remote.add");
+    l.grid[0] = l.grid[1] = l.grid[2] = l.block[0] = l.block[1] = l.block[2] = 1;
+    l.args_size = 36;
+    auto launch = message(Op::launch, &l, static_cast<uint32_t>(kLaunchFixedBytes + 36));
+    launch.resize(sizeof(RequestHeader) + kLaunchFixedBytes + 36);
+    Request check;
+    ASSERT_EQ(parse_request(launch.data(), launch.size(), &check), adsmSuccess) << adsm::last_detail();
     std::vector<std::vector<uint8_t>> seeds = {message(Op::attach, &a), message(Op::commit, &c),
-                                               message(Op::decommit, &c), message(Op::fill, &f), bye()};
+                                               message(Op::decommit, &c), message(Op::fill, &f), bye(), launch};
     size_t accepted = 0;
     for (int i = 0; i < 200000; ++i) {
         std::vector<uint8_t> m;
@@ -124,6 +132,11 @@ TEST(RemoteWireTest, RandomAndMutatedMessagesNeverSlipThrough) {
         ++accepted;
         ASSERT_EQ(r.header.magic, kWireMagic);
         ASSERT_EQ(m.size(), sizeof(RequestHeader) + r.header.length);
+        if (r.header.op == Op::launch) {
+            ASSERT_EQ(r.body.launch.args_size, r.header.length - kLaunchFixedBytes);
+            ASSERT_LE(r.body.launch.args_size, kMaxLaunchArgs);
+            ASSERT_NE(memchr(r.body.launch.kernel, 0, kKernelNameBytes), nullptr);
+        }
         if (r.header.op == Op::attach) {
             ASSERT_EQ(r.body.attach.window_size % 4096, 0u);
             ASSERT_LE(r.body.attach.window_size, kMaxWindow);

@@ -16,6 +16,7 @@
 #include "backend/remote/fabric.h"
 #include "backend/remote/handshake.h"
 #include "backend/remote/key_file.h"
+#include "device_server/kernels.h"
 #include "device_server/options.h"
 #include "device_server/session.h"
 
@@ -43,6 +44,10 @@ int main(int argc, char **argv) {
     std::string key;
     if (remote::load_key(options.key.c_str(), &key) != adsmSuccess) {
         fprintf(stderr, "adsm-device-server: %s\n", last_detail());
+        return 2;
+    }
+    if (!server::load_kernel_libraries(options.kernels, &error)) {
+        fprintf(stderr, "adsm-device-server: %s\n", error.c_str());
         return 2;
     }
     std::unique_ptr<remote::Listener> listener;

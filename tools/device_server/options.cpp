@@ -14,11 +14,10 @@ const char *usage() {
            "  --address ADDR      where to listen (default 0.0.0.0: every interface)\n"
            "  --port PORT         (default 7411; 0 picks a free one, printed at start)\n"
            "  --provider NAME     the libfabric provider (default tcp; any with connected endpoints and RMA)\n"
-           "  --device sim|cpu    the back-end each client's kernels will run on (default sim; this\n"
-           "                      version serves memory and transfers, not yet launches)\n"
+           "  --device sim        the back-end each client gets (a simulated device of its own)\n"
            "  --memory SIZE       device memory per client, as 512M or 4G (default 4G)\n"
-           "  --kernels LIB.so    a library whose constructors register kernels by name (repeatable;\n"
-           "                      loaded once launches are served)\n"
+           "  --kernels LIB.so    a library whose constructors register kernels by name with\n"
+           "                      adsmRegisterKernel (repeatable)\n"
            "  --max-clients N     clients served at once (default 16)\n"
            "  --help              this text\n"
            "\n"
@@ -58,8 +57,11 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
         } else if (a == "--provider") {
             out->provider = value;
         } else if (a == "--device") {
-            if (value != "sim" && value != "cpu") {
-                *error = "--device " + value + ": sim or cpu";
+            // Each client needs its own address space at its window's
+            // addresses: a simulated device's process gives it that.
+            if (value != "sim") {
+                *error = "--device " + value + ": this server hosts sim devices (cpu runs kernels in the server's "
+                         "own address space, which two clients' windows at the same addresses cannot share)";
                 return false;
             }
             out->device = value;

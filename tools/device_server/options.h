@@ -11,7 +11,7 @@ struct Options {
     std::string address = "0.0.0.0";
     std::string port = "7411";
     std::string provider = "tcp";
-    std::string device = "sim";        // the back-end each client's kernels run on
+    std::string device = "sim";        // the back-end each client gets
     uint64_t memory = 4ull << 30;      // device memory per client
     std::vector<std::string> kernels;  // libraries whose constructors register kernels
     std::string key;                   // the key file

@@ -10,7 +10,7 @@
 #include <ctime>
 
 #include "backend/remote/handshake.h"
-#include "os/vm.h"
+#include "device_server/kernels.h"
 
 namespace adsm::server {
 
@@ -32,37 +32,38 @@ Session::Session(const Options &options, const std::string &key, std::unique_ptr
 
 Session::~Session() {
     ep_.reset();  // no RMA into the memory from here on
-    if (view_) munmap(view_, memory_.size());
-    if (memfd_ >= 0) close(memfd_);
+    if (device_) device_->destroy_stream(stream_);
+    device_.reset();  // its device process ends with it
 }
 
 Status Session::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     if (Status s = memory_.attach(base, size); s != adsmSuccess) return s;
+    Config config;
+    config.sim_memory = options_.memory;
+    auto device = std::make_unique<SimDevice>(config);
     // As large as the window, backed only where the client writes: the
-    // capacity is enforced by commit, not by the mapping.
-    int fd = os::memfd_sized("adsm-remote-client-memory", size);
-    if (fd < 0) return fail(adsmErrorMemoryAllocation, "no memory for a %llu-byte window: %s",
-                            static_cast<unsigned long long>(size), strerror(-fd));
-    void *view = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);
-    if (view == MAP_FAILED) {
-        close(fd);
-        return fail(adsmErrorMemoryAllocation, "cannot map a %llu-byte window", static_cast<unsigned long long>(size));
-    }
-    memfd_ = fd;
-    view_ = static_cast<uint8_t *>(view);
+    // capacity is enforced at commit.
+    if (Status s = device->attach_window(base, size, -1, nullptr); s != adsmSuccess) return s;
+    if (Status s = device->create_stream(&stream_); s != adsmSuccess) return s;
+    device_ = std::move(device);
     reply->capacity = options_.memory;
     return adsmSuccess;
 }
 
 Status Session::commit(uint64_t addr, uint64_t len, remote::Reply *reply) {
     if (Status s = memory_.commit(addr, len); s != adsmSuccess) return s;
+    if (Status s = device_->commit(addr, len); s != adsmSuccess) {
+        (void)memory_.decommit(addr, len);
+        return s;
+    }
     uint64_t key = 0;
     Status s = adsmSuccess;
     do {
         if (getrandom(&key, sizeof key, 0) != sizeof key) s = fail(adsmErrorInitialization, "no randomness for a key");
     } while (s == adsmSuccess && key == 0);
-    if (s == adsmSuccess) s = ep_->expose(view_ + (addr - memory_.base()), len, key);
+    if (s == adsmSuccess) s = ep_->expose(device_->memory_at(addr), len, key);
     if (s != adsmSuccess) {
+        device_->decommit(addr, len);
         (void)memory_.decommit(addr, len);
         return s;
     }
@@ -77,9 +78,26 @@ Status Session::decommit(uint64_t addr, uint64_t len) {
         ep_->withdraw(it->second);
         it = keys_.erase(it);
     }
-    // Given back: the pages go, and read as zeros if committed again.
-    os::punch_hole(memfd_, addr - memory_.base(), len);
+    // Given back: its pages go, and read as zeros if committed again.
+    device_->decommit(addr, len);
     return adsmSuccess;
+}
+
+Status Session::launch(const remote::LaunchBody &l) {
+    adsmKernel_t handle;
+    if (kernels().find(l.kernel, &handle) != adsmSuccess)
+        return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (its --kernels libraries)", l.kernel);
+    const KernelInfo *k = kernels().get(handle);
+    if (l.args_size != k->args_size)
+        return fail(adsmErrorInvalidLaunch, "kernel '%s' takes %u argument bytes, not %u", l.kernel, k->args_size,
+                    l.args_size);
+    LaunchDesc d;
+    d.kernel = k;
+    d.grid = {l.grid[0], l.grid[1], l.grid[2]};
+    d.block = {l.block[0], l.block[1], l.block[2]};
+    d.args = l.args;
+    d.args_size = l.args_size;
+    return device_->launch(stream_, d);
 }
 
 Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {
@@ -92,8 +110,9 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
     case Op::decommit: return decommit(r.body.range.addr, r.body.range.len);
     case Op::fill:
         if (Status s = memory_.check(r.body.fill.addr, r.body.fill.len); s != adsmSuccess) return s;
-        memset(view_ + (r.body.fill.addr - memory_.base()), static_cast<int>(r.body.fill.value), r.body.fill.len);
-        return adsmSuccess;
+        return device_->fill(r.body.fill.addr, static_cast<int>(r.body.fill.value), r.body.fill.len);
+    case Op::launch: return launch(r.body.launch);
+    case Op::sync: return device_->synchronize(stream_);
     case Op::bye: *bye = true; return adsmSuccess;
     }
     return fail(adsmErrorInvalidValue, "unknown operation");
@@ -131,9 +150,10 @@ void Session::run(std::atomic<bool> &stopping) {
         reply.status = st;
         if (st != adsmSuccess) {
             snprintf(reply.message, sizeof reply.message, "%s", last_detail());
-            // A refused commit is an answer; a range outside what the client
-            // owns is an attack or a bug, and ends the session.
-            if (st != adsmErrorMemoryAllocation) {
+            // A refused commit, a launch the server cannot run and a kernel's
+            // error are answers; a range outside what the client owns or a
+            // malformed request is an attack or a bug, and ends the session.
+            if (st == adsmErrorInvalidValue) {
                 log_line("closing %s: %s", peer_.c_str(), reply.message);
                 (void)ep_->send(&reply, sizeof reply);
                 return;

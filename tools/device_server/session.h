@@ -1,9 +1,11 @@
 // One client of adsm-device-server, on its own thread: the handshake, then
 // its requests, until it says bye, disconnects or sends something it may
-// not.  Its device memory is a memfd the size of its window, of which only
-// the committed ranges are exposed for RMA, each under a random key on its
-// own connection's domain: it is its alone, within its capacity, and freed
-// when the session ends.
+// not.  It gets a simulated device of its own, attached at the client's
+// window addresses: device memory (of which only committed ranges are
+// exposed for RMA, each under a random key on the client's own connection's
+// domain) and a device process that runs its kernels at those addresses, so
+// its embedded pointers work and no other client can reach either.  All of
+// it goes when the session ends.
 #pragma once
 
 #include <atomic>
@@ -13,6 +15,7 @@
 
 #include "backend/remote/fabric.h"
 #include "backend/remote/wire.h"
+#include "backend/sim/sim_device.h"
 #include "device_server/options.h"
 
 namespace adsm::server {
@@ -30,14 +33,15 @@ private:
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
     Status commit(uint64_t addr, uint64_t len, remote::Reply *reply);
     Status decommit(uint64_t addr, uint64_t len);
+    Status launch(const remote::LaunchBody &l);
 
     const Options &options_;
     const std::string &key_;
     std::unique_ptr<remote::Endpoint> ep_;
     std::string peer_;
     remote::ClientMemory memory_;
-    int memfd_ = -1;
-    uint8_t *view_ = nullptr;  // the server's view of the client's device memory
+    std::unique_ptr<SimDevice> device_;
+    StreamId stream_ = 0;
     std::map<uint64_t, uint64_t> keys_;  // committed range start -> its RMA key
 };
 

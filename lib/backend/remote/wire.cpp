@@ -17,7 +17,9 @@ size_t body_size(Op op) {
     case Op::commit:
     case Op::decommit: return sizeof(RangeBody);
     case Op::fill: return sizeof(FillBody);
-    case Op::bye: return 0;
+    case Op::bye:
+    case Op::sync: return 0;
+    case Op::launch: return kLaunchFixedBytes;  // and its arguments
     }
     return SIZE_MAX;
 }
@@ -32,10 +34,13 @@ Status parse_request(const void *msg, size_t n, Request *out) {
     if (h.magic != kWireMagic) return fail(adsmErrorInvalidValue, "not a request (magic %#x)", h.magic);
     size_t want = body_size(h.op);
     if (want == SIZE_MAX) return fail(adsmErrorInvalidValue, "unknown operation %u", static_cast<unsigned>(h.op));
-    if (h.length != want || n != sizeof(RequestHeader) + want)
-        return fail(adsmErrorInvalidValue, "operation %u declares %u body bytes and carries %zu; it takes %zu",
-                    static_cast<unsigned>(h.op), h.length, n - sizeof(RequestHeader), want);
-    memcpy(&out->body, static_cast<const uint8_t *>(msg) + sizeof(RequestHeader), want);
+    const size_t carried = n - sizeof(RequestHeader);
+    const bool variable = h.op == Op::launch;
+    if (h.length != carried || carried < want || (!variable && carried != want) ||
+        (variable && carried > want + kMaxLaunchArgs))
+        return fail(adsmErrorInvalidValue, "operation %u declares %u body bytes and carries %zu; it takes %zu%s",
+                    static_cast<unsigned>(h.op), h.length, carried, want, variable ? " and its arguments" : "");
+    memcpy(&out->body, static_cast<const uint8_t *>(msg) + sizeof(RequestHeader), carried);
     switch (h.op) {
     case Op::attach:
         if (!page_aligned(out->body.attach.window_base) || !page_aligned(out->body.attach.window_size) ||
@@ -47,6 +52,17 @@ Status parse_request(const void *msg, size_t n, Request *out) {
     case Op::fill:
         if (out->body.fill.value > 255) return fail(adsmErrorInvalidValue, "a fill value is a byte");
         break;
+    case Op::launch: {
+        const LaunchBody &l = out->body.launch;
+        if (memchr(l.kernel, 0, sizeof l.kernel) == nullptr || l.kernel[0] == '\0')
+            return fail(adsmErrorInvalidValue, "a launch names no kernel");
+        if (l.args_size != carried - kLaunchFixedBytes)
+            return fail(adsmErrorInvalidValue, "a launch declares %u argument bytes and carries %zu", l.args_size,
+                        carried - kLaunchFixedBytes);
+        for (int d = 0; d < 3; ++d)
+            if (l.grid[d] == 0 || l.block[d] == 0) return fail(adsmErrorInvalidValue, "a launch with an empty grid or block");
+        break;
+    }
     default: break;
     }
     return adsmSuccess;

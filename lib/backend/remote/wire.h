@@ -24,6 +24,8 @@ enum class Op : uint32_t {
     decommit = 3,  // give it back
     fill = 4,      // set [addr, addr+len) to a byte
     bye = 5,       // the client is done
+    launch = 6,    // run a kernel the server registered, by name
+    sync = 7,      // wait for the client's kernels; the first error since the last sync
 };
 
 struct RequestHeader {
@@ -49,6 +51,20 @@ struct FillBody {
     uint32_t reserved;
 };
 
+// A launch: the fixed part, then args_size bytes of arguments laid out as
+// the kernel's registration says (every parameter in a 16-byte slot).
+constexpr size_t kKernelNameBytes = 64;
+constexpr size_t kMaxLaunchArgs = 4096;
+struct LaunchBody {
+    char kernel[kKernelNameBytes];  // NUL-terminated
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t args_size;
+    uint32_t reserved;
+    uint8_t args[kMaxLaunchArgs];
+};
+constexpr size_t kLaunchFixedBytes = offsetof(LaunchBody, args);
+
 struct Reply {
     uint32_t magic;
     int32_t status;     // an adsmError_t
@@ -67,6 +83,7 @@ struct Request {
         AttachBody attach;
         RangeBody range;
         FillBody fill;
+        LaunchBody launch;
     } body;
 };
 

@@ -66,6 +66,9 @@ public:
 
     // The device process's pid, 0 if none was started (for tests that kill it).
     pid_t server_pid() const { return pid_.load(); }
+    // The host's view of device memory at window address dev: where a
+    // remote device server lets its client's RMA land (attached first).
+    uint8_t *memory_at(uintptr_t dev) const { return dma_ + (dev - base_); }
 
 private:
     Status check_range(uintptr_t dev, size_t n) const;

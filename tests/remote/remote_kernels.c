@@ -1,0 +1,30 @@
+/*
+ * Kernels for the device server's tests, loaded with --kernels: its
+ * constructor registers them by name (adsmRegisterKernel is the server's).
+ */
+#include <adsm.h>
+#include <stdint.h>
+
+/* v[i] += k for i < n */
+static void add(const adsmThreadIdx *t, void **args) {
+    uint32_t *v = *(uint32_t **)args[0];
+    size_t n = *(size_t *)args[1];
+    uint32_t k = *(uint32_t *)args[2];
+    size_t i = (size_t)t->blockIdx.x * t->blockDim.x + t->threadIdx.x;
+    if (i < n) v[i] += k;
+}
+
+/* Writes where nothing is (an address the compiler cannot see through). */
+static volatile uintptr_t nowhere = 16;
+static void crash(const adsmThreadIdx *t, void **args) {
+    (void)t;
+    (void)args;
+    *(volatile int *)nowhere = 1;
+}
+
+__attribute__((constructor)) static void register_kernels(void) {
+    size_t add_sizes[] = {sizeof(uint32_t *), sizeof(size_t), sizeof(uint32_t)};
+    adsmKernel_t k;
+    adsmRegisterKernel("remote.add", add, 3, add_sizes, &k);
+    adsmRegisterKernel("remote.crash", crash, 0, NULL, &k);
+}
