@@ -8,6 +8,9 @@
 #include "backend/cuda/cuda_device.h"
 #endif
 #include "backend/device.h"
+#ifdef ADSM_HAVE_LIBFABRIC
+#include "backend/remote/remote_device.h"
+#endif
 #include "backend/sim/sim_device.h"
 
 namespace adsm {
@@ -32,10 +35,17 @@ Status create_device(const std::string &d, const Config &config, std::unique_ptr
     if (d == "levelzero")
         return fail(adsmErrorNoDevice,
                     "ADSM_DEVICE=levelzero: the Level Zero back-end is not part of this build yet; use sim or cpu");
-    if (d == "remote")
+    if (d == "remote") {
+#ifdef ADSM_HAVE_LIBFABRIC
+        *out = std::make_unique<RemoteDevice>(config);
+        return adsmSuccess;
+#else
         return fail(adsmErrorNoDevice,
-                    "ADSM_DEVICE=remote: remote accelerators over libfabric are not part of this build yet; use sim or cpu");
-    return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim, cpu or cuda", d.c_str());
+                    "ADSM_DEVICE=remote: this build has no remote devices (libfabric-dev was not found when it was "
+                    "configured)");
+#endif
+    }
+    return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim, cpu, cuda or remote", d.c_str());
 }
 
 Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>> *out) {

@@ -11,9 +11,16 @@ namespace adsm {
 
 const std::vector<ConfigVar> &config_variables() {
     static const std::vector<ConfigVar> vars = {
-        {"ADSM_DEVICE", "sim|cpu|cuda[,...]",
-         "accelerator back-end: simulated GPU, in-process CPU, or an NVIDIA GPU (levelzero and remote are reserved); "
+        {"ADSM_DEVICE", "sim|cpu|cuda|remote[,...]",
+         "accelerator back-end: simulated GPU, in-process CPU, an NVIDIA GPU, or a device served by adsm-device-server "
+         "on another machine (ADSM_REMOTE; levelzero is reserved); "
          "a comma-separated list gives the process several devices, numbered from 0 (default sim)"},
+        {"ADSM_REMOTE", "HOST:PORT", "remote: where adsm-device-server listens"},
+        {"ADSM_REMOTE_KEY", "FILE", "remote: the key shared with the server (a file only its owner may read)"},
+        {"ADSM_REMOTE_TIMEOUT", "SECONDS",
+         "remote: an operation the server does not answer within this time loses the device (default 5; a sync "
+         "waits for kernels as long as the connection lives)"},
+        {"ADSM_REMOTE_PROVIDER", "NAME", "remote: the libfabric provider (default tcp)"},
         {"ADSM_VISIBLE_DEVICES", "N[,...]",
          "only these devices of the ADSM_DEVICE list, renumbered from 0 in this order (default: all)"},
         {"ADSM_PROTOCOL", "batch|lazy|rolling|delta", "coherence protocol (default delta)"},
@@ -253,6 +260,15 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         if (strcmp(v, "auto") && strcmp(v, "uffd") && strcmp(v, "mprotect"))
             return bad("ADSM_DIRTY_TRACKING", v, "auto, uffd or mprotect");
         c.dirty_tracking = v;
+    }
+    if (const char *v = lookup("ADSM_REMOTE"); v && *v) c.remote = v;
+    if (const char *v = lookup("ADSM_REMOTE_KEY"); v && *v) c.remote_key = v;
+    if (const char *v = lookup("ADSM_REMOTE_PROVIDER"); v && *v) c.remote_provider = v;
+    if (const char *v = lookup("ADSM_REMOTE_TIMEOUT"); v && *v) {
+        char *end;
+        double t = strtod(v, &end);
+        if (*end || !(t > 0) || t > 3600) return bad("ADSM_REMOTE_TIMEOUT", v, "seconds, more than 0 and at most 3600");
+        c.remote_timeout_s = t;
     }
     if (const char *v = lookup("ADSM_SPILL"); v && *v) {
         if (strcmp(v, "host") && strcmp(v, "evict") && strcmp(v, "fail") && strcmp(v, "next") && strcmp(v, "split"))

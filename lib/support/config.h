@@ -37,6 +37,10 @@ struct Config {
     std::string on_race = "sync";       // ADSM_ON_RACE: sync|warn|abort
     uint64_t malloc_threshold = UINT64_MAX;  // ADSM_MALLOC_THRESHOLD (see malloc_threshold_from_env)
     std::string gpu_apis = "auto";      // ADSM_GPU_APIS: auto|on|off
+    std::string remote;                 // ADSM_REMOTE: HOST:PORT of the device server
+    std::string remote_key;             // ADSM_REMOTE_KEY: the shared key's file
+    double remote_timeout_s = 5;        // ADSM_REMOTE_TIMEOUT: an unanswered server is lost after this
+    std::string remote_provider = "tcp";  // ADSM_REMOTE_PROVIDER: the libfabric provider
     std::string spill = "host";         // ADSM_SPILL: host|evict|fail|next|split (a new object that finds its device full)
     uint64_t chaos_every = 0;           // ADSM_CHAOS_RELEASE_EVERY: 0 is off
     uint64_t chaos_seed = 1;            // ADSM_CHAOS_SEED

@@ -36,10 +36,16 @@ protected:
 TEST_F(ConfigEnvTest, ReservedDevicesSayWhatIsMissing) {
     EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "levelzero", adsmErrorNoDevice, "Level Zero"),
                 testing::ExitedWithCode(0), "");
+#ifdef ADSM_HAVE_LIBFABRIC
+    // Built: it says where the server must be named.
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "remote", adsmErrorNoDevice, "ADSM_REMOTE=HOST:PORT"),
+                testing::ExitedWithCode(0), "");
+#else
     EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "remote", adsmErrorNoDevice, "libfabric"),
                 testing::ExitedWithCode(0), "");
-    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "tpu", adsmErrorNoDevice, "sim, cpu or cuda"), testing::ExitedWithCode(0),
-                "");
+#endif
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "tpu", adsmErrorNoDevice, "sim, cpu, cuda or remote"),
+                testing::ExitedWithCode(0), "");
 }
 
 TEST_F(ConfigEnvTest, UnknownProtocolListsTheKnownOnes) {

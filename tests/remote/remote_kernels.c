@@ -4,6 +4,7 @@
  */
 #include <adsm.h>
 #include <stdint.h>
+#include <unistd.h>
 
 /* v[i] += k for i < n */
 static void add(const adsmThreadIdx *t, void **args) {
@@ -22,9 +23,21 @@ static void crash(const adsmThreadIdx *t, void **args) {
     *(volatile int *)nowhere = 1;
 }
 
+/* One thread sleeps ms milliseconds, then writes done[0] = 1. */
+static void nap(const adsmThreadIdx *t, void **args) {
+    uint32_t ms = *(uint32_t *)args[0];
+    uint32_t *done = *(uint32_t **)args[1];
+    if (t->blockIdx.x || t->threadIdx.x) return;
+    usleep(ms * 1000u);
+    done[0] = 1;
+}
+
 __attribute__((constructor)) static void register_kernels(void) {
     size_t add_sizes[] = {sizeof(uint32_t *), sizeof(size_t), sizeof(uint32_t)};
     adsmKernel_t k;
     adsmRegisterKernel("remote.add", add, 3, add_sizes, &k);
     adsmRegisterKernel("remote.crash", crash, 0, NULL, &k);
+    size_t nap_sizes[] = {sizeof(uint32_t), sizeof(uint32_t *)};
+    adsmRegisterKernel("remote.nap", nap, 2, nap_sizes, &k);
 }
+

@@ -32,7 +32,8 @@ Session::Session(const Options &options, const std::string &key, std::unique_ptr
 
 Session::~Session() {
     ep_.reset();  // no RMA into the memory from here on
-    if (device_) device_->destroy_stream(stream_);
+    if (device_)
+        for (auto &[mine, theirs] : streams_) device_->destroy_stream(theirs);
     device_.reset();  // its device process ends with it
 }
 
@@ -44,7 +45,6 @@ Status Session::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     // As large as the window, backed only where the client writes: the
     // capacity is enforced at commit.
     if (Status s = device->attach_window(base, size, -1, nullptr); s != adsmSuccess) return s;
-    if (Status s = device->create_stream(&stream_); s != adsmSuccess) return s;
     device_ = std::move(device);
     reply->capacity = options_.memory;
     return adsmSuccess;
@@ -83,6 +83,17 @@ Status Session::decommit(uint64_t addr, uint64_t len) {
     return adsmSuccess;
 }
 
+Status Session::stream(uint32_t client_stream, StreamId *out) {
+    auto it = streams_.find(client_stream);
+    if (it == streams_.end()) {
+        StreamId id;
+        if (Status s = device_->create_stream(&id); s != adsmSuccess) return s;
+        it = streams_.emplace(client_stream, id).first;
+    }
+    *out = it->second;
+    return adsmSuccess;
+}
+
 Status Session::launch(const remote::LaunchBody &l) {
     adsmKernel_t handle;
     if (kernels().find(l.kernel, &handle) != adsmSuccess)
@@ -97,7 +108,9 @@ Status Session::launch(const remote::LaunchBody &l) {
     d.block = {l.block[0], l.block[1], l.block[2]};
     d.args = l.args;
     d.args_size = l.args_size;
-    return device_->launch(stream_, d);
+    StreamId id;
+    if (Status s = stream(l.stream, &id); s != adsmSuccess) return s;
+    return device_->launch(id, d);
 }
 
 Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {
@@ -112,7 +125,10 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
         if (Status s = memory_.check(r.body.fill.addr, r.body.fill.len); s != adsmSuccess) return s;
         return device_->fill(r.body.fill.addr, static_cast<int>(r.body.fill.value), r.body.fill.len);
     case Op::launch: return launch(r.body.launch);
-    case Op::sync: return device_->synchronize(stream_);
+    case Op::sync: {
+        auto it = streams_.find(r.body.sync.stream);
+        return it == streams_.end() ? adsmSuccess : device_->synchronize(it->second);
+    }
     case Op::bye: *bye = true; return adsmSuccess;
     }
     return fail(adsmErrorInvalidValue, "unknown operation");

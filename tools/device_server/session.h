@@ -41,7 +41,9 @@ private:
     std::string peer_;
     remote::ClientMemory memory_;
     std::unique_ptr<SimDevice> device_;
-    StreamId stream_ = 0;
+    // The client's streams, created on first use.
+    Status stream(uint32_t client_stream, StreamId *out);
+    std::map<uint32_t, StreamId> streams_;
     std::map<uint64_t, uint64_t> keys_;  // committed range start -> its RMA key
 };
 

@@ -17,8 +17,8 @@ size_t body_size(Op op) {
     case Op::commit:
     case Op::decommit: return sizeof(RangeBody);
     case Op::fill: return sizeof(FillBody);
-    case Op::bye:
-    case Op::sync: return 0;
+    case Op::bye: return 0;
+    case Op::sync: return sizeof(SyncBody);
     case Op::launch: return kLaunchFixedBytes;  // and its arguments
     }
     return SIZE_MAX;
@@ -61,8 +61,13 @@ Status parse_request(const void *msg, size_t n, Request *out) {
                         carried - kLaunchFixedBytes);
         for (int d = 0; d < 3; ++d)
             if (l.grid[d] == 0 || l.block[d] == 0) return fail(adsmErrorInvalidValue, "a launch with an empty grid or block");
+        if (l.stream >= kMaxStreams) return fail(adsmErrorInvalidValue, "stream %u: at most %u", l.stream, kMaxStreams);
         break;
     }
+    case Op::sync:
+        if (out->body.sync.stream >= kMaxStreams)
+            return fail(adsmErrorInvalidValue, "stream %u: at most %u", out->body.sync.stream, kMaxStreams);
+        break;
     default: break;
     }
     return adsmSuccess;

@@ -25,7 +25,7 @@ enum class Op : uint32_t {
     fill = 4,      // set [addr, addr+len) to a byte
     bye = 5,       // the client is done
     launch = 6,    // run a kernel the server registered, by name
-    sync = 7,      // wait for the client's kernels; the first error since the last sync
+    sync = 7,      // wait for a stream's kernels; the first error since its last sync
 };
 
 struct RequestHeader {
@@ -60,8 +60,12 @@ struct LaunchBody {
     uint32_t grid[3];
     uint32_t block[3];
     uint32_t args_size;
-    uint32_t reserved;
+    uint32_t stream;  // the client's stream: its kernels run in order, others' alongside
     uint8_t args[kMaxLaunchArgs];
+};
+struct SyncBody {
+    uint32_t stream;
+    uint32_t reserved;
 };
 constexpr size_t kLaunchFixedBytes = offsetof(LaunchBody, args);
 
@@ -74,8 +78,10 @@ struct Reply {
     char message[200];  // why, when status is not adsmSuccess
 };
 
-// Windows the server accepts: whole pages, at most this large.
+// Windows the server accepts: whole pages, at most this large; streams per
+// client.
 constexpr uint64_t kMaxWindow = 1ull << 40;
+constexpr uint32_t kMaxStreams = 256;
 
 struct Request {
     RequestHeader header;
@@ -84,6 +90,7 @@ struct Request {
         RangeBody range;
         FillBody fill;
         LaunchBody launch;
+        SyncBody sync;
     } body;
 };
 

@@ -1,0 +1,237 @@
+#include "backend/remote/link.h"
+
+#include <signal.h>
+
+#include <cstring>
+
+#include "backend/remote/handshake.h"
+#include "os/clock.h"
+#include "os/deferred_signals.h"
+#include "os/futex.h"
+#include "support/stats.h"
+#include "support/trace.h"
+
+namespace adsm::remote {
+
+Link::~Link() {
+    if (running_.load()) {
+        stop_.store(true);
+        doorbell_.fetch_add(1);
+        os::futex_wake(&doorbell_);
+        if (thread_.joinable()) thread_.join();
+    }
+    if (ep_ && !lost()) {
+        RequestHeader bye{kWireMagic, Op::bye, ++seq_, 0, 0};
+        (void)ep_->send(&bye, sizeof bye);
+    }
+}
+
+Status Link::open(const std::string &host, const std::string &port, const std::string &provider,
+                  const std::string &key, int timeout_ms) {
+    timeout_ms_ = timeout_ms;
+    where_ = host + ":" + port;
+    for (uint64_t i = 0; i < kSlots; ++i) ring_[i].turn.store(i, std::memory_order_relaxed);
+    if (Status s = connect(host, port, provider, timeout_ms, &ep_); s != adsmSuccess) return s;
+    if (Status s = client_handshake(*ep_, key, timeout_ms); s != adsmSuccess)
+        return fail(s, "the device server at %s: %s", where_.c_str(), std::string(last_detail()).c_str());
+    running_.store(true);
+    thread_ = std::thread([this] { run(); });
+    return adsmSuccess;
+}
+
+void Link::add_range(uint64_t start, uint64_t len, uint64_t key) {
+    std::lock_guard<std::mutex> g(ranges_mu_);
+    ranges_[start] = {len, key};
+}
+
+void Link::remove_range(uint64_t start) {
+    std::lock_guard<std::mutex> g(ranges_mu_);
+    ranges_.erase(start);
+}
+
+void Link::forget() {
+    // The thread did not come along into the child; the parent's
+    // connection must not be touched (or closed) from here.
+    running_.store(false);
+    lost_.store(true);
+    snprintf(lost_reason_, sizeof lost_reason_, "a fork child does not share its parent's remote device");
+    (void)ep_.release();
+    if (thread_.joinable()) thread_.detach();
+}
+
+uint64_t Link::submit(Kind kind, uint64_t dev, void *local, size_t n, CopyDone done, void *arg, bool patient,
+                      Status *result, Reply *reply) {
+    if (!running_.load(std::memory_order_acquire)) return 0;
+    uint64_t pos = enqueue_.load(std::memory_order_relaxed);
+    for (;;) {
+        Job &j = ring_[pos % kSlots];
+        uint64_t turn = j.turn.load(std::memory_order_acquire);
+        int64_t diff = static_cast<int64_t>(turn) - static_cast<int64_t>(pos);
+        if (diff == 0) {
+            if (!enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) continue;
+            j.kind = kind;
+            j.dev = dev;
+            j.local = local;
+            j.n = n;
+            j.done = done;
+            j.arg = arg;
+            j.patient = patient;
+            j.result = result;
+            j.reply = reply;
+            j.turn.store(pos + 1, std::memory_order_release);
+            uint64_t t = pos + 1, cur = submitted_.load(std::memory_order_relaxed);
+            while (cur < t && !submitted_.compare_exchange_weak(cur, t, std::memory_order_release)) {
+            }
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+            if (sleeping_.load(std::memory_order_seq_cst)) {
+                doorbell_.fetch_add(1, std::memory_order_seq_cst);
+                os::futex_wake(&doorbell_, 1);
+            }
+            return t;
+        }
+        if (diff < 0) return 0;  // full
+        pos = enqueue_.load(std::memory_order_relaxed);
+    }
+}
+
+uint64_t Link::submit_write(uint64_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+    return submit(Kind::write, dev, const_cast<void *>(src), n, done, arg, false, nullptr, nullptr);
+}
+
+uint64_t Link::submit_read(void *dst, uint64_t dev, size_t n, CopyDone done, void *arg) {
+    return submit(Kind::read, dev, dst, n, done, arg, false, nullptr, nullptr);
+}
+
+void Link::wait(uint64_t t) {
+    if (completed_.load(std::memory_order_acquire) >= t) return;
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    for (;;) {
+        uint32_t e = completed_epoch_.load(std::memory_order_seq_cst);
+        if (completed_.load(std::memory_order_acquire) >= t) break;
+        os::futex_wait(&completed_epoch_, e, 100ull * 1000 * 1000);
+    }
+    waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool patient) {
+    if (body_size > kMaxMessage - sizeof(RequestHeader))
+        return fail(adsmErrorInvalidValue, "a %zu-byte request body is too large", body_size);
+    // The header and body go as one message, built here; the thread sends it.
+    std::unique_ptr<uint8_t[]> msg(new uint8_t[sizeof(RequestHeader) + body_size]);
+    RequestHeader h{kWireMagic, op, 0, static_cast<uint32_t>(body_size), 0};
+    memcpy(msg.get(), &h, sizeof h);
+    if (body_size) memcpy(msg.get() + sizeof h, body, body_size);
+    Status result = adsmErrorDeviceLost;
+    uint64_t t;
+    while ((t = submit(Kind::request, 0, msg.get(), sizeof(RequestHeader) + body_size, nullptr, nullptr, patient,
+                       &result, reply)) == 0) {
+        if (!running_.load()) return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
+        wait(last_ticket());  // full: let it drain
+    }
+    wait(t);
+    if (result == adsmSuccess) return adsmSuccess;
+    // (The thread's detail is its own: the reply carries it here.)
+    reply->message[sizeof reply->message - 1] = '\0';
+    return fail(result, "%s", reply->message);
+}
+
+Status Link::lose(const char *what) {
+    if (!lost_.exchange(true)) {
+        snprintf(lost_reason_, sizeof lost_reason_, "the device server at %s was lost (%s): %s", where_.c_str(), what,
+                 last_detail());
+    }
+    return fail(adsmErrorDeviceLost, "%s", lost_reason_);
+}
+
+Status Link::transfer(const Job &j) {
+    uint64_t key = 0, off = 0;
+    {
+        std::lock_guard<std::mutex> g(ranges_mu_);
+        auto it = ranges_.upper_bound(j.dev);
+        if (it != ranges_.begin()) --it;
+        if (it == ranges_.end() || j.dev < it->first || j.dev + j.n > it->first + it->second.first)
+            return fail(adsmErrorInvalidValue, "[%#llx, +%zu) is not device memory of the remote device",
+                        static_cast<unsigned long long>(j.dev), j.n);
+        key = it->second.second;
+        off = j.dev - it->first;
+    }
+    uint64_t t0 = trace::enabled() ? os::now_ns() : 0;
+    Status s = j.kind == Kind::write ? ep_->write(j.local, j.n, off, key, timeout_ms_)
+                                     : ep_->read(j.local, j.n, off, key, timeout_ms_);
+    if (s != adsmSuccess) return lose(j.kind == Kind::write ? "a transfer to it" : "a transfer from it");
+    if (trace::enabled()) trace::copy(j.kind == Kind::write, j.n, j.dev, t0, true);
+    return adsmSuccess;
+}
+
+Status Link::request(const Job &j) {
+    auto *h = static_cast<RequestHeader *>(j.local);
+    h->seq = ++seq_;
+    if (ep_->send(j.local, j.n) != adsmSuccess) return lose("sending a request");
+    size_t got = 0;
+    for (;;) {
+        Status s = ep_->recv(j.reply, sizeof *j.reply, &got, j.patient ? 1000 : timeout_ms_);
+        if (s == adsmSuccess) break;
+        if (!j.patient || ep_->closed()) return lose("waiting for its answer");
+    }
+    if (got != sizeof *j.reply || j.reply->magic != kWireMagic || j.reply->seq != h->seq) {
+        fail(adsmErrorDeviceLost, "a malformed answer");
+        return lose("reading its answer");
+    }
+    return static_cast<Status>(j.reply->status);
+}
+
+void Link::run() {
+    // The program's asynchronous signals go to its own threads (a handler
+    // touching shared memory would wait for this thread's copies).
+    sigset_t async = os::async_signals();
+    pthread_sigmask(SIG_BLOCK, &async, nullptr);
+    uint64_t pos = 0;
+    for (;;) {
+        Job &j = ring_[pos % kSlots];
+        if (j.turn.load(std::memory_order_acquire) != pos + 1) {
+            uint32_t bell = doorbell_.load(std::memory_order_seq_cst);
+            sleeping_.store(1, std::memory_order_seq_cst);
+            if (j.turn.load(std::memory_order_seq_cst) != pos + 1) {
+                if (stop_.load()) return;
+                os::futex_wait(&doorbell_, bell, 200ull * 1000 * 1000);
+            }
+            sleeping_.store(0, std::memory_order_relaxed);
+            continue;
+        }
+        Job job;
+        job.kind = j.kind;
+        job.dev = j.dev;
+        job.local = j.local;
+        job.n = j.n;
+        job.done = j.done;
+        job.arg = j.arg;
+        job.patient = j.patient;
+        job.result = j.result;
+        job.reply = j.reply;
+        j.turn.store(pos + kSlots, std::memory_order_release);
+
+        Status s;
+        if (lost()) s = fail(adsmErrorDeviceLost, "%s", lost_reason_);
+        else s = job.kind == Kind::request ? request(job) : transfer(job);
+        if (job.kind == Kind::request) {
+            if (s != adsmSuccess && job.reply && (s == adsmErrorDeviceLost || job.reply->message[0] == '\0'))
+                snprintf(job.reply->message, sizeof job.reply->message, "%s", last_detail());
+            *job.result = s;
+        } else {
+            if (s != adsmSuccess) {
+                int none = adsmSuccess;
+                failure_.compare_exchange_strong(none, s, std::memory_order_acq_rel);
+            } else {
+                stats().add(job.kind == Kind::write ? Counter::h2d_transfers : Counter::d2h_transfers);
+                stats().add(job.kind == Kind::write ? Counter::h2d_bytes : Counter::d2h_bytes, job.n);
+            }
+            if (job.done) job.done(job.arg, s);
+        }
+        ++pos;
+        completed_.store(pos, std::memory_order_release);
+        completed_epoch_.fetch_add(1, std::memory_order_seq_cst);
+        if (waiters_.load(std::memory_order_seq_cst)) os::futex_wake(&completed_epoch_);
+    }
+}
+
+}  // namespace adsm::remote

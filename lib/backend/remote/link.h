@@ -1,0 +1,104 @@
+// The client's end of a remote device: one thread owns the connection and
+// runs every operation on it in submission order, transfers (RMA into the
+// ranges the server exposed) and requests alike.  Queuing is lock-free and
+// async-signal-safe, so the fault handler can move data as it does on sim;
+// the order on the wire is the order of submission, so a launch queued
+// after a copy sees the copy's data.  A connection that fails is lost for
+// good: every operation after it fails with adsmErrorDeviceLost at once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "backend/device.h"
+#include "backend/remote/fabric.h"
+#include "backend/remote/wire.h"
+
+namespace adsm::remote {
+
+class Link {
+public:
+    Link() = default;
+    ~Link();
+
+    // Connects and proves the key (on the calling thread), then starts the
+    // thread that owns the connection.
+    Status open(const std::string &host, const std::string &port, const std::string &provider, const std::string &key,
+                int timeout_ms);
+
+    // Ranges of device memory the server exposed (commit's reply), by start.
+    void add_range(uint64_t start, uint64_t len, uint64_t key);
+    void remove_range(uint64_t start);
+
+    // Queue a copy; the ticket, or 0 when the queue is full or the link is
+    // not running (nothing queued).  Async-signal-safe.
+    uint64_t submit_write(uint64_t dev, const void *src, size_t n, CopyDone done, void *arg);
+    uint64_t submit_read(void *dst, uint64_t dev, size_t n, CopyDone done, void *arg);
+    // Waits for every operation up to ticket t.  Async-signal-safe.
+    void wait(uint64_t t);
+    uint64_t last_ticket() const { return submitted_.load(std::memory_order_acquire); }
+    // The first failure of a queued copy not taken yet.
+    Status take_failure() { return static_cast<Status>(failure_.exchange(adsmSuccess, std::memory_order_acq_rel)); }
+
+    // A request and its reply, in order with everything queued before it.
+    // `patient`: no time limit while the connection lives (a sync waits for
+    // kernels).  Not from a signal handler.
+    Status call(Op op, const void *body, size_t body_size, Reply *reply, bool patient = false);
+
+    bool lost() const { return lost_.load(std::memory_order_acquire); }
+    // A fork child: the parent's connection is not its to use.
+    void forget();
+
+private:
+    enum class Kind : uint32_t { write, read, request };
+    struct Job {
+        std::atomic<uint64_t> turn;
+        Kind kind;
+        uint64_t dev;
+        void *local;
+        size_t n;
+        CopyDone done;
+        void *arg;
+        bool patient;
+        Status *result;  // requests
+        Reply *reply;
+    };
+    static constexpr uint64_t kSlots = 1024;
+
+    uint64_t submit(Kind kind, uint64_t dev, void *local, size_t n, CopyDone done, void *arg, bool patient,
+                    Status *result, Reply *reply);
+    void run();
+    Status transfer(const Job &j);
+    Status request(const Job &j);
+    Status lose(const char *what);
+
+    std::unique_ptr<Endpoint> ep_;
+    std::string where_;
+    int timeout_ms_ = 5000;
+    uint64_t seq_ = 0;  // the thread's
+
+    std::mutex ranges_mu_;
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> ranges_;  // start -> (length, key)
+
+    Job ring_[kSlots];
+    std::atomic<uint64_t> enqueue_{0};
+    std::atomic<uint64_t> submitted_{0};
+    alignas(64) std::atomic<uint64_t> completed_{0};
+    std::atomic<uint32_t> completed_epoch_{0};  // futex
+    std::atomic<uint32_t> waiters_{0};
+    alignas(64) std::atomic<uint32_t> doorbell_{0};  // futex
+    std::atomic<uint32_t> sleeping_{0};
+    std::atomic<bool> running_{false};
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> lost_{false};
+    std::atomic<int> failure_{adsmSuccess};
+    char lost_reason_[200] = {};
+    std::thread thread_;
+};
+
+}  // namespace adsm::remote

@@ -1,0 +1,161 @@
+#include "backend/remote/remote_device.h"
+
+#include <cstring>
+
+#include "backend/remote/key_file.h"
+#include "support/stats.h"
+
+namespace adsm {
+
+RemoteDevice::RemoteDevice(const Config &config) : config_(config) {}
+
+RemoteDevice::~RemoteDevice() = default;
+
+Status RemoteDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *) {
+    const std::string &where = config_.remote;
+    size_t colon = where.rfind(':');
+    if (where.empty() || colon == std::string::npos || colon == 0 || colon + 1 == where.size())
+        return fail(adsmErrorNoDevice, "ADSM_DEVICE=remote needs ADSM_REMOTE=HOST:PORT (the device server%s)",
+                    where.empty() ? "" : ("; not '" + where + "'").c_str());
+    std::string key;
+    if (Status s = remote::load_key(config_.remote_key.c_str(), &key); s != adsmSuccess)
+        return fail(adsmErrorNoDevice, "ADSM_REMOTE_KEY: %s", std::string(last_detail()).c_str());
+    const int timeout_ms = static_cast<int>(config_.remote_timeout_s * 1000);
+    if (Status s = link_.open(where.substr(0, colon), where.substr(colon + 1), config_.remote_provider, key, timeout_ms);
+        s != adsmSuccess)
+        return fail(adsmErrorNoDevice, "%s", std::string(last_detail()).c_str());
+    remote::AttachBody a{base, size};
+    remote::Reply r{};
+    if (Status s = link_.call(remote::Op::attach, &a, sizeof a, &r); s != adsmSuccess)
+        return fail(adsmErrorNoDevice, "the device server at %s refused the window: %s", where.c_str(),
+                    std::string(last_detail()).c_str());
+    capacity_ = r.capacity;
+    return adsmSuccess;
+}
+
+Status RemoteDevice::commit(uintptr_t dev, uint64_t bytes) {
+    if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
+    remote::RangeBody b{dev, bytes};
+    remote::Reply r{};
+    if (Status s = link_.call(remote::Op::commit, &b, sizeof b, &r); s != adsmSuccess) return s;
+    link_.add_range(dev, bytes, r.rma_key);
+    used_.fetch_add(bytes, std::memory_order_relaxed);
+    return adsmSuccess;
+}
+
+void RemoteDevice::decommit(uintptr_t dev, uint64_t bytes) {
+    link_.remove_range(dev);
+    remote::RangeBody b{dev, bytes};
+    remote::Reply r{};
+    (void)link_.call(remote::Op::decommit, &b, sizeof b, &r);  // a lost server holds nothing any more
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+namespace {
+struct Waited {
+    Status status = adsmSuccess;
+};
+void note(void *arg, Status s) { static_cast<Waited *>(arg)->status = s; }
+}  // namespace
+
+Status RemoteDevice::copy(bool to_device, uintptr_t dev, void *host, size_t n) {
+    if (Status s = injected_failure(os::injection::Site::device_copy, to_device ? "copy to the device" : "copy to the host");
+        s != adsmSuccess)
+        return s;
+    Waited w;
+    uint64_t t;
+    while ((t = to_device ? link_.submit_write(dev, host, n, note, &w) : link_.submit_read(host, dev, n, note, &w)) == 0) {
+        if (link_.lost() || link_.last_ticket() == 0)
+            return fail(adsmErrorDeviceLost, "the remote device is not connected");
+        link_.wait(link_.last_ticket());  // full: let it drain
+    }
+    link_.wait(t);
+    if (w.status != adsmSuccess) return fail(w.status, "a transfer %s the remote device failed", to_device ? "to" : "from");
+    return adsmSuccess;
+}
+
+Status RemoteDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
+    return copy(true, dev, const_cast<void *>(src), n);
+}
+
+Status RemoteDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) { return copy(false, dev, dst, n); }
+
+uint64_t RemoteDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+    uint64_t t = link_.submit_write(dev, src, n, done, arg);
+    if (t == 0) return Device::copy_to_device_async(dev, src, n, done, arg);
+    stats().add(Counter::async_copies);
+    return t;
+}
+
+uint64_t RemoteDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    uint64_t t = link_.submit_read(dst, dev, n, done, arg);
+    if (t == 0) return Device::copy_to_host_async(dst, dev, n, done, arg);
+    stats().add(Counter::async_copies);
+    return t;
+}
+
+Status RemoteDevice::wait_copies(uint64_t ticket) {
+    link_.wait(ticket == kAllCopies ? link_.last_ticket() : ticket);
+    if (Status s = link_.take_failure(); s != adsmSuccess) note_copy_failure(s);
+    return take_copy_failure();
+}
+
+Status RemoteDevice::fill(uintptr_t dev, int value, size_t n) {
+    remote::FillBody f{dev, n, static_cast<uint32_t>(value & 0xff), 0};
+    remote::Reply r{};
+    if (Status s = link_.call(remote::Op::fill, &f, sizeof f, &r); s != adsmSuccess) return s;
+    stats().add(Counter::device_fills);
+    return adsmSuccess;
+}
+
+Status RemoteDevice::check_kernel(const KernelInfo &k) const {
+    if (k.fn) return adsmSuccess;  // run by its name on the server
+    return fail(adsmErrorNotSupported,
+                "kernel '%s' is GPU code from a module; a remote device runs kernels its server registered by name",
+                k.name.c_str());
+}
+
+Status RemoteDevice::create_stream(StreamId *out) {
+    std::lock_guard<std::mutex> g(streams_mu_);
+    for (size_t i = 0; i < streams_.size(); ++i)
+        if (!streams_[i]) {
+            streams_[i] = true;
+            *out = static_cast<StreamId>(i);
+            return adsmSuccess;
+        }
+    if (streams_.size() >= remote::kMaxStreams)
+        return fail(adsmErrorMemoryAllocation, "a remote device serves %u streams (contexts) at most",
+                    remote::kMaxStreams);
+    streams_.push_back(true);
+    *out = static_cast<StreamId>(streams_.size() - 1);
+    return adsmSuccess;
+}
+
+void RemoteDevice::destroy_stream(StreamId id) {
+    std::lock_guard<std::mutex> g(streams_mu_);
+    if (id < streams_.size()) streams_[id] = false;
+}
+
+Status RemoteDevice::launch(StreamId id, const LaunchDesc &l) {
+    remote::LaunchBody b{};
+    if (l.kernel->name.size() >= sizeof b.kernel)
+        return fail(adsmErrorInvalidLaunch, "kernel name '%s' is longer than a remote device takes (%zu)",
+                    l.kernel->name.c_str(), sizeof b.kernel - 1);
+    if (l.args_size > sizeof b.args) return fail(adsmErrorInvalidLaunch, "arguments too large");
+    memcpy(b.kernel, l.kernel->name.c_str(), l.kernel->name.size() + 1);
+    b.grid[0] = l.grid.x, b.grid[1] = l.grid.y, b.grid[2] = l.grid.z;
+    b.block[0] = l.block.x, b.block[1] = l.block.y, b.block[2] = l.block.z;
+    b.args_size = l.args_size;
+    b.stream = id;
+    if (l.args_size) memcpy(b.args, l.args, l.args_size);
+    remote::Reply r{};
+    return link_.call(remote::Op::launch, &b, remote::kLaunchFixedBytes + l.args_size, &r);
+}
+
+Status RemoteDevice::synchronize(StreamId id) {
+    remote::SyncBody b{id, 0};
+    remote::Reply r{};
+    return link_.call(remote::Op::sync, &b, sizeof b, &r, /*patient=*/true);
+}
+
+}  // namespace adsm

@@ -1,0 +1,58 @@
+// ADSM_DEVICE=remote: an accelerator served by adsm-device-server on
+// another machine (ADSM_REMOTE=HOST:PORT, ADSM_REMOTE_KEY=FILE).  Device
+// memory is the server's, at this process's window addresses; data moves by
+// RMA into the ranges the server exposed, in order with launches and syncs
+// on one connection (remote/link.h); kernels run on the server by name.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "backend/device.h"
+#include "backend/remote/link.h"
+
+namespace adsm {
+
+class RemoteDevice final : public Device {
+public:
+    explicit RemoteDevice(const Config &config);
+    ~RemoteDevice() override;
+
+    const char *name() const override { return "remote"; }
+    bool integrated() const override { return false; }
+    uint64_t capacity() const override { return capacity_; }
+    uint64_t used() const override { return used_.load(std::memory_order_relaxed); }
+
+    Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
+    Status commit(uintptr_t dev, uint64_t bytes) override;
+    void decommit(uintptr_t dev, uint64_t bytes) override;
+
+    Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
+    Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
+    Status fill(uintptr_t dev, int value, size_t n) override;
+    uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;
+    uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
+    Status wait_copies(uint64_t ticket) override;
+
+    void detach_after_fork() override { link_.forget(); }
+
+    Status check_kernel(const KernelInfo &k) const override;
+    Status create_stream(StreamId *out) override;
+    void destroy_stream(StreamId id) override;
+    Status launch(StreamId id, const LaunchDesc &launch) override;
+    Status synchronize(StreamId id) override;
+
+private:
+    // A copy done through the link, waited for (async-signal-safe).
+    Status copy(bool to_device, uintptr_t dev, void *host, size_t n);
+
+    Config config_;
+    remote::Link link_;
+    uint64_t capacity_ = 0;
+    std::atomic<uint64_t> used_{0};
+    std::mutex streams_mu_;
+    std::vector<bool> streams_;  // in use
+};
+
+}  // namespace adsm

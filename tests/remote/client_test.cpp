@@ -1,0 +1,145 @@
+// A program on ADSM_DEVICE=remote: its shared memory backed by a device
+// that adsm-device-server serves on loopback, its kernels (registered by
+// name on both sides, from the same library) run there, the protocol
+// moving the data.  The server is started here, before the runtime.
+#include <adsm.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "remote/server_process.h"
+
+namespace {
+
+remote_test::Server *g_server = nullptr;
+
+std::string detail() { return adsmGetLastErrorDetail(); }
+
+adsmKernel_t kernel(const char *name) {
+    adsmKernel_t k = nullptr;
+    EXPECT_EQ(adsmGetKernel(name, &k), adsmSuccess) << name << ": " << detail();
+    return k;
+}
+
+adsmError_t add(uint32_t *v, size_t n, uint32_t k) {
+    void *args[] = {&v, &n, &k};
+    return adsmCall(kernel("remote.add"), {static_cast<unsigned>((n + 255) / 256), 1, 1}, {256, 1, 1}, args);
+}
+
+}  // namespace
+
+TEST(RemoteClientTest, TheDeviceIsTheServers) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    EXPECT_STREQ(info.name, "remote");
+    EXPECT_FALSE(info.integrated);
+    EXPECT_EQ(info.memory_bytes, 256u << 20) << "the server's --memory";
+}
+
+TEST(RemoteClientTest, KernelsSeeWhatTheCpuWroteAndTheCpuSeesWhatTheyWrote) {
+    const size_t n = 1 << 20;
+    auto *v = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i);
+    for (uint32_t round = 1; round <= 3; ++round) {
+        ASSERT_EQ(add(v, n, 10), adsmSuccess) << detail();
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        for (size_t i = 0; i < n; i += 4099) ASSERT_EQ(v[i], i + 10 * round + (round - 1)) << i << " round " << round;
+        for (size_t i = 0; i < n; i += 2) v[i] += 1;  // half the pages written between calls
+        for (size_t i = 1; i < n; i += 2) v[i] += 1;
+    }
+    EXPECT_EQ(adsmFree(v), adsmSuccess);
+}
+
+TEST(RemoteClientTest, SeveralObjectsAndCallsBeforeOneSync) {
+    // Pointers the CPU keeps inside shared memory are the kernels' too.
+    auto **table = static_cast<uint32_t **>(adsmAlloc(4 * sizeof(uint32_t *)));
+    ASSERT_NE(table, nullptr);
+    std::vector<uint32_t *> parts(4);
+    for (int p = 0; p < 4; ++p) {
+        parts[p] = static_cast<uint32_t *>(adsmAlloc(1000 * sizeof(uint32_t)));
+        ASSERT_NE(parts[p], nullptr);
+        for (int i = 0; i < 1000; ++i) parts[p][i] = static_cast<uint32_t>(p * 1000 + i);
+        table[p] = parts[p];
+    }
+    std::vector<uint32_t *> taken(table, table + 4);  // read before the first call releases the table
+    for (int p = 0; p < 4; ++p) ASSERT_EQ(add(taken[p], 1000, static_cast<uint32_t>(p + 1)), adsmSuccess) << detail();
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (int p = 0; p < 4; ++p)
+        for (int i = 0; i < 1000; i += 97) ASSERT_EQ(parts[p][i], static_cast<uint32_t>(p * 1000 + i + p + 1));
+    for (auto *q : parts) adsmFree(q);
+    adsmFree(table);
+}
+
+TEST(RemoteClientTest, KernelErrorsAreReportedAndTheDeviceGoesOn) {
+    EXPECT_EQ(adsmCall(kernel("remote.crash"), {1, 1, 1}, {1, 1, 1}, nullptr), adsmSuccess) << detail();
+    EXPECT_EQ(adsmSync(), adsmErrorLaunchFailure);
+    EXPECT_NE(detail().find("remote.crash"), std::string::npos) << detail();
+    // A kernel only this program has: the server says it has none.
+    adsmKernel_t mine;
+    ASSERT_EQ(adsmRegisterKernel("remote.only_here", [](const adsmThreadIdx *, void **) {}, 0, nullptr, &mine),
+              adsmSuccess);
+    EXPECT_EQ(adsmCall(mine, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorKernelNotFound);
+    EXPECT_NE(detail().find("--kernels"), std::string::npos) << detail();
+    auto *v = static_cast<uint32_t *>(adsmAlloc(4096));
+    ASSERT_NE(v, nullptr);
+    v[0] = 1;
+    ASSERT_EQ(add(v, 1, 2), adsmSuccess) << detail();
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_EQ(v[0], 3u);
+    adsmFree(v);
+}
+
+// Last: it kills the server.  A sync while the server is gone fails within
+// the timeout, and what the CPU held stays readable.
+TEST(RemoteClientTest, ZKilledServerIsALostDeviceNotAHang) {
+    const size_t n = 1 << 16;
+    auto *kept = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    auto *done = static_cast<uint32_t *>(adsmAlloc(sizeof(uint32_t)));
+    ASSERT_TRUE(kept && done);
+    for (size_t i = 0; i < n; ++i) kept[i] = static_cast<uint32_t>(i * 3);
+    ASSERT_EQ(add(kept, n, 1), adsmSuccess);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(kept[i], i * 3 + 1);  // back on the host, all of it
+    *done = 0;
+    uint32_t ms = 20000;
+    void *args[] = {&ms, &done};
+    adsmObjectUse uses[] = {{done, 0}};
+    ASSERT_EQ(adsmCallWith(kernel("remote.nap"), {1, 1, 1}, {1, 1, 1}, args, uses, 1), adsmSuccess) << detail();
+    g_server->kill_now();
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost) << detail();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
+    for (size_t i = 0; i < n; i += 7) ASSERT_EQ(kept[i], i * 3 + 1) << "the CPU's copy stays readable";
+    EXPECT_EQ(add(kept, n, 1), adsmErrorDeviceLost) << "and the device stays lost";
+}
+
+int main(int argc, char **argv) {
+    testing::InitGoogleTest(&argc, argv);
+    std::string key = remote_test::write_key("the client test's shared key, long enough\n", 0600);
+    remote_test::Server server({"--key", key, "--address", "127.0.0.1", "--port", "0", "--memory", "256M",
+                                "--kernels", ADSM_REMOTE_TEST_KERNELS});
+    if (server.first_line().find("listening") == std::string::npos) {
+        fprintf(stderr, "the device server did not start: %s\n", server.log().c_str());
+        return 1;
+    }
+    g_server = &server;
+    setenv("ADSM_DEVICE", "remote", 1);
+    setenv("ADSM_REMOTE", ("127.0.0.1:" + server.port()).c_str(), 1);
+    setenv("ADSM_REMOTE_KEY", key.c_str(), 1);
+    setenv("ADSM_REMOTE_TIMEOUT", "2", 1);
+    // The kernels the server has, under the same names here (its
+    // constructor registers them, starting the runtime: after the setenv).
+    if (!dlopen(ADSM_REMOTE_TEST_KERNELS, RTLD_NOW | RTLD_GLOBAL)) {
+        fprintf(stderr, "%s\n", dlerror());
+        return 1;
+    }
+    int r = RUN_ALL_TESTS();
+    unlink(key.c_str());
+    return r;
+}

@@ -1,0 +1,100 @@
+// Starts adsm-device-server for a test and reads what it says.
+#pragma once
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace remote_test {
+
+inline const char *kServer = ADSM_DEVICE_SERVER;
+
+inline std::string write_key(const std::string &content, mode_t mode) {
+    char tmpl[] = "/tmp/adsm-server-key-XXXXXX";
+    int fd = mkstemp(tmpl);
+    EXPECT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+    close(fd);
+    chmod(tmpl, mode);
+    return tmpl;
+}
+
+// Runs the server with `args`; its first line tells the port.
+class Server {
+public:
+    explicit Server(std::vector<std::string> args) {
+        int out[2], err[2];
+        EXPECT_EQ(pipe(out), 0);
+        EXPECT_EQ(pipe(err), 0);
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(out[1], 1);
+            dup2(err[1], 2);
+            std::vector<char *> argv{const_cast<char *>(kServer)};
+            for (auto &a : args) argv.push_back(a.data());
+            argv.push_back(nullptr);
+            execv(kServer, argv.data());
+            _exit(127);
+        }
+        close(out[1]);
+        close(err[1]);
+        out_ = fdopen(out[0], "r");
+        err_fd_ = err[0];
+        char line[256] = {};
+        if (fgets(line, sizeof line, out_)) {
+            first_line_ = line;
+            if (const char *colon = strrchr(line, ':')) port_ = atoi(colon + 1);
+        }
+    }
+    ~Server() {
+        if (pid_ > 0 && !waited_) {
+            kill(pid_, SIGTERM);
+            waitpid(pid_, nullptr, 0);
+        }
+        if (out_) fclose(out_);
+        close(err_fd_);
+    }
+    std::string port() const { return std::to_string(port_); }
+    int exit_status() {
+        int st = 0;
+        waitpid(pid_, &st, 0);
+        waited_ = true;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    // Everything it logged so far (after it ended, or whatever is there).
+    std::string log() {
+        std::string s;
+        char buf[4096];
+        fcntl_nonblock();
+        for (ssize_t n; (n = read(err_fd_, buf, sizeof buf)) > 0;) s.append(buf, static_cast<size_t>(n));
+        return s;
+    }
+    const std::string &first_line() const { return first_line_; }
+    // Gone at once, as a crashed or unplugged machine is.
+    void kill_now() {
+        kill(pid_, SIGKILL);
+        exit_status();
+    }
+
+private:
+    void fcntl_nonblock() {
+        int flags = fcntl(err_fd_, F_GETFL);
+        fcntl(err_fd_, F_SETFL, flags | O_NONBLOCK);
+    }
+    pid_t pid_ = -1;
+    FILE *out_ = nullptr;
+    int err_fd_ = -1;
+    int port_ = 0;
+    bool waited_ = false;
+    std::string first_line_;
+};
+
+
+}  // namespace remote_test
