@@ -19,6 +19,7 @@ Link::~Link() {
         doorbell_.fetch_add(1);
         os::futex_wake(&doorbell_);
         if (thread_.joinable()) thread_.join();
+        if (finisher_.joinable()) finisher_.join();
     }
     if (ep_ && !lost()) {
         RequestHeader bye{kWireMagic, Op::bye, ++seq_, 0, 0};
@@ -36,6 +37,7 @@ Status Link::open(const std::string &host, const std::string &port, const std::s
         return fail(s, "the device server at %s: %s", where_.c_str(), std::string(last_detail()).c_str());
     running_.store(true);
     thread_ = std::thread([this] { run(); });
+    finisher_ = std::thread([this] { finish(); });
     return adsmSuccess;
 }
 
@@ -57,6 +59,7 @@ void Link::forget() {
     snprintf(lost_reason_, sizeof lost_reason_, "a fork child does not share its parent's remote device");
     (void)ep_.release();
     if (thread_.joinable()) thread_.detach();
+    if (finisher_.joinable()) finisher_.detach();
 }
 
 uint64_t Link::submit(Kind kind, uint64_t dev, void *local, size_t n, CopyDone done, void *arg, bool patient,
@@ -102,6 +105,26 @@ uint64_t Link::submit_read(void *dst, uint64_t dev, size_t n, CopyDone done, voi
     return submit(Kind::read, dev, dst, n, done, arg, false, nullptr, nullptr);
 }
 
+void Link::wait_transferred(uint64_t t) {
+    for (;;) {
+        uint32_t e = transferred_epoch_.load(std::memory_order_seq_cst);
+        if (transferred_.load(std::memory_order_acquire) >= t) return;
+        os::futex_wait(&transferred_epoch_, e, 100ull * 1000 * 1000);
+    }
+}
+
+Status Link::copy_now(bool to_device, uint64_t dev, void *host, size_t n) {
+    Status result = adsmErrorDeviceLost;
+    uint64_t t;
+    while ((t = submit(to_device ? Kind::write : Kind::read, dev, host, n, nullptr, nullptr, false, &result,
+                       nullptr)) == 0) {
+        if (!running_.load() || lost()) return fail(adsmErrorDeviceLost, "the remote device is not connected");
+        wait_transferred(last_ticket());  // full: let it drain
+    }
+    wait_transferred(t);
+    return result;
+}
+
 void Link::wait(uint64_t t) {
     if (completed_.load(std::memory_order_acquire) >= t) return;
     waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -128,7 +151,7 @@ Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool 
         if (!running_.load()) return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
         wait(last_ticket());  // full: let it drain
     }
-    wait(t);
+    wait_transferred(t);
     if (result == adsmSuccess) return adsmSuccess;
     // (The thread's detail is its own: the reply carries it here.)
     reply->message[sizeof reply->message - 1] = '\0';
@@ -192,41 +215,54 @@ void Link::run() {
             uint32_t bell = doorbell_.load(std::memory_order_seq_cst);
             sleeping_.store(1, std::memory_order_seq_cst);
             if (j.turn.load(std::memory_order_seq_cst) != pos + 1) {
-                if (stop_.load()) return;
+                if (stop_.load()) {
+                    link_done_.store(true);
+                    transferred_epoch_.fetch_add(1, std::memory_order_seq_cst);
+                    os::futex_wake(&transferred_epoch_);
+                    return;
+                }
                 os::futex_wait(&doorbell_, bell, 200ull * 1000 * 1000);
             }
             sleeping_.store(0, std::memory_order_relaxed);
             continue;
         }
-        Job job;
-        job.kind = j.kind;
-        job.dev = j.dev;
-        job.local = j.local;
-        job.n = j.n;
-        job.done = j.done;
-        job.arg = j.arg;
-        job.patient = j.patient;
-        job.result = j.result;
-        job.reply = j.reply;
-        j.turn.store(pos + kSlots, std::memory_order_release);
-
-        Status s;
-        if (lost()) s = fail(adsmErrorDeviceLost, "%s", lost_reason_);
-        else s = job.kind == Kind::request ? request(job) : transfer(job);
-        if (job.kind == Kind::request) {
-            if (s != adsmSuccess && job.reply && (s == adsmErrorDeviceLost || job.reply->message[0] == '\0'))
-                snprintf(job.reply->message, sizeof job.reply->message, "%s", last_detail());
-            *job.result = s;
-        } else {
-            if (s != adsmSuccess) {
-                int none = adsmSuccess;
-                failure_.compare_exchange_strong(none, s, std::memory_order_acq_rel);
-            } else {
-                stats().add(job.kind == Kind::write ? Counter::h2d_transfers : Counter::d2h_transfers);
-                stats().add(job.kind == Kind::write ? Counter::h2d_bytes : Counter::d2h_bytes, job.n);
-            }
-            if (job.done) job.done(job.arg, s);
+        Status st;
+        if (lost()) st = fail(adsmErrorDeviceLost, "%s", lost_reason_);
+        else st = j.kind == Kind::request ? request(j) : transfer(j);
+        if (j.kind == Kind::request) {
+            if (st != adsmSuccess && j.reply && (st == adsmErrorDeviceLost || j.reply->message[0] == '\0'))
+                snprintf(j.reply->message, sizeof j.reply->message, "%s", last_detail());
+        } else if (st == adsmSuccess) {
+            stats().add(j.kind == Kind::write ? Counter::h2d_transfers : Counter::d2h_transfers);
+            stats().add(j.kind == Kind::write ? Counter::h2d_bytes : Counter::d2h_bytes, j.n);
         }
+        j.status = st;
+        if (j.result) *j.result = st;
+        ++pos;
+        transferred_.store(pos, std::memory_order_release);
+        transferred_epoch_.fetch_add(1, std::memory_order_seq_cst);
+        os::futex_wake(&transferred_epoch_);
+    }
+}
+
+void Link::finish() {
+    sigset_t async = os::async_signals();
+    pthread_sigmask(SIG_BLOCK, &async, nullptr);
+    uint64_t pos = 0;
+    for (;;) {
+        uint32_t e = transferred_epoch_.load(std::memory_order_seq_cst);
+        if (transferred_.load(std::memory_order_acquire) <= pos) {
+            if (link_done_.load()) return;  // nothing will be transferred any more
+            os::futex_wait(&transferred_epoch_, e, 200ull * 1000 * 1000);
+            continue;
+        }
+        Job &j = ring_[pos % kSlots];
+        if (j.kind != Kind::request && j.status != adsmSuccess) {
+            int none = adsmSuccess;
+            failure_.compare_exchange_strong(none, j.status, std::memory_order_acq_rel);
+        }
+        if (j.done) j.done(j.arg, j.status);
+        j.turn.store(pos + kSlots, std::memory_order_release);  // the slot is free again
         ++pos;
         completed_.store(pos, std::memory_order_release);
         completed_epoch_.fetch_add(1, std::memory_order_seq_cst);

@@ -5,6 +5,13 @@
 // the order on the wire is the order of submission, so a launch queued
 // after a copy sees the copy's data.  A connection that fails is lost for
 // good: every operation after it fails with adsmErrorDeviceLost at once.
+//
+// Asynchronous copies' completions (CopyDone) run on a second thread, in
+// order: one may wait for a lock that the submitter of a later synchronous
+// copy holds while it waits, and the connection must not stop for it.  So
+// an operation is `transferred` when its data moved (what a synchronous
+// copy waits for) and `completed` when its completion has run too (what
+// wait_copies promises).
 #pragma once
 
 #include <atomic>
@@ -39,8 +46,13 @@ public:
     // not running (nothing queued).  Async-signal-safe.
     uint64_t submit_write(uint64_t dev, const void *src, size_t n, CopyDone done, void *arg);
     uint64_t submit_read(void *dst, uint64_t dev, size_t n, CopyDone done, void *arg);
-    // Waits for every operation up to ticket t.  Async-signal-safe.
+    // Waits for every operation up to ticket t and its completion.
+    // Async-signal-safe.
     void wait(uint64_t t);
+    // A copy done at once, waited for (data moved; earlier completions may
+    // still be running).  adsmErrorDeviceLost when not connected.
+    // Async-signal-safe.
+    Status copy_now(bool to_device, uint64_t dev, void *host, size_t n);
     uint64_t last_ticket() const { return submitted_.load(std::memory_order_acquire); }
     // The first failure of a queued copy not taken yet.
     Status take_failure() { return static_cast<Status>(failure_.exchange(adsmSuccess, std::memory_order_acq_rel)); }
@@ -65,14 +77,19 @@ private:
         CopyDone done;
         void *arg;
         bool patient;
-        Status *result;  // requests
+        Status *result;  // synchronous operations: written once transferred
         Reply *reply;
+        Status status;   // for the completion
     };
-    static constexpr uint64_t kSlots = 1024;
+    // A slot is free once its completion ran: this many operations can wait
+    // for theirs.
+    static constexpr uint64_t kSlots = 4096;
 
     uint64_t submit(Kind kind, uint64_t dev, void *local, size_t n, CopyDone done, void *arg, bool patient,
                     Status *result, Reply *reply);
     void run();
+    void finish();  // the completion thread
+    void wait_transferred(uint64_t t);
     Status transfer(const Job &j);
     Status request(const Job &j);
     Status lose(const char *what);
@@ -88,6 +105,8 @@ private:
     Job ring_[kSlots];
     std::atomic<uint64_t> enqueue_{0};
     std::atomic<uint64_t> submitted_{0};
+    alignas(64) std::atomic<uint64_t> transferred_{0};
+    std::atomic<uint32_t> transferred_epoch_{0};  // futex
     alignas(64) std::atomic<uint64_t> completed_{0};
     std::atomic<uint32_t> completed_epoch_{0};  // futex
     std::atomic<uint32_t> waiters_{0};
@@ -95,10 +114,11 @@ private:
     std::atomic<uint32_t> sleeping_{0};
     std::atomic<bool> running_{false};
     std::atomic<bool> stop_{false};
+    std::atomic<bool> link_done_{false};  // the connection's thread has ended
     std::atomic<bool> lost_{false};
     std::atomic<int> failure_{adsmSuccess};
     char lost_reason_[200] = {};
-    std::thread thread_;
+    std::thread thread_, finisher_;
 };
 
 }  // namespace adsm::remote

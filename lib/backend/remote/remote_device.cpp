@@ -51,27 +51,11 @@ void RemoteDevice::decommit(uintptr_t dev, uint64_t bytes) {
     used_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-namespace {
-struct Waited {
-    Status status = adsmSuccess;
-};
-void note(void *arg, Status s) { static_cast<Waited *>(arg)->status = s; }
-}  // namespace
-
 Status RemoteDevice::copy(bool to_device, uintptr_t dev, void *host, size_t n) {
     if (Status s = injected_failure(os::injection::Site::device_copy, to_device ? "copy to the device" : "copy to the host");
         s != adsmSuccess)
         return s;
-    Waited w;
-    uint64_t t;
-    while ((t = to_device ? link_.submit_write(dev, host, n, note, &w) : link_.submit_read(host, dev, n, note, &w)) == 0) {
-        if (link_.lost() || link_.last_ticket() == 0)
-            return fail(adsmErrorDeviceLost, "the remote device is not connected");
-        link_.wait(link_.last_ticket());  // full: let it drain
-    }
-    link_.wait(t);
-    if (w.status != adsmSuccess) return fail(w.status, "a transfer %s the remote device failed", to_device ? "to" : "from");
-    return adsmSuccess;
+    return link_.copy_now(to_device, dev, host, n);
 }
 
 Status RemoteDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
