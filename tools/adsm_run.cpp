@@ -29,8 +29,10 @@ const char *const kUsage =
     "options:\n"
     "  --protocol P        coherence protocol (ADSM_PROTOCOL): %s\n"
     "  --block-size S      coherence block size (ADSM_BLOCK_SIZE), e.g. 64K, 1M\n"
-    "  --device D          accelerator back-end (ADSM_DEVICE): sim, cpu, cuda; a list\n"
-    "                      such as sim,sim gives the program several devices\n"
+    "  --device D          accelerator back-end (ADSM_DEVICE): sim, cpu, cuda, remote; a\n"
+    "                      list such as sim,sim gives the program several devices\n"
+    "  --remote HOST:PORT  the adsm-device-server a remote device is (ADSM_REMOTE)\n"
+    "  --remote-key FILE   the key shared with it, readable by its owner alone (ADSM_REMOTE_KEY)\n"
     "  --threshold S       smallest malloc served from shared memory (ADSM_MALLOC_THRESHOLD), or off\n"
     "  --gc                PROGRAM uses the Boehm collector (libgc): adsm's collector serves\n"
     "                      its GC_* calls, so its collected heap is shared memory; collections\n"
@@ -130,6 +132,14 @@ int main(int argc, char **argv) {
             set["ADSM_BLOCK_SIZE"] = value("--block-size");
         } else if (a == "--device") {
             set["ADSM_DEVICE"] = value("--device");
+        } else if (a == "--remote") {
+            std::string r = value("--remote");
+            size_t colon = r.rfind(':');
+            if (colon == std::string::npos || colon == 0 || colon + 1 == r.size())
+                die("--remote %s: expected HOST:PORT", r.c_str());
+            set["ADSM_REMOTE"] = r;
+        } else if (a == "--remote-key") {
+            set["ADSM_REMOTE_KEY"] = value("--remote-key");
         } else if (a == "--threshold") {
             set["ADSM_MALLOC_THRESHOLD"] = value("--threshold");
         } else if (a == "--gc") {

@@ -15,6 +15,14 @@ static void add(const adsmThreadIdx *t, void **args) {
     if (i < n) v[i] += k;
 }
 
+/* tests/tools/tool_app.c's kernel: v[i] += 1 over floats. */
+static void add_one(const adsmThreadIdx *t, void **args) {
+    float *v = *(float **)args[0];
+    unsigned n = *(unsigned *)args[1];
+    unsigned i = t->blockIdx.x * t->blockDim.x + t->threadIdx.x;
+    if (i < n) v[i] += 1.0f;
+}
+
 /* Writes where nothing is (an address the compiler cannot see through). */
 static volatile uintptr_t nowhere = 16;
 static void crash(const adsmThreadIdx *t, void **args) {
@@ -37,6 +45,8 @@ __attribute__((constructor)) static void register_kernels(void) {
     adsmKernel_t k;
     adsmRegisterKernel("remote.add", add, 3, add_sizes, &k);
     adsmRegisterKernel("remote.crash", crash, 0, NULL, &k);
+    size_t add_one_sizes[] = {sizeof(float *), sizeof(unsigned)};
+    adsmRegisterKernel("add_one", add_one, 2, add_one_sizes, &k);
     size_t nap_sizes[] = {sizeof(uint32_t), sizeof(uint32_t *)};
     adsmRegisterKernel("remote.nap", nap, 2, nap_sizes, &k);
 }
