@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -261,9 +262,20 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
             return bad("ADSM_DIRTY_TRACKING", v, "auto, uffd or mprotect");
         c.dirty_tracking = v;
     }
-    if (const char *v = lookup("ADSM_REMOTE"); v && *v) c.remote = v;
-    if (const char *v = lookup("ADSM_REMOTE_KEY"); v && *v) c.remote_key = v;
-    if (const char *v = lookup("ADSM_REMOTE_PROVIDER"); v && *v) c.remote_provider = v;
+    if (const char *v = lookup("ADSM_REMOTE"); v && *v) {
+        const char *colon = strrchr(v, ':');
+        uint64_t port;
+        if (!colon || colon == v || !parse_uint(colon + 1, &port) || port == 0 || port > 65535)
+            return bad("ADSM_REMOTE", v, "HOST:PORT");
+        c.remote = v;
+    }
+    if (const char *v = lookup("ADSM_REMOTE_KEY"); v && *v) c.remote_key = v;  // checked when it is read
+    if (const char *v = lookup("ADSM_REMOTE_PROVIDER"); v && *v) {
+        for (const char *p = v; *p; ++p)
+            if (!isalnum(static_cast<unsigned char>(*p)) && *p != '_' && *p != ';' && *p != '-')
+                return bad("ADSM_REMOTE_PROVIDER", v, "a libfabric provider name, such as tcp or verbs;ofi_rxm");
+        c.remote_provider = v;
+    }
     if (const char *v = lookup("ADSM_REMOTE_TIMEOUT"); v && *v) {
         char *end;
         double t = strtod(v, &end);
