@@ -298,7 +298,10 @@ Status runtime(Runtime **out) {
             if (rt->config.stats) atexit(print_stats);
         } else {
             g_failure = new std::string(last_detail());
-            ADSM_LOG(error, "cannot start: %s", g_failure->c_str());
+            // (In a device process the code calling is a kernel library's
+            // constructor, run because its module was loaded to find its
+            // kernels: expected, and not the program's error.)
+            if (!in_device_process()) ADSM_LOG(error, "cannot start: %s", g_failure->c_str());
         }
     });
     if (Runtime *rt = g_runtime.load(std::memory_order_acquire)) {

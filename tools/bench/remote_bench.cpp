@@ -1,0 +1,188 @@
+// A remote device on loopback against sim and against libfabric's own
+// numbers, side by side in one run.  It starts adsm-device-server itself
+// (with this benchmark's kernels) and runs each measurement in a process of
+// its own (child_run.h):
+//   latency: an empty adsmCall + adsmSync that names no object;
+//   transfers: a 64 MiB object sent whole at each call and brought back
+//     whole at each sync (the batch protocol), as bytes per second each way;
+// and fi_pingpong (libfabric-bin) on the same provider, 64-byte messages for
+// latency and 1 MiB ones for bandwidth.
+//
+//   adsm-bench-remote
+#include <adsm.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "child_run.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+adsmKernel_t kernel(const char *name) {
+    adsmKernel_t k = nullptr;
+    if (adsmGetKernel(name, &k) != adsmSuccess) {
+        fprintf(stderr, "%s: %s\n", name, adsmGetLastErrorDetail());
+        exit(1);
+    }
+    return k;
+}
+
+int child() {
+    // The kernels, registered here under the names the server has.
+    if (!dlopen(ADSM_BENCH_KERNELS, RTLD_NOW | RTLD_GLOBAL)) {
+        fprintf(stderr, "%s\n", dlerror());
+        return 1;
+    }
+    adsmKernel_t empty = kernel("bench.empty"), touch = kernel("bench.touch");
+    // Latency: nothing to release or acquire.
+    const int calls = 2000;
+    for (int i = 0; i < 50; ++i) (void)(adsmCallWith(empty, {1, 1, 1}, {1, 1, 1}, nullptr, nullptr, 0) || adsmSync());
+    auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i)
+        if (adsmCallWith(empty, {1, 1, 1}, {1, 1, 1}, nullptr, nullptr, 0) != adsmSuccess || adsmSync() != adsmSuccess)
+            return 1;
+    double call_us = us_since(t0) / calls;
+    // Transfers: the whole object goes at each call and comes back at each sync.
+    const size_t bytes = 64u << 20;
+    auto *v = static_cast<char *>(adsmAlloc(bytes));
+    if (!v) return 1;
+    memset(v, 1, bytes);
+    void *args[] = {&v};
+    adsmObjectUse use = {v, 0};
+    const int rounds = 10;
+    double call_total = 0, sync_total = 0;
+    for (int r = 0; r < rounds + 1; ++r) {
+        v[r] = 2;  // written between calls
+        auto a = Clock::now();
+        if (adsmCallWith(touch, {1, 1, 1}, {1, 1, 1}, args, &use, 1) != adsmSuccess) return 1;
+        double c = us_since(a);
+        auto b = Clock::now();
+        if (adsmSync() != adsmSuccess) return 1;
+        double s = us_since(b);
+        if (r == 0) continue;  // the first commits the device memory
+        call_total += c, sync_total += s;
+    }
+    printf("call_us=%.2f h2d_gbps=%.3f d2h_gbps=%.3f\n", call_us, bytes * rounds / (call_total * 1e3),
+           bytes * rounds / (sync_total * 1e3));
+    return 0;
+}
+
+// The server, on loopback with a fresh key; its port, or 0.
+struct Server {
+    pid_t pid = -1;
+    std::string key, port;
+    bool start(const std::string &binary) {
+        char dir[] = "/tmp/adsm-bench-remote-XXXXXX";
+        if (!mkdtemp(dir)) return false;
+        key = std::string(dir) + "/key";
+        FILE *f = fopen(key.c_str(), "w");
+        if (!f) return false;
+        fprintf(f, "benchmark key %d %ld\n", getpid(), static_cast<long>(time(nullptr)));
+        fclose(f);
+        chmod(key.c_str(), 0600);
+        int out[2];
+        if (pipe(out) != 0) return false;
+        pid = fork();
+        if (pid == 0) {
+            dup2(out[1], 1);
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 2);  // its log: not the table's business
+            execl(binary.c_str(), binary.c_str(), "--key", key.c_str(), "--address", "127.0.0.1", "--port", "0",
+                  "--memory", "1G", "--kernels", ADSM_BENCH_KERNELS, static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        close(out[1]);
+        FILE *in = fdopen(out[0], "r");
+        char line[128] = {};
+        bool ok = fgets(line, sizeof line, in) != nullptr;
+        fclose(in);
+        const char *colon = strrchr(line, ':');
+        if (!ok || !colon) return false;
+        port = std::to_string(atoi(colon + 1));
+        return true;
+    }
+    ~Server() {
+        if (pid > 0) {
+            kill(pid, SIGTERM);
+            waitpid(pid, nullptr, 0);
+        }
+        if (!key.empty()) {
+            unlink(key.c_str());
+            rmdir(key.substr(0, key.rfind('/')).c_str());
+        }
+    }
+};
+
+// fi_pingpong's MB/sec and usec/xfer for messages of `size` bytes, or -1s.
+std::pair<double, double> pingpong(const char *size, int iterations, int port) {
+    std::string it = std::to_string(iterations), p = std::to_string(port);
+    pid_t srv = fork();
+    if (srv == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execlp("fi_pingpong", "fi_pingpong", "-p", "tcp", "-e", "msg", "-I", it.c_str(), "-S", size, "-B", p.c_str(),
+               static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    usleep(300 * 1000);
+    std::string cmd = "fi_pingpong -p tcp -e msg -I " + it + " -S " + size + " -P " + p + " 127.0.0.1 2>/dev/null";
+    FILE *f = popen(cmd.c_str(), "r");
+    double mbps = -1, us = -1;
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        char b[32], s[32], a[32], tot[32], t[32];
+        double m, u;
+        if (sscanf(line, "%31s %31s %31s %31s %31s %lf %lf", b, s, a, tot, t, &m, &u) == 7) mbps = m, us = u;
+    }
+    if (f) pclose(f);
+    kill(srv, SIGTERM);
+    waitpid(srv, nullptr, 0);
+    return {mbps, us};
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "--child")) return child();
+    std::string self = argv[0];
+    std::string server_binary = self.substr(0, self.rfind('/') + 1) + "adsm-device-server";
+    if (const char *s = getenv("ADSM_DEVICE_SERVER")) server_binary = s;
+    Server server;
+    if (!server.start(server_binary)) {
+        fprintf(stderr, "adsm-bench-remote: cannot start %s\n", server_binary.c_str());
+        return 1;
+    }
+    auto sim = bench::run_child(argv[0], {"child"}, {"ADSM_DEVICE=sim", "ADSM_PROTOCOL=batch"});
+    auto remote = bench::run_child(argv[0], {"child"},
+                                   {"ADSM_DEVICE=remote", "ADSM_PROTOCOL=batch", "ADSM_REMOTE=127.0.0.1:" + server.port,
+                                    "ADSM_REMOTE_KEY=" + server.key});
+    if (sim.empty() || remote.empty()) return 1;
+    auto small = pingpong("64", 2000, 47611), large = pingpong("1048576", 200, 47612);
+    printf("remote device on loopback (tcp provider) against sim and against fi_pingpong on the same provider\n");
+    printf("  %-34s %12s %12s %12s\n", "", "sim", "remote", "fi_pingpong");
+    printf("  %-34s %10.1fus %10.1fus ", "empty call + sync (latency)", sim["call_us"], remote["call_us"]);
+    if (small.second > 0) printf("%10.1fus   (one 64-byte message each way: x2 = %.1f us)\n", small.second, 2 * small.second);
+    else printf("%12s\n", "n/a");
+    printf("  %-34s %9.2fGB/s %9.2fGB/s ", "64 MiB object to the device", sim["h2d_gbps"], remote["h2d_gbps"]);
+    if (large.first > 0) printf("%9.2fGB/s   (1 MiB messages)\n", large.first / 1000);
+    else printf("%12s\n", "n/a");
+    printf("  %-34s %9.2fGB/s %9.2fGB/s\n", "64 MiB object back to the host", sim["d2h_gbps"], remote["d2h_gbps"]);
+    if (large.first > 0)
+        printf("  remote transfers / fi_pingpong bandwidth: to the device %.2fx, back %.2fx\n",
+               remote["h2d_gbps"] / (large.first / 1000), remote["d2h_gbps"] / (large.first / 1000));
+    return 0;
+}
