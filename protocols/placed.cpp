@@ -25,12 +25,17 @@
 #include "support/stats.h"
 
 namespace adsm {
+
+std::unique_ptr<Protocol> make_integrated(const ProtocolEnv &env);
+
 namespace {
 
 class Placed final : public Protocol {
 public:
     Placed(const ProtocolEnv &env, std::unique_ptr<Protocol> inner)
-        : inner_(std::move(inner)), devices_(env.devices.empty() ? std::vector<Device *>{env.device} : env.devices) {}
+        : inner_(std::move(inner)),
+          devices_(env.devices.empty() ? std::vector<Device *>{env.device} : env.devices),
+          host_copy_(make_integrated(env)) {}
 
     const char *name() const override { return inner_->name(); }
     bool uses_faults() const override { return inner_->uses_faults(); }
@@ -105,17 +110,17 @@ public:
 
     Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override {
         if (r.home == Home::device) return inner_->read_out(r, off, dst, len, ticket);
-        return host_copy_.read_out(r, off, dst, len);
+        return host_copy_->read_out(r, off, dst, len);
     }
     Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override {
         if (r.home == Home::device) return inner_->write_in(r, off, src, len, ticket);
         changed(r);
-        return host_copy_.write_in(r, off, src, len);
+        return host_copy_->write_in(r, off, src, len);
     }
     Status fill(SharedObject &r, size_t off, int value, size_t len) override {
         if (r.home == Home::device) return inner_->fill(r, off, value, len);
         changed(r);
-        return host_copy_.fill(r, off, value, len);
+        return host_copy_->fill(r, off, value, len);
     }
 
     // The host copy is current, always: nothing to settle or evict.
@@ -143,20 +148,6 @@ public:
     }
 
 private:
-    // A plain host-copy protocol, for its alias accesses.
-    struct HostCopy final : HostCopyProtocol {
-        const char *name() const override { return "host copy"; }
-        Status on_alloc(SharedObject &, bool) override { return adsmSuccess; }
-        void on_free(SharedObject &) override {}
-        Status release(ReleaseGroup &) override { return adsmSuccess; }
-        Status acquire(ReleaseGroup &) override { return adsmSuccess; }
-        Status release_object(SharedObject &, bool) override { return adsmSuccess; }
-        Status acquire_object(SharedObject &, bool) override { return adsmSuccess; }
-        Status settle_on_device(SharedObject &) override { return adsmSuccess; }
-        Status evict(SharedObject &) override { return adsmSuccess; }
-        Status fetch_range(SharedObject &, size_t, size_t) override { return adsmSuccess; }
-    };
-
     static void changed(SharedObject &r) {
         if (r.home == Home::every_device) r.version.fetch_add(1, std::memory_order_acq_rel);
     }
@@ -168,7 +159,7 @@ private:
 
     std::unique_ptr<Protocol> inner_;
     std::vector<Device *> devices_;
-    HostCopy host_copy_;
+    std::unique_ptr<Protocol> host_copy_;  // the integrated protocol: its alias accesses
     os::FutexLock list_lock_;
     std::vector<SharedObject *> replicated_;
 };

@@ -77,6 +77,13 @@ public:
         return s;
     }
     const std::string &first_line() const { return first_line_; }
+    // -1 while it runs, else how it ended.
+    int exit_status_if_running() {
+        int st = 0;
+        if (waitpid(pid_, &st, WNOHANG) == 0) return -1;
+        waited_ = true;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
     // Gone at once, as a crashed or unplugged machine is.
     void kill_now() {
         kill(pid_, SIGKILL);

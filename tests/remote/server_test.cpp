@@ -312,3 +312,64 @@ TEST_F(Fixture, TwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
     ASSERT_EQ(b.ep().read(back.data(), n * 4, 0, kb.rma_key, 5000), adsmSuccess);
     EXPECT_EQ(back, std::vector<uint32_t>(n, 21));
 }
+
+// Random and mutated requests from connections of their own, some before
+// the handshake, while a well-behaved client keeps being served throughout.
+TEST_F(Fixture, FuzzedClientsNeverDisturbAWellBehavedOne) {
+    Server s(args());
+    Client good(s, key_text);
+    ASSERT_TRUE(good.ok());
+    ASSERT_EQ(good.attach().status, adsmSuccess);
+    Reply gk = good.commit(kBase, 1 << 20);
+    ASSERT_EQ(gk.status, adsmSuccess);
+    uint64_t rng = 20261126;
+    auto next = [&rng] {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        return rng >> 17;
+    };
+    RangeBody range{kBase, 4096};
+    FillBody fill{kBase, 4096, 7, 0};
+    LaunchBody launch{};
+    snprintf(launch.kernel, sizeof launch.kernel, "remote.add");
+    for (int d = 0; d < 3; ++d) launch.grid[d] = launch.block[d] = 1;
+    launch.args_size = 36;
+    for (int round = 0; round < 60; ++round) {
+        std::unique_ptr<Endpoint> ep;
+        ASSERT_EQ(connect("127.0.0.1", s.port(), "tcp", 5000, &ep), adsmSuccess) << adsm::last_detail();
+        const bool authenticated = round % 3 != 0;
+        if (authenticated) {
+            ASSERT_EQ(client_handshake(*ep, key_text, 5000), adsmSuccess);
+        }
+        // A valid request of a random kind, then mutated, or plain noise.
+        std::vector<uint8_t> m(sizeof(RequestHeader));
+        RequestHeader h{kWireMagic, static_cast<Op>(1 + next() % 7), 1, 0, 0};
+        const void *body = nullptr;
+        size_t body_size = 0;
+        switch (h.op) {
+        case Op::attach: body = &range, body_size = sizeof(AttachBody); break;
+        case Op::commit:
+        case Op::decommit: body = &range, body_size = sizeof range; break;
+        case Op::fill: body = &fill, body_size = sizeof fill; break;
+        case Op::launch: body = &launch, body_size = kLaunchFixedBytes + 36; break;
+        default: break;
+        }
+        h.length = static_cast<uint32_t>(body_size);
+        m.resize(sizeof h + body_size);
+        memcpy(m.data(), &h, sizeof h);
+        if (body_size) memcpy(m.data() + sizeof h, body, body_size);
+        if (round % 2) {
+            for (int k = 0; k < 1 + static_cast<int>(next() % 4); ++k) m[next() % m.size()] = static_cast<uint8_t>(next());
+        } else {
+            m.resize(1 + next() % 200);
+            for (auto &b : m) b = static_cast<uint8_t>(next());
+        }
+        for (int burst = 0; burst < 3; ++burst) (void)ep->send(m.data(), m.size());
+        // Whatever happened to it, the good client is served, its memory intact.
+        std::vector<uint8_t> v(4096, static_cast<uint8_t>(round)), back(4096);
+        ASSERT_EQ(good.ep().write(v.data(), v.size(), 0, gk.rma_key, 5000), adsmSuccess) << round;
+        ASSERT_EQ(good.ep().read(back.data(), back.size(), 0, gk.rma_key, 5000), adsmSuccess) << round;
+        ASSERT_EQ(back, v) << round;
+        ASSERT_EQ(good.commit(kBase + (8 << 20) + round * 4096, 4096).status, adsmSuccess) << round;
+    }
+    EXPECT_EQ(s.exit_status_if_running(), -1) << "the server is still running";
+}

@@ -197,38 +197,37 @@ void Endpoint::withdraw(uint64_t key) {
     exposed_.erase(it);
 }
 
-Status Endpoint::write(const void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms) {
-    const auto *p = static_cast<const uint8_t *>(local);
+Status Endpoint::rma(bool write, void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms) {
+    auto *p = static_cast<uint8_t *>(local);
     for (size_t at = 0; at < n;) {
         size_t len = std::min(kRmaChunk, n - at);
         ssize_t r;
-        while ((r = fi_write(ep_, p + at, len, nullptr, 0, offset + at, key, &ctx_[kRecvSlots + 1])) == -FI_EAGAIN)
+        while ((r = write ? fi_write(ep_, p + at, len, nullptr, 0, offset + at, key, &ctx_[kRecvSlots + 1])
+                          : fi_read(ep_, p + at, len, nullptr, 0, offset + at, key, &ctx_[kRecvSlots + 1])) ==
+               -FI_EAGAIN)
             fi_cq_read(cq_, nullptr, 0);
-        if (r) return fabric_error("fi_write", r);
-        if (Status s = wait_for(&ctx_[kRecvSlots + 1], timeout_ms, "an RMA write"); s != adsmSuccess) return s;
+        if (r) return fabric_error(write ? "fi_write" : "fi_read", r);
+        if (Status s = wait_for(&ctx_[kRecvSlots + 1], timeout_ms, write ? "an RMA write" : "an RMA read");
+            s != adsmSuccess)
+            return s;
         at += len;
     }
+    return adsmSuccess;
+}
+
+Status Endpoint::write(const void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms) {
+    if (Status s = rma(true, const_cast<void *>(local), n, offset, key, timeout_ms); s != adsmSuccess) return s;
     // A write's completion says its data left, not that it landed.  The
     // target applies RMA in order: once a read of the last byte comes back,
     // everything before it is in the target's memory, as a finished device
     // copy must be (a later request, or a kernel, sees it).
     if (n == 0) return adsmSuccess;
     uint8_t last;
-    return read(&last, 1, offset + n - 1, key, timeout_ms);
+    return rma(false, &last, 1, offset + n - 1, key, timeout_ms);
 }
 
 Status Endpoint::read(void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms) {
-    auto *p = static_cast<uint8_t *>(local);
-    for (size_t at = 0; at < n;) {
-        size_t len = std::min(kRmaChunk, n - at);
-        ssize_t r;
-        while ((r = fi_read(ep_, p + at, len, nullptr, 0, offset + at, key, &ctx_[kRecvSlots + 1])) == -FI_EAGAIN)
-            fi_cq_read(cq_, nullptr, 0);
-        if (r) return fabric_error("fi_read", r);
-        if (Status s = wait_for(&ctx_[kRecvSlots + 1], timeout_ms, "an RMA read"); s != adsmSuccess) return s;
-        at += len;
-    }
-    return adsmSuccess;
+    return rma(false, local, n, offset, key, timeout_ms);
 }
 
 // ------------------------------------------------------------------ Listener

@@ -66,6 +66,7 @@ private:
     // meanwhile.
     Status wait_for(void *context, int timeout_ms, const char *what);
     Status check_shutdown();
+    Status rma(bool write, void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
 
     fid_fabric *fabric_ = nullptr;
     bool own_fabric_ = false;
