@@ -16,8 +16,7 @@ namespace adsm::remote {
 Link::~Link() {
     if (running_.load()) {
         stop_.store(true);
-        doorbell_.fetch_add(1);
-        os::futex_wake(&doorbell_);
+        ring_.ring();
         if (thread_.joinable()) thread_.join();
         if (finisher_.joinable()) finisher_.join();
     }
@@ -31,7 +30,6 @@ Status Link::open(const std::string &host, const std::string &port, const std::s
                   const std::string &key, int timeout_ms) {
     timeout_ms_ = timeout_ms;
     where_ = host + ":" + port;
-    for (uint64_t i = 0; i < kSlots; ++i) ring_[i].turn.store(i, std::memory_order_relaxed);
     if (Status s = connect(host, port, provider, timeout_ms, &ep_); s != adsmSuccess) return s;
     if (Status s = client_handshake(*ep_, key, timeout_ms); s != adsmSuccess)
         return fail(s, "the device server at %s: %s", where_.c_str(), std::string(last_detail()).c_str());
@@ -62,47 +60,17 @@ void Link::forget() {
     if (finisher_.joinable()) finisher_.detach();
 }
 
-uint64_t Link::submit(Kind kind, uint64_t dev, void *local, size_t n, CopyDone done, void *arg, bool patient,
-                      Status *result, Reply *reply) {
+uint64_t Link::submit(const Job &job) {
     if (!running_.load(std::memory_order_acquire)) return 0;
-    uint64_t pos = enqueue_.load(std::memory_order_relaxed);
-    for (;;) {
-        Job &j = ring_[pos % kSlots];
-        uint64_t turn = j.turn.load(std::memory_order_acquire);
-        int64_t diff = static_cast<int64_t>(turn) - static_cast<int64_t>(pos);
-        if (diff == 0) {
-            if (!enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) continue;
-            j.kind = kind;
-            j.dev = dev;
-            j.local = local;
-            j.n = n;
-            j.done = done;
-            j.arg = arg;
-            j.patient = patient;
-            j.result = result;
-            j.reply = reply;
-            j.turn.store(pos + 1, std::memory_order_release);
-            uint64_t t = pos + 1, cur = submitted_.load(std::memory_order_relaxed);
-            while (cur < t && !submitted_.compare_exchange_weak(cur, t, std::memory_order_release)) {
-            }
-            std::atomic_thread_fence(std::memory_order_seq_cst);
-            if (sleeping_.load(std::memory_order_seq_cst)) {
-                doorbell_.fetch_add(1, std::memory_order_seq_cst);
-                os::futex_wake(&doorbell_, 1);
-            }
-            return t;
-        }
-        if (diff < 0) return 0;  // full
-        pos = enqueue_.load(std::memory_order_relaxed);
-    }
+    return ring_.push([&](Job &j) { j = job; });
 }
 
 uint64_t Link::submit_write(uint64_t dev, const void *src, size_t n, CopyDone done, void *arg) {
-    return submit(Kind::write, dev, const_cast<void *>(src), n, done, arg, false, nullptr, nullptr);
+    return submit(Job{Kind::write, dev, const_cast<void *>(src), n, done, arg, false, nullptr, nullptr, adsmSuccess});
 }
 
 uint64_t Link::submit_read(void *dst, uint64_t dev, size_t n, CopyDone done, void *arg) {
-    return submit(Kind::read, dev, dst, n, done, arg, false, nullptr, nullptr);
+    return submit(Job{Kind::read, dev, dst, n, done, arg, false, nullptr, nullptr, adsmSuccess});
 }
 
 void Link::wait_transferred(uint64_t t) {
@@ -116,8 +84,8 @@ void Link::wait_transferred(uint64_t t) {
 Status Link::copy_now(bool to_device, uint64_t dev, void *host, size_t n) {
     Status result = adsmErrorDeviceLost;
     uint64_t t;
-    while ((t = submit(to_device ? Kind::write : Kind::read, dev, host, n, nullptr, nullptr, false, &result,
-                       nullptr)) == 0) {
+    while ((t = submit(Job{to_device ? Kind::write : Kind::read, dev, host, n, nullptr, nullptr, false, &result,
+                           nullptr, adsmSuccess})) == 0) {
         if (!running_.load() || lost()) return fail(adsmErrorDeviceLost, "the remote device is not connected");
         wait_transferred(last_ticket());  // full: let it drain
     }
@@ -125,16 +93,7 @@ Status Link::copy_now(bool to_device, uint64_t dev, void *host, size_t n) {
     return result;
 }
 
-void Link::wait(uint64_t t) {
-    if (completed_.load(std::memory_order_acquire) >= t) return;
-    waiters_.fetch_add(1, std::memory_order_seq_cst);
-    for (;;) {
-        uint32_t e = completed_epoch_.load(std::memory_order_seq_cst);
-        if (completed_.load(std::memory_order_acquire) >= t) break;
-        os::futex_wait(&completed_epoch_, e, 100ull * 1000 * 1000);
-    }
-    waiters_.fetch_sub(1, std::memory_order_relaxed);
-}
+void Link::wait(uint64_t t) { ring_.wait(t); }
 
 Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool patient) {
     if (body_size > kMaxMessage - sizeof(RequestHeader))
@@ -146,8 +105,8 @@ Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool 
     if (body_size) memcpy(msg.get() + sizeof h, body, body_size);
     Status result = adsmErrorDeviceLost;
     uint64_t t;
-    while ((t = submit(Kind::request, 0, msg.get(), sizeof(RequestHeader) + body_size, nullptr, nullptr, patient,
-                       &result, reply)) == 0) {
+    while ((t = submit(Job{Kind::request, 0, msg.get(), sizeof(RequestHeader) + body_size, nullptr, nullptr, patient,
+                           &result, reply, adsmSuccess})) == 0) {
         if (!running_.load()) return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
         wait(last_ticket());  // full: let it drain
     }
@@ -208,24 +167,10 @@ void Link::run() {
     // touching shared memory would wait for this thread's copies).
     sigset_t async = os::async_signals();
     pthread_sigmask(SIG_BLOCK, &async, nullptr);
-    uint64_t pos = 0;
-    for (;;) {
-        Job &j = ring_[pos % kSlots];
-        if (j.turn.load(std::memory_order_acquire) != pos + 1) {
-            uint32_t bell = doorbell_.load(std::memory_order_seq_cst);
-            sleeping_.store(1, std::memory_order_seq_cst);
-            if (j.turn.load(std::memory_order_seq_cst) != pos + 1) {
-                if (stop_.load()) {
-                    link_done_.store(true);
-                    transferred_epoch_.fetch_add(1, std::memory_order_seq_cst);
-                    os::futex_wake(&transferred_epoch_);
-                    return;
-                }
-                os::futex_wait(&doorbell_, bell, 200ull * 1000 * 1000);
-            }
-            sleeping_.store(0, std::memory_order_relaxed);
-            continue;
-        }
+    for (uint64_t pos = 0;; ++pos) {
+        Job *job = ring_.take(pos, stop_);
+        if (!job) break;
+        Job &j = *job;  // its slot stays ours until the completion thread is done with it
         Status st;
         if (lost()) st = fail(adsmErrorDeviceLost, "%s", lost_reason_);
         else st = j.kind == Kind::request ? request(j) : transfer(j);
@@ -238,35 +183,34 @@ void Link::run() {
         }
         j.status = st;
         if (j.result) *j.result = st;
-        ++pos;
-        transferred_.store(pos, std::memory_order_release);
+        transferred_.store(pos + 1, std::memory_order_release);
         transferred_epoch_.fetch_add(1, std::memory_order_seq_cst);
         os::futex_wake(&transferred_epoch_);
     }
+    link_done_.store(true);
+    transferred_epoch_.fetch_add(1, std::memory_order_seq_cst);
+    os::futex_wake(&transferred_epoch_);
 }
 
 void Link::finish() {
     sigset_t async = os::async_signals();
     pthread_sigmask(SIG_BLOCK, &async, nullptr);
-    uint64_t pos = 0;
-    for (;;) {
+    for (uint64_t pos = 0;;) {
         uint32_t e = transferred_epoch_.load(std::memory_order_seq_cst);
         if (transferred_.load(std::memory_order_acquire) <= pos) {
             if (link_done_.load()) return;  // nothing will be transferred any more
             os::futex_wait(&transferred_epoch_, e, 200ull * 1000 * 1000);
             continue;
         }
-        Job &j = ring_[pos % kSlots];
+        // Transferred, so published: take returns at once.
+        Job &j = *ring_.take(pos, stop_);
         if (j.kind != Kind::request && j.status != adsmSuccess) {
             int none = adsmSuccess;
             failure_.compare_exchange_strong(none, j.status, std::memory_order_acq_rel);
         }
         if (j.done) j.done(j.arg, j.status);
-        j.turn.store(pos + kSlots, std::memory_order_release);  // the slot is free again
+        ring_.complete(pos);
         ++pos;
-        completed_.store(pos, std::memory_order_release);
-        completed_epoch_.fetch_add(1, std::memory_order_seq_cst);
-        if (waiters_.load(std::memory_order_seq_cst)) os::futex_wake(&completed_epoch_);
     }
 }
 

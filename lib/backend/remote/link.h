@@ -25,6 +25,7 @@
 #include "backend/device.h"
 #include "backend/remote/fabric.h"
 #include "backend/remote/wire.h"
+#include "os/ticket_ring.h"
 
 namespace adsm::remote {
 
@@ -53,7 +54,7 @@ public:
     // still be running).  adsmErrorDeviceLost when not connected.
     // Async-signal-safe.
     Status copy_now(bool to_device, uint64_t dev, void *host, size_t n);
-    uint64_t last_ticket() const { return submitted_.load(std::memory_order_acquire); }
+    uint64_t last_ticket() const { return ring_.last_ticket(); }
     // The first failure of a queued copy not taken yet.
     Status take_failure() { return static_cast<Status>(failure_.exchange(adsmSuccess, std::memory_order_acq_rel)); }
 
@@ -69,7 +70,6 @@ public:
 private:
     enum class Kind : uint32_t { write, read, request };
     struct Job {
-        std::atomic<uint64_t> turn;
         Kind kind;
         uint64_t dev;
         void *local;
@@ -81,12 +81,8 @@ private:
         Reply *reply;
         Status status;   // for the completion
     };
-    // A slot is free once its completion ran: this many operations can wait
-    // for theirs.
-    static constexpr uint64_t kSlots = 4096;
 
-    uint64_t submit(Kind kind, uint64_t dev, void *local, size_t n, CopyDone done, void *arg, bool patient,
-                    Status *result, Reply *reply);
+    uint64_t submit(const Job &job);
     void run();
     void finish();  // the completion thread
     void wait_transferred(uint64_t t);
@@ -102,16 +98,11 @@ private:
     std::mutex ranges_mu_;
     std::map<uint64_t, std::pair<uint64_t, uint64_t>> ranges_;  // start -> (length, key)
 
-    Job ring_[kSlots];
-    std::atomic<uint64_t> enqueue_{0};
-    std::atomic<uint64_t> submitted_{0};
+    // A slot is free once its completion ran: this many operations can wait
+    // for theirs.
+    os::TicketRing<Job, 4096> ring_;
     alignas(64) std::atomic<uint64_t> transferred_{0};
     std::atomic<uint32_t> transferred_epoch_{0};  // futex
-    alignas(64) std::atomic<uint64_t> completed_{0};
-    std::atomic<uint32_t> completed_epoch_{0};  // futex
-    std::atomic<uint32_t> waiters_{0};
-    alignas(64) std::atomic<uint32_t> doorbell_{0};  // futex
-    std::atomic<uint32_t> sleeping_{0};
     std::atomic<bool> running_{false};
     std::atomic<bool> stop_{false};
     std::atomic<bool> link_done_{false};  // the connection's thread has ended

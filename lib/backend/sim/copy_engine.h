@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backend/sim/link_model.h"
+#include "os/ticket_ring.h"
 #include "support/status.h"
 
 namespace adsm {
@@ -30,15 +31,14 @@ public:
     uint64_t submit(void *dst, const void *src, size_t n, Direction d, uintptr_t dev, CopyDone done, void *arg);
 
     // Waits until every copy with a ticket up to t has completed.
-    void wait(uint64_t t);
-    uint64_t last_ticket() const { return submitted_.load(std::memory_order_acquire); }
+    void wait(uint64_t t) { ring_.wait(t); }
+    uint64_t last_ticket() const { return ring_.last_ticket(); }
     bool running() const { return running_.load(std::memory_order_acquire); }
     // The first failure of a queued copy not yet taken (adsmSuccess: none).
     Status take_failure() { return static_cast<Status>(failure_.exchange(adsmSuccess, std::memory_order_acq_rel)); }
 
 private:
     struct Request {
-        std::atomic<uint64_t> turn;
         void *dst;
         const void *src;
         size_t n;
@@ -47,19 +47,11 @@ private:
         CopyDone done;
         void *arg;
     };
-    static constexpr uint64_t kSlots = 1024;
 
     void run();
 
     LinkModel &link_;
-    Request ring_[kSlots];
-    std::atomic<uint64_t> enqueue_{0};
-    std::atomic<uint64_t> submitted_{0};          // highest ticket handed out
-    alignas(64) std::atomic<uint64_t> completed_{0};
-    std::atomic<uint32_t> completed_epoch_{0};    // futex
-    std::atomic<uint32_t> waiters_{0};
-    alignas(64) std::atomic<uint32_t> doorbell_{0};  // futex
-    std::atomic<uint32_t> sleeping_{0};
+    os::TicketRing<Request, 1024> ring_;
     std::atomic<bool> running_{false};
     std::atomic<bool> stop_{false};
     std::atomic<int> failure_{adsmSuccess};
