@@ -51,6 +51,7 @@ public:
             r.version.store(1, std::memory_order_relaxed);  // no replica holds it yet
             os::FutexGuard g(list_lock_);
             replicated_.push_back(&r);
+            replicated_count_.fetch_add(1, std::memory_order_release);
         }
         return adsmSuccess;
     }
@@ -61,6 +62,7 @@ public:
         {
             os::FutexGuard g(list_lock_);
             replicated_.erase(std::remove(replicated_.begin(), replicated_.end(), &r), replicated_.end());
+            replicated_count_.fetch_sub(1, std::memory_order_release);
         }
         // An update under way holds the object's lock: it ends first.
         os::FutexGuard g(r.lock);
@@ -80,6 +82,8 @@ public:
     }
 
     Status update_replicas(Device &on) override {
+        // Every call comes here: most processes have no replicated object.
+        if (replicated_count_.load(std::memory_order_acquire) == 0) return adsmSuccess;
         size_t d = index_of(on);
         std::vector<SharedObject *> stale;
         {
@@ -162,6 +166,7 @@ private:
     std::unique_ptr<Protocol> host_copy_;  // the integrated protocol: its alias accesses
     os::FutexLock list_lock_;
     std::vector<SharedObject *> replicated_;
+    std::atomic<size_t> replicated_count_{0};
 };
 
 }  // namespace
