@@ -84,6 +84,22 @@ private:
     uint64_t seq_ = 0;
 };
 
+// A client that behaves: attached, with 1 MiB committed at kBase (*range).
+void serve_well_behaved(Client &good, Reply *range) {
+    ASSERT_TRUE(good.ok()) << adsm::last_detail();
+    ASSERT_EQ(good.attach().status, adsmSuccess);
+    *range = good.commit(kBase, 1 << 20);
+    ASSERT_EQ(range->status, adsmSuccess) << range->message;
+}
+
+// Its memory takes `value` and gives it back.
+void expect_served(Client &good, const Reply &range, uint8_t value) {
+    std::vector<uint8_t> v(4096, value), back(4096);
+    ASSERT_EQ(good.ep().write(v.data(), v.size(), 0, range.rma_key, 5000), adsmSuccess) << adsm::last_detail();
+    ASSERT_EQ(good.ep().read(back.data(), back.size(), 0, range.rma_key, 5000), adsmSuccess) << adsm::last_detail();
+    ASSERT_EQ(back, v);
+}
+
 struct Fixture : ::testing::Test {
     std::string key_text = "the shared key of this test, 40 bytes...";
     std::string key = write_key(key_text + "\n", 0600);
@@ -186,10 +202,8 @@ TEST_F(Fixture, AWrongKeyIsRefusedAndOthersAreServedOn) {
 TEST_F(Fixture, HostileRequestsCloseThatClientAlone) {
     Server s(args());
     Client good(s, key_text);
-    ASSERT_TRUE(good.ok());
-    ASSERT_EQ(good.attach().status, adsmSuccess);
-    Reply gk = good.commit(kBase, 1 << 20);
-    ASSERT_EQ(gk.status, adsmSuccess);
+    Reply gk;
+    ASSERT_NO_FATAL_FAILURE(serve_well_behaved(good, &gk));
     // Each hostile client in turn: garbage, a range outside its memory,
     // a fill of memory it never committed, a request before attaching.
     for (int kind = 0; kind < 4; ++kind) {
@@ -215,10 +229,7 @@ TEST_F(Fixture, HostileRequestsCloseThatClientAlone) {
         Reply after = evil.commit(kBase + (2 << 20), 4096);
         EXPECT_EQ(after.status, adsmErrorDeviceLost) << "the connection is closed after " << kind;
         // The good client is still served, its memory intact.
-        std::vector<uint8_t> v(4096, static_cast<uint8_t>(kind + 1)), back(4096);
-        ASSERT_EQ(good.ep().write(v.data(), v.size(), 0, gk.rma_key, 5000), adsmSuccess) << kind;
-        ASSERT_EQ(good.ep().read(back.data(), back.size(), 0, gk.rma_key, 5000), adsmSuccess) << kind;
-        EXPECT_EQ(back, v);
+        ASSERT_NO_FATAL_FAILURE(expect_served(good, gk, static_cast<uint8_t>(kind + 1))) << kind;
     }
     EXPECT_NE(s.log().find("closing"), std::string::npos);
 }
@@ -318,10 +329,8 @@ TEST_F(Fixture, TwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
 TEST_F(Fixture, FuzzedClientsNeverDisturbAWellBehavedOne) {
     Server s(args());
     Client good(s, key_text);
-    ASSERT_TRUE(good.ok());
-    ASSERT_EQ(good.attach().status, adsmSuccess);
-    Reply gk = good.commit(kBase, 1 << 20);
-    ASSERT_EQ(gk.status, adsmSuccess);
+    Reply gk;
+    ASSERT_NO_FATAL_FAILURE(serve_well_behaved(good, &gk));
     uint64_t rng = 20261126;
     auto next = [&rng] {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -365,10 +374,7 @@ TEST_F(Fixture, FuzzedClientsNeverDisturbAWellBehavedOne) {
         }
         for (int burst = 0; burst < 3; ++burst) (void)ep->send(m.data(), m.size());
         // Whatever happened to it, the good client is served, its memory intact.
-        std::vector<uint8_t> v(4096, static_cast<uint8_t>(round)), back(4096);
-        ASSERT_EQ(good.ep().write(v.data(), v.size(), 0, gk.rma_key, 5000), adsmSuccess) << round;
-        ASSERT_EQ(good.ep().read(back.data(), back.size(), 0, gk.rma_key, 5000), adsmSuccess) << round;
-        ASSERT_EQ(back, v) << round;
+        ASSERT_NO_FATAL_FAILURE(expect_served(good, gk, static_cast<uint8_t>(round))) << round;
         ASSERT_EQ(good.commit(kBase + (8 << 20) + round * 4096, 4096).status, adsmSuccess) << round;
     }
     EXPECT_EQ(s.exit_status_if_running(), -1) << "the server is still running";
