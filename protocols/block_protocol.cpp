@@ -54,7 +54,7 @@ void BlockProtocol::flushed(void *arg, Status status) {
 
 Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
     size_t bs = whole_object_ || block_size_ > r.span ? r.span : block_size_;
-    r.block_size = static_cast<uint32_t>(bs);
+    r.block_size = bs;
     r.nblocks = static_cast<uint32_t>((r.span + bs - 1) / bs);
     if (r.nblocks <= SharedObject::kInlineBlocks) {
         r.blocks = r.inline_blocks;

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "os/futex_lock.h"
+#include "os/invariant.h"
 
 namespace adsm {
 
@@ -96,7 +97,7 @@ struct SharedObject {
     // ---- coherence: changed under `lock` by the protocol
     os::FutexLock lock;
     bool on_device = false;     // batch: the device holds the newest copy
-    uint32_t block_size = 0;    // bytes per block (a page multiple)
+    uint64_t block_size = 0;    // bytes per block (a page multiple; lazy: the whole object, past 4 GiB too)
     uint32_t nblocks = 0;
     uint8_t *blocks = nullptr;  // nblocks states (inline_blocks when few)
     uint8_t inline_blocks[kInlineBlocks] = {};
@@ -152,8 +153,14 @@ struct SharedObject {
         return e < size ? e : size;
     }
     uint32_t block_of(size_t offset) const { return static_cast<uint32_t>(offset / block_size); }
-    uint8_t state(uint32_t k) const { return blocks[k] & block::kStateMask; }
-    void set_state(uint32_t k, uint8_t s) { blocks[k] = static_cast<uint8_t>((blocks[k] & ~block::kStateMask) | s); }
+    uint8_t state(uint32_t k) const {
+        ADSM_INVARIANT(k < nblocks, "a block of this object");
+        return blocks[k] & block::kStateMask;
+    }
+    void set_state(uint32_t k, uint8_t s) {
+        ADSM_INVARIANT(k < nblocks, "a block of this object");
+        blocks[k] = static_cast<uint8_t>((blocks[k] & ~block::kStateMask) | s);
+    }
 };
 
 struct ReleaseGroup {

@@ -94,7 +94,7 @@ struct alignas(64) Chunk {
     // Set for one collection: blocks whose current copy is on the device,
     // and a copy of them read before the world stopped.
     uint8_t *device_copy = nullptr;
-    uint32_t block_size = 0;     // 0: nothing on the device to read this time
+    uint64_t block_size = 0;     // 0: nothing on the device to read this time
     uint64_t device_blocks = 0;  // bit k: block k (a chunk has at most 64 blocks of interest)
     bool all_on_device = false;  // more blocks than bits, or the whole object (batch)
     uint32_t writes_seen = 0;    // its region's program_writes before the copy was read

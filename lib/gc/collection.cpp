@@ -40,7 +40,7 @@ void Collector::take_device_copies() {
         c->writes_seen = r->program_writes.load(std::memory_order_seq_cst);
         if (device_.integrated()) continue;
         bool any = false;
-        uint32_t bs = r->block_size && r->blocks ? r->block_size : static_cast<uint32_t>(c->bytes);
+        uint64_t bs = r->block_size && r->blocks ? r->block_size : c->bytes;
         if (r->on_device || (r->nblocks > 64 && r->blocks)) {
             // Whole object on the device (batch), or more blocks than the mask holds.
             bool all = r->on_device;

@@ -65,6 +65,44 @@ TEST_F(OversubscriptionTest, ObjectsFourTimesDeviceMemoryAllRunCorrectly) {
     for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
 }
 
+// Lazy keeps an object in one block however large it is: past 4 GiB the
+// block size once wrapped, and the blocks beyond were read from outside the
+// object's table (a wrong fetch, or corrupted memory).
+TEST_F(OversubscriptionTest, ObjectsPastFourGiBKeepEveryByte) {
+    const size_t bytes = (size_t{4} << 30) + (64 << 10);
+    auto *big = static_cast<unsigned char *>(adsmAlloc(bytes));
+    ASSERT_NE(big, nullptr) << detail();
+    const size_t at[] = {0, (size_t{1} << 32) - 1, size_t{1} << 32, bytes / 2, bytes - 1};
+    for (size_t i = 0; i < 5; ++i) big[at[i]] = static_cast<unsigned char>(i + 1);
+    {
+        adsm::Runtime *rt = nullptr;
+        ASSERT_EQ(adsm::runtime(&rt), adsmSuccess);
+        adsm::Region *r = rt->table.find(reinterpret_cast<uintptr_t>(big));
+        ASSERT_NE(r, nullptr);
+        if (r->nblocks) {  // a block protocol: its blocks cover the object
+            EXPECT_EQ(r->block_end(r->nblocks - 1), r->span) << r->nblocks << " blocks of " << r->block_size << " bytes";
+        }
+    }
+    const size_t n = words();
+    auto *x = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    ASSERT_NE(x, nullptr) << detail();
+    for (size_t k = 0; k < n; ++k) x[k] = 1;
+    try {  // the whole context: the big object cannot fit
+        inc_(adsm::blocks_for(n, 256), 256, x, n);
+        ADD_FAILURE() << "a call needing more than the device ran";
+    } catch (const adsm::error &e) {
+        EXPECT_EQ(e.code(), adsmErrorMemoryAllocation) << e.what();
+    }
+    inc_.with({{x, 0}}, adsm::blocks_for(n, 256), 256, x, n);
+    adsm::sync();
+    EXPECT_EQ(x[n - 1], 2u);
+    for (size_t i = 0; i < 5; ++i) EXPECT_EQ(big[at[i]], i + 1) << "at byte " << at[i];
+    big[at[4]] = 9;
+    EXPECT_EQ(big[at[4]], 9);
+    EXPECT_EQ(adsmFree(x), adsmSuccess);
+    EXPECT_EQ(adsmFree(big), adsmSuccess);
+}
+
 TEST_F(OversubscriptionTest, ACallThatCannotFitFailsAndLosesNothing) {
     const size_t n = words();
     std::vector<uint32_t *> objs;
