@@ -131,6 +131,13 @@ Status choose_tracker(Runtime &rt) {
     if (!info || !info->tracks_writes || rt.device->integrated()) return adsmSuccess;
     const std::string &want = rt.config.dirty_tracking;
     if (want == "mprotect") return adsmSuccess;
+    if (want == "auto")
+        for (auto &d : rt.devices)
+            if (d->fast_link()) {
+                ADSM_LOG(info, "%s: its link moves a page faster than a tracked write costs: writes are found by "
+                         "protection faults (ADSM_DIRTY_TRACKING=uffd tracks every page)", d->name());
+                return adsmSuccess;
+            }
     return new_tracker(rt, want == "uffd" ? "ADSM_DIRTY_TRACKING=uffd" : nullptr, "write tracking by protection faults",
                        &rt.tracker);
 }

@@ -81,6 +81,8 @@ struct Region : SharedObject {
     // device copies before it stops the world, and a write that reached the
     // device after that is not in what it read.
     std::atomic<uint32_t> program_writes{0};
+    // The CPU has faulted on it once: its mirror was readied then (Manager::ready_mirror).
+    std::atomic<bool> touched{false};
 
     // The context whose calls release this region (context.h defines it).
     Context *owner() const;
@@ -100,6 +102,7 @@ struct Region : SharedObject {
         split = nullptr;
         kind = RegionKind::shared;
         origin = RegionOrigin::api;
+        touched.store(false, std::memory_order_relaxed);
     }
 
     template <class Summary>

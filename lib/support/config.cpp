@@ -36,9 +36,15 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_SIM_SYNC_COPY_US", "us",
          "simulated least time of a synchronous copy, call to return (default 0; 9.8 models an H100's pinned "
          "copy, where an asynchronous one costs 2.7)"},
+        {"ADSM_CUDA_PIN", "lazy|eager|off",
+         "cuda: when the host mirror's pages are pinned for the copy engine: at first use (an object's at the CPU's "
+         "first fault on it, a 2 MiB granule's at its first copy), at allocation, or never (pageable copies, about a "
+         "sixth of the speed) (default lazy)"},
         {"ADSM_SIM_WORKERS", "N", "threads that run kernels on sim and cpu (default: one per CPU)"},
         {"ADSM_DIRTY_TRACKING", "auto|uffd|mprotect",
-         "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto)"},
+         "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto: "
+         "faults where the device's link moves a page faster than the kernel tracks a write, as on a GPU, else "
+         "userfaultfd where the kernel has it)"},
         {"ADSM_ON_RACE", "sync|warn|abort",
          "CPU access to data a kernel may be using: wait for it, warn, or abort (default sync, warning once)"},
         {"ADSM_MALLOC_THRESHOLD", "SIZE|off",
@@ -281,6 +287,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         double t = strtod(v, &end);
         if (*end || !(t > 0) || t > 3600) return bad("ADSM_REMOTE_TIMEOUT", v, "seconds, more than 0 and at most 3600");
         c.remote_timeout_s = t;
+    }
+    if (const char *v = lookup("ADSM_CUDA_PIN"); v && *v) {
+        if (strcmp(v, "lazy") && strcmp(v, "eager") && strcmp(v, "off")) return bad("ADSM_CUDA_PIN", v, "lazy, eager or off");
+        c.cuda_pin = v;
     }
     if (const char *v = lookup("ADSM_SPILL"); v && *v) {
         if (strcmp(v, "host") && strcmp(v, "evict") && strcmp(v, "fail") && strcmp(v, "next") && strcmp(v, "split"))

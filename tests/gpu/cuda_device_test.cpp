@@ -158,10 +158,52 @@ TEST(CudaDevice, GranulesAreSharedAndReleased) {
     size_t with = device_bytes() - before;
     EXPECT_LE(with, 4u << 20);
     EXPECT_GT(device_bytes(), 0u);
-    EXPECT_GT(pinned_bytes(), 0) << "the host mirror of device memory is not pinned";
     adsmFree(a);
     adsmFree(b);
     EXPECT_EQ(device_bytes(), before);
+}
+
+bool eager_pinning() { return getenv("ADSM_CUDA_PIN") && std::string(getenv("ADSM_CUDA_PIN")) == "eager"; }
+
+// Lazy pinning (the default) pins an object's host mirror when the CPU
+// first faults on it, or a granule at its first copy, and leaves memory
+// that neither touches unpinned; eager pins every granule when it is
+// backed.  Either way the pins go with the memory.
+TEST(CudaDevice, MirrorsArePinnedAtFirstUse) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    std::string p = info.protocol;
+    const long granule = 2 << 20, before = pinned_bytes();
+    auto *x = static_cast<float *>(adsmAlloc(4 * granule));  // 4 or 5 granules
+    auto *y = static_cast<float *>(adsmAlloc(4 * granule));
+    ASSERT_TRUE(x && y) << detail();
+    if (eager_pinning()) EXPECT_GE(pinned_bytes() - before, 8 * granule);
+    else EXPECT_EQ(pinned_bytes(), before) << "lazy pinning pinned memory nothing used";
+    x[0] = 1.0f;  // the CPU's first touch of x
+    long touched = pinned_bytes() - before;
+    bool first_touch_faults = p != "batch" && std::string(info.dirty_tracking) == "mprotect";
+    if (eager_pinning())
+        EXPECT_GE(touched, 8 * granule);
+    else if (first_touch_faults)
+        EXPECT_TRUE(touched >= 4 * granule && touched <= 5 * granule) << "x alone: " << touched;
+    else
+        EXPECT_EQ(touched, 0) << "nothing told the first touch, yet memory was pinned";
+    for (unsigned i = 0; i < 1024; ++i) x[i] = 1.0f;
+    // y: the kernel's output, which the CPU never reads.
+    scale(adsm::dim3(8), adsm::dim3(128), y, 3.0f, 1024u);
+    scale(adsm::dim3(8), adsm::dim3(128), x, 3.0f, 1024u);
+    adsm::sync();
+    EXPECT_EQ(x[1023], 3.0f);
+    long pinned = pinned_bytes() - before;
+    if (eager_pinning() || p == "batch")  // batch brings every byte back
+        EXPECT_GE(pinned, 8 * granule);
+    else
+        EXPECT_LE(pinned, 6 * granule) << p << ": the mirror of y, which nothing copied, was pinned";
+    adsmFree(x);
+    adsmFree(y);
+    EXPECT_EQ(pinned_bytes(), before) << "freed memory stayed pinned";
 }
 
 TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
@@ -179,8 +221,9 @@ TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
     adsmFree(x);
 }
 
-// The cuda device enters a new allocation's pinned pages into the view at
-// once (saving a fault per page); that must not make them look written.
+// Pinning eagerly, the cuda device enters a new allocation's pinned pages
+// into the view at once (saving a fault per page); that must not make them
+// look written.
 TEST(CudaDevice, MemoryTheCpuNeverWroteIsNotSent) {
     adsmModule_t m = load_module();
     adsm::module::function<float *, float, unsigned> scale(m, "scale");

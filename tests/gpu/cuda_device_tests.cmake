@@ -12,6 +12,13 @@ endforeach()
 add_test(NAME cuda.device.rolling.4K COMMAND cuda_device_tests --gtest_filter=CudaDevice.*)
 set_tests_properties(cuda.device.rolling.4K PROPERTIES TIMEOUT 300
   ENVIRONMENT "${on_double};ADSM_PROTOCOL=rolling;ADSM_BLOCK_SIZE=4K;ADSM_ROLLING_SIZE=2")
+# The cuda device finds writes by faults (its link outpaces the kernel's
+# tracking); the kernel's tracking still works there when asked for.
+add_test(NAME cuda.device.delta.uffd COMMAND cuda_device_tests --gtest_filter=CudaDevice.*)
+set_tests_properties(cuda.device.delta.uffd PROPERTIES TIMEOUT 300
+  ENVIRONMENT "${on_double};ADSM_PROTOCOL=delta;ADSM_DIRTY_TRACKING=uffd")
+add_test(NAME cuda.device.eager COMMAND cuda_device_tests --gtest_filter=CudaDevice.*)
+set_tests_properties(cuda.device.eager PROPERTIES TIMEOUT 300 ENVIRONMENT "${on_double};ADSM_CUDA_PIN=eager")
 add_test(NAME cuda.device.fault COMMAND cuda_device_tests --gtest_filter=CudaDeviceFault.*)
 add_test(NAME cuda.device.moved_window COMMAND cuda_device_tests --gtest_filter=CudaDeviceMoved.*)
 set_tests_properties(cuda.device.fault cuda.device.moved_window PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double}")
@@ -48,13 +55,19 @@ endif()
 # The protocols' model-based test on the double: every byte the kernels
 # read and write travels to and from separate device memory.
 set(seed 200)
-foreach(cfg "batch|256K" "lazy|256K" "rolling|64K" "rolling|4K" "delta|64K" "delta|1M")
+foreach(cfg "batch|256K|auto" "lazy|256K|auto" "rolling|64K|auto" "rolling|4K|auto" "delta|64K|auto" "delta|1M|auto"
+            "delta|64K|uffd")
   string(REPLACE "|" ";" parts "${cfg}")
   list(GET parts 0 p)
   list(GET parts 1 bs)
-  add_test(NAME model.cuda.${p}.${bs} COMMAND protocol_tests --gtest_filter=ModelTest.*)
-  set_tests_properties(model.cuda.${p}.${bs} PROPERTIES TIMEOUT 300
-    ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_ROLLING_SIZE=2;ADSM_MODEL_SEED=${seed}")
+  list(GET parts 2 tr)
+  set(name model.cuda.${p}.${bs})
+  if(NOT tr STREQUAL "auto")
+    set(name ${name}.${tr})
+  endif()
+  add_test(NAME ${name} COMMAND protocol_tests --gtest_filter=ModelTest.*)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT
+    "${on_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_ROLLING_SIZE=2;ADSM_MODEL_SEED=${seed};ADSM_DIRTY_TRACKING=${tr}")
   math(EXPR seed "${seed} + 1")
 endforeach()
 

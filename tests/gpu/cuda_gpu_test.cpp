@@ -117,10 +117,41 @@ TEST(Gpu, DeviceMemoryAndCopies) {
     adsmDeviceFree(d);
 }
 
-TEST(Gpu, TooMuchMemoryFailsCleanly) {
+// More than the GPU holds: the object waits on the host, the CPU uses it,
+// and a kernel call that needs it fails without losing a byte.
+TEST(Gpu, MoreThanTheGpuHoldsWaitsOnTheHost) {
     adsmDeviceInfo info;
     ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
-    void *p = adsmAlloc(info.memory_bytes + (4ull << 30));
+    size_t bytes = info.memory_bytes + (4ull << 30);
+    auto *big = static_cast<unsigned char *>(adsmAlloc(bytes));
+    ASSERT_NE(big, nullptr) << detail();
+    big[0] = 11, big[bytes / 2] = 22, big[bytes - 1] = 33;
+    auto scale = kernels().kernel<float *, float, unsigned>("scale");
+    adsm::shared_array<float> x(1024);
+    for (unsigned i = 0; i < 1024; ++i) x[i] = 1.0f;
+    // The whole context is released: the call needs the big object too.
+    float *xp = x.data(), two = 2.0f;
+    unsigned n = 1024;
+    void *args[] = {&xp, &two, &n};
+    EXPECT_EQ(adsmCall(scale.handle(), {4, 1, 1}, {256, 1, 1}, args), adsmErrorMemoryAllocation);
+    EXPECT_NE(detail().find("memory"), std::string::npos) << detail();
+    EXPECT_EQ(big[0], 11);
+    EXPECT_EQ(big[bytes / 2], 22);
+    EXPECT_EQ(big[bytes - 1], 33);
+    EXPECT_EQ(adsmFree(big), adsmSuccess);
+    // Without it the same call runs.
+    scale(adsm::dim3(4), adsm::dim3(256), x.data(), 2.0f, 1024u);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_EQ(x[0], 2.0f);
+    EXPECT_EQ(x[1023], 2.0f);
+}
+
+TEST(Gpu, SpillFailRefusesWhatTheGpuCannotHold) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    adsmAllocAttr attr = {};
+    attr.spill = ADSM_SPILL_FAIL;
+    void *p = adsmAllocEx(info.memory_bytes + (4ull << 30), &attr);
     EXPECT_EQ(p, nullptr);
     EXPECT_EQ(adsmGetLastError(), adsmErrorMemoryAllocation) << detail();
     void *q = adsmAlloc(64 << 20);

@@ -166,6 +166,21 @@ with tempfile.TemporaryDirectory() as tmp:
           "--stats prints the table on stderr")
     check("kernels launched" in r.stderr, "the table names the counters")
 
+    # ---- how writes are found follows the link: a link that moves a page faster than the kernel
+    # tracks a write (a GPU's) gets protection faults, a slow one what the kernel offers
+    def tracking(extra):
+        path = os.path.join(tmp, "tracking.json")
+        r = run(["--protocol", "delta", "--stats=json:" + path, "--", APP, scratch], env=extra)
+        check(r.returncode == 0, "the program runs with %s" % extra)
+        return json.load(open(path))["dirty_tracking"] if r.returncode == 0 else None
+
+    unmodelled = tracking({})
+    check(tracking({"ADSM_SIM_LINK_GBPS": "55"}) == "mprotect", "a 55 GB/s link finds writes by faults")
+    check(tracking({"ADSM_SIM_LINK_GBPS": "2"}) == unmodelled, "a 2 GB/s link keeps the kernel's tracking")
+    if unmodelled == "uffd":
+        check(tracking({"ADSM_SIM_LINK_GBPS": "55", "ADSM_DIRTY_TRACKING": "uffd"}) == "uffd",
+              "ADSM_DIRTY_TRACKING=uffd holds on a fast link")
+
 if failures:
     print(len(failures), "check(s) failed")
     sys.exit(1)

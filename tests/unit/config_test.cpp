@@ -141,6 +141,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_CHAOS_SEED", "-1"},        {"ADSM_STATS", "json:"},       {"ADSM_PROFILE", "lots"},
         {"ADSM_PROFILE", "20000"},       {"ADSM_GC_GENERATIONAL", "yes"}, {"ADSM_GC_FULL_EVERY", "0"},
         {"ADSM_SPILL", "disk"},          {"ADSM_DEVICE", "sim,,sim"},    {"ADSM_VISIBLE_DEVICES", "x"},
+        {"ADSM_CUDA_PIN", "always"},
     };
     for (const Case &k : cases) {
         Config c;
@@ -148,6 +149,15 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         std::string detail = last_detail();
         EXPECT_NE(detail.find(k.var), std::string::npos) << detail;
         EXPECT_NE(detail.find(k.value), std::string::npos) << detail;
+    }
+}
+
+TEST(ConfigTest, CudaPinning) {
+    Config c;
+    EXPECT_EQ(c.cuda_pin, "lazy");
+    for (const char *v : {"eager", "off", "lazy"}) {
+        ASSERT_EQ(parse({{"ADSM_CUDA_PIN", v}}, &c), adsmSuccess) << last_detail();
+        EXPECT_EQ(c.cuda_pin, v);
     }
 }
 

@@ -66,7 +66,7 @@ private:
     Entered entered_(this);                                \
     if (entered_.status() != adsmSuccess) return entered_.status()
 
-Status CudaDevice::open(const Config &, std::unique_ptr<Device> *out) {
+Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     const Driver *d = nullptr;
     if (Status s = load_driver(&d); s != adsmSuccess) return s;
     int count = 0;
@@ -75,6 +75,7 @@ Status CudaDevice::open(const Config &, std::unique_ptr<Device> *out) {
     if (count == 0) return fail(adsmErrorNoDevice, "ADSM_DEVICE=cuda: the driver sees no GPU (CUDA_VISIBLE_DEVICES?)");
     std::unique_ptr<CudaDevice> dev(new CudaDevice);
     dev->d_ = d;
+    dev->pinning_ = config.cuda_pin == "eager" ? Pinning::eager : config.cuda_pin == "off" ? Pinning::off : Pinning::lazy;
     if (CUresult r = d->cuDeviceGet(&dev->dev_, 0); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet(0)");
     if (d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_) != CUDA_SUCCESS)
@@ -136,7 +137,7 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
     base_ = base;
     size_ = size;
     alias_ = host_alias;
-    memory_.init(d_, dev_, granularity_, base, host_fd, host_alias);
+    memory_.init(d_, dev_, granularity_, base, host_fd, host_alias, pinning_);
     if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
     return copies_.init(d_, granularity_);
 }
@@ -172,9 +173,18 @@ Status CudaDevice::check_range(uintptr_t dev, size_t n) const {
 // A host pointer inside the window is also a device address, and the
 // driver would read it as device memory (copying nothing, reporting
 // success): such a pointer is named by the alias of the same host bytes.
-const void *CudaDevice::host_side(const void *p) const {
+bool CudaDevice::pin_for_cpu(uintptr_t dev, uint64_t n) {
+    if (pinning_ != Pinning::lazy || dev < base_ || dev - base_ >= size_ || n > size_ - (dev - base_)) return false;
+    Entered in(this);
+    if (in.status() != adsmSuccess) return false;
+    memory_.pin_for_copy(alias_ + (dev - base_), n);
+    return memory_.pinned();
+}
+
+const void *CudaDevice::host_for_copy(const void *p, size_t n) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    if (a >= base_ && a - base_ < size_) return alias_ + (a - base_);
+    if (a >= base_ && a - base_ < size_) p = alias_ + (a - base_);
+    memory_.pin_for_copy(p, n);
     return p;
 }
 
@@ -182,7 +192,7 @@ Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     ADSM_ENTER();
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
-    if (Status s = copies_.to_device(dev, host_side(src), n); s != adsmSuccess) return s;
+    if (Status s = copies_.to_device(dev, host_for_copy(src, n), n); s != adsmSuccess) return s;
     stats().add(Counter::h2d_transfers);
     stats().add(Counter::h2d_bytes, n);
     return adsmSuccess;
@@ -192,7 +202,7 @@ Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     ADSM_ENTER();
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
-    if (Status s = copies_.to_host(const_cast<void *>(host_side(dst)), dev, n); s != adsmSuccess) return s;
+    if (Status s = copies_.to_host(const_cast<void *>(host_for_copy(dst, n)), dev, n); s != adsmSuccess) return s;
     stats().add(Counter::d2h_transfers);
     stats().add(Counter::d2h_bytes, n);
     return adsmSuccess;
@@ -221,7 +231,7 @@ uint64_t CudaDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_
     stats().add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
     stats().add(to_device ? Counter::h2d_bytes : Counter::d2h_bytes, n);
     stats().add(Counter::async_copies);
-    host = const_cast<void *>(host_side(host));
+    host = const_cast<void *>(host_for_copy(host, n));
     return to_device ? copies_.to_device_async(dev, host, n, done, arg) : copies_.to_host_async(host, dev, n, done, arg);
 }
 

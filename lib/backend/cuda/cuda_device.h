@@ -34,6 +34,9 @@ public:
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return memory_.used(); }
     bool pins_host_memory() const override { return true; }
+    bool pins_at_commit() const override { return pinning_ == Pinning::eager && memory_.pinned(); }
+    bool pin_for_cpu(uintptr_t dev, uint64_t n) override;
+    bool fast_link() const override { return link_outpaces_tracking(12); }  // PCIe 3 x16 or faster
     bool runs_gpu_code() const override { return true; }
 
     Status reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) override;
@@ -70,7 +73,9 @@ private:
     // Turns a driver error into the runtime's, remembering a context error
     // (a faulting kernel) as the end of the device.
     Status driver_error(CUresult r, const char *what, Status usual);
-    const void *host_side(const void *p) const;
+    // Host memory for a copy of n bytes at p: the alias for the window (see
+    // copies.h), its granules pinned first when they are not yet.
+    const void *host_for_copy(const void *p, size_t n);
     uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
     struct Stream;
     CUresult join(Stream &slot, CUstream program, CUstream ours);
@@ -92,6 +97,7 @@ private:
     uintptr_t base_ = 0;
     uint64_t size_ = 0;
     uint8_t *alias_ = nullptr;
+    Pinning pinning_ = Pinning::lazy;
     DeviceMemory memory_;
     CopyEngine copies_;
     Stream streams_[kMaxStreams];

@@ -6,13 +6,14 @@
 namespace adsm::cuda {
 
 void DeviceMemory::init(const Driver *d, CUdevice dev, uint64_t granularity, uintptr_t base, int host_fd,
-                        uint8_t *host_alias) {
+                        uint8_t *host_alias, Pinning pinning) {
     d_ = d;
     dev_ = dev;
     granularity_ = granularity;
     base_ = base;
     host_fd_ = host_fd;
     alias_ = host_alias;
+    pinning_ = pinning;
 }
 
 Status DeviceMemory::create(uint64_t index, Granule *g) {
@@ -37,24 +38,38 @@ Status DeviceMemory::create(uint64_t index, Granule *g) {
     }
     g->handle = h;
     g->registered = false;
-    if (pinned()) {
-        // Pinned copies run at about 55 GB/s against 7-11 for pageable
-        // ones on an H100; without pinning copies still work, slower.
-        uint8_t *host = alias_ + (va - base_);
-        if (CUresult r = d_->cuMemHostRegister(host, granularity_, 0); r == CUDA_SUCCESS) {
-            g->registered = true;
-        } else {
-            pinned_.store(false, std::memory_order_relaxed);
-            ADSM_LOG(warn, "cuda: cannot pin the host mirror (%s); copies go through pageable memory",
-                     d_->describe(r));
-        }
-    }
+    if (pinning_ == Pinning::lazy) unpinned_.fetch_add(1, std::memory_order_relaxed);
+    if (pinning_ == Pinning::eager) pin(index, *g);
     return adsmSuccess;
+}
+
+void DeviceMemory::pin(uint64_t index, Granule &g) {
+    if (g.registered || pin_failed_.load(std::memory_order_relaxed)) return;
+    // Pinned copies run at about 55 GB/s against 7-11 for pageable ones on
+    // an H100; without pinning copies still work, slower.
+    if (CUresult r = d_->cuMemHostRegister(alias_ + index * granularity_, granularity_, 0); r != CUDA_SUCCESS) {
+        pin_failed_.store(true, std::memory_order_relaxed);
+        ADSM_LOG(warn, "cuda: cannot pin the host mirror (%s); copies go through pageable memory", d_->describe(r));
+        return;
+    }
+    g.registered = true;
+    if (pinning_ == Pinning::lazy) unpinned_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void DeviceMemory::pin_for_copy(const void *host, size_t n) {
+    if (n == 0 || unpinned_.load(std::memory_order_relaxed) == 0 || pin_failed_.load(std::memory_order_relaxed)) return;
+    auto h = reinterpret_cast<uintptr_t>(host), a = reinterpret_cast<uintptr_t>(alias_);
+    if (h < a) return;
+    uint64_t first = (h - a) / granularity_, last = (h - a + n - 1) / granularity_;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t i = first; i <= last; ++i)
+        if (auto it = granules_.find(i); it != granules_.end() && it->second.users) pin(i, it->second);
 }
 
 void DeviceMemory::destroy(uint64_t index, Granule &g) {
     CUdeviceptr va = base_ + index * granularity_;
     if (g.registered) d_->cuMemHostUnregister(alias_ + (va - base_));
+    else if (pinning_ == Pinning::lazy) unpinned_.fetch_sub(1, std::memory_order_relaxed);
     d_->cuMemUnmap(va, granularity_);
     d_->cuMemRelease(g.handle);
     // No allocation touches the granule any more: its host pages may go.
@@ -63,6 +78,10 @@ void DeviceMemory::destroy(uint64_t index, Granule &g) {
 
 Status DeviceMemory::warm_up() {
     if (Status s = commit(base_, granularity_); s != adsmSuccess) return s;
+    if (pinning_ != Pinning::off) {
+        std::lock_guard<std::mutex> lock(mu_);
+        pin(0, granules_[0]);
+    }
     decommit(base_, granularity_);
     return adsmSuccess;
 }

@@ -5,7 +5,11 @@
 //
 // Each granule's host mirror is registered with the driver too, through the
 // runtime's alias (the window address is the device's), so copies run at
-// pinned speed.  Those pages stay put until the granule goes.
+// pinned speed; its pages stay put until the granule goes.  By default a
+// granule is pinned at its first copy, not when it is backed: pinning makes
+// every page of it (about 375 us per MiB on an H100 host, as much as
+// cuMemAllocHost), and much of a mirror is never copied through: the output
+// that I/O staging writes out, the grid whose halo rows alone come back.
 #pragma once
 
 #include <cuda.h>
@@ -19,9 +23,13 @@
 
 namespace adsm::cuda {
 
+// When mirror granules are pinned (ADSM_CUDA_PIN).
+enum class Pinning { lazy, eager, off };
+
 class DeviceMemory {
 public:
-    void init(const Driver *d, CUdevice dev, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias);
+    void init(const Driver *d, CUdevice dev, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias,
+              Pinning pinning);
 
     // Backs and frees one granule, so that the driver's one-time costs of its
     // first physical allocation and host registration (7 to 9 ms on an H100)
@@ -33,8 +41,13 @@ public:
     Status commit(uintptr_t addr, uint64_t bytes);
     void decommit(uintptr_t addr, uint64_t bytes);
 
+    // Before a copy through host memory [host, host+n): pins the mirror
+    // granules it touches that are not pinned yet (lazy pinning).  Memory
+    // outside the mirror is the caller's, left as it is.
+    void pin_for_copy(const void *host, size_t n);
+
     uint64_t used() const { return granules_in_use_.load(std::memory_order_relaxed) * granularity_; }
-    bool pinned() const { return pinned_.load(std::memory_order_relaxed); }
+    bool pinned() const { return pinning_ != Pinning::off && !pin_failed_.load(std::memory_order_relaxed); }
 
 private:
     struct Granule {
@@ -44,6 +57,7 @@ private:
     };
     Status create(uint64_t index, Granule *g);  // under mu_
     void destroy(uint64_t index, Granule &g);   // under mu_
+    void pin(uint64_t index, Granule &g);       // under mu_
 
     const Driver *d_ = nullptr;
     CUdevice dev_ = 0;
@@ -51,10 +65,15 @@ private:
     uintptr_t base_ = 0;
     int host_fd_ = -1;
     uint8_t *alias_ = nullptr;
-    std::mutex mu_;  // allocation and free only, never copies or launches
+    Pinning pinning_ = Pinning::lazy;
+    // Allocation, free and first copies of a granule; never held across a
+    // copy or a launch, and never by code that touches the window (so a
+    // fault handler's copy cannot find it held by its own thread).
+    std::mutex mu_;
     std::unordered_map<uint64_t, Granule> granules_;
     std::atomic<uint64_t> granules_in_use_{0};
-    std::atomic<bool> pinned_{true};  // false once a registration failed
+    std::atomic<uint64_t> unpinned_{0};         // backed granules not pinned yet: copies skip the lock at 0
+    std::atomic<bool> pin_failed_{false};       // a registration failed: copies go pageable from then on
 };
 
 }  // namespace adsm::cuda

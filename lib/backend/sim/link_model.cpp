@@ -4,6 +4,7 @@ namespace adsm {
 
 LinkModel::LinkModel(double gbps, double latency_us)
     : enabled_(gbps > 0 || latency_us > 0),
+      gbps_(gbps),
       ns_per_byte_(gbps > 0 ? 1.0 / gbps : 0.0),
       latency_ns_(static_cast<uint64_t>(latency_us * 1000.0)) {}
 

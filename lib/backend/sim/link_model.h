@@ -15,6 +15,7 @@ class LinkModel {
 public:
     LinkModel(double gbps, double latency_us);
     bool enabled() const { return enabled_; }
+    double gbps() const { return gbps_; }
 
     // Books the link for n bytes starting no earlier than `now`; returns the
     // time the transfer completes.
@@ -22,6 +23,7 @@ public:
 
 private:
     bool enabled_;
+    double gbps_;
     double ns_per_byte_;
     uint64_t latency_ns_;
     std::atomic<uint64_t> busy_until_[2] = {};

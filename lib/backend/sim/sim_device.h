@@ -33,6 +33,7 @@ public:
     bool integrated() const override { return false; }
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return used_.load(std::memory_order_relaxed); }
+    bool fast_link() const override { return link_outpaces_tracking(link_.gbps()); }
 
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
     Status commit(uintptr_t dev, uint64_t bytes) override;
