@@ -13,6 +13,10 @@ statistics.
   --device cuda: adsm-workloads-cuda on an NVIDIA GPU; the baseline is
       explicit copies from pinned buffers, beside pageable buffers and managed
       memory.  Writes bench/results/cuda.json and cuda.svg.
+
+A protocol in --protocols may carry runtime settings after colons, so that
+settings are compared side by side in one run as protocols are:
+`--protocols delta,delta:ADSM_TRACKER=mprotect`.
 """
 import argparse
 import json
@@ -34,7 +38,13 @@ def run_one(exe, module, workload, variant, protocol, env_base, scratch):
         stats_path = f.name
     env = dict(env_base, ADSM_STATS="json:" + stats_path)
     if protocol:
-        env["ADSM_PROTOCOL"] = protocol
+        name, *settings = protocol.split(":")
+        env["ADSM_PROTOCOL"] = name
+        for setting in settings:
+            var, eq, value = setting.partition("=")
+            if not eq or not var.startswith("ADSM_"):
+                sys.exit("bench: '%s' in protocol '%s' is not ADSM_NAME=VALUE" % (setting, protocol))
+            env[var] = value
     cmd = [exe] + (["--module", module] if module else []) + [workload, variant, scratch]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
