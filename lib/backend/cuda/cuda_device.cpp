@@ -170,9 +170,6 @@ Status CudaDevice::check_range(uintptr_t dev, size_t n) const {
     return adsmSuccess;
 }
 
-// A host pointer inside the window is also a device address, and the
-// driver would read it as device memory (copying nothing, reporting
-// success): such a pointer is named by the alias of the same host bytes.
 bool CudaDevice::pin_for_cpu(uintptr_t dev, uint64_t n) {
     if (pinning_ != Pinning::lazy || dev < base_ || dev - base_ >= size_ || n > size_ - (dev - base_)) return false;
     Entered in(this);
@@ -181,6 +178,9 @@ bool CudaDevice::pin_for_cpu(uintptr_t dev, uint64_t n) {
     return memory_.pinned();
 }
 
+// A host pointer inside the window is also a device address, and the
+// driver would read it as device memory (copying nothing, reporting
+// success): such a pointer is named by the alias of the same host bytes.
 const void *CudaDevice::host_for_copy(const void *p, size_t n) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     if (a >= base_ && a - base_ < size_) p = alias_ + (a - base_);

@@ -6,10 +6,12 @@
 // Each granule's host mirror is registered with the driver too, through the
 // runtime's alias (the window address is the device's), so copies run at
 // pinned speed; its pages stay put until the granule goes.  By default a
-// granule is pinned at its first copy, not when it is backed: pinning makes
-// every page of it (about 375 us per MiB on an H100 host, as much as
-// cuMemAllocHost), and much of a mirror is never copied through: the output
-// that I/O staging writes out, the grid whose halo rows alone come back.
+// granule is pinned at its first use (the CPU's first fault on an object
+// pins all of its granules, else the first copy through one), not when it
+// is backed: pinning makes every page of it (about 375 us per MiB on an
+// H100 host, as much as cuMemAllocHost), and much of a mirror is never
+// used: the output that I/O staging writes out, the grid whose halo rows
+// alone come back.
 #pragma once
 
 #include <cuda.h>
