@@ -20,7 +20,7 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_REMOTE_KEY", "FILE", "remote: the key shared with the server (a file only its owner may read)"},
         {"ADSM_REMOTE_TIMEOUT", "SECONDS",
          "remote: an operation the server does not answer within this time loses the device (default 5; a sync "
-         "waits for kernels as long as the connection lives)"},
+         "waits for kernels as long as the server's heartbeats come, four per timeout)"},
         {"ADSM_REMOTE_PROVIDER", "NAME", "remote: the libfabric provider (default tcp)"},
         {"ADSM_VISIBLE_DEVICES", "N[,...]",
          "only these devices of the ADSM_DEVICE list, renumbered from 0 in this order (default: all)"},

@@ -95,6 +95,43 @@ TEST(RemoteClientTest, KernelErrorsAreReportedAndTheDeviceGoesOn) {
     adsmFree(v);
 }
 
+// A kernel longer than ADSM_REMOTE_TIMEOUT (2 s here) runs to its end: the
+// server's heartbeats keep the client's sync waiting.
+TEST(RemoteClientHeartbeat, AKernelLongerThanTheTimeoutRunsToItsEnd) {
+    auto *done = static_cast<uint32_t *>(adsmAlloc(sizeof(uint32_t)));
+    ASSERT_NE(done, nullptr) << detail();
+    *done = 0;
+    uint32_t ms = 4500;
+    void *args[] = {&ms, &done};
+    ASSERT_EQ(adsmCall(kernel("remote.nap"), {1, 1, 1}, {1, 1, 1}, args), adsmSuccess) << detail();
+    EXPECT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_EQ(*done, 1u);
+    adsmFree(done);
+}
+
+// Last in its process: it stops the server, which keeps its connection
+// open and says nothing (a machine cut off without a word).  The sync fails
+// within the timeout instead of waiting for an answer that never comes.
+TEST(RemoteClientHeartbeat, ZSilentServerIsALostDeviceNotAHang) {
+    const size_t n = 1 << 16;
+    auto *kept = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    auto *done = static_cast<uint32_t *>(adsmAlloc(sizeof(uint32_t)));
+    ASSERT_TRUE(kept && done);
+    for (size_t i = 0; i < n; ++i) kept[i] = static_cast<uint32_t>(i * 5);
+    *done = 0;
+    uint32_t ms = 20000;
+    void *args[] = {&ms, &done};
+    adsmObjectUse uses[] = {{done, 0}};
+    ASSERT_EQ(adsmCallWith(kernel("remote.nap"), {1, 1, 1}, {1, 1, 1}, args, uses, 1), adsmSuccess) << detail();
+    g_server->stop();
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost) << detail();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(8));
+    EXPECT_NE(detail().find("heartbeat"), std::string::npos) << detail();
+    for (size_t i = 0; i < n; i += 7) ASSERT_EQ(kept[i], i * 5) << "the CPU's copy stays readable";
+    g_server->kill_now();
+}
+
 // Last: it kills the server.  A sync while the server is gone fails within
 // the timeout, and what the CPU held stays readable.
 TEST(RemoteClientTest, ZKilledServerIsALostDeviceNotAHang) {

@@ -84,6 +84,8 @@ public:
         waited_ = true;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
+    // Still connected but silent, as a machine cut off without a word is.
+    void stop() { kill(pid_, SIGSTOP); }
     // Gone at once, as a crashed or unplugged machine is.
     void kill_now() {
         kill(pid_, SIGKILL);

@@ -71,6 +71,21 @@ TEST(RemoteWireTest, MalformedRequestsAreRefused) {
     EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << "a fill value is a byte";
 }
 
+TEST(RemoteWireTest, SyncHeartbeatsWithinBounds) {
+    Request r;
+    for (uint32_t ms : {0u, kMinHeartbeatMs, 500u, kMaxHeartbeatMs}) {
+        SyncBody s{3, ms};
+        auto m = message(Op::sync, &s);
+        EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << ms << ": " << adsm::last_detail();
+        EXPECT_EQ(r.body.sync.heartbeat_ms, ms);
+    }
+    for (uint32_t ms : {1u, kMinHeartbeatMs - 1, kMaxHeartbeatMs + 1, 0xffffffffu}) {
+        SyncBody s{3, ms};
+        auto m = message(Op::sync, &s);
+        EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << ms;
+    }
+}
+
 TEST(RemoteWireTest, AClientReachesOnlyWhatItCommitted) {
     const uint64_t base = 0x300000000000, page = 4096;
     ClientMemory m(16 * page);

@@ -11,6 +11,7 @@
 
 #include "backend/remote/handshake.h"
 #include "device_server/kernels.h"
+#include "os/clock.h"
 
 namespace adsm::server {
 
@@ -113,6 +114,24 @@ Status Session::launch(const remote::LaunchBody &l) {
     return device_->launch(id, d);
 }
 
+Status Session::sync(const remote::SyncBody &b, uint64_t seq) {
+    auto it = streams_.find(b.stream);
+    if (it == streams_.end()) return adsmSuccess;
+    const uint64_t every = uint64_t{b.heartbeat_ms} * 1000 * 1000;
+    uint64_t last = os::now_ns();
+    return device_->synchronize(it->second, [&] {
+        uint64_t now = os::now_ns();
+        if (!every || now - last < every) return;
+        last = now;
+        remote::Reply beat{};
+        beat.magic = remote::kWireMagic;
+        beat.seq = seq;
+        beat.status = remote::kStillWorking;
+        // A client that is gone shows at the next receive.
+        (void)ep_->send(&beat, sizeof beat);
+    });
+}
+
 Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {
     using remote::Op;
     if (r.header.op != Op::attach && r.header.op != Op::bye && !memory_.attached())
@@ -125,10 +144,7 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
         if (Status s = memory_.check(r.body.fill.addr, r.body.fill.len); s != adsmSuccess) return s;
         return device_->fill(r.body.fill.addr, static_cast<int>(r.body.fill.value), r.body.fill.len);
     case Op::launch: return launch(r.body.launch);
-    case Op::sync: {
-        auto it = streams_.find(r.body.sync.stream);
-        return it == streams_.end() ? adsmSuccess : device_->synchronize(it->second);
-    }
+    case Op::sync: return sync(r.body.sync, r.header.seq);
     case Op::bye: *bye = true; return adsmSuccess;
     }
     return fail(adsmErrorInvalidValue, "unknown operation");

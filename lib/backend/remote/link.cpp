@@ -150,10 +150,14 @@ Status Link::request(const Job &j) {
     h->seq = ++seq_;
     if (ep_->send(j.local, j.n) != adsmSuccess) return lose("sending a request");
     size_t got = 0;
+    // Every message must come within the timeout; a patient request's
+    // heartbeats say the server is alive and still at it.
     for (;;) {
-        Status s = ep_->recv(j.reply, sizeof *j.reply, &got, j.patient ? 1000 : timeout_ms_);
-        if (s == adsmSuccess) break;
-        if (!j.patient || ep_->closed()) return lose("waiting for its answer");
+        if (ep_->recv(j.reply, sizeof *j.reply, &got, timeout_ms_) != adsmSuccess)
+            return lose(j.patient ? "neither its answer nor a heartbeat came in time" : "waiting for its answer");
+        if (!j.patient || got != sizeof *j.reply || j.reply->magic != kWireMagic || j.reply->seq != h->seq ||
+            j.reply->status != kStillWorking)
+            break;
     }
     if (got != sizeof *j.reply || j.reply->magic != kWireMagic || j.reply->seq != h->seq) {
         fail(adsmErrorDeviceLost, "a malformed answer");

@@ -59,9 +59,16 @@ public:
     Status take_failure() { return static_cast<Status>(failure_.exchange(adsmSuccess, std::memory_order_acq_rel)); }
 
     // A request and its reply, in order with everything queued before it.
-    // `patient`: no time limit while the connection lives (a sync waits for
-    // kernels).  Not from a signal handler.
+    // `patient`: no time limit while the server's heartbeats keep coming (a
+    // sync waits for kernels; its body asks for heartbeat_ms()).  Not from a
+    // signal handler.
     Status call(Op op, const void *body, size_t body_size, Reply *reply, bool patient = false);
+    // How often a patient request asks the server for a sign of life: four
+    // within the timeout.
+    uint32_t heartbeat_ms() const {
+        uint32_t h = static_cast<uint32_t>(timeout_ms_ / 4);
+        return h < kMinHeartbeatMs ? kMinHeartbeatMs : h > kMaxHeartbeatMs ? kMaxHeartbeatMs : h;
+    }
 
     bool lost() const { return lost_.load(std::memory_order_acquire); }
     // A fork child: the parent's connection is not its to use.

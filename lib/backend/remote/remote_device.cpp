@@ -137,7 +137,7 @@ Status RemoteDevice::launch(StreamId id, const LaunchDesc &l) {
 }
 
 Status RemoteDevice::synchronize(StreamId id) {
-    remote::SyncBody b{id, 0};
+    remote::SyncBody b{id, link_.heartbeat_ms()};
     remote::Reply r{};
     return link_.call(remote::Op::sync, &b, sizeof b, &r, /*patient=*/true);
 }

@@ -67,6 +67,9 @@ Status parse_request(const void *msg, size_t n, Request *out) {
     case Op::sync:
         if (out->body.sync.stream >= kMaxStreams)
             return fail(adsmErrorInvalidValue, "stream %u: at most %u", out->body.sync.stream, kMaxStreams);
+        if (uint32_t h = out->body.sync.heartbeat_ms; h && (h < kMinHeartbeatMs || h > kMaxHeartbeatMs))
+            return fail(adsmErrorInvalidValue, "a heartbeat every %u ms: %u to %u, or 0", h, kMinHeartbeatMs,
+                        kMaxHeartbeatMs);
         break;
     default: break;
     }

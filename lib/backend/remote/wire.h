@@ -63,10 +63,15 @@ struct LaunchBody {
     uint32_t stream;  // the client's stream: its kernels run in order, others' alongside
     uint8_t args[kMaxLaunchArgs];
 };
+// A sync's answer can take as long as the kernels: meanwhile the server
+// sends a reply with status kStillWorking at least every heartbeat_ms, so
+// that the client tells a slow kernel from a server it cannot reach.
 struct SyncBody {
     uint32_t stream;
-    uint32_t reserved;
+    uint32_t heartbeat_ms;  // 0: none; else kMinHeartbeatMs to kMaxHeartbeatMs
 };
+constexpr uint32_t kMinHeartbeatMs = 10, kMaxHeartbeatMs = 60000;
+constexpr int32_t kStillWorking = -1;  // no adsmError_t is negative: the final reply follows
 constexpr size_t kLaunchFixedBytes = offsetof(LaunchBody, args);
 
 struct Reply {

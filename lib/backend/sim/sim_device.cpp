@@ -379,13 +379,18 @@ void SimDevice::trace_kernels() {
     if (host_) host_->trace_kernels();
 }
 
-Status SimDevice::synchronize(StreamId id) {
+Status SimDevice::synchronize(StreamId id) { return synchronize(id, nullptr); }
+
+Status SimDevice::synchronize(StreamId id, const std::function<void()> &waiting) {
     uint32_t gen;
     Status s;
     {
         std::shared_lock<os::FutexRwLock> lock(server_mu_);
         gen = generation_.load();
-        s = host_->synchronize(id, [this] { return server_alive(); });
+        s = host_->synchronize(id, [&] {
+            if (waiting) waiting();
+            return server_alive();
+        });
     }
     // A GPU's launch round trip: the kernel is not seen done any sooner.
     if (launch_ns_ && id < kLaunchSlots) os::sleep_until_ns(done_not_before_[id].load());

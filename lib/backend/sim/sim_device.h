@@ -11,9 +11,10 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend/device.h"
@@ -64,6 +65,9 @@ public:
     void destroy_stream(StreamId id) override;
     Status launch(StreamId id, const LaunchDesc &launch) override;
     Status synchronize(StreamId id) override;
+    // The same, calling `waiting` about every 50 ms until the kernels are
+    // done (the device server answers its client's heartbeats from there).
+    Status synchronize(StreamId id, const std::function<void()> &waiting);
 
     // The device process's pid, 0 if none was started (for tests that kill it).
     pid_t server_pid() const { return pid_.load(); }
