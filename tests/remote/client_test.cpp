@@ -132,6 +132,24 @@ TEST(RemoteClientHeartbeat, ZSilentServerIsALostDeviceNotAHang) {
     g_server->kill_now();
 }
 
+// Alone in its process: the server falls silent before a release sends
+// 128 MiB, so the transfer (and the flush after it) never completes.  The
+// call or its sync fails within the timeout; the CPU's copy stays.
+TEST(RemoteClientMidTransfer, ASilentServerDuringATransferIsALostDevice) {
+    const size_t n = size_t{32} << 20;
+    auto *kept = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    ASSERT_NE(kept, nullptr) << detail();
+    for (size_t i = 0; i < n; ++i) kept[i] = static_cast<uint32_t>(i * 7);
+    g_server->stop();
+    auto t0 = std::chrono::steady_clock::now();
+    adsmError_t e = add(kept, n, 1);
+    if (e == adsmSuccess) e = adsmSync();
+    EXPECT_EQ(e, adsmErrorDeviceLost) << detail();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+    for (size_t i = 0; i < n; i += 4099) ASSERT_EQ(kept[i], static_cast<uint32_t>(i * 7)) << "the CPU's copy stays";
+    g_server->kill_now();
+}
+
 // Last: it kills the server.  A sync while the server is gone fails within
 // the timeout, and what the CPU held stays readable.
 TEST(RemoteClientTest, ZKilledServerIsALostDeviceNotAHang) {
