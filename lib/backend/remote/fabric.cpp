@@ -18,7 +18,11 @@ namespace adsm::remote {
 namespace {
 
 constexpr uint32_t kApiVersion = FI_VERSION(1, 9);
-constexpr size_t kRmaChunk = 4u << 20;
+// RMA goes in chunks of this size, kRmaDepth of them in flight: on
+// loopback over tcp, 512 KiB x 8 moved 64 MiB at 0.7x (writes) and 0.8x
+// (reads) of fi_pingpong's bandwidth, where 4 MiB one at a time reached
+// 0.5x and 0.65x, and larger chunks or deeper queues did no better.
+constexpr size_t kRmaChunk = 512u << 10;
 
 Status fabric_error(const char *what, ssize_t r) {
     return fail(adsmErrorDeviceLost, "%s: %s", what, fi_strerror(static_cast<int>(-r)));
@@ -101,7 +105,7 @@ Status Endpoint::open(fid_fabric *fabric, fi_info *info, bool own_fabric) {
     if (int r = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) return fabric_error("fi_ep_bind (completions)", r);
     if (int r = fi_enable(ep_)) return fabric_error("fi_enable", r);
     recv_bufs_.assign(kRecvSlots, std::vector<uint8_t>(kMaxMessage));
-    ctx_.reset(new fi_context[kRecvSlots + 2]());
+    ctx_.reset(new fi_context[kRmaFirst + kRmaDepth]());
     for (size_t i = 0; i < kRecvSlots; ++i)
         if (Status s = post_recv(i); s != adsmSuccess) return s;
     return adsmSuccess;
@@ -125,6 +129,11 @@ Status Endpoint::check_shutdown() {
     return adsmSuccess;
 }
 
+namespace {
+char any_rma;
+}
+void *const Endpoint::kAnyRma = &any_rma;
+
 Status Endpoint::wait_for(void *context, int timeout_ms, const char *what) {
     const int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ms() + timeout_ms;
     for (;;) {
@@ -146,6 +155,13 @@ Status Endpoint::wait_for(void *context, int timeout_ms, const char *what) {
         }
         if (r < 0) return fabric_error(what, r);
         if (entry.op_context == context && context) return adsmSuccess;
+        auto *c = static_cast<fi_context *>(entry.op_context);
+        if (c >= &ctx_[kRmaFirst] && c < &ctx_[kRmaFirst + kRmaDepth]) {
+            rma_busy_[c - &ctx_[kRmaFirst]] = false;
+            --rma_in_flight_;
+            if (context == kAnyRma) return adsmSuccess;
+            continue;
+        }
         for (size_t i = 0; i < kRecvSlots; ++i)
             if (entry.op_context == &ctx_[i]) landed_.push_back({i, entry.len});
     }
@@ -199,17 +215,26 @@ void Endpoint::withdraw(uint64_t key) {
 
 Status Endpoint::rma(bool write, void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms) {
     auto *p = static_cast<uint8_t *>(local);
-    for (size_t at = 0; at < n;) {
+    const char *what = write ? "an RMA write" : "an RMA read";
+    for (size_t at = 0; at < n || rma_in_flight_;) {
+        if (at == n || rma_in_flight_ == kRmaDepth) {  // wait for room, or for the last chunks
+            if (Status s = wait_for(kAnyRma, timeout_ms, what); s != adsmSuccess) return s;
+            continue;
+        }
+        size_t slot = 0;
+        while (rma_busy_[slot]) ++slot;
         size_t len = std::min(kRmaChunk, n - at);
-        ssize_t r;
-        while ((r = write ? fi_write(ep_, p + at, len, nullptr, 0, offset + at, key, &ctx_[kRecvSlots + 1])
-                          : fi_read(ep_, p + at, len, nullptr, 0, offset + at, key, &ctx_[kRecvSlots + 1])) ==
-               -FI_EAGAIN)
-            fi_cq_read(cq_, nullptr, 0);
+        fi_context *c = &ctx_[kRmaFirst + slot];
+        ssize_t r = write ? fi_write(ep_, p + at, len, nullptr, 0, offset + at, key, c)
+                          : fi_read(ep_, p + at, len, nullptr, 0, offset + at, key, c);
+        if (r == -FI_EAGAIN) {  // the provider's queue is full: a completion makes room
+            if (!rma_in_flight_) fi_cq_read(cq_, nullptr, 0);
+            else if (Status s = wait_for(kAnyRma, timeout_ms, what); s != adsmSuccess) return s;
+            continue;
+        }
         if (r) return fabric_error(write ? "fi_write" : "fi_read", r);
-        if (Status s = wait_for(&ctx_[kRecvSlots + 1], timeout_ms, write ? "an RMA write" : "an RMA read");
-            s != adsmSuccess)
-            return s;
+        rma_busy_[slot] = true;
+        ++rma_in_flight_;
         at += len;
     }
     return adsmSuccess;

@@ -62,8 +62,8 @@ private:
     // Domain, queues and endpoint for `info`, receives posted.
     Status open(fid_fabric *fabric, fi_info *info, bool own_fabric);
     Status post_recv(size_t slot);
-    // Waits for the completion of `context`, keeping receives that land
-    // meanwhile.
+    // Waits for the completion of `context` (kAnyRma: of any RMA chunk in
+    // flight), keeping receives that land meanwhile.
     Status wait_for(void *context, int timeout_ms, const char *what);
     Status check_shutdown();
     Status rma(bool write, void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
@@ -76,9 +76,16 @@ private:
     fid_ep *ep_ = nullptr;
     std::map<uint64_t, fid_mr *> exposed_;  // by key
     static constexpr size_t kRecvSlots = 8;
+    // RMA chunks in flight at once: the link stays busy while completions
+    // come back (one at a time left it idle for a round trip per chunk).
+    static constexpr size_t kRmaDepth = 8;
+    static constexpr size_t kRmaFirst = kRecvSlots + 1;
+    static void *const kAnyRma;
     // The operations' contexts (FI_CONTEXT: room the provider may use): one
-    // per receive slot, then one for sends and one for RMA, each synchronous.
+    // per receive slot, then one for sends, then one per RMA chunk in flight.
     std::unique_ptr<fi_context[]> ctx_;
+    bool rma_busy_[kRmaDepth] = {};
+    size_t rma_in_flight_ = 0;
     std::vector<std::vector<uint8_t>> recv_bufs_;
     struct Landed {
         size_t slot;
