@@ -47,6 +47,8 @@ CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t 
 CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c);
 CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *c);
 CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s);
+CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *c);
+CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *c, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
                                             CUstream s);
@@ -101,6 +103,10 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemcpy2DUnaligned_v2_ptds)                                                                               \
     X(cuMemcpy2DAsync_v2)                                                                                        \
     X(cuMemcpy2DAsync_v2_ptsz)                                                                                   \
+    X(cuMemcpy3D_v2)                                                                                             \
+    X(cuMemcpy3D_v2_ptds)                                                                                        \
+    X(cuMemcpy3DAsync_v2)                                                                                        \
+    X(cuMemcpy3DAsync_v2_ptsz)                                                                                   \
     X(cuMemsetD16_v2)                                                                                            \
     X(cuMemsetD16_v2_ptds)                                                                                       \
     X(cuMemsetD16Async)                                                                                          \
@@ -236,60 +242,77 @@ CUresult copy(const char *fn, CUstream stream, void *dst, Side ds, const void *s
     return to_cu(s, fn);
 }
 
-// One side of a 2D copy: its first byte, and which memory it is (an array
-// is the driver's alone: never shared).
+// One side of a 2D or 3D copy: its first byte, its row and slice pitches,
+// and which memory it is (an array is the driver's alone: never shared).
 struct Plane {
     char *at = nullptr;
-    size_t pitch = 0;
+    size_t pitch = 0, slice = 0;
     Side side = Side::host;
 };
 
-Plane plane(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t pitch) {
+Plane plane(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t z, size_t pitch,
+            size_t height) {
     Plane p;
     if (type == CU_MEMORYTYPE_HOST) p.at = static_cast<char *>(const_cast<void *>(host));
     else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) p.at = static_cast<char *>(ptr(dev));
     if (!p.at) return p;
     p.side = type == CU_MEMORYTYPE_HOST ? Side::host : type == CU_MEMORYTYPE_DEVICE ? Side::device : side_of(dev);
-    p.at += y * pitch + x;
     p.pitch = pitch;
+    p.slice = pitch * height;
+    p.at += z * p.slice + y * pitch + x;
     return p;
 }
 
-// A 2D copy with shared memory on a side goes row by row through the
+// A 2D or 3D copy with shared memory on a side goes row by row through the
 // protocol (rows of shared memory are not contiguous for the driver).
 template <class Forward>
-CUresult copy2d(CUstream stream, const CUDA_MEMCPY2D *c, Forward &&forward) {
-    if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
-    Plane src = plane(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch);
-    Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch);
+CUresult copy_rows(const char *fn, CUstream stream, const Plane &src, const Plane &dst, size_t width, size_t height,
+                   size_t depth, Forward &&forward) {
     bool shared = (src.at && bridge::is_shared(src.at)) || (dst.at && bridge::is_shared(dst.at));
     if (!shared) return forward();
     if (!src.at || !dst.at)
-        return to_cu(adsm::fail(adsmErrorNotSupported, "a 2D copy between a CUDA array and shared memory"),
-                     "cuMemcpy2D");
+        return to_cu(adsm::fail(adsmErrorNotSupported, "%s between a CUDA array and shared memory", fn), fn);
     if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
-    for (size_t row = 0; row < c->Height; ++row) {
-        Status s = adsmSuccess;
-        void *d = dst.at + row * dst.pitch;
-        const void *from = src.at + row * src.pitch;
-        if (!adsm::interpose::copy_with_shared(d, dst.side, from, src.side, c->WidthInBytes, kDriverCopies, &s)) {
-            // Neither side of this row is shared: the driver's own copy.
-            size_t n = c->WidthInBytes;
-            if (dst.side == Side::device && src.side == Side::device) {
-                CUresult r = FORWARD(cuMemcpyDtoD_v2, reinterpret_cast<CUdeviceptr>(d),
-                                     reinterpret_cast<CUdeviceptr>(from), n);
-                if (r != CUDA_SUCCESS) return r;
-            } else if (dst.side == Side::device) {
-                s = driver_to_device(d, from, n);
-            } else if (src.side == Side::device) {
-                s = driver_to_host(d, from, n);
-            } else {
-                memmove(d, from, n);
+    for (size_t z = 0; z < depth; ++z)
+        for (size_t row = 0; row < height; ++row) {
+            Status s = adsmSuccess;
+            void *d = dst.at + z * dst.slice + row * dst.pitch;
+            const void *from = src.at + z * src.slice + row * src.pitch;
+            if (!adsm::interpose::copy_with_shared(d, dst.side, from, src.side, width, kDriverCopies, &s)) {
+                // Neither side of this row is shared: the driver's own copy.
+                if (dst.side == Side::device && src.side == Side::device) {
+                    CUresult r = FORWARD(cuMemcpyDtoD_v2, reinterpret_cast<CUdeviceptr>(d),
+                                         reinterpret_cast<CUdeviceptr>(from), width);
+                    if (r != CUDA_SUCCESS) return r;
+                } else if (dst.side == Side::device) {
+                    s = driver_to_device(d, from, width);
+                } else if (src.side == Side::device) {
+                    s = driver_to_host(d, from, width);
+                } else {
+                    memmove(d, from, width);
+                }
             }
+            if (s != adsmSuccess) return to_cu(s, fn);
         }
-        if (s != adsmSuccess) return to_cu(s, "cuMemcpy2D");
-    }
     return CUDA_SUCCESS;
+}
+
+template <class Forward>
+CUresult copy2d(CUstream stream, const CUDA_MEMCPY2D *c, Forward &&forward) {
+    if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
+    Plane src = plane(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0, c->srcPitch, 0);
+    Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0, c->dstPitch, 0);
+    return copy_rows("cuMemcpy2D", stream, src, dst, c->WidthInBytes, c->Height, 1, forward);
+}
+
+template <class Forward>
+CUresult copy3d(CUstream stream, const CUDA_MEMCPY3D *c, Forward &&forward) {
+    if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
+    Plane src = plane(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch,
+                      c->srcHeight);
+    Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch,
+                      c->dstHeight);
+    return copy_rows("cuMemcpy3D", stream, src, dst, c->WidthInBytes, c->Height, c->Depth, forward);
 }
 
 // A fill of n elements of the value's width.
@@ -604,4 +627,16 @@ CUDA_WRAPPER(cuMemcpy2DAsync_v2, const CUDA_MEMCPY2D *c, CUstream s) {
 }
 CUDA_WRAPPER(cuMemcpy2DAsync_v2_ptsz, const CUDA_MEMCPY2D *c, CUstream s) {
     return copy2d(s, c, [&] { return FORWARD(cuMemcpy2DAsync_v2_ptsz, c, s); });
+}
+CUDA_WRAPPER(cuMemcpy3D_v2, const CUDA_MEMCPY3D *c) {
+    return copy3d(CU_STREAM_LEGACY, c, [&] { return FORWARD(cuMemcpy3D_v2, c); });
+}
+CUDA_WRAPPER(cuMemcpy3D_v2_ptds, const CUDA_MEMCPY3D *c) {
+    return copy3d(CU_STREAM_PER_THREAD, c, [&] { return FORWARD(cuMemcpy3D_v2_ptds, c); });
+}
+CUDA_WRAPPER(cuMemcpy3DAsync_v2, const CUDA_MEMCPY3D *c, CUstream s) {
+    return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DAsync_v2, c, s); });
+}
+CUDA_WRAPPER(cuMemcpy3DAsync_v2_ptsz, const CUDA_MEMCPY3D *c, CUstream s) {
+    return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DAsync_v2_ptsz, c, s); });
 }

@@ -180,6 +180,34 @@ int main(int argc, char **argv) {
         CHECK(((float *)back)[i] == plus1_times2(row * 512 + col), "back[%u] = %g after the 2D copy", i,
               ((float *)back)[i]);
     }
+    /* A 3D copy the other way: a box of 4 slices of 8 rows of 128 floats
+     * from device memory (`dbuf` holds out's values, slices of 16 rows of
+     * 256 floats), starting at slice 1, row 1, float 64, into managed
+     * memory packed. */
+    CU(cuMemcpyHtoD(dbuf, (const void *)out, N * 4));
+    CU(cuMemsetD8(back, 0, N * 4));
+    CUDA_MEMCPY3D c3 = {0};
+    c3.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c3.srcDevice = dbuf;
+    c3.srcXInBytes = 64 * 4;
+    c3.srcY = 1;
+    c3.srcZ = 1;
+    c3.srcPitch = 256 * 4;
+    c3.srcHeight = 16;
+    c3.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    c3.dstDevice = back;
+    c3.dstPitch = 128 * 4;
+    c3.dstHeight = 8;
+    c3.WidthInBytes = 128 * 4;
+    c3.Height = 8;
+    c3.Depth = 4;
+    CU(cuMemcpy3D(&c3));
+    for (unsigned i = 0; i < 4 * 8 * 128; ++i) {
+        unsigned z = i / (8 * 128), y = i / 128 % 8, x = i % 128;
+        unsigned from = (z + 1) * 16 * 256 + (y + 1) * 256 + 64 + x;
+        CHECK(((float *)back)[i] == plus1_times2(from), "back[%u] = %g after the 3D copy", i, ((float *)back)[i]);
+    }
+    CHECK(((float *)back)[4 * 8 * 128] == 0.0f, "the 3D copy wrote past its box");
     /* Large enough that the runtime's own buffers for it are large too. */
     const size_t big_bytes = 8u << 20;
     unsigned char *host = (unsigned char *)malloc(big_bytes);

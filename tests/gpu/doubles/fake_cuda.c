@@ -580,6 +580,25 @@ EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) {
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
+    COUNT();
+    if (!c || c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const char *src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)c->srcHost : (const char *)c->srcDevice;
+    char *dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)c->dstDevice;
+    size_t src_slice = c->srcPitch * c->srcHeight, dst_slice = c->dstPitch * c->dstHeight;
+    src += c->srcZ * src_slice + c->srcY * c->srcPitch + c->srcXInBytes;
+    dst += c->dstZ * dst_slice + c->dstY * c->dstPitch + c->dstXInBytes;
+    for (size_t z = 0; z < c->Depth; ++z)
+        for (size_t row = 0; row < c->Height; ++row) {
+            CUresult r = sync_copy(dst + z * dst_slice + row * c->dstPitch, src + z * src_slice + row * c->srcPitch,
+                                   c->WidthInBytes, c->dstMemoryType != CU_MEMORYTYPE_HOST,
+                                   c->srcMemoryType != CU_MEMORYTYPE_HOST, "cuMemcpy3D");
+            if (r != CUDA_SUCCESS) return r;
+        }
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
     COUNT();
     return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpy");
