@@ -48,6 +48,9 @@ CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c);
 CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *c);
 CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s);
 CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *c);
+CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n);
+CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+                                        CUstream s);
 CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *c, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
@@ -103,6 +106,10 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemcpy2DUnaligned_v2_ptds)                                                                               \
     X(cuMemcpy2DAsync_v2)                                                                                        \
     X(cuMemcpy2DAsync_v2_ptsz)                                                                                   \
+    X(cuMemcpyPeer)                                                                                              \
+    X(cuMemcpyPeer_ptds)                                                                                         \
+    X(cuMemcpyPeerAsync)                                                                                         \
+    X(cuMemcpyPeerAsync_ptsz)                                                                                    \
     X(cuMemcpy3D_v2)                                                                                             \
     X(cuMemcpy3D_v2_ptds)                                                                                        \
     X(cuMemcpy3DAsync_v2)                                                                                        \
@@ -474,6 +481,21 @@ CUDA_WRAPPER(cuMemcpy, CUdeviceptr dst, CUdeviceptr src, size_t n) {
 }
 CUDA_WRAPPER(cuMemcpy_ptds, CUdeviceptr dst, CUdeviceptr src, size_t n) {
     return UNIFIED(cuMemcpy_ptds, CU_STREAM_PER_THREAD, dst, src, n);
+}
+// Between contexts: shared memory is one address space whichever context
+// names it.
+CUDA_WRAPPER(cuMemcpyPeer, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
+    return UNIFIED(cuMemcpyPeer, CU_STREAM_LEGACY, dst, dc, src, sc, n);
+}
+CUDA_WRAPPER(cuMemcpyPeer_ptds, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
+    return UNIFIED(cuMemcpyPeer_ptds, CU_STREAM_PER_THREAD, dst, dc, src, sc, n);
+}
+CUDA_WRAPPER(cuMemcpyPeerAsync, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s) {
+    return UNIFIED(cuMemcpyPeerAsync, s, dst, dc, src, sc, n, s);
+}
+CUDA_WRAPPER(cuMemcpyPeerAsync_ptsz, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+             CUstream s) {
+    return UNIFIED(cuMemcpyPeerAsync_ptsz, s, dst, dc, src, sc, n, s);
 }
 CUDA_WRAPPER(cuMemcpyAsync, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
     return UNIFIED(cuMemcpyAsync, s, dst, src, n, s);

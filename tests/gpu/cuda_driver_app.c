@@ -208,6 +208,12 @@ int main(int argc, char **argv) {
         CHECK(((float *)back)[i] == plus1_times2(from), "back[%u] = %g after the 3D copy", i, ((float *)back)[i]);
     }
     CHECK(((float *)back)[4 * 8 * 128] == 0.0f, "the 3D copy wrote past its box");
+    /* A copy between contexts (one here) from device memory into managed. */
+    CUcontext peer;
+    CU(cuCtxGetCurrent(&peer));
+    CU(cuMemsetD8(back, 0, N * 4));
+    CU(cuMemcpyPeer(back, peer, dbuf, peer, N * 4));
+    check_floats((float *)back, N, plus1_times2, "copied from a peer");
     /* Large enough that the runtime's own buffers for it are large too. */
     const size_t big_bytes = 8u << 20;
     unsigned char *host = (unsigned char *)malloc(big_bytes);

@@ -599,6 +599,12 @@ EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
+    COUNT();
+    (void)dc, (void)sc;  /* one device */
+    return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpyPeer");
+}
+
 EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
     COUNT();
     return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpy");
