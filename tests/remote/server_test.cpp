@@ -74,7 +74,7 @@ public:
         return request(Op::launch, &l, kLaunchFixedBytes + l.args_size);
     }
     Reply sync(uint32_t stream = 0) {
-        SyncBody b{stream, 0};
+        SyncBody b{stream, 0, 0, 0};
         return request(Op::sync, &b);
     }
 

@@ -74,16 +74,21 @@ TEST(RemoteWireTest, MalformedRequestsAreRefused) {
 TEST(RemoteWireTest, SyncHeartbeatsWithinBounds) {
     Request r;
     for (uint32_t ms : {0u, kMinHeartbeatMs, 500u, kMaxHeartbeatMs}) {
-        SyncBody s{3, ms};
+        SyncBody s{3, ms, 0, 0};
         auto m = message(Op::sync, &s);
         EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << ms << ": " << adsm::last_detail();
         EXPECT_EQ(r.body.sync.heartbeat_ms, ms);
     }
     for (uint32_t ms : {1u, kMinHeartbeatMs - 1, kMaxHeartbeatMs + 1, 0xffffffffu}) {
-        SyncBody s{3, ms};
+        SyncBody s{3, ms, 0, 0};
         auto m = message(Op::sync, &s);
         EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << ms;
     }
+    SyncBody spans{3, 500, kSendSpans, 0}, unknown{3, 500, 2, 0};
+    auto m = message(Op::sync, &spans);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << adsm::last_detail();
+    m = message(Op::sync, &unknown);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << "unknown sync flags";
 }
 
 TEST(RemoteWireTest, AClientReachesOnlyWhatItCommitted) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -119,7 +120,7 @@ Status Session::sync(const remote::SyncBody &b, uint64_t seq) {
     if (it == streams_.end()) return adsmSuccess;
     const uint64_t every = uint64_t{b.heartbeat_ms} * 1000 * 1000;
     uint64_t last = os::now_ns();
-    return device_->synchronize(it->second, [&] {
+    Status s = device_->synchronize(it->second, [&] {
         uint64_t now = os::now_ns();
         if (!every || now - last < every) return;
         last = now;
@@ -130,6 +131,43 @@ Status Session::sync(const remote::SyncBody &b, uint64_t seq) {
         // A client that is gone shows at the next receive.
         (void)ep_->send(&beat, sizeof beat);
     });
+    if (b.flags & remote::kSendSpans) send_spans(seq);
+    return s;
+}
+
+// The kernels that ran since the last sync that asked, in batches, before
+// the sync's answer.
+void Session::send_spans(uint64_t seq) {
+    static_assert(sizeof(remote::SpanBatch) <= remote::kMaxMessage, "a batch is one message");
+    std::unique_ptr<remote::SpanBatch> batch(new remote::SpanBatch{});
+    batch->magic = remote::kWireMagic;
+    batch->status = remote::kSpans;
+    batch->seq = seq;
+    auto flush = [&] {
+        if (!batch->count) return;
+        uint64_t now = os::now_ns();
+        for (uint32_t i = 0; i < batch->count; ++i) {
+            remote::WireSpan &w = batch->spans[i];
+            // Times were kept in the server's clock until now: as time ago.
+            w.start_ago_ns = now > w.start_ago_ns ? now - w.start_ago_ns : 0;
+            w.end_ago_ns = now > w.end_ago_ns ? now - w.end_ago_ns : 0;
+        }
+        (void)ep_->send(batch.get(), offsetof(remote::SpanBatch, spans) + batch->count * sizeof(remote::WireSpan));
+        batch->count = 0;
+    };
+    device_->take_kernel_spans([&](const char *name, uint32_t stream, uint64_t start, uint64_t end, bool failed) {
+        remote::WireSpan &w = batch->spans[batch->count];
+        w = {};
+        snprintf(w.kernel, sizeof w.kernel, "%s", name);
+        w.stream = stream;
+        for (auto &[mine, theirs] : streams_)
+            if (theirs == stream) w.stream = mine;
+        w.failed = failed;
+        w.start_ago_ns = start;  // made relative in flush()
+        w.end_ago_ns = end;
+        if (++batch->count == remote::kSpansPerBatch) flush();
+    });
+    flush();
 }
 
 Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {

@@ -35,6 +35,7 @@ private:
     Status decommit(uint64_t addr, uint64_t len);
     Status launch(const remote::LaunchBody &l);
     Status sync(const remote::SyncBody &b, uint64_t seq);
+    void send_spans(uint64_t seq);
 
     const Options &options_;
     const std::string &key_;

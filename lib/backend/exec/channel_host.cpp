@@ -158,6 +158,12 @@ Status ChannelHost::synchronize(StreamId id, const Alive &alive) {
 }
 
 void ChannelHost::trace_kernels() {
+    take_kernel_spans([](const char *name, uint32_t stream, uint64_t start, uint64_t end, bool failed) {
+        trace::record(trace::Kind::kernel, start, end, stream, failed, name, trace::stream_track(stream));
+    });
+}
+
+void ChannelHost::take_kernel_spans(const SpanSeen &seen) {
     os::FutexGuard lock(spans_mu_);
     uint64_t written = c_->spans_written.load(std::memory_order_acquire);
     // Spans older than the ring were overwritten before anyone looked.
@@ -174,7 +180,7 @@ void ChannelHost::trace_kernels() {
             std::lock_guard<std::mutex> reg(reg_mu_);
             if (id < records_.size() && records_[id]) snprintf(name, sizeof name, "%s", records_[id]->name);
         }
-        trace::record(trace::Kind::kernel, start, end, stream, failed, name, trace::stream_track(stream));
+        seen(name, stream, start, end, failed != 0);
     }
 }
 

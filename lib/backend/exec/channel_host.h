@@ -44,6 +44,11 @@ public:
     // Draws the kernels that ran since the last look on the trace (each
     // synchronize does, for the kernels it waited for).
     void trace_kernels();
+    // The kernels that ran since the last look, each once, to `seen`
+    // (trace_kernels' source; the device server sends them to its client).
+    using SpanSeen = std::function<void(const char *name, uint32_t stream, uint64_t start_ns, uint64_t end_ns,
+                                        bool failed)>;
+    void take_kernel_spans(const SpanSeen &seen);
 
 private:
     struct Stream {

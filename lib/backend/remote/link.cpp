@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "backend/remote/handshake.h"
@@ -151,19 +153,46 @@ Status Link::request(const Job &j) {
     if (ep_->send(j.local, j.n) != adsmSuccess) return lose("sending a request");
     size_t got = 0;
     // Every message must come within the timeout; a patient request's
-    // heartbeats say the server is alive and still at it.
+    // heartbeats say the server is alive and still at it, and span batches
+    // come before a sync's answer.
     for (;;) {
-        if (ep_->recv(j.reply, sizeof *j.reply, &got, timeout_ms_) != adsmSuccess)
+        if (ep_->recv(inbox_.get(), kMaxMessage, &got, timeout_ms_) != adsmSuccess)
             return lose(j.patient ? "neither its answer nor a heartbeat came in time" : "waiting for its answer");
-        if (!j.patient || got != sizeof *j.reply || j.reply->magic != kWireMagic || j.reply->seq != h->seq ||
-            j.reply->status != kStillWorking)
-            break;
+        Reply head{};
+        memcpy(&head, inbox_.get(), std::min(got, sizeof head));
+        if (!j.patient || got < offsetof(Reply, capacity) || head.magic != kWireMagic || head.seq != h->seq) break;
+        if (head.status == kStillWorking) continue;
+        if (head.status != kSpans) break;
+        if (!trace_spans(got)) {
+            fail(adsmErrorDeviceLost, "a malformed batch of kernel spans");
+            return lose("reading its answer");
+        }
     }
+    if (got == sizeof *j.reply) memcpy(j.reply, inbox_.get(), sizeof *j.reply);
     if (got != sizeof *j.reply || j.reply->magic != kWireMagic || j.reply->seq != h->seq) {
         fail(adsmErrorDeviceLost, "a malformed answer");
         return lose("reading its answer");
     }
     return static_cast<Status>(j.reply->status);
+}
+
+bool Link::trace_spans(size_t got) {
+    const auto *b = reinterpret_cast<const SpanBatch *>(inbox_.get());
+    if (got < offsetof(SpanBatch, spans) || b->count > kSpansPerBatch ||
+        got != offsetof(SpanBatch, spans) + b->count * sizeof(WireSpan))
+        return false;
+    if (!trace::enabled()) return true;
+    // The server said how long ago; the way over is not subtracted.
+    uint64_t now = os::now_ns();
+    for (uint32_t i = 0; i < b->count; ++i) {
+        const WireSpan &w = b->spans[i];
+        char name[sizeof w.kernel];
+        memcpy(name, w.kernel, sizeof name);
+        name[sizeof name - 1] = '\0';
+        uint64_t start = now > w.start_ago_ns ? now - w.start_ago_ns : 0, end = now > w.end_ago_ns ? now - w.end_ago_ns : 0;
+        trace::record(trace::Kind::kernel, start, end, w.stream, w.failed != 0, name, trace::stream_track(w.stream));
+    }
+    return true;
 }
 
 void Link::run() {

@@ -96,8 +96,12 @@ private:
     Status transfer(const Job &j);
     Status request(const Job &j);
     Status lose(const char *what);
+    // Draws the batch of kernel spans in inbox_ (got bytes) on the trace;
+    // false if it is malformed.
+    bool trace_spans(size_t got);
 
     std::unique_ptr<Endpoint> ep_;
+    std::unique_ptr<uint8_t[]> inbox_{new uint8_t[kMaxMessage]};  // the connection thread's
     std::string where_;
     int timeout_ms_ = 5000;
     uint64_t seq_ = 0;  // the thread's

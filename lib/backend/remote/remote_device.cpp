@@ -4,6 +4,7 @@
 
 #include "backend/remote/key_file.h"
 #include "support/stats.h"
+#include "support/trace.h"
 
 namespace adsm {
 
@@ -137,7 +138,7 @@ Status RemoteDevice::launch(StreamId id, const LaunchDesc &l) {
 }
 
 Status RemoteDevice::synchronize(StreamId id) {
-    remote::SyncBody b{id, link_.heartbeat_ms()};
+    remote::SyncBody b{id, link_.heartbeat_ms(), trace::enabled() ? remote::kSendSpans : 0u, 0};
     remote::Reply r{};
     return link_.call(remote::Op::sync, &b, sizeof b, &r, /*patient=*/true);
 }

@@ -70,6 +70,7 @@ Status parse_request(const void *msg, size_t n, Request *out) {
         if (uint32_t h = out->body.sync.heartbeat_ms; h && (h < kMinHeartbeatMs || h > kMaxHeartbeatMs))
             return fail(adsmErrorInvalidValue, "a heartbeat every %u ms: %u to %u, or 0", h, kMinHeartbeatMs,
                         kMaxHeartbeatMs);
+        if (out->body.sync.flags & ~kSendSpans) return fail(adsmErrorInvalidValue, "unknown sync flags %#x", out->body.sync.flags);
         break;
     default: break;
     }

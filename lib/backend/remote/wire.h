@@ -65,13 +65,40 @@ struct LaunchBody {
 };
 // A sync's answer can take as long as the kernels: meanwhile the server
 // sends a reply with status kStillWorking at least every heartbeat_ms, so
-// that the client tells a slow kernel from a server it cannot reach.
+// that the client tells a slow kernel from a server it cannot reach.  With
+// kSendSpans it sends, before its answer, SpanBatch messages saying when
+// the kernels that ran since the last such sync ran (for the client's
+// trace).
 struct SyncBody {
     uint32_t stream;
     uint32_t heartbeat_ms;  // 0: none; else kMinHeartbeatMs to kMaxHeartbeatMs
+    uint32_t flags;         // kSendSpans, or 0
+    uint32_t reserved;
 };
 constexpr uint32_t kMinHeartbeatMs = 10, kMaxHeartbeatMs = 60000;
+constexpr uint32_t kSendSpans = 1;
 constexpr int32_t kStillWorking = -1;  // no adsmError_t is negative: the final reply follows
+constexpr int32_t kSpans = -2;         // a SpanBatch; the final reply follows
+
+// When a kernel ran, as nanoseconds before the batch was sent: the two
+// machines' clocks differ, the time since does not (but for the message's
+// way over, which the client's trace does not subtract).
+struct WireSpan {
+    char kernel[kKernelNameBytes];
+    uint32_t stream;  // the client's
+    uint32_t failed;
+    uint64_t start_ago_ns;
+    uint64_t end_ago_ns;
+};
+constexpr uint32_t kSpansPerBatch = 256;
+struct SpanBatch {
+    uint32_t magic;
+    int32_t status;  // kSpans
+    uint64_t seq;    // the sync's
+    uint32_t count;
+    uint32_t reserved;
+    WireSpan spans[kSpansPerBatch];
+};
 constexpr size_t kLaunchFixedBytes = offsetof(LaunchBody, args);
 
 struct Reply {

@@ -379,6 +379,11 @@ void SimDevice::trace_kernels() {
     if (host_) host_->trace_kernels();
 }
 
+void SimDevice::take_kernel_spans(const exec::ChannelHost::SpanSeen &seen) {
+    std::shared_lock<os::FutexRwLock> lock(server_mu_);
+    if (host_) host_->take_kernel_spans(seen);
+}
+
 Status SimDevice::synchronize(StreamId id) { return synchronize(id, nullptr); }
 
 Status SimDevice::synchronize(StreamId id, const std::function<void()> &waiting) {
