@@ -13,12 +13,17 @@ statistics.
   --device cuda: adsm-workloads-cuda on an NVIDIA GPU; the baseline is
       explicit copies from pinned buffers, beside pageable buffers and managed
       memory.  Writes bench/results/cuda.json and cuda.svg.
+  --device remote: adsm-workloads on a remote device, served by an
+      adsm-device-server started here on loopback with the workloads' kernels
+      (libadsm-workload-kernels.so); the baseline is explicit copies to the
+      same remote device.  Writes bench/results/remote.json and remote.svg.
 
 A protocol in --protocols may carry runtime settings after colons, so that
 settings are compared side by side in one run as protocols are:
 `--protocols delta,delta:ADSM_TRACKER=mprotect`.
 """
 import argparse
+import atexit
 import json
 import math
 import os
@@ -120,7 +125,37 @@ DEVICES = {
     # exe, baseline variant, its description, other baselines, results file stem
     "sim": ("adsm-workloads", "explicit", "explicit copies", [], "latest"),
     "cuda": ("adsm-workloads-cuda", "pinned", "explicit copies from pinned buffers", ["pageable", "managed"], "cuda"),
+    "remote": ("adsm-workloads", "explicit", "explicit copies", [], "remote"),
 }
+
+
+class DeviceServer:
+    """adsm-device-server on loopback with the workloads' kernels, for --device remote."""
+
+    def __init__(self, build):
+        server = os.path.join(build, "tools", "adsm-device-server")
+        kernels = os.path.join(build, "tools", "libadsm-workload-kernels.so")
+        if not os.access(server, os.X_OK) or not os.path.exists(kernels):
+            sys.exit("bench: the device server or the workloads' kernels were not built (libfabric-dev?)")
+        self.dir = tempfile.mkdtemp()
+        self.key = os.path.join(self.dir, "key")
+        with open(os.open(self.key, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
+        self.log = open(os.path.join(self.dir, "log"), "w")
+        self.proc = subprocess.Popen([server, "--key", self.key, "--address", "127.0.0.1", "--port", "0",
+                                      "--memory", "2G", "--kernels", kernels], stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on"):
+            self.stop()
+            sys.exit("bench: the device server did not start: " + open(os.path.join(self.dir, "log")).read())
+        self.port = line.strip().rsplit(":", 1)[1]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def main():
@@ -163,6 +198,11 @@ def main():
                    ADSM_SIM_LAUNCH_US=args.launch_us, ADSM_SIM_SYNC_COPY_US=args.sync_copy_us)
         setup = ("sim device, link %s GB/s + %s us, synchronous copies %s us at least, launch %s us"
                  % (args.gbps, args.latency_us, args.sync_copy_us, args.launch_us))
+    elif args.device == "remote":
+        server = DeviceServer(args.build)
+        atexit.register(server.stop)
+        env.update(ADSM_DEVICE="remote", ADSM_REMOTE="127.0.0.1:" + server.port, ADSM_REMOTE_KEY=server.key)
+        setup = "remote device (adsm-device-server on loopback, tcp)"
     else:
         # CUDA's own variants reach the driver directly, the adsm one through the cuda device.
         env.update(ADSM_DEVICE="cuda", ADSM_GPU_APIS="off")
