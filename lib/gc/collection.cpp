@@ -8,6 +8,7 @@
 
 #include "backend/device.h"
 #include "gc/collector.h"
+#include "gc/page_runs.h"
 #include "gc/roots.h"
 #include "memory/manager.h"
 #include "os/clock.h"
@@ -147,10 +148,6 @@ void for_each_old_run(Chunk &c, uint64_t epoch, F &&f) {
         if (o) p.drained = epoch;
         return o;
     };
-    if (c.huge) {
-        if (old(c.pages[0])) f(c.base, c.base + c.bytes);
-        return;
-    }
     // Each run takes a system call (about 2.2 us here, in the pause), and
     // old objects scattered among garbage make many short runs: runs one
     // page apart go as one, that page armed too, which costs a write-protect
@@ -158,24 +155,7 @@ void for_each_old_run(Chunk &c, uint64_t epoch, F &&f) {
     // bigheap: 22.8k calls and 109k faults against 29.1k and 104k; two
     // pages apart, 18.0k and 117k.
     constexpr uint32_t kGapPages = 1;
-    uint32_t run = 0, end = 0;  // [run, end): the run so far, old pages at both ends
-    bool any = false;
-    auto flush = [&] {
-        if (any) f(c.base + (uintptr_t(run) << kPageShift), c.base + (uintptr_t(end) << kPageShift));
-        any = false;
-    };
-    for (uint32_t i = 0; i < c.npages;) {
-        Page &p = c.pages[i];
-        uint32_t n = p.kind == PageKind::large && p.npages ? p.npages : 1;
-        if (old(p)) {
-            if (any && i - end > kGapPages) flush();
-            if (!any) run = i;
-            any = true;
-            end = i + n;
-        }
-        i += n;
-    }
-    flush();
+    for_each_page_run(c, kGapPages, old, f);
 }
 
 // Asks the write tracker which pages holding old objects were written
@@ -531,6 +511,14 @@ void Collector::sweep_chunk(Chunk &c, SweepTally &t) {
 
 // ---- the collection
 
+void Collector::gather_roots() {
+    drop_stale_launches();
+    roots_.clear();
+    threads_.clear();
+    if (Status s = data_segments(&roots_); s != adsmSuccess)
+        ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
+}
+
 void Collector::collect_locked(Scope scope) {
     if (collecting_ || disabled()) return;
     // Automatic collections are full every full_every-th time, as soon as
@@ -561,15 +549,11 @@ void Collector::collect_locked(Scope scope) {
         finishing_ = false;
         need_full_ = true;
     }
-    drop_stale_launches();
-    roots_.clear();
-    threads_.clear();
+    gather_roots();
     ready_.clear();
     links_.clear();
     dropped_.clear();
     dead_chunks_.clear();
-    if (Status s = data_segments(&roots_); s != adsmSuccess)
-        ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
     adopt_finished(nullptr);
     take_device_copies();
 

@@ -199,6 +199,10 @@ private:
     // With the heap's lock held.
     void collect_locked(Scope scope = Scope::automatic);
     void drop_stale_launches();
+    // What every collection (and a concurrent one's start) reads before it
+    // stops the world: launches still holding objects, the loaded objects'
+    // data segments as roots.
+    void gather_roots();
     Status start_markers();
     void take_device_copies();
     bool device_copies_stale() const;

@@ -22,6 +22,7 @@
 
 #include "backend/device.h"
 #include "gc/collector.h"
+#include "gc/page_runs.h"
 #include "gc/roots.h"
 #include "os/clock.h"
 #include "os/uffd.h"
@@ -57,32 +58,13 @@ void Collector::arm_live(Chunk &c) {
         // (A failure logs the range as written: traced again, no more.)
         t->collect(lo, hi - lo, [](void *, uintptr_t, size_t) {}, nullptr, os::UffdTracker::kCollector);
     };
-    if (c.huge) {
-        if (live(c.pages[0])) arm(c.base, c.base + c.bytes);
-        return;
-    }
-    uint32_t run = 0;
-    bool in = false;
-    for (uint32_t i = 0; i < c.npages;) {
-        const Page &p = c.pages[i];
-        uint32_t n = p.kind == PageKind::large && p.npages ? p.npages : 1;
-        bool l = live(p);
-        if (l && !in) run = i;
-        if (!l && in) arm(c.base + (uintptr_t(run) << kPageShift), c.base + (uintptr_t(i) << kPageShift));
-        in = l;
-        i += n;
-    }
-    if (in) arm(c.base + (uintptr_t(run) << kPageShift), c.base + c.bytes);
+    for_each_page_run(c, 0, live, arm);
 }
 
 bool Collector::start_concurrent() {
     if (start_markers() != adsmSuccess || markers_.size() < 2) return false;
     collecting_ = true;
-    drop_stale_launches();
-    roots_.clear();
-    threads_.clear();
-    if (Status s = data_segments(&roots_); s != adsmSuccess)
-        ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
+    gather_roots();
     take_device_copies();
     uint64_t t1 = os::now_ns();
     if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
