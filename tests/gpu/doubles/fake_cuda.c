@@ -563,27 +563,9 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     return sync_copy(dst, (const void *)src, n, 0, 1, "cuMemcpyDtoH");
 }
 
-EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) {
-    COUNT();
-    if (!c || c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    const char *src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)c->srcHost : (const char *)c->srcDevice;
-    char *dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)c->dstDevice;
-    src += c->srcY * c->srcPitch + c->srcXInBytes;
-    dst += c->dstY * c->dstPitch + c->dstXInBytes;
-    for (size_t row = 0; row < c->Height; ++row) {
-        CUresult r = sync_copy(dst + row * c->dstPitch, src + row * c->srcPitch, c->WidthInBytes,
-                               c->dstMemoryType != CU_MEMORYTYPE_HOST, c->srcMemoryType != CU_MEMORYTYPE_HOST,
-                               "cuMemcpy2D");
-        if (r != CUDA_SUCCESS) return r;
-    }
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
-    COUNT();
-    if (!c || c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
-        return CUDA_ERROR_NOT_SUPPORTED;
+/* A 3D copy row by row (a 2D copy is one slice of it). */
+static CUresult copy_box(const CUDA_MEMCPY3D *c, const char *fn) {
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
     const char *src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)c->srcHost : (const char *)c->srcDevice;
     char *dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)c->dstDevice;
     size_t src_slice = c->srcPitch * c->srcHeight, dst_slice = c->dstPitch * c->dstHeight;
@@ -593,10 +575,27 @@ EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
         for (size_t row = 0; row < c->Height; ++row) {
             CUresult r = sync_copy(dst + z * dst_slice + row * c->dstPitch, src + z * src_slice + row * c->srcPitch,
                                    c->WidthInBytes, c->dstMemoryType != CU_MEMORYTYPE_HOST,
-                                   c->srcMemoryType != CU_MEMORYTYPE_HOST, "cuMemcpy3D");
+                                   c->srcMemoryType != CU_MEMORYTYPE_HOST, fn);
             if (r != CUDA_SUCCESS) return r;
         }
     return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) {
+    COUNT();
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY3D b = {0};
+    b.srcXInBytes = c->srcXInBytes, b.srcY = c->srcY, b.srcMemoryType = c->srcMemoryType;
+    b.srcHost = c->srcHost, b.srcDevice = c->srcDevice, b.srcPitch = c->srcPitch;
+    b.dstXInBytes = c->dstXInBytes, b.dstY = c->dstY, b.dstMemoryType = c->dstMemoryType;
+    b.dstHost = c->dstHost, b.dstDevice = c->dstDevice, b.dstPitch = c->dstPitch;
+    b.WidthInBytes = c->WidthInBytes, b.Height = c->Height, b.Depth = 1;
+    return copy_box(&b, "cuMemcpy2D");
+}
+
+EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
+    COUNT();
+    return c ? copy_box(c, "cuMemcpy3D") : CUDA_ERROR_INVALID_VALUE;
 }
 
 EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
