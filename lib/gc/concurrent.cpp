@@ -66,6 +66,9 @@ bool Collector::start_concurrent() {
     collecting_ = true;
     gather_roots();
     take_device_copies();
+    // Its pause has the world-stop events of a collection's (bdwgc programs
+    // time their pauses by them), not the collection's own start and end.
+    event(Event::stop_world);
     uint64_t t1 = os::now_ns();
     if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
         ADSM_LOG(warn, "collector: could not stop the world (%s); the full collection will not be concurrent",
@@ -73,6 +76,7 @@ bool Collector::start_concurrent() {
         collecting_ = false;
         return false;
     }
+    event(Event::world_stopped);
     // Without every thread's stack, or with a thread stopped inside the
     // tracker (pages it took may be in no log yet), the finishing
     // collection could not trust what the markers found: no start.
@@ -95,7 +99,9 @@ bool Collector::start_concurrent() {
         need_full_ = false;  // the marks are this collection's from now on
         marking_ = true;
     }
+    event(Event::restart_world);
     world_.start();
+    event(Event::world_restarted);
     note_pause(os::now_ns() - t1, true);
     if (ok) {
         // Only now: the restart waits for every thread to leave its stop,

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -146,6 +147,39 @@ void churn(size_t bytes) {
 }
 
 }  // namespace
+
+namespace {
+// Events as they come (the hook must not allocate while the world is stopped).
+std::atomic<int> g_event_count{0};
+Collector::Event g_event_log[4096];
+void log_event(Collector::Event e, void *) {
+    int i = g_event_count.fetch_add(1);
+    if (i < 4096) g_event_log[i] = e;
+}
+}  // namespace
+
+// A concurrent start stops the world as a collection does, and says so with
+// the same events (bdwgc programs time their pauses by them); a collection's
+// own start and end stay the finishing collection's.
+TEST(GcConcurrentTest, AConcurrentStartReportsItsPause) {
+    Collector *c = the_collector();
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(adsmGcCollect(), adsmSuccess) << adsmGetLastErrorDetail();
+    g_event_count = 0;
+    c->set_event_hook(log_event, nullptr);
+    auto started = [] {
+        for (int i = 0; i < std::min(g_event_count.load(), 4096); ++i)
+            if (g_event_log[i] == Collector::Event::marking_concurrently) return i;
+        return -1;
+    };
+    for (int round = 0; round < 400 && started() < 0; ++round) churn(1 << 20);
+    c->set_event_hook(nullptr, nullptr);
+    int at = started();
+    ASSERT_GE(at, 4) << "no collection marked while the program ran";
+    using E = Collector::Event;
+    std::vector<E> pause(g_event_log + at - 4, g_event_log + at);
+    EXPECT_EQ(pause, (std::vector<E>{E::stop_world, E::world_stopped, E::restart_world, E::world_restarted}));
+}
 
 TEST(GcConcurrentTest, PointersMovedWhileMarkersRunLoseNothing) {
     Collector *c = the_collector();
