@@ -75,7 +75,9 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     if (count == 0) return fail(adsmErrorNoDevice, "ADSM_DEVICE=cuda: the driver sees no GPU (CUDA_VISIBLE_DEVICES?)");
     std::unique_ptr<CudaDevice> dev(new CudaDevice);
     dev->d_ = d;
-    dev->pinning_ = config.cuda_pin == "eager" ? Pinning::eager : config.cuda_pin == "off" ? Pinning::off : Pinning::lazy;
+    dev->memory_.set_pinning(config.cuda_pin == "eager" ? Pinning::eager
+                             : config.cuda_pin == "off" ? Pinning::off
+                                                        : Pinning::lazy);
     if (CUresult r = d->cuDeviceGet(&dev->dev_, 0); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet(0)");
     if (d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_) != CUDA_SUCCESS)
@@ -137,7 +139,7 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
     base_ = base;
     size_ = size;
     alias_ = host_alias;
-    memory_.init(d_, dev_, granularity_, base, host_fd, host_alias, pinning_);
+    memory_.init(d_, dev_, granularity_, base, host_fd, host_alias);
     if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
     return copies_.init(d_, granularity_);
 }
@@ -171,7 +173,7 @@ Status CudaDevice::check_range(uintptr_t dev, size_t n) const {
 }
 
 bool CudaDevice::pin_for_cpu(uintptr_t dev, uint64_t n) {
-    if (pinning_ != Pinning::lazy || dev < base_ || dev - base_ >= size_ || n > size_ - (dev - base_)) return false;
+    if (memory_.pinning() != Pinning::lazy || dev < base_ || dev - base_ >= size_ || n > size_ - (dev - base_)) return false;
     Entered in(this);
     if (in.status() != adsmSuccess) return false;
     memory_.pin_for_copy(alias_ + (dev - base_), n);

@@ -34,7 +34,7 @@ public:
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return memory_.used(); }
     bool pins_host_memory() const override { return true; }
-    bool pins_at_commit() const override { return pinning_ == Pinning::eager && memory_.pinned(); }
+    bool pins_at_commit() const override { return memory_.pinning() == Pinning::eager && memory_.pinned(); }
     bool pin_for_cpu(uintptr_t dev, uint64_t n) override;
     bool fast_link() const override { return link_outpaces_tracking(12); }  // PCIe 3 x16 or faster
     bool runs_gpu_code() const override { return true; }
@@ -97,7 +97,6 @@ private:
     uintptr_t base_ = 0;
     uint64_t size_ = 0;
     uint8_t *alias_ = nullptr;
-    Pinning pinning_ = Pinning::lazy;
     DeviceMemory memory_;
     CopyEngine copies_;
     Stream streams_[kMaxStreams];

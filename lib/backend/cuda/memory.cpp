@@ -6,14 +6,13 @@
 namespace adsm::cuda {
 
 void DeviceMemory::init(const Driver *d, CUdevice dev, uint64_t granularity, uintptr_t base, int host_fd,
-                        uint8_t *host_alias, Pinning pinning) {
+                        uint8_t *host_alias) {
     d_ = d;
     dev_ = dev;
     granularity_ = granularity;
     base_ = base;
     host_fd_ = host_fd;
     alias_ = host_alias;
-    pinning_ = pinning;
 }
 
 Status DeviceMemory::create(uint64_t index, Granule *g) {

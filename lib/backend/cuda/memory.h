@@ -30,8 +30,10 @@ enum class Pinning { lazy, eager, off };
 
 class DeviceMemory {
 public:
-    void init(const Driver *d, CUdevice dev, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias,
-              Pinning pinning);
+    // Before init: when mirror granules are pinned.
+    void set_pinning(Pinning p) { pinning_ = p; }
+    Pinning pinning() const { return pinning_; }
+    void init(const Driver *d, CUdevice dev, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias);
 
     // Backs and frees one granule, so that the driver's one-time costs of its
     // first physical allocation and host registration (7 to 9 ms on an H100)
