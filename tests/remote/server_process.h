@@ -70,11 +70,19 @@ public:
     }
     // Everything it logged so far (after it ended, or whatever is there).
     std::string log() {
-        std::string s;
         char buf[4096];
         fcntl_nonblock();
-        for (ssize_t n; (n = read(err_fd_, buf, sizeof buf)) > 0;) s.append(buf, static_cast<size_t>(n));
-        return s;
+        for (ssize_t n; (n = read(err_fd_, buf, sizeof buf)) > 0;) log_.append(buf, static_cast<size_t>(n));
+        return log_;
+    }
+    // Whether it logs `needle` within `timeout_ms`: the server logs from
+    // its own threads, after the client already saw the outcome.
+    bool logs(const std::string &needle, int timeout_ms = 5000) {
+        for (int waited = 0;; waited += 10) {
+            if (log().find(needle) != std::string::npos) return true;
+            if (waited >= timeout_ms) return false;
+            usleep(10000);
+        }
     }
     const std::string &first_line() const { return first_line_; }
     // -1 while it runs, else how it ended.
@@ -103,6 +111,7 @@ private:
     int port_ = 0;
     bool waited_ = false;
     std::string first_line_;
+    std::string log_;
 };
 
 
