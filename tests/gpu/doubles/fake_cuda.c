@@ -4,15 +4,34 @@
  * its error codes for bad input, over fake_device.h.  Memory from
  * cuMemAlloc and cuMemAllocManaged is host memory (as an integrated device
  * would have it); memory from the virtual-memory API is a discrete device's
- * (fake_cuda_vmm.h).  Kernels are host functions found by name.
+ * (fake_vmm.h).  Kernels are host functions found by name.
  * fake_cuda_calls(name) says how many calls of an entry point reached it.
  */
 #include <cuda.h>
 
 #include <stdio.h>
 
-#include "fake_cuda_vmm.h"
-#include "fake_device.h"
+#define VMM_OK CUDA_SUCCESS
+#define VMM_EINVAL CUDA_ERROR_INVALID_VALUE
+#define VMM_ENOMEM CUDA_ERROR_OUT_OF_MEMORY
+#define VMM_EALREADY CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+#define VMM_ENOTREG CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED
+#define VMM_ELAUNCH CUDA_ERROR_LAUNCH_FAILED
+#define VMM_FAULT CUDA_ERROR_ILLEGAL_ADDRESS
+#define VMM_DRIVER "fake libcuda"
+#define VMM_MEMORY_ENV "FAKE_CUDA_MEMORY"
+#include "fake_vmm.h"
+
+typedef struct vmm_host_fn {
+    CUhostFn fn;
+    void *data;
+} vmm_host_fn;
+
+static void vmm_do_host_fn(void *arg) {
+    vmm_host_fn *h = (vmm_host_fn *)arg;
+    h->fn(h->data);
+    free(h);
+}
 
 #undef cuGetProcAddress
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
@@ -376,7 +395,7 @@ EXPORT CUresult CUDAAPI cuGetErrorString(CUresult r, const char **s) {
     return CUDA_SUCCESS;
 }
 
-/* ---- the discrete device (fake_cuda_vmm.h) */
+/* ---- the discrete device (fake_vmm.h) */
 
 EXPORT CUresult CUDAAPI cuDeviceGetCount(int *n) {
     COUNT();
@@ -448,7 +467,11 @@ EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t 
     COUNT();
     NEED_INIT();
     if (flags) return CUDA_ERROR_INVALID_VALUE;
-    return vmm_reserve(p, size, align, addr);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t at = 0;
+    CUresult r = (CUresult)vmm_reserve(&at, size, align, (uintptr_t)addr);
+    *p = at;
+    return r;
 }
 
 EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
@@ -459,13 +482,17 @@ EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h, size_t size
     if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         prop->location.id != 0 || flags)
         return CUDA_ERROR_INVALID_VALUE;
-    return vmm_create(h, size);
+    if (!h) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t made = 0;
+    CUresult r = (CUresult)vmm_create(&made, size);
+    *h = made;
+    return r;
 }
 
 EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle h) {
     COUNT();
     NEED_INIT();
-    return vmm_release(h);
+    return (CUresult)vmm_release((uintptr_t)h);
 }
 
 EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h,
@@ -473,7 +500,7 @@ EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr va, size_t size, size_t offset, CUm
     COUNT();
     NEED_CONTEXT();
     if (flags) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = vmm_map(va, size, offset, h);
+    CUresult r = (CUresult)vmm_map((uintptr_t)va, size, offset, (uintptr_t)h);
     if (r == CUDA_SUCCESS) atomic_store(&vmm_active, 1);
     return r;
 }
@@ -482,7 +509,7 @@ EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr va, size_t size) {
     COUNT();
     NEED_INIT();
     drain_all();  /* as the real one, after the work that may use it */
-    return vmm_unmap(va, size);
+    return (CUresult)vmm_unmap((uintptr_t)va, size);
 }
 
 EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr va, size_t size, const CUmemAccessDesc *desc, size_t count) {
@@ -491,20 +518,20 @@ EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr va, size_t size, const CUmemA
     if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc->location.id != 0 ||
         desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
         return CUDA_ERROR_INVALID_VALUE;
-    return vmm_set_access(va, size);
+    return (CUresult)vmm_set_access((uintptr_t)va, size);
 }
 
 EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
     COUNT();
     NEED_CONTEXT();
     (void)flags;
-    return vmm_register(p, n);
+    return (CUresult)vmm_register(p, n);
 }
 
 EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
     COUNT();
     NEED_CONTEXT();
-    return vmm_unregister(p);
+    return (CUresult)vmm_unregister(p);
 }
 
 EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
@@ -513,7 +540,7 @@ EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, s
     STICKY();
     if (!src) return CUDA_ERROR_INVALID_VALUE;
     vmm_check_host(src, n, "cuMemcpyHtoDAsync");
-    return vmm_queue(queue_of(s), dst, (unsigned char *)src, n, 1, 0, 0);
+    return (CUresult)vmm_queue(queue_of(s), (uintptr_t)dst, (unsigned char *)src, n, 1, 0, 0);
 }
 
 EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s) {
@@ -522,14 +549,14 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t 
     STICKY();
     if (!dst) return CUDA_ERROR_INVALID_VALUE;
     vmm_check_host(dst, n, "cuMemcpyDtoHAsync");
-    return vmm_queue(queue_of(s), src, (unsigned char *)dst, n, 0, 0, 0);
+    return (CUresult)vmm_queue(queue_of(s), (uintptr_t)src, (unsigned char *)dst, n, 0, 0, 0);
 }
 
 EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
     COUNT();
     NEED_CONTEXT();
     STICKY();
-    return vmm_queue(queue_of(s), dst, NULL, n, 1, 1, value);
+    return (CUresult)vmm_queue(queue_of(s), (uintptr_t)dst, NULL, n, 1, 1, value);
 }
 
 /* Synchronous copies and fills: device memory from the virtual-memory API
@@ -544,8 +571,8 @@ static CUresult sync_copy(void *dst, const void *src, size_t n, int dst_dev, int
     if (!dst_dev) vmm_check_host(dst, n, fn);
     if (!src_dev) vmm_check_host(src, n, fn);
     if (dst_vmm || src_vmm) {
-        CUresult r = dst_vmm ? vmm_queue(&device, (uintptr_t)dst, (unsigned char *)src, n, 1, 0, 0)
-                             : vmm_queue(&device, (uintptr_t)src, (unsigned char *)dst, n, 0, 0, 0);
+        CUresult r = (CUresult)(dst_vmm ? vmm_queue(&device, (uintptr_t)dst, (unsigned char *)src, n, 1, 0, 0)
+                             : vmm_queue(&device, (uintptr_t)src, (unsigned char *)dst, n, 0, 0, 0));
         fake_drain(&device);
         return r;
     }

@@ -1,27 +1,31 @@
 /*
- * The CUDA double's discrete device: the virtual-memory entry points
- * (cuMemAddressReserve, cuMemCreate, cuMemMap, ...) over memory that is
- * really separate from the host's.  Physical allocations are memfds; a
+ * The drivers' doubles' discrete device: virtual-memory entry points
+ * (reserve, create, map, set access, host registration) over memory that
+ * is really separate from the host's.  Physical allocations are memfds; a
  * kernel runs in a child process in which every reserved range is
  * inaccessible except the device memory mapped into it, so a kernel sees
  * exactly what was copied to the device, at the same addresses the host
  * uses for its own copy.  Copies reach device memory through a view of
  * each memfd, as a copy engine would.
  *
- * The real driver's silent traps fail loudly here:
+ * The real drivers' silent traps fail loudly here:
  * - a copy whose host pointer lies inside a reserved device range (the
- *   real driver takes it for device memory, copies nothing and succeeds)
- *   aborts with a message;
+ *   real CUDA driver takes it for device memory, copies nothing and
+ *   succeeds) aborts with a message;
  * - reserving at a hint the host has mapped already gives another address,
- *   as the real driver does;
+ *   as the real drivers do;
  * - a copy that crosses from one mapped allocation into the next fails, as
- *   on the real driver (CUDA_ERROR_INVALID_VALUE), with a message.
- * A kernel that faults poisons the context: CUDA_ERROR_ILLEGAL_ADDRESS
- * from then on.  FAKE_CUDA_MEMORY sets the device memory (default 1G).
+ *   on the real CUDA driver, with a message.
+ * A kernel that faults poisons the device: VMM_FAULT from then on.
+ *
+ * The includer names its driver's codes before including: VMM_OK,
+ * VMM_EINVAL, VMM_ENOMEM, VMM_EALREADY, VMM_ENOTREG, VMM_ELAUNCH,
+ * VMM_FAULT, and VMM_DRIVER (its library's name, for messages).
+ * VMM_MEMORY_ENV names the variable that sets the device memory (default
+ * 1G).
  */
 #pragma once
 
-#include <cuda.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -58,7 +62,7 @@ static struct {
 } vmm_registered[VMM_MAX];
 
 static size_t vmm_total(void) {
-    const char *v = getenv("FAKE_CUDA_MEMORY");
+    const char *v = getenv(VMM_MEMORY_ENV);
     size_t n = v ? strtoull(v, NULL, 0) : 0;
     return n ? n : (1ul << 30);
 }
@@ -80,7 +84,7 @@ static void vmm_check_host(const void *p, size_t n, const char *fn) {
     pthread_mutex_unlock(&vmm_mu);
     if (bad) {
         fprintf(stderr,
-                "fake libcuda: PITFALL: %s was given host pointer %p, which lies in a reserved device range; the real "
+                VMM_DRIVER ": PITFALL: %s was given host pointer %p, which lies in a reserved device range; the real "
                 "driver copies nothing there and reports success\n",
                 fn, p);
         abort();
@@ -118,7 +122,7 @@ static int vmm_run_kernel(const fake_job *j) {
     pthread_mutex_lock(&vmm_mu);
     pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid != 0) pthread_mutex_unlock(&vmm_mu);
-    if (pid < 0) return CUDA_ERROR_LAUNCH_FAILED;
+    if (pid < 0) return VMM_ELAUNCH;
     if (pid == 0) {
         for (int i = 0; i < 16; ++i)
             if (vmm_reserved[i].size &&
@@ -137,12 +141,12 @@ static int vmm_run_kernel(const fake_job *j) {
     while (waitpid(pid, &st, 0) < 0) {
     }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
-    if (WIFEXITED(st)) fprintf(stderr, "fake libcuda: kernel process failed to map device memory (%d)\n", WEXITSTATUS(st));
-    return CUDA_ERROR_ILLEGAL_ADDRESS;
+    if (WIFEXITED(st)) fprintf(stderr, VMM_DRIVER ": kernel process failed to map device memory (%d)\n", WEXITSTATUS(st));
+    return VMM_FAULT;
 }
 
-static CUresult vmm_reserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr) {
-    if (!p || size == 0 || size % VMM_GRANULARITY || (align && align % VMM_GRANULARITY)) return CUDA_ERROR_INVALID_VALUE;
+static int vmm_reserve(uintptr_t *p, size_t size, size_t align, uintptr_t addr) {
+    if (!p || size == 0 || size % VMM_GRANULARITY || (align && align % VMM_GRANULARITY)) return VMM_EINVAL;
     void *m = MAP_FAILED;
     if (addr) {
         m = mmap((void *)addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
@@ -155,7 +159,7 @@ static CUresult vmm_reserve(CUdeviceptr *p, size_t size, size_t align, CUdevicep
         /* Elsewhere, aligned: as the real driver does when the hint is taken. */
         unsigned char *big =
             mmap(NULL, size + VMM_GRANULARITY, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (big == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+        if (big == MAP_FAILED) return VMM_ENOMEM;
         uintptr_t a = ((uintptr_t)big + VMM_GRANULARITY - 1) & ~(VMM_GRANULARITY - 1);
         if (a > (uintptr_t)big) munmap(big, a - (uintptr_t)big);
         munmap((void *)(a + size), (uintptr_t)big + size + VMM_GRANULARITY - (a + size));
@@ -167,57 +171,57 @@ static CUresult vmm_reserve(CUdeviceptr *p, size_t size, size_t align, CUdevicep
             vmm_reserved[i].va = (uintptr_t)m;
             vmm_reserved[i].size = size;
             pthread_mutex_unlock(&vmm_mu);
-            *p = (CUdeviceptr)m;
-            return CUDA_SUCCESS;
+            *p = (uintptr_t)m;
+            return VMM_OK;
         }
     pthread_mutex_unlock(&vmm_mu);
     munmap(m, size);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return VMM_ENOMEM;
 }
 
-static CUresult vmm_create(CUmemGenericAllocationHandle *h, size_t size) {
-    if (!h || size == 0 || size % VMM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+static int vmm_create(uintptr_t *h, size_t size) {
+    if (!h || size == 0 || size % VMM_GRANULARITY) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
     if (vmm_used + size > vmm_total()) {
         pthread_mutex_unlock(&vmm_mu);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return VMM_ENOMEM;
     }
     vmm_used += size;
     pthread_mutex_unlock(&vmm_mu);
     vmm_phys *ph = (vmm_phys *)calloc(1, sizeof *ph);
-    ph->fd = (int)syscall(SYS_memfd_create, "fake-cuda-device-memory", 1u /* MFD_CLOEXEC */);
+    ph->fd = (int)syscall(SYS_memfd_create, "fake-device-memory", 1u /* MFD_CLOEXEC */);
     ph->size = size;
     if (ph->fd < 0 || ftruncate(ph->fd, (off_t)size) != 0) abort();
     ph->view = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, ph->fd, 0);
     if (ph->view == MAP_FAILED) abort();
     /* Device memory starts as garbage, not zeros, so a missing copy shows. */
     memset(ph->view, 0xa5, size);
-    *h = (CUmemGenericAllocationHandle)(uintptr_t)ph;
-    return CUDA_SUCCESS;
+    *h = (uintptr_t)ph;
+    return VMM_OK;
 }
 
-static CUresult vmm_release(CUmemGenericAllocationHandle h) {
+static int vmm_release(uintptr_t h) {
     vmm_phys *ph = (vmm_phys *)(uintptr_t)h;
-    if (!ph) return CUDA_ERROR_INVALID_VALUE;
+    if (!ph) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
         if (vmm_maps[i].phys == ph) {
             pthread_mutex_unlock(&vmm_mu);
-            fprintf(stderr, "fake libcuda: cuMemRelease of memory still mapped at %p\n", (void *)vmm_maps[i].va);
-            return CUDA_ERROR_INVALID_VALUE;
+            fprintf(stderr, VMM_DRIVER ": cuMemRelease of memory still mapped at %p\n", (void *)vmm_maps[i].va);
+            return VMM_EINVAL;
         }
     vmm_used -= ph->size;
     pthread_mutex_unlock(&vmm_mu);
     munmap(ph->view, ph->size);
     close(ph->fd);
     free(ph);
-    return CUDA_SUCCESS;
+    return VMM_OK;
 }
 
-static CUresult vmm_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle h) {
+static int vmm_map(uintptr_t va, size_t size, size_t offset, uintptr_t h) {
     vmm_phys *ph = (vmm_phys *)(uintptr_t)h;
     if (!ph || size == 0 || va % VMM_GRANULARITY || size % VMM_GRANULARITY || offset + size > ph->size)
-        return CUDA_ERROR_INVALID_VALUE;
+        return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
     int ok = 0;
     for (int i = 0; i < 16; ++i)
@@ -232,13 +236,13 @@ static CUresult vmm_map(CUdeviceptr va, size_t size, size_t offset, CUmemGeneric
             vmm_maps[i].phys = ph;
             vmm_maps[i].access = 0;
             pthread_mutex_unlock(&vmm_mu);
-            return CUDA_SUCCESS;
+            return VMM_OK;
         }
     pthread_mutex_unlock(&vmm_mu);
-    return CUDA_ERROR_INVALID_VALUE;
+    return VMM_EINVAL;
 }
 
-static CUresult vmm_unmap(CUdeviceptr va, size_t size) {
+static int vmm_unmap(uintptr_t va, size_t size) {
     int found = 0;
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
@@ -247,10 +251,10 @@ static CUresult vmm_unmap(CUdeviceptr va, size_t size) {
             found = 1;
         }
     pthread_mutex_unlock(&vmm_mu);
-    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return found ? VMM_OK : VMM_EINVAL;
 }
 
-static CUresult vmm_set_access(CUdeviceptr va, size_t size) {
+static int vmm_set_access(uintptr_t va, size_t size) {
     int found = 0;
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
@@ -259,22 +263,22 @@ static CUresult vmm_set_access(CUdeviceptr va, size_t size) {
             found = 1;
         }
     pthread_mutex_unlock(&vmm_mu);
-    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return found ? VMM_OK : VMM_EINVAL;
 }
 
-static CUresult vmm_register(void *p, size_t n) {
-    if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
+static int vmm_register(void *p, size_t n) {
+    if (!p || n == 0) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
     if (vmm_in_reserved((uintptr_t)p, n)) {
         /* As the real driver: the window address is not host memory to it. */
         pthread_mutex_unlock(&vmm_mu);
-        return CUDA_ERROR_INVALID_VALUE;
+        return VMM_EINVAL;
     }
     for (int i = 0; i < VMM_MAX; ++i)
         if (vmm_registered[i].n && (uintptr_t)p < vmm_registered[i].p + vmm_registered[i].n &&
             (uintptr_t)p + n > vmm_registered[i].p) {
             pthread_mutex_unlock(&vmm_mu);
-            return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+            return VMM_EALREADY;
         }
     for (int i = 0; i < VMM_MAX; ++i)
         if (!vmm_registered[i].n) {
@@ -282,23 +286,23 @@ static CUresult vmm_register(void *p, size_t n) {
             vmm_registered[i].n = n;
             atomic_fetch_add(&vmm_pinned, (long)n);
             pthread_mutex_unlock(&vmm_mu);
-            return CUDA_SUCCESS;
+            return VMM_OK;
         }
     pthread_mutex_unlock(&vmm_mu);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return VMM_ENOMEM;
 }
 
-static CUresult vmm_unregister(void *p) {
+static int vmm_unregister(void *p) {
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
         if (vmm_registered[i].n && vmm_registered[i].p == (uintptr_t)p) {
             atomic_fetch_sub(&vmm_pinned, (long)vmm_registered[i].n);
             vmm_registered[i].n = 0;
             pthread_mutex_unlock(&vmm_mu);
-            return CUDA_SUCCESS;
+            return VMM_OK;
         }
     pthread_mutex_unlock(&vmm_mu);
-    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    return VMM_ENOTREG;
 }
 
 /* Copies and fills queued on the device, in order with kernels. */
@@ -318,7 +322,7 @@ static void vmm_do_copy(void *arg) {
 
 /* Queues a copy or fill of device range [va, va+n), which must lie in one
  * mapping, with host memory at `host` (to_device says which way). */
-static CUresult vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, size_t n, int to_device, int fill,
+static int vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, size_t n, int to_device, int fill,
                           int value) {
     for (size_t i = 0; i < n;) {
         size_t run = 0;
@@ -330,13 +334,13 @@ static CUresult vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, siz
             dev = (unsigned char *)(va + i);
             run = (size_t)((unsigned char *)base + size - dev);
         }
-        if (!dev) return CUDA_ERROR_INVALID_VALUE;
+        if (!dev) return VMM_EINVAL;
         /* The real driver refuses a copy that crosses from one mapped
          * allocation into the next, however contiguous their addresses. */
         if (run < n - i) {
-            fprintf(stderr, "fake libcuda: a copy of [%p, +%zu) crosses the end of a mapped allocation at %p\n",
+            fprintf(stderr, VMM_DRIVER ": a copy of [%p, +%zu) crosses the end of a mapped allocation at %p\n",
                     (void *)va, n, (void *)(va + i + run));
-            return CUDA_ERROR_INVALID_VALUE;
+            return VMM_EINVAL;
         }
         if (run > n - i) run = n - i;
         vmm_copy *c = (vmm_copy *)calloc(1, sizeof *c);
@@ -346,16 +350,5 @@ static CUresult vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, siz
         fake_submit_work(d, vmm_do_copy, c);
         i += run;
     }
-    return CUDA_SUCCESS;
-}
-
-typedef struct vmm_host_fn {
-    CUhostFn fn;
-    void *data;
-} vmm_host_fn;
-
-static void vmm_do_host_fn(void *arg) {
-    vmm_host_fn *h = (vmm_host_fn *)arg;
-    h->fn(h->data);
-    free(h);
+    return VMM_OK;
 }
