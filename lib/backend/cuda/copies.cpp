@@ -12,9 +12,9 @@ namespace {
 constexpr uint64_t kPollNs = 50ull * 1000 * 1000;
 }  // namespace
 
-Status CopyEngine::init(const Driver *d, uint64_t granularity) {
+Status CopyEngine::init(const Driver *d, const gpu::Window *window) {
     d_ = d;
-    granularity_ = granularity;
+    window_ = window;
     if (CUresult r = d_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "cuda: cannot create the copy stream");
     if (CUresult r = d_->cuStreamCreate(&sync_stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
@@ -32,18 +32,11 @@ Status CopyEngine::sync_stream(const char *what) {
 
 CUresult CopyEngine::enqueue(CUstream stream, bool to_device, void *host, CUdeviceptr dev, size_t n, int value) {
     unsigned char *h = static_cast<unsigned char *>(host);
-    for (size_t done = 0; done < n;) {
-        CUdeviceptr at = dev + done;
-        size_t piece = granularity_ - at % granularity_;
-        if (piece > n - done) piece = n - done;
-        CUresult r;
-        if (value >= 0) r = d_->cuMemsetD8Async(at, static_cast<unsigned char>(value), piece, stream);
-        else if (to_device) r = d_->cuMemcpyHtoDAsync(at, h + done, piece, stream);
-        else r = d_->cuMemcpyDtoHAsync(h + done, at, piece, stream);
-        if (r != CUDA_SUCCESS) return r;
-        done += piece;
-    }
-    return CUDA_SUCCESS;
+    return window_->in_pieces(dev, n, CUDA_SUCCESS, [&](uintptr_t at, size_t done, size_t piece) {
+        if (value >= 0) return d_->cuMemsetD8Async(at, static_cast<unsigned char>(value), piece, stream);
+        if (to_device) return d_->cuMemcpyHtoDAsync(at, h + done, piece, stream);
+        return d_->cuMemcpyDtoHAsync(h + done, at, piece, stream);
+    });
 }
 
 Status CopyEngine::to_device(CUdeviceptr dst, const void *src, size_t n) {

@@ -23,13 +23,14 @@
 
 #include "backend/cuda/driver.h"
 #include "backend/device.h"
+#include "backend/gpu/window.h"
 #include "os/futex_lock.h"
 
 namespace adsm::cuda {
 
 class CopyEngine {
 public:
-    Status init(const Driver *d, uint64_t granularity);
+    Status init(const Driver *d, const gpu::Window *window);
 
     Status to_device(CUdeviceptr dst, const void *src, size_t n);
     Status to_host(void *dst, CUdeviceptr src, size_t n);
@@ -65,7 +66,7 @@ private:
     void note_failure(CUresult r, const char *what);
 
     const Driver *d_ = nullptr;
-    uint64_t granularity_ = 0;
+    const gpu::Window *window_ = nullptr;
     CUstream stream_ = nullptr;       // asynchronous copies, with their landings
     CUstream sync_stream_ = nullptr;  // synchronous copies and fills
     CUevent fence_ = nullptr;

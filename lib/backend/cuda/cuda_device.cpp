@@ -75,9 +75,9 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     if (count == 0) return fail(adsmErrorNoDevice, "ADSM_DEVICE=cuda: the driver sees no GPU (CUDA_VISIBLE_DEVICES?)");
     std::unique_ptr<CudaDevice> dev(new CudaDevice);
     dev->d_ = d;
-    dev->memory_.set_pinning(config.cuda_pin == "eager" ? Pinning::eager
-                             : config.cuda_pin == "off" ? Pinning::off
-                                                        : Pinning::lazy);
+    dev->memory_.set_pinning(config.cuda_pin == "eager" ? gpu::Pinning::eager
+                             : config.cuda_pin == "off" ? gpu::Pinning::off
+                                                        : gpu::Pinning::lazy);
     if (CUresult r = d->cuDeviceGet(&dev->dev_, 0); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet(0)");
     if (d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_) != CUDA_SUCCESS)
@@ -95,40 +95,28 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     size_t g = 0;
     if (CUresult r = d->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: the GPU has no virtual-memory management");
-    dev->granularity_ = g;
+    dev->window_.granularity = g;
     ADSM_LOG(info, "cuda: %s, %llu bytes, driver %d, mapping granularity %zu", dev->gpu_name_,
              static_cast<unsigned long long>(total), d->version, g);
     *out = std::move(dev);
     return adsmSuccess;
 }
 
-Status CudaDevice::usable() const {
-    if (forked_.load(std::memory_order_relaxed))
-        return fail(adsmErrorNoDevice, "cuda: the GPU stays with the parent process after fork");
-    if (lost_.load(std::memory_order_acquire)) return fail(adsmErrorDeviceLost, "%s", lost_reason_);
-    return adsmSuccess;
-}
-
 Status CudaDevice::driver_error(CUresult r, const char *what, Status usual) {
     if (!context_is_gone(r)) return cuda_fail(usual, r, what);
-    bool first = !lost_.exchange(true, std::memory_order_acq_rel);
-    if (first) {
-        snprintf(lost_reason_, sizeof lost_reason_,
-                 "cuda: the GPU context is lost since %s failed with %s; start the process again", what, d_->describe(r));
-        return cuda_fail(adsmErrorLaunchFailure, r, what);
-    }
-    return fail(adsmErrorDeviceLost, "%s", lost_reason_);
+    return loss_.lose(what, d_->describe(r));
 }
 
 // ---------------------------------------------------------------- memory
 
 Status CudaDevice::reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) {
     ADSM_ENTER();
-    if (size % granularity_)
+    uint64_t granularity = window_.granularity;
+    if (size % granularity)
         return fail(adsmErrorInitialization, "cuda: the window size (%llu bytes, ADSM_VA_SIZE) must be a multiple of %llu",
-                    static_cast<unsigned long long>(size), static_cast<unsigned long long>(granularity_));
+                    static_cast<unsigned long long>(size), static_cast<unsigned long long>(granularity));
     CUdeviceptr p = 0;
-    if (CUresult r = d_->cuMemAddressReserve(&p, size, granularity_, preferred, 0); r != CUDA_SUCCESS)
+    if (CUresult r = d_->cuMemAddressReserve(&p, size, granularity, preferred, 0); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorInitialization, r, "cuda: cannot reserve device addresses for the shared window");
     *out = static_cast<uintptr_t>(p);
     return adsmSuccess;
@@ -136,18 +124,19 @@ Status CudaDevice::reserve_window(uintptr_t preferred, uint64_t size, uintptr_t 
 
 Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
     ADSM_ENTER();
-    base_ = base;
-    size_ = size;
-    alias_ = host_alias;
-    memory_.init(d_, dev_, granularity_, base, host_fd, host_alias);
+    window_.base = base;
+    window_.size = size;
+    window_.alias = host_alias;
+    granule_driver_.init(d_, dev_);
+    memory_.init(&granule_driver_, window_.granularity, base, host_fd, host_alias);
     if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
-    return copies_.init(d_, granularity_);
+    return copies_.init(d_, &window_);
 }
 
 Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
     ADSM_ENTER();
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
-    if (Status s = check_range(dev, bytes); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
     // Hopeless requests fail before anything is mapped or pinned.
     if (bytes > capacity_ - std::min(capacity_, memory_.used()))
         return fail(adsmErrorMemoryAllocation,
@@ -166,33 +155,23 @@ void CudaDevice::decommit(uintptr_t dev, uint64_t bytes) {
 
 // ---------------------------------------------------------------- copies
 
-Status CudaDevice::check_range(uintptr_t dev, size_t n) const {
-    if (dev < base_ || dev - base_ > size_ || n > size_ - (dev - base_))
-        return fail(adsmErrorInvalidValue, "[%p, +%zu) is not device memory", reinterpret_cast<void *>(dev), n);
-    return adsmSuccess;
-}
-
 bool CudaDevice::pin_for_cpu(uintptr_t dev, uint64_t n) {
-    if (memory_.pinning() != Pinning::lazy || dev < base_ || dev - base_ >= size_ || n > size_ - (dev - base_)) return false;
+    if (memory_.pinning() != gpu::Pinning::lazy || !window_.holds(dev, n)) return false;
     Entered in(this);
     if (in.status() != adsmSuccess) return false;
-    memory_.pin_for_copy(alias_ + (dev - base_), n);
+    memory_.pin_for_copy(window_.host_name(reinterpret_cast<void *>(dev)), n);
     return memory_.pinned();
 }
 
-// A host pointer inside the window is also a device address, and the
-// driver would read it as device memory (copying nothing, reporting
-// success): such a pointer is named by the alias of the same host bytes.
 const void *CudaDevice::host_for_copy(const void *p, size_t n) {
-    uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    if (a >= base_ && a - base_ < size_) p = alias_ + (a - base_);
+    p = window_.host_name(p);
     memory_.pin_for_copy(p, n);
     return p;
 }
 
 Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     ADSM_ENTER();
-    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
     if (Status s = copies_.to_device(dev, host_for_copy(src, n), n); s != adsmSuccess) return s;
     stats().add(Counter::h2d_transfers);
@@ -202,7 +181,7 @@ Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 
 Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     ADSM_ENTER();
-    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
     if (Status s = copies_.to_host(const_cast<void *>(host_for_copy(dst, n)), dev, n); s != adsmSuccess) return s;
     stats().add(Counter::d2h_transfers);
@@ -212,7 +191,7 @@ Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
 
 Status CudaDevice::fill(uintptr_t dev, int value, size_t n) {
     ADSM_ENTER();
-    if (Status s = check_range(dev, n); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
     if (Status s = copies_.fill(dev, value, n); s != adsmSuccess) return s;
     stats().add(Counter::device_fills);

@@ -3,7 +3,7 @@
 // The driver reserves the window's device addresses first (reserve_window)
 // and the runtime maps the host mirror over that reservation, so one
 // address names the host copy on the CPU and the device copy in kernels.
-// Device memory is mapped into the window on demand (memory.h), copies run
+// Device memory is mapped into the window on demand (gpu/granules.h), copies run
 // on a stream of their own (copies.h), and each context's kernels on one
 // stream.  Kernels are GPU code from modules (adsmLoadModule).
 //
@@ -21,6 +21,9 @@
 #include "backend/cuda/driver.h"
 #include "backend/cuda/memory.h"
 #include "backend/device.h"
+#include "backend/gpu/device_loss.h"
+#include "backend/gpu/granules.h"
+#include "backend/gpu/window.h"
 
 namespace adsm::cuda {
 
@@ -34,7 +37,7 @@ public:
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return memory_.used(); }
     bool pins_host_memory() const override { return true; }
-    bool pins_at_commit() const override { return memory_.pinning() == Pinning::eager && memory_.pinned(); }
+    bool pins_at_commit() const override { return memory_.pinning() == gpu::Pinning::eager && memory_.pinned(); }
     bool pin_for_cpu(uintptr_t dev, uint64_t n) override;
     bool fast_link() const override { return link_outpaces_tracking(12); }  // PCIe 3 x16 or faster
     bool runs_gpu_code() const override { return true; }
@@ -51,7 +54,7 @@ public:
     uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
     Status wait_copies(uint64_t ticket) override;
 
-    void detach_after_fork() override { forked_.store(true); }
+    void detach_after_fork() override { loss_.forked(); }
 
     Status load_module(const void *image, size_t size, void **module) override;
     Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;
@@ -69,7 +72,7 @@ private:
     // as it lives (the program's own current context comes back after), or
     // says why the device cannot be used (lost, or in a fork child).
     class Entered;
-    Status usable() const;
+    Status usable() const { return loss_.usable(); }
     // Turns a driver error into the runtime's, remembering a context error
     // (a faulting kernel) as the end of the device.
     Status driver_error(CUresult r, const char *what, Status usual);
@@ -79,7 +82,6 @@ private:
     uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
     struct Stream;
     CUresult join(Stream &slot, CUstream program, CUstream ours);
-    Status check_range(uintptr_t dev, size_t n) const;
 
     static constexpr uint32_t kMaxStreams = 4096;
     struct Stream {
@@ -93,18 +95,13 @@ private:
     CUcontext ctx_ = nullptr;
     char gpu_name_[128] = {};
     uint64_t capacity_ = 0;
-    uint64_t granularity_ = 0;
-    uintptr_t base_ = 0;
-    uint64_t size_ = 0;
-    uint8_t *alias_ = nullptr;
-    DeviceMemory memory_;
+    gpu::Window window_;
+    GranuleDriver granule_driver_;
+    gpu::Granules memory_;
     CopyEngine copies_;
     Stream streams_[kMaxStreams];
     std::atomic<uint32_t> next_stream_{0};
-    std::atomic<bool> forked_{false};
-    // Set once the context failed for good; the reason, for every later call.
-    std::atomic<bool> lost_{false};
-    char lost_reason_[384] = {};
+    gpu::DeviceLoss loss_{"cuda"};
 };
 
 }  // namespace adsm::cuda
