@@ -61,20 +61,20 @@ static struct {
     size_t n;
 } vmm_registered[VMM_MAX];
 
-static size_t vmm_total(void) {
+static inline size_t vmm_total(void) {
     const char *v = getenv(VMM_MEMORY_ENV);
     size_t n = v ? strtoull(v, NULL, 0) : 0;
     return n ? n : (1ul << 30);
 }
 
-static int vmm_in_reserved(uintptr_t a, size_t n) {
+static inline int vmm_in_reserved(uintptr_t a, size_t n) {
     for (int i = 0; i < 16; ++i)
         if (vmm_reserved[i].size && a < vmm_reserved[i].va + vmm_reserved[i].size && a + n > vmm_reserved[i].va) return 1;
     return 0;
 }
 
 /* A host pointer the real driver would silently mistake for device memory. */
-static void vmm_check_host(const void *p, size_t n, const char *fn) {
+static inline void vmm_check_host(const void *p, size_t n, const char *fn) {
     pthread_mutex_lock(&vmm_mu);
     int bad = vmm_in_reserved((uintptr_t)p, n);
     int pinned = 0;
@@ -94,7 +94,7 @@ static void vmm_check_host(const void *p, size_t n, const char *fn) {
 
 /* The view address of device memory at va and how many bytes of it are
  * contiguous there (one mapping), or NULL if va is not mapped. */
-static unsigned char *vmm_view(uintptr_t va, size_t *contiguous) {
+static inline unsigned char *vmm_view(uintptr_t va, size_t *contiguous) {
     unsigned char *r = NULL;
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
@@ -109,13 +109,13 @@ static unsigned char *vmm_view(uintptr_t va, size_t *contiguous) {
 
 /* The device's own mappings, by system call: a preloaded runtime guards
  * its window against the program's mmap, and this is not the program. */
-static void *vmm_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+static inline void *vmm_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
     return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
 }
 
 /* In the kernel's process: reserved ranges closed, device memory opened. */
-static int vmm_run_kernel(const fake_job *j) {
+static inline int vmm_run_kernel(const fake_job *j) {
     /* The child's copy of the tables must be whole: no other thread may be
      * half way through changing them when it is made.  No atfork handlers
      * run: only this thread lives on in the child. */
@@ -145,7 +145,7 @@ static int vmm_run_kernel(const fake_job *j) {
     return VMM_FAULT;
 }
 
-static int vmm_reserve(uintptr_t *p, size_t size, size_t align, uintptr_t addr) {
+static inline int vmm_reserve(uintptr_t *p, size_t size, size_t align, uintptr_t addr) {
     if (!p || size == 0 || size % VMM_GRANULARITY || (align && align % VMM_GRANULARITY)) return VMM_EINVAL;
     void *m = MAP_FAILED;
     if (addr) {
@@ -179,7 +179,7 @@ static int vmm_reserve(uintptr_t *p, size_t size, size_t align, uintptr_t addr) 
     return VMM_ENOMEM;
 }
 
-static int vmm_create(uintptr_t *h, size_t size) {
+static inline int vmm_create(uintptr_t *h, size_t size) {
     if (!h || size == 0 || size % VMM_GRANULARITY) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
     if (vmm_used + size > vmm_total()) {
@@ -200,7 +200,7 @@ static int vmm_create(uintptr_t *h, size_t size) {
     return VMM_OK;
 }
 
-static int vmm_release(uintptr_t h) {
+static inline int vmm_release(uintptr_t h) {
     vmm_phys *ph = (vmm_phys *)(uintptr_t)h;
     if (!ph) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
@@ -218,7 +218,7 @@ static int vmm_release(uintptr_t h) {
     return VMM_OK;
 }
 
-static int vmm_map(uintptr_t va, size_t size, size_t offset, uintptr_t h) {
+static inline int vmm_map(uintptr_t va, size_t size, size_t offset, uintptr_t h) {
     vmm_phys *ph = (vmm_phys *)(uintptr_t)h;
     if (!ph || size == 0 || va % VMM_GRANULARITY || size % VMM_GRANULARITY || offset + size > ph->size)
         return VMM_EINVAL;
@@ -242,7 +242,7 @@ static int vmm_map(uintptr_t va, size_t size, size_t offset, uintptr_t h) {
     return VMM_EINVAL;
 }
 
-static int vmm_unmap(uintptr_t va, size_t size) {
+static inline int vmm_unmap(uintptr_t va, size_t size) {
     int found = 0;
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
@@ -254,7 +254,7 @@ static int vmm_unmap(uintptr_t va, size_t size) {
     return found ? VMM_OK : VMM_EINVAL;
 }
 
-static int vmm_set_access(uintptr_t va, size_t size) {
+static inline int vmm_set_access(uintptr_t va, size_t size) {
     int found = 0;
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
@@ -266,7 +266,7 @@ static int vmm_set_access(uintptr_t va, size_t size) {
     return found ? VMM_OK : VMM_EINVAL;
 }
 
-static int vmm_register(void *p, size_t n) {
+static inline int vmm_register(void *p, size_t n) {
     if (!p || n == 0) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
     if (vmm_in_reserved((uintptr_t)p, n)) {
@@ -292,7 +292,7 @@ static int vmm_register(void *p, size_t n) {
     return VMM_ENOMEM;
 }
 
-static int vmm_unregister(void *p) {
+static inline int vmm_unregister(void *p) {
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
         if (vmm_registered[i].n && vmm_registered[i].p == (uintptr_t)p) {
@@ -313,7 +313,7 @@ typedef struct vmm_copy {
     int fill, value;
 } vmm_copy;
 
-static void vmm_do_copy(void *arg) {
+static inline void vmm_do_copy(void *arg) {
     vmm_copy *c = (vmm_copy *)arg;
     if (c->fill) memset(c->dst, c->value, c->n);
     else memcpy(c->dst, c->src, c->n);
@@ -322,7 +322,7 @@ static void vmm_do_copy(void *arg) {
 
 /* Queues a copy or fill of device range [va, va+n), which must lie in one
  * mapping, with host memory at `host` (to_device says which way). */
-static int vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, size_t n, int to_device, int fill,
+static inline int vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, size_t n, int to_device, int fill,
                           int value) {
     for (size_t i = 0; i < n;) {
         size_t run = 0;

@@ -4,6 +4,14 @@
  * error codes for bad input, over fake_device.h.  Regular command lists
  * record launches and run them when executed; immediate ones run them at
  * once; fences and events are flags the device sets in order.
+ *
+ * Memory the program allocates (zeMemAllocShared, ...) is the host's, as
+ * on an integrated GPU.  Memory mapped with the virtual-memory entry
+ * points is a discrete device's (fake_vmm.h): once any is mapped, kernels
+ * run where only device memory is reachable at its addresses, and copies
+ * and fills on immediate command lists move bytes to and from it.  A
+ * kernel that faults loses the device: ZE_RESULT_ERROR_DEVICE_LOST from
+ * then on.  FAKE_ZE_MEMORY sets the device memory (default 1G).
  * fake_ze_calls(name) says how many calls of an entry point reached it,
  * by its exported name or through the loader's function tables.
  */
@@ -13,7 +21,16 @@
 #include <sched.h>
 #include <stdio.h>
 
-#include "fake_device.h"
+#define VMM_OK ZE_RESULT_SUCCESS
+#define VMM_EINVAL ZE_RESULT_ERROR_INVALID_ARGUMENT
+#define VMM_ENOMEM ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+#define VMM_EALREADY ZE_RESULT_ERROR_INVALID_ARGUMENT
+#define VMM_ENOTREG ZE_RESULT_ERROR_INVALID_ARGUMENT
+#define VMM_ELAUNCH ZE_RESULT_ERROR_DEVICE_LOST
+#define VMM_FAULT ZE_RESULT_ERROR_DEVICE_LOST
+#define VMM_DRIVER "fake libze_loader"
+#define VMM_MEMORY_ENV "FAKE_ZE_MEMORY"
+#include "fake_vmm.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -27,7 +44,18 @@
     static ze_result_t ZE_APICALL fake_##name(__VA_ARGS__)
 #define COUNT() fake_count(__func__ + sizeof "fake_" - 1)
 
-static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+static int run_kernel(const fake_job *j);
+static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel};
+static atomic_int vmm_active; /* kernels run as a discrete device's, once memory is mapped */
+
+static int run_kernel(const fake_job *j) {
+    if (atomic_load(&vmm_active)) return vmm_run_kernel(j);
+    gpu_run_grid(j->kernel.fn, j->grid, j->block, (void **)j->args);
+    return 0;
+}
+
+/* What the discrete device holds, for the tests. */
+EXPORT size_t fake_ze_device_bytes(void) { return vmm_used; }
 static atomic_int initialized;
 static int the_driver, the_device, the_context;
 
@@ -70,6 +98,11 @@ EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
 #define NEED_INIT()                                                       \
     do {                                                                  \
         if (!atomic_load(&initialized)) return ZE_RESULT_ERROR_UNINITIALIZED; \
+    } while (0)
+/* After a kernel faulted, the device answers nothing else. */
+#define NOT_LOST()                                                            \
+    do {                                                                      \
+        if (atomic_load(&device.error)) return ZE_RESULT_ERROR_DEVICE_LOST;  \
     } while (0)
 
 static void submit(const command *c) {
@@ -309,6 +342,7 @@ ENTRY(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_
     if (!groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
     if (list->closed || list->n == 64) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    NOT_LOST();
     for (uint32_t i = 0; i < nwait; ++i)
         while (!atomic_load(&waits[i]->signaled)) sched_yield();
     command *c = &list->cmds[list->n];
@@ -360,9 +394,9 @@ ENTRY(zeFenceDestroy, ze_fence_handle_t f) {
 }
 
 static ze_result_t wait_flag(atomic_int *flag, uint64_t timeout) {
-    if (timeout == 0) return atomic_load(flag) ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
+    if (timeout == 0 && !atomic_load(flag)) return ZE_RESULT_NOT_READY;
     while (!atomic_load(flag)) sched_yield();
-    return ZE_RESULT_SUCCESS;
+    return atomic_load(&device.error) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeFenceHostSynchronize, ze_fence_handle_t f, uint64_t timeout) {
@@ -433,6 +467,220 @@ ENTRY(zeEventQueryStatus, ze_event_handle_t e) {
     return wait_flag(&e->signaled, 0);
 }
 
+/* ---- the device's properties */
+
+ENTRY(zeDeviceGetProperties, ze_device_handle_t dev, ze_device_properties_t *props) {
+    COUNT();
+    NEED_INIT();
+    if (dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    props->type = ZE_DEVICE_TYPE_GPU;
+    props->vendorId = 0x8086;
+    props->flags = 0; /* discrete: not ZE_DEVICE_PROPERTY_FLAG_INTEGRATED */
+    snprintf(props->name, sizeof props->name, "Fake Level Zero GPU");
+    return ZE_RESULT_SUCCESS;
+}
+
+ENTRY(zeDeviceGetMemoryProperties, ze_device_handle_t dev, uint32_t *count, ze_device_memory_properties_t *props) {
+    COUNT();
+    NEED_INIT();
+    if (dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (*count == 0 || !props) {
+        *count = 1;
+        return ZE_RESULT_SUCCESS;
+    }
+    *count = 1;
+    props[0].totalSize = vmm_total();
+    snprintf(props[0].name, sizeof props[0].name, "HBM");
+    return ZE_RESULT_SUCCESS;
+}
+
+/* Group 0 computes (and copies), group 1 only copies: a copy engine. */
+ENTRY(zeDeviceGetCommandQueueGroupProperties, ze_device_handle_t dev, uint32_t *count,
+      ze_command_queue_group_properties_t *props) {
+    COUNT();
+    NEED_INIT();
+    if (dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (*count == 0 || !props) {
+        *count = 2;
+        return ZE_RESULT_SUCCESS;
+    }
+    uint32_t n = *count < 2 ? *count : 2;
+    for (uint32_t i = 0; i < n; ++i) {
+        props[i].flags = i == 0 ? ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY
+                                : ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+        props[i].maxMemoryFillPatternSize = i == 0 ? 128 : 4;
+        props[i].numQueues = 1;
+    }
+    *count = n;
+    return ZE_RESULT_SUCCESS;
+}
+
+/* ---- virtual memory: the discrete device */
+
+ENTRY(zeVirtualMemQueryPageSize, ze_context_handle_t ctx, ze_device_handle_t dev, size_t size, size_t *pagesize) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!pagesize) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    *pagesize = VMM_GRANULARITY;
+    return ZE_RESULT_SUCCESS;
+}
+
+ENTRY(zeVirtualMemReserve, ze_context_handle_t ctx, const void *start, size_t size, void **p) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (size == 0 || size % VMM_GRANULARITY) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    uintptr_t at = 0;
+    ze_result_t r = (ze_result_t)vmm_reserve(&at, size, 0, (uintptr_t)start);
+    *p = (void *)at;
+    return r;
+}
+
+ENTRY(zePhysicalMemCreate, ze_context_handle_t ctx, ze_device_handle_t dev, ze_physical_mem_desc_t *desc,
+      ze_physical_mem_handle_t *phys) {
+    COUNT();
+    NEED_INIT();
+    NOT_LOST();
+    if (!ctx || dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!desc || !phys) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (desc->stype != ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC || desc->flags) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (desc->size == 0 || desc->size % VMM_GRANULARITY) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
+    uintptr_t made = 0;
+    ze_result_t r = (ze_result_t)vmm_create(&made, desc->size);
+    *phys = (ze_physical_mem_handle_t)made;
+    return r;
+}
+
+ENTRY(zePhysicalMemDestroy, ze_context_handle_t ctx, ze_physical_mem_handle_t phys) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx || !phys) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    return (ze_result_t)vmm_release((uintptr_t)phys);
+}
+
+ENTRY(zeVirtualMemMap, ze_context_handle_t ctx, const void *p, size_t size, ze_physical_mem_handle_t phys,
+      size_t offset, ze_memory_access_attribute_t access) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx || !phys) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (access > ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+    ze_result_t r = (ze_result_t)vmm_map((uintptr_t)p, size, offset, (uintptr_t)phys);
+    if (r == ZE_RESULT_SUCCESS && access != ZE_MEMORY_ACCESS_ATTRIBUTE_NONE) r = (ze_result_t)vmm_set_access((uintptr_t)p, size);
+    if (r == ZE_RESULT_SUCCESS) atomic_store(&vmm_active, 1);
+    return r;
+}
+
+ENTRY(zeVirtualMemUnmap, ze_context_handle_t ctx, const void *p, size_t size) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    fake_drain(&device); /* after the work that may use it */
+    return (ze_result_t)vmm_unmap((uintptr_t)p, size);
+}
+
+ENTRY(zeVirtualMemSetAccessAttribute, ze_context_handle_t ctx, const void *p, size_t size,
+      ze_memory_access_attribute_t access) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (access != ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+    return (ze_result_t)vmm_set_access((uintptr_t)p, size);
+}
+
+ENTRY(zeMemAllocHost, ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *hd, size_t size, size_t alignment,
+      void **p) {
+    COUNT();
+    if (!hd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    return alloc(ctx, size, alignment, p);
+}
+
+/* ---- copies, fills and barriers (immediate command lists) */
+
+static ze_result_t signal_after(ze_event_handle_t signal) {
+    if (signal) fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &signal->signaled);
+    return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t check_append(ze_command_list_handle_t list, uint32_t nwait, ze_event_handle_t *waits) {
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (!list->immediate) {
+        fprintf(stderr, "fake libze_loader: copies, fills and barriers are on immediate command lists only\n");
+        return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+    }
+    for (uint32_t i = 0; i < nwait; ++i)
+        while (!atomic_load(&waits[i]->signaled)) sched_yield();
+    return ZE_RESULT_SUCCESS;
+}
+
+ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, const void *src, size_t size,
+      ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    NOT_LOST();
+    if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    ze_result_t checked = check_append(list, nwait, waits);
+    if (checked != ZE_RESULT_SUCCESS) return checked;
+    size_t run = 0;
+    int dst_dev = vmm_view((uintptr_t)dst, &run) != NULL, src_dev = vmm_view((uintptr_t)src, &run) != NULL;
+    if (dst_dev && src_dev) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+    ze_result_t r = ZE_RESULT_SUCCESS;
+    if (dst_dev) {
+        vmm_check_host(src, size, "zeCommandListAppendMemoryCopy");
+        r = (ze_result_t)vmm_queue(&device, (uintptr_t)dst, (unsigned char *)src, size, 1, 0, 0);
+    } else if (src_dev) {
+        vmm_check_host(dst, size, "zeCommandListAppendMemoryCopy");
+        r = (ze_result_t)vmm_queue(&device, (uintptr_t)src, (unsigned char *)dst, size, 0, 0, 0);
+    } else {
+        fake_drain(&device);
+        memmove(dst, src, size);
+    }
+    return r == ZE_RESULT_SUCCESS ? signal_after(signal) : r;
+}
+
+ENTRY(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, const void *pattern,
+      size_t pattern_size, size_t size, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    NOT_LOST();
+    if (!ptr || !pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    ze_result_t checked = check_append(list, nwait, waits);
+    if (checked != ZE_RESULT_SUCCESS) return checked;
+    if (pattern_size != 1) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* the double's fills are bytes */
+    size_t run = 0;
+    if (!vmm_view((uintptr_t)ptr, &run)) {
+        fake_drain(&device);
+        memset(ptr, *(const unsigned char *)pattern, size);
+        return signal_after(signal);
+    }
+    ze_result_t r = (ze_result_t)vmm_queue(&device, (uintptr_t)ptr, NULL, size, 1, 1, *(const unsigned char *)pattern);
+    return r == ZE_RESULT_SUCCESS ? signal_after(signal) : r;
+}
+
+ENTRY(zeCommandListAppendBarrier, ze_command_list_handle_t list, ze_event_handle_t signal, uint32_t nwait,
+      ze_event_handle_t *waits) {
+    COUNT();
+    NOT_LOST();
+    ze_result_t checked = check_append(list, nwait, waits);
+    return checked == ZE_RESULT_SUCCESS ? signal_after(signal) : checked;
+}
+
+ENTRY(zeKernelGetProperties, ze_kernel_handle_t k, ze_kernel_properties_t *props) {
+    COUNT();
+    if (!k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    props->numKernelArgs = k->k.nparams;
+    props->requiredGroupSizeX = props->requiredGroupSizeY = props->requiredGroupSizeZ = 0;
+    return ZE_RESULT_SUCCESS;
+}
+
 /* The loader's function tables, which hand out the double's own functions.
  * As the loader does, a table of a version newer than the double's is
  * refused and left as it was; a call reaches fake_ze_calls under the
@@ -448,16 +696,18 @@ ENTRY(zeEventQueryStatus, ze_event_handle_t e) {
 
 TABLE(zeGetGlobalProcAddrTable, ze_global_dditable_t, t->pfnInit = fake_zeInit;)
 TABLE(zeGetDriverProcAddrTable, ze_driver_dditable_t, t->pfnGet = fake_zeDriverGet;)
-TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t, t->pfnGet = fake_zeDeviceGet;)
+TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t, t->pfnGet = fake_zeDeviceGet;
+      t->pfnGetProperties = fake_zeDeviceGetProperties; t->pfnGetMemoryProperties = fake_zeDeviceGetMemoryProperties;
+      t->pfnGetCommandQueueGroupProperties = fake_zeDeviceGetCommandQueueGroupProperties;)
 TABLE(zeGetContextProcAddrTable, ze_context_dditable_t, t->pfnCreate = fake_zeContextCreate;
       t->pfnDestroy = fake_zeContextDestroy;)
 TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t, t->pfnAllocShared = fake_zeMemAllocShared;
-      t->pfnAllocDevice = fake_zeMemAllocDevice; t->pfnFree = fake_zeMemFree;)
+      t->pfnAllocDevice = fake_zeMemAllocDevice; t->pfnAllocHost = fake_zeMemAllocHost; t->pfnFree = fake_zeMemFree;)
 TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t, t->pfnCreate = fake_zeModuleCreate;
       t->pfnDestroy = fake_zeModuleDestroy;)
 TABLE(zeGetKernelProcAddrTable, ze_kernel_dditable_t, t->pfnCreate = fake_zeKernelCreate;
       t->pfnDestroy = fake_zeKernelDestroy; t->pfnSetArgumentValue = fake_zeKernelSetArgumentValue;
-      t->pfnSetGroupSize = fake_zeKernelSetGroupSize;)
+      t->pfnSetGroupSize = fake_zeKernelSetGroupSize; t->pfnGetProperties = fake_zeKernelGetProperties;)
 TABLE(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t, t->pfnCreate = fake_zeCommandQueueCreate;
       t->pfnDestroy = fake_zeCommandQueueDestroy; t->pfnExecuteCommandLists = fake_zeCommandQueueExecuteCommandLists;
       t->pfnSynchronize = fake_zeCommandQueueSynchronize;)
@@ -466,7 +716,9 @@ TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t, t->pfnCreate = 
       t->pfnReset = fake_zeCommandListReset; t->pfnDestroy = fake_zeCommandListDestroy;
       t->pfnAppendLaunchKernel = fake_zeCommandListAppendLaunchKernel;
       t->pfnAppendMemoryPrefetch = fake_zeCommandListAppendMemoryPrefetch;
-      t->pfnAppendMemAdvise = fake_zeCommandListAppendMemAdvise;)
+      t->pfnAppendMemAdvise = fake_zeCommandListAppendMemAdvise;
+      t->pfnAppendMemoryCopy = fake_zeCommandListAppendMemoryCopy;
+      t->pfnAppendMemoryFill = fake_zeCommandListAppendMemoryFill; t->pfnAppendBarrier = fake_zeCommandListAppendBarrier;)
 TABLE(zeGetFenceProcAddrTable, ze_fence_dditable_t, t->pfnCreate = fake_zeFenceCreate;
       t->pfnDestroy = fake_zeFenceDestroy; t->pfnHostSynchronize = fake_zeFenceHostSynchronize;
       t->pfnQueryStatus = fake_zeFenceQueryStatus;)
@@ -476,3 +728,8 @@ TABLE(zeGetEventProcAddrTable, ze_event_dditable_t, t->pfnCreate = fake_zeEventC
       t->pfnDestroy = fake_zeEventDestroy; t->pfnHostSignal = fake_zeEventHostSignal;
       t->pfnHostReset = fake_zeEventHostReset; t->pfnHostSynchronize = fake_zeEventHostSynchronize;
       t->pfnQueryStatus = fake_zeEventQueryStatus;)
+TABLE(zeGetVirtualMemProcAddrTable, ze_virtual_mem_dditable_t, t->pfnReserve = fake_zeVirtualMemReserve;
+      t->pfnQueryPageSize = fake_zeVirtualMemQueryPageSize; t->pfnMap = fake_zeVirtualMemMap;
+      t->pfnUnmap = fake_zeVirtualMemUnmap; t->pfnSetAccessAttribute = fake_zeVirtualMemSetAccessAttribute;)
+TABLE(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t, t->pfnCreate = fake_zePhysicalMemCreate;
+      t->pfnDestroy = fake_zePhysicalMemDestroy;)
