@@ -189,7 +189,13 @@ adsmError_t adsmLoadModuleData(const void *image, size_t size, adsmModule_t *mod
 
 adsmError_t adsmModuleGetKernel(adsmModule_t module, const char *name, adsmKernel_t *kernel) {
     ADSM_RUNTIME(rt);
-    return record(module_kernel(*rt, module, name, kernel));
+    return record(module_kernel(*rt, module, name, nullptr, 0, kernel));
+}
+
+adsmError_t adsmModuleGetKernelWithParams(adsmModule_t module, const char *name, unsigned int num_params,
+                                          const size_t *param_sizes, adsmKernel_t *kernel) {
+    ADSM_RUNTIME(rt);
+    return record(module_kernel(*rt, module, name, param_sizes, num_params, kernel));
 }
 
 adsmError_t adsmCall(adsmKernel_t kernel, adsmDim3 grid, adsmDim3 block, void **args) {

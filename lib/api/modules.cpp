@@ -58,15 +58,36 @@ Status load_module_file(Runtime &rt, const char *path, adsmModule_t *out) {
     return adsmSuccess;
 }
 
-Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, adsmKernel_t *out) {
+Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, const size_t *declared, unsigned count,
+                     adsmKernel_t *out) {
     if (!out) return fail(adsmErrorInvalidValue, "no place to return the kernel");
     *out = nullptr;
     if (!name || !*name) return fail(adsmErrorInvalidValue, "a kernel needs a name");
+    if (count && !declared) return fail(adsmErrorInvalidValue, "kernel '%s': %u parameter sizes declared, none given", name, count);
     void *m = rt.kernels.module(module);
     if (!m) return fail(adsmErrorInvalidValue, "%p is not a module handle from adsmLoadModule", static_cast<void *>(module));
     void *fn = nullptr;
     std::vector<uint32_t> sizes;
     if (Status s = rt.device->module_function(m, name, &fn, &sizes); s != adsmSuccess) return s;
+    if (declared) {
+        if (count != sizes.size())
+            return fail(adsmErrorInvalidValue, "kernel '%s' has %zu parameters, %u declared", name, sizes.size(), count);
+        for (unsigned i = 0; i < count; ++i) {
+            if (declared[i] == 0 || declared[i] > kMaxArgsBytes)
+                return fail(adsmErrorInvalidValue, "kernel '%s': parameter %u declared with %zu bytes", name, i,
+                            declared[i]);
+            if (sizes[i] != kUnknownParamSize && sizes[i] != declared[i])
+                return fail(adsmErrorInvalidValue, "kernel '%s': parameter %u has %u bytes, %zu declared", name, i,
+                            sizes[i], declared[i]);
+            sizes[i] = static_cast<uint32_t>(declared[i]);
+        }
+    }
+    for (size_t i = 0; i < sizes.size(); ++i)
+        if (sizes[i] == kUnknownParamSize)
+            return fail(adsmErrorInvalidValue,
+                        "kernel '%s': the %s driver reports how many parameters it has (%zu), not their sizes: get it "
+                        "with adsmModuleGetKernelWithParams",
+                        name, rt.device->name(), sizes.size());
     return rt.kernels.add_module_function(name, fn, sizes, out);
 }
 

@@ -12,6 +12,10 @@ namespace adsm {
 
 Status load_module_data(Runtime &rt, const void *image, size_t size, adsmModule_t *out);
 Status load_module_file(Runtime &rt, const char *path, adsmModule_t *out);
-Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, adsmKernel_t *out);
+// `declared` (count sizes, or null) are the parameter sizes the program
+// states: they must agree with what the driver reports, and stand in for
+// sizes it does not report.
+Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, const size_t *declared, unsigned count,
+                     adsmKernel_t *out);
 
 }  // namespace adsm

@@ -1,6 +1,4 @@
-// Chooses the back-end named by ADSM_DEVICE.  The names of back-ends that
-// are designed but not built yet are reserved, so a user who asks for one
-// gets a message that says so instead of a silent fallback.
+// Chooses the back-end named by ADSM_DEVICE.
 #include <cstring>
 
 #include "backend/cpu/cpu_device.h"
@@ -8,6 +6,7 @@
 #include "backend/cuda/cuda_device.h"
 #endif
 #include "backend/device.h"
+#include "backend/levelzero/levelzero_device.h"
 #ifdef ADSM_HAVE_LIBFABRIC
 #include "backend/remote/remote_device.h"
 #endif
@@ -32,9 +31,7 @@ Status create_device(const std::string &d, const Config &config, std::unique_ptr
                     "ADSM_DEVICE=cuda: this build has no CUDA back-end (cuda.h was not found when it was configured)");
 #endif
     }
-    if (d == "levelzero")
-        return fail(adsmErrorNoDevice,
-                    "ADSM_DEVICE=levelzero: the Level Zero back-end is not part of this build yet; use sim or cpu");
+    if (d == "levelzero") return levelzero::LevelZeroDevice::open(config, out);
     if (d == "remote") {
 #ifdef ADSM_HAVE_LIBFABRIC
         *out = std::make_unique<RemoteDevice>(config);
@@ -45,7 +42,7 @@ Status create_device(const std::string &d, const Config &config, std::unique_ptr
                     "configured)");
 #endif
     }
-    return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim, cpu, cuda or remote", d.c_str());
+    return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim, cpu, cuda, levelzero or remote", d.c_str());
 }
 
 Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>> *out) {
@@ -55,11 +52,11 @@ Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>>
         // One driver per GPU back-end owns the window's addresses: several
         // of its devices would share one reservation, which is not built yet.
         for (const std::string &n : names)
-            if (n == "cuda")
+            if (n == "cuda" || n == "levelzero")
                 return fail(adsmErrorNotSupported,
-                            "ADSM_DEVICE lists %zu devices with cuda among them: the cuda back-end serves one device "
-                            "per process for now (list sim or cpu devices, or use cuda alone)",
-                            names.size());
+                            "ADSM_DEVICE lists %zu devices with %s among them: the %s back-end serves one device "
+                            "per process for now (list sim or cpu devices, or use %s alone)",
+                            names.size(), n.c_str(), n.c_str(), n.c_str());
     }
     for (const std::string &n : names) {
         std::unique_ptr<Device> d;

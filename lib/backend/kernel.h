@@ -12,6 +12,9 @@ namespace adsm {
 constexpr unsigned kMaxKernelParams = 64;
 constexpr unsigned kMaxArgsBytes = 4096;  // the classic CUDA parameter limit
 constexpr unsigned kArgAlign = 16;        // every parameter slot is max_align_t-aligned
+// A parameter the driver counts but does not size (Level Zero): the
+// program declares it (adsmModuleGetKernelWithParams).
+constexpr uint32_t kUnknownParamSize = 0;
 
 struct KernelInfo {
     uint32_t id = 0;                      // dense index, stable for the process

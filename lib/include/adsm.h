@@ -192,11 +192,12 @@ ADSM_API adsmError_t adsmGetKernelParams(adsmKernel_t kernel, unsigned int *num_
                                          unsigned int capacity);
 
 /*
- * GPU code for the cuda device: a module (cubin, fatbin or PTX, as nvcc
- * writes them) from a file or from memory (PTX NUL-terminated or with its
- * exact size).  Modules stay loaded for the life of the process.  The sim
- * and cpu devices run host functions and refuse modules with
- * adsmErrorNotSupported.
+ * GPU code for the cuda and levelzero devices: a module from a file or from
+ * memory.  On cuda: cubin, fatbin or PTX, as nvcc writes them (PTX
+ * NUL-terminated or with its exact size); on levelzero: SPIR-V or the
+ * device's native binary.  Modules stay loaded for the life of the
+ * process.  The sim and cpu devices run host functions and refuse modules
+ * with adsmErrorNotSupported.
  */
 ADSM_API adsmError_t adsmLoadModule(const char *path, adsmModule_t *module);
 ADSM_API adsmError_t adsmLoadModuleData(const void *image, size_t size, adsmModule_t *module);
@@ -207,6 +208,14 @@ ADSM_API adsmError_t adsmLoadModuleData(const void *image, size_t size, adsmModu
  * unless a kernel already holds it.
  */
 ADSM_API adsmError_t adsmModuleGetKernel(adsmModule_t module, const char *name, adsmKernel_t *kernel);
+/*
+ * adsmModuleGetKernel with the parameter sizes stated by the program: they
+ * must agree with what the driver reports (else adsmErrorInvalidValue), and
+ * give the sizes a driver does not report (Level Zero tells a kernel's
+ * parameter count only, so a levelzero kernel is got this way).
+ */
+ADSM_API adsmError_t adsmModuleGetKernelWithParams(adsmModule_t module, const char *name, unsigned int num_params,
+                                                   const size_t *param_sizes, adsmKernel_t *kernel);
 
 /*
  * Release the calling context's shared objects and launch a kernel.  args

@@ -218,29 +218,23 @@ private:
     adsmKernel_t handle_ = nullptr;
 };
 
-// GPU code for the cuda device, loaded from a cubin, fatbin or PTX file
-// (or image in memory).  Modules stay loaded for the life of the process.
+// GPU code for the cuda device (a cubin, fatbin or PTX file) or the
+// levelzero device (SPIR-V or a native binary), from a file or an image in
+// memory.  Modules stay loaded for the life of the process.
 class module {
 public:
     explicit module(const char *path) { check(adsmLoadModule(path, &m_)); }
     module(const void *image, std::size_t size) { check(adsmLoadModuleData(image, size, &m_)); }
 
     // The kernel `name`, launched with arguments of types Params...: their
-    // number and sizes are checked against what the driver reports.
+    // number and sizes are checked against what the driver reports (and
+    // give the sizes a driver does not report).
     template <class... Params>
     class function {
     public:
         function(adsmModule_t m, const char *name) {
-            check(adsmModuleGetKernel(m, name, &k_));
-            constexpr std::size_t want[] = {sizeof(Params)..., 0};
-            std::size_t got[sizeof...(Params) + 1] = {};
-            unsigned int n = 0;
-            check(adsmGetKernelParams(k_, &n, got, static_cast<unsigned int>(sizeof...(Params))));
-            bool same = n == sizeof...(Params);
-            for (std::size_t i = 0; same && i < sizeof...(Params); ++i) same = got[i] == want[i];
-            if (!same)
-                throw error(adsmErrorInvalidValue,
-                            std::string("kernel '") + name + "': its parameters differ from the types given");
+            const std::size_t sizes[] = {sizeof(Params)..., 0};
+            check(adsmModuleGetKernelWithParams(m, name, static_cast<unsigned int>(sizeof...(Params)), sizes, &k_));
         }
         template <class... Args>
         void operator()(dim3 grid, dim3 block, Args &&...args) const {

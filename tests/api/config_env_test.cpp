@@ -33,7 +33,7 @@ protected:
     void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
 };
 
-TEST_F(ConfigEnvTest, ReservedDevicesSayWhatIsMissing) {
+TEST_F(ConfigEnvTest, DevicesThatCannotStartSayWhatIsMissing) {
     EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "levelzero", adsmErrorNoDevice, "Level Zero"),
                 testing::ExitedWithCode(0), "");
 #ifdef ADSM_HAVE_LIBFABRIC
@@ -44,7 +44,7 @@ TEST_F(ConfigEnvTest, ReservedDevicesSayWhatIsMissing) {
     EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "remote", adsmErrorNoDevice, "libfabric"),
                 testing::ExitedWithCode(0), "");
 #endif
-    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "tpu", adsmErrorNoDevice, "sim, cpu, cuda or remote"),
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "tpu", adsmErrorNoDevice, "sim, cpu, cuda, levelzero or remote"),
                 testing::ExitedWithCode(0), "");
 }
 

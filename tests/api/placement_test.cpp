@@ -54,7 +54,7 @@ TEST(PlacementTest, HostResidentMemoryIsNeverCopied) {
     const size_t len = 200000;
     adsmAllocAttr host = placed(ADSM_PLACE_HOST);
     auto *v = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &host));
-    if (on_cuda()) {
+    if (on_gpu()) {
         EXPECT_EQ(v, nullptr);
         EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported);
         EXPECT_NE(detail().find("host-resident"), std::string::npos) << detail();
@@ -77,7 +77,7 @@ TEST(PlacementTest, HostResidentMemoryIsNeverCopied) {
 }
 
 TEST(PlacementTest, HostResidentMemoryTakesNoDeviceMemory) {
-    if (!is_discrete() || on_cuda()) return;  // one memory; cuda refuses (above)
+    if (!is_discrete() || on_gpu()) return;  // one memory; GPU back-ends refuse (above)
     const uint64_t before = used_on(0);
     const uint64_t allocs = counter(adsm::Counter::host_resident_allocs);
     adsmAllocAttr host = placed(ADSM_PLACE_HOST);
@@ -93,7 +93,7 @@ TEST(PlacementTest, HostResidentMemoryTakesNoDeviceMemory) {
 // its data moves as any other object's (if the device still reached the
 // host's pages, the kernel's result would be overwritten by the acquire).
 TEST(PlacementTest, FreedHostResidentRangeIsDeviceMemoryAgain) {
-    if (on_cuda()) return;
+    if (on_gpu()) return;
     auto inc = device_kernel<increment>("placement.increment");
     // An odd size between two live objects: once out of quarantine, the
     // hole it leaves is the only one of its size.
@@ -139,7 +139,7 @@ TEST(PlacementTest, FreedHostResidentRangeIsDeviceMemoryAgain) {
 
 TEST(PlacementTest, HostResidentObjectsFollowAMovedContext) {
     const int n = device_count();
-    if (n < 2 || on_cuda()) return;
+    if (n < 2 || on_gpu()) return;
     auto inc = device_kernel<increment>("placement.increment");
     const size_t len = 50000;
     std::thread([&] {

@@ -59,7 +59,7 @@ typedef struct fake_job {
     void (*work)(void *);       /* a copy or host function queued in order */
     void *work_arg;
     gpu_dim grid, block;
-    unsigned char argbuf[FAKE_MAX_PARAMS * 16];
+    unsigned char argbuf[FAKE_MAX_PARAMS * 64];
     void *args[FAKE_MAX_PARAMS];
     atomic_int *done_flag;      /* set to 1 when the job has run */
     struct fake_job *next;

@@ -1,7 +1,7 @@
 // A kernel<F> for tests that run on every device: registered as a host
-// function on sim and cpu; on cuda (the CUDA driver double in the tests)
-// loaded from a module of the double's format that names the same host
-// function by address, so the double runs it as GPU code.
+// function on sim and cpu; on cuda and levelzero (the drivers' doubles in
+// the tests) loaded from a module of the doubles' format that names the
+// same host function by address, so the double runs it as GPU code.
 #pragma once
 
 #include <adsm.hpp>
@@ -17,9 +17,17 @@ inline bool on_cuda() {
     return d && strcmp(d, "cuda") == 0;
 }
 
+inline bool on_levelzero() {
+    const char *d = getenv("ADSM_DEVICE");
+    return d && strcmp(d, "levelzero") == 0;
+}
+
+// A GPU back-end: kernels are GPU code from modules.
+inline bool on_gpu() { return on_cuda() || on_levelzero(); }
+
 template <auto F>
 adsm::kernel<F> device_kernel(const char *name) {
-    if (!on_cuda()) return adsm::kernel<F>(name);
+    if (!on_gpu()) return adsm::kernel<F>(name);
     using sig = adsm::detail::kernel_signature<decltype(F)>;
     std::size_t sizes[sig::arity + 1] = {};
     sig::sizes(sizes, std::make_index_sequence<sig::arity>{});
@@ -30,7 +38,9 @@ adsm::kernel<F> device_kernel(const char *name) {
         at += snprintf(image + at, sizeof image - static_cast<std::size_t>(at), "%s%zu", i ? "," : "", sizes[i]);
     adsm::module m(image, strlen(image) + 1);
     adsmKernel_t k;
-    adsm::check(adsmModuleGetKernel(m.handle(), name, &k));
+    // Level Zero reports no parameter sizes: they are stated, and checked
+    // against the driver's where it reports them (cuda).
+    adsm::check(adsmModuleGetKernelWithParams(m.handle(), name, static_cast<unsigned>(sig::arity), sizes, &k));
     return adsm::kernel<F>(k);
 }
 

@@ -47,13 +47,9 @@ private:
         if (!gpu_code_) {
             h = host_kernel(k);
         } else {
-            adsm::check(adsmModuleGetKernel(module_, k.name, &h));
-            unsigned n = 0;
-            size_t sizes[KernelDesc::kMaxParams] = {};
-            adsm::check(adsmGetKernelParams(h, &n, sizes, KernelDesc::kMaxParams));
-            if (n != k.arity || memcmp(sizes, k.sizes, n * sizeof(size_t)) != 0)
-                throw std::runtime_error(std::string("kernel '") + k.name +
-                                         "': the module's parameters differ from the host function's");
+            // The host function's parameters, checked against the module's
+            // where the driver reports them.
+            adsm::check(adsmModuleGetKernelWithParams(module_, k.name, k.arity, k.sizes, &h));
         }
         return handles_[&k] = h;
     }

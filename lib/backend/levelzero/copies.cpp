@@ -1,0 +1,130 @@
+#include "backend/levelzero/copies.h"
+
+#include <cstring>
+
+namespace adsm::levelzero {
+
+Status CopyEngine::init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
+                        const gpu::Window *window) {
+    d_ = d;
+    window_ = window;
+    ze_command_queue_desc_t q = {};
+    q.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+    q.ordinal = ordinal;
+    q.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
+    q.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
+    if (ze_result_t r = d_->zeCommandListCreateImmediate(ctx, dev, &q, &list_); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the copy command list");
+    ze_event_pool_desc_t pd = {};
+    pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+    pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+    pd.count = 2;
+    if (ze_result_t r = d_->zeEventPoolCreate(ctx, &pd, 1, &dev, &pool_); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the copy events");
+    for (uint32_t i = 0; i < 2; ++i) {
+        ze_event_desc_t ed = {};
+        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+        ed.index = i;
+        ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
+        ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
+        if (ze_result_t r = d_->zeEventCreate(pool_, &ed, &events_[i]); r != ZE_RESULT_SUCCESS)
+            return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the copy events");
+    }
+    ze_host_mem_alloc_desc_t hd = {};
+    hd.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
+    void *stage = nullptr;
+    if (ze_result_t r = d_->zeMemAllocHost(ctx, &hd, 2 * kStage, 4096, &stage); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot allocate pinned staging memory (zeMemAllocHost)");
+    stage_[0] = static_cast<unsigned char *>(stage);
+    stage_[1] = stage_[0] + kStage;
+    return adsmSuccess;
+}
+
+ze_result_t CopyEngine::stage_chunk(int h, bool to_device, uintptr_t dev, size_t n) {
+    unsigned char *stage = stage_[h];
+    ze_result_t r = window_->in_pieces(dev, n, ZE_RESULT_SUCCESS, [&](uintptr_t at, size_t done, size_t piece) {
+        void *d = to_device ? reinterpret_cast<void *>(at) : stage + done;
+        const void *s = to_device ? static_cast<const void *>(stage + done) : reinterpret_cast<const void *>(at);
+        return d_->zeCommandListAppendMemoryCopy(list_, d, s, piece, nullptr, 0, nullptr);
+    });
+    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[h], 0, nullptr);
+    if (r == ZE_RESULT_SUCCESS) pending_[h] = true;
+    return r;
+}
+
+ze_result_t CopyEngine::wait(int h) {
+    if (!pending_[h]) return ZE_RESULT_SUCCESS;
+    pending_[h] = false;
+    ze_result_t r = d_->zeEventHostSynchronize(events_[h], UINT64_MAX);
+    d_->zeEventHostReset(events_[h]);
+    return r;
+}
+
+Status CopyEngine::failed(ze_result_t r, const char *what) {
+    // Whatever was queued of the transfer finishes before its staging
+    // memory is used again.
+    wait(0);
+    wait(1);
+    mu_.unlock();
+    return ze_fail(adsmErrorDeviceLost, r, what);
+}
+
+Status CopyEngine::to_device(uintptr_t dst, const void *src, size_t n) {
+    const unsigned char *s = static_cast<const unsigned char *>(src);
+    mu_.lock();
+    for (size_t off = 0, i = 0; off < n; ++i) {
+        int h = static_cast<int>(i & 1);
+        size_t chunk = n - off < kStage ? n - off : kStage;
+        if (ze_result_t r = wait(h); r != ZE_RESULT_SUCCESS) return failed(r, "levelzero: copy to the device");
+        memcpy(stage_[h], s + off, chunk);
+        if (ze_result_t r = stage_chunk(h, true, dst + off, chunk); r != ZE_RESULT_SUCCESS)
+            return failed(r, "levelzero: copy to the device");
+        off += chunk;
+    }
+    for (int h = 0; h < 2; ++h)
+        if (ze_result_t r = wait(h); r != ZE_RESULT_SUCCESS) return failed(r, "levelzero: copy to the device");
+    mu_.unlock();
+    return adsmSuccess;
+}
+
+Status CopyEngine::to_host(void *dst, uintptr_t src, size_t n) {
+    unsigned char *d = static_cast<unsigned char *>(dst);
+    mu_.lock();
+    // The copy engine fills the next half while the CPU drains this one.
+    size_t first = n < kStage ? n : kStage;
+    if (n)
+        if (ze_result_t r = stage_chunk(0, false, src, first); r != ZE_RESULT_SUCCESS)
+            return failed(r, "levelzero: copy to the host");
+    for (size_t off = 0, i = 0; off < n; ++i) {
+        int h = static_cast<int>(i & 1);
+        size_t chunk = n - off < kStage ? n - off : kStage;
+        size_t next = off + chunk;
+        if (next < n) {
+            size_t after = n - next < kStage ? n - next : kStage;
+            if (ze_result_t r = stage_chunk(h ^ 1, false, src + next, after); r != ZE_RESULT_SUCCESS)
+                return failed(r, "levelzero: copy to the host");
+        }
+        if (ze_result_t r = wait(h); r != ZE_RESULT_SUCCESS) return failed(r, "levelzero: copy to the host");
+        memcpy(d + off, stage_[h], chunk);
+        off = next;
+    }
+    mu_.unlock();
+    return adsmSuccess;
+}
+
+Status CopyEngine::fill(uintptr_t dst, int value, size_t n) {
+    unsigned char byte = static_cast<unsigned char>(value);
+    mu_.lock();
+    ze_result_t r = window_->in_pieces(dst, n, ZE_RESULT_SUCCESS, [&](uintptr_t at, size_t, size_t piece) {
+        return d_->zeCommandListAppendMemoryFill(list_, reinterpret_cast<void *>(at), &byte, 1, piece, nullptr, 0,
+                                                 nullptr);
+    });
+    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[0], 0, nullptr);
+    if (r == ZE_RESULT_SUCCESS) pending_[0] = true;
+    if (r == ZE_RESULT_SUCCESS) r = wait(0);
+    if (r != ZE_RESULT_SUCCESS) return failed(r, "levelzero: device fill");
+    mu_.unlock();
+    return adsmSuccess;
+}
+
+}  // namespace adsm::levelzero

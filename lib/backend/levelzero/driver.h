@@ -1,0 +1,65 @@
+// The Level Zero loader as one table of entry points, loaded from
+// libze_loader.so.1 at run time: the library loads on machines without
+// it, and the back-end reaches the loader's own functions, never the
+// preload's wrappers of them (interpose/level_zero.cpp).
+#pragma once
+
+#include <level_zero/ze_api.h>
+
+#include "support/status.h"
+
+namespace adsm::levelzero {
+
+#define ADSM_ZE_ENTRY_POINTS(X)                                       \
+    X(zeInit)                                                         \
+    X(zeDriverGet)                                                    \
+    X(zeDeviceGet)                                                    \
+    X(zeDeviceGetProperties)                                          \
+    X(zeDeviceGetMemoryProperties)                                    \
+    X(zeDeviceGetCommandQueueGroupProperties)                         \
+    X(zeContextCreate)                                                \
+    X(zeVirtualMemQueryPageSize)                                      \
+    X(zeVirtualMemReserve)                                            \
+    X(zePhysicalMemCreate)                                            \
+    X(zePhysicalMemDestroy)                                           \
+    X(zeVirtualMemMap)                                                \
+    X(zeVirtualMemUnmap)                                              \
+    X(zeMemAllocHost)                                                 \
+    X(zeMemFree)                                                      \
+    X(zeCommandListCreateImmediate)                                   \
+    X(zeCommandListDestroy)                                           \
+    X(zeCommandListAppendMemoryCopy)                                  \
+    X(zeCommandListAppendMemoryFill)                                  \
+    X(zeCommandListAppendBarrier)                                     \
+    X(zeCommandListAppendLaunchKernel)                                \
+    X(zeEventPoolCreate)                                              \
+    X(zeEventPoolDestroy)                                             \
+    X(zeEventCreate)                                                  \
+    X(zeEventDestroy)                                                 \
+    X(zeEventHostSynchronize)                                         \
+    X(zeEventHostReset)                                               \
+    X(zeModuleCreate)                                                 \
+    X(zeModuleBuildLogGetString)                                      \
+    X(zeModuleBuildLogDestroy)                                        \
+    X(zeKernelCreate)                                                 \
+    X(zeKernelGetProperties)                                          \
+    X(zeKernelSetGroupSize)                                           \
+    X(zeKernelSetArgumentValue)
+
+struct Driver {
+#define ADSM_ZE_MEMBER(fn) decltype(&::fn) fn = nullptr;
+    ADSM_ZE_ENTRY_POINTS(ADSM_ZE_MEMBER)
+#undef ADSM_ZE_MEMBER
+
+    // "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"; static text.
+    static const char *describe(ze_result_t r);
+};
+
+// Loads libze_loader.so.1 once and initialises it (zeInit for GPUs); the
+// same table for every caller, or the same failure.
+Status load_driver(const Driver **out);
+
+// Records a failure of `what` that the driver answered with r.
+Status ze_fail(Status code, ze_result_t r, const char *what);
+
+}  // namespace adsm::levelzero

@@ -1,0 +1,369 @@
+#include "backend/levelzero/levelzero_device.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "support/log.h"
+#include "support/stats.h"
+
+namespace adsm::levelzero {
+namespace {
+
+constexpr uint32_t kSpirvMagic = 0x07230203;
+
+bool device_is_gone(ze_result_t r) {
+    return r == ZE_RESULT_ERROR_DEVICE_LOST || r == ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET;
+}
+
+// The first GPU of the first driver that has one.
+Status find_gpu(const Driver *d, ze_driver_handle_t *driver, ze_device_handle_t *dev) {
+    uint32_t ndrivers = 0;
+    if (ze_result_t r = d->zeDriverGet(&ndrivers, nullptr); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDriverGet");
+    std::vector<ze_driver_handle_t> drivers(ndrivers);
+    if (ndrivers && d->zeDriverGet(&ndrivers, drivers.data()) != ZE_RESULT_SUCCESS) ndrivers = 0;
+    for (uint32_t i = 0; i < ndrivers; ++i) {
+        uint32_t ndev = 0;
+        if (d->zeDeviceGet(drivers[i], &ndev, nullptr) != ZE_RESULT_SUCCESS || ndev == 0) continue;
+        std::vector<ze_device_handle_t> devs(ndev);
+        if (d->zeDeviceGet(drivers[i], &ndev, devs.data()) != ZE_RESULT_SUCCESS) continue;
+        for (uint32_t j = 0; j < ndev; ++j) {
+            ze_device_properties_t p = {};
+            p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+            if (d->zeDeviceGetProperties(devs[j], &p) == ZE_RESULT_SUCCESS && p.type == ZE_DEVICE_TYPE_GPU) {
+                *driver = drivers[i];
+                *dev = devs[j];
+                return adsmSuccess;
+            }
+        }
+    }
+    return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: the Level Zero loader sees no GPU (%u drivers)", ndrivers);
+}
+
+}  // namespace
+
+Status LevelZeroDevice::open(const Config &, std::unique_ptr<Device> *out) {
+    const Driver *d = nullptr;
+    if (Status s = load_driver(&d); s != adsmSuccess) return s;
+    std::unique_ptr<LevelZeroDevice> dev(new LevelZeroDevice);
+    dev->d_ = d;
+    if (Status s = find_gpu(d, &dev->driver_, &dev->dev_); s != adsmSuccess) return s;
+    ze_device_properties_t props = {};
+    props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+    d->zeDeviceGetProperties(dev->dev_, &props);
+    snprintf(dev->gpu_name_, sizeof dev->gpu_name_, "%s", props.name);
+    if (props.flags & ZE_DEVICE_PROPERTY_FLAG_INTEGRATED)
+        ADSM_LOG(info, "levelzero: %s is integrated; the runtime treats it as a discrete device (copies)", props.name);
+    ze_context_desc_t cd = {};
+    cd.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC;
+    if (ze_result_t r = d->zeContextCreate(dev->driver_, &cd, &dev->ctx_); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeContextCreate");
+
+    uint32_t nmem = 0;
+    d->zeDeviceGetMemoryProperties(dev->dev_, &nmem, nullptr);
+    std::vector<ze_device_memory_properties_t> mem(nmem);
+    for (auto &m : mem) m.stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES;
+    if (nmem && d->zeDeviceGetMemoryProperties(dev->dev_, &nmem, mem.data()) == ZE_RESULT_SUCCESS)
+        for (uint32_t i = 0; i < nmem; ++i) dev->capacity_ = std::max<uint64_t>(dev->capacity_, mem[i].totalSize);
+    if (dev->capacity_ == 0) return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: %s reports no device memory", props.name);
+
+    // Kernels on a compute group; copies on a copy engine when there is one.
+    uint32_t ngroups = 0;
+    d->zeDeviceGetCommandQueueGroupProperties(dev->dev_, &ngroups, nullptr);
+    std::vector<ze_command_queue_group_properties_t> groups(ngroups);
+    for (auto &g : groups) g.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
+    if (ngroups) d->zeDeviceGetCommandQueueGroupProperties(dev->dev_, &ngroups, groups.data());
+    bool compute = false, copy = false;
+    for (uint32_t i = 0; i < ngroups; ++i) {
+        bool computes = groups[i].flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE;
+        bool copies = groups[i].flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+        if (computes && !compute) {
+            dev->compute_ordinal_ = i;
+            compute = true;
+        }
+        if (copies && !computes && !copy) {
+            dev->copy_ordinal_ = i;
+            copy = true;
+        }
+    }
+    if (!compute) return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: %s has no compute queue group", props.name);
+    if (!copy) dev->copy_ordinal_ = dev->compute_ordinal_;
+
+    size_t page = 0;
+    if (ze_result_t r = d->zeVirtualMemQueryPageSize(dev->ctx_, dev->dev_, 2u << 20, &page); r != ZE_RESULT_SUCCESS || !page)
+        return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: the device has no virtual-memory management");
+    dev->window_.granularity = page;
+    dev->memory_.set_pinning(gpu::Pinning::off);
+    ADSM_LOG(info, "levelzero: %s, %llu bytes, page size %zu, copies on queue group %u%s", props.name,
+             static_cast<unsigned long long>(dev->capacity_), page, dev->copy_ordinal_,
+             copy ? " (a copy engine)" : " (no copy engine: the compute group)");
+    *out = std::move(dev);
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::driver_error(ze_result_t r, const char *what, Status usual) {
+    if (!device_is_gone(r)) return ze_fail(usual, r, what);
+    char why[96];
+    snprintf(why, sizeof why, "%s (0x%x)", Driver::describe(r), static_cast<unsigned>(r));
+    return loss_.lose(what, why);
+}
+
+// ---------------------------------------------------------------- memory
+
+Status LevelZeroDevice::reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    uint64_t g = window_.granularity;
+    if (size % g)
+        return fail(adsmErrorInitialization,
+                    "levelzero: the window size (%llu bytes, ADSM_VA_SIZE) must be a multiple of %llu",
+                    static_cast<unsigned long long>(size), static_cast<unsigned long long>(g));
+    void *p = nullptr;
+    if (ze_result_t r = d_->zeVirtualMemReserve(ctx_, reinterpret_cast<void *>(preferred), size, &p);
+        r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorInitialization, r, "levelzero: cannot reserve device addresses for the shared window");
+    *out = reinterpret_cast<uintptr_t>(p);
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    window_.base = base;
+    window_.size = size;
+    window_.alias = host_alias;
+    granule_driver_.init(d_, ctx_, dev_);
+    memory_.init(&granule_driver_, window_.granularity, base, host_fd, host_alias);
+    if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
+    return copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_);
+}
+
+Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
+    // Hopeless requests fail before anything is mapped.
+    if (bytes > capacity_ - std::min(capacity_, memory_.used()))
+        return fail(adsmErrorMemoryAllocation,
+                    "levelzero: device memory exhausted: %llu bytes requested, %llu of %llu in use on %s "
+                    "(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(memory_.used()),
+                    static_cast<unsigned long long>(capacity_), gpu_name_);
+    return memory_.commit(dev, bytes);
+}
+
+void LevelZeroDevice::decommit(uintptr_t dev, uint64_t bytes) {
+    // A lost or forked device keeps its memory: the driver cannot be asked.
+    if (loss_.usable() == adsmSuccess) memory_.decommit(dev, bytes);
+}
+
+// ---------------------------------------------------------------- copies
+
+Status LevelZeroDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
+    if (Status s = copies_.to_device(dev, window_.host_name(src), n); s != adsmSuccess) return s;
+    stats().add(Counter::h2d_transfers);
+    stats().add(Counter::h2d_bytes, n);
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
+    if (Status s = copies_.to_host(window_.host_name(dst), dev, n); s != adsmSuccess) return s;
+    stats().add(Counter::d2h_transfers);
+    stats().add(Counter::d2h_bytes, n);
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::fill(uintptr_t dev, int value, size_t n) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
+    if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
+    if (Status s = copies_.fill(dev, value, n); s != adsmSuccess) return s;
+    stats().add(Counter::device_fills);
+    return adsmSuccess;
+}
+
+// ---------------------------------------------------------------- modules
+
+Status LevelZeroDevice::load_module(const void *image, size_t size, void **module) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    uint32_t magic = 0;
+    if (size >= 4) memcpy(&magic, image, 4);
+    bool spirv = magic == kSpirvMagic;
+    ze_module_desc_t md = {};
+    md.stype = ZE_STRUCTURE_TYPE_MODULE_DESC;
+    md.format = spirv ? ZE_MODULE_FORMAT_IL_SPIRV : ZE_MODULE_FORMAT_NATIVE;
+    // SPIR-V is whole words (a file read for adsmLoadModule ends in one more NUL).
+    md.inputSize = spirv ? size & ~size_t{3} : size;
+    md.pInputModule = static_cast<const uint8_t *>(image);
+    md.pBuildFlags = "";
+    ze_module_handle_t m = nullptr;
+    ze_module_build_log_handle_t log = nullptr;
+    ze_result_t r = d_->zeModuleCreate(ctx_, dev_, &md, &m, &log);
+    std::string text;
+    if (log) {
+        size_t n = 0;
+        if (r != ZE_RESULT_SUCCESS && d_->zeModuleBuildLogGetString(log, &n, nullptr) == ZE_RESULT_SUCCESS && n > 1) {
+            text.resize(n);
+            if (d_->zeModuleBuildLogGetString(log, &n, text.data()) != ZE_RESULT_SUCCESS) text.clear();
+            text.resize(strnlen(text.c_str(), text.size()));
+        }
+        d_->zeModuleBuildLogDestroy(log);
+    }
+    if (r != ZE_RESULT_SUCCESS) {
+        if (device_is_gone(r)) return driver_error(r, "levelzero: loading a module", adsmErrorInvalidValue);
+        return fail(adsmErrorInvalidValue, "levelzero: the driver cannot load this %s module for %s: %s (0x%x)%s%s",
+                    spirv ? "SPIR-V" : "native", gpu_name_, Driver::describe(r), static_cast<unsigned>(r),
+                    text.empty() ? "" : "; ", text.c_str());
+    }
+    *module = m;
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    ze_kernel_desc_t kd = {};
+    kd.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC;
+    kd.pKernelName = name;
+    ze_kernel_handle_t k = nullptr;
+    if (ze_result_t r = d_->zeKernelCreate(static_cast<ze_module_handle_t>(module), &kd, &k); r != ZE_RESULT_SUCCESS) {
+        if (r == ZE_RESULT_ERROR_INVALID_KERNEL_NAME)
+            return fail(adsmErrorKernelNotFound, "the module has no kernel '%s'", name);
+        return ze_fail(adsmErrorInvalidValue, r, "levelzero: zeKernelCreate");
+    }
+    ze_kernel_properties_t kp = {};
+    kp.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES;
+    if (ze_result_t r = d_->zeKernelGetProperties(k, &kp); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorInvalidValue, r, "levelzero: zeKernelGetProperties");
+    if (kp.numKernelArgs > kMaxKernelParams)
+        return fail(adsmErrorNotSupported, "kernel '%s' has more than %u parameters", name, kMaxKernelParams);
+    // The driver tells how many parameters, not their sizes.
+    param_sizes->assign(kp.numKernelArgs, kUnknownParamSize);
+    *fn = k;
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::check_kernel(const KernelInfo &k) const {
+    if (k.device_fn) return adsmSuccess;
+    return fail(adsmErrorNotSupported,
+                "kernel '%s' is a host function (adsmRegisterKernel); the levelzero device runs GPU code: compile the "
+                "kernel to SPIR-V and load it with adsmLoadModule",
+                k.name.c_str());
+}
+
+// ---------------------------------------------------------------- kernels
+
+Status LevelZeroDevice::create_stream(StreamId *out) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    for (uint32_t i = 0; i < kMaxStreams; ++i) {
+        bool free_slot = false;
+        if (!streams_[i].busy.compare_exchange_strong(free_slot, true)) continue;
+        Stream &st = streams_[i];
+        ze_command_queue_desc_t q = {};
+        q.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        q.ordinal = compute_ordinal_;
+        q.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
+        q.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
+        ze_event_pool_desc_t pd = {};
+        pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+        pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+        pd.count = 1;
+        ze_event_desc_t ed = {};
+        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+        ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
+        ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
+        ze_command_list_handle_t list = nullptr;
+        ze_result_t r = d_->zeCommandListCreateImmediate(ctx_, dev_, &q, &list);
+        if (r == ZE_RESULT_SUCCESS) r = d_->zeEventPoolCreate(ctx_, &pd, 1, &dev_, &st.pool);
+        if (r == ZE_RESULT_SUCCESS) r = d_->zeEventCreate(st.pool, &ed, &st.done);
+        if (r != ZE_RESULT_SUCCESS) {
+            if (st.pool) d_->zeEventPoolDestroy(st.pool);
+            if (list) d_->zeCommandListDestroy(list);
+            st.pool = nullptr;
+            st.done = nullptr;
+            st.busy.store(false);
+            return driver_error(r, "levelzero: creating a context's command list", adsmErrorNoDevice);
+        }
+        st.last.store(nullptr);
+        st.list.store(list, std::memory_order_release);
+        *out = i;
+        return adsmSuccess;
+    }
+    return fail(adsmErrorMemoryAllocation, "levelzero: more than %u contexts have command lists", kMaxStreams);
+}
+
+void LevelZeroDevice::destroy_stream(StreamId id) {
+    if (id >= kMaxStreams) return;
+    Stream &st = streams_[id];
+    ze_command_list_handle_t list = st.list.exchange(nullptr);
+    if (!list) return;
+    if (loss_.usable() == adsmSuccess) {
+        // Whatever the context left running ends before its list goes.
+        if (d_->zeCommandListAppendBarrier(list, st.done, 0, nullptr) == ZE_RESULT_SUCCESS)
+            d_->zeEventHostSynchronize(st.done, UINT64_MAX);
+        d_->zeEventDestroy(st.done);
+        d_->zeEventPoolDestroy(st.pool);
+        d_->zeCommandListDestroy(list);
+    }
+    st.done = nullptr;
+    st.pool = nullptr;
+    st.busy.store(false);
+}
+
+Status LevelZeroDevice::launch(StreamId id, const LaunchDesc &l) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    const KernelInfo *k = l.kernel;
+    if (Status s = check_kernel(*k); s != adsmSuccess) return s;
+    ze_command_list_handle_t list = id < kMaxStreams ? streams_[id].list.load(std::memory_order_acquire) : nullptr;
+    if (!list) return fail(adsmErrorInvalidContext, "levelzero: context %u has no command list", id);
+    if (l.shared_mem)
+        return fail(adsmErrorNotSupported,
+                    "kernel '%s': dynamic local memory (%u bytes) is not passed to Level Zero kernels yet; declare it "
+                    "in the kernel",
+                    k->name.c_str(), l.shared_mem);
+    auto kernel = static_cast<ze_kernel_handle_t>(k->device_fn);
+    const unsigned char *blob = static_cast<const unsigned char *>(l.args);
+    char what[192];
+    snprintf(what, sizeof what, "levelzero: launching kernel '%s'", k->name.c_str());
+    std::lock_guard<std::mutex> lock(launch_lock(kernel));
+    ze_result_t r = d_->zeKernelSetGroupSize(kernel, l.block.x, l.block.y, l.block.z);
+    if (r != ZE_RESULT_SUCCESS) return driver_error(r, what, adsmErrorInvalidLaunch);
+    for (size_t i = 0; i < k->param_sizes.size(); ++i) {
+        r = d_->zeKernelSetArgumentValue(kernel, static_cast<uint32_t>(i), k->param_sizes[i], blob + k->param_offsets[i]);
+        if (r != ZE_RESULT_SUCCESS) return driver_error(r, what, adsmErrorInvalidLaunch);
+    }
+    // A command list orders nothing by itself: the kernel waits for the
+    // context's earlier ones, as a stream's would.
+    ze_group_count_t groups = {l.grid.x, l.grid.y, l.grid.z};
+    r = d_->zeCommandListAppendBarrier(list, nullptr, 0, nullptr);
+    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendLaunchKernel(list, kernel, &groups, nullptr, 0, nullptr);
+    if (r != ZE_RESULT_SUCCESS) return driver_error(r, what, adsmErrorLaunchFailure);
+    streams_[id].last.store(k);
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::synchronize(StreamId id) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    Stream *st = id < kMaxStreams ? &streams_[id] : nullptr;
+    ze_command_list_handle_t list = st ? st->list.load(std::memory_order_acquire) : nullptr;
+    if (!list) return fail(adsmErrorInvalidContext, "levelzero: context %u has no command list", id);
+    ze_result_t r = d_->zeCommandListAppendBarrier(list, st->done, 0, nullptr);
+    if (r == ZE_RESULT_SUCCESS) {
+        r = d_->zeEventHostSynchronize(st->done, UINT64_MAX);
+        d_->zeEventHostReset(st->done);
+    }
+    if (r != ZE_RESULT_SUCCESS) {
+        const KernelInfo *k = st->last.load();
+        char what[384];
+        snprintf(what, sizeof what, "kernel '%s' on %.200s", k ? k->name.c_str() : "?", gpu_name_);
+        return driver_error(r, what, adsmErrorLaunchFailure);
+    }
+    return adsmSuccess;
+}
+
+}  // namespace adsm::levelzero

@@ -1,0 +1,96 @@
+// The Level Zero back-end: shared memory at one address on a GPU that the
+// oneAPI Level Zero loader drives (Intel GPUs).
+//
+// It has the CUDA back-end's structure (gpu/): the driver reserves the
+// window's device addresses first and the host mirror is mapped over that
+// reservation; device memory is mapped into the window on demand
+// (gpu/granules.h, memory.h); copies name host memory by the alias and go
+// through pinned staging memory on the copy engine (copies.h); each
+// context's kernels go to an immediate command list of its own on the
+// compute queue group.  Kernels are GPU code from modules (SPIR-V or the
+// device's native binaries).
+//
+// A kernel fault loses the device (ZE_RESULT_ERROR_DEVICE_LOST): the sync
+// that sees it reports adsmErrorLaunchFailure, every later call
+// adsmErrorDeviceLost.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "backend/device.h"
+#include "backend/gpu/device_loss.h"
+#include "backend/gpu/granules.h"
+#include "backend/gpu/window.h"
+#include "backend/levelzero/copies.h"
+#include "backend/levelzero/driver.h"
+#include "backend/levelzero/memory.h"
+
+namespace adsm::levelzero {
+
+class LevelZeroDevice final : public Device {
+public:
+    // Loads the loader and opens the first GPU of the first driver.
+    static Status open(const Config &config, std::unique_ptr<Device> *out);
+
+    const char *name() const override { return "levelzero"; }
+    bool integrated() const override { return false; }
+    uint64_t capacity() const override { return capacity_; }
+    uint64_t used() const override { return memory_.used(); }
+    bool runs_gpu_code() const override { return true; }
+
+    Status reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) override;
+    Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
+    Status commit(uintptr_t dev, uint64_t bytes) override;
+    void decommit(uintptr_t dev, uint64_t bytes) override;
+
+    Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
+    Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
+    Status fill(uintptr_t dev, int value, size_t n) override;
+
+    void detach_after_fork() override { loss_.forked(); }
+
+    Status load_module(const void *image, size_t size, void **module) override;
+    Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;
+    Status check_kernel(const KernelInfo &k) const override;
+
+    Status create_stream(StreamId *out) override;
+    void destroy_stream(StreamId id) override;
+    Status launch(StreamId id, const LaunchDesc &launch) override;
+    Status synchronize(StreamId id) override;
+
+private:
+    LevelZeroDevice() = default;
+    // Turns a driver error into the runtime's; a lost device is lost for good.
+    Status driver_error(ze_result_t r, const char *what, Status usual);
+
+    static constexpr uint32_t kMaxStreams = 4096;
+    struct Stream {
+        std::atomic<ze_command_list_handle_t> list{nullptr};
+        ze_event_pool_handle_t pool = nullptr;
+        ze_event_handle_t done = nullptr;  // signalled by the barrier a sync appends
+        std::atomic<const KernelInfo *> last{nullptr};  // for messages about a failure
+        std::atomic<bool> busy{false};  // slot taken (list may still be in the making)
+    };
+    // A kernel's arguments live in the kernel object until the launch is
+    // appended: launches of one kernel from several threads take turns.
+    std::mutex &launch_lock(const void *kernel) { return launch_locks_[reinterpret_cast<uintptr_t>(kernel) / 64 % 64]; }
+
+    const Driver *d_ = nullptr;
+    ze_driver_handle_t driver_ = nullptr;
+    ze_device_handle_t dev_ = nullptr;
+    ze_context_handle_t ctx_ = nullptr;
+    uint32_t compute_ordinal_ = 0;
+    uint32_t copy_ordinal_ = 0;
+    char gpu_name_[256] = {};
+    uint64_t capacity_ = 0;
+    gpu::Window window_;
+    GranuleDriver granule_driver_;
+    gpu::Granules memory_;
+    CopyEngine copies_;
+    Stream streams_[kMaxStreams];
+    std::mutex launch_locks_[64];
+    gpu::DeviceLoss loss_{"levelzero"};
+};
+
+}  // namespace adsm::levelzero

@@ -1,0 +1,31 @@
+// The Level Zero driver's part of the window's device memory
+// (gpu/granules.h): physical memory from zePhysicalMemCreate mapped with
+// zeVirtualMemMap at the driver's page size.  Level Zero's core API has no
+// way to pin the host mirror in place, so transfers go through pinned
+// staging memory instead (copies.h) and granules are never pinned.
+#pragma once
+
+#include "backend/gpu/granules.h"
+#include "backend/levelzero/driver.h"
+
+namespace adsm::levelzero {
+
+class GranuleDriver final : public gpu::GranuleDriver {
+public:
+    void init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev) {
+        d_ = d;
+        ctx_ = ctx;
+        dev_ = dev;
+    }
+    Status back(uintptr_t va, uint64_t size, uint64_t *handle) override;
+    void unback(uintptr_t va, uint64_t size, uint64_t handle) override;
+    bool pin(void *, uint64_t) override { return false; }
+    void unpin(void *) override {}
+
+private:
+    const Driver *d_ = nullptr;
+    ze_context_handle_t ctx_ = nullptr;
+    ze_device_handle_t dev_ = nullptr;
+};
+
+}  // namespace adsm::levelzero

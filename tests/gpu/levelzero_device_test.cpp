@@ -1,0 +1,346 @@
+// The levelzero back-end against the loader double (doubles/fake_ze.c, a
+// discrete device whose kernels run in a process that sees only device
+// memory): the window, device memory, staged copies, modules, launches and
+// errors.  Run once per protocol; tests that end the device run in their
+// own process.
+#include <adsm.hpp>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/stats.h"
+
+extern "C" {
+// Kernels as the double runs them: host functions, one call per thread.
+void ze_test_scale(const adsmThreadIdx *t, void **a) {
+    float *x = *static_cast<float **>(a[0]);
+    float f = *static_cast<float *>(a[1]);
+    unsigned n = *static_cast<unsigned *>(a[2]);
+    unsigned i = t->blockIdx.x * t->blockDim.x + t->threadIdx.x;
+    if (i < n) x[i] *= f;
+}
+
+struct ze_test_node {
+    ze_test_node *next;
+    long value;
+};
+void ze_test_sum_list(const adsmThreadIdx *t, void **a) {
+    const ze_test_node *n = *static_cast<ze_test_node **>(a[0]);
+    long *out = *static_cast<long **>(a[1]);
+    if (t->blockIdx.x != 0 || t->threadIdx.x != 0) return;
+    long s = 0;
+    for (; n; n = n->next) s += n->value;
+    *out = s;
+}
+
+void ze_test_crash(const adsmThreadIdx *t, void **) {
+    volatile int *bad = nullptr;
+    __asm__ volatile("" : "+r"(bad));
+    if (t->threadIdx.x == 0) bad[4] = 1;
+}
+}
+
+namespace {
+
+template <class T>
+T double_fn(const char *name) {
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p) ADD_FAILURE() << "the loader double does not export " << name << " (is libze_loader.so.1 the double?)";
+    return reinterpret_cast<T>(p);
+}
+size_t device_bytes() { return double_fn<size_t (*)()>("fake_ze_device_bytes")(); }
+long unstaged_copies() { return double_fn<long (*)()>("fake_ze_unstaged_copies")(); }
+bool reserved_by_driver(const void *p) { return double_fn<int (*)(const void *)>("fake_ze_is_reserved")(p) != 0; }
+
+// The double's module format: kernels by address and parameter sizes
+// (which the double, like Level Zero, does not report: only their count).
+std::string module_image() {
+    char buf[512];
+    snprintf(buf, sizeof buf, "scale@%p:8,4,4;sum_list@%p:8,8;crash@%p:", reinterpret_cast<void *>(&ze_test_scale),
+             reinterpret_cast<void *>(&ze_test_sum_list), reinterpret_cast<void *>(&ze_test_crash));
+    return buf;
+}
+
+adsmModule_t load_module() {
+    std::string image = module_image();
+    adsmModule_t m = nullptr;
+    EXPECT_EQ(adsmLoadModuleData(image.c_str(), image.size() + 1, &m), adsmSuccess) << adsmGetLastErrorDetail();
+    return m;
+}
+
+adsmKernel_t scale_kernel(adsmModule_t m) {
+    const size_t sizes[] = {sizeof(float *), sizeof(float), sizeof(unsigned)};
+    adsmKernel_t k = nullptr;
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "scale", 3, sizes, &k), adsmSuccess) << adsmGetLastErrorDetail();
+    return k;
+}
+
+std::string detail() { return adsmGetLastErrorDetail(); }
+
+TEST(LevelZeroDevice, ReportsItself) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    EXPECT_STREQ(info.name, "levelzero");
+    EXPECT_EQ(info.integrated, 0);
+    EXPECT_EQ(info.memory_bytes, 256ull << 20);  // FAKE_ZE_MEMORY, as the tests set it
+}
+
+TEST(LevelZeroDevice, WindowIsReservedByTheDriver) {
+    void *p = adsmAlloc(4096);
+    ASSERT_NE(p, nullptr) << detail();
+    EXPECT_TRUE(reserved_by_driver(p));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) >> 44, 0x300000000000ull >> 44) << "the window is not at ADSM_VA_BASE";
+    adsmFree(p);
+}
+
+TEST(LevelZeroDevice, KernelsComputeOnDeviceMemory) {
+    adsmKernel_t scale = scale_kernel(load_module());
+    ASSERT_NE(scale, nullptr);
+    unsigned n = (20u << 20) / sizeof(float) + 7;  // staged in several chunks, the last one short
+    float *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
+    long unstaged = unstaged_copies();
+    for (int round = 0; round < 3; ++round) {
+        float f = 2.0f;
+        void *args[] = {&x, &f, &n};
+        ASSERT_EQ(adsmCall(scale, {(n + 255) / 256, 1, 1}, {256, 1, 1}, args), adsmSuccess) << detail();
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        // The CPU changes a few values between rounds: they must travel.
+        x[round] = -1.0f;
+    }
+    for (unsigned i = 3; i < n; ++i) ASSERT_EQ(x[i], 8.0f * static_cast<float>(i % 1000)) << "at " << i;
+    EXPECT_EQ(x[0], -4.0f);  // written after the first round, scaled by the next two
+    EXPECT_EQ(x[1], -2.0f);
+    EXPECT_EQ(x[2], -1.0f);
+    EXPECT_EQ(unstaged_copies(), unstaged) << "a copy used host memory that is not the driver's pinned memory";
+    EXPECT_EQ(adsmFree(x), adsmSuccess);
+}
+
+TEST(LevelZeroDevice, EmbeddedPointersWorkInKernels) {
+    adsm::module::function<ze_test_node *, long *> sum(load_module(), "sum_list");
+    const int count = 1000;
+    auto *nodes = static_cast<ze_test_node *>(adsmAlloc(count * sizeof(ze_test_node)));
+    auto *out = static_cast<long *>(adsmAlloc(sizeof(long)));
+    ASSERT_TRUE(nodes && out) << detail();
+    long want = 0;
+    for (int i = 0; i < count; ++i) {
+        nodes[i].value = i * 3 + 1;
+        nodes[i].next = i + 1 < count ? &nodes[i + 1] : nullptr;
+        want += nodes[i].value;
+    }
+    *out = 0;
+    sum(adsm::dim3(1), adsm::dim3(32), nodes, out);
+    adsm::sync();
+    EXPECT_EQ(*out, want);
+    adsmFree(nodes);
+    adsmFree(out);
+}
+
+// Level Zero counts a kernel's parameters but does not size them: the
+// program states the sizes, and a count that disagrees is refused.
+TEST(LevelZeroDevice, ParameterSizesAreStatedAndTheirCountChecked) {
+    adsmModule_t m = load_module();
+    adsmKernel_t k;
+    EXPECT_EQ(adsmModuleGetKernel(m, "scale", &k), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("adsmModuleGetKernelWithParams"), std::string::npos) << detail();
+    const size_t two[] = {8, 4};
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "scale", 2, two, &k), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("has 3 parameters, 2 declared"), std::string::npos) << detail();
+    const size_t zero[] = {8, 0, 4};
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "scale", 3, zero, &k), adsmErrorInvalidValue);
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "scale", 3, nullptr, &k), adsmErrorInvalidValue);
+    k = scale_kernel(m);
+    ASSERT_NE(k, nullptr);
+    unsigned int count = 0;
+    size_t got[3] = {};
+    ASSERT_EQ(adsmGetKernelParams(k, &count, got, 3), adsmSuccess);
+    EXPECT_EQ(count, 3u);
+    EXPECT_EQ(got[1], sizeof(float));
+    EXPECT_EQ(adsmCall(k, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorInvalidValue);  // scale takes 3 arguments
+}
+
+TEST(LevelZeroDevice, GranulesAreSharedAndReleased) {
+    size_t before = device_bytes();
+    void *a = adsmAlloc(4096), *b = adsmAlloc(4096);
+    ASSERT_TRUE(a && b) << detail();
+    EXPECT_LE(device_bytes() - before, 4u << 20);
+    EXPECT_GT(device_bytes(), 0u);
+    adsmFree(a);
+    adsmFree(b);
+    EXPECT_EQ(device_bytes(), before);
+}
+
+TEST(LevelZeroDevice, ExhaustedDeviceMemoryIsAnErrorAndLeavesNothingMapped) {
+    size_t before = device_bytes();
+    void *d = nullptr;
+    EXPECT_EQ(adsmDeviceAlloc(&d, 512ull << 20), adsmErrorMemoryAllocation);  // twice the device's memory
+    EXPECT_NE(detail().find("ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos) << detail();
+    EXPECT_EQ(d, nullptr);
+    EXPECT_EQ(device_bytes(), before) << "a failed allocation left device memory mapped";
+    // Shared memory past the device waits on the host; a call that needs
+    // it all fails the same way and loses nothing.
+    const unsigned n = (512u << 20) / sizeof(float);
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    x[0] = 2.0f;
+    adsm::module::function<float *, float, unsigned> scale(load_module(), "scale");
+    try {
+        scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 3.0f, n);
+        ADD_FAILURE() << "a call that cannot fit ran";
+    } catch (const adsm::error &e) {
+        EXPECT_EQ(e.code(), adsmErrorMemoryAllocation) << e.what();
+    }
+    EXPECT_EQ(device_bytes(), before);
+    EXPECT_EQ(x[0], 2.0f) << "the refused call lost nothing";
+    EXPECT_EQ(adsmFree(x), adsmSuccess);
+    void *q = adsmAlloc(1 << 20);
+    EXPECT_NE(q, nullptr) << detail();
+    adsmFree(q);
+}
+
+TEST(LevelZeroDevice, DeviceMemoryCopiesAndFills) {
+    void *d = nullptr;
+    const size_t n = (9u << 20) + 4093;  // past both staging halves, and a granule boundary
+    ASSERT_EQ(adsmDeviceAlloc(&d, n), adsmSuccess) << detail();
+    std::vector<uint8_t> in(n), out(n);
+    for (size_t i = 0; i < n; ++i) in[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+    ASSERT_EQ(adsmCopyToDevice(d, in.data(), n), adsmSuccess) << detail();
+    ASSERT_EQ(adsmCopyToHost(out.data(), d, n), adsmSuccess) << detail();
+    EXPECT_TRUE(in == out) << "the round trip changed bytes";
+    ASSERT_EQ(adsmDeviceMemset(static_cast<char *>(d) + (2u << 20) - 100, 0x5c, 200), adsmSuccess) << detail();
+    ASSERT_EQ(adsmCopyToHost(out.data(), d, n), adsmSuccess) << detail();
+    EXPECT_EQ(out[(2u << 20) - 101], in[(2u << 20) - 101]);
+    EXPECT_EQ(out[(2u << 20) - 100], 0x5c);
+    EXPECT_EQ(out[(2u << 20) + 99], 0x5c);
+    EXPECT_EQ(out[(2u << 20) + 100], in[(2u << 20) + 100]);
+    adsmDeviceFree(d);
+}
+
+TEST(LevelZeroDevice, CallocIsZeroOnTheDevice) {
+    adsm::module::function<float *, float, unsigned> scale(load_module(), "scale");
+    unsigned n = 1 << 18;
+    auto *x = static_cast<float *>(adsmCalloc(n, sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    scale(adsm::blocks_for(n, 256), adsm::dim3(256), x, 5.0f, n);
+    adsm::sync();
+    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << "at " << i;
+    adsmFree(x);
+}
+
+TEST(LevelZeroDevice, ContextsOnThreadsRunTogether) {
+    adsm::module::function<float *, float, unsigned> scale(load_module(), "scale");
+    std::vector<std::thread> threads;
+    std::vector<int> ok(4, 0);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            unsigned n = 50000 + t;
+            auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+            if (!x) return;
+            for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(t);
+            for (int r = 0; r < 3; ++r) {
+                scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
+                adsm::sync();
+            }
+            bool good = true;
+            for (unsigned i = 0; i < n; ++i) good &= x[i] == 8.0f * static_cast<float>(t);
+            ok[t] = good;
+            adsmFree(x);
+        });
+    for (auto &th : threads) th.join();
+    for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << "thread " << t;
+}
+
+TEST(LevelZeroDevice, HostFunctionKernelsAreRefused) {
+    size_t sizes[] = {sizeof(float *), sizeof(float), sizeof(unsigned)};
+    adsmKernel_t k;
+    ASSERT_EQ(adsmRegisterKernel("ze_host_scale", ze_test_scale, 3, sizes, &k), adsmSuccess) << detail();
+    float *x = static_cast<float *>(adsmAlloc(64));
+    float f = 2.0f;
+    unsigned n = 16;
+    void *args[] = {&x, &f, &n};
+    EXPECT_EQ(adsmCall(k, {1, 1, 1}, {16, 1, 1}, args), adsmErrorNotSupported);
+    EXPECT_NE(detail().find("SPIR-V"), std::string::npos) << detail();
+    EXPECT_EQ(adsmSync(), adsmSuccess) << detail();
+    adsmFree(x);
+}
+
+TEST(LevelZeroDevice, BadModulesAndNamesAreClearErrors) {
+    adsmModule_t m = nullptr;
+    const unsigned char junk[] = {0x7f, 'E', 'L', 'F', 0, 1, 2};
+    EXPECT_EQ(adsmLoadModuleData(junk, sizeof junk, &m), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("ZE_RESULT_ERROR_MODULE_BUILD_FAILURE"), std::string::npos) << detail();
+    EXPECT_NE(detail().find("not of the double's format"), std::string::npos) << "the build log: " << detail();
+    EXPECT_EQ(adsmLoadModule("/nonexistent/kernels.spv", &m), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("/nonexistent/kernels.spv"), std::string::npos) << detail();
+    m = load_module();
+    const size_t sizes[] = {8};
+    adsmKernel_t k;
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "no_such_kernel", 1, sizes, &k), adsmErrorKernelNotFound);
+    EXPECT_NE(detail().find("no_such_kernel"), std::string::npos) << detail();
+}
+
+// Ends the device: run alone (--gtest_filter), after the others.
+TEST(LevelZeroDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
+    adsmModule_t m = load_module();
+    adsmKernel_t crash, scale = scale_kernel(m);
+    ASSERT_EQ(adsmModuleGetKernelWithParams(m, "crash", 0, nullptr, &crash), adsmSuccess) << detail();
+    float *x = static_cast<float *>(adsmAlloc(4096));
+    ASSERT_NE(x, nullptr);
+    x[0] = 1.0f;
+    ASSERT_EQ(adsmCall(crash, {1, 1, 1}, {1, 1, 1}, nullptr), adsmSuccess) << detail();
+    EXPECT_EQ(adsmSync(), adsmErrorLaunchFailure);
+    std::string why = detail();
+    EXPECT_NE(why.find("ZE_RESULT_ERROR_DEVICE_LOST"), std::string::npos) << why;
+    EXPECT_NE(why.find("crash"), std::string::npos) << why;
+    float f = 2.0f;
+    unsigned n = 1;
+    void *args[] = {&x, &f, &n};
+    EXPECT_EQ(adsmCall(scale, {1, 1, 1}, {1, 1, 1}, args), adsmErrorDeviceLost);
+    EXPECT_NE(detail().find("lost"), std::string::npos) << detail();
+    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost);
+    void *d = nullptr;
+    EXPECT_EQ(adsmDeviceAlloc(&d, 4096), adsmErrorDeviceLost);
+}
+
+// The host mapped ADSM_VA_BASE before the runtime started: the driver
+// reserves elsewhere and the window follows it.  Run alone.
+TEST(LevelZeroDeviceMoved, WindowFollowsTheDriverWhenTheBaseIsTaken) {
+    void *squat = mmap(reinterpret_cast<void *>(0x300000000000ull), 1 << 20, PROT_READ,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    ASSERT_EQ(squat, reinterpret_cast<void *>(0x300000000000ull));
+    adsm::module::function<float *, float, unsigned> scale(load_module(), "scale");
+    unsigned n = 4096;
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    EXPECT_TRUE(reserved_by_driver(x));
+    EXPECT_FALSE(reinterpret_cast<uintptr_t>(x) >= 0x300000000000ull &&
+                 reinterpret_cast<uintptr_t>(x) < 0x300000000000ull + (1 << 20));
+    for (unsigned i = 0; i < n; ++i) x[i] = 1.5f;
+    scale(adsm::blocks_for(n, 64), adsm::dim3(64), x, 2.0f, n);
+    adsm::sync();
+    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 3.0f);
+    adsmFree(x);
+}
+
+// The dynamic loader finds a libze_loader.so.1 that is no library (a broken
+// install): the runtime says so and stays usable as an error.  Run alone,
+// with that file first on LD_LIBRARY_PATH.  (The loader without a GPU
+// driver, as on CI machines, is config_env's case.)
+TEST(LevelZeroNoDriver, MissingLoaderIsAClearNoDeviceError) {
+    void *p = adsmAlloc(4096);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorNoDevice);
+    EXPECT_NE(detail().find("libze_loader.so.1 cannot be loaded"), std::string::npos) << detail();
+    adsmModule_t m;
+    EXPECT_EQ(adsmLoadModule("/dev/null", &m), adsmErrorNoDevice);
+    EXPECT_EQ(adsmSync(), adsmErrorNoDevice);
+}
+
+}  // namespace

@@ -1,0 +1,44 @@
+# The levelzero back-end on the Level Zero double (a discrete device), in
+# every protocol; included by CMakeLists.txt in the normal and the sanitizer
+# build.
+add_executable(levelzero_device_tests levelzero_device_test.cpp)
+target_link_libraries(levelzero_device_tests PRIVATE ${ADSM_INTERNAL_LIBS} Threads::Threads ${CMAKE_DL_LIBS}
+  GTest::gtest GTest::gtest_main)
+add_dependencies(levelzero_device_tests fake_ze)
+set(on_ze_double "ADSM_DEVICE=levelzero;LD_LIBRARY_PATH=${doubles_dir};FAKE_ZE_MEMORY=268435456")
+foreach(p batch lazy rolling delta)
+  add_test(NAME levelzero.device.${p} COMMAND levelzero_device_tests --gtest_filter=LevelZeroDevice.*)
+  set_tests_properties(levelzero.device.${p} PROPERTIES TIMEOUT 300 ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=${p}")
+endforeach()
+add_test(NAME levelzero.device.rolling.4K COMMAND levelzero_device_tests --gtest_filter=LevelZeroDevice.*)
+set_tests_properties(levelzero.device.rolling.4K PROPERTIES TIMEOUT 300
+  ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=rolling;ADSM_BLOCK_SIZE=4K;ADSM_ROLLING_SIZE=2")
+add_test(NAME levelzero.device.fault COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceFault.*)
+add_test(NAME levelzero.device.moved_window COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceMoved.*)
+set_tests_properties(levelzero.device.fault levelzero.device.moved_window PROPERTIES TIMEOUT 120
+  ENVIRONMENT "${on_ze_double}")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/broken_loader/libze_loader.so.1 "not a shared library\n")
+add_test(NAME levelzero.no_loader COMMAND levelzero_device_tests --gtest_filter=LevelZeroNoDriver.*)
+set_tests_properties(levelzero.no_loader PROPERTIES TIMEOUT 60
+  ENVIRONMENT "ADSM_DEVICE=levelzero;LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/broken_loader")
+
+# The API tests on the double, in every protocol, with what cannot run on a
+# GPU back-end left out as on cuda (cuda_device_tests.cmake says why).
+set(api_on_ze "-KernelsTest.CallByName:ErrorsTest.KernelCrashIsReportedAtSyncAndTheProgramGoesOn:StressTest.*:SignalFaultsTest.*")
+foreach(p batch lazy rolling delta)
+  add_test(NAME api.levelzero.${p} COMMAND api_tests --gtest_filter=${api_on_ze})
+  set_tests_properties(api.levelzero.${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=${p}")
+endforeach()
+
+# The protocols' model-based test on the double: every byte the kernels
+# read and write travels to and from separate device memory.
+set(seed 300)
+foreach(cfg "batch|256K" "lazy|256K" "rolling|64K" "rolling|4K" "delta|64K" "delta|1M")
+  string(REPLACE "|" ";" parts "${cfg}")
+  list(GET parts 0 p)
+  list(GET parts 1 bs)
+  add_test(NAME model.levelzero.${p}.${bs} COMMAND protocol_tests --gtest_filter=ModelTest.*)
+  set_tests_properties(model.levelzero.${p}.${bs} PROPERTIES TIMEOUT 300 ENVIRONMENT
+    "${on_ze_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_ROLLING_SIZE=2;ADSM_MODEL_SEED=${seed}")
+  math(EXPR seed "${seed} + 1")
+endforeach()
