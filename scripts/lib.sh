@@ -3,7 +3,7 @@
 
 ADSM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ADSM_PACKAGES=(g++ cmake make pkg-config libgtest-dev libgmock-dev libunwind-dev libze-dev libfabric-dev libfabric-bin valgrind python3 sqlite3 gzip xz-utils
-    libjemalloc2 libtcmalloc-minimal4 libgc-dev guile-3.0)
+    libjemalloc2 libtcmalloc-minimal4 libgc-dev guile-3.0 clang llvm-spirv-14)
 
 # Installs the Debian packages that are not installed yet (none: no apt-get at all).
 adsm_install_deps() {

@@ -40,15 +40,15 @@ foreach(p batch lazy rolling delta)
 endforeach()
 
 # The CUDA example program itself on the double, in every protocol: its
-# kernels as host functions, preloaded for the double to find by name.
+# kernels as host functions (gpu_example_kernels_host, made in
+# levelzero_device_tests.cmake), preloaded for the double to find by name.
 if(TARGET cuda_example AND NOT ADSM_SANITIZE)  # a preloaded library would come before the sanitizer runtime
-  add_library(cuda_example_kernels_host SHARED ${PROJECT_SOURCE_DIR}/tests/examples/cuda_kernels_host.c)
   set(example_module ${CMAKE_CURRENT_BINARY_DIR}/cuda_kernels.double)
   file(WRITE ${example_module} "fake-module:scale:8,4,4;sum_list:8,8")
   foreach(p batch lazy rolling delta)
     add_test(NAME example.cuda.double.${p} COMMAND cuda_example ${example_module})
     set_tests_properties(example.cuda.double.${p} PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "cuda example: ok"
-      ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};LD_PRELOAD=$<TARGET_FILE:cuda_example_kernels_host>")
+      ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};LD_PRELOAD=$<TARGET_FILE:gpu_example_kernels_host>")
   endforeach()
 endif()
 

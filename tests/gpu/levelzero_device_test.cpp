@@ -166,6 +166,40 @@ TEST(LevelZeroDevice, ParameterSizesAreStatedAndTheirCountChecked) {
     EXPECT_EQ(adsmCall(k, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorInvalidValue);  // scale takes 3 arguments
 }
 
+#ifdef ADSM_SPIRV_MODULE
+// A SPIR-V module says its kernels' parameter sizes, which the driver does
+// not: adsmModuleGetKernel needs no stated sizes, and stated ones that
+// disagree are refused.  (The double runs the module's kernels as the host
+// functions of the same names, tests/examples/gpu_kernels_host.c.)
+TEST(LevelZeroDevice, SpirvModulesSayTheirKernelsParameterSizes) {
+    adsmModule_t m = nullptr;
+    ASSERT_EQ(adsmLoadModule(ADSM_SPIRV_MODULE, &m), adsmSuccess) << detail();
+    adsmKernel_t scale;
+    ASSERT_EQ(adsmModuleGetKernel(m, "scale", &scale), adsmSuccess) << detail();
+    unsigned int count = 0;
+    size_t got[3] = {};
+    ASSERT_EQ(adsmGetKernelParams(scale, &count, got, 3), adsmSuccess);
+    EXPECT_EQ(count, 3u);
+    EXPECT_EQ(got[0], 8u);
+    EXPECT_EQ(got[1], 4u);
+    EXPECT_EQ(got[2], 4u);
+    const size_t wrong[] = {8, 8, 4};
+    adsmKernel_t k;
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "scale", 3, wrong, &k), adsmErrorInvalidValue);
+    EXPECT_NE(detail().find("parameter 1 has 4 bytes, 8 declared"), std::string::npos) << detail();
+    unsigned n = 4096;
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i);
+    float f = 0.5f;
+    void *args[] = {&x, &f, &n};
+    ASSERT_EQ(adsmCall(scale, {n / 128, 1, 1}, {128, 1, 1}, args), adsmSuccess) << detail();
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.5f * static_cast<float>(i)) << i;
+    adsmFree(x);
+}
+#endif
+
 TEST(LevelZeroDevice, GranulesAreSharedAndReleased) {
     size_t before = device_bytes();
     void *a = adsmAlloc(4096), *b = adsmAlloc(4096);

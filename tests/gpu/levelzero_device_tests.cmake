@@ -1,10 +1,18 @@
 # The levelzero back-end on the Level Zero double (a discrete device), in
 # every protocol; included by CMakeLists.txt in the normal and the sanitizer
 # build.
+# The GPU examples' kernels as host functions: what the double runs for a
+# SPIR-V module's kernels (by name), and for the example's own.
+add_library(gpu_example_kernels_host SHARED ${PROJECT_SOURCE_DIR}/tests/examples/gpu_kernels_host.c)
 add_executable(levelzero_device_tests levelzero_device_test.cpp)
 target_link_libraries(levelzero_device_tests PRIVATE ${ADSM_INTERNAL_LIBS} Threads::Threads ${CMAKE_DL_LIBS}
-  GTest::gtest GTest::gtest_main)
+  GTest::gtest GTest::gtest_main gpu_example_kernels_host)
+target_link_options(levelzero_device_tests PRIVATE -Wl,--no-as-needed)
 add_dependencies(levelzero_device_tests fake_ze)
+if(ADSM_SPIRV_MODULE)
+  add_dependencies(levelzero_device_tests levelzero_kernels)
+  target_compile_definitions(levelzero_device_tests PRIVATE ADSM_SPIRV_MODULE="${ADSM_SPIRV_MODULE}")
+endif()
 set(on_ze_double "ADSM_DEVICE=levelzero;LD_LIBRARY_PATH=${doubles_dir};FAKE_ZE_MEMORY=268435456")
 foreach(p batch lazy rolling delta)
   add_test(NAME levelzero.device.${p} COMMAND levelzero_device_tests --gtest_filter=LevelZeroDevice.*)
@@ -42,3 +50,27 @@ foreach(cfg "batch|256K" "lazy|256K" "rolling|64K" "rolling|4K" "delta|64K" "del
     "${on_ze_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_ROLLING_SIZE=2;ADSM_MODEL_SEED=${seed}")
   math(EXPR seed "${seed} + 1")
 endforeach()
+
+# The Level Zero example program itself on the double, in every protocol:
+# its kernels as host functions, preloaded for the double to find by name.
+if(NOT ADSM_SANITIZE)  # a preloaded library would come before the sanitizer runtime
+  set(ze_example_module ${CMAKE_CURRENT_BINARY_DIR}/levelzero_kernels.double)
+  file(WRITE ${ze_example_module} "scale:8,4,4;sum_list:8,8")
+  foreach(p batch lazy rolling delta)
+    add_test(NAME example.levelzero.double.${p} COMMAND levelzero_example ${ze_example_module})
+    set_tests_properties(example.levelzero.double.${p} PROPERTIES TIMEOUT 300
+      PASS_REGULAR_EXPRESSION "levelzero example: ok"
+      ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=${p};LD_PRELOAD=$<TARGET_FILE:gpu_example_kernels_host>")
+  endforeach()
+  # And with the SPIR-V that clang and llvm-spirv made of levelzero_kernels.cl:
+  # the parameter sizes the runtime reads from it must agree with the
+  # program's.
+  if(ADSM_SPIRV_MODULE)
+    foreach(p batch delta)
+      add_test(NAME example.levelzero.double.spirv.${p} COMMAND levelzero_example ${ADSM_SPIRV_MODULE})
+      set_tests_properties(example.levelzero.double.spirv.${p} PROPERTIES TIMEOUT 300
+        PASS_REGULAR_EXPRESSION "levelzero example: ok"
+        ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=${p};LD_PRELOAD=$<TARGET_FILE:gpu_example_kernels_host>")
+    endforeach()
+  endif()
+endif()

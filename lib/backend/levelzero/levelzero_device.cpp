@@ -5,13 +5,12 @@
 #include <cstring>
 #include <string>
 
+#include "backend/levelzero/spirv_params.h"
 #include "support/log.h"
 #include "support/stats.h"
 
 namespace adsm::levelzero {
 namespace {
-
-constexpr uint32_t kSpirvMagic = 0x07230203;
 
 bool device_is_gone(ze_result_t r) {
     return r == ZE_RESULT_ERROR_DEVICE_LOST || r == ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET;
@@ -221,6 +220,11 @@ Status LevelZeroDevice::load_module(const void *image, size_t size, void **modul
                     spirv ? "SPIR-V" : "native", gpu_name_, Driver::describe(r), static_cast<unsigned>(r),
                     text.empty() ? "" : "; ", text.c_str());
     }
+    if (spirv) {
+        std::lock_guard<std::mutex> lock(spirv_mu_);
+        const auto *bytes = static_cast<const uint8_t *>(image);
+        spirv_[m].assign(bytes, bytes + md.inputSize);
+    }
     *module = m;
     return adsmSuccess;
 }
@@ -242,8 +246,16 @@ Status LevelZeroDevice::module_function(void *module, const char *name, void **f
         return ze_fail(adsmErrorInvalidValue, r, "levelzero: zeKernelGetProperties");
     if (kp.numKernelArgs > kMaxKernelParams)
         return fail(adsmErrorNotSupported, "kernel '%s' has more than %u parameters", name, kMaxKernelParams);
-    // The driver tells how many parameters, not their sizes.
+    // The driver tells how many parameters, not their sizes: a SPIR-V
+    // module says those; any other module's kernels have them stated.
     param_sizes->assign(kp.numKernelArgs, kUnknownParamSize);
+    {
+        std::lock_guard<std::mutex> lock(spirv_mu_);
+        std::vector<uint32_t> read;
+        if (auto it = spirv_.find(module); it != spirv_.end() &&
+            spirv_kernel_params(it->second.data(), it->second.size(), name, &read) && read.size() == kp.numKernelArgs)
+            *param_sizes = read;
+    }
     *fn = k;
     return adsmSuccess;
 }

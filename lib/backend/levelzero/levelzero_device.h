@@ -17,6 +17,9 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "backend/device.h"
 #include "backend/gpu/device_loss.h"
@@ -90,6 +93,10 @@ private:
     CopyEngine copies_;
     Stream streams_[kMaxStreams];
     std::mutex launch_locks_[64];
+    // SPIR-V modules' images, which say what the driver does not: the
+    // sizes of their kernels' parameters (spirv_params.h).
+    std::mutex spirv_mu_;
+    std::unordered_map<void *, std::vector<uint8_t>> spirv_;
     gpu::DeviceLoss loss_{"levelzero"};
 };
 

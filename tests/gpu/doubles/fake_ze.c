@@ -78,8 +78,35 @@ static int the_driver, the_device, the_context;
 #define ZE_ARG_SLOT 64
 
 struct _ze_module_handle_t {
-    char image[4096];
+    char image[4096];          /* the double's text format */
+    uint32_t *spirv;           /* or a SPIR-V module's words */
+    size_t spirv_words;
 };
+
+/* A SPIR-V module's kernel `name`: how many parameters its entry point's
+ * function takes, or -1 if the module has no such kernel.  The kernel then
+ * runs as the host function of that name, which the test preloads. */
+static int spirv_param_count(const uint32_t *w, size_t n, const char *name) {
+    uint32_t fn = 0;
+    int in_kernel = 0, count = -1;
+    for (size_t at = 5; at < n;) {
+        uint32_t words = w[at] >> 16, op = w[at] & 0xffff;
+        if (words == 0 || words > n - at) return -1;
+        if (op == 15 && words >= 4 && w[at + 1] == 6 && !fn &&
+            strncmp((const char *)&w[at + 3], name, (words - 3) * 4) == 0)
+            fn = w[at + 2];
+        if (op == 54 && words >= 5) {
+            in_kernel = fn && w[at + 2] == fn;
+            if (in_kernel) count = 0;
+        } else if (op == 55 && in_kernel) {
+            ++count;
+        } else if (op != 55) {
+            in_kernel = 0; /* the parameters come right after OpFunction */
+        }
+        at += words;
+    }
+    return count;
+}
 struct _ze_kernel_handle_t {
     fake_kernel k;  /* parameter sizes come from the arguments set */
     unsigned char args[FAKE_MAX_PARAMS][ZE_ARG_SLOT];
@@ -224,9 +251,20 @@ ENTRY(zeModuleCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_
     if (log) *log = (ze_module_build_log_handle_t)calloc(1, sizeof(struct _ze_module_build_log_handle_t));
     if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !module || !desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    /* The double's modules are text ("name:sizes;..."); anything else fails
-     * to build, with a log that says why, as a driver's compiler would. */
+    /* The double's modules are text ("name:sizes;...") or SPIR-V; anything
+     * else fails to build, with a log that says why, as a driver's compiler
+     * would. */
     const char *image = (const char *)desc->pInputModule;
+    uint32_t magic = 0;
+    if (desc->inputSize >= 20) memcpy(&magic, image, 4);
+    if (desc->format == ZE_MODULE_FORMAT_IL_SPIRV && magic == 0x07230203 && desc->inputSize % 4 == 0) {
+        struct _ze_module_handle_t *m = (struct _ze_module_handle_t *)calloc(1, sizeof *m);
+        m->spirv = (uint32_t *)malloc(desc->inputSize);
+        memcpy(m->spirv, image, desc->inputSize);
+        m->spirv_words = desc->inputSize / 4;
+        *module = m;
+        return ZE_RESULT_SUCCESS;
+    }
     int text = desc->inputSize > 0 && memchr(image, ':', desc->inputSize) != NULL;
     for (size_t i = 0; text && i < desc->inputSize && image[i]; ++i) text = image[i] >= 0x20 && image[i] < 0x7f;
     if (!text) {
@@ -268,6 +306,7 @@ ENTRY(zeModuleBuildLogDestroy, ze_module_build_log_handle_t log) {
 
 ENTRY(zeModuleDestroy, ze_module_handle_t m) {
     COUNT();
+    if (m) free(m->spirv);
     free(m);
     return ZE_RESULT_SUCCESS;
 }
@@ -278,7 +317,18 @@ ENTRY(zeKernelCreate, ze_module_handle_t m, const ze_kernel_desc_t *desc, ze_ker
     if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !kernel || !desc->pKernelName) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     struct _ze_kernel_handle_t *k = (struct _ze_kernel_handle_t *)calloc(1, sizeof *k);
-    if (!fake_module_find(m->image, desc->pKernelName, &k->k)) {
+    if (m->spirv) {
+        int n = spirv_param_count(m->spirv, m->spirv_words, desc->pKernelName);
+        void *fn = n >= 0 && n <= FAKE_MAX_PARAMS ? dlsym(RTLD_DEFAULT, desc->pKernelName) : NULL;
+        if (!fn) {
+            free(k);
+            return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
+        }
+        snprintf(k->k.name, sizeof k->k.name, "%s", desc->pKernelName);
+        k->k.nparams = (unsigned)n;
+        for (int i = 0; i < n; ++i) k->k.sizes[i] = ZE_ARG_SLOT; /* whatever was set, whole */
+        k->k.fn = (gpu_kernel)fn;
+    } else if (!fake_module_find(m->image, desc->pKernelName, &k->k)) {
         free(k);
         return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
     }

@@ -1,7 +1,8 @@
-/* The kernels of cuda_kernels.cu as host functions, for the CUDA driver
- * double: preloaded, they are the symbols the double finds by name when the
- * example loads cuda_kernels.double (the double's module format), so the
- * example program itself runs unchanged on the double's discrete device. */
+/* The GPU examples' kernels (cuda_kernels.cu, levelzero_kernels.cl) as host
+ * functions, for the drivers' doubles: preloaded, they are the symbols a
+ * double finds by name when an example loads the double's module format,
+ * so the example program itself runs unchanged on the double's discrete
+ * device. */
 #include <stddef.h>
 
 #include "../gpu/gpu_idx.h"
