@@ -221,7 +221,7 @@ Status LevelZeroDevice::load_module(const void *image, size_t size, void **modul
                     text.empty() ? "" : "; ", text.c_str());
     }
     if (spirv) {
-        std::lock_guard<std::mutex> lock(spirv_mu_);
+        std::lock_guard<std::mutex> lock(modules_mu_);
         const auto *bytes = static_cast<const uint8_t *>(image);
         spirv_[m].assign(bytes, bytes + md.inputSize);
     }
@@ -231,14 +231,18 @@ Status LevelZeroDevice::load_module(const void *image, size_t size, void **modul
 
 Status LevelZeroDevice::module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
-    ze_kernel_desc_t kd = {};
-    kd.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC;
-    kd.pKernelName = name;
-    ze_kernel_handle_t k = nullptr;
-    if (ze_result_t r = d_->zeKernelCreate(static_cast<ze_module_handle_t>(module), &kd, &k); r != ZE_RESULT_SUCCESS) {
-        if (r == ZE_RESULT_ERROR_INVALID_KERNEL_NAME)
-            return fail(adsmErrorKernelNotFound, "the module has no kernel '%s'", name);
-        return ze_fail(adsmErrorInvalidValue, r, "levelzero: zeKernelCreate");
+    std::lock_guard<std::mutex> lock(modules_mu_);
+    ze_kernel_handle_t &k = kernels_[{module, name}];
+    if (!k) {
+        ze_kernel_desc_t kd = {};
+        kd.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC;
+        kd.pKernelName = name;
+        if (ze_result_t r = d_->zeKernelCreate(static_cast<ze_module_handle_t>(module), &kd, &k); r != ZE_RESULT_SUCCESS) {
+            kernels_.erase({module, name});
+            if (r == ZE_RESULT_ERROR_INVALID_KERNEL_NAME)
+                return fail(adsmErrorKernelNotFound, "the module has no kernel '%s'", name);
+            return ze_fail(adsmErrorInvalidValue, r, "levelzero: zeKernelCreate");
+        }
     }
     ze_kernel_properties_t kp = {};
     kp.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES;
@@ -249,13 +253,10 @@ Status LevelZeroDevice::module_function(void *module, const char *name, void **f
     // The driver tells how many parameters, not their sizes: a SPIR-V
     // module says those; any other module's kernels have them stated.
     param_sizes->assign(kp.numKernelArgs, kUnknownParamSize);
-    {
-        std::lock_guard<std::mutex> lock(spirv_mu_);
-        std::vector<uint32_t> read;
-        if (auto it = spirv_.find(module); it != spirv_.end() &&
-            spirv_kernel_params(it->second.data(), it->second.size(), name, &read) && read.size() == kp.numKernelArgs)
-            *param_sizes = read;
-    }
+    std::vector<uint32_t> read;
+    if (auto it = spirv_.find(module); it != spirv_.end() &&
+        spirv_kernel_params(it->second.data(), it->second.size(), name, &read) && read.size() == kp.numKernelArgs)
+        *param_sizes = read;
     *fn = k;
     return adsmSuccess;
 }

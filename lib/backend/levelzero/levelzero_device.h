@@ -16,6 +16,9 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <string>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -94,9 +97,12 @@ private:
     Stream streams_[kMaxStreams];
     std::mutex launch_locks_[64];
     // SPIR-V modules' images, which say what the driver does not: the
-    // sizes of their kernels' parameters (spirv_params.h).
-    std::mutex spirv_mu_;
+    // sizes of their kernels' parameters (spirv_params.h).  And the kernel
+    // objects made of modules, one per name (kernels, as modules, live as
+    // long as the process).
+    std::mutex modules_mu_;
     std::unordered_map<void *, std::vector<uint8_t>> spirv_;
+    std::map<std::pair<void *, std::string>, ze_kernel_handle_t> kernels_;
     gpu::DeviceLoss loss_{"levelzero"};
 };
 

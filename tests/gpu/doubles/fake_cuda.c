@@ -53,6 +53,9 @@ static __thread CUcontext current_ctx;
 
 struct CUmod_st {
     char image[4096];
+    /* Its functions, made at their first cuModuleGetFunction: the driver
+     * hands out one handle per name for the module's life. */
+    fake_kernel *functions[64];
 };
 struct CUevent_st {
     atomic_int done;
@@ -163,9 +166,21 @@ EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const cha
     if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
     fake_kernel k;
     if (!fake_module_find(m->image, name, &k)) return CUDA_ERROR_NOT_FOUND;
-    fake_kernel *copy = (fake_kernel *)malloc(sizeof k);
-    *copy = k;
-    *f = (CUfunction)copy;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    int i = 0;
+    for (; i < 64 && m->functions[i]; ++i)
+        if (strcmp(m->functions[i]->name, k.name) == 0) break;
+    if (i == 64) {
+        pthread_mutex_unlock(&mu);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!m->functions[i]) {
+        m->functions[i] = (fake_kernel *)malloc(sizeof k);
+        *m->functions[i] = k;
+    }
+    *f = (CUfunction)m->functions[i];
+    pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;
 }
 
