@@ -26,7 +26,11 @@ bool decide(Api api) {
     }
     if (c.gpu_apis == "on") return true;
     if (c.gpu_apis == "off") return false;
-    return c.device == (api == Api::cuda ? "cuda" : "levelzero");
+    // A routed Level Zero program's launches run kernels registered under
+    // its kernels' names, which the levelzero back-end (GPU code only)
+    // cannot run: its programs keep their own driver until their own
+    // kernels can be launched there.
+    return api == Api::cuda && c.device == "cuda";
 }
 
 Status ready(Runtime **rt) {

@@ -166,7 +166,9 @@ static struct {
 static pthread_mutex_t fake_allocs_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *fake_alloc(size_t n) {
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* Shared: a kernel of the discrete device runs in a child process (fake_vmm.h)
+     * and its writes to this memory must reach the program. */
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
     pthread_mutex_lock(&fake_allocs_mu);
     for (int i = 0; i < FAKE_MAX_ALLOCS; ++i)
