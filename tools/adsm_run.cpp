@@ -29,7 +29,7 @@ const char *const kUsage =
     "options:\n"
     "  --protocol P        coherence protocol (ADSM_PROTOCOL): %s\n"
     "  --block-size S      coherence block size (ADSM_BLOCK_SIZE), e.g. 64K, 1M\n"
-    "  --device D          accelerator back-end (ADSM_DEVICE): sim, cpu, cuda, remote; a\n"
+    "  --device D          accelerator back-end (ADSM_DEVICE): sim, cpu, cuda, levelzero, remote; a\n"
     "                      list such as sim,sim gives the program several devices\n"
     "  --remote HOST:PORT  the adsm-device-server a remote device is (ADSM_REMOTE)\n"
     "  --remote-key FILE   the key shared with it, readable by its owner alone (ADSM_REMOTE_KEY)\n"
