@@ -123,6 +123,30 @@ TEST(LevelZeroDevice, KernelsComputeOnDeviceMemory) {
     EXPECT_EQ(adsmFree(x), adsmSuccess);
 }
 
+// Rolling sends the blocks the CPU has finished writing while it goes on,
+// delta brings back the blocks it learned the CPU reads after a call: both
+// through the asynchronous copies, whose every byte is checked here.
+TEST(LevelZeroDevice, AsynchronousCopiesCarryEveryByte) {
+    adsm::module::function<float *, float, unsigned> scale(load_module(), "scale");
+    const unsigned n = (24u << 20) / sizeof(float);
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    uint64_t async_before = adsm::stats().get(adsm::Counter::async_copies);
+    for (int round = 0; round < 4; ++round) {
+        for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>((i + round) % 977);
+        scale(adsm::blocks_for(n, 256), adsm::dim3(256), x, 2.0f, n);
+        adsm::sync();
+        for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 2.0f * static_cast<float>((i + round) % 977)) << round << " " << i;
+    }
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    std::string p = info.protocol;
+    if (p == "rolling" || p == "delta") {
+        EXPECT_GT(adsm::stats().get(adsm::Counter::async_copies), async_before) << p << " copied nothing asynchronously";
+    }
+    adsmFree(x);
+}
+
 TEST(LevelZeroDevice, EmbeddedPointersWorkInKernels) {
     adsm::module::function<ze_test_node *, long *> sum(load_module(), "sum_list");
     const int count = 1000;

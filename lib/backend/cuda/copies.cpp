@@ -2,15 +2,9 @@
 
 #include <cstring>
 
-#include "os/futex.h"
 #include "support/log.h"
 
 namespace adsm::cuda {
-namespace {
-// How often a waiter looks at the stream itself: a failed stream never runs
-// the host functions that would wake it.
-constexpr uint64_t kPollNs = 50ull * 1000 * 1000;
-}  // namespace
 
 Status CopyEngine::init(const Driver *d, const gpu::Window *window) {
     d_ = d;
@@ -73,14 +67,12 @@ void CUDA_CB CopyEngine::landed(void *p) {
     Pending *job = static_cast<Pending *>(p);
     CopyEngine *e = job->engine;
     if (job->done) job->done(job->arg, adsmSuccess);
-    e->completed_.store(job->ticket, std::memory_order_release);
-    e->wake_.fetch_add(1, std::memory_order_release);
-    os::futex_wake(&e->wake_);
+    e->tickets_.land(job->ticket);
 }
 
 uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t n, CopyDone done, void *arg) {
     submit_mu_.lock();
-    uint64_t t = issued_.load(std::memory_order_relaxed) + 1;
+    uint64_t t = tickets_.next();
     if (t > kRing) wait(t - kRing);  // the slot's last user has landed
     Pending *job = &ring_[t % kRing];
     *job = Pending{this, done, arg, t};
@@ -96,7 +88,7 @@ uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t 
         if (done) done(arg, adsmErrorDeviceLost);
         return 0;
     }
-    issued_.store(t, std::memory_order_release);
+    tickets_.issue(t);
     submit_mu_.unlock();
     return t;
 }
@@ -110,21 +102,16 @@ uint64_t CopyEngine::to_host_async(void *dst, CUdeviceptr src, size_t n, CopyDon
 }
 
 void CopyEngine::wait(uint64_t ticket) {
-    for (;;) {
-        uint32_t seen = wake_.load(std::memory_order_acquire);
-        if (completed_.load(std::memory_order_acquire) >= ticket) return;
-        if (os::futex_wait(&wake_, seen, kPollNs) == -ETIMEDOUT) {
-            CUresult r = d_->cuStreamQuery(stream_);
-            if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) {
-                note_failure(r, "cuda: the copy stream");
-                return;
-            }
-        }
-    }
+    tickets_.wait(ticket, [this] {
+        CUresult r = d_->cuStreamQuery(stream_);
+        if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return false;
+        note_failure(r, "cuda: the copy stream");
+        return true;
+    });
 }
 
 Status CopyEngine::order_before(CUstream s) {
-    if (completed_.load(std::memory_order_acquire) >= issued_.load(std::memory_order_acquire)) return adsmSuccess;
+    if (tickets_.all_landed()) return adsmSuccess;
     submit_mu_.lock();
     CUresult r = d_->cuEventRecord(fence_, stream_);
     if (r == CUDA_SUCCESS) r = d_->cuStreamWaitEvent(s, fence_, 0);

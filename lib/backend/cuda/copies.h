@@ -23,6 +23,7 @@
 
 #include "backend/cuda/driver.h"
 #include "backend/device.h"
+#include "backend/gpu/copy_tickets.h"
 #include "backend/gpu/window.h"
 #include "os/futex_lock.h"
 
@@ -42,7 +43,7 @@ public:
     uint64_t to_host_async(void *dst, CUdeviceptr src, size_t n, CopyDone done, void *arg);
     // Returns once every copy up to `ticket` has landed, or the stream failed.
     void wait(uint64_t ticket);
-    uint64_t last_ticket() const { return issued_.load(std::memory_order_acquire); }
+    uint64_t last_ticket() const { return tickets_.last(); }
 
     // Makes `s` wait (on the device, not the host) for every copy queued so far.
     Status order_before(CUstream s);
@@ -71,9 +72,7 @@ private:
     CUstream sync_stream_ = nullptr;  // synchronous copies and fills
     CUevent fence_ = nullptr;
     os::FutexLock submit_mu_;  // ticket order is queue order; guards fence_ too
-    std::atomic<uint64_t> issued_{0};
-    std::atomic<uint64_t> completed_{0};
-    std::atomic<uint32_t> wake_{0};  // futex word, bumped on every landing
+    gpu::CopyTickets tickets_;
     Pending ring_[kRing];
     std::atomic<int> failure_{CUDA_SUCCESS};
 };

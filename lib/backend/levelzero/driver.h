@@ -38,6 +38,7 @@ namespace adsm::levelzero {
     X(zeEventDestroy)                                                 \
     X(zeEventHostSynchronize)                                         \
     X(zeEventHostReset)                                               \
+    X(zeEventHostSignal)                                              \
     X(zeModuleCreate)                                                 \
     X(zeModuleBuildLogGetString)                                      \
     X(zeModuleBuildLogDestroy)                                        \

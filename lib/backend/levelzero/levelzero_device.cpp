@@ -134,7 +134,8 @@ Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd
     granule_driver_.init(d_, ctx_, dev_);
     memory_.init(&granule_driver_, window_.granularity, base, host_fd, host_alias);
     if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
-    return copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_);
+    if (Status s = copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_); s != adsmSuccess) return s;
+    return async_.init(d_, ctx_, dev_, copy_ordinal_, &window_);
 }
 
 Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
@@ -185,6 +186,38 @@ Status LevelZeroDevice::fill(uintptr_t dev, int value, size_t n) {
     if (Status s = copies_.fill(dev, value, n); s != adsmSuccess) return s;
     stats().add(Counter::device_fills);
     return adsmSuccess;
+}
+
+uint64_t LevelZeroDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    if (Status s = loss_.usable(); s != adsmSuccess) {
+        if (done) done(arg, s);
+        return 0;
+    }
+    if (Status s = injected_failure(os::injection::Site::device_copy, "asynchronous copy"); s != adsmSuccess) {
+        note_copy_failure(s);
+        if (done) done(arg, s);
+        return 0;
+    }
+    stats().add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
+    stats().add(to_device ? Counter::h2d_bytes : Counter::d2h_bytes, n);
+    stats().add(Counter::async_copies);
+    host = window_.host_name(host);
+    return to_device ? async_.to_device(dev, host, n, done, arg) : async_.to_host(host, dev, n, done, arg);
+}
+
+uint64_t LevelZeroDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+    return copy_async(true, const_cast<void *>(src), dev, n, done, arg);
+}
+
+uint64_t LevelZeroDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    return copy_async(false, dst, dev, n, done, arg);
+}
+
+Status LevelZeroDevice::wait_copies(uint64_t ticket) {
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    async_.wait(ticket == kAllCopies ? async_.last_ticket() : ticket);
+    if (Status s = async_.take_failure(); s != adsmSuccess) return s;
+    return take_copy_failure();  // one that never reached the engine
 }
 
 // ---------------------------------------------------------------- modules
@@ -350,6 +383,8 @@ Status LevelZeroDevice::launch(StreamId id, const LaunchDesc &l) {
         r = d_->zeKernelSetArgumentValue(kernel, static_cast<uint32_t>(i), k->param_sizes[i], blob + k->param_offsets[i]);
         if (r != ZE_RESULT_SUCCESS) return driver_error(r, what, adsmErrorInvalidLaunch);
     }
+    // Copies still in flight (a rolling flush) land before the kernel starts.
+    if (!async_.all_landed()) async_.wait(async_.last_ticket());
     // A command list orders nothing by itself: the kernel waits for the
     // context's earlier ones, as a stream's would.
     ze_group_count_t groups = {l.grid.x, l.grid.y, l.grid.z};
@@ -376,7 +411,7 @@ Status LevelZeroDevice::synchronize(StreamId id) {
         snprintf(what, sizeof what, "kernel '%s' on %.200s", k ? k->name.c_str() : "?", gpu_name_);
         return driver_error(r, what, adsmErrorLaunchFailure);
     }
-    return adsmSuccess;
+    return async_.take_failure();
 }
 
 }  // namespace adsm::levelzero

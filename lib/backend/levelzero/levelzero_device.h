@@ -5,7 +5,8 @@
 // window's device addresses first and the host mirror is mapped over that
 // reservation; device memory is mapped into the window on demand
 // (gpu/granules.h, memory.h); copies name host memory by the alias and go
-// through pinned staging memory on the copy engine (copies.h); each
+// through pinned staging memory on the copy engine (copies.h, and
+// async_copies.h for the copies that overlap the program); each
 // context's kernels go to an immediate command list of its own on the
 // compute queue group.  Kernels are GPU code from modules (SPIR-V or the
 // device's native binaries).
@@ -28,6 +29,7 @@
 #include "backend/gpu/device_loss.h"
 #include "backend/gpu/granules.h"
 #include "backend/gpu/window.h"
+#include "backend/levelzero/async_copies.h"
 #include "backend/levelzero/copies.h"
 #include "backend/levelzero/driver.h"
 #include "backend/levelzero/memory.h"
@@ -53,6 +55,9 @@ public:
     Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
     Status fill(uintptr_t dev, int value, size_t n) override;
+    uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) override;
+    uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override;
+    Status wait_copies(uint64_t ticket) override;
 
     void detach_after_fork() override { loss_.forked(); }
 
@@ -69,6 +74,7 @@ private:
     LevelZeroDevice() = default;
     // Turns a driver error into the runtime's; a lost device is lost for good.
     Status driver_error(ze_result_t r, const char *what, Status usual);
+    uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
 
     static constexpr uint32_t kMaxStreams = 4096;
     struct Stream {
@@ -94,6 +100,7 @@ private:
     GranuleDriver granule_driver_;
     gpu::Granules memory_;
     CopyEngine copies_;
+    AsyncCopies async_;
     Stream streams_[kMaxStreams];
     std::mutex launch_locks_[64];
     // SPIR-V modules' images, which say what the driver does not: the

@@ -1,0 +1,145 @@
+#include "backend/levelzero/async_copies.h"
+
+#include <pthread.h>
+
+#include <cstring>
+
+#include "os/futex.h"
+#include "support/log.h"
+
+namespace adsm::levelzero {
+
+Status AsyncCopies::init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
+                         const gpu::Window *window) {
+    d_ = d;
+    window_ = window;
+    ze_command_queue_desc_t q = {};
+    q.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+    q.ordinal = ordinal;
+    q.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
+    q.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
+    if (ze_result_t r = d_->zeCommandListCreateImmediate(ctx, dev, &q, &list_); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the asynchronous copy list");
+    ze_event_pool_desc_t pd = {};
+    pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+    pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+    pd.count = kSlots;
+    if (ze_result_t r = d_->zeEventPoolCreate(ctx, &pd, 1, &dev, &pool_); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the asynchronous copies' events");
+    for (uint32_t i = 0; i < kSlots; ++i) {
+        ze_event_desc_t ed = {};
+        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+        ed.index = i;
+        ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
+        ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
+        if (ze_result_t r = d_->zeEventCreate(pool_, &ed, &events_[i]); r != ZE_RESULT_SUCCESS)
+            return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the asynchronous copies' events");
+    }
+    ze_host_mem_alloc_desc_t hd = {};
+    hd.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
+    void *staging = nullptr;
+    if (ze_result_t r = d_->zeMemAllocHost(ctx, &hd, kSlots * kChunk, 4096, &staging); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot allocate pinned staging memory (zeMemAllocHost)");
+    staging_ = static_cast<unsigned char *>(staging);
+    pthread_t t;
+    if (pthread_create(&t, nullptr, &AsyncCopies::landing_main, this) != 0)
+        return fail(adsmErrorInitialization, "levelzero: cannot start the copy landing thread");
+    pthread_detach(t);
+    return adsmSuccess;
+}
+
+uint64_t AsyncCopies::to_device(uintptr_t dst, const void *src, size_t n, CopyDone done, void *arg) {
+    return submit(true, const_cast<void *>(src), dst, n, done, arg);
+}
+
+uint64_t AsyncCopies::to_host(void *dst, uintptr_t src, size_t n, CopyDone done, void *arg) {
+    return submit(false, dst, src, n, done, arg);
+}
+
+uint64_t AsyncCopies::submit(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    unsigned char *h = static_cast<unsigned char *>(host);
+    submit_mu_.lock();
+    uint64_t t = 0;
+    for (size_t off = 0; off < n || off == 0; off += kChunk) {
+        size_t piece_n = n - off < kChunk ? n - off : kChunk;
+        t = tickets_.next();
+        if (t > kSlots) wait(t - kSlots);  // the slot's chunk and event are free again
+        unsigned char *stage = staging_ + (t % kSlots) * kChunk;
+        Pending &p = slots_[t % kSlots];
+        p = Pending{};
+        p.last = off + piece_n >= n;
+        if (p.last) {
+            p.done = done;
+            p.arg = arg;
+        }
+        p.host = to_device ? nullptr : h + off;
+        p.n = piece_n;
+        if (to_device) memcpy(stage, h + off, piece_n);
+        ze_event_handle_t ev = events_[t % kSlots];
+        ze_result_t r =
+            window_->in_pieces(dev + off, piece_n, ZE_RESULT_SUCCESS, [&](uintptr_t at, size_t done_n, size_t len) {
+                void *d = to_device ? reinterpret_cast<void *>(at) : stage + done_n;
+                const void *s = to_device ? static_cast<const void *>(stage + done_n) : reinterpret_cast<const void *>(at);
+                return d_->zeCommandListAppendMemoryCopy(list_, d, s, len, nullptr, 0, nullptr);
+            });
+        // Level Zero orders nothing in a list by itself: the barrier's event
+        // says the piece (and every one before it) has landed.
+        if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, ev, 0, nullptr);
+        if (r != ZE_RESULT_SUCCESS) {
+            // Not queued whole: the landing thread reports it in its turn,
+            // so that the tickets stay in order.
+            p.failed = true;
+            int none = ZE_RESULT_SUCCESS;
+            failure_.compare_exchange_strong(none, static_cast<int>(r));
+            d_->zeEventHostSignal(ev);
+        }
+        tickets_.issue(t);
+        // The landing thread goes on with it (a long copy's later pieces
+        // wait for its earlier ones to land).
+        work_.fetch_add(1, std::memory_order_release);
+        os::futex_wake(&work_);
+        if (n == 0) break;
+    }
+    submit_mu_.unlock();
+    return t;
+}
+
+void AsyncCopies::land_next(uint64_t t) {
+    ze_event_handle_t ev = events_[t % kSlots];
+    ze_result_t r = d_->zeEventHostSynchronize(ev, UINT64_MAX);
+    d_->zeEventHostReset(ev);
+    const Pending &p = slots_[t % kSlots];
+    bool failed = p.failed || r != ZE_RESULT_SUCCESS || failed_piece_;
+    if (r != ZE_RESULT_SUCCESS) {
+        int none = ZE_RESULT_SUCCESS;
+        if (failure_.compare_exchange_strong(none, static_cast<int>(r)))
+            ADSM_LOG(error, "levelzero: an asynchronous copy failed: %s", Driver::describe(r));
+    }
+    if (!failed && p.host) memcpy(p.host, staging_ + (t % kSlots) * kChunk, p.n);
+    failed_piece_ = failed && !p.last;
+    // The copy is done before its ticket lands: a waiter finds its CopyDone run.
+    if (p.last && p.done) p.done(p.arg, failed ? adsmErrorDeviceLost : adsmSuccess);
+    tickets_.land(t);  // the slot may be reused from here on
+}
+
+void *AsyncCopies::landing_main(void *self) {
+    auto *a = static_cast<AsyncCopies *>(self);
+    for (;;) {
+        uint32_t seen = a->work_.load(std::memory_order_acquire);
+        uint64_t next = a->tickets_.landed() + 1;
+        if (next > a->tickets_.last()) {
+            os::futex_wait(&a->work_, seen);
+            continue;
+        }
+        a->land_next(next);
+    }
+    return nullptr;
+}
+
+Status AsyncCopies::take_failure() {
+    int r = failure_.exchange(ZE_RESULT_SUCCESS);
+    if (r == ZE_RESULT_SUCCESS) return adsmSuccess;
+    return ze_fail(adsmErrorDeviceLost, static_cast<ze_result_t>(r), "levelzero: an asynchronous copy");
+}
+
+}  // namespace adsm::levelzero
