@@ -15,39 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include "device_test_kernels.h"
 #include "support/stats.h"
 
-extern "C" {
-// Kernels as the double runs them: host functions, one call per thread.
-void cuda_test_scale(const adsmThreadIdx *t, void **a) {
-    float *x = *static_cast<float **>(a[0]);
-    float f = *static_cast<float *>(a[1]);
-    unsigned n = *static_cast<unsigned *>(a[2]);
-    unsigned i = t->blockIdx.x * t->blockDim.x + t->threadIdx.x;
-    if (i < n) x[i] *= f;
-}
-
-struct cuda_test_node {
-    cuda_test_node *next;
-    long value;
-};
-void cuda_test_sum_list(const adsmThreadIdx *t, void **a) {
-    const cuda_test_node *n = *static_cast<cuda_test_node **>(a[0]);
-    long *out = *static_cast<long **>(a[1]);
-    if (t->blockIdx.x != 0 || t->threadIdx.x != 0) return;
-    long s = 0;
-    for (; n; n = n->next) s += n->value;
-    *out = s;
-}
-
-void cuda_test_crash(const adsmThreadIdx *t, void **) {
-    volatile int *bad = nullptr;
-    __asm__ volatile("" : "+r"(bad));
-    if (t->threadIdx.x == 0) bad[4] = 1;
-}
-}
-
 namespace {
+
+using device_test::load_module;
 
 template <class T>
 T double_fn(const char *name) {
@@ -59,22 +32,6 @@ size_t device_bytes() { return double_fn<size_t (*)()>("fake_cuda_device_bytes")
 long pinned_bytes() { return double_fn<long (*)()>("fake_cuda_pinned_bytes")(); }
 long pageable_copies() { return double_fn<long (*)()>("fake_cuda_pageable_copies")(); }
 bool reserved_by_driver(const void *p) { return double_fn<int (*)(const void *)>("fake_cuda_is_reserved")(p) != 0; }
-
-// The double's module format: kernels by address and parameter sizes.
-std::string module_image() {
-    char buf[512];
-    snprintf(buf, sizeof buf, "fake-module:scale@%p:8,4,4;sum_list@%p:8,8;crash@%p:",
-             reinterpret_cast<void *>(&cuda_test_scale), reinterpret_cast<void *>(&cuda_test_sum_list),
-             reinterpret_cast<void *>(&cuda_test_crash));
-    return buf;
-}
-
-adsmModule_t load_module() {
-    std::string image = module_image();
-    adsmModule_t m = nullptr;
-    EXPECT_EQ(adsmLoadModuleData(image.c_str(), image.size() + 1, &m), adsmSuccess) << adsmGetLastErrorDetail();
-    return m;
-}
 
 std::string detail() { return adsmGetLastErrorDetail(); }
 
@@ -119,9 +76,9 @@ TEST(CudaDevice, KernelsComputeOnDeviceMemory) {
 
 TEST(CudaDevice, EmbeddedPointersWorkInKernels) {
     adsmModule_t m = load_module();
-    adsm::module::function<cuda_test_node *, long *> sum(m, "sum_list");
+    adsm::module::function<device_test::node *, long *> sum(m, "sum_list");
     const int count = 1000;
-    auto *nodes = static_cast<cuda_test_node *>(adsmAlloc(count * sizeof(cuda_test_node)));
+    auto *nodes = static_cast<device_test::node *>(adsmAlloc(count * sizeof(device_test::node)));
     auto *out = static_cast<long *>(adsmAlloc(sizeof(long)));
     ASSERT_TRUE(nodes && out) << detail();
     long want = 0;
@@ -335,7 +292,7 @@ TEST(CudaDevice, ContextsOnThreadsRunTogether) {
 TEST(CudaDevice, HostFunctionKernelsAreRefused) {
     size_t sizes[] = {sizeof(float *), sizeof(float), sizeof(unsigned)};
     adsmKernel_t k;
-    ASSERT_EQ(adsmRegisterKernel("host_scale", cuda_test_scale, 3, sizes, &k), adsmSuccess) << detail();
+    ASSERT_EQ(adsmRegisterKernel("host_scale", device_test::scale, 3, sizes, &k), adsmSuccess) << detail();
     float *x = static_cast<float *>(adsmAlloc(64));
     float f = 2.0f;
     unsigned n = 16;

@@ -14,39 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "device_test_kernels.h"
 #include "support/stats.h"
 
-extern "C" {
-// Kernels as the double runs them: host functions, one call per thread.
-void ze_test_scale(const adsmThreadIdx *t, void **a) {
-    float *x = *static_cast<float **>(a[0]);
-    float f = *static_cast<float *>(a[1]);
-    unsigned n = *static_cast<unsigned *>(a[2]);
-    unsigned i = t->blockIdx.x * t->blockDim.x + t->threadIdx.x;
-    if (i < n) x[i] *= f;
-}
-
-struct ze_test_node {
-    ze_test_node *next;
-    long value;
-};
-void ze_test_sum_list(const adsmThreadIdx *t, void **a) {
-    const ze_test_node *n = *static_cast<ze_test_node **>(a[0]);
-    long *out = *static_cast<long **>(a[1]);
-    if (t->blockIdx.x != 0 || t->threadIdx.x != 0) return;
-    long s = 0;
-    for (; n; n = n->next) s += n->value;
-    *out = s;
-}
-
-void ze_test_crash(const adsmThreadIdx *t, void **) {
-    volatile int *bad = nullptr;
-    __asm__ volatile("" : "+r"(bad));
-    if (t->threadIdx.x == 0) bad[4] = 1;
-}
-}
-
 namespace {
+
+using device_test::load_module;
 
 template <class T>
 T double_fn(const char *name) {
@@ -58,22 +31,7 @@ size_t device_bytes() { return double_fn<size_t (*)()>("fake_ze_device_bytes")()
 long unstaged_copies() { return double_fn<long (*)()>("fake_ze_unstaged_copies")(); }
 bool reserved_by_driver(const void *p) { return double_fn<int (*)(const void *)>("fake_ze_is_reserved")(p) != 0; }
 
-// The double's module format: kernels by address and parameter sizes
-// (which the double, like Level Zero, does not report: only their count).
-std::string module_image() {
-    char buf[512];
-    snprintf(buf, sizeof buf, "scale@%p:8,4,4;sum_list@%p:8,8;crash@%p:", reinterpret_cast<void *>(&ze_test_scale),
-             reinterpret_cast<void *>(&ze_test_sum_list), reinterpret_cast<void *>(&ze_test_crash));
-    return buf;
-}
-
-adsmModule_t load_module() {
-    std::string image = module_image();
-    adsmModule_t m = nullptr;
-    EXPECT_EQ(adsmLoadModuleData(image.c_str(), image.size() + 1, &m), adsmSuccess) << adsmGetLastErrorDetail();
-    return m;
-}
-
+// Level Zero does not size a kernel's parameters: they are stated.
 adsmKernel_t scale_kernel(adsmModule_t m) {
     const size_t sizes[] = {sizeof(float *), sizeof(float), sizeof(unsigned)};
     adsmKernel_t k = nullptr;
@@ -148,9 +106,9 @@ TEST(LevelZeroDevice, AsynchronousCopiesCarryEveryByte) {
 }
 
 TEST(LevelZeroDevice, EmbeddedPointersWorkInKernels) {
-    adsm::module::function<ze_test_node *, long *> sum(load_module(), "sum_list");
+    adsm::module::function<device_test::node *, long *> sum(load_module(), "sum_list");
     const int count = 1000;
-    auto *nodes = static_cast<ze_test_node *>(adsmAlloc(count * sizeof(ze_test_node)));
+    auto *nodes = static_cast<device_test::node *>(adsmAlloc(count * sizeof(device_test::node)));
     auto *out = static_cast<long *>(adsmAlloc(sizeof(long)));
     ASSERT_TRUE(nodes && out) << detail();
     long want = 0;
@@ -318,7 +276,7 @@ TEST(LevelZeroDevice, ContextsOnThreadsRunTogether) {
 TEST(LevelZeroDevice, HostFunctionKernelsAreRefused) {
     size_t sizes[] = {sizeof(float *), sizeof(float), sizeof(unsigned)};
     adsmKernel_t k;
-    ASSERT_EQ(adsmRegisterKernel("ze_host_scale", ze_test_scale, 3, sizes, &k), adsmSuccess) << detail();
+    ASSERT_EQ(adsmRegisterKernel("ze_host_scale", device_test::scale, 3, sizes, &k), adsmSuccess) << detail();
     float *x = static_cast<float *>(adsmAlloc(64));
     float f = 2.0f;
     unsigned n = 16;

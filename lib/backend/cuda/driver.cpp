@@ -3,9 +3,8 @@
 #include <dlfcn.h>
 
 #include <cstdio>
-#include <mutex>
-#include <string>
 
+#include "backend/gpu/load_once.h"
 #include "os/real_libc.h"
 #include "support/log.h"
 
@@ -14,10 +13,7 @@ namespace {
 
 constexpr const char *kLibrary = "libcuda.so.1";
 
-Driver g_driver;
-Status g_status = adsmErrorNoDevice;
-std::string *g_failure = nullptr;
-std::once_flag g_once;
+gpu::LoadOnce<Driver> g_driver;
 
 Status load(Driver *d) {
     // RTLD_GLOBAL: a CUDA runtime the program loads later finds the same
@@ -59,18 +55,10 @@ const char *Driver::describe(CUresult r) const {
     return text;
 }
 
-Status load_driver(const Driver **out) {
-    std::call_once(g_once, [] {
-        g_status = load(&g_driver);
-        if (g_status != adsmSuccess) g_failure = new std::string(last_detail());
-    });
-    if (g_status != adsmSuccess) return fail(g_status, "%s", g_failure->c_str());
-    *out = &g_driver;
-    return adsmSuccess;
-}
+Status load_driver(const Driver **out) { return g_driver.get(&load, out); }
 
 Status cuda_fail(Status code, CUresult r, const char *what) {
-    return fail(code, "%s: %s", what, g_driver.describe(r));
+    return fail(code, "%s: %s", what, g_driver.table().describe(r));
 }
 
 }  // namespace adsm::cuda

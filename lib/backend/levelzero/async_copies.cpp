@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "backend/levelzero/copies.h"
 #include "os/futex.h"
 #include "support/log.h"
 
@@ -13,28 +14,10 @@ Status AsyncCopies::init(const Driver *d, ze_context_handle_t ctx, ze_device_han
                          const gpu::Window *window) {
     d_ = d;
     window_ = window;
-    ze_command_queue_desc_t q = {};
-    q.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
-    q.ordinal = ordinal;
-    q.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
-    q.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
-    if (ze_result_t r = d_->zeCommandListCreateImmediate(ctx, dev, &q, &list_); r != ZE_RESULT_SUCCESS)
+    if (ze_result_t r = make_immediate_list(d_, ctx, dev, ordinal, &list_); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the asynchronous copy list");
-    ze_event_pool_desc_t pd = {};
-    pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
-    pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
-    pd.count = kSlots;
-    if (ze_result_t r = d_->zeEventPoolCreate(ctx, &pd, 1, &dev, &pool_); r != ZE_RESULT_SUCCESS)
+    if (ze_result_t r = make_host_events(d_, ctx, dev, kSlots, &pool_, events_); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the asynchronous copies' events");
-    for (uint32_t i = 0; i < kSlots; ++i) {
-        ze_event_desc_t ed = {};
-        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
-        ed.index = i;
-        ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
-        ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
-        if (ze_result_t r = d_->zeEventCreate(pool_, &ed, &events_[i]); r != ZE_RESULT_SUCCESS)
-            return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the asynchronous copies' events");
-    }
     ze_host_mem_alloc_desc_t hd = {};
     hd.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
     void *staging = nullptr;
@@ -76,12 +59,7 @@ uint64_t AsyncCopies::submit(bool to_device, void *host, uintptr_t dev, size_t n
         p.n = piece_n;
         if (to_device) memcpy(stage, h + off, piece_n);
         ze_event_handle_t ev = events_[t % kSlots];
-        ze_result_t r =
-            window_->in_pieces(dev + off, piece_n, ZE_RESULT_SUCCESS, [&](uintptr_t at, size_t done_n, size_t len) {
-                void *d = to_device ? reinterpret_cast<void *>(at) : stage + done_n;
-                const void *s = to_device ? static_cast<const void *>(stage + done_n) : reinterpret_cast<const void *>(at);
-                return d_->zeCommandListAppendMemoryCopy(list_, d, s, len, nullptr, 0, nullptr);
-            });
+        ze_result_t r = append_staged_copy(d_, list_, *window_, to_device, dev + off, stage, piece_n);
         // Level Zero orders nothing in a list by itself: the barrier's event
         // says the piece (and every one before it) has landed.
         if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, ev, 0, nullptr);

@@ -8,28 +8,10 @@ Status CopyEngine::init(const Driver *d, ze_context_handle_t ctx, ze_device_hand
                         const gpu::Window *window) {
     d_ = d;
     window_ = window;
-    ze_command_queue_desc_t q = {};
-    q.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
-    q.ordinal = ordinal;
-    q.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
-    q.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
-    if (ze_result_t r = d_->zeCommandListCreateImmediate(ctx, dev, &q, &list_); r != ZE_RESULT_SUCCESS)
+    if (ze_result_t r = make_immediate_list(d_, ctx, dev, ordinal, &list_); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the copy command list");
-    ze_event_pool_desc_t pd = {};
-    pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
-    pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
-    pd.count = 2;
-    if (ze_result_t r = d_->zeEventPoolCreate(ctx, &pd, 1, &dev, &pool_); r != ZE_RESULT_SUCCESS)
+    if (ze_result_t r = make_host_events(d_, ctx, dev, 2, &pool_, events_); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the copy events");
-    for (uint32_t i = 0; i < 2; ++i) {
-        ze_event_desc_t ed = {};
-        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
-        ed.index = i;
-        ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
-        ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
-        if (ze_result_t r = d_->zeEventCreate(pool_, &ed, &events_[i]); r != ZE_RESULT_SUCCESS)
-            return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the copy events");
-    }
     ze_host_mem_alloc_desc_t hd = {};
     hd.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
     void *stage = nullptr;
@@ -40,13 +22,17 @@ Status CopyEngine::init(const Driver *d, ze_context_handle_t ctx, ze_device_hand
     return adsmSuccess;
 }
 
-ze_result_t CopyEngine::stage_chunk(int h, bool to_device, uintptr_t dev, size_t n) {
-    unsigned char *stage = stage_[h];
-    ze_result_t r = window_->in_pieces(dev, n, ZE_RESULT_SUCCESS, [&](uintptr_t at, size_t done, size_t piece) {
-        void *d = to_device ? reinterpret_cast<void *>(at) : stage + done;
-        const void *s = to_device ? static_cast<const void *>(stage + done) : reinterpret_cast<const void *>(at);
-        return d_->zeCommandListAppendMemoryCopy(list_, d, s, piece, nullptr, 0, nullptr);
+ze_result_t append_staged_copy(const Driver *d, ze_command_list_handle_t list, const gpu::Window &window,
+                               bool to_device, uintptr_t dev, unsigned char *stage, size_t n) {
+    return window.in_pieces(dev, n, ZE_RESULT_SUCCESS, [&](uintptr_t at, size_t done, size_t piece) {
+        void *to = to_device ? reinterpret_cast<void *>(at) : stage + done;
+        const void *from = to_device ? static_cast<const void *>(stage + done) : reinterpret_cast<const void *>(at);
+        return d->zeCommandListAppendMemoryCopy(list, to, from, piece, nullptr, 0, nullptr);
     });
+}
+
+ze_result_t CopyEngine::stage_chunk(int h, bool to_device, uintptr_t dev, size_t n) {
+    ze_result_t r = append_staged_copy(d_, list_, *window_, to_device, dev, stage_[h], n);
     if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[h], 0, nullptr);
     if (r == ZE_RESULT_SUCCESS) pending_[h] = true;
     return r;

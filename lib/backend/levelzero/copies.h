@@ -23,6 +23,11 @@
 
 namespace adsm::levelzero {
 
+// Appends the copy of [dev, dev+n) to or from `stage` (pinned host memory)
+// to `list`, in pieces that end at granule boundaries.
+ze_result_t append_staged_copy(const Driver *d, ze_command_list_handle_t list, const gpu::Window &window,
+                               bool to_device, uintptr_t dev, unsigned char *stage, size_t n);
+
 class CopyEngine {
 public:
     Status init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,

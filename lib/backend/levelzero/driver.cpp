@@ -2,9 +2,7 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
-#include <string>
-
+#include "backend/gpu/load_once.h"
 #include "os/real_libc.h"
 
 namespace adsm::levelzero {
@@ -12,10 +10,7 @@ namespace {
 
 constexpr const char *kLibrary = "libze_loader.so.1";
 
-Driver g_driver;
-Status g_status = adsmErrorNoDevice;
-std::string *g_failure = nullptr;
-std::once_flag g_once;
+gpu::LoadOnce<Driver> g_driver;
 
 Status load(Driver *d) {
     void *lib = dlopen(kLibrary, RTLD_NOW | RTLD_GLOBAL);
@@ -90,18 +85,44 @@ const char *Driver::describe(ze_result_t r) {
     }
 }
 
-Status load_driver(const Driver **out) {
-    std::call_once(g_once, [] {
-        g_status = load(&g_driver);
-        if (g_status != adsmSuccess) g_failure = new std::string(last_detail());
-    });
-    if (g_status != adsmSuccess) return fail(g_status, "%s", g_failure->c_str());
-    *out = &g_driver;
-    return adsmSuccess;
-}
+Status load_driver(const Driver **out) { return g_driver.get(&load, out); }
 
 Status ze_fail(Status code, ze_result_t r, const char *what) {
     return fail(code, "%s: %s (0x%x)", what, Driver::describe(r), static_cast<unsigned>(r));
+}
+
+ze_result_t make_immediate_list(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
+                                ze_command_list_handle_t *out) {
+    ze_command_queue_desc_t q = {};
+    q.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+    q.ordinal = ordinal;
+    q.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
+    q.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
+    return d->zeCommandListCreateImmediate(ctx, dev, &q, out);
+}
+
+ze_result_t make_host_events(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t count,
+                             ze_event_pool_handle_t *pool, ze_event_handle_t *events) {
+    ze_event_pool_desc_t pd = {};
+    pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+    pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+    pd.count = count;
+    *pool = nullptr;
+    if (ze_result_t r = d->zeEventPoolCreate(ctx, &pd, 1, &dev, pool); r != ZE_RESULT_SUCCESS) return r;
+    for (uint32_t i = 0; i < count; ++i) {
+        ze_event_desc_t ed = {};
+        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+        ed.index = i;
+        ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
+        ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
+        if (ze_result_t r = d->zeEventCreate(*pool, &ed, &events[i]); r != ZE_RESULT_SUCCESS) {
+            while (i) d->zeEventDestroy(events[--i]);
+            d->zeEventPoolDestroy(*pool);
+            *pool = nullptr;
+            return r;
+        }
+    }
+    return ZE_RESULT_SUCCESS;
 }
 
 }  // namespace adsm::levelzero

@@ -63,4 +63,12 @@ Status load_driver(const Driver **out);
 // Records a failure of `what` that the driver answered with r.
 Status ze_fail(Status code, ze_result_t r, const char *what);
 
+// An asynchronous immediate command list on queue group `ordinal`.
+ze_result_t make_immediate_list(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
+                                ze_command_list_handle_t *out);
+// `count` host-visible events in a pool of their own; on failure nothing
+// is left made.
+ze_result_t make_host_events(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t count,
+                             ze_event_pool_handle_t *pool, ze_event_handle_t *events);
+
 }  // namespace adsm::levelzero

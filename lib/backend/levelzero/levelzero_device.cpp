@@ -310,25 +310,10 @@ Status LevelZeroDevice::create_stream(StreamId *out) {
         bool free_slot = false;
         if (!streams_[i].busy.compare_exchange_strong(free_slot, true)) continue;
         Stream &st = streams_[i];
-        ze_command_queue_desc_t q = {};
-        q.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
-        q.ordinal = compute_ordinal_;
-        q.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
-        q.priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL;
-        ze_event_pool_desc_t pd = {};
-        pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
-        pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
-        pd.count = 1;
-        ze_event_desc_t ed = {};
-        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
-        ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
-        ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
         ze_command_list_handle_t list = nullptr;
-        ze_result_t r = d_->zeCommandListCreateImmediate(ctx_, dev_, &q, &list);
-        if (r == ZE_RESULT_SUCCESS) r = d_->zeEventPoolCreate(ctx_, &pd, 1, &dev_, &st.pool);
-        if (r == ZE_RESULT_SUCCESS) r = d_->zeEventCreate(st.pool, &ed, &st.done);
+        ze_result_t r = make_immediate_list(d_, ctx_, dev_, compute_ordinal_, &list);
+        if (r == ZE_RESULT_SUCCESS) r = make_host_events(d_, ctx_, dev_, 1, &st.pool, &st.done);
         if (r != ZE_RESULT_SUCCESS) {
-            if (st.pool) d_->zeEventPoolDestroy(st.pool);
             if (list) d_->zeCommandListDestroy(list);
             st.pool = nullptr;
             st.done = nullptr;
