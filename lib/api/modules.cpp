@@ -63,7 +63,8 @@ Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, const s
     if (!out) return fail(adsmErrorInvalidValue, "no place to return the kernel");
     *out = nullptr;
     if (!name || !*name) return fail(adsmErrorInvalidValue, "a kernel needs a name");
-    if (count && !declared) return fail(adsmErrorInvalidValue, "kernel '%s': %u parameter sizes declared, none given", name, count);
+    if (count && !declared)
+        return fail(adsmErrorInvalidValue, "kernel '%s': %u parameter sizes declared, none given", name, count);
     void *m = rt.kernels.module(module);
     if (!m) return fail(adsmErrorInvalidValue, "%p is not a module handle from adsmLoadModule", static_cast<void *>(module));
     void *fn = nullptr;

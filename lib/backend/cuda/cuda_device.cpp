@@ -137,13 +137,8 @@ Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
     ADSM_ENTER();
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
-    // Hopeless requests fail before anything is mapped or pinned.
-    if (bytes > capacity_ - std::min(capacity_, memory_.used()))
-        return fail(adsmErrorMemoryAllocation,
-                    "cuda: device memory exhausted: %llu bytes requested, %llu of %llu in use on %s "
-                    "(CUDA_ERROR_OUT_OF_MEMORY)",
-                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(memory_.used()),
-                    static_cast<unsigned long long>(capacity_), gpu_name_);
+    if (Status s = memory_.room_for(bytes, capacity_, name(), gpu_name_, "CUDA_ERROR_OUT_OF_MEMORY"); s != adsmSuccess)
+        return s;
     return memory_.commit(dev, bytes);
 }
 

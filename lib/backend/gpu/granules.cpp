@@ -1,5 +1,7 @@
 #include "backend/gpu/granules.h"
 
+#include <algorithm>
+
 #include "os/vm.h"
 
 namespace adsm::gpu {
@@ -59,6 +61,15 @@ Status Granules::warm_up() {
     }
     decommit(base_, granularity_);
     return adsmSuccess;
+}
+
+Status Granules::room_for(uint64_t bytes, uint64_t capacity, const char *backend, const char *device,
+                          const char *driver_code) const {
+    uint64_t in_use = used();
+    if (bytes <= capacity - std::min(capacity, in_use)) return adsmSuccess;
+    return fail(adsmErrorMemoryAllocation, "%s: device memory exhausted: %llu bytes requested, %llu of %llu in use on %s (%s)",
+                backend, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(in_use),
+                static_cast<unsigned long long>(capacity), device, driver_code);
 }
 
 Status Granules::commit(uintptr_t addr, uint64_t bytes) {

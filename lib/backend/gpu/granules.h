@@ -55,6 +55,11 @@ public:
 
     // Backs [addr, addr+bytes) with device memory; all or nothing.
     Status commit(uintptr_t addr, uint64_t bytes);
+    // Whether `bytes` more can fit a device of `capacity` bytes: hopeless
+    // requests fail before anything is mapped or pinned, in words that name
+    // the back-end, the device and the driver's own code for it.
+    Status room_for(uint64_t bytes, uint64_t capacity, const char *backend, const char *device,
+                    const char *driver_code) const;
     void decommit(uintptr_t addr, uint64_t bytes);
 
     // Before a copy through host memory [host, host+n): pins the mirror

@@ -142,13 +142,8 @@ Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
-    // Hopeless requests fail before anything is mapped.
-    if (bytes > capacity_ - std::min(capacity_, memory_.used()))
-        return fail(adsmErrorMemoryAllocation,
-                    "levelzero: device memory exhausted: %llu bytes requested, %llu of %llu in use on %s "
-                    "(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
-                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(memory_.used()),
-                    static_cast<unsigned long long>(capacity_), gpu_name_);
+    if (Status s = memory_.room_for(bytes, capacity_, name(), gpu_name_, "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); s != adsmSuccess)
+        return s;
     return memory_.commit(dev, bytes);
 }
 
