@@ -52,6 +52,8 @@ CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dc, CUdeviceptr sr
 CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
                                         CUstream s);
 CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *c, CUstream s);
+CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *c);
+CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *c, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
                                             CUstream s);
@@ -114,6 +116,10 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemcpy3D_v2_ptds)                                                                                        \
     X(cuMemcpy3DAsync_v2)                                                                                        \
     X(cuMemcpy3DAsync_v2_ptsz)                                                                                   \
+    X(cuMemcpy3DPeer)                                                                                            \
+    X(cuMemcpy3DPeer_ptds)                                                                                       \
+    X(cuMemcpy3DPeerAsync)                                                                                       \
+    X(cuMemcpy3DPeerAsync_ptsz)                                                                                  \
     X(cuMemsetD16_v2)                                                                                            \
     X(cuMemsetD16_v2_ptds)                                                                                       \
     X(cuMemsetD16Async)                                                                                          \
@@ -312,8 +318,10 @@ CUresult copy2d(CUstream stream, const CUDA_MEMCPY2D *c, Forward &&forward) {
     return copy_rows("cuMemcpy2D", stream, src, dst, c->WidthInBytes, c->Height, 1, forward);
 }
 
-template <class Forward>
-CUresult copy3d(CUstream stream, const CUDA_MEMCPY3D *c, Forward &&forward) {
+// A 3D copy within a context or between two (CUDA_MEMCPY3D_PEER: the same
+// fields, and contexts that one device's shared memory does not need).
+template <class Memcpy3D, class Forward>
+CUresult copy3d(CUstream stream, const Memcpy3D *c, Forward &&forward) {
     if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
     Plane src = plane(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch,
                       c->srcHeight);
@@ -661,4 +669,16 @@ CUDA_WRAPPER(cuMemcpy3DAsync_v2, const CUDA_MEMCPY3D *c, CUstream s) {
 }
 CUDA_WRAPPER(cuMemcpy3DAsync_v2_ptsz, const CUDA_MEMCPY3D *c, CUstream s) {
     return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DAsync_v2_ptsz, c, s); });
+}
+CUDA_WRAPPER(cuMemcpy3DPeer, const CUDA_MEMCPY3D_PEER *c) {
+    return copy3d(CU_STREAM_LEGACY, c, [&] { return FORWARD(cuMemcpy3DPeer, c); });
+}
+CUDA_WRAPPER(cuMemcpy3DPeer_ptds, const CUDA_MEMCPY3D_PEER *c) {
+    return copy3d(CU_STREAM_PER_THREAD, c, [&] { return FORWARD(cuMemcpy3DPeer_ptds, c); });
+}
+CUDA_WRAPPER(cuMemcpy3DPeerAsync, const CUDA_MEMCPY3D_PEER *c, CUstream s) {
+    return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DPeerAsync, c, s); });
+}
+CUDA_WRAPPER(cuMemcpy3DPeerAsync_ptsz, const CUDA_MEMCPY3D_PEER *c, CUstream s) {
+    return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DPeerAsync_ptsz, c, s); });
 }

@@ -208,6 +208,34 @@ int main(int argc, char **argv) {
         CHECK(((float *)back)[i] == plus1_times2(from), "back[%u] = %g after the 3D copy", i, ((float *)back)[i]);
     }
     CHECK(((float *)back)[4 * 8 * 128] == 0.0f, "the 3D copy wrote past its box");
+    /* The same box between contexts (one here), managed memory now the
+     * source: back to device memory at another place, then checked there. */
+    CUcontext here;
+    CU(cuCtxGetCurrent(&here));
+    CUDA_MEMCPY3D_PEER p3 = {0};
+    p3.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+    p3.srcDevice = back;
+    p3.srcContext = here;
+    p3.srcPitch = 128 * 4;
+    p3.srcHeight = 8;
+    p3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    p3.dstDevice = dbuf;
+    p3.dstContext = here;
+    p3.dstPitch = 128 * 4;
+    p3.dstHeight = 8;
+    p3.WidthInBytes = 128 * 4;
+    p3.Height = 8;
+    p3.Depth = 4;
+    CU(cuMemsetD8(dbuf, 0, N * 4));
+    CU(cuMemcpy3DPeer(&p3));
+    CU(cuMemsetD8(back, 0, N * 4));
+    CU(cuMemcpyDtoH((void *)back, dbuf, 4 * 8 * 128 * 4));
+    for (unsigned i = 0; i < 4 * 8 * 128; ++i) {
+        unsigned z = i / (8 * 128), y = i / 128 % 8, x = i % 128;
+        unsigned from = (z + 1) * 16 * 256 + (y + 1) * 256 + 64 + x;
+        CHECK(((float *)back)[i] == plus1_times2(from), "back[%u] = %g after the 3D peer copy", i, ((float *)back)[i]);
+    }
+    CU(cuMemcpyHtoD(dbuf, (const void *)out, N * 4));
     /* A copy between contexts (one here) from device memory into managed. */
     CUcontext peer;
     CU(cuCtxGetCurrent(&peer));

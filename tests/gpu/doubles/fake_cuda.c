@@ -640,6 +640,19 @@ EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
     return c ? copy_box(c, "cuMemcpy3D") : CUDA_ERROR_INVALID_VALUE;
 }
 
+EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *c) {
+    COUNT();
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    /* One device: the contexts change nothing. */
+    CUDA_MEMCPY3D b = {0};
+    b.srcXInBytes = c->srcXInBytes, b.srcY = c->srcY, b.srcZ = c->srcZ, b.srcMemoryType = c->srcMemoryType;
+    b.srcHost = c->srcHost, b.srcDevice = c->srcDevice, b.srcPitch = c->srcPitch, b.srcHeight = c->srcHeight;
+    b.dstXInBytes = c->dstXInBytes, b.dstY = c->dstY, b.dstZ = c->dstZ, b.dstMemoryType = c->dstMemoryType;
+    b.dstHost = c->dstHost, b.dstDevice = c->dstDevice, b.dstPitch = c->dstPitch, b.dstHeight = c->dstHeight;
+    b.WidthInBytes = c->WidthInBytes, b.Height = c->Height, b.Depth = c->Depth;
+    return copy_box(&b, "cuMemcpy3DPeer");
+}
+
 EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
     COUNT();
     (void)dc, (void)sc;  /* one device */
