@@ -11,15 +11,20 @@
 // Prefetches and advice on shared memory are the runtime's hints (to the
 // device the program's context runs on; a system-memory preferred location
 // makes it the first to go when device memory runs short), taken at the
-// append: they move nothing a kernel may be using.
+// append: they move nothing a kernel may be using.  Copies and fills that
+// touch shared memory go through the protocol, in order with the list's
+// kernels, as the program's own accesses would: a shared pointer is no
+// memory the driver may copy.
 //
 // A launch that signals an event completes before the event is signalled
 // from the host (zeEventHostSignal); wait events are waited for on the host
 // before the launch.  A regular list's kernels run before the driver
 // executes the rest of that list.
+#include <cstring>
 #include <mutex>
 #include <vector>
 
+#include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
 #include "interpose/handle_map.h"
@@ -37,6 +42,8 @@
     X(zeCommandListAppendLaunchKernel)      \
     X(zeCommandListAppendMemoryPrefetch)    \
     X(zeCommandListAppendMemAdvise)         \
+    X(zeCommandListAppendMemoryCopy)        \
+    X(zeCommandListAppendMemoryFill)        \
     X(zeCommandQueueExecuteCommandLists)    \
     X(zeCommandQueueSynchronize)            \
     X(zeFenceHostSynchronize)               \
@@ -70,11 +77,18 @@ struct KernelState {
     }
 };
 
-// One emulated launch, with its arguments as they were at the append.
+// One command the preload runs itself: an emulated launch, with its
+// arguments as they were at the append, or a copy or fill that touches
+// shared memory.
 struct Launch {
+    enum Kind { kernel_launch, copy, fill } kind = kernel_launch;
     adsmKernel_t kernel = nullptr;
     adsmDim3 grid{1, 1, 1}, block{1, 1, 1};
     std::vector<std::vector<uint8_t>> args;
+    void *dst = nullptr;             // copy, fill
+    const void *src = nullptr;       // copy
+    size_t size = 0;                 // copy, fill
+    std::vector<uint8_t> pattern;    // fill
     ze_event_handle_t signal = nullptr;
     std::vector<ze_event_handle_t> waits;
 };
@@ -82,11 +96,13 @@ struct Launch {
 struct ListState {
     std::mutex mu;
     bool immediate = false;
-    std::vector<Launch> launches;  // a regular list's emulated kernels, in order
+    ze_context_handle_t ctx = nullptr;
+    std::vector<Launch> launches;  // a regular list's commands the preload runs, in order
 
-    void reset(bool is_immediate) {
+    void reset(bool is_immediate, ze_context_handle_t context) {
         std::lock_guard<std::mutex> lock(mu);
         immediate = is_immediate;
+        ctx = context;
         launches.clear();
     }
 };
@@ -142,20 +158,70 @@ ze_result_t capture(ze_kernel_handle_t kernel, const ze_group_count_t *groups, L
     return ZE_RESULT_SUCCESS;
 }
 
+// The memory behind a pointer that is not shared, as the driver knows it.
+ze_memory_type_t memory_type(ze_context_handle_t ctx, const void *p) {
+    using Get = ze_result_t (*)(ze_context_handle_t, const void *, ze_memory_allocation_properties_t *,
+                                ze_device_handle_t *);
+    static const auto get = reinterpret_cast<Get>(adsm::interpose::driver_function(kLibrary, "zeMemGetAllocProperties"));
+    ze_memory_allocation_properties_t props = {};
+    props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+    GpuForwarding fw;
+    if (!get || get(ctx, p, &props, nullptr) != ZE_RESULT_SUCCESS) return ZE_MEMORY_TYPE_UNKNOWN;
+    return props.type;
+}
+
+Status no_driver_copy(void *, const void *, size_t) {
+    return adsm::fail(adsmErrorNotSupported,
+                      "a copy between shared memory and the driver's device memory (zeMemAllocDevice): copy through "
+                      "host memory");
+}
+const adsm::interpose::DriverCopies kNoDriverCopies = {no_driver_copy, no_driver_copy};
+
+// A copy or fill on shared memory, after the kernels before it.
+Status run_memory_command(const Launch &l) {
+    if (Status s = bridge::sync(); s != adsmSuccess) return s;
+    if (l.kind == Launch::fill) return adsm::interpose::fill_shared_pattern(l.dst, l.pattern.data(), l.pattern.size(),
+                                                                          l.size / l.pattern.size());
+    using adsm::interpose::Side;
+    Status s = adsmSuccess;
+    adsm::interpose::copy_with_shared(l.dst, Side::host, l.src, Side::host, l.size, kNoDriverCopies, &s);
+    return s;
+}
+
 ze_result_t run(Launch &l, const char *fn) {
     for (ze_event_handle_t e : l.waits)
         if (ze_result_t r = FORWARD(zeEventHostSynchronize, e, UINT64_MAX); r != ZE_RESULT_SUCCESS) return r;
-    void *args[64];
-    for (size_t i = 0; i < l.args.size() && i < 64; ++i) args[i] = l.args[i].data();
-    if (ze_result_t r = to_ze(bridge::launch(l.kernel, l.grid, l.block, args), fn); r != ZE_RESULT_SUCCESS) return r;
+    if (l.kind == Launch::kernel_launch) {
+        void *args[64];
+        for (size_t i = 0; i < l.args.size() && i < 64; ++i) args[i] = l.args[i].data();
+        if (ze_result_t r = to_ze(bridge::launch(l.kernel, l.grid, l.block, args), fn); r != ZE_RESULT_SUCCESS)
+            return r;
+    } else if (ze_result_t r = to_ze(run_memory_command(l), fn); r != ZE_RESULT_SUCCESS) {
+        return r;
+    }
     if (!l.signal) return ZE_RESULT_SUCCESS;
-    // The event says the kernel is done: make it so, then tell the driver.
+    // The event says the command is done: make it so, then tell the driver.
     if (ze_result_t r = to_ze(bridge::sync(), fn); r != ZE_RESULT_SUCCESS) return r;
     using Signal = ze_result_t (*)(ze_event_handle_t);
     static const auto host_signal = reinterpret_cast<Signal>(adsm::interpose::driver_function(kLibrary, "zeEventHostSignal"));
     if (!host_signal) return no_loader("zeEventHostSignal");
     GpuForwarding fw;
     return host_signal(l.signal);
+}
+
+// A command at the append: run now on an immediate list, recorded for the
+// execution of a regular one.
+ze_result_t append(ListState *ls, Launch &&l, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits,
+                   const char *fn) {
+    l.signal = signal;
+    l.waits.assign(waits, waits + nwait);
+    std::unique_lock<std::mutex> lock(ls->mu);
+    if (!ls->immediate) {
+        ls->launches.push_back(std::move(l));
+        return ZE_RESULT_SUCCESS;
+    }
+    lock.unlock();
+    return run(l, fn);
 }
 
 #define SYNC_THEN_FORWARD(name, ...)                                  \
@@ -227,7 +293,7 @@ ZE_WRAPPER(zeCommandListCreate, ze_context_handle_t ctx, ze_device_handle_t devi
            ze_command_list_handle_t *list) {
     ze_result_t r = FORWARD(zeCommandListCreate, ctx, device, desc, list);
     if (r == ZE_RESULT_SUCCESS && list && bridge::routed(kApi))
-        if (ListState *ls = g_lists.obtain(*list)) ls->reset(false);
+        if (ListState *ls = g_lists.obtain(*list)) ls->reset(false, ctx);
     return r;
 }
 
@@ -235,7 +301,7 @@ ZE_WRAPPER(zeCommandListCreateImmediate, ze_context_handle_t ctx, ze_device_hand
            const ze_command_queue_desc_t *desc, ze_command_list_handle_t *list) {
     ze_result_t r = FORWARD(zeCommandListCreateImmediate, ctx, device, desc, list);
     if (r == ZE_RESULT_SUCCESS && list && bridge::routed(kApi))
-        if (ListState *ls = g_lists.obtain(*list)) ls->reset(true);
+        if (ListState *ls = g_lists.obtain(*list)) ls->reset(true, ctx);
     return r;
 }
 
@@ -258,15 +324,49 @@ ZE_WRAPPER(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_ke
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
     Launch l;
     if (ze_result_t r = capture(kernel, groups, &l); r != ZE_RESULT_SUCCESS) return r;
-    l.signal = signal;
-    l.waits.assign(waits, waits + nwait);
-    std::unique_lock<std::mutex> lock(ls->mu);
-    if (!ls->immediate) {
-        ls->launches.push_back(std::move(l));
-        return ZE_RESULT_SUCCESS;
-    }
-    lock.unlock();
-    return run(l, fn);
+    return append(ls, std::move(l), signal, nwait, waits, fn);
+}
+
+ZE_WRAPPER(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, const void *src, size_t size,
+           ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    if (!gpu_routed(kApi) || (!bridge::is_shared(dst) && !bridge::is_shared(src)))
+        return FORWARD(zeCommandListAppendMemoryCopy, list, dst, src, size, signal, nwait, waits);
+    constexpr const char *fn = "zeCommandListAppendMemoryCopy";
+    ListState *ls = g_lists.find(list);
+    if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
+    if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    // The side that is not shared must be memory the CPU reaches.
+    const void *other = bridge::is_shared(dst) ? src : dst;
+    if (!bridge::is_shared(other) && memory_type(ls->ctx, other) == ZE_MEMORY_TYPE_DEVICE)
+        return refuse(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, fn,
+                      "a copy between shared memory and the driver's device memory (zeMemAllocDevice): copy through "
+                      "host memory");
+    Launch l;
+    l.kind = Launch::copy;
+    l.dst = dst;
+    l.src = src;
+    l.size = size;
+    return append(ls, std::move(l), signal, nwait, waits, fn);
+}
+
+ZE_WRAPPER(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, const void *pattern,
+           size_t pattern_size, size_t size, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(ptr))
+        return FORWARD(zeCommandListAppendMemoryFill, list, ptr, pattern, pattern_size, size, signal, nwait, waits);
+    constexpr const char *fn = "zeCommandListAppendMemoryFill";
+    ListState *ls = g_lists.find(list);
+    if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
+    if (!pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (pattern_size == 0 || (pattern_size & (pattern_size - 1)) || pattern_size > 128 || size % pattern_size)
+        return refuse(ZE_RESULT_ERROR_INVALID_SIZE, fn, "a pattern of a power of two up to 128 bytes that divides the size");
+    Launch l;
+    l.kind = Launch::fill;
+    l.dst = ptr;
+    l.size = size;
+    l.pattern.assign(static_cast<const uint8_t *>(pattern), static_cast<const uint8_t *>(pattern) + pattern_size);
+    return append(ls, std::move(l), signal, nwait, waits, fn);
 }
 
 ZE_WRAPPER(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t queue, uint32_t count,

@@ -62,6 +62,8 @@ void route_table(ze_command_list_dditable_t *t) {
     ROUTE(t, pfnAppendLaunchKernel, zeCommandListAppendLaunchKernel);
     ROUTE(t, pfnAppendMemoryPrefetch, zeCommandListAppendMemoryPrefetch);
     ROUTE(t, pfnAppendMemAdvise, zeCommandListAppendMemAdvise);
+    ROUTE(t, pfnAppendMemoryCopy, zeCommandListAppendMemoryCopy);
+    ROUTE(t, pfnAppendMemoryFill, zeCommandListAppendMemoryFill);
 }
 
 void route_table(ze_command_queue_dditable_t *t) {

@@ -2,7 +2,7 @@
  * An ordinary Level Zero program: shared allocations written by the CPU,
  * a kernel launched on an immediate command list and waited for with an
  * event, another recorded in a regular list executed twice on a queue with
- * a fence.  In `errors` mode it makes the mistakes a program makes and
+ * a fence, copies and fills between shared and host memory.  In `errors` mode it makes the mistakes a program makes and
  * checks the codes.  Built as level_zero_tables_app, it makes every call
  * through the loader's function tables instead (ze_tables.h).
  */
@@ -215,6 +215,53 @@ int main(int argc, char **argv) {
     ZE(zeCommandListAppendLaunchKernel(imm, add, &groups, done, 0, NULL));
     ZE(zeEventHostSynchronize(done, UINT64_MAX));
     check_floats(out, N, sum3, "out after the hints");
+
+    /* Copies and fills with shared memory on a side, in order with the
+     * kernels around them: routed, through the runtime, never the driver. */
+    long copies = driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryCopy") +
+                  driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryFill");
+    float *host = (float *)malloc(N * 4);
+    CHECK(host != NULL, "malloc");
+    for (unsigned i = 0; i < N; ++i) host[i] = 2.0f * i;
+    ZE(zeCommandListAppendMemoryCopy(imm, x, host, N * 4, NULL, 0, NULL)); /* x = 2i */
+    float zero = 0.0f;
+    ZE(zeCommandListAppendMemoryFill(imm, y, &zero, sizeof zero, N * 4, NULL, 0, NULL));
+    ZE(zeEventHostReset(done));
+    set_vec_add(add, x, y, out); /* out = 2i */
+    ZE(zeCommandListAppendLaunchKernel(imm, add, &groups, NULL, 0, NULL));
+    ZE(zeCommandListAppendMemoryCopy(imm, host, out, N * 4, done, 0, NULL));
+    ZE(zeEventHostSynchronize(done, UINT64_MAX));
+    for (unsigned i = 0; i < N; ++i) CHECK(host[i] == 2.0f * i, "host[%u] = %g after the copies", i, host[i]);
+    float half = 0.5f;
+    ZE(zeCommandListAppendMemoryFill(imm, out, &half, sizeof half, N * 4, done, 0, NULL));
+    ZE(zeEventHostSynchronize(done, UINT64_MAX));
+    for (unsigned i = 0; i < N; ++i) CHECK(out[i] == 0.5f, "out[%u] = %g after the fill", i, out[i]);
+    copies = driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryCopy") +
+             driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryFill") - copies;
+    if (mode == ROUTED) CHECK(copies == 0, "%ld copies and fills of shared memory reached the driver", copies);
+    else CHECK(copies == 4, "%ld of 4 copies and fills reached the driver", copies);
+    if (mode == ROUTED) {
+        /* In a regular list, a copy runs after the kernel before it, at the
+         * list's execution (the double's own lists take kernels only). */
+        ze_command_list_handle_t later;
+        ZE(zeCommandListCreate(ctx, dev, &ldesc, &later));
+        set_vec_add(add, x, y, out); /* out = 2i again */
+        ZE(zeCommandListAppendLaunchKernel(later, add, &groups, NULL, 0, NULL));
+        ZE(zeCommandListAppendMemoryCopy(later, host, out, N * 4, NULL, 0, NULL));
+        ZE(zeCommandListClose(later));
+        for (unsigned i = 0; i < N; ++i) host[i] = -1.0f;
+        ZE(zeCommandQueueExecuteCommandLists(q, 1, &later, NULL));
+        ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
+        for (unsigned i = 0; i < N; ++i) CHECK(host[i] == 2.0f * i, "host[%u] = %g after the list's copy", i, host[i]);
+        /* The driver's device memory is not the CPU's: a copy between it
+         * and shared memory is refused, not made wrong. */
+        void *dmem = NULL;
+        ZE(zeMemAllocDevice(ctx, &device_desc, N * 4, 64, dev, &dmem));
+        CHECK(zeCommandListAppendMemoryCopy(imm, x, dmem, N * 4, NULL, 0, NULL) == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
+              "a copy from device memory into shared memory");
+        ZE(zeMemFree(ctx, dmem));
+    }
+    free(host);
     ZE(zeMemFree(ctx, x));
     ZE(zeMemFree(ctx, y));
     ZE(zeMemFree(ctx, out));

@@ -34,6 +34,9 @@ static ze_dditable_t ze_ddi;
 #define zeCommandListAppendLaunchKernel ze_ddi.CommandList.pfnAppendLaunchKernel
 #define zeCommandListAppendMemoryPrefetch ze_ddi.CommandList.pfnAppendMemoryPrefetch
 #define zeCommandListAppendMemAdvise ze_ddi.CommandList.pfnAppendMemAdvise
+#define zeCommandListAppendMemoryCopy ze_ddi.CommandList.pfnAppendMemoryCopy
+#define zeCommandListAppendMemoryFill ze_ddi.CommandList.pfnAppendMemoryFill
+#define zeMemAllocDevice ze_ddi.Mem.pfnAllocDevice
 #define zeFenceCreate ze_ddi.Fence.pfnCreate
 #define zeFenceHostSynchronize ze_ddi.Fence.pfnHostSynchronize
 #define zeEventPoolCreate ze_ddi.EventPool.pfnCreate
@@ -108,6 +111,8 @@ static void load_tables(enum mode mode) {
     ENTRY_IS(CommandList.pfnAppendLaunchKernel, 1);
     ENTRY_IS(CommandList.pfnAppendMemoryPrefetch, 1);
     ENTRY_IS(CommandList.pfnAppendMemAdvise, 1);
+    ENTRY_IS(CommandList.pfnAppendMemoryCopy, 1);
+    ENTRY_IS(CommandList.pfnAppendMemoryFill, 1);
     ENTRY_IS(Fence.pfnHostSynchronize, 1);
     ENTRY_IS(Fence.pfnQueryStatus, 1);
     ENTRY_IS(EventPool.pfnCreate, 0);

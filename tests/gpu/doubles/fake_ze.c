@@ -209,14 +209,53 @@ ENTRY(zeContextDestroy, ze_context_handle_t ctx) {
     return ZE_RESULT_SUCCESS;
 }
 
-static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t alignment, void **p) {
+/* What kind each allocation is, for zeMemGetAllocProperties. */
+static struct {
+    void *p;
+    ze_memory_type_t type;
+} kinds[FAKE_MAX_ALLOCS];
+static pthread_mutex_t kinds_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void set_kind(void *p, ze_memory_type_t type) {
+    pthread_mutex_lock(&kinds_mu);
+    for (int i = 0; i < FAKE_MAX_ALLOCS; ++i)
+        if (kinds[i].p == p || (type != ZE_MEMORY_TYPE_UNKNOWN && !kinds[i].p)) {
+            kinds[i].p = type == ZE_MEMORY_TYPE_UNKNOWN ? NULL : p;
+            kinds[i].type = type;
+            break;
+        }
+    pthread_mutex_unlock(&kinds_mu);
+}
+
+static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t alignment, ze_memory_type_t type, void **p) {
     NEED_INIT();
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
     if ((alignment & (alignment - 1)) || alignment > 4096) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
     *p = fake_alloc(size);
+    if (*p) set_kind(*p, type);
     return *p ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
+}
+
+ENTRY(zeMemGetAllocProperties, ze_context_handle_t ctx, const void *ptr, ze_memory_allocation_properties_t *props,
+      ze_device_handle_t *dev) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!ptr || !props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    void *base = NULL;
+    size_t n = 0;
+    props->type = ZE_MEMORY_TYPE_UNKNOWN;
+    if (fake_find(ptr, &base, &n)) {
+        pthread_mutex_lock(&kinds_mu);
+        for (int i = 0; i < FAKE_MAX_ALLOCS; ++i)
+            if (kinds[i].p == base) props->type = kinds[i].type;
+        pthread_mutex_unlock(&kinds_mu);
+    }
+    props->id = (uint64_t)(uintptr_t)base;
+    if (dev) *dev = props->type == ZE_MEMORY_TYPE_UNKNOWN ? NULL : (ze_device_handle_t)&the_device;
+    return ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd,
@@ -224,7 +263,7 @@ ENTRY(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_
     COUNT();
     (void)dev;
     if (!dd || !hd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    return alloc(ctx, size, alignment, p);
+    return alloc(ctx, size, alignment, ZE_MEMORY_TYPE_SHARED, p);
 }
 
 ENTRY(zeMemAllocDevice, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd, size_t size, size_t alignment,
@@ -232,7 +271,7 @@ ENTRY(zeMemAllocDevice, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_
     COUNT();
     if (!dd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (!dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-    return alloc(ctx, size, alignment, p);
+    return alloc(ctx, size, alignment, ZE_MEMORY_TYPE_DEVICE, p);
 }
 
 ENTRY(zeMemFree, ze_context_handle_t ctx, void *p) {
@@ -241,7 +280,9 @@ ENTRY(zeMemFree, ze_context_handle_t ctx, void *p) {
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     fake_drain(&device);
-    return fake_free(p) ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (!fake_free(p)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    set_kind(p, ZE_MEMORY_TYPE_UNKNOWN);
+    return ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeModuleCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_module_desc_t *desc,
@@ -707,7 +748,7 @@ ENTRY(zeMemAllocHost, ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *h
       void **p) {
     COUNT();
     if (!hd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    return alloc(ctx, size, alignment, p);
+    return alloc(ctx, size, alignment, ZE_MEMORY_TYPE_HOST, p);
 }
 
 /* ---- copies, fills and barriers (immediate command lists) */
@@ -762,13 +803,15 @@ ENTRY(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, c
     if (!ptr || !pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     ze_result_t checked = check_append(list, nwait, waits);
     if (checked != ZE_RESULT_SUCCESS) return checked;
-    if (pattern_size != 1) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* the double's fills are bytes */
+    if (!pattern_size || (pattern_size & (pattern_size - 1)) || pattern_size > 128 || size % pattern_size)
+        return ZE_RESULT_ERROR_INVALID_SIZE;
     size_t run = 0;
     if (!vmm_view((uintptr_t)ptr, &run)) {
         fake_drain(&device);
-        memset(ptr, *(const unsigned char *)pattern, size);
+        for (size_t i = 0; i < size; i += pattern_size) memcpy((char *)ptr + i, pattern, pattern_size);
         return signal_after(signal);
     }
+    if (pattern_size != 1) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* device fills are bytes in the double */
     ze_result_t r = (ze_result_t)vmm_queue(&device, (uintptr_t)ptr, NULL, size, 1, 1, *(const unsigned char *)pattern);
     return r == ZE_RESULT_SUCCESS ? signal_after(signal) : r;
 }
@@ -811,7 +854,8 @@ TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t, t->pfnGet = fake_zeDeviceG
 TABLE(zeGetContextProcAddrTable, ze_context_dditable_t, t->pfnCreate = fake_zeContextCreate;
       t->pfnDestroy = fake_zeContextDestroy;)
 TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t, t->pfnAllocShared = fake_zeMemAllocShared;
-      t->pfnAllocDevice = fake_zeMemAllocDevice; t->pfnAllocHost = fake_zeMemAllocHost; t->pfnFree = fake_zeMemFree;)
+      t->pfnAllocDevice = fake_zeMemAllocDevice; t->pfnAllocHost = fake_zeMemAllocHost; t->pfnFree = fake_zeMemFree;
+      t->pfnGetAllocProperties = fake_zeMemGetAllocProperties;)
 TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t, t->pfnCreate = fake_zeModuleCreate;
       t->pfnDestroy = fake_zeModuleDestroy;)
 TABLE(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t, t->pfnGetString = fake_zeModuleBuildLogGetString;
