@@ -22,6 +22,7 @@
 // executes the rest of that list.
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "interpose/gpu_copies.h"
@@ -31,6 +32,8 @@
 #include "interpose/level_zero.h"
 
 #define LEVEL_ZERO_SYMBOLS(X)               \
+    X(zeContextCreate)                      \
+    X(zeContextDestroy)                     \
     X(zeMemAllocShared)                     \
     X(zeMemFree)                            \
     X(zeKernelCreate)                       \
@@ -82,7 +85,11 @@ struct KernelState {
 // shared memory.
 struct Launch {
     enum Kind { kernel_launch, copy, fill } kind = kernel_launch;
-    adsmKernel_t kernel = nullptr;
+    adsmKernel_t kernel = nullptr;             // a kernel registered under the kernel's name...
+    ze_kernel_handle_t program_kernel = nullptr;  // ...or the program's own (a GPU back-end)
+    std::string name;
+    std::vector<uint32_t> sizes;               // the program's own kernel's parameters
+    ze_command_list_handle_t list = nullptr;   // an immediate list: where the program's own kernel goes
     adsmDim3 grid{1, 1, 1}, block{1, 1, 1};
     std::vector<std::vector<uint8_t>> args;
     void *dst = nullptr;             // copy, fill
@@ -131,26 +138,37 @@ ze_result_t refuse(ze_result_t r, const char *fn, const char *why) {
     return r;
 }
 
-// The launch as it stands on the kernel object now.
+// The launch as it stands on the kernel object now.  On a back-end that
+// runs the program's own GPU code, the program's kernel with the arguments
+// it set (their sizes are the ones it set them with); elsewhere the kernel
+// registered under its name, with the arguments checked against it.
 ze_result_t capture(ze_kernel_handle_t kernel, const ze_group_count_t *groups, Launch *out) {
     constexpr const char *fn = "zeCommandListAppendLaunchKernel";
     if (!groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     KernelState *ks = g_kernels.find(kernel);
     if (!ks) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a kernel the preload did not see created");
     std::lock_guard<std::mutex> lock(ks->mu);
-    if (Status s = adsm::interpose::registered_kernel(&ks->name, nullptr, fn, &out->kernel); s != adsmSuccess)
-        return to_ze(s, fn);
-    unsigned n = bridge::param_count(out->kernel);
+    unsigned n = 0;
+    if (bridge::runs_program_kernels()) {
+        out->program_kernel = kernel;
+        out->name = ks->name.name;
+        n = static_cast<unsigned>(ks->args.size());
+    } else {
+        if (Status s = adsm::interpose::registered_kernel(&ks->name, nullptr, fn, &out->kernel); s != adsmSuccess)
+            return to_ze(s, fn);
+        n = bridge::param_count(out->kernel);
+    }
     for (unsigned i = 0; i < n; ++i) {
         if (i >= ks->set.size() || !ks->set[i]) {
             adsm::log(adsm::LogLevel::warn, "%s: argument %u of kernel '%s' was never set", fn, i, ks->name.name);
             return ZE_RESULT_ERROR_INVALID_ARGUMENT;
         }
-        if (ks->args[i].size() != bridge::param_size(out->kernel, i)) {
+        if (out->kernel && ks->args[i].size() != bridge::param_size(out->kernel, i)) {
             adsm::log(adsm::LogLevel::warn, "%s: argument %u of kernel '%s' was set with %zu bytes; it takes %zu", fn,
                       i, ks->name.name, ks->args[i].size(), bridge::param_size(out->kernel, i));
             return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
         }
+        if (out->program_kernel) out->sizes.push_back(static_cast<uint32_t>(ks->args[i].size()));
     }
     out->args.assign(ks->args.begin(), ks->args.begin() + n);
     out->grid = {groups->groupCountX, groups->groupCountY, groups->groupCountZ};
@@ -194,8 +212,12 @@ ze_result_t run(Launch &l, const char *fn) {
     if (l.kind == Launch::kernel_launch) {
         void *args[64];
         for (size_t i = 0; i < l.args.size() && i < 64; ++i) args[i] = l.args[i].data();
-        if (ze_result_t r = to_ze(bridge::launch(l.kernel, l.grid, l.block, args), fn); r != ZE_RESULT_SUCCESS)
-            return r;
+        Status s = l.program_kernel
+                       ? bridge::launch_program_kernel_sized(l.program_kernel, l.name.c_str(), l.sizes.data(),
+                                                             static_cast<unsigned>(l.sizes.size()), l.grid, l.block,
+                                                             l.list, args)
+                       : bridge::launch(l.kernel, l.grid, l.block, args);
+        if (ze_result_t r = to_ze(s, fn); r != ZE_RESULT_SUCCESS) return r;
     } else if (ze_result_t r = to_ze(run_memory_command(l), fn); r != ZE_RESULT_SUCCESS) {
         return r;
     }
@@ -211,8 +233,8 @@ ze_result_t run(Launch &l, const char *fn) {
 
 // A command at the append: run now on an immediate list, recorded for the
 // execution of a regular one.
-ze_result_t append(ListState *ls, Launch &&l, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits,
-                   const char *fn) {
+ze_result_t append(ze_command_list_handle_t list, ListState *ls, Launch &&l, ze_event_handle_t signal, uint32_t nwait,
+                   ze_event_handle_t *waits, const char *fn) {
     l.signal = signal;
     l.waits.assign(waits, waits + nwait);
     std::unique_lock<std::mutex> lock(ls->mu);
@@ -221,6 +243,7 @@ ze_result_t append(ListState *ls, Launch &&l, ze_event_handle_t signal, uint32_t
         return ZE_RESULT_SUCCESS;
     }
     lock.unlock();
+    l.list = list;  // the program's own kernel goes in order with the list's other commands
     return run(l, fn);
 }
 
@@ -233,6 +256,23 @@ ze_result_t append(ListState *ls, Launch &&l, ze_event_handle_t signal, uint32_t
     } while (0)
 
 }  // namespace
+
+// On a back-end whose memory lives in a driver context (levelzero), the
+// program's context is that one: its modules, kernels and lists then reach
+// shared memory.  It is the runtime's, so the program's destroy leaves it.
+ZE_WRAPPER(zeContextCreate, ze_driver_handle_t driver, const ze_context_desc_t *desc, ze_context_handle_t *ctx) {
+    if (gpu_routed(kApi) && driver && desc && ctx)
+        if (void *ours = bridge::native_context()) {
+            *ctx = static_cast<ze_context_handle_t>(ours);
+            return ZE_RESULT_SUCCESS;
+        }
+    return FORWARD(zeContextCreate, driver, desc, ctx);
+}
+
+ZE_WRAPPER(zeContextDestroy, ze_context_handle_t ctx) {
+    if (gpu_routed(kApi) && ctx && ctx == bridge::native_context()) return ZE_RESULT_SUCCESS;
+    return FORWARD(zeContextDestroy, ctx);
+}
 
 ZE_WRAPPER(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *device_desc,
            const ze_host_mem_alloc_desc_t *host_desc, size_t size, size_t alignment, ze_device_handle_t device,
@@ -324,7 +364,7 @@ ZE_WRAPPER(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_ke
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
     Launch l;
     if (ze_result_t r = capture(kernel, groups, &l); r != ZE_RESULT_SUCCESS) return r;
-    return append(ls, std::move(l), signal, nwait, waits, fn);
+    return append(list, ls, std::move(l), signal, nwait, waits, fn);
 }
 
 ZE_WRAPPER(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, const void *src, size_t size,
@@ -347,7 +387,7 @@ ZE_WRAPPER(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *d
     l.dst = dst;
     l.src = src;
     l.size = size;
-    return append(ls, std::move(l), signal, nwait, waits, fn);
+    return append(list, ls, std::move(l), signal, nwait, waits, fn);
 }
 
 ZE_WRAPPER(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, const void *pattern,
@@ -366,7 +406,7 @@ ZE_WRAPPER(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *p
     l.dst = ptr;
     l.size = size;
     l.pattern.assign(static_cast<const uint8_t *>(pattern), static_cast<const uint8_t *>(pattern) + pattern_size);
-    return append(ls, std::move(l), signal, nwait, waits, fn);
+    return append(list, ls, std::move(l), signal, nwait, waits, fn);
 }
 
 ZE_WRAPPER(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t queue, uint32_t count,

@@ -15,6 +15,7 @@
 #include "interpose/level_zero.h"
 
 #define LEVEL_ZERO_TABLES(X)          \
+    X(zeGetContextProcAddrTable)      \
     X(zeGetMemProcAddrTable)          \
     X(zeGetKernelProcAddrTable)       \
     X(zeGetCommandListProcAddrTable)  \
@@ -42,6 +43,11 @@ void route(Fn *entry, Fn wrapper, const char *name) {
 // alone.
 bool known_layout(ze_api_version_t version) {
     return ZE_MAJOR_VERSION(version) == ZE_MAJOR_VERSION(ZE_API_VERSION_CURRENT);
+}
+
+void route_table(ze_context_dditable_t *t) {
+    ROUTE(t, pfnCreate, zeContextCreate);
+    ROUTE(t, pfnDestroy, zeContextDestroy);
 }
 
 void route_table(ze_mem_dditable_t *t) {
@@ -91,6 +97,7 @@ void route_table(ze_event_dditable_t *t) {
         return r;                                                                                       \
     }
 
+TABLE_WRAPPER(zeGetContextProcAddrTable, ze_context_dditable_t)
 TABLE_WRAPPER(zeGetMemProcAddrTable, ze_mem_dditable_t)
 TABLE_WRAPPER(zeGetKernelProcAddrTable, ze_kernel_dditable_t)
 TABLE_WRAPPER(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)

@@ -26,11 +26,7 @@ bool decide(Api api) {
     }
     if (c.gpu_apis == "on") return true;
     if (c.gpu_apis == "off") return false;
-    // A routed Level Zero program's launches run kernels registered under
-    // its kernels' names, which the levelzero back-end (GPU code only)
-    // cannot run: its programs keep their own driver until their own
-    // kernels can be launched there.
-    return api == Api::cuda && c.device == "cuda";
+    return c.device == (api == Api::cuda ? "cuda" : "levelzero");
 }
 
 Status ready(Runtime **rt) {
@@ -120,6 +116,28 @@ Status launch_program_kernel(void *fn, const char *name, adsmDim3 grid, adsmDim3
     native.on_program_stream = true;
     native.stream = stream;
     return launch_kernel(*rt, k, grid, block, args, rt->manager->program_context(), native);
+}
+
+Status launch_program_kernel_sized(void *fn, const char *name, const uint32_t *sizes, unsigned count, adsmDim3 grid,
+                                   adsmDim3 block, void *list, void **args) {
+    ADSM_READY(rt);
+    adsmKernel_t k;
+    if (!rt->kernels.find_device_function(fn, &k)) {
+        std::vector<uint32_t> declared(sizes, sizes + count);
+        if (Status s = rt->kernels.add_module_function(name ? name : "(unnamed kernel)", fn, declared, &k);
+            s != adsmSuccess)
+            return s;
+    }
+    NativeLaunch native;
+    native.on_program_stream = list != nullptr;
+    native.stream = list;
+    return launch_kernel(*rt, k, grid, block, args, rt->manager->program_context(), native);
+}
+
+void *native_context() {
+    Inside in;
+    Runtime *rt = nullptr;
+    return ready(&rt) == adsmSuccess ? rt->device->native_context() : nullptr;
 }
 
 bool is_shared(const void *p) {

@@ -47,6 +47,15 @@ bool runs_program_kernels();
 // on its `stream`, with its dynamic shared memory; args as kernelParams.
 Status launch_program_kernel(void *fn, const char *name, adsmDim3 grid, adsmDim3 block, unsigned shared_mem,
                              void *stream, void **args);
+// The same for a driver that does not size a kernel's parameters (Level
+// Zero): `sizes` are the ones the program set them with.  On the program's
+// command list `list`, or the runtime's own when list is null (a regular
+// list's kernel, run when the list is executed).
+Status launch_program_kernel_sized(void *fn, const char *name, const uint32_t *sizes, unsigned count, adsmDim3 grid,
+                                   adsmDim3 block, void *list, void **args);
+// The driver context the runtime's device keeps the window in, when its
+// API's objects must share it (Level Zero), else null.  Starts the runtime.
+void *native_context();
 
 // Shared memory the program hands to the driver's copies and fills: these
 // move the data through the coherence protocol instead (the driver would

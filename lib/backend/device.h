@@ -134,6 +134,9 @@ public:
     // The parameter sizes of a driver function the program obtained itself
     // (a routed program's own kernel).
     virtual Status function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes);
+    // The driver context whose memory the window is (Level Zero: a routed
+    // program's objects must live in it to reach shared memory), or null.
+    virtual void *native_context() const { return nullptr; }
     // Whether this device can run k at all (host function or module code),
     // checked before a call releases anything.
     virtual Status check_kernel(const KernelInfo &k) const;

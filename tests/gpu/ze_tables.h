@@ -19,6 +19,7 @@ static ze_dditable_t ze_ddi;
 #define zeDriverGet ze_ddi.Driver.pfnGet
 #define zeDeviceGet ze_ddi.Device.pfnGet
 #define zeContextCreate ze_ddi.Context.pfnCreate
+#define zeContextDestroy ze_ddi.Context.pfnDestroy
 #define zeMemAllocShared ze_ddi.Mem.pfnAllocShared
 #define zeMemFree ze_ddi.Mem.pfnFree
 #define zeModuleCreate ze_ddi.Module.pfnCreate
@@ -92,7 +93,8 @@ static void load_tables(enum mode mode) {
 
     int routed = mode == ROUTED || mode == ERRORS;
     ENTRY_IS(Global.pfnInit, 0);
-    ENTRY_IS(Context.pfnCreate, 0);
+    ENTRY_IS(Context.pfnCreate, 1);
+    ENTRY_IS(Context.pfnDestroy, 1);
     ENTRY_IS(Mem.pfnAllocShared, 1);
     ENTRY_IS(Mem.pfnAllocDevice, 0);
     ENTRY_IS(Mem.pfnFree, 1);

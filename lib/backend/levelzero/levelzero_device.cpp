@@ -289,6 +289,13 @@ Status LevelZeroDevice::module_function(void *module, const char *name, void **f
     return adsmSuccess;
 }
 
+// A routed program's own kernel: its parameters are sized by the program
+// (the sizes it set them with), which only the caller knows.
+Status LevelZeroDevice::function_params(void *, const char *name, std::vector<uint32_t> *) {
+    return fail(adsmErrorNotSupported,
+                "kernel '%s': Level Zero does not report its parameters' sizes; the launch must give them", name);
+}
+
 Status LevelZeroDevice::check_kernel(const KernelInfo &k) const {
     if (k.device_fn) return adsmSuccess;
     return fail(adsmErrorNotSupported,
@@ -335,6 +342,12 @@ void LevelZeroDevice::destroy_stream(StreamId id) {
         d_->zeEventDestroy(st.done);
         d_->zeEventPoolDestroy(st.pool);
         d_->zeCommandListDestroy(list);
+        std::lock_guard<std::mutex> lock(st.joins_mu);
+        wait_joins(st);
+        for (ze_event_handle_t &e : st.joins)
+            if (e) d_->zeEventDestroy(e), e = nullptr;
+        if (st.joins_pool) d_->zeEventPoolDestroy(st.joins_pool);
+        st.joins_pool = nullptr;
     }
     st.done = nullptr;
     st.pool = nullptr;
@@ -353,6 +366,9 @@ Status LevelZeroDevice::launch(StreamId id, const LaunchDesc &l) {
                     "in the kernel",
                     k->name.c_str(), l.shared_mem);
     auto kernel = static_cast<ze_kernel_handle_t>(k->device_fn);
+    // A routed program's kernel runs on its own list, in order with its
+    // other commands; the context's sync waits for it there.
+    ze_command_list_handle_t target = l.has_native_stream ? static_cast<ze_command_list_handle_t>(l.native_stream) : list;
     const unsigned char *blob = static_cast<const unsigned char *>(l.args);
     char what[192];
     snprintf(what, sizeof what, "levelzero: launching kernel '%s'", k->name.c_str());
@@ -368,11 +384,33 @@ Status LevelZeroDevice::launch(StreamId id, const LaunchDesc &l) {
     // A command list orders nothing by itself: the kernel waits for the
     // context's earlier ones, as a stream's would.
     ze_group_count_t groups = {l.grid.x, l.grid.y, l.grid.z};
-    r = d_->zeCommandListAppendBarrier(list, nullptr, 0, nullptr);
-    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendLaunchKernel(list, kernel, &groups, nullptr, 0, nullptr);
+    r = d_->zeCommandListAppendBarrier(target, nullptr, 0, nullptr);
+    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendLaunchKernel(target, kernel, &groups, nullptr, 0, nullptr);
+    if (r == ZE_RESULT_SUCCESS && target != list) r = join(streams_[id], target);
     if (r != ZE_RESULT_SUCCESS) return driver_error(r, what, adsmErrorLaunchFailure);
     streams_[id].last.store(k);
     return adsmSuccess;
+}
+
+ze_result_t LevelZeroDevice::join(Stream &st, ze_command_list_handle_t program_list) {
+    std::lock_guard<std::mutex> lock(st.joins_mu);
+    if (!st.joins_pool)
+        if (ze_result_t r = make_host_events(d_, ctx_, dev_, kJoins, &st.joins_pool, st.joins); r != ZE_RESULT_SUCCESS)
+            return r;
+    if (st.joins_used == kJoins)
+        if (ze_result_t r = wait_joins(st); r != ZE_RESULT_SUCCESS) return r;
+    return d_->zeCommandListAppendBarrier(program_list, st.joins[st.joins_used++], 0, nullptr);
+}
+
+ze_result_t LevelZeroDevice::wait_joins(Stream &st) {
+    ze_result_t first = ZE_RESULT_SUCCESS;
+    for (uint32_t i = 0; i < st.joins_used; ++i) {
+        ze_result_t r = d_->zeEventHostSynchronize(st.joins[i], UINT64_MAX);
+        d_->zeEventHostReset(st.joins[i]);
+        if (first == ZE_RESULT_SUCCESS) first = r;
+    }
+    st.joins_used = 0;
+    return first;
 }
 
 Status LevelZeroDevice::synchronize(StreamId id) {
@@ -384,6 +422,10 @@ Status LevelZeroDevice::synchronize(StreamId id) {
     if (r == ZE_RESULT_SUCCESS) {
         r = d_->zeEventHostSynchronize(st->done, UINT64_MAX);
         d_->zeEventHostReset(st->done);
+    }
+    {
+        std::lock_guard<std::mutex> lock(st->joins_mu);
+        if (ze_result_t j = wait_joins(*st); r == ZE_RESULT_SUCCESS) r = j;
     }
     if (r != ZE_RESULT_SUCCESS) {
         const KernelInfo *k = st->last.load();

@@ -63,7 +63,9 @@ public:
 
     Status load_module(const void *image, size_t size, void **module) override;
     Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;
+    Status function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes) override;
     Status check_kernel(const KernelInfo &k) const override;
+    void *native_context() const override { return ctx_; }
 
     Status create_stream(StreamId *out) override;
     void destroy_stream(StreamId id) override;
@@ -77,13 +79,24 @@ private:
     uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
 
     static constexpr uint32_t kMaxStreams = 4096;
+    static constexpr uint32_t kJoins = 32;
     struct Stream {
         std::atomic<ze_command_list_handle_t> list{nullptr};
         ze_event_pool_handle_t pool = nullptr;
         ze_event_handle_t done = nullptr;  // signalled by the barrier a sync appends
         std::atomic<const KernelInfo *> last{nullptr};  // for messages about a failure
         std::atomic<bool> busy{false};  // slot taken (list may still be in the making)
+        // Kernels launched on a routed program's own lists since the last
+        // sync: the barrier after each signals one of these, and the sync
+        // waits for them all (lists run apart from each other).
+        std::mutex joins_mu;
+        ze_event_pool_handle_t joins_pool = nullptr;
+        ze_event_handle_t joins[kJoins] = {};
+        uint32_t joins_used = 0;
     };
+    // Waits for (and resets) the joined lists' events; under joins_mu.
+    ze_result_t wait_joins(Stream &st);
+    ze_result_t join(Stream &st, ze_command_list_handle_t program_list);
     // A kernel's arguments live in the kernel object until the launch is
     // appended: launches of one kernel from several threads take turns.
     std::mutex &launch_lock(const void *kernel) { return launch_locks_[reinterpret_cast<uintptr_t>(kernel) / 64 % 64]; }
