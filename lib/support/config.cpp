@@ -12,9 +12,9 @@ namespace adsm {
 
 const std::vector<ConfigVar> &config_variables() {
     static const std::vector<ConfigVar> vars = {
-        {"ADSM_DEVICE", "sim|cpu|cuda|remote[,...]",
-         "accelerator back-end: simulated GPU, in-process CPU, an NVIDIA GPU, or a device served by adsm-device-server "
-         "on another machine (ADSM_REMOTE; levelzero is reserved); "
+        {"ADSM_DEVICE", "sim|cpu|cuda|levelzero|remote[,...]",
+         "accelerator back-end: simulated GPU, in-process CPU, an NVIDIA GPU, a Level Zero GPU, or a device served by "
+         "adsm-device-server on another machine (ADSM_REMOTE); "
          "a comma-separated list gives the process several devices, numbered from 0 (default sim)"},
         {"ADSM_REMOTE", "HOST:PORT", "remote: where adsm-device-server listens"},
         {"ADSM_REMOTE_KEY", "FILE", "remote: the key shared with the server (a file only its owner may read)"},
@@ -52,8 +52,9 @@ const std::vector<ConfigVar> &config_variables() {
          "preloaded, off when linked or on the cuda device)"},
         {"ADSM_GPU_APIS", "auto|on|off",
          "preloaded: route the program's CUDA and Level Zero calls through the runtime (managed memory is shared "
-         "memory, a launch releases and runs the kernel registered under the same name, a synchronisation waits and "
-         "acquires); auto routes an API only when ADSM_DEVICE is its back-end (default auto)"},
+         "memory, a launch releases and runs the program's own kernel on cuda and levelzero, else the kernel "
+         "registered under the same name, a synchronisation waits and acquires); auto routes an API only when "
+         "ADSM_DEVICE is its back-end (default auto)"},
         {"ADSM_SPILL", "host|evict|fail|next|split",
          "a shared allocation that finds its device full: waits on the host for the call that needs it, evicts idle "
          "objects (lower priority first) to take their place, fails, becomes host-resident memory that kernels "
