@@ -75,6 +75,13 @@ public:
         v_[idx(c)].fetch_add(v, std::memory_order_relaxed);
         if (profile::on()) attribute(c, v);
     }
+    // One copy between host and device memory of `bytes` (asynchronous:
+    // started to overlap the program), as every back-end counts it.
+    void transfer(bool to_device, uint64_t bytes, bool async = false) {
+        add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
+        add(to_device ? Counter::h2d_bytes : Counter::d2h_bytes, bytes);
+        if (async) add(Counter::async_copies);
+    }
     uint64_t get(Counter c) const { return v_[idx(c)].load(std::memory_order_relaxed); }
     void reset();
     static const char *name(Counter c);  // readable

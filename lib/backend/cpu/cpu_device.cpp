@@ -77,8 +77,7 @@ Status CpuDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     uint64_t t0 = trace::enabled() ? os::now_ns() : 0;
     memmove(view_ + (dev - base_), src, n);
     if (t0) trace::copy(true, n, dev, t0, false);
-    stats().add(Counter::h2d_transfers);
-    stats().add(Counter::h2d_bytes, n);
+    stats().transfer(true, n);
     return adsmSuccess;
 }
 
@@ -87,8 +86,7 @@ Status CpuDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     uint64_t t0 = trace::enabled() ? os::now_ns() : 0;
     memmove(dst, view_ + (dev - base_), n);
     if (t0) trace::copy(false, n, dev, t0, false);
-    stats().add(Counter::d2h_transfers);
-    stats().add(Counter::d2h_bytes, n);
+    stats().transfer(false, n);
     return adsmSuccess;
 }
 

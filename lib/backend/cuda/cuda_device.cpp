@@ -169,8 +169,7 @@ Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
     if (Status s = copies_.to_device(dev, host_for_copy(src, n), n); s != adsmSuccess) return s;
-    stats().add(Counter::h2d_transfers);
-    stats().add(Counter::h2d_bytes, n);
+    stats().transfer(true, n);
     return adsmSuccess;
 }
 
@@ -179,8 +178,7 @@ Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
     if (Status s = copies_.to_host(const_cast<void *>(host_for_copy(dst, n)), dev, n); s != adsmSuccess) return s;
-    stats().add(Counter::d2h_transfers);
-    stats().add(Counter::d2h_bytes, n);
+    stats().transfer(false, n);
     return adsmSuccess;
 }
 
@@ -204,9 +202,7 @@ uint64_t CudaDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_
         if (done) done(arg, s);
         return 0;
     }
-    stats().add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
-    stats().add(to_device ? Counter::h2d_bytes : Counter::d2h_bytes, n);
-    stats().add(Counter::async_copies);
+    stats().transfer(to_device, n, true);
     host = const_cast<void *>(host_for_copy(host, n));
     return to_device ? copies_.to_device_async(dev, host, n, done, arg) : copies_.to_host_async(host, dev, n, done, arg);
 }

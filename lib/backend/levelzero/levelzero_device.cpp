@@ -159,8 +159,7 @@ Status LevelZeroDevice::copy_to_device(uintptr_t dev, const void *src, size_t n)
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
     if (Status s = copies_.to_device(dev, window_.host_name(src), n); s != adsmSuccess) return s;
-    stats().add(Counter::h2d_transfers);
-    stats().add(Counter::h2d_bytes, n);
+    stats().transfer(true, n);
     return adsmSuccess;
 }
 
@@ -169,8 +168,7 @@ Status LevelZeroDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
     if (Status s = copies_.to_host(window_.host_name(dst), dev, n); s != adsmSuccess) return s;
-    stats().add(Counter::d2h_transfers);
-    stats().add(Counter::d2h_bytes, n);
+    stats().transfer(false, n);
     return adsmSuccess;
 }
 
@@ -193,9 +191,7 @@ uint64_t LevelZeroDevice::copy_async(bool to_device, void *host, uintptr_t dev, 
         if (done) done(arg, s);
         return 0;
     }
-    stats().add(to_device ? Counter::h2d_transfers : Counter::d2h_transfers);
-    stats().add(to_device ? Counter::h2d_bytes : Counter::d2h_bytes, n);
-    stats().add(Counter::async_copies);
+    stats().transfer(to_device, n, true);
     host = window_.host_name(host);
     return to_device ? async_.to_device(dev, host, n, done, arg) : async_.to_host(host, dev, n, done, arg);
 }

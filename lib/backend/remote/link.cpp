@@ -211,8 +211,7 @@ void Link::run() {
             if (st != adsmSuccess && j.reply && (st == adsmErrorDeviceLost || j.reply->message[0] == '\0'))
                 snprintf(j.reply->message, sizeof j.reply->message, "%s", last_detail());
         } else if (st == adsmSuccess) {
-            stats().add(j.kind == Kind::write ? Counter::h2d_transfers : Counter::d2h_transfers);
-            stats().add(j.kind == Kind::write ? Counter::h2d_bytes : Counter::d2h_bytes, j.n);
+            stats().transfer(j.kind == Kind::write, j.n);
         }
         j.status = st;
         if (j.result) *j.result = st;

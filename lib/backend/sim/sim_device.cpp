@@ -180,8 +180,7 @@ Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     os::real_memcpy(dma_ + (dev - base_), src, n);
     transfer_done(Direction::to_device, n, dev, t0);
     sync_floor(t0);
-    stats().add(Counter::h2d_transfers);
-    stats().add(Counter::h2d_bytes, n);
+    stats().transfer(true, n);
     return adsmSuccess;
 }
 
@@ -192,8 +191,7 @@ Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     os::real_memcpy(dst, dma_ + (dev - base_), n);
     transfer_done(Direction::to_host, n, dev, t0);
     sync_floor(t0);
-    stats().add(Counter::d2h_transfers);
-    stats().add(Counter::d2h_bytes, n);
+    stats().transfer(false, n);
     return adsmSuccess;
 }
 
@@ -235,18 +233,14 @@ Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
 uint64_t SimDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
     uint64_t t = engine_.submit(dma_ + (dev - base_), src, n, Direction::to_device, dev, done, arg);
     if (t == 0) return Device::copy_to_device_async(dev, src, n, done, arg);
-    stats().add(Counter::h2d_transfers);
-    stats().add(Counter::h2d_bytes, n);
-    stats().add(Counter::async_copies);
+    stats().transfer(true, n, true);
     return t;
 }
 
 uint64_t SimDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
     uint64_t t = engine_.submit(dst, dma_ + (dev - base_), n, Direction::to_host, dev, done, arg);
     if (t == 0) return Device::copy_to_host_async(dst, dev, n, done, arg);
-    stats().add(Counter::d2h_transfers);
-    stats().add(Counter::d2h_bytes, n);
-    stats().add(Counter::async_copies);
+    stats().transfer(false, n, true);
     return t;
 }
 
