@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "device_test_kernels.h"
+#include "device_tests.h"
 #include "support/stats.h"
 
 namespace {
@@ -44,11 +44,7 @@ TEST(CudaDevice, ReportsItself) {
 }
 
 TEST(CudaDevice, WindowIsReservedByTheDriver) {
-    void *p = adsmAlloc(4096);
-    ASSERT_NE(p, nullptr) << detail();
-    EXPECT_TRUE(reserved_by_driver(p));
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) >> 44, 0x300000000000ull >> 44) << "the window is not at ADSM_VA_BASE";
-    adsmFree(p);
+    device_test::window_is_reserved_by_the_driver(reserved_by_driver);
 }
 
 TEST(CudaDevice, KernelsComputeOnDeviceMemory) {
@@ -75,24 +71,7 @@ TEST(CudaDevice, KernelsComputeOnDeviceMemory) {
 }
 
 TEST(CudaDevice, EmbeddedPointersWorkInKernels) {
-    adsmModule_t m = load_module();
-    adsm::module::function<device_test::node *, long *> sum(m, "sum_list");
-    const int count = 1000;
-    auto *nodes = static_cast<device_test::node *>(adsmAlloc(count * sizeof(device_test::node)));
-    auto *out = static_cast<long *>(adsmAlloc(sizeof(long)));
-    ASSERT_TRUE(nodes && out) << detail();
-    long want = 0;
-    for (int i = 0; i < count; ++i) {
-        nodes[i].value = i * 3 + 1;
-        nodes[i].next = i + 1 < count ? &nodes[i + 1] : nullptr;
-        want += nodes[i].value;
-    }
-    *out = 0;
-    sum(adsm::dim3(1), adsm::dim3(32), nodes, out);
-    adsm::sync();
-    EXPECT_EQ(*out, want);
-    adsmFree(nodes);
-    adsmFree(out);
+    device_test::embedded_pointers_work_in_kernels();
 }
 
 TEST(CudaDevice, TypedModuleKernelsCheckTheirParameters) {
@@ -107,17 +86,7 @@ TEST(CudaDevice, TypedModuleKernelsCheckTheirParameters) {
 }
 
 TEST(CudaDevice, GranulesAreSharedAndReleased) {
-    size_t before = device_bytes();
-    void *a = adsmAlloc(4096), *b = adsmAlloc(4096);
-    ASSERT_TRUE(a && b) << detail();
-    // Two pages take one 2 MiB granule of device memory, or two when they
-    // straddle a granule boundary (none when a live allocation holds it).
-    size_t with = device_bytes() - before;
-    EXPECT_LE(with, 4u << 20);
-    EXPECT_GT(device_bytes(), 0u);
-    adsmFree(a);
-    adsmFree(b);
-    EXPECT_EQ(device_bytes(), before);
+    device_test::granules_are_shared_and_released(device_bytes);
 }
 
 bool eager_pinning() { return getenv("ADSM_CUDA_PIN") && std::string(getenv("ADSM_CUDA_PIN")) == "eager"; }
@@ -254,53 +223,15 @@ TEST(CudaDevice, DeviceMemoryCopiesAndFills) {
 }
 
 TEST(CudaDevice, CallocIsZeroOnTheDevice) {
-    adsmModule_t m = load_module();
-    adsm::module::function<float *, float, unsigned> scale(m, "scale");
-    unsigned n = 1 << 18;
-    auto *x = static_cast<float *>(adsmCalloc(n, sizeof(float)));
-    ASSERT_NE(x, nullptr) << detail();
-    scale(adsm::blocks_for(n, 256), adsm::dim3(256), x, 5.0f, n);
-    adsm::sync();
-    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << "at " << i;
-    adsmFree(x);
+    device_test::calloc_is_zero_on_the_device();
 }
 
 TEST(CudaDevice, ContextsOnThreadsRunTogether) {
-    adsmModule_t m = load_module();
-    adsm::module::function<float *, float, unsigned> scale(m, "scale");
-    std::vector<std::thread> threads;
-    std::vector<int> ok(4, 0);
-    for (int t = 0; t < 4; ++t)
-        threads.emplace_back([&, t] {
-            unsigned n = 50000 + t;
-            auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
-            if (!x) return;
-            for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(t);
-            for (int r = 0; r < 3; ++r) {
-                scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
-                adsm::sync();
-            }
-            bool good = true;
-            for (unsigned i = 0; i < n; ++i) good &= x[i] == 8.0f * static_cast<float>(t);
-            ok[t] = good;
-            adsmFree(x);
-        });
-    for (auto &th : threads) th.join();
-    for (int t = 0; t < 4; ++t) EXPECT_TRUE(ok[t]) << "thread " << t;
+    device_test::contexts_on_threads_run_together();
 }
 
 TEST(CudaDevice, HostFunctionKernelsAreRefused) {
-    size_t sizes[] = {sizeof(float *), sizeof(float), sizeof(unsigned)};
-    adsmKernel_t k;
-    ASSERT_EQ(adsmRegisterKernel("host_scale", device_test::scale, 3, sizes, &k), adsmSuccess) << detail();
-    float *x = static_cast<float *>(adsmAlloc(64));
-    float f = 2.0f;
-    unsigned n = 16;
-    void *args[] = {&x, &f, &n};
-    EXPECT_EQ(adsmCall(k, {1, 1, 1}, {16, 1, 1}, args), adsmErrorNotSupported);
-    EXPECT_NE(detail().find("adsmLoadModule"), std::string::npos) << detail();
-    EXPECT_EQ(adsmSync(), adsmSuccess) << detail();
-    adsmFree(x);
+    device_test::host_function_kernels_are_refused("host_scale", "adsmLoadModule");
 }
 
 TEST(CudaDevice, BadModulesAndNamesAreClearErrors) {
@@ -322,47 +253,13 @@ TEST(CudaDevice, BadModulesAndNamesAreClearErrors) {
 
 // Ends the device: run alone (--gtest_filter), after the others.
 TEST(CudaDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
-    adsmModule_t m = load_module();
-    adsmKernel_t crash, scale;
-    ASSERT_EQ(adsmModuleGetKernel(m, "crash", &crash), adsmSuccess) << detail();
-    ASSERT_EQ(adsmModuleGetKernel(m, "scale", &scale), adsmSuccess) << detail();
-    float *x = static_cast<float *>(adsmAlloc(4096));
-    ASSERT_NE(x, nullptr);
-    x[0] = 1.0f;
-    ASSERT_EQ(adsmCall(crash, {1, 1, 1}, {1, 1, 1}, nullptr), adsmSuccess) << detail();
-    EXPECT_EQ(adsmSync(), adsmErrorLaunchFailure);
-    std::string why = detail();
-    EXPECT_NE(why.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << why;
-    EXPECT_NE(why.find("crash"), std::string::npos) << why;
-    float f = 2.0f;
-    unsigned n = 1;
-    void *args[] = {&x, &f, &n};
-    EXPECT_EQ(adsmCall(scale, {1, 1, 1}, {1, 1, 1}, args), adsmErrorDeviceLost);
-    EXPECT_NE(detail().find("lost"), std::string::npos) << detail();
-    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost);
-    void *d = nullptr;
-    EXPECT_EQ(adsmDeviceAlloc(&d, 4096), adsmErrorDeviceLost);
+    device_test::faulting_kernel_is_a_launch_failure_then_the_device_is_lost("CUDA_ERROR_ILLEGAL_ADDRESS");
 }
 
 // The host mapped ADSM_VA_BASE before the runtime started: the driver
 // reserves elsewhere and the window follows it.  Run alone.
 TEST(CudaDeviceMoved, WindowFollowsTheDriverWhenTheBaseIsTaken) {
-    void *squat = mmap(reinterpret_cast<void *>(0x300000000000ull), 1 << 20, PROT_READ,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    ASSERT_EQ(squat, reinterpret_cast<void *>(0x300000000000ull));
-    adsmModule_t m = load_module();
-    adsm::module::function<float *, float, unsigned> scale(m, "scale");
-    unsigned n = 4096;
-    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
-    ASSERT_NE(x, nullptr) << detail();
-    EXPECT_TRUE(reserved_by_driver(x));
-    EXPECT_FALSE(reinterpret_cast<uintptr_t>(x) >= 0x300000000000ull &&
-                 reinterpret_cast<uintptr_t>(x) < 0x300000000000ull + (1 << 20));
-    for (unsigned i = 0; i < n; ++i) x[i] = 1.5f;
-    scale(adsm::blocks_for(n, 64), adsm::dim3(64), x, 2.0f, n);
-    adsm::sync();
-    for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 3.0f);
-    adsmFree(x);
+    device_test::window_follows_the_driver_when_the_base_is_taken(reserved_by_driver);
 }
 
 }  // namespace
