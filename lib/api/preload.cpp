@@ -115,6 +115,18 @@ Status wait_copies(uint64_t ticket) {
     return rt ? rt->device->wait_copies(ticket) : adsmSuccess;
 }
 
+bool pin_staging(void *p, size_t n) {
+    Scope in;
+    Runtime *rt = started_runtime();
+    return rt && !forked_child() && rt->device->pin_staging(p, n);
+}
+
+void unpin_staging(void *p) {
+    Scope in;
+    Runtime *rt = started_runtime();
+    if (rt && !forked_child()) rt->device->unpin_staging(p);
+}
+
 Status fill_shared(void *dst, int value, size_t n) {
     Scope in;
     Runtime *rt = started_runtime();

@@ -71,6 +71,11 @@ Status read_shared(const void *src, void *dst, size_t n, uint64_t *ticket = null
 Status write_shared(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr);
 Status fill_shared(void *dst, int value, size_t n);
 Status wait_copies(uint64_t ticket);
+// I/O staging memory [p, p+n) the caller keeps: pinned by the device where
+// it pins host memory (see Device::pin_staging), so copies through it run
+// at full speed.  False where it stays pageable, which works as well.
+bool pin_staging(void *p, size_t n);
+void unpin_staging(void *p);
 
 // Chaos mode (ADSM_CHAOS_RELEASE_EVERY): called at interposed calls; now and
 // then forces a release and an acquire of the calling thread's context.

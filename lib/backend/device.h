@@ -61,11 +61,24 @@ public:
     // It pins every mirror page of a commit at once, so those pages exist
     // and entering them into the view in one call is cheap.
     virtual bool pins_at_commit() const { return false; }
-    // The CPU starts using [dev, dev+n) of the host mirror (its first fault
-    // on an object).  A device that pins mirror pages at first use pins them
-    // now and returns true: the pages exist then, and the caller may enter
-    // them into the view in one call.  Runs in the fault handler.
-    virtual bool pin_for_cpu(uintptr_t /*dev*/, uint64_t /*n*/) { return false; }
+    // The CPU faults on [*start, *start + *len) of an object at [lo, hi)
+    // (the block its protocol opens).  A device that pins mirror pages at
+    // their first use pins the pieces of its memory (granules) that hold the
+    // range now, widens the range to them (within the object) and says
+    // whether the CPU uses any of them for the first time: their pages exist
+    // then, and the caller may enter them into the view in one call.  Pinning
+    // by the piece, not the object, leaves the parts of big objects the CPU
+    // never touches unpinned and unmade.  Runs in the fault handler.
+    enum class MirrorUse { not_pinned, again, first };
+    virtual MirrorUse pin_for_cpu(uintptr_t /*lo*/, uintptr_t /*hi*/, uintptr_t * /*start*/, uint64_t * /*len*/) {
+        return MirrorUse::not_pinned;
+    }
+    // Pins host memory the runtime keeps and copies through again and again
+    // (the interposer's I/O staging), so those copies run at the link's
+    // pinned speed and overlap the program; false where the device does not
+    // pin (its copies run at one speed, or it stages them itself).
+    virtual bool pin_staging(void * /*p*/, size_t /*n*/) { return false; }
+    virtual void unpin_staging(void * /*p*/) {}
     // A 4 KiB page crosses the link to the device faster than the kernel
     // takes to report one tracked write: see link_outpaces_tracking.
     virtual bool fast_link() const { return false; }

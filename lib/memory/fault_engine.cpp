@@ -100,11 +100,12 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
             break;
         }
     }
-    // The program starts using the object: pinning its mirror now makes its
-    // pages in one call (and saves a fault per page) where pinning them at
-    // the first copy would pin pages the CPU made one fault at a time.
-    if (!r->touched.load(std::memory_order_relaxed) && !r->touched.exchange(true, std::memory_order_acq_rel))
-        g_manager->ready_mirror(*r);
+    // The program starts using this part of the object: pinning its mirror
+    // now makes its pages in one call (and saves a fault per page) where
+    // pinning them at the first copy would pin pages the CPU made one fault
+    // at a time.
+    bool first = !r->touched.load(std::memory_order_relaxed) && !r->touched.exchange(true, std::memory_order_acq_rel);
+    g_manager->ready_mirror(*r, a, first);
     Protocol::FaultOutcome outcome = g_protocol->on_fault(*r, a, write);
     uint64_t t1 = os::now_ns();
     stats().add(Counter::fault_ns, t1 - t0);

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <string>
 
 #include "backend/split_device.h"
@@ -264,10 +265,21 @@ void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home hom
     }
 }
 
-void Manager::ready_mirror(Region &r) {
+void Manager::ready_mirror(Region &r, uintptr_t a, bool first) {
     // An object waiting on the host has no device memory to pin against.
     if (!r.resident.load(std::memory_order_acquire) || r.home != Home::device || r.split) return;
-    if (r.device->pin_for_cpu(r.dev, r.span)) space_.prefault(r.host, r.span);
+    size_t off = a - r.host, lo = 0, hi = r.span;
+    if (uint64_t bs = r.block_size; bs && bs < r.span) {
+        lo = off / bs * bs;
+        hi = std::min<size_t>(lo + bs, r.span);
+    }
+    uintptr_t start = r.dev + lo;
+    uint64_t len = hi - lo;
+    // Once per piece of the mirror, and once per object (another object may
+    // have used a piece they share first).
+    Device::MirrorUse use = r.device->pin_for_cpu(r.dev, r.dev + r.span, &start, &len);
+    if (use == Device::MirrorUse::first || (use == Device::MirrorUse::again && first))
+        space_.prefault(r.host + (start - r.dev), len);
 }
 
 // The protocol's state for a new region.  One left on the host alone (the

@@ -137,10 +137,11 @@ public:
     // would; a kernel error waits for the next adsmSync.  For a CPU access
     // that raced with a kernel (called from the fault handler).
     void settle(Context *c);
-    // At the CPU's first fault on r: a device that pins mirror pages at their
-    // first use pins all of r's now, and the pages enter the view in one call.
+    // At a CPU fault at host address a in r (`first`: its first on r): a
+    // device that pins mirror pages at their first use pins those around the
+    // block the protocol opens now, and the pages enter the view in one call.
     // Runs in the fault handler.
-    void ready_mirror(Region &r);
+    void ready_mirror(Region &r, uintptr_t a, bool first);
 
     // In the child of a fork: turns every live shared region into ordinary
     // private memory holding what the region held, and lets go of the device.

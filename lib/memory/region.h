@@ -81,7 +81,8 @@ struct Region : SharedObject {
     // device copies before it stops the world, and a write that reached the
     // device after that is not in what it read.
     std::atomic<uint32_t> program_writes{0};
-    // The CPU has faulted on it once: its mirror was readied then (Manager::ready_mirror).
+    // The CPU has faulted on it once (Manager::ready_mirror enters the pieces
+    // of its mirror a device pinned earlier into the view then).
     std::atomic<bool> touched{false};
 
     // The context whose calls release this region (context.h defines it).

@@ -37,9 +37,9 @@ const std::vector<ConfigVar> &config_variables() {
          "simulated least time of a synchronous copy, call to return (default 0; 9.8 models an H100's pinned "
          "copy, where an asynchronous one costs 2.7)"},
         {"ADSM_CUDA_PIN", "lazy|eager|off",
-         "cuda: when the host mirror's pages are pinned for the copy engine: at first use (an object's at the CPU's "
-         "first fault on it, a 2 MiB granule's at its first copy), at allocation, or never (pageable copies, about a "
-         "sixth of the speed) (default lazy)"},
+         "cuda: when the host mirror's pages are pinned for the copy engine: at first use (a 2 MiB granule's at the "
+         "CPU's first fault in it, or else at its first copy), at allocation, or never (pageable copies, about a "
+         "sixth of the speed; I/O staging stays pageable too) (default lazy)"},
         {"ADSM_SIM_WORKERS", "N", "threads that run kernels on sim and cpu (default: one per CPU)"},
         {"ADSM_DIRTY_TRACKING", "auto|uffd|mprotect",
          "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto: "

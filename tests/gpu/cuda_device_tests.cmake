@@ -71,6 +71,21 @@ foreach(cfg "batch|256K|auto" "lazy|256K|auto" "rolling|64K|auto" "rolling|4K|au
   math(EXPR seed "${seed} + 1")
 endforeach()
 
+# I/O on shared memory through the interposers (not in the sanitizer
+# build, which takes malloc from AddressSanitizer), in the protocols that
+# send whole blocks read from a file straight to the device.
+if(NOT ADSM_SANITIZE)
+  add_executable(cuda_io_tests cuda_io_test.cpp)
+  target_link_libraries(cuda_io_tests PRIVATE ${ADSM_INTERNAL_LIBS} adsm_interpose Threads::Threads ${CMAKE_DL_LIBS}
+    GTest::gtest GTest::gtest_main)
+  add_dependencies(cuda_io_tests fake_cuda)
+  foreach(p rolling delta)
+    add_test(NAME cuda.io.${p} COMMAND cuda_io_tests)
+    set_tests_properties(cuda.io.${p} PROPERTIES TIMEOUT 120
+      ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p}")
+  endforeach()
+endif()
+
 # On a real GPU only (scripts/gpu-check): kernels nvcc built.
 if(ADSM_CUDA_FATBIN)
   add_executable(cuda_gpu_tests cuda_gpu_test.cpp)

@@ -150,12 +150,27 @@ void CudaDevice::decommit(uintptr_t dev, uint64_t bytes) {
 
 // ---------------------------------------------------------------- copies
 
-bool CudaDevice::pin_for_cpu(uintptr_t dev, uint64_t n) {
-    if (memory_.pinning() != gpu::Pinning::lazy || !window_.holds(dev, n)) return false;
+Device::MirrorUse CudaDevice::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) {
+    if (memory_.pinning() != gpu::Pinning::lazy || !memory_.pinned() || !window_.holds(lo, hi - lo))
+        return MirrorUse::not_pinned;
+    if (!memory_.cpu_has_unseen()) return MirrorUse::again;  // no driver call, no lock
     Entered in(this);
-    if (in.status() != adsmSuccess) return false;
-    memory_.pin_for_copy(window_.host_name(reinterpret_cast<void *>(dev)), n);
-    return memory_.pinned();
+    if (in.status() != adsmSuccess) return MirrorUse::not_pinned;
+    bool fresh = memory_.pin_for_cpu(lo, hi, start, len);
+    if (!memory_.pinned()) return MirrorUse::not_pinned;
+    return fresh ? MirrorUse::first : MirrorUse::again;
+}
+
+bool CudaDevice::pin_staging(void *p, size_t n) {
+    // Only where the mirror is pinned too: ADSM_CUDA_PIN=off asks for no pins.
+    if (memory_.pinning() == gpu::Pinning::off || !memory_.pinned()) return false;
+    Entered in(this);
+    return in.status() == adsmSuccess && d_->cuMemHostRegister(p, n, 0) == CUDA_SUCCESS;
+}
+
+void CudaDevice::unpin_staging(void *p) {
+    Entered in(this);
+    if (in.status() == adsmSuccess) d_->cuMemHostUnregister(p);
 }
 
 const void *CudaDevice::host_for_copy(const void *p, size_t n) {

@@ -38,7 +38,9 @@ public:
     uint64_t used() const override { return memory_.used(); }
     bool pins_host_memory() const override { return true; }
     bool pins_at_commit() const override { return memory_.pinning() == gpu::Pinning::eager && memory_.pinned(); }
-    bool pin_for_cpu(uintptr_t dev, uint64_t n) override;
+    MirrorUse pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) override;
+    bool pin_staging(void *p, size_t n) override;
+    void unpin_staging(void *p) override;
     bool fast_link() const override { return link_outpaces_tracking(12); }  // PCIe 3 x16 or faster
     bool runs_gpu_code() const override { return true; }
 

@@ -17,6 +17,8 @@ void Granules::init(GranuleDriver *driver, uint64_t granularity, uintptr_t base,
 Status Granules::create(uint64_t index, Granule *g) {
     if (Status s = driver_->back(base_ + index * granularity_, granularity_, &g->handle); s != adsmSuccess) return s;
     g->registered = false;
+    g->cpu_seen = false;
+    unseen_.fetch_add(1, std::memory_order_relaxed);
     if (pinning_ == Pinning::lazy) unpinned_.fetch_add(1, std::memory_order_relaxed);
     if (pinning_ == Pinning::eager) pin(index, *g);
     return adsmSuccess;
@@ -44,8 +46,33 @@ void Granules::pin_for_copy(const void *host, size_t n) {
         if (auto it = granules_.find(i); it != granules_.end() && it->second.users) pin(i, it->second);
 }
 
+bool Granules::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) {
+    if (*len == 0 || *start < base_) return false;
+    uint64_t first = (*start - base_) / granularity_, last = (*start - base_ + *len - 1) / granularity_;
+    bool fresh = false;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (uint64_t i = first; i <= last; ++i) {
+            auto it = granules_.find(i);
+            if (it == granules_.end() || !it->second.users) continue;
+            pin(i, it->second);
+            if (!it->second.cpu_seen) {
+                it->second.cpu_seen = true;
+                unseen_.fetch_sub(1, std::memory_order_relaxed);
+                fresh = true;
+            }
+        }
+    }
+    uintptr_t from = std::max<uintptr_t>(lo, base_ + first * granularity_);
+    uintptr_t to = std::min<uintptr_t>(hi, base_ + (last + 1) * granularity_);
+    *start = from;
+    *len = to > from ? to - from : 0;
+    return fresh;
+}
+
 void Granules::destroy(uint64_t index, Granule &g) {
     uint64_t offset = index * granularity_;
+    if (!g.cpu_seen) unseen_.fetch_sub(1, std::memory_order_relaxed);
     if (g.registered) driver_->unpin(alias_ + offset);
     else if (pinning_ == Pinning::lazy) unpinned_.fetch_sub(1, std::memory_order_relaxed);
     driver_->unback(base_ + offset, granularity_, g.handle);

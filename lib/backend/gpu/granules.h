@@ -9,10 +9,10 @@
 // A granule's host mirror may be pinned too (registered with the driver
 // through the runtime's alias, since the window address is the device's),
 // so copies run at pinned speed; its pages stay put until the granule goes.
-// By default a granule is pinned at its first use (the CPU's first fault on
-// an object, else the first copy through it), not when it is backed:
-// pinning makes every page of it (about 375 us per MiB on an H100 host),
-// and much of a mirror is never used.
+// By default a granule is pinned at its first use (the CPU's first fault in
+// it, else the first copy through it), not when it is backed: pinning makes
+// every page of it (about 375 us per MiB on an H100 host), and much of a
+// mirror is never used (a grid whose halo rows alone the CPU writes).
 #pragma once
 
 #include <atomic>
@@ -66,6 +66,13 @@ public:
     // granules it touches that are not pinned yet (lazy pinning).  Memory
     // outside the mirror is the caller's, left as it is.
     void pin_for_copy(const void *host, size_t n);
+    // Before the CPU uses window addresses [*start, *start + *len) of an
+    // object at [lo, hi): pins the granules holding them, widens the range
+    // to those granules (within the object) and returns whether the CPU
+    // uses any of them for the first time.
+    bool pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len);
+    // Whether some backed granule has not been used by the CPU yet.
+    bool cpu_has_unseen() const { return unseen_.load(std::memory_order_relaxed) != 0; }
 
     uint64_t granularity() const { return granularity_; }
     uint64_t used() const { return granules_in_use_.load(std::memory_order_relaxed) * granularity_; }
@@ -76,6 +83,7 @@ private:
         uint64_t handle = 0;
         uint32_t users = 0;
         bool registered = false;
+        bool cpu_seen = false;  // the CPU has faulted in it (pin_for_cpu)
     };
     Status create(uint64_t index, Granule *g);  // under mu_
     void destroy(uint64_t index, Granule &g);   // under mu_
@@ -94,6 +102,7 @@ private:
     std::unordered_map<uint64_t, Granule> granules_;
     std::atomic<uint64_t> granules_in_use_{0};
     std::atomic<uint64_t> unpinned_{0};    // backed granules not pinned yet: copies skip the lock at 0
+    std::atomic<uint64_t> unseen_{0};      // backed granules the CPU has not used yet: faults skip it at 0
     std::atomic<bool> pin_failed_{false};  // a registration failed: copies go pageable from then on
 };
 
