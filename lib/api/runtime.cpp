@@ -94,6 +94,13 @@ void trace_kernels_at_exit() {
         for (auto &d : rt->devices) d->trace_kernels();
 }
 
+void fork_prepare() {
+    Runtime *rt = g_runtime.load();
+    if (!rt || g_forked.load() || inside_runtime()) return;
+    Inside in;
+    rt->manager->before_fork();
+}
+
 void fork_child() {
     Runtime *rt = g_runtime.load();
     // A child of a child has nothing left to convert: its parent did it.
@@ -203,7 +210,7 @@ Status start(Runtime **out) {
         trace::before_writing(trace_kernels_at_exit);
     }
     if (rt->config.profile_top) profile::start(rt->config.profile_top);
-    pthread_atfork(nullptr, nullptr, fork_child);
+    pthread_atfork(fork_prepare, nullptr, fork_child);
     preload::g_chaos.store(rt->config.chaos_every > 0, std::memory_order_relaxed);
     preload::g_window_size.store(rt->space.size(), std::memory_order_relaxed);
     preload::g_window_base.store(rt->space.base(), std::memory_order_release);

@@ -130,6 +130,10 @@ public:
     // In a fork child: let go of the device without disturbing the parent's
     // use of it (close descriptors, forget the device process).
     virtual void detach_after_fork() {}
+    // Whether a fork child can still read this device's memory (it lives in
+    // the process's own pages).  A driver's GPU or a server's device cannot:
+    // what only it holds is brought to the host before the fork.
+    virtual bool serves_fork_child() const { return true; }
 
     // Draws the kernels that have run and were not drawn yet on the trace
     // (synchronizations draw the ones they wait for; this catches the rest

@@ -4,12 +4,30 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "memory/manager.h"
 #include "os/vm.h"
 #include "support/log.h"
 
 namespace adsm {
+
+void Manager::before_fork() {
+    bool any = false;
+    for (Device *d : devices_) any |= !d->serves_fork_child();
+    if (!any) return;
+    // The objects first, then each on its own (prefetch takes the locks and
+    // looks each up again: one freed meanwhile is skipped).
+    std::vector<std::pair<uintptr_t, size_t>> objects;
+    table_.for_each_live([&](Region &r) {
+        if (r.kind != RegionKind::device && r.host && r.device && !r.device->serves_fork_child())
+            objects.emplace_back(r.host, r.size);
+    });
+    for (auto [host, size] : objects)
+        if (prefetch(reinterpret_cast<void *>(host), size, kHost) != adsmSuccess)
+            ADSM_LOG(debug, "fork: the object at %p stays on the device: %s", reinterpret_cast<void *>(host),
+                     last_detail());
+}
 
 void Manager::become_fork_child() {
     // Only this thread exists now, and locks other threads held at the fork
@@ -21,6 +39,12 @@ void Manager::become_fork_child() {
     // memory included) stays inaccessible, as it is in the parent.
     void *copy = os::map_anon(size, PROT_NONE, true);
     if (copy == MAP_FAILED) return;
+    // A device that cannot serve the child must not be asked for anything
+    // (its driver's or server's state is the parent's): copies from it fail
+    // at once, and before_fork left nothing there that the child needs
+    // unless a kernel was using it.
+    for (Device *d : devices_)
+        if (!d->serves_fork_child()) d->detach_after_fork();
     table_.for_each_live([&](Region &r) {
         if (r.kind == RegionKind::device || !r.host) return;
         uint8_t *dst = static_cast<uint8_t *>(copy) + (r.host - base);
@@ -32,7 +56,8 @@ void Manager::become_fork_child() {
     // One move replaces the whole window, shared mappings and all, with the
     // private copy: the regions become ordinary memory at the same addresses.
     os::remap_fixed(copy, size, reinterpret_cast<void *>(base));
-    for (Device *d : devices_) d->detach_after_fork();
+    for (Device *d : devices_)
+        if (d->serves_fork_child()) d->detach_after_fork();
     space_.detach_after_fork();
 }
 

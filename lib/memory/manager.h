@@ -146,6 +146,11 @@ public:
     // In the child of a fork: turns every live shared region into ordinary
     // private memory holding what the region held, and lets go of the device.
     void become_fork_child();
+    // In the parent, just before a fork: every object whose data only a
+    // device that cannot serve the child holds (serves_fork_child) is brought
+    // to the host, so the child's copy of it is whole.  An object a kernel
+    // is using stays where it is (the child gets what the host had).
+    void before_fork();
 
     Protocol &protocol() { return protocol_; }
     // The runtime's writes for the program (above) are noted here from now

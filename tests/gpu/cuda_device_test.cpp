@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -182,6 +183,35 @@ TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
     adsm::sync();
     for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 3.0f);
     EXPECT_EQ(pageable_copies(), pageable) << "a protocol copy went through pageable memory";
+    adsmFree(x);
+}
+
+// A fork child cannot use its parent's GPU: what a kernel wrote, and only
+// the device held, comes to the host before the fork, so the child's copy
+// of the object is whole; the parent goes on using the device.
+TEST(CudaDevice, AForkChildGetsWhatOnlyTheDeviceHeld) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    const unsigned n = 300000;
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
+    scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
+    adsm::sync();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int bad = 0;
+        for (unsigned i = 0; i < n; ++i) bad += x[i] != 2.0f * static_cast<float>(i % 1000);
+        _exit(bad ? 1 : 0);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child's copy lacks what the kernel wrote";
+    scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(x[i], 4.0f * static_cast<float>(i % 1000)) << i;
     adsmFree(x);
 }
 

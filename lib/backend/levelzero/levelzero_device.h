@@ -60,6 +60,7 @@ public:
     Status wait_copies(uint64_t ticket) override;
 
     void detach_after_fork() override { loss_.forked(); }
+    bool serves_fork_child() const override { return false; }
 
     Status load_module(const void *image, size_t size, void **module) override;
     Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;

@@ -36,6 +36,7 @@ public:
     Status wait_copies(uint64_t ticket) override;
 
     void detach_after_fork() override { link_.forget(); }
+    bool serves_fork_child() const override { return false; }
 
     Status check_kernel(const KernelInfo &k) const override;
     Status create_stream(StreamId *out) override;
