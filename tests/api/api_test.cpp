@@ -5,41 +5,6 @@
 
 using namespace adsm_test;
 
-namespace {
-
-struct Node {
-    uint64_t value;
-    Node *next;
-};
-
-// Walks a linked list built by the CPU: every next pointer is an embedded
-// shared address.
-void list_sum(const adsm::thread_index &, const Node *head, uint64_t *out) {
-    uint64_t s = 0;
-    for (const Node *n = head; n; n = n->next) s += n->value;
-    *out = s;
-}
-
-void write_indices(const adsm::thread_index &t, uint32_t *out) {
-    size_t bx = t.blockIdx.x + t.gridDim.x * (t.blockIdx.y + size_t(t.gridDim.y) * t.blockIdx.z);
-    size_t per_block = size_t(t.blockDim.x) * t.blockDim.y * t.blockDim.z;
-    size_t tx = t.threadIdx.x + t.blockDim.x * (t.threadIdx.y + size_t(t.blockDim.y) * t.threadIdx.z);
-    out[bx * per_block + tx] = uint32_t(t.blockIdx.z << 24 | t.blockIdx.y << 16 | t.blockIdx.x << 8 | t.threadIdx.x);
-}
-
-struct Params {
-    int a;
-    double b;
-    char tag[24];
-};
-
-void by_value(const adsm::thread_index &, Params p, Params *out) {
-    p.a += 1;  // a private copy: the caller's value must not change
-    *out = p;
-}
-
-}  // namespace
-
 TEST(ApiTest, OneAddressForCpuAndDevice) {
     void *p = adsmAlloc(10000);
     ASSERT_NE(p, nullptr) << detail();

@@ -9,14 +9,6 @@
 using namespace adsm_test;
 
 namespace {
-void crash(const adsm::thread_index &t, uint32_t *marker) {
-    marker[t.threadIdx.x] = 1;
-    if (t.threadIdx.x == 5) {
-        volatile int *volatile bad = reinterpret_cast<int *>(uintptr_t(16));
-        *bad = 42;
-    }
-}
-
 void fill_pattern(uint8_t *p, size_t n, uint8_t seed) {
     for (size_t i = 0; i < n; ++i) p[i] = uint8_t(seed + i * 13);
 }

@@ -2,14 +2,6 @@
 
 using namespace adsm_test;
 
-namespace {
-void other_kernel(const adsmThreadIdx *, void **) {}
-void c_kernel(const adsmThreadIdx *t, void **args) {
-    uint32_t *out = *static_cast<uint32_t **>(args[0]);
-    out[t->threadIdx.x] = *static_cast<uint32_t *>(args[1]) + t->threadIdx.x;
-}
-}  // namespace
-
 TEST(KernelsTest, RegisterFindAndName) {
     size_t sizes[] = {sizeof(uint32_t *), sizeof(uint32_t)};
     adsmKernel_t k = nullptr, again = nullptr, found = nullptr;

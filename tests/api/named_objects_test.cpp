@@ -12,19 +12,6 @@ namespace {
 
 uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
 
-// y[i] = x[i] + 1
-void add_one(const adsm::thread_index &t, const uint32_t *x, uint32_t *y, size_t n) {
-    size_t i = adsm::global_x(t);
-    if (i < n) y[i] = x[i] + 1;
-}
-
-// After `ms`, one thread copies x to y: a kernel that reads late.
-void copy_late(const adsm::thread_index &t, const uint32_t *x, uint32_t *y, size_t n, unsigned ms) {
-    if (adsm::global_x(t) != 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    for (size_t i = 0; i < n; ++i) y[i] = x[i];
-}
-
 }  // namespace
 
 TEST(NamedObjectsTest, OnlyTheNamedObjectsAreReleased) {

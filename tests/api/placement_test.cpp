@@ -35,18 +35,6 @@ adsmAllocAttr placed(int place, int spill = ADSM_SPILL_DEFAULT) {
     return a;
 }
 
-// out[i] = in[i] + add
-void add_into(const adsm::thread_index &t, const uint32_t *in, uint32_t *out, size_t n, uint32_t add) {
-    size_t i = adsm::global_x(t);
-    if (i < n) out[i] = in[i] + add;
-}
-
-// Writes what the kernel must never give back (a replica is read-only).
-void scribble(const adsm::thread_index &t, uint32_t *v, size_t n) {
-    size_t i = adsm::global_x(t);
-    if (i < n) v[i] = 0xdead;
-}
-
 }  // namespace
 
 TEST(PlacementTest, HostResidentMemoryIsNeverCopied) {
@@ -54,7 +42,7 @@ TEST(PlacementTest, HostResidentMemoryIsNeverCopied) {
     const size_t len = 200000;
     adsmAllocAttr host = placed(ADSM_PLACE_HOST);
     auto *v = static_cast<uint32_t *>(adsmAllocEx(len * sizeof(uint32_t), &host));
-    if (on_gpu()) {
+    if (host_resident_refused()) {
         EXPECT_EQ(v, nullptr);
         EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported);
         EXPECT_NE(detail().find("host-resident"), std::string::npos) << detail();
@@ -77,7 +65,7 @@ TEST(PlacementTest, HostResidentMemoryIsNeverCopied) {
 }
 
 TEST(PlacementTest, HostResidentMemoryTakesNoDeviceMemory) {
-    if (!is_discrete() || on_gpu()) return;  // one memory; GPU back-ends refuse (above)
+    if (!is_discrete() || host_resident_refused()) return;  // one memory; or refused (above)
     const uint64_t before = used_on(0);
     const uint64_t allocs = counter(adsm::Counter::host_resident_allocs);
     adsmAllocAttr host = placed(ADSM_PLACE_HOST);
@@ -93,7 +81,7 @@ TEST(PlacementTest, HostResidentMemoryTakesNoDeviceMemory) {
 // its data moves as any other object's (if the device still reached the
 // host's pages, the kernel's result would be overwritten by the acquire).
 TEST(PlacementTest, FreedHostResidentRangeIsDeviceMemoryAgain) {
-    if (on_gpu()) return;
+    if (host_resident_refused()) return;
     auto inc = device_kernel<increment>("placement.increment");
     // An odd size between two live objects: once out of quarantine, the
     // hole it leaves is the only one of its size.

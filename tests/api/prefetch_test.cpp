@@ -100,14 +100,6 @@ TEST(PrefetchTest, BadRequestsAreRefused) {
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 2u);
 }
 
-namespace {
-// y[i] = x[i] * 2
-void twice(const adsm::thread_index &t, const uint32_t *x, uint32_t *y, size_t n) {
-    size_t i = adsm::global_x(t);
-    if (i < n) y[i] = x[i] * 2;
-}
-}  // namespace
-
 TEST(AdviseTest, ReadMostlyObjectsNeverComeBackFromAWholeContextCall) {
     auto k = device_kernel<twice>("advise.twice");
     const size_t n = 1 << 20;
