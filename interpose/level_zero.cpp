@@ -49,6 +49,7 @@
     X(zeCommandListAppendMemoryFill)        \
     X(zeCommandQueueExecuteCommandLists)    \
     X(zeCommandQueueSynchronize)            \
+    X(zeCommandListHostSynchronize)         \
     X(zeFenceHostSynchronize)               \
     X(zeFenceQueryStatus)                   \
     X(zeEventHostSynchronize)               \
@@ -429,6 +430,19 @@ ZE_WRAPPER(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t queue, u
 
 ZE_WRAPPER(zeCommandQueueSynchronize, ze_command_queue_handle_t queue, uint64_t timeout) {
     SYNC_THEN_FORWARD(zeCommandQueueSynchronize, queue, timeout);
+}
+// Level Zero 1.6.  A program built against a loader that has it may run
+// with one that does not: the preload's symbol is then the only one, and
+// the driver's own commands on the list cannot be waited for.
+ZE_WRAPPER(zeCommandListHostSynchronize, ze_command_list_handle_t list, uint64_t timeout) {
+    bool loaded = false;
+    if (!GPU_REAL(zeCommandListHostSynchronize) &&
+        (adsm::interpose::driver_function(kLibrary, "zeInit", &loaded), loaded)) {
+        adsm::log(adsm::LogLevel::error, "zeCommandListHostSynchronize: the Level Zero loader here (%s) lacks it "
+                  "(Level Zero 1.6)", kLibrary);
+        return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+    }
+    SYNC_THEN_FORWARD(zeCommandListHostSynchronize, list, timeout);
 }
 ZE_WRAPPER(zeFenceHostSynchronize, ze_fence_handle_t fence, uint64_t timeout) {
     SYNC_THEN_FORWARD(zeFenceHostSynchronize, fence, timeout);

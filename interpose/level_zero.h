@@ -26,4 +26,9 @@ inline ze_result_t no_loader(const char *fn) {
         return fn_(__VA_ARGS__);                          \
     }())
 
+// Entry points newer than the Level Zero headers the build may have (Debian
+// ships 1.4's), declared as the specification has them; a redeclaration
+// where the headers have them too.
+extern "C" ze_result_t ZE_APICALL zeCommandListHostSynchronize(ze_command_list_handle_t list, uint64_t timeout);
+
 #define ZE_WRAPPER(name, ...) extern "C" __attribute__((visibility("default"))) ze_result_t ZE_APICALL name(__VA_ARGS__)

@@ -31,6 +31,7 @@
 #define VMM_DRIVER "fake libze_loader"
 #define VMM_MEMORY_ENV "FAKE_ZE_MEMORY"
 #include "fake_vmm.h"
+#include "ze_newer.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -523,6 +524,14 @@ ENTRY(zeCommandQueueSynchronize, ze_command_queue_handle_t q, uint64_t timeout) 
     COUNT();
     (void)timeout;
     if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    fake_drain(&device);
+    return ZE_RESULT_SUCCESS;
+}
+
+ENTRY(zeCommandListHostSynchronize, ze_command_list_handle_t list, uint64_t timeout) {
+    COUNT();
+    (void)timeout;
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     fake_drain(&device);
     return ZE_RESULT_SUCCESS;
 }
