@@ -54,7 +54,9 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
       spill_(config.spill == "evict"  ? Spill::evict
              : config.spill == "fail" ? Spill::fail
              : config.spill == "next" ? Spill::next
-                                      : Spill::host) {}
+                                      : Spill::host) {
+    for (size_t i = 0; i < devices_.size(); ++i) victims_.push_back(std::make_unique<VictimList>());
+}
 
 // ---------------------------------------------------------------- regions
 

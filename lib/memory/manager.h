@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "backend/device.h"
@@ -12,6 +13,7 @@
 #include "memory/context.h"
 #include "memory/context_table.h"
 #include "memory/region_table.h"
+#include "memory/victims.h"
 #include "protocols/protocol.h"
 #include "support/config.h"
 
@@ -240,6 +242,7 @@ private:
     AddressSpace &space_;
     RegionTable &table_;
     std::vector<Device *> devices_;
+    std::vector<std::unique_ptr<VictimList>> victims_;  // one per device, as devices_
     Protocol &protocol_;
     ContextTable contexts_;
     std::atomic<os::UffdTracker *> write_log_{nullptr};

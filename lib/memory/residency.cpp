@@ -57,29 +57,29 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
     // skipped, not waited for; their objects are tried again for a while
     // before the call gives up.
     const uint64_t deadline = os::now_ns() + kContendedWaitNs;
+    VictimList &cold = *victims_[device_index(d)];
     for (;;) {
-        // The candidates: resident objects on d that this call does not
-        // need, the program's lower priorities first and, among equals, the
-        // least recently released (or allocated).  Idleness is checked under
-        // each owner's lock.
-        struct Victim {
-            int priority;
-            uint64_t released;
-            Region *r;
-        };
-        std::vector<Victim> victims;
-        table_.for_each_live([&](Region &r) {
-            if (r.resident && r.bytes_on(d) && r.kind != RegionKind::device && r.home == Home::device &&
-                r.last_release != needed && r.eviction_priority() <= below)
-                victims.push_back({r.eviction_priority(), r.last_release, &r});
-        });
-        std::sort(victims.begin(), victims.end(), [](const Victim &a, const Victim &b) {
-            return a.priority != b.priority ? a.priority < b.priority : a.released < b.released;
-        });
         uint64_t freed = 0;
-        bool contended = false;
-        for (const Victim &victim : victims) {
+        bool contended = false, rescanned = false;
+        for (;;) {
+            VictimList::Victim victim;
+            VictimList::Take t = cold.take(below, &victim);
+            if (t != VictimList::Take::got) {
+                if (t == VictimList::Take::none && rescanned) break;
+                // The candidates: objects resident on d (this call's own and
+                // busy ones are passed over as they come; idleness is checked
+                // under each owner's lock).
+                std::vector<VictimList::Victim> candidates;
+                table_.for_each_live([&](Region &r) {
+                    if (r.resident && r.bytes_on(d) && r.kind != RegionKind::device && r.home == Home::device)
+                        candidates.push_back({r.eviction_priority(), r.last_release, &r});
+                });
+                cold.refill(std::move(candidates));
+                rescanned = true;
+                continue;
+            }
             Region *v = victim.r;
+            if (v->last_release == needed) continue;
             const uint64_t bytes = v->bytes_on(d);
             Eviction e = evict_object(*v, d, held, needed);
             contended |= e == Eviction::contended;
@@ -91,6 +91,7 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
         }
         if (d.commit(dev, span) == adsmSuccess) return adsmSuccess;
         if (!contended || os::now_ns() > deadline) break;
+        cold.clear();  // owners busy a moment ago may be free now
         os::sleep_until_ns(os::now_ns() + 50 * 1000);
     }
     return fail(adsmErrorMemoryAllocation, "%s, and no object left to evict frees enough of it", first.c_str());

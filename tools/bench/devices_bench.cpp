@@ -2,7 +2,7 @@
 // Each part runs in a child process of its own, because the runtime reads
 // its configuration (devices, their memory, the link model) once.
 //
-//   adsm-bench-devices [split|oversubscribe]...   (default: both)
+//   adsm-bench-devices [split|oversubscribe|many]...   (default: all)
 //
 // split: one workload over two simulated devices against the same work on
 //   one, with two host threads either way.  Each simulated device gets one
@@ -11,6 +11,9 @@
 //   object it uses (adsmCallWith), against the cost model of fault-driven
 //   managed memory once oversubscribed: the same migrations at about
 //   5 Gbit/s (the figure seed 004 reports for CUDA managed memory).
+// many: 4096 small objects at 4x device memory, a kernel per object: what
+//   choosing a victim costs when there are many to choose from, beside the
+//   same calls on one object that stays resident.
 #include <adsm.hpp>
 #include <atomic>
 #include <chrono>
@@ -181,6 +184,42 @@ int child_oversubscribe(unsigned factor) {
     return right ? 0 : 1;
 }
 
+// Many small objects, each call naming one: every call evicts one and
+// brings one back.
+int child_many(size_t objects, uint64_t object_bytes) {
+    const size_t n = object_bytes / sizeof(uint32_t);
+    const unsigned rounds = 2;
+    adsm::kernel<increment> k("devices.increment");
+    std::vector<uint32_t *> obj(objects);
+    for (auto &p : obj) {
+        p = static_cast<uint32_t *>(adsmAlloc(object_bytes));
+        if (!p) return 1;
+        for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(i);
+    }
+    auto t0 = Clock::now();
+    for (unsigned r = 0; r < rounds; ++r)
+        for (size_t o = 0; o < objects; ++o) {
+            k.with({{obj[0], 0}}, adsm::blocks_for(n, 256), 256, obj[0], n);
+            adsm::sync();
+        }
+    double resident_us = ms_since(t0) * 1000 / (rounds * objects);
+    uint64_t evicted0 = counter(adsm::Counter::device_evictions);
+    t0 = Clock::now();
+    for (unsigned r = 0; r < rounds; ++r)
+        for (size_t o = 0; o < objects; ++o) {
+            k.with({{obj[o], 0}}, adsm::blocks_for(n, 256), 256, obj[o], n);
+            adsm::sync();
+        }
+    double cycling_us = ms_since(t0) * 1000 / (rounds * objects);
+    bool right = true;
+    for (size_t o = 0; o < objects; ++o)
+        for (size_t i = 0; i < n; i += 1021)
+            right &= obj[o][i] == static_cast<uint32_t>(i + rounds + (o == 0 ? rounds * objects : 0));
+    printf("resident_us=%.1f cycling_us=%.1f evictions=%llu correct=%d\n", resident_us, cycling_us,
+           static_cast<unsigned long long>(counter(adsm::Counter::device_evictions) - evicted0), right ? 1 : 0);
+    return right ? 0 : 1;
+}
+
 // ---------------------------------------------------------------- parent
 
 // A part's numbers, from a child process configured by `env`.
@@ -226,23 +265,44 @@ void oversubscribe() {
            kManagedGBps);
 }
 
+void many() {
+    const size_t objects = 4096;
+    const uint64_t object_bytes = 64 << 10;
+    printf("many: %zu objects of %llu KiB (4x device memory), a kernel per object naming it, 2 rounds (sim: 64 MiB of "
+           "device memory, a %s GB/s, %s us link)\n",
+           objects, static_cast<unsigned long long>(object_bytes >> 10), kLinkGbps, kLinkLatencyUs);
+    auto env = link_env();
+    env.push_back("ADSM_SIM_MEMORY=64M");
+    auto kv = run_child({"many", std::to_string(objects), std::to_string(object_bytes)}, env);
+    // What the link alone takes per call: one object out, one in.
+    double link_us = 2 * (std::atof(kLinkLatencyUs) + object_bytes / (std::atof(kLinkGbps) * 1e3));
+    printf("  one resident object %8.1f us per call\n  cycling through all %8.1f us per call (%.0f evictions; the "
+           "link's share %.1f us)\n  overhead per call   %8.1f us beyond the resident call and the link%s\n",
+           kv["resident_us"], kv["cycling_us"], kv["evictions"], link_us,
+           kv["cycling_us"] - kv["resident_us"] - link_us, kv["correct"] == 1 ? "" : "  WRONG RESULTS");
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--child")) {
         if (!strcmp(argv[2], "split")) return child_split();
         if (!strcmp(argv[2], "oversubscribe") && argc >= 4) return child_oversubscribe(static_cast<unsigned>(atoi(argv[3])));
+        if (!strcmp(argv[2], "many") && argc >= 5)
+            return child_many(static_cast<size_t>(atoll(argv[3])), static_cast<uint64_t>(atoll(argv[4])));
         return 2;
     }
     std::vector<std::string> parts(argv + 1, argv + argc);
-    if (parts.empty()) parts = {"split", "oversubscribe"};
+    if (parts.empty()) parts = {"split", "oversubscribe", "many"};
     for (const auto &p : parts) {
         if (p == "split") {
             split();
         } else if (p == "oversubscribe") {
             oversubscribe();
+        } else if (p == "many") {
+            many();
         } else {
-            fprintf(stderr, "usage: adsm-bench-devices [split|oversubscribe]...\n");
+            fprintf(stderr, "usage: adsm-bench-devices [split|oversubscribe|many]...\n");
             return 2;
         }
     }

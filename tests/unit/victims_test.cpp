@@ -1,0 +1,69 @@
+// The eviction candidates kept between evictions (memory/victims.h): the
+// order they come in, and when the list must be looked at again.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "memory/victims.h"
+
+using adsm::Region;
+using adsm::VictimList;
+
+namespace {
+
+struct Objects {
+    std::vector<Region> r = std::vector<Region>(6);
+    // Lists r[i] with priority prio[i] and its current last_release.
+    void list(VictimList &l, const std::vector<int> &prio) {
+        std::vector<VictimList::Victim> v;
+        for (size_t i = 0; i < prio.size(); ++i) v.push_back({prio[i], r[i].last_release, &r[i]});
+        l.refill(std::move(v));
+    }
+};
+
+}  // namespace
+
+TEST(VictimListTest, ColdestFirstLowerPrioritiesBeforeOlderReleases) {
+    Objects o;
+    for (size_t i = 0; i < o.r.size(); ++i) o.r[i].last_release = 100 - i;  // r[5] released first
+    VictimList l;
+    o.list(l, {0, 0, 0, 1, 1, 1});
+    VictimList::Victim v;
+    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    EXPECT_EQ(v.r, &o.r[2]) << "the least recently released of the lowest priority";
+    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    EXPECT_EQ(v.r, &o.r[1]);
+    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    EXPECT_EQ(v.r, &o.r[0]);
+    EXPECT_EQ(l.take(INT32_MAX, &v), VictimList::Take::look_again) << "priority 1 next: a lower one may have come";
+    EXPECT_EQ(l.take(0, &v), VictimList::Take::none) << "nothing of priority 0 or lower is left";
+}
+
+TEST(VictimListTest, ObjectsReleasedSinceListingArePassedOver) {
+    Objects o;
+    for (size_t i = 0; i < 3; ++i) o.r[i].last_release = 10 + i;
+    VictimList l;
+    o.list(l, {0, 0, 0});
+    o.r[0].last_release = 50;  // a call used it after the listing
+    VictimList::Victim v;
+    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    EXPECT_EQ(v.r, &o.r[1]);
+    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    EXPECT_EQ(v.r, &o.r[2]);
+    EXPECT_EQ(l.take(INT32_MAX, &v), VictimList::Take::none);
+    l.clear();
+    EXPECT_EQ(l.take(INT32_MAX, &v), VictimList::Take::none);
+}
+
+TEST(VictimListTest, AFreshListHandsOutItsFirstWhateverItsPriority) {
+    Objects o;
+    VictimList l;
+    o.list(l, {3, 4});
+    VictimList::Victim v;
+    EXPECT_EQ(l.take(2, &v), VictimList::Take::none) << "above the caller's priority";
+    ASSERT_EQ(l.take(3, &v), VictimList::Take::got);
+    EXPECT_EQ(v.r, &o.r[0]);
+    EXPECT_EQ(l.take(4, &v), VictimList::Take::look_again);
+    o.list(l, {4});
+    ASSERT_EQ(l.take(4, &v), VictimList::Take::got);
+}
