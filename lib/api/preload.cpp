@@ -112,7 +112,7 @@ Status wait_copies(uint64_t ticket) {
     if (ticket == 0) return adsmSuccess;
     Scope in;
     Runtime *rt = started_runtime();
-    return rt ? rt->device->wait_copies(ticket) : adsmSuccess;
+    return rt ? rt->manager->wait_copies(ticket) : adsmSuccess;
 }
 
 bool pin_staging(void *p, size_t n) {

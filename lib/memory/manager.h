@@ -96,12 +96,18 @@ public:
     // memory): [p, p+n) must lie in one shared allocation.  A kernel that may
     // be using it is waited for first, as for a racing CPU access.
     // With `ticket` the device copies may still run on return (see
-    // Protocol::read_out); wait with Device::wait_copies.
+    // Protocol::read_out); wait with wait_copies.  A ticket names one
+    // device's copies (its index in the top byte): where a piece lies on
+    // another device than the ticket's, or on several, its copy is
+    // synchronous.
     Status program_read(const void *src, void *dst, size_t n, uint64_t *ticket = nullptr);
     // Without `wait`, a kernel that may be using it makes the write fail with
     // adsmErrorBusy instead (the collector never waits for one).
     Status program_write(void *dst, const void *src, size_t n, uint64_t *ticket = nullptr, bool wait = true);
     Status program_fill(void *dst, int value, size_t n);
+    // Returns once the copies up to `ticket` (of program_read/write) have
+    // landed, with the first error of an asynchronous copy since the last wait.
+    Status wait_copies(uint64_t ticket);
 
     // Moves [p, p+n) of one shared allocation ahead of use (adsmPrefetch):
     // to the host copy (kHost), so the CPU's next accesses find it there,
@@ -232,6 +238,12 @@ private:
     Status wait_for_own_kernels();
     Status copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, size_t n);
     Status write_in(Region &r, size_t off, const void *src, size_t n, uint64_t *ticket = nullptr);
+    // Runs copy(ticket) for a program copy on r with the caller's `ticket`
+    // (see program_read): the device's own ticket goes in, the tagged one
+    // comes out; nullptr where the copy must be synchronous.
+    template <class Copy>
+    Status with_ticket(Region &r, uint64_t *ticket, Copy &&copy);
+    static constexpr unsigned kTicketDeviceShift = 56;
     Status fill(Region &r, size_t off, int value, size_t n);
     // Runs write(), a store into [off, off+n) of r for the program, with
     // the bookkeeping around it that the write tracker and the collector need.

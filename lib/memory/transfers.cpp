@@ -162,18 +162,41 @@ Status Manager::copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, si
         [&](size_t at, uint8_t *buf, size_t len) { return write_in(rd, doff + at, buf, len); });
 }
 
-// Tickets count one device's copies: with several devices the copies are
-// synchronous instead, so that a ticket never names another device's copy.
+// A device's tickets count its own copies: the caller's ticket carries the
+// device's index + 1 in its top byte, and a copy on another device than
+// the one it already names, or on several (a split object's parts, a
+// replicated object's copies), runs synchronously.
+template <class Copy>
+Status Manager::with_ticket(Region &r, uint64_t *ticket, Copy &&copy) {
+    if (!ticket || r.split || r.home != Home::device) return copy(nullptr);
+    const uint64_t mine = device_index(*r.device) + 1, named = *ticket >> kTicketDeviceShift;
+    if (named && named != mine) return copy(nullptr);
+    uint64_t own = *ticket & ((uint64_t{1} << kTicketDeviceShift) - 1);
+    Status s = copy(&own);
+    if (own) *ticket = mine << kTicketDeviceShift | own;
+    return s;
+}
+
+Status Manager::wait_copies(uint64_t ticket) {
+    if (ticket == 0) return adsmSuccess;
+    const uint64_t d = (ticket >> kTicketDeviceShift) - 1;
+    if (d >= devices_.size()) return fail(adsmErrorInvalidValue, "no device's copies carry ticket %#llx",
+                                          static_cast<unsigned long long>(ticket));
+    return devices_[d]->wait_copies(ticket & ((uint64_t{1} << kTicketDeviceShift) - 1));
+}
+
 Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *ticket) {
     profile::Cause cause;
-    if (devices_.size() > 1) ticket = nullptr;
-    return with_idle(src, n, true, [&](Region &r, size_t off) { return protocol_.read_out(r, off, dst, n, ticket); });
+    return with_idle(src, n, true, [&](Region &r, size_t off) {
+        return with_ticket(r, ticket, [&](uint64_t *t) { return protocol_.read_out(r, off, dst, n, t); });
+    });
 }
 
 Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket, bool wait) {
     profile::Cause cause;
-    if (devices_.size() > 1) ticket = nullptr;
-    return with_idle(dst, n, wait, [&](Region &r, size_t off) { return write_in(r, off, src, n, ticket); });
+    return with_idle(dst, n, wait, [&](Region &r, size_t off) {
+        return with_ticket(r, ticket, [&](uint64_t *t) { return write_in(r, off, src, n, t); });
+    });
 }
 
 Status Manager::program_fill(void *dst, int value, size_t n) {

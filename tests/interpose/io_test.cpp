@@ -71,6 +71,30 @@ TEST(IoTest, ReadIntoSharedMemoryInEveryState) {
     free(p);
 }
 
+// A big read into memory whose data is on the device: the blocks it
+// overwrites whole go from staging to the device while the next round's
+// call runs, on any of several devices (each ticket names its device).
+TEST(IoTest, BigReadsSendWholeBlocksWhileTheNextRoundIsRead) {
+    const size_t n = (12u << 20) + 4096;
+    TempFile f(n);
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    close_on_device(p, n, 4);
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    const uint64_t async = counter(adsm::Counter::async_copies);
+    ASSERT_EQ(read(f.fd, p, n), static_cast<ssize_t>(n));
+    // (batch and lazy take the object whole: a round's data goes to its host copy.)
+    const std::string protocol = info.protocol;
+    if (protocol == "rolling" || protocol == "delta") {
+        EXPECT_GT(counter(adsm::Counter::async_copies), async) << info.protocol << ": every copy was synchronous";
+    }
+    for (size_t i = 0; i < n; i += 509) ASSERT_EQ(p[i], file_byte(i)) << i;
+    close_on_device(p, n, 5);  // the data on the device is the file's, plus what the kernel adds
+    for (size_t i = 0; i < n; i += 509) ASSERT_EQ(p[i], pattern(i, 5)) << i;
+    free(p);
+}
+
 TEST(IoTest, WriteFromSharedMemoryInEveryState) {
     const size_t n = 5 * 256 * 1024 + 77;
     auto *p = static_cast<uint8_t *>(malloc(n));
