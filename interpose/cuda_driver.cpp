@@ -569,11 +569,16 @@ CUresult advise(const char *fn, CUdeviceptr p, size_t n, CUmem_advise advice, bo
 bool routed_shared(CUdeviceptr p) { return adsm::interpose::gpu_routed(kApi) && bridge::is_shared(ptr(p)); }
 
 // The attributes the runtime answers for shared memory (the driver would
-// describe the device mapping behind it); false for the others.
+// describe the device mapping behind it); false for the others.  It is
+// managed memory, as the program's cuMemAllocManaged asked for: the driver
+// says DEVICE and managed of its own.  (IS_MANAGED's width is not
+// documented; programs pass an unsigned int, as MEMORY_TYPE's must be.)
 bool shared_attribute(void *data, CUpointer_attribute attr, CUdeviceptr p, CUresult *r) {
     void *base;
     size_t size;
     switch (attr) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned int *>(data) = CU_MEMORYTYPE_DEVICE; break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<unsigned int *>(data) = 1; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER: *static_cast<void **>(data) = ptr(p); break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *static_cast<CUdeviceptr *>(data) = p; break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:

@@ -148,6 +148,20 @@ int main(int argc, char **argv) {
     void *host_view = NULL;
     CU(cuPointerGetAttribute(&host_view, CU_POINTER_ATTRIBUTE_HOST_POINTER, y + 8));
     CHECK(host_view == (void *)(y + 8), "CU_POINTER_ATTRIBUTE_HOST_POINTER: %p", host_view);
+    if (mode == ROUTED) {
+        /* Routed, managed memory is shared memory, and says so as the
+         * driver says it of its own managed memory (the double does not). */
+        unsigned int managed = 0, type = 0;
+        CU(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, y + 8));
+        CU(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, y + 8));
+        CHECK(managed == 1 && type == CU_MEMORYTYPE_DEVICE, "IS_MANAGED %u, MEMORY_TYPE %u", managed, type);
+        CUpointer_attribute both[2] = {CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+        CUdeviceptr start = 0;
+        managed = 0;
+        void *out[2] = {&managed, &start};
+        CU(cuPointerGetAttributes(2, both, out, y + 8));
+        CHECK(managed == 1 && start == y, "cuPointerGetAttributes: IS_MANAGED %u, start %p", managed, (void *)start);
+    }
 
     CUdeviceptr dbuf, back, big;
     CU(cuMemAlloc(&dbuf, N * 4));

@@ -810,9 +810,23 @@ EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute at
         break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = base; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = size; break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data = 0; break; /* (the double keeps no kinds) */
     default: return CUDA_ERROR_NOT_SUPPORTED;
     }
     return CUDA_SUCCESS;
+}
+
+/* How many bytes an attribute's answer takes: the ones below are pointers
+ * and sizes, the others unsigned ints (as MEMORY_TYPE's must be). */
+static size_t attribute_width(CUpointer_attribute attr) {
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: return sizeof(void *);
+    default: return sizeof(unsigned);
+    }
 }
 
 EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int count, CUpointer_attribute *attrs, void **data,
@@ -820,7 +834,8 @@ EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int count, CUpointer_att
     COUNT();
     if (!attrs || !data) return CUDA_ERROR_INVALID_VALUE;
     for (unsigned int i = 0; i < count; ++i)
-        if (data[i] && cuPointerGetAttribute(data[i], attrs[i], p) != CUDA_SUCCESS) memset(data[i], 0, sizeof(void *));
+        if (data[i] && cuPointerGetAttribute(data[i], attrs[i], p) != CUDA_SUCCESS)
+            memset(data[i], 0, attribute_width(attrs[i]));
     return CUDA_SUCCESS;
 }
 
