@@ -220,6 +220,7 @@ private:
     void mark_kernel_reachable(Marker &m);
     void mark_all();
     void steer_markers();
+    static void program_cpus(cpu_set_t *out);
     void settle_weak_links();
     void find_ready();
     void push_children(uintptr_t obj, bool skip_self);

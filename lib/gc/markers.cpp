@@ -8,15 +8,37 @@
 #include <unistd.h>
 
 #include "gc/collector.h"
+#include "gc/proc_self.h"
 #include "os/futex.h"
 #include "support/log.h"
 
 namespace adsm::gc {
 
+namespace {
+
+void add_thread_cpus(void *arg, pid_t tid) {
+    auto *set = static_cast<cpu_set_t *>(arg);
+    cpu_set_t cpus;
+    if (sched_getaffinity(tid, sizeof cpus, &cpus) == 0) CPU_OR(set, set, &cpus);
+}
+
+}  // namespace
+
+// The CPUs the program's threads may run on, together: a program that pins
+// each thread to a CPU of its own (OpenMP's proc_bind, MPI launchers) still
+// gets markers on all of its CPUs, where the collecting thread's own set
+// (one CPU) would put every marker there; one restricted as a whole
+// (taskset) keeps them inside that set.
+void Collector::program_cpus(cpu_set_t *out) {
+    CPU_ZERO(out);
+    if (for_each_thread(&add_thread_cpus, out) < 0 || CPU_COUNT(out) == 0) add_thread_cpus(out, 0);
+}
+
 void *Collector::marker_main(void *arg) {
     auto *self = static_cast<Collector *>(arg);
     unsigned me = self->markers_up_.fetch_add(1) + 1;
     self->marker_tids_[me] = static_cast<pid_t>(syscall(SYS_gettid));
+    pthread_setname_np(pthread_self(), "adsm-marker");  // (top -H, gdb, tests)
     // Counted only once its id is known: the collector exempts markers from
     // the stop by id, and a stopped marker never finishes its share.
     self->markers_ready_.fetch_add(1, std::memory_order_release);
@@ -50,8 +72,7 @@ Status Collector::start_markers() {
     markers_pid_ = pid;
     marker_threads_.clear();
     steered_from_ = -1;
-    // The CPUs the markers may use: this thread's, which they inherit.
-    if (sched_getaffinity(0, sizeof marker_cpus_, &marker_cpus_) != 0) CPU_ZERO(&marker_cpus_);
+    program_cpus(&marker_cpus_);
     for (unsigned i = 1; i < config_.markers; ++i) {
         pthread_t t;
         if (pthread_create(&t, nullptr, &Collector::marker_main, this) != 0) {
@@ -61,6 +82,8 @@ Status Collector::start_markers() {
             break;
         }
         pthread_detach(t);
+        // (Else they keep this thread's CPUs, which they inherit.)
+        if (CPU_COUNT(&marker_cpus_)) (void)pthread_setaffinity_np(t, sizeof marker_cpus_, &marker_cpus_);
         marker_threads_.push_back(t);
     }
     tallies_ = std::vector<SweepTally>(markers_.size());

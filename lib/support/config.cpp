@@ -80,7 +80,9 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_GC_TRIGGER", "SIZE", "bytes allocated between collections, at least (default 8M)"},
         {"ADSM_GC_GROWTH", "X",
          "bytes allocated between collections, at least X times what the last one found live (default 1)"},
-        {"ADSM_GC_MARKERS", "N", "threads that mark in parallel (default: one per CPU, at most 8)"},
+        {"ADSM_GC_MARKERS", "N",
+         "threads that mark in parallel (default: one per CPU, at most 8), named adsm-marker, on the CPUs of all the "
+         "program's threads together (a program that pins each thread to a CPU still marks on all of them)"},
         {"ADSM_GC_GENERATIONAL", "auto|on|off",
          "minor collections that rescan only what was written since the last collection, found by the kernel's "
          "write tracking (Linux 6.7+); on fails where it is missing (default auto)"},

@@ -3,6 +3,9 @@
 #include <adsm.h>
 #include <adsm.hpp>
 #include <gtest/gtest.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +14,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -428,6 +433,83 @@ TEST(GcTest, ForkChildKeepsObjectsAndRefusesTheHeap) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     EXPECT_EQ(walk(t), (1 << 7) - 1);
+}
+
+// The marker threads (named adsm-marker) and their CPUs.
+std::vector<cpu_set_t> marker_cpus() {
+    std::vector<cpu_set_t> out;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return out;
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::string name;
+        std::getline(std::ifstream(std::string("/proc/self/task/") + e->d_name + "/comm"), name);
+        cpu_set_t cpus;
+        if (name == "adsm-marker" && sched_getaffinity(atoi(e->d_name), sizeof cpus, &cpus) == 0) out.push_back(cpus);
+    }
+    closedir(d);
+    return out;
+}
+
+// The markers run on the CPUs of the program's threads together: with the
+// collecting thread pinned to one CPU (as OpenMP pins its first thread),
+// they still get the CPUs another thread may use.  In a process of its own:
+// the markers start at the process's first collection.
+TEST(GcTest, MarkersRunOnEveryCpuOfTheProgramsThreads) {
+    if (getenv("ADSM_TEST_MARKERS_CHILD")) {
+        cpu_set_t all, one;
+        if (sched_getaffinity(0, sizeof all, &all) != 0) _exit(2);
+        int first = 0;
+        while (!CPU_ISSET(first, &all)) ++first;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) _exit(3);
+        std::atomic<int> helper_state{0};
+        std::thread helper([&] {
+            helper_state = pthread_setaffinity_np(pthread_self(), sizeof all, &all) == 0 ? 1 : -1;
+            while (helper_state == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+        while (helper_state == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        uint64_t next = 1;
+        Node *t = tree(8, &next);
+        bool ok = helper_state == 1 && t && adsmGcCollect() == adsmSuccess;
+        std::vector<cpu_set_t> markers = marker_cpus();
+        // Within the program's CPUs, and (steered off the collecting
+        // thread's CPU) on another than the pinned thread's one.
+        for (cpu_set_t &m : markers) {
+            cpu_set_t outside, beside;
+            CPU_XOR(&outside, &m, &all);
+            CPU_AND(&outside, &outside, &m);
+            CPU_XOR(&beside, &m, &one);
+            CPU_AND(&beside, &beside, &m);
+            bool good = CPU_COUNT(&outside) == 0 && (CPU_COUNT(&all) == 1 || CPU_COUNT(&beside) > 0);
+            if (!good)
+                fprintf(stderr, "a marker may run on %d CPUs, %d of them outside the program's, %d beside CPU %d\n",
+                        CPU_COUNT(&m), CPU_COUNT(&outside), CPU_COUNT(&beside), first);
+            ok &= good;
+        }
+        // (One marker per CPU by default: none besides the collecting thread on one CPU.)
+        if (CPU_COUNT(&all) > 1 && markers.empty()) {
+            fprintf(stderr, "no marker thread on %d CPUs\n", CPU_COUNT(&all));
+            ok = false;
+        }
+        helper_state = 2;
+        helper.join();
+        _exit(ok ? 0 : 1);
+    }
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        setenv("ADSM_TEST_MARKERS_CHILD", "1", 1);
+        unsetenv("ADSM_GC_MARKERS");
+        execl("/proc/self/exe", "gc_tests", "--gtest_filter=GcTest.MarkersRunOnEveryCpuOfTheProgramsThreads",
+              static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(GcTest, AllocatorServesStandardContainers) {
