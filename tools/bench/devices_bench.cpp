@@ -138,86 +138,75 @@ uint64_t managed_bytes(const std::vector<size_t> &sequence, size_t objects, uint
     return moved;
 }
 
-int child_oversubscribe(unsigned factor) {
-    adsmDeviceInfo info;
-    adsm::check(adsmGetDeviceInfo(&info));
-    const uint64_t object_bytes = info.memory_bytes / 4;
-    const size_t objects = 4 * factor, n = object_bytes / sizeof(uint32_t);
-    const unsigned rounds = 3;
+// `objects` objects of `object_bytes`, each call naming its object: first
+// `rounds` rounds of calls on the first alone (it stays resident: the
+// compute and the calls alone), then `rounds` rounds over all of them in
+// turn.  False if an allocation failed.
+struct Cycling {
+    double resident_ms, cycling_ms;
+    uint64_t moved, evictions;
+    bool right;
+};
+bool run_cycling(size_t objects, uint64_t object_bytes, unsigned rounds, Cycling *out) {
+    const size_t n = object_bytes / sizeof(uint32_t);
     adsm::kernel<increment> k("devices.increment");
     std::vector<uint32_t *> obj(objects);
     for (auto &p : obj) {
         p = static_cast<uint32_t *>(adsmAlloc(object_bytes));
-        if (!p) return 1;
+        if (!p) return false;
         for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(i);
     }
-    std::vector<size_t> sequence;
-    // The same number of kernels on one object that stays resident: the
-    // compute time alone.
-    auto t0 = Clock::now();
-    for (unsigned r = 0; r < rounds; ++r)
-        for (size_t o = 0; o < objects; ++o) {
-            k.with({{obj[0], 0}}, adsm::blocks_for(n, 256), 256, obj[0], n);
-            adsm::sync();
-        }
-    double compute_ms = ms_since(t0);
-    uint64_t moved0 = counter(adsm::Counter::h2d_bytes) + counter(adsm::Counter::d2h_bytes);
-    uint64_t evicted0 = counter(adsm::Counter::device_evictions);
-    t0 = Clock::now();
-    for (unsigned r = 0; r < rounds; ++r)
-        for (size_t o = 0; o < objects; ++o) {
-            k.with({{obj[o], 0}}, adsm::blocks_for(n, 256), 256, obj[o], n);
-            adsm::sync();
-            sequence.push_back(o);
-        }
-    double adsm_ms = ms_since(t0);
-    uint64_t moved = counter(adsm::Counter::h2d_bytes) + counter(adsm::Counter::d2h_bytes) - moved0;
-    bool right = true;
+    auto round_robin = [&](bool first_only) {
+        auto t0 = Clock::now();
+        for (unsigned r = 0; r < rounds; ++r)
+            for (size_t o = 0; o < objects; ++o) {
+                uint32_t *p = obj[first_only ? 0 : o];
+                k.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+                adsm::sync();
+            }
+        return ms_since(t0);
+    };
+    out->resident_ms = round_robin(true);
+    const uint64_t moved0 = counter(adsm::Counter::h2d_bytes) + counter(adsm::Counter::d2h_bytes);
+    const uint64_t evicted0 = counter(adsm::Counter::device_evictions);
+    out->cycling_ms = round_robin(false);
+    out->moved = counter(adsm::Counter::h2d_bytes) + counter(adsm::Counter::d2h_bytes) - moved0;
+    out->evictions = counter(adsm::Counter::device_evictions) - evicted0;
+    out->right = true;
     for (size_t o = 0; o < objects; ++o)
-        for (size_t i = 0; i < n; i += 4099)
-            right &= obj[o][i] == static_cast<uint32_t>(i + rounds + (o == 0 ? rounds * objects : 0));
+        for (size_t i = 0; i < n; i += 1021)
+            out->right &= obj[o][i] == static_cast<uint32_t>(i + rounds + (o == 0 ? rounds * objects : 0));
+    return true;
+}
+
+int child_oversubscribe(unsigned factor) {
+    adsmDeviceInfo info;
+    adsm::check(adsmGetDeviceInfo(&info));
+    const uint64_t object_bytes = info.memory_bytes / 4;
+    const size_t objects = 4 * factor;
+    const unsigned rounds = 3;
+    Cycling c;
+    if (!run_cycling(objects, object_bytes, rounds, &c)) return 1;
+    std::vector<size_t> sequence;
+    for (unsigned r = 0; r < rounds; ++r)
+        for (size_t o = 0; o < objects; ++o) sequence.push_back(o);
     uint64_t managed = managed_bytes(sequence, objects, object_bytes, info.memory_bytes);
-    printf("compute_ms=%.1f adsm_ms=%.1f moved=%llu evictions=%llu managed_bytes=%llu correct=%d\n", compute_ms,
-           adsm_ms, static_cast<unsigned long long>(moved),
-           static_cast<unsigned long long>(counter(adsm::Counter::device_evictions) - evicted0),
-           static_cast<unsigned long long>(managed), right ? 1 : 0);
-    return right ? 0 : 1;
+    printf("compute_ms=%.1f adsm_ms=%.1f moved=%llu evictions=%llu managed_bytes=%llu correct=%d\n", c.resident_ms,
+           c.cycling_ms, static_cast<unsigned long long>(c.moved), static_cast<unsigned long long>(c.evictions),
+           static_cast<unsigned long long>(managed), c.right ? 1 : 0);
+    return c.right ? 0 : 1;
 }
 
 // Many small objects, each call naming one: every call evicts one and
 // brings one back.
 int child_many(size_t objects, uint64_t object_bytes) {
-    const size_t n = object_bytes / sizeof(uint32_t);
     const unsigned rounds = 2;
-    adsm::kernel<increment> k("devices.increment");
-    std::vector<uint32_t *> obj(objects);
-    for (auto &p : obj) {
-        p = static_cast<uint32_t *>(adsmAlloc(object_bytes));
-        if (!p) return 1;
-        for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(i);
-    }
-    auto t0 = Clock::now();
-    for (unsigned r = 0; r < rounds; ++r)
-        for (size_t o = 0; o < objects; ++o) {
-            k.with({{obj[0], 0}}, adsm::blocks_for(n, 256), 256, obj[0], n);
-            adsm::sync();
-        }
-    double resident_us = ms_since(t0) * 1000 / (rounds * objects);
-    uint64_t evicted0 = counter(adsm::Counter::device_evictions);
-    t0 = Clock::now();
-    for (unsigned r = 0; r < rounds; ++r)
-        for (size_t o = 0; o < objects; ++o) {
-            k.with({{obj[o], 0}}, adsm::blocks_for(n, 256), 256, obj[o], n);
-            adsm::sync();
-        }
-    double cycling_us = ms_since(t0) * 1000 / (rounds * objects);
-    bool right = true;
-    for (size_t o = 0; o < objects; ++o)
-        for (size_t i = 0; i < n; i += 1021)
-            right &= obj[o][i] == static_cast<uint32_t>(i + rounds + (o == 0 ? rounds * objects : 0));
-    printf("resident_us=%.1f cycling_us=%.1f evictions=%llu correct=%d\n", resident_us, cycling_us,
-           static_cast<unsigned long long>(counter(adsm::Counter::device_evictions) - evicted0), right ? 1 : 0);
-    return right ? 0 : 1;
+    Cycling c;
+    if (!run_cycling(objects, object_bytes, rounds, &c)) return 1;
+    const double calls = static_cast<double>(rounds * objects);
+    printf("resident_us=%.1f cycling_us=%.1f evictions=%llu correct=%d\n", c.resident_ms * 1000 / calls,
+           c.cycling_ms * 1000 / calls, static_cast<unsigned long long>(c.evictions), c.right ? 1 : 0);
+    return c.right ? 0 : 1;
 }
 
 // ---------------------------------------------------------------- parent
