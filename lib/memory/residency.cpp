@@ -63,9 +63,11 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
         bool contended = false, rescanned = false;
         for (;;) {
             VictimList::Victim victim;
-            VictimList::Take t = cold.take(below, &victim);
+            // (One refill per attempt: it lists the busy ones passed over
+            // before again, and they would be passed over again.)
+            VictimList::Take t = cold.take(below, rescanned, &victim);
             if (t != VictimList::Take::got) {
-                if (t == VictimList::Take::none && rescanned) break;
+                if (rescanned) break;
                 // The candidates: objects resident on d (this call's own and
                 // busy ones are passed over as they come; idleness is checked
                 // under each owner's lock).

@@ -34,14 +34,16 @@ public:
         look_again,  // the next ranks higher than the last: refill first
     };
     // The next candidate of priority `below` or lower that no call has
-    // released since it was listed.
-    Take take(int below, Victim *out) {
+    // released since it was listed.  With `may_rank_higher` (the caller
+    // refilled the list a moment ago) one of a higher priority than the last
+    // is handed out too.
+    Take take(int below, bool may_rank_higher, Victim *out) {
         std::lock_guard<std::mutex> lock(mu_);
         for (; next_ < list_.size(); ++next_) {
             const Victim &v = list_[next_];
             if (v.priority > below) return Take::none;  // the rest rank higher still
             if (v.r->last_release != v.released) continue;
-            if (!fresh_ && v.priority > last_priority_) return Take::look_again;
+            if (!fresh_ && !may_rank_higher && v.priority > last_priority_) return Take::look_again;
             fresh_ = false;
             last_priority_ = v.priority;
             *out = v;

@@ -65,6 +65,33 @@ TEST_F(OversubscriptionTest, ObjectsFourTimesDeviceMemoryAllRunCorrectly) {
     for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
 }
 
+// A call that needs room while the coldest object is its own kernel's (of
+// the lowest priority, so always the first candidate) evicts the
+// higher-priority idle ones after it: the candidates are looked at again at
+// most once per attempt, not each time a higher priority comes up.
+TEST_F(OversubscriptionTest, ABusyColdestObjectIsPassedOverForHigherPriorities) {
+    const size_t n = words();
+    adsmAllocAttr low{0, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE, 0}, high{5, ADSM_SPILL_DEFAULT, 0, ADSM_PLACE_DEVICE, 0};
+    auto *busy = static_cast<uint32_t *>(adsmAllocEx(n * 4, &low));
+    auto *b = static_cast<uint32_t *>(adsmAllocEx(n * 4, &high));
+    auto *c = static_cast<uint32_t *>(adsmAllocEx(n * 4, &high));
+    ASSERT_TRUE(busy && b && c) << detail();
+    for (uint32_t *p : {busy, b, c}) inc_.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    // busy: its kernel copies it onto itself for a while.
+    adsm::kernel<copy_late> slow = device_kernel<copy_late>("named.copy_late");
+    slow.with({{busy, 0}}, 1, 1, busy, busy, n, 200u);
+    auto *d = static_cast<uint32_t *>(adsmAlloc(2 * n * 4));  // half the device
+    ASSERT_NE(d, nullptr) << detail();
+    inc_.with({{d, 0}}, adsm::blocks_for(2 * n, 256), 256, d, 2 * n);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_TRUE(resident(busy)) << "its kernel was using it";
+    EXPECT_FALSE(resident(b) && resident(c)) << "no room was made";
+    EXPECT_EQ(d[5], 1u);
+    for (size_t k = 0; k < n; k += 997) ASSERT_EQ(busy[k], 1u) << k;
+    for (uint32_t *p : {busy, b, c, d}) EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
 // Lazy keeps an object in one block however large it is: past 4 GiB the
 // block size once wrapped, and the blocks beyond were read from outside the
 // object's table (a wrong fetch, or corrupted memory).

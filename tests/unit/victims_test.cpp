@@ -29,14 +29,14 @@ TEST(VictimListTest, ColdestFirstLowerPrioritiesBeforeOlderReleases) {
     VictimList l;
     o.list(l, {0, 0, 0, 1, 1, 1});
     VictimList::Victim v;
-    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    ASSERT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::got);
     EXPECT_EQ(v.r, &o.r[2]) << "the least recently released of the lowest priority";
-    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    ASSERT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::got);
     EXPECT_EQ(v.r, &o.r[1]);
-    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    ASSERT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::got);
     EXPECT_EQ(v.r, &o.r[0]);
-    EXPECT_EQ(l.take(INT32_MAX, &v), VictimList::Take::look_again) << "priority 1 next: a lower one may have come";
-    EXPECT_EQ(l.take(0, &v), VictimList::Take::none) << "nothing of priority 0 or lower is left";
+    EXPECT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::look_again) << "priority 1 next: a lower one may have come";
+    EXPECT_EQ(l.take(0, false, &v), VictimList::Take::none) << "nothing of priority 0 or lower is left";
 }
 
 TEST(VictimListTest, ObjectsReleasedSinceListingArePassedOver) {
@@ -46,13 +46,13 @@ TEST(VictimListTest, ObjectsReleasedSinceListingArePassedOver) {
     o.list(l, {0, 0, 0});
     o.r[0].last_release = 50;  // a call used it after the listing
     VictimList::Victim v;
-    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    ASSERT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::got);
     EXPECT_EQ(v.r, &o.r[1]);
-    ASSERT_EQ(l.take(INT32_MAX, &v), VictimList::Take::got);
+    ASSERT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::got);
     EXPECT_EQ(v.r, &o.r[2]);
-    EXPECT_EQ(l.take(INT32_MAX, &v), VictimList::Take::none);
+    EXPECT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::none);
     l.clear();
-    EXPECT_EQ(l.take(INT32_MAX, &v), VictimList::Take::none);
+    EXPECT_EQ(l.take(INT32_MAX, false, &v), VictimList::Take::none);
 }
 
 TEST(VictimListTest, AFreshListHandsOutItsFirstWhateverItsPriority) {
@@ -60,10 +60,10 @@ TEST(VictimListTest, AFreshListHandsOutItsFirstWhateverItsPriority) {
     VictimList l;
     o.list(l, {3, 4});
     VictimList::Victim v;
-    EXPECT_EQ(l.take(2, &v), VictimList::Take::none) << "above the caller's priority";
-    ASSERT_EQ(l.take(3, &v), VictimList::Take::got);
+    EXPECT_EQ(l.take(2, false, &v), VictimList::Take::none) << "above the caller's priority";
+    ASSERT_EQ(l.take(3, false, &v), VictimList::Take::got);
     EXPECT_EQ(v.r, &o.r[0]);
-    EXPECT_EQ(l.take(4, &v), VictimList::Take::look_again);
-    o.list(l, {4});
-    ASSERT_EQ(l.take(4, &v), VictimList::Take::got);
+    EXPECT_EQ(l.take(4, false, &v), VictimList::Take::look_again);
+    ASSERT_EQ(l.take(4, true, &v), VictimList::Take::got) << "the caller has just refilled it";
+    EXPECT_EQ(v.r, &o.r[1]);
 }
