@@ -5,6 +5,11 @@
 //
 // The image descriptor lives in shared memory and points at its pixels, so
 // the kernels follow an embedded pointer built by the CPU.
+//
+// Built with -DADSM_SERVER_KERNELS as a shared library, the same file is a
+// remote device server's kernel library (adsm-device-server --kernels): its
+// kernels are registered when the server loads it, and the program runs
+// unchanged on ADSM_DEVICE=remote.
 #include <adsm.hpp>
 
 #include <cstdint>
@@ -67,6 +72,12 @@ void draw(Image &im, int frame) {
 
 }  // namespace
 
+#ifdef ADSM_SERVER_KERNELS
+namespace {
+const adsm::kernel<blur_kernel> blur_at_load("image_filter.blur");
+const adsm::kernel<sobel_kernel> sobel_at_load("image_filter.sobel");
+}  // namespace
+#else
 int main(int argc, char **argv) {
     int size = argc > 1 ? atoi(argv[1]) : 1024;
     int frames = argc > 2 ? atoi(argv[2]) : 8;
@@ -124,3 +135,4 @@ int main(int argc, char **argv) {
     }
     return 0;
 }
+#endif
