@@ -55,11 +55,12 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
     std::string first = last_detail();
     // Owners busy in another thread (a sync, a call of their own) are
     // skipped, not waited for; their objects are tried again for a while
-    // before the call gives up.
+    // before the call gives up, as are objects another thread took from the
+    // list first.
     const uint64_t deadline = os::now_ns() + kContendedWaitNs;
     VictimList &cold = *victims_[device_index(d)];
     for (;;) {
-        uint64_t freed = 0;
+        uint64_t freed = 0, listed_at = 0, taken = 0;
         bool contended = false, rescanned = false;
         for (;;) {
             VictimList::Victim victim;
@@ -76,10 +77,12 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
                     if (r.resident && r.bytes_on(d) && r.kind != RegionKind::device && r.home == Home::device)
                         candidates.push_back({r.eviction_priority(), r.last_release, &r});
                 });
-                cold.refill(std::move(candidates));
+                listed_at = cold.refill(std::move(candidates));
+                taken = 0;
                 rescanned = true;
                 continue;
             }
+            if (rescanned) ++taken;
             Region *v = victim.r;
             if (v->last_release == needed) continue;
             const uint64_t bytes = v->bytes_on(d);
@@ -92,7 +95,11 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
             freed = 0;  // less than it took (other threads allocate too): evict on
         }
         if (d.commit(dev, span) == adsmSuccess) return adsmSuccess;
-        if (!contended || os::now_ns() > deadline) break;
+        // Other threads evicting from the same list may have taken the
+        // candidates this one listed, or cleared or refilled the list under
+        // it: its objects were not all tried.
+        const bool raced = rescanned && cold.changes() - listed_at > taken;
+        if (!(contended || raced) || os::now_ns() > deadline) break;
         cold.clear();  // owners busy a moment ago may be free now
         os::sleep_until_ns(os::now_ns() + 50 * 1000);
     }

@@ -45,6 +45,7 @@ public:
             if (v.r->last_release != v.released) continue;
             if (!fresh_ && !may_rank_higher && v.priority > last_priority_) return Take::look_again;
             fresh_ = false;
+            ++changes_;
             last_priority_ = v.priority;
             *out = v;
             ++next_;
@@ -53,7 +54,8 @@ public:
         return Take::none;
     }
 
-    void refill(std::vector<Victim> candidates) {
+    // Returns changes() as of the refill.
+    uint64_t refill(std::vector<Victim> candidates) {
         std::sort(candidates.begin(), candidates.end(), [](const Victim &a, const Victim &b) {
             return a.priority != b.priority ? a.priority < b.priority : a.released < b.released;
         });
@@ -61,6 +63,14 @@ public:
         list_ = std::move(candidates);
         next_ = 0;
         fresh_ = true;
+        return ++changes_;
+    }
+
+    // Refills, clears and candidates handed out so far, by every thread: one
+    // that finds the list it filled dry can tell whether others emptied it.
+    uint64_t changes() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return changes_;
     }
 
     // Those passed over as busy may be idle by now: look again next time.
@@ -68,6 +78,7 @@ public:
         std::lock_guard<std::mutex> lock(mu_);
         list_.clear();
         next_ = 0;
+        ++changes_;
     }
 
 private:
@@ -76,6 +87,7 @@ private:
     size_t next_ = 0;
     bool fresh_ = false;     // filled since the last take
     int last_priority_ = 0;  // of the last one taken
+    uint64_t changes_ = 0;
 };
 
 }  // namespace adsm

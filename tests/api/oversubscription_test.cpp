@@ -207,12 +207,14 @@ TEST_F(OversubscriptionTest, ThreadsEvictEachOthersIdleObjects) {
                     args[0] = &p;
                     args[1] = &len;
                     if (adsmCallWith(inc_.handle(), adsm::blocks_for(n, 256), {256, 1, 1}, args, &use, 1) != adsmSuccess ||
-                        adsmSync() != adsmSuccess)
-                        wrong++;
+                        adsmSync() != adsmSuccess) {
+                        if (wrong++ == 0) ADD_FAILURE() << "thread " << t << ": " << detail();
+                    }
                 }
             for (uint32_t *p : objs) {
                 for (size_t k = 0; k < n; k += 499)
-                    if (p[k] != static_cast<uint32_t>(t + 5)) wrong++;
+                    if (p[k] != static_cast<uint32_t>(t + 5) && wrong++ == 0)
+                        ADD_FAILURE() << "thread " << t << ", object " << p << ", word " << k << ": " << p[k];
                 adsmFree(p);
             }
         });

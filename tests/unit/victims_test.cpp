@@ -67,3 +67,21 @@ TEST(VictimListTest, AFreshListHandsOutItsFirstWhateverItsPriority) {
     ASSERT_EQ(l.take(4, true, &v), VictimList::Take::got) << "the caller has just refilled it";
     EXPECT_EQ(v.r, &o.r[1]);
 }
+
+TEST(VictimListTest, AThreadCanTellOthersEmptiedTheListItFilled) {
+    Objects o;
+    VictimList l;
+    std::vector<VictimList::Victim> v{{0, 0, &o.r[0]}, {0, 0, &o.r[1]}};
+    const uint64_t mine = l.refill(v);
+    VictimList::Victim got;
+    ASSERT_EQ(l.take(INT32_MAX, true, &got), VictimList::Take::got);
+    EXPECT_EQ(l.changes() - mine, 1u) << "only its own take since its refill";
+    l.clear();  // another thread: its candidates were busy
+    EXPECT_EQ(l.take(INT32_MAX, true, &got), VictimList::Take::none);
+    EXPECT_GT(l.changes() - mine, 1u) << "the list it filled went dry under it: look again";
+    const uint64_t again = l.refill(v);
+    ASSERT_EQ(l.take(INT32_MAX, true, &got), VictimList::Take::got);
+    ASSERT_EQ(l.take(INT32_MAX, true, &got), VictimList::Take::got);
+    EXPECT_EQ(l.take(INT32_MAX, true, &got), VictimList::Take::none);
+    EXPECT_EQ(l.changes() - again, 2u) << "it took every candidate itself: nothing was left untried";
+}
