@@ -6,7 +6,8 @@
 //   transfers: a 64 MiB object sent whole at each call and brought back
 //     whole at each sync (the batch protocol), as bytes per second each way;
 // and fi_pingpong (libfabric-bin) on the same provider, 64-byte messages for
-// latency and 1 MiB ones for bandwidth.
+// latency and 1 MiB ones for bandwidth, and plain RMA measured as fabtests'
+// fi_rma_bw does (adsm-bench-rma-baseline: Debian has no fi_rma_bw).
 //
 //   adsm-bench-remote
 #include <adsm.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -154,6 +156,36 @@ std::pair<double, double> pingpong(const char *size, int iterations, int port) {
     return {mbps, us};
 }
 
+// What plain RMA reaches (adsm-bench-rma-baseline, fi_rma_bw's method) with
+// `size`-byte operations, `window` in flight: {write, read} GB/s, or -1s.
+std::pair<double, double> rma_alone(const std::string &binary, size_t size, size_t window) {
+    int out[2];
+    if (pipe(out) != 0) return {-1, -1};
+    pid_t srv = fork();
+    if (srv == 0) {
+        dup2(out[1], 1);
+        execl(binary.c_str(), binary.c_str(), "serve", "0", "tcp", static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    close(out[1]);
+    FILE *in = fdopen(out[0], "r");
+    char line[128] = {};
+    bool ok = fgets(line, sizeof line, in) != nullptr;
+    fclose(in);
+    const char *colon = strrchr(line, ':');
+    double w = -1, r = -1;
+    if (ok && colon) {
+        std::string cmd = binary + " measure 127.0.0.1 " + std::to_string(atoi(colon + 1)) + " tcp " +
+                          std::to_string(size) + " " + std::to_string(window);
+        FILE *f = popen(cmd.c_str(), "r");
+        while (f && fgets(line, sizeof line, f)) sscanf(line, "write_gbps=%lf read_gbps=%lf", &w, &r);
+        if (f) pclose(f);
+    }
+    kill(srv, SIGTERM);
+    waitpid(srv, nullptr, 0);
+    return {w, r};
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -172,6 +204,11 @@ int main(int argc, char **argv) {
                                     "ADSM_REMOTE_KEY=" + server.key});
     if (sim.empty() || remote.empty()) return 1;
     auto small = pingpong("64", 2000, 47611), large = pingpong("1048576", 200, 47612);
+    // RMA alone, in the remote device's chunks (512 KiB, 8 in flight) and in
+    // fi_rma_bw's window of 64: the better of the two bounds the device.
+    const std::string rma_binary = self.substr(0, self.rfind('/') + 1) + "adsm-bench-rma-baseline";
+    auto own = rma_alone(rma_binary, 512u << 10, 8), wide = rma_alone(rma_binary, 1u << 20, 64);
+    const double rma_w = std::max(own.first, wide.first), rma_r = std::max(own.second, wide.second);
     printf("remote device on loopback (tcp provider) against sim and against fi_pingpong on the same provider\n");
     printf("  %-34s %12s %12s %12s\n", "", "sim", "remote", "fi_pingpong");
     printf("  %-34s %10.1fus %10.1fus ", "empty call + sync (latency)", sim["call_us"], remote["call_us"]);
@@ -181,6 +218,14 @@ int main(int argc, char **argv) {
     if (large.first > 0) printf("%9.2fGB/s   (1 MiB messages)\n", large.first / 1000);
     else printf("%12s\n", "n/a");
     printf("  %-34s %9.2fGB/s %9.2fGB/s\n", "64 MiB object back to the host", sim["d2h_gbps"], remote["d2h_gbps"]);
+    if (rma_w > 0 && rma_r > 0) {
+        printf("  %-34s %12s %12s  %9.2fGB/s written, %.2fGB/s read\n", "RMA alone (fi_rma_bw's method)", "", "",
+               rma_w, rma_r);
+        printf("    (512 KiB x 8 in flight: %.2f / %.2f GB/s; 1 MiB x 64: %.2f / %.2f GB/s)\n", own.first, own.second,
+               wide.first, wide.second);
+        printf("  remote transfers / RMA alone: to the device %.2fx, back %.2fx\n", remote["h2d_gbps"] / rma_w,
+               remote["d2h_gbps"] / rma_r);
+    }
     if (large.first > 0)
         printf("  remote transfers / fi_pingpong bandwidth: to the device %.2fx, back %.2fx\n",
                remote["h2d_gbps"] / (large.first / 1000), remote["d2h_gbps"] / (large.first / 1000));

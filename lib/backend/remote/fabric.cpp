@@ -21,7 +21,9 @@ constexpr uint32_t kApiVersion = FI_VERSION(1, 9);
 // RMA goes in chunks of this size, kRmaDepth of them in flight: on
 // loopback over tcp, 512 KiB x 8 moved 64 MiB at 0.7x (writes) and 0.8x
 // (reads) of fi_pingpong's bandwidth, where 4 MiB one at a time reached
-// 0.5x and 0.65x, and larger chunks or deeper queues did no better.
+// 0.5x and 0.65x, and larger chunks or deeper queues did no better; plain
+// RMA with fi_rma_bw's window of 64 x 1 MiB is no faster than these chunks
+// (adsm-bench-rma-baseline, in adsm-bench-remote).
 constexpr size_t kRmaChunk = 512u << 10;
 
 Status fabric_error(const char *what, ssize_t r) {
