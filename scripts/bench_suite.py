@@ -209,7 +209,11 @@ def main():
         gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                              text=True).stdout.strip() if shutil.which("nvidia-smi") else ""
         setup = "cuda device (%s)" % (gpu.splitlines()[0] if gpu else "no nvidia-smi")
-    scratch = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    # A directory of this run's own: two suites at once (CTest runs the sim
+    # and remote ones side by side) must not share input files.
+    scratch = tempfile.mkdtemp(prefix="adsm-bench-",
+                               dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir())
+    atexit.register(shutil.rmtree, scratch, True)
     setup += ", %d runs each (median), %d CPUs, %s" % (args.runs, os.cpu_count(), platform.release())
     print("adsm bench:", setup)
     started = time.time()
