@@ -34,13 +34,17 @@ std::mutex g_install_mu;
 void handler(int sig, siginfo_t *info, void *uctx) {
     int saved_errno = errno;
     int n = g_nhooks.load(std::memory_order_acquire);
+    ++fault_handler_depth;
     for (int i = 0; i < n; ++i) {
         FaultHook h = g_hooks[i].load(std::memory_order_acquire);
         if (h && h(sig, info, uctx)) {
+            --fault_handler_depth;
             errno = saved_errno;
             return;
         }
     }
+    // (The program's handler may jump away: it runs outside the count.)
+    --fault_handler_depth;
     chain_fault(sig, info, uctx);
     errno = saved_errno;
 }
@@ -144,7 +148,12 @@ void deliver_bus_error(void *addr, void *uctx) {
     ChainTarget &t = g_chain[SIGBUS];
     if (t.owned.load(std::memory_order_acquire)) act = t.slot[t.current.load(std::memory_order_acquire)];
     else if (real_sigaction(SIGBUS, nullptr, &act) != 0) act.sa_handler = SIG_DFL, act.sa_flags = 0;
-    if (run_program_handler(act, SIGBUS, &info, uctx)) return;
+    // The program's handler may jump away: it runs as if outside ours.
+    const int depth = fault_handler_depth;
+    fault_handler_depth = 0;
+    bool returned = run_program_handler(act, SIGBUS, &info, uctx);
+    fault_handler_depth = depth;
+    if (returned) return;
     // Ignoring a bus error would retry the access forever: the default
     // action, as the kernel gives a hardware one.
     take_default_action(SIGBUS, true);

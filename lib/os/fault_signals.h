@@ -19,6 +19,12 @@ namespace adsm::os {
 // Returns true if it dealt with the fault and execution may resume.
 using FaultHook = bool (*)(int sig, siginfo_t *info, void *ucontext);
 
+// How deep the calling thread is in the runtime's fault handler (a fault
+// handled inside another counts twice): code that may run there and must
+// not call what is not async-signal-safe (a GPU driver) asks.
+inline thread_local int fault_handler_depth __attribute__((tls_model("initial-exec"))) = 0;
+inline bool in_fault_handler() { return fault_handler_depth > 0; }
+
 // Installs the handler for sig (idempotent), remembering the one it displaces
 // as the chain target.  on_alt_stack makes it run on the thread's alternate
 // signal stack, which only threads that run kernels need (to report a

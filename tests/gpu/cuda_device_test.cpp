@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -240,6 +241,11 @@ TEST(CudaDevice, MemoryTheCpuNeverWroteIsNotSent) {
     EXPECT_EQ(x[n - 1], 3.0f);
     adsmFree(out);
     adsmFree(x);
+}
+
+TEST(CudaDevice, TheFaultHandlerMakesNoDriverCalls) {
+    device_test::fault_handler_makes_no_driver_calls(
+        double_fn<void (*)(void (*)(const char *))>("fake_cuda_set_entry_hook"));
 }
 
 TEST(CudaDevice, ExhaustedDeviceMemoryIsAnErrorAndLeavesNothingMapped) {

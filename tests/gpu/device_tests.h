@@ -9,12 +9,15 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "device_test_kernels.h"
+#include "os/fault_signals.h"
+#include "support/stats.h"
 
 namespace device_test {
 
@@ -48,6 +51,43 @@ inline void embedded_pointers_work_in_kernels() {
     EXPECT_EQ(*out, want);
     adsmFree(nodes);
     adsmFree(out);
+}
+
+// No driver is async-signal-safe: the fault handler has its driver calls
+// made by helper threads (gpu/handler_calls.h).  The double tells the hook
+// of each entry as it is called, on the calling thread.
+inline std::atomic<long> driver_calls_in_handler{0};
+inline void note_driver_entry(const char *) {
+    if (adsm::os::in_fault_handler()) driver_calls_in_handler.fetch_add(1);
+}
+
+inline void fault_handler_makes_no_driver_calls(void (*set_entry_hook)(void (*)(const char *))) {
+    Scale scale(load_module(), "scale");
+    const unsigned n = 1 << 20;
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(x, nullptr) << detail();
+    auto faults = [] {
+        return adsm::stats().get(adsm::Counter::read_faults) + adsm::stats().get(adsm::Counter::write_faults);
+    };
+    set_entry_hook(note_driver_entry);
+    const uint64_t before = faults();
+    for (unsigned i = 0; i < n; ++i) x[i] = 1.0f;  // (write faults: pins, flushes)
+    for (int round = 0; round < 2; ++round) {
+        scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
+        adsm::sync();
+        // Reads and writes of what the device holds: copies from the handler.
+        for (unsigned i = 0; i < n; i += 1024)
+            EXPECT_EQ(x[i], round == 0 || i % 4096 ? 2.0f * (round + 1) : 8.0f) << i;
+        for (unsigned i = 0; i < n; i += 4096) x[i] *= 2.0f;
+    }
+    set_entry_hook(nullptr);
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    if (std::string(info.protocol) != "batch") {  // (which takes no faults)
+        EXPECT_GT(faults(), before) << "no fault was taken: the test tests nothing";
+    }
+    EXPECT_EQ(driver_calls_in_handler.load(), 0) << "driver entries called from inside the fault handler";
+    adsmFree(x);
 }
 
 inline void granules_are_shared_and_released(size_t (*device_bytes)()) {

@@ -162,6 +162,11 @@ TEST(LevelZeroDevice, SpirvModulesSayTheirKernelsParameterSizes) {
 }
 #endif
 
+TEST(LevelZeroDevice, TheFaultHandlerMakesNoDriverCalls) {
+    device_test::fault_handler_makes_no_driver_calls(
+        double_fn<void (*)(void (*)(const char *))>("fake_ze_set_entry_hook"));
+}
+
 TEST(LevelZeroDevice, GranulesAreSharedAndReleased) {
     device_test::granules_are_shared_and_released(device_bytes);
 }

@@ -101,13 +101,11 @@ uint64_t CopyEngine::to_host_async(void *dst, CUdeviceptr src, size_t n, CopyDon
     return submit(false, dst, src, n, done, arg);
 }
 
-void CopyEngine::wait(uint64_t ticket) {
-    tickets_.wait(ticket, [this] {
-        CUresult r = d_->cuStreamQuery(stream_);
-        if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return false;
-        note_failure(r, "cuda: the copy stream");
-        return true;
-    });
+bool CopyEngine::stream_failed() {
+    CUresult r = d_->cuStreamQuery(stream_);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return false;
+    note_failure(r, "cuda: the copy stream");
+    return true;
 }
 
 Status CopyEngine::order_before(CUstream s) {

@@ -41,8 +41,16 @@ public:
     // on the spot; `done` has run then.  A failure is kept for failure().
     uint64_t to_device_async(CUdeviceptr dst, const void *src, size_t n, CopyDone done, void *arg);
     uint64_t to_host_async(void *dst, CUdeviceptr src, size_t n, CopyDone done, void *arg);
-    // Returns once every copy up to `ticket` has landed, or the stream failed.
-    void wait(uint64_t ticket);
+    // Returns once every copy up to `ticket` has landed, or the stream failed
+    // (failed() asks, every CopyTickets::kPollNs: stream_failed(), or a
+    // caller's way to it).
+    void wait(uint64_t ticket) { wait(ticket, [this] { return stream_failed(); }); }
+    template <class Failed>
+    void wait(uint64_t ticket, Failed failed) {
+        tickets_.wait(ticket, failed);
+    }
+    // Asks the driver whether the copy stream failed (noting it if so).
+    bool stream_failed();
     uint64_t last_ticket() const { return tickets_.last(); }
 
     // Makes `s` wait (on the device, not the host) for every copy queued so far.

@@ -1,5 +1,7 @@
 #include "backend/cuda/cuda_device.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -66,6 +68,9 @@ private:
     Entered entered_(this);                                \
     if (entered_.status() != adsmSuccess) return entered_.status()
 
+// In the fault handler, the call goes to a helper thread (gpu/handler_calls.h).
+#define ADSM_OFF_HANDLER(...) ADSM_OFF_FAULT_HANDLER(handler_calls_, __VA_ARGS__)
+
 Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     const Driver *d = nullptr;
     if (Status s = load_driver(&d); s != adsmSuccess) return s;
@@ -96,6 +101,8 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     if (CUresult r = d->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: the GPU has no virtual-memory management");
     dev->window_.granularity = g;
+    // Two: a handler waiting for copies to land leaves one for the others.
+    if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "cuda: %s, %llu bytes, driver %d, mapping granularity %zu", dev->gpu_name_,
              static_cast<unsigned long long>(total), d->version, g);
     *out = std::move(dev);
@@ -134,6 +141,7 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
 }
 
 Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
+    ADSM_OFF_HANDLER(commit(dev, bytes));
     ADSM_ENTER();
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
@@ -143,6 +151,7 @@ Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
 }
 
 void CudaDevice::decommit(uintptr_t dev, uint64_t bytes) {
+    ADSM_OFF_HANDLER(decommit(dev, bytes));
     Entered in(this);
     // A lost or forked device keeps its memory: the driver cannot be asked.
     if (in.status() == adsmSuccess) memory_.decommit(dev, bytes);
@@ -154,6 +163,7 @@ Device::MirrorUse CudaDevice::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t 
     if (memory_.pinning() != gpu::Pinning::lazy || !memory_.pinned() || !window_.holds(lo, hi - lo))
         return MirrorUse::not_pinned;
     if (!memory_.cpu_has_unseen()) return MirrorUse::again;  // no driver call, no lock
+    ADSM_OFF_HANDLER(pin_for_cpu(lo, hi, start, len));
     Entered in(this);
     if (in.status() != adsmSuccess) return MirrorUse::not_pinned;
     bool fresh = memory_.pin_for_cpu(lo, hi, start, len);
@@ -180,6 +190,7 @@ const void *CudaDevice::host_for_copy(const void *p, size_t n) {
 }
 
 Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
+    ADSM_OFF_HANDLER(copy_to_device(dev, src, n));
     ADSM_ENTER();
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
@@ -189,6 +200,7 @@ Status CudaDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 }
 
 Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
+    ADSM_OFF_HANDLER(copy_to_host(dst, dev, n));
     ADSM_ENTER();
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
@@ -198,6 +210,7 @@ Status CudaDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
 }
 
 Status CudaDevice::fill(uintptr_t dev, int value, size_t n) {
+    ADSM_OFF_HANDLER(fill(dev, value, n));
     ADSM_ENTER();
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
@@ -207,6 +220,7 @@ Status CudaDevice::fill(uintptr_t dev, int value, size_t n) {
 }
 
 uint64_t CudaDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    ADSM_OFF_HANDLER(copy_async(to_device, host, dev, n, done, arg));
     Entered in(this);
     if (in.status() != adsmSuccess) {
         if (done) done(arg, in.status());
@@ -230,10 +244,24 @@ uint64_t CudaDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, Copy
     return copy_async(false, dst, dev, n, done, arg);
 }
 
+// The wait is a futex wait, on the calling thread even in the fault
+// handler: a helper waiting there would wait for a landing that may wait for
+// a lock the faulting thread holds while it waits for a helper.  Only the
+// driver calls go to one: whether the stream failed, and what the failure was.
 Status CudaDevice::wait_copies(uint64_t ticket) {
+    if (Status s = usable(); s != adsmSuccess) return s;
+    copies_.wait(ticket == kAllCopies ? copies_.last_ticket() : ticket, [this] { return copy_stream_failed(); });
+    return copy_failure();
+}
+
+bool CudaDevice::copy_stream_failed() {
+    ADSM_OFF_HANDLER(copy_stream_failed());
     Entered in(this);
-    if (in.status() != adsmSuccess) return in.status();
-    copies_.wait(ticket == kAllCopies ? copies_.last_ticket() : ticket);
+    return in.status() != adsmSuccess || copies_.stream_failed();
+}
+
+Status CudaDevice::copy_failure() {
+    ADSM_OFF_HANDLER(copy_failure());
     if (Status s = copies_.take_failure(); s != adsmSuccess) return s;
     return take_copy_failure();  // one that never reached the stream
 }
@@ -310,6 +338,13 @@ Status CudaDevice::check_kernel(const KernelInfo &k) const {
 
 // ---------------------------------------------------------------- kernels
 
+CUresult CudaDevice::query_stream(StreamId id) {
+    Entered in(this);
+    CUstream s = id < kMaxStreams ? streams_[id].s.load() : nullptr;
+    if (in.status() != adsmSuccess || !s) return CUDA_ERROR_INVALID_HANDLE;  // (synchronize says why)
+    return d_->cuStreamQuery(s);
+}
+
 Status CudaDevice::create_stream(StreamId *out) {
     ADSM_ENTER();
     CUstream s = nullptr;
@@ -381,6 +416,17 @@ CUresult CudaDevice::join(Stream &slot, CUstream program, CUstream ours) {
 }
 
 Status CudaDevice::synchronize(StreamId id) {
+    // In the fault handler (a racing access waits for the kernels), a
+    // helper is asked whether the stream is done, never made to wait for
+    // it: a kernel waits for the copies before it, whose landings may wait
+    // for a lock that a faulting thread holds while it needs a helper.
+    // Once it is done, the helper's synchronisation returns at once.
+    if (handler_calls_.needed())
+        while (handler_calls_.call([&] { return query_stream(id); }) == CUDA_ERROR_NOT_READY) {
+            struct timespec pause = {0, 20 * 1000};
+            nanosleep(&pause, nullptr);
+        }
+    ADSM_OFF_HANDLER(synchronize(id));
     ADSM_ENTER();
     CUstream s = id < kMaxStreams ? streams_[id].s.load() : nullptr;
     if (!s) return fail(adsmErrorInvalidContext, "cuda: stream %u does not exist", id);

@@ -23,6 +23,7 @@
 #include "backend/device.h"
 #include "backend/gpu/device_loss.h"
 #include "backend/gpu/granules.h"
+#include "backend/gpu/handler_calls.h"
 #include "backend/gpu/window.h"
 
 namespace adsm::cuda {
@@ -85,6 +86,10 @@ private:
     uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
     struct Stream;
     CUresult join(Stream &slot, CUstream program, CUstream ours);
+    // The driver calls of wait_copies and synchronize (see there).
+    bool copy_stream_failed();
+    Status copy_failure();
+    CUresult query_stream(StreamId id);
 
     static constexpr uint32_t kMaxStreams = 4096;
     struct Stream {
@@ -105,6 +110,8 @@ private:
     Stream streams_[kMaxStreams];
     std::atomic<uint32_t> next_stream_{0};
     gpu::DeviceLoss loss_{"cuda"};
+    // Last: its threads stop before anything they may call goes.
+    gpu::HandlerCalls handler_calls_;
 };
 
 }  // namespace adsm::cuda

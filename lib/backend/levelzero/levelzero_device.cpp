@@ -43,6 +43,9 @@ Status find_gpu(const Driver *d, ze_driver_handle_t *driver, ze_device_handle_t 
 
 }  // namespace
 
+// In the fault handler, the call goes to a helper thread (gpu/handler_calls.h).
+#define ADSM_OFF_HANDLER(...) ADSM_OFF_FAULT_HANDLER(handler_calls_, __VA_ARGS__)
+
 Status LevelZeroDevice::open(const Config &, std::unique_ptr<Device> *out) {
     const Driver *d = nullptr;
     if (Status s = load_driver(&d); s != adsmSuccess) return s;
@@ -95,6 +98,8 @@ Status LevelZeroDevice::open(const Config &, std::unique_ptr<Device> *out) {
         return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: the device has no virtual-memory management");
     dev->window_.granularity = page;
     dev->memory_.set_pinning(gpu::Pinning::off);
+    // Two: a handler waiting for copies to land leaves one for the others.
+    if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "levelzero: %s, %llu bytes, page size %zu, copies on queue group %u%s", props.name,
              static_cast<unsigned long long>(dev->capacity_), page, dev->copy_ordinal_,
              copy ? " (a copy engine)" : " (no copy engine: the compute group)");
@@ -139,6 +144,7 @@ Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd
 }
 
 Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
+    ADSM_OFF_HANDLER(commit(dev, bytes));
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
@@ -148,6 +154,7 @@ Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
 }
 
 void LevelZeroDevice::decommit(uintptr_t dev, uint64_t bytes) {
+    ADSM_OFF_HANDLER(decommit(dev, bytes));
     // A lost or forked device keeps its memory: the driver cannot be asked.
     if (loss_.usable() == adsmSuccess) memory_.decommit(dev, bytes);
 }
@@ -155,6 +162,7 @@ void LevelZeroDevice::decommit(uintptr_t dev, uint64_t bytes) {
 // ---------------------------------------------------------------- copies
 
 Status LevelZeroDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
+    ADSM_OFF_HANDLER(copy_to_device(dev, src, n));
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
@@ -164,6 +172,7 @@ Status LevelZeroDevice::copy_to_device(uintptr_t dev, const void *src, size_t n)
 }
 
 Status LevelZeroDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
+    ADSM_OFF_HANDLER(copy_to_host(dst, dev, n));
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
@@ -173,6 +182,7 @@ Status LevelZeroDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
 }
 
 Status LevelZeroDevice::fill(uintptr_t dev, int value, size_t n) {
+    ADSM_OFF_HANDLER(fill(dev, value, n));
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
@@ -182,6 +192,7 @@ Status LevelZeroDevice::fill(uintptr_t dev, int value, size_t n) {
 }
 
 uint64_t LevelZeroDevice::copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    ADSM_OFF_HANDLER(copy_async(to_device, host, dev, n, done, arg));
     if (Status s = loss_.usable(); s != adsmSuccess) {
         if (done) done(arg, s);
         return 0;
@@ -204,6 +215,9 @@ uint64_t LevelZeroDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n,
     return copy_async(false, dst, dev, n, done, arg);
 }
 
+// (A futex wait, no driver call: it stays on a faulting thread, whose
+// helper would otherwise wait for a landing that may wait for a lock that
+// thread holds.)
 Status LevelZeroDevice::wait_copies(uint64_t ticket) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     async_.wait(ticket == kAllCopies ? async_.last_ticket() : ticket);
@@ -410,6 +424,7 @@ ze_result_t LevelZeroDevice::wait_joins(Stream &st) {
 }
 
 Status LevelZeroDevice::synchronize(StreamId id) {
+    ADSM_OFF_HANDLER(synchronize(id));
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     Stream *st = id < kMaxStreams ? &streams_[id] : nullptr;
     ze_command_list_handle_t list = st ? st->list.load(std::memory_order_acquire) : nullptr;

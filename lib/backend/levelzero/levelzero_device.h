@@ -28,6 +28,7 @@
 #include "backend/device.h"
 #include "backend/gpu/device_loss.h"
 #include "backend/gpu/granules.h"
+#include "backend/gpu/handler_calls.h"
 #include "backend/gpu/window.h"
 #include "backend/levelzero/async_copies.h"
 #include "backend/levelzero/copies.h"
@@ -125,6 +126,8 @@ private:
     std::unordered_map<void *, std::vector<uint8_t>> spirv_;
     std::map<std::pair<void *, std::string>, ze_kernel_handle_t> kernels_;
     gpu::DeviceLoss loss_{"levelzero"};
+    // Last: its threads stop before anything they may call goes.
+    gpu::HandlerCalls handler_calls_;
 };
 
 }  // namespace adsm::levelzero

@@ -43,7 +43,15 @@
     static ze_result_t ZE_APICALL fake_##name(__VA_ARGS__);           \
     EXPORT __typeof(name) name __attribute__((alias("fake_" #name))); \
     static ze_result_t ZE_APICALL fake_##name(__VA_ARGS__)
-#define COUNT() fake_count(__func__ + sizeof "fake_" - 1)
+/* A test's hook, told of driver entries as they are called (with the
+ * thread that calls them): a test asks where the runtime calls from. */
+static void (*_Atomic entry_hook)(const char *);
+EXPORT void fake_ze_set_entry_hook(void (*hook)(const char *)) { entry_hook = hook; }
+static void entered(const char *name) {
+    void (*hook)(const char *) = entry_hook;
+    if (hook) hook(name);
+}
+#define COUNT() (fake_count(__func__ + sizeof "fake_" - 1), entered(__func__ + sizeof "fake_" - 1))
 
 static int run_kernel(const fake_job *j);
 static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel};

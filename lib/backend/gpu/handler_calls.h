@@ -1,0 +1,90 @@
+// Driver calls a fault handler needs, made on helper threads.
+//
+// A CPU access to shared memory whose current copy is on the GPU faults,
+// and the fault handler brings the data in: a copy through the driver.  No
+// GPU driver is async-signal-safe (they take locks and allocate; a fault
+// inside the program's malloc or inside the driver itself would deadlock
+// on them).  So a back-end's entry points that the fault path reaches run
+// their bodies through call(): called in the runtime's fault handler, the
+// call is posted to a helper thread and the handler sleeps on a futex until
+// it is done; called anywhere else, it runs on the spot (see
+// ADSM_OFF_FAULT_HANDLER).  Posting and
+// waiting are atomics and futex calls only, with no heap.
+//
+// A fork child has none of the parent's helpers: there every call runs on
+// the spot (a GPU back-end refuses to work in a child anyway).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "os/fault_signals.h"
+#include "support/status.h"
+
+// The first line of such an entry point: in the fault handler, the same
+// call again on a helper thread (where needed() is false).
+#define ADSM_OFF_FAULT_HANDLER(calls, ...) \
+    if ((calls).needed()) return (calls).call([&] { return __VA_ARGS__; })
+
+namespace adsm::gpu {
+
+class HandlerCalls {
+public:
+    HandlerCalls() = default;
+    ~HandlerCalls() { stop(); }
+    HandlerCalls(const HandlerCalls &) = delete;
+    HandlerCalls &operator=(const HandlerCalls &) = delete;
+
+    // Starts `threads` helpers (never from a fault handler).
+    Status start(unsigned threads);
+    void stop();
+
+    // Whether a call made here must go to a helper: this thread is in the
+    // fault handler, and the helpers run in this process.
+    bool needed() const { return os::in_fault_handler() && serving(); }
+
+    // Runs f() on a helper thread and returns what it returned.
+    template <class F>
+    auto call(F &&f) -> decltype(f()) {
+        using R = decltype(f());
+        if constexpr (std::is_void_v<R>) {
+            post([](void *p) { (*static_cast<std::remove_reference_t<F> *>(p))(); }, &f);
+        } else {
+            struct Call {
+                std::remove_reference_t<F> *f;
+                R result;
+            } call{&f, R{}};
+            post([](void *p) {
+                auto *c = static_cast<Call *>(p);
+                c->result = (*c->f)();
+            }, &call);
+            return call.result;
+        }
+    }
+
+private:
+    enum : uint32_t { kFree, kClaimed, kPosted, kRunning, kDone };
+    struct Slot {
+        std::atomic<uint32_t> state{kFree};  // futex word of the waiting handler
+        void (*fn)(void *) = nullptr;
+        void *arg = nullptr;
+    };
+    static constexpr unsigned kSlots = 64;
+
+    bool serving() const;
+    void post(void (*fn)(void *), void *arg);
+    void serve();
+
+    Slot slots_[kSlots];
+    std::atomic<uint32_t> work_{0};  // futex word of idle helpers, bumped at each post
+    std::atomic<bool> stopping_{false};
+    std::vector<std::thread> threads_;
+    pid_t pid_ = 0;  // the process the helpers run in
+};
+
+}  // namespace adsm::gpu
