@@ -101,7 +101,7 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     if (CUresult r = d->cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: the GPU has no virtual-memory management");
     dev->window_.granularity = g;
-    // Two: a handler waiting for copies to land leaves one for the others.
+    // Two: one busy with a long copy leaves the other to other faulting threads.
     if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "cuda: %s, %llu bytes, driver %d, mapping granularity %zu", dev->gpu_name_,
              static_cast<unsigned long long>(total), d->version, g);

@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <system_error>
+
 #include "os/deferred_signals.h"
 #include "os/futex.h"
 #include "os/stop_signal.h"

@@ -98,7 +98,7 @@ Status LevelZeroDevice::open(const Config &, std::unique_ptr<Device> *out) {
         return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: the device has no virtual-memory management");
     dev->window_.granularity = page;
     dev->memory_.set_pinning(gpu::Pinning::off);
-    // Two: a handler waiting for copies to land leaves one for the others.
+    // Two: one busy with a long copy leaves the other to other faulting threads.
     if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "levelzero: %s, %llu bytes, page size %zu, copies on queue group %u%s", props.name,
              static_cast<unsigned long long>(dev->capacity_), page, dev->copy_ordinal_,
