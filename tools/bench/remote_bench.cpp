@@ -82,6 +82,36 @@ int child() {
     return 0;
 }
 
+// Starts argv[0] with its output to a pipe and stderr to /dev/null, and
+// reads the port from the first line it prints ("... :PORT"): the port, or
+// -1 (*pid is the child either way, once forked).
+int start_listening(const std::vector<std::string> &argv, pid_t *pid) {
+    int out[2];
+    if (pipe(out) != 0) return -1;
+    *pid = fork();
+    if (*pid == 0) {
+        dup2(out[1], 1);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        std::vector<char *> args;
+        for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+        args.push_back(nullptr);
+        execv(args[0], args.data());
+        _exit(127);
+    }
+    close(out[1]);
+    if (*pid < 0) {
+        close(out[0]);
+        return -1;
+    }
+    FILE *in = fdopen(out[0], "r");
+    char line[128] = {};
+    bool ok = fgets(line, sizeof line, in) != nullptr;
+    fclose(in);
+    const char *colon = strrchr(line, ':');
+    return ok && colon ? atoi(colon + 1) : -1;
+}
+
 // The server, on loopback with a fresh key; its port, or 0.
 struct Server {
     pid_t pid = -1;
@@ -95,25 +125,12 @@ struct Server {
         fprintf(f, "benchmark key %d %ld\n", getpid(), static_cast<long>(time(nullptr)));
         fclose(f);
         chmod(key.c_str(), 0600);
-        int out[2];
-        if (pipe(out) != 0) return false;
-        pid = fork();
-        if (pid == 0) {
-            dup2(out[1], 1);
-            int null = open("/dev/null", O_WRONLY);
-            dup2(null, 2);  // its log: not the table's business
-            execl(binary.c_str(), binary.c_str(), "--key", key.c_str(), "--address", "127.0.0.1", "--port", "0",
-                  "--memory", "1G", "--kernels", ADSM_BENCH_KERNELS, static_cast<char *>(nullptr));
-            _exit(127);
-        }
-        close(out[1]);
-        FILE *in = fdopen(out[0], "r");
-        char line[128] = {};
-        bool ok = fgets(line, sizeof line, in) != nullptr;
-        fclose(in);
-        const char *colon = strrchr(line, ':');
-        if (!ok || !colon) return false;
-        port = std::to_string(atoi(colon + 1));
+        // (Its log is not the table's business.)
+        int p = start_listening({binary, "--key", key, "--address", "127.0.0.1", "--port", "0", "--memory", "1G",
+                                 "--kernels", ADSM_BENCH_KERNELS},
+                                &pid);
+        if (p <= 0) return false;
+        port = std::to_string(p);
         return true;
     }
     ~Server() {
@@ -159,30 +176,21 @@ std::pair<double, double> pingpong(const char *size, int iterations, int port) {
 // What plain RMA reaches (adsm-bench-rma-baseline, fi_rma_bw's method) with
 // `size`-byte operations, `window` in flight: {write, read} GB/s, or -1s.
 std::pair<double, double> rma_alone(const std::string &binary, size_t size, size_t window) {
-    int out[2];
-    if (pipe(out) != 0) return {-1, -1};
-    pid_t srv = fork();
-    if (srv == 0) {
-        dup2(out[1], 1);
-        execl(binary.c_str(), binary.c_str(), "serve", "0", "tcp", static_cast<char *>(nullptr));
-        _exit(127);
-    }
-    close(out[1]);
-    FILE *in = fdopen(out[0], "r");
-    char line[128] = {};
-    bool ok = fgets(line, sizeof line, in) != nullptr;
-    fclose(in);
-    const char *colon = strrchr(line, ':');
+    pid_t srv = -1;
+    const int port = start_listening({binary, "serve", "0", "tcp"}, &srv);
     double w = -1, r = -1;
-    if (ok && colon) {
-        std::string cmd = binary + " measure 127.0.0.1 " + std::to_string(atoi(colon + 1)) + " tcp " +
-                          std::to_string(size) + " " + std::to_string(window);
+    if (port > 0) {
+        std::string cmd = binary + " measure 127.0.0.1 " + std::to_string(port) + " tcp " + std::to_string(size) + " " +
+                          std::to_string(window);
         FILE *f = popen(cmd.c_str(), "r");
+        char line[128];
         while (f && fgets(line, sizeof line, f)) sscanf(line, "write_gbps=%lf read_gbps=%lf", &w, &r);
         if (f) pclose(f);
     }
-    kill(srv, SIGTERM);
-    waitpid(srv, nullptr, 0);
+    if (srv > 0) {
+        kill(srv, SIGTERM);
+        waitpid(srv, nullptr, 0);
+    }
     return {w, r};
 }
 
