@@ -40,6 +40,10 @@ const std::vector<ConfigVar> &config_variables() {
          "cuda: when the host mirror's pages are pinned for the copy engine: at first use (a 2 MiB granule's at the "
          "CPU's first fault in it, or else at its first copy), at allocation, or never (pageable copies, about a "
          "sixth of the speed; I/O staging stays pageable too) (default lazy)"},
+        {"ADSM_GPU_FAULT_CALLS", "helpers|direct",
+         "cuda and levelzero: the driver calls a CPU fault needs are made by helper threads while the faulting "
+         "thread sleeps (no driver is async-signal-safe), or by the fault handler itself, a context switch "
+         "cheaper and unsafe if the program faults inside the driver or the allocator (default helpers)"},
         {"ADSM_SIM_WORKERS", "N", "threads that run kernels on sim and cpu (default: one per CPU)"},
         {"ADSM_DIRTY_TRACKING", "auto|uffd|mprotect",
          "how writes to shared memory are found: userfaultfd without signals, or protection faults (default auto: "
@@ -294,6 +298,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_CUDA_PIN"); v && *v) {
         if (strcmp(v, "lazy") && strcmp(v, "eager") && strcmp(v, "off")) return bad("ADSM_CUDA_PIN", v, "lazy, eager or off");
         c.cuda_pin = v;
+    }
+    if (const char *v = lookup("ADSM_GPU_FAULT_CALLS"); v && *v) {
+        if (strcmp(v, "helpers") && strcmp(v, "direct")) return bad("ADSM_GPU_FAULT_CALLS", v, "helpers or direct");
+        c.gpu_fault_calls = v;
     }
     if (const char *v = lookup("ADSM_SPILL"); v && *v) {
         if (strcmp(v, "host") && strcmp(v, "evict") && strcmp(v, "fail") && strcmp(v, "next") && strcmp(v, "split"))

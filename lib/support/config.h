@@ -42,6 +42,9 @@ struct Config {
     double remote_timeout_s = 5;        // ADSM_REMOTE_TIMEOUT: an unanswered server is lost after this
     std::string remote_provider = "tcp";  // ADSM_REMOTE_PROVIDER: the libfabric provider
     std::string cuda_pin = "lazy";      // ADSM_CUDA_PIN: lazy|eager|off (when the cuda device pins mirror pages)
+    // ADSM_GPU_FAULT_CALLS: helpers|direct (who makes the driver calls a
+    // fault needs on cuda and levelzero, gpu/handler_calls.h)
+    std::string gpu_fault_calls = "helpers";
     std::string spill = "host";         // ADSM_SPILL: host|evict|fail|next|split (a new object that finds its device full)
     uint64_t chaos_every = 0;           // ADSM_CHAOS_RELEASE_EVERY: 0 is off
     uint64_t chaos_seed = 1;            // ADSM_CHAOS_SEED

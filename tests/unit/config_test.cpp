@@ -141,7 +141,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_CHAOS_SEED", "-1"},        {"ADSM_STATS", "json:"},       {"ADSM_PROFILE", "lots"},
         {"ADSM_PROFILE", "20000"},       {"ADSM_GC_GENERATIONAL", "yes"}, {"ADSM_GC_FULL_EVERY", "0"},
         {"ADSM_SPILL", "disk"},          {"ADSM_DEVICE", "sim,,sim"},    {"ADSM_VISIBLE_DEVICES", "x"},
-        {"ADSM_CUDA_PIN", "always"},
+        {"ADSM_CUDA_PIN", "always"},     {"ADSM_GPU_FAULT_CALLS", "inline"},
     };
     for (const Case &k : cases) {
         Config c;
@@ -158,6 +158,15 @@ TEST(ConfigTest, CudaPinning) {
     for (const char *v : {"eager", "off", "lazy"}) {
         ASSERT_EQ(parse({{"ADSM_CUDA_PIN", v}}, &c), adsmSuccess) << last_detail();
         EXPECT_EQ(c.cuda_pin, v);
+    }
+}
+
+TEST(ConfigTest, GpuFaultCalls) {
+    Config c;
+    EXPECT_EQ(c.gpu_fault_calls, "helpers");
+    for (const char *v : {"direct", "helpers"}) {
+        ASSERT_EQ(parse({{"ADSM_GPU_FAULT_CALLS", v}}, &c), adsmSuccess) << last_detail();
+        EXPECT_EQ(c.gpu_fault_calls, v);
     }
 }
 

@@ -102,7 +102,8 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: the GPU has no virtual-memory management");
     dev->window_.granularity = g;
     // Two: one busy with a long copy leaves the other to other faulting threads.
-    if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
+    if (config.gpu_fault_calls == "helpers")
+        if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "cuda: %s, %llu bytes, driver %d, mapping granularity %zu", dev->gpu_name_,
              static_cast<unsigned long long>(total), d->version, g);
     *out = std::move(dev);

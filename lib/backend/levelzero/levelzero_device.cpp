@@ -46,7 +46,7 @@ Status find_gpu(const Driver *d, ze_driver_handle_t *driver, ze_device_handle_t 
 // In the fault handler, the call goes to a helper thread (gpu/handler_calls.h).
 #define ADSM_OFF_HANDLER(...) ADSM_OFF_FAULT_HANDLER(handler_calls_, __VA_ARGS__)
 
-Status LevelZeroDevice::open(const Config &, std::unique_ptr<Device> *out) {
+Status LevelZeroDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     const Driver *d = nullptr;
     if (Status s = load_driver(&d); s != adsmSuccess) return s;
     std::unique_ptr<LevelZeroDevice> dev(new LevelZeroDevice);
@@ -99,7 +99,8 @@ Status LevelZeroDevice::open(const Config &, std::unique_ptr<Device> *out) {
     dev->window_.granularity = page;
     dev->memory_.set_pinning(gpu::Pinning::off);
     // Two: one busy with a long copy leaves the other to other faulting threads.
-    if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
+    if (config.gpu_fault_calls == "helpers")
+        if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "levelzero: %s, %llu bytes, page size %zu, copies on queue group %u%s", props.name,
              static_cast<unsigned long long>(dev->capacity_), page, dev->copy_ordinal_,
              copy ? " (a copy engine)" : " (no copy engine: the compute group)");
