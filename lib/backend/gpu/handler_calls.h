@@ -8,11 +8,15 @@
 // their bodies through call(): called in the runtime's fault handler, the
 // call is posted to a helper thread and the handler sleeps on a futex until
 // it is done; called anywhere else, it runs on the spot (see
-// ADSM_OFF_FAULT_HANDLER).  Posting and
-// waiting are atomics and futex calls only, with no heap.
+// ADSM_OFF_FAULT_HANDLER).  Posting and waiting are atomics and futex calls
+// only, with no heap.  What may wait long (for copies to land, for kernels)
+// is waited for by the faulting thread itself, never by a helper: a
+// landing may need a lock that a faulting thread holds while it waits for
+// a helper.
 //
 // A fork child has none of the parent's helpers: there every call runs on
-// the spot (a GPU back-end refuses to work in a child anyway).
+// the spot (a GPU back-end refuses to work in a child anyway), as it does
+// with ADSM_GPU_FAULT_CALLS=direct, where none is started.
 #pragma once
 
 #include <sys/types.h>
