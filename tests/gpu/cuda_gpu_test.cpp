@@ -3,7 +3,10 @@
 // GPU cannot run it.  scripts/gpu-check runs it in every protocol, and the
 // fault test alone in its own process (a faulting kernel ends the context).
 #include <adsm.hpp>
+#include <adsm_gc_kernel.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -165,6 +168,54 @@ TEST(Gpu, HostFunctionsAreRefused) {
     ASSERT_EQ(adsmRegisterKernel("host_fn", k, 0, nullptr, &h), adsmSuccess);
     EXPECT_EQ(adsmCall(h, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorNotSupported);
     EXPECT_NE(detail().find("adsmLoadModule"), std::string::npos) << detail();
+}
+
+// A fork child cannot use its parent's GPU: what a kernel wrote, and only
+// the GPU held, comes to the host before the fork (the fault path of the
+// child calls nothing on the GPU); the parent goes on using the GPU.
+TEST(Gpu, AForkChildGetsWhatOnlyTheGpuHeld) {
+    auto scale = kernels().kernel<float *, float, unsigned>("scale");
+    const unsigned n = 1u << 21;
+    adsm::shared_array<float> x(n);
+    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
+    scale(adsm::blocks_for(n, 256), adsm::dim3(256), x.data(), 2.0f, n);
+    adsm::sync();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int bad = 0;
+        for (unsigned i = 0; i < n; ++i) bad += x[i] != 2.0f * static_cast<float>(i % 1000);
+        _exit(bad ? 1 : 0);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st)) << "the child died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child's copy lacks what the kernel wrote";
+    scale(adsm::blocks_for(n, 256), adsm::dim3(256), x.data(), 2.0f, n);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(x[i], 4.0f * static_cast<float>(i % 1000)) << i;
+}
+
+// The device side of a collected kernel heap (adsm_gc_kernel.h compiled by
+// nvcc): every GPU thread links nodes it allocated; after the sync they are
+// ordinary collected objects that survive a collection.
+TEST(Gpu, KernelsAllocateFromACollectedHeap) {
+    auto alloc_lists = kernels().kernel<adsmGcKernelHeap *, list_node **, unsigned>("alloc_lists");
+    const unsigned threads = 4096, per = 50;
+    auto **heads = static_cast<list_node **>(adsmGcAlloc(threads * sizeof(list_node *)));
+    ASSERT_NE(heads, nullptr) << detail();
+    adsmGcKernelHeap *heap = nullptr;
+    ASSERT_EQ(adsmGcKernelHeapCreate(16 << 20, nullptr, &heap), adsmSuccess) << detail();
+    alloc_lists(adsm::dim3(threads / 128), adsm::dim3(128), heap, heads, per);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    ASSERT_EQ(adsmGcKernelHeapCheck(heap), adsmSuccess) << detail();
+    adsmGcCollect();
+    adsmGcCollect();
+    long long count = 0, sum = 0;
+    for (unsigned i = 0; i < threads; ++i)
+        for (const list_node *m = heads[i]; m; m = m->next) ++count, sum += m->value;
+    EXPECT_EQ(count, static_cast<long long>(threads) * per);
+    EXPECT_EQ(sum, static_cast<long long>(threads) * per * (per - 1) / 2);
 }
 
 // Run alone: the context is gone afterwards.

@@ -52,6 +52,9 @@ int main(int argc, char **argv) {
         CK(cudaMalloc(&dout, bytes));
         CK(cudaMemcpy(da, a, bytes, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(db, b, bytes, cudaMemcpyHostToDevice));
+        cudaPointerAttributes attr;
+        CK(cudaPointerGetAttributes(&attr, da + 5));
+        if (attr.type != cudaMemoryTypeDevice) printf("explicit: cudaMalloc'd memory is of type %d\n", attr.type), exit(1);
         triad<<<blocks, 256>>>(dout, da, db, 3.0f, n);
         CK(cudaGetLastError());
         CK(cudaMemcpy(out, dout, bytes, cudaMemcpyDeviceToHost));
@@ -64,6 +67,13 @@ int main(int argc, char **argv) {
         CK(cudaMallocManaged(&b, bytes));
         CK(cudaMallocManaged(&out, bytes));
         for (size_t i = 0; i < n; ++i) a[i] = a_of(i), b[i] = b_of(i);
+        // Libraries (MPI, NCCL) ask what memory they were given.
+        cudaPointerAttributes attr;
+        CK(cudaPointerGetAttributes(&attr, a + 5));
+        if (attr.type != cudaMemoryTypeManaged || attr.devicePointer != a + 5)
+            printf("managed: attributes say type %d, device pointer %p for %p\n", attr.type, attr.devicePointer,
+                   (void *)(a + 5)),
+                exit(1);
         for (int round = 0; round < 3; ++round) {
             triad<<<blocks, 256>>>(out, a, b, 3.0f, n);
             CK(cudaDeviceSynchronize());
