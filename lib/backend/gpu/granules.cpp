@@ -14,26 +14,63 @@ void Granules::init(GranuleDriver *driver, uint64_t granularity, uintptr_t base,
     alias_ = host_alias;
 }
 
+namespace {
+
+bool test_bit(const std::vector<uint64_t> &bm, uint64_t i) { return bm[i >> 6] >> (i & 63) & 1; }
+void set_bit(std::vector<uint64_t> &bm, uint64_t i) { bm[i >> 6] |= uint64_t(1) << (i & 63); }
+void clear_bit(std::vector<uint64_t> &bm, uint64_t i) { bm[i >> 6] &= ~(uint64_t(1) << (i & 63)); }
+
+}  // namespace
+
 Status Granules::create(uint64_t index, Granule *g) {
     if (Status s = driver_->back(base_ + index * granularity_, granularity_, &g->handle); s != adsmSuccess) return s;
-    g->registered = false;
+    const size_t words = (pages_per_granule() + 63) / 64;
+    g->used.assign(words, 0);
+    g->pinned.assign(words, 0);
+    g->starts.assign(words, 0);
     g->cpu_seen = false;
+    g->has_unpinned = false;
     unseen_.fetch_add(1, std::memory_order_relaxed);
-    if (pinning_ == Pinning::lazy) unpinned_.fetch_add(1, std::memory_order_relaxed);
-    if (pinning_ == Pinning::eager) pin(index, *g);
     return adsmSuccess;
 }
 
-void Granules::pin(uint64_t index, Granule &g) {
-    if (g.registered || pin_failed_.load(std::memory_order_relaxed)) return;
-    // Pinned copies run at about 55 GB/s against 7-11 for pageable ones on
-    // an H100; without pinning copies still work, slower.
-    if (!driver_->pin(alias_ + index * granularity_, granularity_)) {
-        pin_failed_.store(true, std::memory_order_relaxed);
-        return;
+void Granules::mark_used(Granule &g, uint64_t from, uint64_t to, bool used) {
+    for (uint64_t p = from; p < to; ++p) used ? set_bit(g.used, p) : clear_bit(g.used, p);
+    recount(g);
+}
+
+void Granules::recount(Granule &g) {
+    if (pinning_ != Pinning::lazy) return;  // (only lazy pinning looks at unpinned_)
+    bool unpinned = false;
+    for (size_t w = 0; w < g.used.size() && !unpinned; ++w) unpinned = (g.used[w] & ~g.pinned[w]) != 0;
+    if (unpinned == g.has_unpinned) return;
+    g.has_unpinned = unpinned;
+    if (unpinned) unpinned_.fetch_add(1, std::memory_order_relaxed);
+    else unpinned_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Granules::pin(uint64_t index, Granule &g, uint64_t from, uint64_t to) {
+    if (pinning_ == Pinning::off || pin_failed_.load(std::memory_order_relaxed)) return;
+    to = std::min(to, pages_per_granule());
+    uint8_t *granule = alias_ + index * granularity_;
+    for (uint64_t p = from; p < to;) {
+        if (!test_bit(g.used, p) || test_bit(g.pinned, p)) {
+            ++p;
+            continue;
+        }
+        uint64_t end = p + 1;
+        while (end < to && test_bit(g.used, end) && !test_bit(g.pinned, end)) ++end;
+        // Pinned copies run at about 55 GB/s against 7-11 for pageable ones
+        // on an H100; without pinning copies still work, slower.
+        if (!driver_->pin(granule + p * kPage, (end - p) * kPage)) {
+            pin_failed_.store(true, std::memory_order_relaxed);
+            break;
+        }
+        set_bit(g.starts, p);
+        for (uint64_t q = p; q < end; ++q) set_bit(g.pinned, q);
+        p = end;
     }
-    g.registered = true;
-    if (pinning_ == Pinning::lazy) unpinned_.fetch_sub(1, std::memory_order_relaxed);
+    recount(g);
 }
 
 void Granules::pin_for_copy(const void *host, size_t n) {
@@ -43,7 +80,8 @@ void Granules::pin_for_copy(const void *host, size_t n) {
     uint64_t first = (h - a) / granularity_, last = (h - a + n - 1) / granularity_;
     std::lock_guard<std::mutex> lock(mu_);
     for (uint64_t i = first; i <= last; ++i)
-        if (auto it = granules_.find(i); it != granules_.end() && it->second.users) pin(i, it->second);
+        if (auto it = granules_.find(i); it != granules_.end() && it->second.users && it->second.has_unpinned)
+            pin_all(i, it->second);
 }
 
 bool Granules::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) {
@@ -55,7 +93,7 @@ bool Granules::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_
         for (uint64_t i = first; i <= last; ++i) {
             auto it = granules_.find(i);
             if (it == granules_.end() || !it->second.users) continue;
-            pin(i, it->second);
+            if (pinning_ == Pinning::lazy && it->second.has_unpinned) pin_all(i, it->second);
             if (!it->second.cpu_seen) {
                 it->second.cpu_seen = true;
                 unseen_.fetch_sub(1, std::memory_order_relaxed);
@@ -73,8 +111,9 @@ bool Granules::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_
 void Granules::destroy(uint64_t index, Granule &g) {
     uint64_t offset = index * granularity_;
     if (!g.cpu_seen) unseen_.fetch_sub(1, std::memory_order_relaxed);
-    if (g.registered) driver_->unpin(alias_ + offset);
-    else if (pinning_ == Pinning::lazy) unpinned_.fetch_sub(1, std::memory_order_relaxed);
+    if (g.has_unpinned) unpinned_.fetch_sub(1, std::memory_order_relaxed);
+    for (uint64_t p = 0; p < pages_per_granule(); ++p)
+        if (test_bit(g.starts, p)) driver_->unpin(alias_ + offset + p * kPage);
     driver_->unback(base_ + offset, granularity_, g.handle);
     // No allocation touches the granule any more: its host pages may go.
     os::punch_hole(host_fd_, offset, granularity_);
@@ -84,7 +123,7 @@ Status Granules::warm_up() {
     if (Status s = commit(base_, granularity_); s != adsmSuccess) return s;
     if (pinning_ != Pinning::off) {
         std::lock_guard<std::mutex> lock(mu_);
-        pin(0, granules_[0]);
+        pin_all(0, granules_[0]);
     }
     decommit(base_, granularity_);
     return adsmSuccess;
@@ -111,6 +150,8 @@ Status Granules::commit(uintptr_t addr, uint64_t bytes) {
                 // Undo this commit's share of the granules before i.
                 for (uint64_t j = first; j < i; ++j) {
                     Granule &u = granules_[j];
+                    auto [from, to] = pages_in(j, addr, bytes);
+                    mark_used(u, from, to, false);
                     if (--u.users == 0) {
                         destroy(j, u);
                         granules_.erase(j);
@@ -122,6 +163,9 @@ Status Granules::commit(uintptr_t addr, uint64_t bytes) {
             granules_in_use_.fetch_add(1, std::memory_order_relaxed);
         }
         ++g.users;
+        auto [from, to] = pages_in(i, addr, bytes);
+        mark_used(g, from, to, true);
+        if (pinning_ == Pinning::eager) pin(i, g, from, to);
     }
     return adsmSuccess;
 }
@@ -133,6 +177,10 @@ void Granules::decommit(uintptr_t addr, uint64_t bytes) {
     for (uint64_t i = first; i <= last; ++i) {
         auto it = granules_.find(i);
         if (it == granules_.end() || it->second.users == 0) continue;
+        // Its pages stay pinned (a registration may span several
+        // allocations): they go with the granule, or serve the next.
+        auto [from, to] = pages_in(i, addr, bytes);
+        mark_used(it->second, from, to, false);
         if (--it->second.users == 0) {
             destroy(i, it->second);
             granules_.erase(it);

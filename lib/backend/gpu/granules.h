@@ -9,16 +9,23 @@
 // A granule's host mirror may be pinned too (registered with the driver
 // through the runtime's alias, since the window address is the device's),
 // so copies run at pinned speed; its pages stay put until the granule goes.
-// By default a granule is pinned at its first use (the CPU's first fault in
-// it, else the first copy through it), not when it is backed: pinning makes
-// every page of it (about 375 us per MiB on an H100 host), and much of a
-// mirror is never used (a grid whose halo rows alone the CPU writes).
+// By default mirror pages are pinned at their first use (the CPU's first
+// fault in the object, else the first copy through the granule), not when
+// they are backed: pinning makes every page it covers (about 375 us per MiB
+// on an H100 host), and much of a mirror is never used (a grid whose halo
+// rows alone the CPU writes).  Only pages of allocations are pinned, never
+// a granule's free rest: a 400 KiB object alone in its granule pins 400 KiB,
+// not 2 MiB.  The first fault or copy in a granule pins its allocated pages,
+// a registration per run of them (not one per block).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "support/status.h"
 
@@ -71,7 +78,9 @@ public:
     // to those granules (within the object) and returns whether the CPU
     // uses any of them for the first time.
     bool pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len);
-    // Whether some backed granule has not been used by the CPU yet.
+    // Whether some backed granule has not been used by the CPU yet.  (Pages
+    // allocated in a granule after its first use are pinned by their first
+    // copy instead.)
     bool cpu_has_unseen() const { return unseen_.load(std::memory_order_relaxed) != 0; }
 
     uint64_t granularity() const { return granularity_; }
@@ -79,15 +88,33 @@ public:
     bool pinned() const { return pinning_ != Pinning::off && !pin_failed_.load(std::memory_order_relaxed); }
 
 private:
+    static constexpr uint64_t kPage = 4096;
+    // Bitmaps over a granule's pages.
     struct Granule {
         uint64_t handle = 0;
         uint32_t users = 0;
-        bool registered = false;
-        bool cpu_seen = false;  // the CPU has faulted in it (pin_for_cpu)
+        bool cpu_seen = false;         // the CPU has faulted in it (pin_for_cpu)
+        bool has_unpinned = false;     // allocated pages not pinned yet (counted in unpinned_)
+        std::vector<uint64_t> used;    // pages of allocations
+        std::vector<uint64_t> pinned;  // pages registered with the driver
+        std::vector<uint64_t> starts;  // the first page of each registration
     };
     Status create(uint64_t index, Granule *g);  // under mu_
     void destroy(uint64_t index, Granule &g);   // under mu_
-    void pin(uint64_t index, Granule &g);       // under mu_
+    // Pins the allocated, unpinned pages of [from, to) (page numbers in the
+    // granule), a registration per run of them.  Under mu_.
+    void pin(uint64_t index, Granule &g, uint64_t from, uint64_t to);
+    void pin_all(uint64_t index, Granule &g) { pin(index, g, 0, pages_per_granule()); }
+    void mark_used(Granule &g, uint64_t from, uint64_t to, bool used);  // under mu_
+    void recount(Granule &g);                                          // under mu_
+    uint64_t pages_per_granule() const { return granularity_ / kPage; }
+    // The pages of granule i that [addr, addr+bytes) covers, as [from, to).
+    std::pair<uint64_t, uint64_t> pages_in(uint64_t i, uintptr_t addr, uint64_t bytes) const {
+        const uintptr_t g_lo = base_ + i * granularity_;
+        const uintptr_t lo = std::max(addr / kPage * kPage, g_lo);
+        const uintptr_t hi = std::min((addr + bytes + kPage - 1) / kPage * kPage, g_lo + granularity_);
+        return {(lo - g_lo) / kPage, hi > lo ? (hi - g_lo) / kPage : (lo - g_lo) / kPage};
+    }
 
     GranuleDriver *driver_ = nullptr;
     uint64_t granularity_ = 0;
@@ -101,7 +128,7 @@ private:
     std::mutex mu_;
     std::unordered_map<uint64_t, Granule> granules_;
     std::atomic<uint64_t> granules_in_use_{0};
-    std::atomic<uint64_t> unpinned_{0};    // backed granules not pinned yet: copies skip the lock at 0
+    std::atomic<uint64_t> unpinned_{0};    // granules with allocated pages not pinned yet: copies skip the lock at 0
     std::atomic<uint64_t> unseen_{0};      // backed granules the CPU has not used yet: faults skip it at 0
     std::atomic<bool> pin_failed_{false};  // a registration failed: copies go pageable from then on
 };
