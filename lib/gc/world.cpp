@@ -6,6 +6,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -65,9 +66,15 @@ std::atomic<uint32_t> g_left{0};      // threads that left the handler: a futex 
 std::atomic<int> g_instances{0};
 
 // Never destroyed: a collection may run while the process exits.
+// Module ids up to this have their dynamic TLS blocks scanned.
+constexpr size_t kMaxTlsModules = 4096;
+
 struct State {
     RangeBuffer tls;  // static TLS blocks, relative to a thread's thread pointer (kTlsBias)
     Mappings maps;    // read while stopped
+    // Every module's TLS block size by module id, for its dynamic blocks.
+    uint64_t tls_size[kMaxTlsModules] = {};
+    size_t tls_modules = 0;  // highest id noted, plus one
 };
 alignas(State) unsigned char g_state_bytes[sizeof(State)];
 State *g_state;
@@ -228,14 +235,60 @@ void wait_for_acks(pid_t pid, uint32_t gen) {
 // from its thread pointer, which are the same in every thread.  A dlopen()ed
 // module's block may be dynamic (malloc'd) instead: thread_ranges keeps a
 // block only where it lies in the mapping of the thread's thread pointer.
+// Every module's TLS size is noted by its module id as well, for the
+// blocks the loader allocates on a thread's first use (push_dynamic_tls).
 int note_tls(struct dl_phdr_info *info, size_t size, void *) {
     if (size < offsetof(struct dl_phdr_info, dlpi_tls_data) + sizeof info->dlpi_tls_data) return 0;
-    if (!info->dlpi_tls_data) return 0;
-    uintptr_t off = reinterpret_cast<uintptr_t>(info->dlpi_tls_data) - thread_pointer() + kTlsBias;
-    for (int i = 0; i < info->dlpi_phnum; ++i)
-        if (info->dlpi_phdr[i].p_type == PT_TLS && !g_state->tls.push(off, off + info->dlpi_phdr[i].p_memsz))
-            return 1;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        if (info->dlpi_phdr[i].p_type != PT_TLS) continue;
+        const uint64_t bytes = info->dlpi_phdr[i].p_memsz;
+        if (size_t id = info->dlpi_tls_modid; id > 0 && id < kMaxTlsModules) {
+            g_state->tls_size[id] = bytes;
+            if (id >= g_state->tls_modules) g_state->tls_modules = id + 1;
+        }
+        if (!info->dlpi_tls_data) continue;
+        uintptr_t off = reinterpret_cast<uintptr_t>(info->dlpi_tls_data) - thread_pointer() + kTlsBias;
+        if (!g_state->tls.push(off, off + bytes)) return 1;
+    }
     return 0;
+}
+
+// The dynamic TLS blocks of a thread (dlopen()ed modules', which the loader
+// allocates with malloc at the thread's first use), found through its
+// dynamic thread vector, as glibc lays it out on x86-64: the thread control
+// block at the thread pointer holds the vector's address second; entry -1
+// holds its length, entry i module i's block (or -1 while unallocated).  A
+// stopped thread may be in the middle of changing it: every address is
+// checked against the readable mappings before it is read or pushed, and a
+// stale block is only scanned conservatively.
+bool push_dynamic_tls(RangeBuffer *out, uintptr_t tp, const Range &tp_map) {
+#if defined(__x86_64__)
+    struct DtvEntry {
+        uintptr_t val;
+        uintptr_t to_free;
+    };
+    const Mappings &maps = g_state->maps;
+    if (tp + 2 * sizeof(uintptr_t) > tp_map.hi) return true;
+    const uintptr_t dtv = reinterpret_cast<const uintptr_t *>(tp)[1];
+    const Range *dm = maps.find(dtv - sizeof(DtvEntry));
+    if (!dm || dtv + sizeof(DtvEntry) > dm->hi || g_state->tls_modules == 0) return true;
+    const auto *entries = reinterpret_cast<const DtvEntry *>(dtv);
+    // Module ids 1..n: as many as the vector says it holds, the loader
+    // knows and its mapping holds.
+    size_t n = std::min<size_t>(entries[-1].val, g_state->tls_modules - 1);
+    n = std::min<size_t>(n, (dm->hi - dtv) / sizeof(DtvEntry) - 1);
+    for (size_t id = 1; id <= n; ++id) {
+        const uint64_t bytes = g_state->tls_size[id];
+        const uintptr_t block = entries[id].val;
+        if (!bytes || block == 0 || block == ~uintptr_t{0}) continue;
+        if (block >= tp_map.lo && block < tp_map.hi) continue;  // static: pushed already
+        const Range *bm = maps.find(block);
+        if (bm && block + bytes <= bm->hi && !out->push(block, block + bytes)) return false;
+    }
+#else
+    (void)out, (void)tp, (void)tp_map;
+#endif
+    return true;
 }
 
 bool push_tls(RangeBuffer *out, uintptr_t tp) {
@@ -245,7 +298,7 @@ bool push_tls(RangeBuffer *out, uintptr_t tp) {
         uintptr_t lo = tp + (r.lo - kTlsBias), hi = tp + (r.hi - kTlsBias);
         if (lo >= m->lo && hi <= m->hi && lo < hi && !out->push(lo, hi)) return false;
     }
-    return true;
+    return push_dynamic_tls(out, tp, *m);
 }
 
 bool push_stopped(RangeBuffer *out, pid_t pid, const Slot &s) {
@@ -382,6 +435,8 @@ Status World::stop(const pid_t *exempt, size_t n) {
         cur.sa_sigaction != on_stop_signal)
         return fail(adsmErrorInitialization, "collector: SIGPWR's handler was replaced; threads cannot be stopped");
     g_state->tls.clear();
+    std::fill_n(g_state->tls_size, g_state->tls_modules, 0);
+    g_state->tls_modules = 0;
     if (dl_iterate_phdr(note_tls, nullptr) != 0)
         return fail(adsmErrorMemoryAllocation, "collector: no memory for the TLS layout");
 

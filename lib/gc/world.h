@@ -7,10 +7,12 @@
 // Nothing between stop() and start() allocates or takes a lock another
 // thread may hold.
 //
-// What is not scanned: the dynamic TLS of dlopen()ed modules (the loader
-// allocates it with malloc on a thread's first use; it is in the C
-// library's heap, not in a range here), and a stack a thread switched to by
-// hand (makecontext, a coroutine library) other than the one it runs on.
+// TLS: every module's static block, and the blocks of dlopen()ed modules
+// that the loader allocates with malloc at a thread's first use (found
+// through the thread's dynamic thread vector, glibc's x86-64 layout).
+//
+// What is not scanned: a stack a thread switched to by hand (makecontext,
+// a coroutine library) other than the one it runs on.
 // A thread stopped on its alternate signal stack has that stack scanned and
 // its ordinary one as a whole (the main thread's "[stack]", another
 // thread's stack mapping, which holds its thread pointer).

@@ -4,6 +4,7 @@
 #include <adsm.hpp>
 #include <gtest/gtest.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -120,6 +121,49 @@ TEST(GcTest, ReachableObjectsSurviveCollections) {
     EXPECT_EQ(adsmGcRemoveRoots(held, sizeof(Node *)), adsmErrorInvalidValue);
     free(held);
     g_root = nullptr;
+}
+
+namespace {
+// Builds a tree into a slot of a loaded library's thread-local storage, in
+// a frame of its own so that no copy stays on the stack.
+__attribute__((noinline)) void tree_into(void **slot, int depth, uint64_t first) {
+    uint64_t next = first;
+    *slot = tree(depth, &next);
+}
+}  // namespace
+
+// A dlopen()ed library's thread-local storage is allocated by the loader
+// at each thread's first use, in the C library's heap: a root all the same,
+// in the thread that holds it and in one the collection stops.
+TEST(GcTest, ObjectsOnlyALoadedLibrarysThreadLocalsHoldSurvive) {
+    void *lib = dlopen(ADSM_GC_TEST_LIB, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib, nullptr) << dlerror();
+    auto lib_tls = reinterpret_cast<void **(*)()>(dlsym(lib, "gc_test_lib_tls"));
+    ASSERT_NE(lib_tls, nullptr);
+    tree_into(&lib_tls()[0], 10, 1);
+    std::atomic<int> step{0};
+    std::atomic<long> other_count{0};
+    std::thread t([&] {
+        tree_into(&lib_tls()[1], 9, 100000);
+        clobber_stack();
+        step = 1;
+        while (step.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        other_count = walk(static_cast<Node *>(lib_tls()[1]));
+        lib_tls()[1] = nullptr;
+        step = 3;
+    });
+    while (step.load() != 1) std::this_thread::yield();
+    clobber_stack();
+    for (int round = 0; round < 3; ++round) {
+        churn(4 << 20);
+        collect();
+        ASSERT_EQ(walk(static_cast<Node *>(lib_tls()[0])), (1 << 11) - 1) << "this thread's, round " << round;
+    }
+    step = 2;
+    while (step.load() != 3) std::this_thread::yield();
+    t.join();
+    EXPECT_EQ(other_count.load(), (1 << 10) - 1) << "the stopped thread's";
+    lib_tls()[0] = nullptr;
 }
 
 TEST(GcTest, UnreachableObjectsAreFinalizedAndFreed) {

@@ -496,4 +496,43 @@ TEST(RootsTest, DataSegmentsAreTheWritableDataOfEveryObject) {
     dlclose(lib);
 }
 
+// ---- dynamic TLS: a dlopen()ed library's, the caller's and a stopped thread's
+
+// Whether a lies in the mapping that holds the calling thread's pointer
+// (where static TLS is): a dynamic block is elsewhere, in the C heap.
+bool in_static_tls_mapping(const void *a) {
+    auto tp = reinterpret_cast<uintptr_t>(__builtin_thread_pointer()), at = reinterpret_cast<uintptr_t>(a);
+    for (const Mapping &m : read_maps())
+        if (tp >= m.lo && tp < m.hi) return at >= m.lo && at < m.hi;
+    return false;
+}
+
+TEST_F(WorldTest, DynamicThreadLocalStorageOfLoadedLibrariesIsInTheRanges) {
+    void *lib = dlopen(ADSM_GC_TEST_LIB, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib, nullptr) << dlerror();
+    auto lib_tls = reinterpret_cast<void **(*)()>(dlsym(lib, "gc_test_lib_tls"));
+    ASSERT_NE(lib_tls, nullptr);
+    void **mine = lib_tls();
+    ASSERT_FALSE(in_static_tls_mapping(mine)) << "the loader put the library's TLS in the static block: this "
+                                                 "test would not see the dynamic one";
+    std::atomic<void **> other{nullptr};
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+        other.store(lib_tls());
+        while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (!other.load()) std::this_thread::yield();
+    RangeBuffer rb;
+    ASSERT_TRUE(rb.reserve(4096));
+    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
+    Status st = world().thread_ranges(&rb);
+    world().start();
+    done = true;
+    t.join();
+    ASSERT_EQ(st, adsmSuccess);
+    EXPECT_NE(static_cast<void *>(mine), static_cast<void *>(other.load()));
+    EXPECT_TRUE(covered(rb, mine, 4 * sizeof(void *))) << "the collector's own thread";
+    EXPECT_TRUE(covered(rb, other.load(), 4 * sizeof(void *))) << "a stopped thread";
+}
+
 }  // namespace
