@@ -14,13 +14,14 @@
 // landing may need a lock that a faulting thread holds while it waits for
 // a helper.
 //
-// Each handoff spins (and the poster then yields) before it sleeps: a fault takes
-// several driver calls in a row, and on a virtual machine a futex wake that
-// has to rouse a sleeping thread costs tens of microseconds (measured on
-// the GPU machine: helpers that always slept made delta's faults 58 us
-// dearer each).  One helper spins a while after its last call, the other
-// sleeps at once; a poster wakes a helper only when one sleeps, and a
-// helper wakes a poster only when it sleeps.
+// Each handoff spins (and the poster then yields) before it sleeps: a
+// fault takes several driver calls in a row, and on a virtual machine a
+// futex wake that has to rouse a sleeping thread costs tens of
+// microseconds (on an H200's machine, helpers that always slept made
+// delta's faults 58 us dearer each).  One helper spins a while after its
+// last call, the other sleeps at once; a poster wakes a helper only when
+// one sleeps and none spins, and a helper wakes a poster only when it
+// sleeps.
 //
 // A fork child has none of the parent's helpers: there every call runs on
 // the spot (a GPU back-end refuses to work in a child anyway), as it does
