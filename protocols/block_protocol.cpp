@@ -40,6 +40,7 @@ Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool a
     if (end <= begin) return adsmSuccess;
     r.stats.moved(true, end - begin);
     if (!async) return r.device->copy_to_device(r.dev + begin, r.alias + begin, end - begin);
+    r.flushes_in_flight.fetch_add(1, std::memory_order_acq_rel);
     r.device->copy_to_device_async(r.dev + begin, r.alias + begin, end - begin, &BlockProtocol::flushed, &r);
     return adsmSuccess;
 }
@@ -49,7 +50,9 @@ Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool a
 // blocks whole.  No lock here: this may run on the submitter's thread,
 // which holds r.lock.
 void BlockProtocol::flushed(void *arg, Status status) {
-    if (status != adsmSuccess) static_cast<SharedObject *>(arg)->resend.store(true, std::memory_order_release);
+    auto *r = static_cast<SharedObject *>(arg);
+    if (status != adsmSuccess) r->resend.store(true, std::memory_order_release);
+    r->flushes_in_flight.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
@@ -239,7 +242,11 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
     // whole at the release regardless, so it takes them on the host only;
     // so does a forced one, which may have no device memory behind it: an
     // evicted object's.)
+    // Not while a background flush of the object may still land: it could
+    // carry the block's older bytes over the ones written to the device now.
+    const bool flushing = r.flushes_in_flight.load(std::memory_order_acquire) != 0;
     auto both_sides = [&](uint32_t k) {
+        if (flushing) return false;
         return r.state(k) == kReadOnly || (r.state(k) == kDirty && !dirty_whole && !(r.blocks[k] & kForced));
     };
     // Stops at the first failure: what was stored before it is stored, and

@@ -114,6 +114,11 @@ struct SharedObject {
     // not be, so the next release sends every open block whole.  Set without
     // the lock (the copy's completion may run under it).
     std::atomic<bool> resend{false};
+    // Background flushes of its blocks not landed yet.  A synchronous write
+    // to the device copy meanwhile could be overtaken by one carrying older
+    // bytes (they run on another queue), so stores write the host copy only
+    // and leave the block to the release, which waits for them first.
+    std::atomic<uint32_t> flushes_in_flight{0};
 
     // Clears everything but identity, the lock and the live flag, for a reused slot.
     void reset_object() {
@@ -134,6 +139,7 @@ struct SharedObject {
         prefetch_ticket = 0;
         coarse = false;
         resend.store(false, std::memory_order_relaxed);
+        flushes_in_flight.store(0, std::memory_order_relaxed);
         kernel_reads.store(false, std::memory_order_relaxed);
         stats.clear();
     }

@@ -28,7 +28,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -178,6 +180,18 @@ protected:
         std::vector<uint64_t> seeds(threads);
         for (auto &s : seeds) s = rng_.next();
         std::atomic<int> failures{0};
+        // What the first failures were, for the report.
+        std::mutex why_mu;
+        std::string why;
+        auto failed = [&](const char *what, const Segment &sg, size_t at, int want, int got) {
+            failures++;
+            std::lock_guard<std::mutex> lock(why_mu);
+            if (std::count(why.begin(), why.end(), '\n') >= 4) return;
+            char line[256];
+            snprintf(line, sizeof line, "%s: object %zu, segment [%zu, %zu), byte %zu: model %d, memory %d\n", what,
+                     sg.obj, sg.begin, sg.end, at, want, got);
+            why += line;
+        };
         std::vector<std::thread> pool;
         for (unsigned t = 0; t < threads; ++t)
             pool.emplace_back([&, t] {
@@ -187,7 +201,15 @@ protected:
                     size_t len = sg.end - sg.begin;
                     switch (r.below(6)) {
                     case 0:  // read and check
-                        if (memcmp(o.p + sg.begin, o.model.data() + sg.begin, len) != 0) failures++;
+                        if (memcmp(o.p + sg.begin, o.model.data() + sg.begin, len) != 0) {
+                            size_t at = sg.begin, last = sg.begin, count = 0;
+                            while (at < sg.end && o.p[at] == o.model[at]) ++at;
+                            for (size_t k = at; k < sg.end; ++k)
+                                if (o.p[k] != o.model[k]) last = k, ++count;
+                            char what[64];
+                            snprintf(what, sizeof what, "read (%zu bytes differ, the last at %zu)", count, last);
+                            failed(what, sg, at, at < sg.end ? o.model[at] : -1, at < sg.end ? o.p[at] : -1);
+                        }
                         break;
                     case 1:  // scattered writes
                         for (int k = 0; k < 8; ++k) {
@@ -205,20 +227,20 @@ protected:
                     }
                     case 3: {  // through the runtime: adsmMemset
                         uint8_t v = static_cast<uint8_t>(r.next());
-                        if (adsmMemset(o.p + sg.begin, v, len) != adsmSuccess) failures++;
+                        if (adsmMemset(o.p + sg.begin, v, len) != adsmSuccess) failed("adsmMemset failed", sg, 0, 0, 0);
                         memset(o.model.data() + sg.begin, v, len);
                         break;
                     }
                     case 4: {  // through the runtime: adsmMemcpy from private memory
                         std::vector<uint8_t> buf(len);
                         for (auto &b : buf) b = static_cast<uint8_t>(r.next());
-                        if (adsmMemcpy(o.p + sg.begin, buf.data(), len) != adsmSuccess) failures++;
+                        if (adsmMemcpy(o.p + sg.begin, buf.data(), len) != adsmSuccess) failed("adsmMemcpy failed", sg, 0, 0, 0);
                         memcpy(o.model.data() + sg.begin, buf.data(), len);
                         break;
                     }
                     default: {  // read-modify-write
                         for (size_t i = sg.begin; i < sg.end; i += 1 + r.below(97)) {
-                            if (o.p[i] != o.model[i]) failures++;
+                            if (o.p[i] != o.model[i]) failed("read-modify-write", sg, i, o.model[i], o.p[i]);
                             o.p[i] = static_cast<uint8_t>(o.p[i] + 1);
                             o.model[i] = static_cast<uint8_t>(o.model[i] + 1);
                         }
@@ -228,7 +250,7 @@ protected:
                 }
             });
         for (auto &th : pool) th.join();
-        ASSERT_EQ(failures.load(), 0) << "CPU saw data that differs from the model";
+        ASSERT_EQ(failures.load(), 0) << "CPU saw data that differs from the model:\n" << why;
     }
 
     // Picks two non-overlapping ranges (src may be in the same object).
@@ -277,9 +299,14 @@ protected:
         for (size_t i = 0; i < objects_.size(); ++i) {
             const Object &o = objects_[i];
             auto m = std::mismatch(o.model.begin(), o.model.end(), o.p);
-            ASSERT_TRUE(m.first == o.model.end())
-                << "object " << i << " (" << o.n << " bytes) differs at byte " << (m.first - o.model.begin())
-                << ": model " << int(*m.first) << ", memory " << int(*m.second);
+            if (m.first == o.model.end()) continue;
+            size_t first = static_cast<size_t>(m.first - o.model.begin()), last = first, count = 0;
+            for (size_t k = first; k < o.n; ++k)
+                if (o.p[k] != o.model[k]) last = k, ++count;
+            ADD_FAILURE() << "object " << i << " (" << o.n << " bytes) differs at byte " << first << ": model "
+                          << int(*m.first) << ", memory " << int(*m.second) << "; " << count
+                          << " bytes differ, the last at " << last;
+            return;
         }
     }
 
