@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "device_tests.h"
+#include "fork_check.h"
 #include "support/stats.h"
 
 namespace {
@@ -226,23 +226,7 @@ TEST(CudaDevice, AForkChildGetsWhatOnlyTheDeviceHeld) {
     const unsigned n = 300000;
     auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
     ASSERT_NE(x, nullptr) << detail();
-    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
-    scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
-    adsm::sync();
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        int bad = 0;
-        for (unsigned i = 0; i < n; ++i) bad += x[i] != 2.0f * static_cast<float>(i % 1000);
-        _exit(bad ? 1 : 0);
-    }
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child's copy lacks what the kernel wrote";
-    scale(adsm::blocks_for(n, 128), adsm::dim3(128), x, 2.0f, n);
-    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
-    for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(x[i], 4.0f * static_cast<float>(i % 1000)) << i;
+    fork_child_reads_what_only_the_device_held(scale, x, n, 128);
     adsmFree(x);
 }
 

@@ -5,14 +5,14 @@
 #include <adsm.hpp>
 #include <adsm_gc_kernel.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "fork_check.h"
 
 namespace {
 
@@ -175,25 +175,8 @@ TEST(Gpu, HostFunctionsAreRefused) {
 // child calls nothing on the GPU); the parent goes on using the GPU.
 TEST(Gpu, AForkChildGetsWhatOnlyTheGpuHeld) {
     auto scale = kernels().kernel<float *, float, unsigned>("scale");
-    const unsigned n = 1u << 21;
-    adsm::shared_array<float> x(n);
-    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
-    scale(adsm::blocks_for(n, 256), adsm::dim3(256), x.data(), 2.0f, n);
-    adsm::sync();
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        int bad = 0;
-        for (unsigned i = 0; i < n; ++i) bad += x[i] != 2.0f * static_cast<float>(i % 1000);
-        _exit(bad ? 1 : 0);
-    }
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT_TRUE(WIFEXITED(st)) << "the child died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child's copy lacks what the kernel wrote";
-    scale(adsm::blocks_for(n, 256), adsm::dim3(256), x.data(), 2.0f, n);
-    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
-    for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(x[i], 4.0f * static_cast<float>(i % 1000)) << i;
+    adsm::shared_array<float> x(1u << 21);
+    fork_child_reads_what_only_the_device_held(scale, x.data(), 1u << 21, 256);
 }
 
 // The device side of a collected kernel heap (adsm_gc_kernel.h compiled by

@@ -240,25 +240,38 @@ TEST_F(WorldTest, TheCallersRegistersAreInItsRanges) {
 
 thread_local uint64_t t_var = 1;
 
-TEST_F(WorldTest, StaticThreadLocalStorageIsInTheRanges) {
+// Runs `where` on a thread of its own, which then waits while the world is
+// stopped and the threads' ranges taken into *rb; returns what `where`
+// returned (an address in that thread's storage).
+const void *ranges_with_a_waiting_thread(RangeBuffer *rb, const void *(*where)(), Status *st) {
     std::atomic<const void *> other{nullptr};
     std::atomic<bool> done{false};
     std::thread t([&] {
-        t_var = 2;
-        other.store(&t_var);
+        other.store(where());
         while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     });
     while (!other.load()) std::this_thread::yield();
-    RangeBuffer rb;
-    ASSERT_TRUE(rb.reserve(4096));
-    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
-    Status st = world().thread_ranges(&rb);
-    world().start();
+    *st = world().stop(nullptr, 0);
+    if (*st == adsmSuccess) {
+        *st = world().thread_ranges(rb);
+        world().start();
+    }
     done = true;
     t.join();
-    ASSERT_EQ(st, adsmSuccess);
+    return other.load();
+}
+
+TEST_F(WorldTest, StaticThreadLocalStorageIsInTheRanges) {
+    RangeBuffer rb;
+    ASSERT_TRUE(rb.reserve(4096));
+    Status st;
+    const void *other = ranges_with_a_waiting_thread(&rb, []() -> const void * {
+        t_var = 2;
+        return &t_var;
+    }, &st);
+    ASSERT_EQ(st, adsmSuccess) << adsm::last_detail();
     EXPECT_TRUE(covered(rb, &t_var, sizeof t_var));
-    EXPECT_TRUE(covered(rb, other.load(), sizeof t_var));
+    EXPECT_TRUE(covered(rb, other, sizeof t_var));
 }
 
 // ---- (b) threads that come and go while the world stops and starts
@@ -507,6 +520,8 @@ bool in_static_tls_mapping(const void *a) {
     return false;
 }
 
+void **(*g_lib_tls)();  // the loaded library's accessor, for the thread's function
+
 TEST_F(WorldTest, DynamicThreadLocalStorageOfLoadedLibrariesIsInTheRanges) {
     void *lib = dlopen(ADSM_GC_TEST_LIB, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(lib, nullptr) << dlerror();
@@ -515,24 +530,15 @@ TEST_F(WorldTest, DynamicThreadLocalStorageOfLoadedLibrariesIsInTheRanges) {
     void **mine = lib_tls();
     ASSERT_FALSE(in_static_tls_mapping(mine)) << "the loader put the library's TLS in the static block: this "
                                                  "test would not see the dynamic one";
-    std::atomic<void **> other{nullptr};
-    std::atomic<bool> done{false};
-    std::thread t([&] {
-        other.store(lib_tls());
-        while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    });
-    while (!other.load()) std::this_thread::yield();
+    g_lib_tls = lib_tls;
     RangeBuffer rb;
     ASSERT_TRUE(rb.reserve(4096));
-    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
-    Status st = world().thread_ranges(&rb);
-    world().start();
-    done = true;
-    t.join();
-    ASSERT_EQ(st, adsmSuccess);
-    EXPECT_NE(static_cast<void *>(mine), static_cast<void *>(other.load()));
+    Status st;
+    const void *other = ranges_with_a_waiting_thread(&rb, []() -> const void * { return g_lib_tls(); }, &st);
+    ASSERT_EQ(st, adsmSuccess) << adsm::last_detail();
+    EXPECT_NE(static_cast<const void *>(mine), other);
     EXPECT_TRUE(covered(rb, mine, 4 * sizeof(void *))) << "the collector's own thread";
-    EXPECT_TRUE(covered(rb, other.load(), 4 * sizeof(void *))) << "a stopped thread";
+    EXPECT_TRUE(covered(rb, other, 4 * sizeof(void *))) << "a stopped thread";
 }
 
 }  // namespace
