@@ -231,12 +231,12 @@ void wait_for_acks(pid_t pid, uint32_t gen) {
     }
 }
 
-// Each loaded module's static TLS block for the calling thread, as offsets
-// from its thread pointer, which are the same in every thread.  A dlopen()ed
-// module's block may be dynamic (malloc'd) instead: thread_ranges keeps a
-// block only where it lies in the mapping of the thread's thread pointer.
-// Every module's TLS size is noted by its module id as well, for the
-// blocks the loader allocates on a thread's first use (push_dynamic_tls).
+// Each loaded module's TLS: its size by module id (for the blocks the
+// loader allocates at a thread's first use, push_dynamic_tls), and its
+// block for the calling thread as offsets from the thread pointer, which
+// are the same in every thread (push_tls keeps a block only where it lies
+// in the mapping of the thread's pointer: a dlopen()ed module's may be
+// dynamic instead).
 int note_tls(struct dl_phdr_info *info, size_t size, void *) {
     if (size < offsetof(struct dl_phdr_info, dlpi_tls_data) + sizeof info->dlpi_tls_data) return 0;
     for (int i = 0; i < info->dlpi_phnum; ++i) {

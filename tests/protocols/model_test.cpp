@@ -162,6 +162,20 @@ protected:
         size_t obj, begin, end;
     };
 
+    // Where an object's memory and its model differ in [begin, end).
+    struct Difference {
+        size_t first = 0, last = 0, count = 0;
+    };
+    static Difference difference(const Object &o, size_t begin, size_t end) {
+        Difference d;
+        for (size_t k = begin; k < end; ++k) {
+            if (o.p[k] == o.model[k]) continue;
+            if (!d.count++) d.first = k;
+            d.last = k;
+        }
+        return d;
+    }
+
     // CPU work from several threads at once, each on its own disjoint
     // segments, which interleave finely inside blocks so the threads fault
     // on the same blocks together.
@@ -202,13 +216,10 @@ protected:
                     switch (r.below(6)) {
                     case 0:  // read and check
                         if (memcmp(o.p + sg.begin, o.model.data() + sg.begin, len) != 0) {
-                            size_t at = sg.begin, last = sg.begin, count = 0;
-                            while (at < sg.end && o.p[at] == o.model[at]) ++at;
-                            for (size_t k = at; k < sg.end; ++k)
-                                if (o.p[k] != o.model[k]) last = k, ++count;
+                            Difference d = difference(o, sg.begin, sg.end);
                             char what[64];
-                            snprintf(what, sizeof what, "read (%zu bytes differ, the last at %zu)", count, last);
-                            failed(what, sg, at, at < sg.end ? o.model[at] : -1, at < sg.end ? o.p[at] : -1);
+                            snprintf(what, sizeof what, "read (%zu bytes differ, the last at %zu)", d.count, d.last);
+                            failed(what, sg, d.first, o.model[d.first], o.p[d.first]);
                         }
                         break;
                     case 1:  // scattered writes
@@ -298,14 +309,11 @@ protected:
     void check_all() {
         for (size_t i = 0; i < objects_.size(); ++i) {
             const Object &o = objects_[i];
-            auto m = std::mismatch(o.model.begin(), o.model.end(), o.p);
-            if (m.first == o.model.end()) continue;
-            size_t first = static_cast<size_t>(m.first - o.model.begin()), last = first, count = 0;
-            for (size_t k = first; k < o.n; ++k)
-                if (o.p[k] != o.model[k]) last = k, ++count;
-            ADD_FAILURE() << "object " << i << " (" << o.n << " bytes) differs at byte " << first << ": model "
-                          << int(*m.first) << ", memory " << int(*m.second) << "; " << count
-                          << " bytes differ, the last at " << last;
+            Difference d = difference(o, 0, o.n);
+            if (!d.count) continue;
+            ADD_FAILURE() << "object " << i << " (" << o.n << " bytes) differs at byte " << d.first << ": model "
+                          << int(o.model[d.first]) << ", memory " << int(o.p[d.first]) << "; " << d.count
+                          << " bytes differ, the last at " << d.last;
             return;
         }
     }
