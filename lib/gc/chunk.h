@@ -86,8 +86,8 @@ struct alignas(64) Chunk {
     uint32_t first_empty = 0;
     uint32_t npages = 0;      // Page entries (1 for a huge chunk)
     // Its owner's kernel calls as the last collection saw them (the world
-    // stopped), for minor collections: a kernel that may have run since
-    // may have written any of the chunk.
+    // stopped; at first, when it was made), for minor collections: a
+    // kernel that may have run since may have written any of the chunk.
     uint64_t calls_seen = UINT64_MAX;  // none seen yet
     bool kernel_open = true;           // a call was unsynced then
 

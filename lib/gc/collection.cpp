@@ -20,6 +20,23 @@ namespace adsm::gc {
 namespace {
 unsigned popcount(uint64_t m) { return static_cast<unsigned>(__builtin_popcountll(m)); }
 
+// f(i, j) for each run [i, j) of marked slots among a page's first n.
+template <class F>
+void for_each_marked_run(const Page &p, unsigned n, F &&f) {
+    auto bit = [&](unsigned k) { return p.mark[k >> 6].load(std::memory_order_relaxed) >> (k & 63) & 1; };
+    unsigned i = 0;
+    while (i < n) {
+        if (!bit(i)) {
+            ++i;
+            continue;
+        }
+        unsigned j = i + 1;
+        while (j < n && bit(j)) ++j;
+        f(i, j);
+        i = j;
+    }
+}
+
 template <class F>
 void for_each_live(Page &p, const SizeClass &sc, F &&f) {
     for (unsigned w = 0; w < kMaskWords; ++w)
@@ -265,12 +282,21 @@ void Collector::trace_old(Chunk &c, uintptr_t lo, uintptr_t hi) {
         case PageKind::small: {
             if (!p->pointers) break;
             const SizeClass &sc = kSizeClasses[p->cls];
-            for (unsigned w = 0; w < kMaskWords; ++w)
-                // (Marks are only ever on allocated objects: a free clears them.)
-                for (uint64_t b = p->mark[w].load(std::memory_order_relaxed); b; b &= b - 1) {
-                    unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(b));
-                    m.push_contents(c, *p, pg + uintptr_t(i) * sc.size, sc.size);
-                }
+            // (Marks are only ever on allocated objects: a free clears them.)
+            if (p->layout) {
+                for (unsigned w = 0; w < kMaskWords; ++w)
+                    for (uint64_t b = p->mark[w].load(std::memory_order_relaxed); b; b &= b - 1) {
+                        unsigned i = w * 64 + static_cast<unsigned>(__builtin_ctzll(b));
+                        m.push_contents(c, *p, pg + uintptr_t(i) * sc.size, sc.size);
+                    }
+                break;
+            }
+            // Neighbours as one range: an object per entry, a page of small
+            // ones was a hundred entries on the mark stack, and the chunks a
+            // kernel wrote (traced whole) millions.
+            for_each_marked_run(*p, sc.objects, [&](unsigned i, unsigned j) {
+                m.scan_object(c, pg + uintptr_t(i) * sc.size, uintptr_t(j - i) * sc.size);
+            });
             break;
         }
         case PageKind::large: {
@@ -296,12 +322,19 @@ void Collector::trace_old(Chunk &c, uintptr_t lo, uintptr_t hi) {
             KernelArena *a = p->arena;
             if (!a || !a->adopted()) break;  // open heaps are kept and scanned whole elsewhere
             uintptr_t end = c.huge ? hi : pg + kPageBytes;
+            uintptr_t run_lo = 0, run_hi = 0;  // objects that follow one another, as one range
             a->for_each_object_in(c.huge ? lo : pg, end, [&](uint64_t gs, uint64_t ge) {
                 uintptr_t start = a->address(gs);
                 if (start == whole_done || !a->marked(start) || !a->scanned(start)) return;
                 whole_done = start;
-                m.scan_object(c, start, (ge - gs + 1) * kGranule);
+                uintptr_t stop = start + (ge - gs + 1) * kGranule;
+                if (start != run_hi) {
+                    if (run_lo < run_hi) m.scan_object(c, run_lo, run_hi - run_lo);
+                    run_lo = start;
+                }
+                run_hi = stop;
             });
+            if (run_lo < run_hi) m.scan_object(c, run_lo, run_hi - run_lo);
             if (c.huge) pg = hi;
             break;
         }
@@ -610,6 +643,8 @@ void Collector::collect_locked(Scope scope) {
         if (heap_.chunk_of(link) && !marked(link)) dropped_.push(link, link + 1);
     event(Event::mark_end);
     uint64_t t_marked = os::now_ns();
+    uint64_t marked = 0;
+    for (auto &m : markers_) marked += m->marked_bytes;
     bool overflow = !roots_complete || pool_.overflowed();
     for (auto &m : markers_) overflow |= m->overflowed();
     bool stale = !overflow && device_copies_stale();
@@ -659,12 +694,13 @@ void Collector::collect_locked(Scope scope) {
     }
     ADSM_LOG(debug,
         "collector: %s collection %llu: %llu bytes live, pause %.3f ms (stop %.3f, mark %.3f, sweep and restart "
-        "%.3f), %.3f ms in all",
+        "%.3f), %.3f ms in all; marked %llu bytes, traced %llu written pages",
         finishing_ ? (full ? "concurrent (redone whole)" : "concurrent") : full ? "full" : "minor",
         static_cast<unsigned long long>(stats_.collections.load()),
         static_cast<unsigned long long>(live_bytes_), static_cast<double>(pause) / 1e6,
         static_cast<double>(t_stopped - t1) / 1e6, static_cast<double>(t_marked - t_stopped) / 1e6,
-        static_cast<double>(t2 - t_marked) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6);
+        static_cast<double>(t2 - t_marked) / 1e6, static_cast<double>(os::now_ns() - t0) / 1e6,
+        static_cast<unsigned long long>(marked), static_cast<unsigned long long>(stats_.written_pages.load()));
     finishing_ = false;
     event(Event::end);
     collecting_ = false;

@@ -103,7 +103,19 @@ uint64_t Collector::due_bytes() const {
     return grown > config_.trigger ? grown : config_.trigger;
 }
 
-bool Collector::due() const { return config_.automatic && heap_.handed_out >= due_bytes(); }
+bool Collector::due() const {
+    if (!config_.automatic) return false;
+    if (concurrent_marking_done()) return true;
+    // Markers still at work are helped up to twice the usual point (take_assist).
+    return heap_.handed_out >= (marking_ ? 2 : 1) * due_bytes();
+}
+
+// Before an allocation takes memory from the heap, its lock held.
+void Collector::before_taking(ThreadCache &tc) {
+    if (due()) collect_locked();
+    else if (take_assist()) tc.assist = true;
+    else maybe_start_concurrent();
+}
 
 bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointers, unsigned layout) {
     const SizeClass &sc = kSizeClasses[cls];
@@ -118,8 +130,7 @@ bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointer
         heap_.return_page(s.page, s.mask);
         s = CacheSlot{};
     }
-    if (due()) collect_locked();
-    else maybe_start_concurrent();
+    before_taking(tc);
     Page *p = heap_.take_page(*tc.space, cls, pointers, layout);
     if (!p && config_.automatic && heap_.handed_out) {
         collect_locked(Scope::full);  // the heap is at its limit: old garbage counts too
@@ -141,8 +152,7 @@ bool Collector::refill(ThreadCache &tc, CacheSlot &s, unsigned cls, bool pointer
 }
 
 void *Collector::alloc_large(ThreadCache &tc, size_t n, bool pointers, bool *zero) {
-    if (due()) collect_locked();
-    else maybe_start_concurrent();
+    before_taking(tc);
     void *p = heap_.alloc_large(*tc.space, n, pointers, zero);
     if (!p && config_.automatic && heap_.handed_out) {
         collect_locked(Scope::full);  // the heap is at its limit: old garbage counts too
@@ -190,6 +200,7 @@ void *Collector::alloc_slow(size_t n, bool pointers) {
         }
         if (p) stats_.allocated.fetch_add(n, std::memory_order_relaxed);
     }
+    assist_if_asked();
     run_finalizers();
     if (!p) {
         fail(adsmErrorMemoryAllocation, "collector: the heap cannot grow to hold %zu more bytes (%llu bytes of chunks%s)", n,

@@ -136,6 +136,8 @@ public:
         uint64_t heap_bytes = 0, live_bytes = 0, allocated_bytes = 0, allocated_since_collection = 0, collections = 0;
         uint64_t abandoned = 0;  // collections that freed nothing (device_copies_stale, mark stack overflow)
         uint64_t concurrent = 0;  // full collections marked while the world ran, finished or not
+        uint64_t assists = 0;         // times a thread that allocated helped their markers
+        uint64_t assisted_bytes = 0;  // what those threads marked
     };
     void usage(Usage *out);
     // Whether p is in a chunk of the heap (an object or not).
@@ -182,6 +184,7 @@ private:
     ThreadCache *cache();
     static void thread_exit(void *tc);
     bool due() const;
+    void before_taking(ThreadCache &tc);
     uint64_t due_bytes() const;  // what handed_out reaches when a collection is due
 
     // A full collection's marking while the world runs (concurrent.cpp).
@@ -189,6 +192,9 @@ private:
     bool start_concurrent();
     void arm_live(Chunk &c);
     void end_concurrent_marking();
+    bool concurrent_marking_done() const;
+    bool take_assist();
+    void assist_if_asked();
     // Frees arenas with no object left, and huge chunks freed, unless
     // markers running while the world runs may read them: then the
     // collection that finishes their work does.
@@ -279,6 +285,8 @@ private:
     // yet finished by a collection).
     bool marking_ = false;
     bool finishing_ = false;  // this collection finishes one
+    // A thread that allocates is helping the markers, as marker 0.
+    std::atomic<bool> assisting_{false};
     // Huge chunks freed meanwhile: given back once no marker may read them.
     std::vector<Chunk *> freed_while_marking_;
     RangeBuffer roots_;       // data segments, taken before the world stops
@@ -320,7 +328,8 @@ private:
     struct {
         std::atomic<uint64_t> allocated{0}, collections{0}, last_pause{0}, max_pause{0}, total_pause{0}, freed{0},
             finalizers{0}, weak_cleared{0}, kept_for_kernels{0}, minor_collections{0}, minor_pause{0},
-            max_minor_pause{0}, max_full_pause{0}, written_pages{0}, abandoned{0}, concurrent{0};
+            max_minor_pause{0}, max_full_pause{0}, written_pages{0}, abandoned{0}, concurrent{0},
+            assists{0}, assisted_bytes{0};
     } stats_;
     std::atomic<bool> finalizing_{false};
     std::atomic<bool> on_demand_{false};

@@ -69,6 +69,8 @@ void Collector::usage(Usage *out) {
     out->collections = stats_.collections.load();
     out->abandoned = stats_.abandoned.load();
     out->concurrent = stats_.concurrent.load();
+    out->assists = stats_.assists.load();
+    out->assisted_bytes = stats_.assisted_bytes.load();
 }
 
 bool Collector::in_heap(const void *p) const {

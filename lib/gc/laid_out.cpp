@@ -64,6 +64,7 @@ void *Collector::alloc_laid_out(size_t n, unsigned layout) {
         }
     }
     if (p) stats_.allocated.fetch_add(n, std::memory_order_relaxed);
+    assist_if_asked();
     run_finalizers();
     if (!p)
         fail(adsmErrorMemoryAllocation, "collector: the heap cannot grow to hold %zu more bytes (%llu bytes of chunks%s)", n,

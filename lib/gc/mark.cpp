@@ -170,7 +170,7 @@ void Marker::resume_deferred() {
 // when it leaves the stack and scanned kPrefetchAhead ranges later, by
 // which time it is in the cache (buffered prefetching, as in Cher, Hosking
 // and Vijaykumar, ASPLOS 2004).
-void Marker::drain() {
+void Marker::drain(bool helper) {
     Range ahead[kPrefetchAhead];
     unsigned head = 0, n = 0;
     for (;;) {
@@ -193,7 +193,7 @@ void Marker::drain() {
             scan(r.lo, r.hi);
             if (local_.size() > 1 && pool_.hungry()) pool_.give(local_);
         }
-        if (pool_.stopping() || !pool_.take(local_)) return;
+        if (pool_.stopping() || !(helper ? pool_.help_take(local_) : pool_.take(local_))) return;
     }
 }
 
@@ -240,22 +240,53 @@ void MarkPool::give(MarkStack &from) {
     if (sleepers_.load(std::memory_order_seq_cst)) os::futex_wake(&version_);
 }
 
+// With mu_ held: an even share of what waits, so that the next marker to
+// run dry finds some too.
+void MarkPool::share(MarkStack &to, size_t n) {
+    size_t share = n / markers_;
+    if (!pool_.give(to, share > kShareEntries ? share : kShareEntries)) overflowed_.store(true, std::memory_order_relaxed);
+}
+
+bool MarkPool::help_take(MarkStack &to) {
+    wanted_.fetch_add(1, std::memory_order_seq_cst);
+    bool got = false;
+    // A marker that is running gives at its next object; one that is not
+    // (its CPU taken by the program) gives nothing soon, and the helper
+    // goes back to the program until its next allocation.
+    for (unsigned spins = 0;;) {
+        uint32_t v = version_.load(std::memory_order_acquire);
+        mu_.lock();
+        bool over = done_ || stop_.load(std::memory_order_relaxed);
+        if (size_t n = pool_.size(); n && !over) {
+            share(to, n);
+            got = true;
+        }
+        mu_.unlock();
+        if (got || over) break;
+        while (spins < kSpins && version_.load(std::memory_order_relaxed) == v) {
+            os::cpu_relax();
+            ++spins;
+        }
+        if (spins >= kSpins) break;
+    }
+    wanted_.fetch_sub(1, std::memory_order_relaxed);
+    return got;
+}
+
 bool MarkPool::take(MarkStack &to) {
     mu_.lock();
     idle_.fetch_add(1, std::memory_order_relaxed);
     for (;;) {
         if (size_t n = pool_.size()) {
-            // An even share of what waits, so that the next marker to run
-            // dry finds some too.
-            size_t share = n / markers_;
-            if (!pool_.give(to, share > kShareEntries ? share : kShareEntries))
-                overflowed_.store(true, std::memory_order_relaxed);
+            share(to, n);
             idle_.fetch_sub(1, std::memory_order_relaxed);
             mu_.unlock();
             return true;
         }
         if (done_ || stop_.load(std::memory_order_relaxed) || idle_.load(std::memory_order_relaxed) == markers_) {
             done_ = true;
+            // (Gone, not idle: a helper still marking gives its work to no one.)
+            idle_.fetch_sub(1, std::memory_order_relaxed);
             mu_.unlock();
             version_.fetch_add(1, std::memory_order_seq_cst);
             os::futex_wake(&version_);

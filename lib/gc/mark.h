@@ -70,7 +70,9 @@ public:
     void scan_object(Chunk &c, uintptr_t start, size_t bytes) { push_object(c, start, bytes); }
     // Scans until this marker's work, and the pool, run dry, or the pool
     // is asked to stop (what is left then stays on this marker's stack).
-    void drain();
+    // A helper (not counted among the pool's markers) stops as soon as no
+    // work comes to it (MarkPool::help_take).
+    void drain(bool helper = false);
     bool overflowed() const { return overflowed_; }
     // Nothing to scan, no overflow: a collection that starts afresh.
     void reset() {
@@ -111,12 +113,17 @@ private:
 class MarkPool {
 public:
     void begin(unsigned markers);
-    // A marker with spare work gives some when others are idle.
-    bool hungry() const { return idle_.load(std::memory_order_relaxed) > 0; }
+    // A marker with spare work gives some when others are idle, or a
+    // helper wants some.
+    bool hungry() const { return idle_.load(std::memory_order_relaxed) > 0 || wanted_.load(std::memory_order_relaxed) > 0; }
     void give(MarkStack &from);
     // Fills `to` from the pool, or waits for work; false when marking is
     // over or stopped.
     bool take(MarkStack &to);
+    // For a helper, which the pool does not count among its markers: fills
+    // `to` from the pool, asking the markers for work and waiting a moment
+    // for it when there is none; false when none came or marking is over.
+    bool help_take(MarkStack &to);
     // Markers stop at their next range, leaving their work on their stacks.
     void stop();
     bool stopping() const { return stop_.load(std::memory_order_relaxed); }
@@ -129,12 +136,15 @@ public:
     bool overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
 
 private:
+    void share(MarkStack &to, size_t n);
+
     os::FutexLock mu_;
     MarkStack pool_;
     unsigned markers_ = 1;
     std::atomic<unsigned> idle_{0};
     std::atomic<uint32_t> version_{0};   // bumped when work or the end arrives: a futex word
     std::atomic<unsigned> sleepers_{0};  // markers in futex_wait on version_
+    std::atomic<unsigned> wanted_{0};    // helpers waiting in help_take
     std::atomic<bool> stop_{false};
     std::atomic<bool> overflowed_{false};
     bool done_ = false;

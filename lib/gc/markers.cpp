@@ -63,6 +63,7 @@ Status Collector::start_markers() {
         marking_ = false;
         need_full_ = true;
     }
+    assisting_.store(false, std::memory_order_relaxed);  // (a helper of the parent's)
     pool_.reset();
     markers_.clear();
     marker_tids_.assign(config_.markers, 0);

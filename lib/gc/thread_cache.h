@@ -58,6 +58,7 @@ struct ThreadCache {
     CacheSlot slots[2][kClasses];  // [pointers][class]
     CacheSlot *laid_out[kMaxLayouts] = {};  // [layout][class], made on first use
     pid_t tid = 0;
+    bool assist = false;  // to help the markers once the heap's lock is released
     ThreadCache *prev = nullptr, *next = nullptr;
 
     ThreadCache() = default;
