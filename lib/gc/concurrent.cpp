@@ -113,9 +113,9 @@ bool Collector::start_concurrent() {
     event(Event::world_restarted);
     note_pause(os::now_ns() - t1, true);
     if (ok) {
-        // Only now: the restart waits for every thread to leave its stop,
-        // and a marker already running took one of two CPUs from them
-        // (a 3 ms restart).
+        // Only now: the threads leaving their stop get the CPUs first (a
+        // marker already running took one of two from them, and restarts
+        // that waited for every thread took 3 ms).
         mark_in_background();
         stats_.concurrent.fetch_add(1, std::memory_order_relaxed);
         event(Event::marking_concurrently);

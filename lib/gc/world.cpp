@@ -59,6 +59,7 @@ uint64_t *g_tids;      // tid -> generation << 32 | slot, for the handler to fin
 uint32_t g_nslots;     // slots used in this generation
 uint32_t g_ngone;      // of which the thread exited unstopped
 bool g_stopped;        // between a successful stop() and start()
+pid_t g_stop_pid;      // the process that stopped the world last
 std::atomic<uint32_t> g_gen{0};       // the current (or last) stop
 std::atomic<uint32_t> g_released{0};  // the last generation start() let go: a futex word
 std::atomic<uint32_t> g_acked{0};     // threads stopped in this generation: a futex word
@@ -440,6 +441,12 @@ Status World::stop(const pid_t *exempt, size_t n) {
     if (dl_iterate_phdr(note_tls, nullptr) != 0)
         return fail(adsmErrorMemoryAllocation, "collector: no memory for the TLS layout");
 
+    // The last stop's threads out of the handler before its table is reused
+    // (in a fork child, they are the parent's: none here).
+    pid_t pid = getpid();
+    if (g_stop_pid == pid)
+        for (uint32_t v; (v = g_left.load(std::memory_order_acquire)) != nthreads_;) os::futex_wait(&g_left, v);
+    g_stop_pid = pid;
     uint32_t gen = g_gen.load(std::memory_order_relaxed) + 1;
     if (gen == 0) gen = 1;
     g_nslots = 0;
@@ -447,7 +454,7 @@ Status World::stop(const pid_t *exempt, size_t n) {
     g_acked.store(0, std::memory_order_relaxed);
     g_left.store(0, std::memory_order_relaxed);
     g_gen.store(gen, std::memory_order_release);
-    Scan scan{getpid(), sys_gettid(), exempt, n, gen};
+    Scan scan{pid, sys_gettid(), exempt, n, gen};
     Status st = adsmSuccess;
     // Until a reading of the list finds no thread that was not stopped: a
     // stopped thread creates none, so the set is then complete.
@@ -476,7 +483,6 @@ void World::start() {
     uint32_t gen = g_gen.load(std::memory_order_relaxed);
     g_released.store(gen, std::memory_order_release);
     os::futex_wake(&g_released);
-    for (uint32_t v; (v = g_left.load(std::memory_order_acquire)) != nthreads_;) os::futex_wait(&g_left, v);
     g_stopped = false;
 }
 

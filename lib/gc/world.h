@@ -65,8 +65,10 @@ public:
     // this returns.  Fails only when `out` cannot grow (roots would be lost).
     Status thread_ranges(RangeBuffer *out) const;
 
-    // Lets the stopped threads go on; returns once all have left the
-    // handler, so the next stop() cannot meet one of this collection.
+    // Lets the stopped threads go on.  Returns at once: each leaves the
+    // handler when it next gets a CPU (with more threads than CPUs, up to a
+    // scheduler's time slice later), and the next stop() waits for the
+    // last of them first, so that it never meets one of this collection.
     void start();
 
     // Threads stopped by the last stop().
