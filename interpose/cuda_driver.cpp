@@ -255,13 +255,7 @@ CUresult copy(const char *fn, CUstream stream, void *dst, Side ds, const void *s
     return to_cu(s, fn);
 }
 
-// One side of a 2D or 3D copy: its first byte, its row and slice pitches,
-// and which memory it is (an array is the driver's alone: never shared).
-struct Plane {
-    char *at = nullptr;
-    size_t pitch = 0, slice = 0;
-    Side side = Side::host;
-};
+using adsm::interpose::Plane;
 
 Plane plane(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t z, size_t pitch,
             size_t height) {
@@ -286,28 +280,20 @@ CUresult copy_rows(const char *fn, CUstream stream, const Plane &src, const Plan
     if (!src.at || !dst.at)
         return to_cu(adsm::fail(adsmErrorNotSupported, "%s between a CUDA array and shared memory", fn), fn);
     if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
-    for (size_t z = 0; z < depth; ++z)
-        for (size_t row = 0; row < height; ++row) {
-            Status s = adsmSuccess;
-            void *d = dst.at + z * dst.slice + row * dst.pitch;
-            const void *from = src.at + z * src.slice + row * src.pitch;
-            if (!adsm::interpose::copy_with_shared(d, dst.side, from, src.side, width, kDriverCopies, &s)) {
-                // Neither side of this row is shared: the driver's own copy.
-                if (dst.side == Side::device && src.side == Side::device) {
-                    CUresult r = FORWARD(cuMemcpyDtoD_v2, reinterpret_cast<CUdeviceptr>(d),
-                                         reinterpret_cast<CUdeviceptr>(from), width);
-                    if (r != CUDA_SUCCESS) return r;
-                } else if (dst.side == Side::device) {
-                    s = driver_to_device(d, from, width);
-                } else if (src.side == Side::device) {
-                    s = driver_to_host(d, from, width);
-                } else {
-                    memmove(d, from, width);
-                }
-            }
-            if (s != adsmSuccess) return to_cu(s, fn);
+    CUresult own = CUDA_SUCCESS;  // the driver's own error, passed on as it is
+    Status s = adsm::interpose::copy_box(dst, src, width, height, depth, kDriverCopies,
+                                         [&](void *d, const void *from, size_t n) -> Status {
+        if (dst.side == Side::device && src.side == Side::device) {
+            own = FORWARD(cuMemcpyDtoD_v2, reinterpret_cast<CUdeviceptr>(d), reinterpret_cast<CUdeviceptr>(from), n);
+            return own == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorInvalidValue, "%s", fn);
         }
-    return CUDA_SUCCESS;
+        if (dst.side == Side::device) return driver_to_device(d, from, n);
+        if (src.side == Side::device) return driver_to_host(d, from, n);
+        memmove(d, from, n);
+        return adsmSuccess;
+    });
+    if (own != CUDA_SUCCESS) return own;
+    return s == adsmSuccess ? CUDA_SUCCESS : to_cu(s, fn);
 }
 
 template <class Forward>

@@ -17,6 +17,12 @@ cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t n, cuda
 cudaError_t CUDARTAPI cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t s);
 cudaError_t CUDARTAPI cudaMemset_ptds(void *dst, int value, size_t n);
 cudaError_t CUDARTAPI cudaMemsetAsync_ptsz(void *dst, int value, size_t n, cudaStream_t s);
+cudaError_t CUDARTAPI cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                        size_t height, cudaMemcpyKind kind);
+cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                             size_t height, cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t CUDARTAPI cudaMemcpy3D_ptds(const cudaMemcpy3DParms *p);
+cudaError_t CUDARTAPI cudaMemcpy3DAsync_ptsz(const cudaMemcpy3DParms *p, cudaStream_t s);
 void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                                       const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim,
                                       dim3 *gDim, int *wSize);
@@ -49,7 +55,15 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaMemset)                 \
     X(cudaMemset_ptds)            \
     X(cudaMemsetAsync)            \
-    X(cudaMemsetAsync_ptsz)
+    X(cudaMemsetAsync_ptsz)       \
+    X(cudaMemcpy2D)               \
+    X(cudaMemcpy2D_ptds)          \
+    X(cudaMemcpy2DAsync)          \
+    X(cudaMemcpy2DAsync_ptsz)     \
+    X(cudaMemcpy3D)               \
+    X(cudaMemcpy3D_ptds)          \
+    X(cudaMemcpy3DAsync)          \
+    X(cudaMemcpy3DAsync_ptsz)
 
 ADSM_GPU_FAMILY(cuda_runtime_family, CUDA_RUNTIME_SYMBOLS)
 
@@ -270,6 +284,55 @@ cudaError_t copy(const char *fn, cudaStream_t stream, void *dst, const void *src
     return to_cuda(s, fn);
 }
 
+using adsm::interpose::Plane;
+
+// A 2D or 3D copy with shared memory on a side: row by row, after the work
+// queued before it on `stream`; rows of the runtime's own memory by its
+// own copy of the same kind.
+template <class Forward>
+cudaError_t copy_rows(const char *fn, cudaStream_t stream, Plane dst, Plane src, size_t width, size_t height,
+                      size_t depth, cudaMemcpyKind kind, Forward &&forward) {
+    bool shared = (dst.at && bridge::is_shared(dst.at)) || (src.at && bridge::is_shared(src.at));
+    if (!gpu_routed(kApi) || !shared) return forward();
+    if (!dst.at || !src.at)
+        return to_cuda(adsm::fail(adsmErrorNotSupported, "%s between a CUDA array and shared memory", fn), fn);
+    if (height > 1 && (width > dst.pitch || width > src.pitch)) return fail_with(cudaErrorInvalidPitchValue);
+    if (cudaError_t e = FORWARD(cudaStreamSynchronize, stream); e != cudaSuccess) return fail_with(e);
+    sides(kind, dst.at, src.at, &dst.side, &src.side);
+    cudaError_t own = cudaSuccess;  // the runtime's own error, passed on as it is
+    Status s = adsm::interpose::copy_box(dst, src, width, height, depth, kRuntimeCopies,
+                                         [&](void *d, const void *from, size_t n) -> Status {
+        own = FORWARD(cudaMemcpy, d, from, n, kind);
+        return own == cudaSuccess ? adsmSuccess : adsm::fail(adsmErrorInvalidValue, "%s", fn);
+    });
+    if (own != cudaSuccess) return fail_with(own);
+    return to_cuda(s, fn);
+}
+
+Plane rows(void *p, size_t pitch) {
+    Plane pl;
+    pl.at = static_cast<char *>(p);
+    pl.pitch = pitch;
+    return pl;
+}
+
+// One side of a 3D copy (an array has no first byte).
+Plane box(cudaArray_t array, const cudaPitchedPtr &ptr, const cudaPos &pos) {
+    Plane pl;
+    if (array || !ptr.ptr) return pl;
+    pl.pitch = ptr.pitch;
+    pl.slice = ptr.pitch * ptr.ysize;
+    pl.at = static_cast<char *>(ptr.ptr) + pos.z * pl.slice + pos.y * ptr.pitch + pos.x;
+    return pl;
+}
+
+template <class Forward>
+cudaError_t copy3d(const char *fn, cudaStream_t stream, const cudaMemcpy3DParms *p, Forward &&forward) {
+    if (!p) return forward();
+    return copy_rows(fn, stream, box(p->dstArray, p->dstPtr, p->dstPos), box(p->srcArray, p->srcPtr, p->srcPos),
+                     p->extent.width, p->extent.height, p->extent.depth, p->kind, forward);
+}
+
 template <class Forward>
 cudaError_t fill(const char *fn, cudaStream_t stream, void *dst, int value, size_t n, Forward &&forward) {
     if (!gpu_routed(kApi) || !bridge::is_shared(dst)) return forward();
@@ -307,4 +370,39 @@ CUDART_WRAPPER(cudaError_t, cudaMemsetAsync, void *dst, int value, size_t n, cud
 }
 CUDART_WRAPPER(cudaError_t, cudaMemsetAsync_ptsz, void *dst, int value, size_t n, cudaStream_t s) {
     return fill("cudaMemsetAsync", s, dst, value, n, [&] { return FORWARD(cudaMemsetAsync_ptsz, dst, value, n, s); });
+}
+
+CUDART_WRAPPER(cudaError_t, cudaMemcpy2D, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+               size_t height, cudaMemcpyKind kind) {
+    return copy_rows("cudaMemcpy2D", nullptr, rows(dst, dpitch), rows(const_cast<void *>(src), spitch), width, height,
+                     1, kind, [&] { return FORWARD(cudaMemcpy2D, dst, dpitch, src, spitch, width, height, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy2D_ptds, void *dst, size_t dpitch, const void *src, size_t spitch,
+               size_t width, size_t height, cudaMemcpyKind kind) {
+    return copy_rows("cudaMemcpy2D", cudaStreamPerThread, rows(dst, dpitch), rows(const_cast<void *>(src), spitch),
+                     width, height, 1, kind,
+                     [&] { return FORWARD(cudaMemcpy2D_ptds, dst, dpitch, src, spitch, width, height, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy2DAsync, void *dst, size_t dpitch, const void *src, size_t spitch,
+               size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t s) {
+    return copy_rows("cudaMemcpy2DAsync", s, rows(dst, dpitch), rows(const_cast<void *>(src), spitch), width, height,
+                     1, kind, [&] { return FORWARD(cudaMemcpy2DAsync, dst, dpitch, src, spitch, width, height, kind, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy2DAsync_ptsz, void *dst, size_t dpitch, const void *src, size_t spitch,
+               size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t s) {
+    return copy_rows("cudaMemcpy2DAsync", s, rows(dst, dpitch), rows(const_cast<void *>(src), spitch), width, height,
+                     1, kind,
+                     [&] { return FORWARD(cudaMemcpy2DAsync_ptsz, dst, dpitch, src, spitch, width, height, kind, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy3D, const cudaMemcpy3DParms *p) {
+    return copy3d("cudaMemcpy3D", nullptr, p, [&] { return FORWARD(cudaMemcpy3D, p); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy3D_ptds, const cudaMemcpy3DParms *p) {
+    return copy3d("cudaMemcpy3D", cudaStreamPerThread, p, [&] { return FORWARD(cudaMemcpy3D_ptds, p); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync, const cudaMemcpy3DParms *p, cudaStream_t s) {
+    return copy3d("cudaMemcpy3DAsync", s, p, [&] { return FORWARD(cudaMemcpy3DAsync, p, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync_ptsz, const cudaMemcpy3DParms *p, cudaStream_t s) {
+    return copy3d("cudaMemcpy3DAsync", s, p, [&] { return FORWARD(cudaMemcpy3DAsync_ptsz, p, s); });
 }

@@ -29,4 +29,31 @@ bool copy_with_shared(void *dst, Side dst_side, const void *src, Side src_side, 
 // the element at `pattern`.
 Status fill_shared_pattern(void *dst, const void *pattern, size_t width, size_t count);
 
+// One side of a 2D or 3D copy: its first byte, its row and slice pitches,
+// and which memory it is.  (No first byte: a CUDA array, the driver's
+// alone and never shared.)
+struct Plane {
+    char *at = nullptr;
+    size_t pitch = 0, slice = 0;
+    Side side = Side::host;
+};
+
+// A box of `depth` slices of `height` rows of `width` bytes, row by row
+// (rows of shared memory are not contiguous for the driver): a row with
+// shared memory on a side through the protocol, any other by
+// own_row(dst, src, width), the driver's own copy.
+template <class OwnRow>
+Status copy_box(const Plane &dst, const Plane &src, size_t width, size_t height, size_t depth,
+                const DriverCopies &driver, OwnRow &&own_row) {
+    for (size_t z = 0; z < depth; ++z)
+        for (size_t row = 0; row < height; ++row) {
+            void *d = dst.at + z * dst.slice + row * dst.pitch;
+            const void *s = src.at + z * src.slice + row * src.pitch;
+            Status st = adsmSuccess;
+            if (!copy_with_shared(d, dst.side, s, src.side, width, driver, &st)) st = own_row(d, s, width);
+            if (st != adsmSuccess) return st;
+        }
+    return adsmSuccess;
+}
+
 }  // namespace adsm::interpose

@@ -81,6 +81,69 @@ static void run_errors(void) {
     CUDA(cudaFree(out));
 }
 
+#ifndef STATIC_RUNTIME
+/* The runtime's own copies, which reach the driver through private entry
+ * points (the runtime double's do, as the real runtime's may): only the
+ * runtime's calls can be routed.  A kernel wrote out[i] = 6i; rows of it,
+ * every other 64 floats, go to and from ordinary memory in 1D, 2D and 3D. */
+enum { W = 64, H = 16, D = 4 }; /* floats a row, rows, slices */
+
+static struct cudaPitchedPtr pitched(void *p, size_t pitch, size_t xsize, size_t ysize) {
+    struct cudaPitchedPtr r = {p, pitch, xsize, ysize};
+    return r;
+}
+
+static void run_copies(float *out) {
+    static float host[W * H * D];
+    const size_t row = W * sizeof(float), pitch = 2 * row;
+    CUDA(cudaMemcpy(host, out, sizeof host, cudaMemcpyDeviceToHost));
+    for (unsigned i = 0; i < W * H * D; ++i) CHECK(host[i] == 6.0f * i, "cudaMemcpy: host[%u] = %g", i, host[i]);
+
+    CUDA(cudaMemcpy2D(host, row, out, pitch, row, H, cudaMemcpyDefault));
+    for (unsigned r = 0; r < H; ++r)
+        for (unsigned c = 0; c < W; ++c)
+            CHECK(host[r * W + c] == 6.0f * (r * 2 * W + c), "cudaMemcpy2D from managed memory: row %u, column %u", r, c);
+
+    for (unsigned i = 0; i < W * H; ++i) host[i] = -1.0f - (float)i;
+    CUDA(cudaMemcpy2DAsync(out + W, pitch, host, row, row, H, cudaMemcpyHostToDevice, 0));
+    CUDA(cudaStreamSynchronize(0));
+    for (unsigned r = 0; r < H; ++r)
+        for (unsigned c = 0; c < W; ++c) {
+            CHECK(out[r * 2 * W + W + c] == -1.0f - (float)(r * W + c), "cudaMemcpy2D into managed memory: row %u", r);
+            CHECK(out[r * 2 * W + c] == 6.0f * (r * 2 * W + c), "cudaMemcpy2D wrote between rows: row %u", r);
+        }
+
+    float *dev;
+    CUDA(cudaMalloc((void **)&dev, sizeof host));
+    struct cudaMemcpy3DParms p;
+    memset(&p, 0, sizeof p);
+    p.srcPtr = pitched(out, pitch, row, H);
+    p.dstPtr = pitched(dev, row, row, H);
+    p.extent.width = row, p.extent.height = H, p.extent.depth = D;
+    p.kind = cudaMemcpyDeviceToDevice;
+    CUDA(cudaMemcpy3D(&p));
+    memset(host, 0, sizeof host);
+    CUDA(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost));
+    for (unsigned z = 0; z < D; ++z)
+        for (unsigned r = 0; r < H; ++r)
+            for (unsigned c = 0; c < W; ++c)
+                CHECK(host[(z * H + r) * W + c] == out[z * 2 * W * H + r * 2 * W + c],
+                      "cudaMemcpy3D from managed memory: slice %u, row %u, column %u", z, r, c);
+    /* And back, the box one row further on. */
+    p.srcPtr = pitched(dev, row, row, H);
+    p.dstPtr = pitched(out, pitch, row, H);
+    p.dstPos.x = row;
+    CUDA(cudaMemcpy3DAsync(&p, 0));
+    CUDA(cudaDeviceSynchronize());
+    for (unsigned z = 0; z < D; ++z)
+        for (unsigned r = 0; r < H; ++r)
+            for (unsigned c = 0; c < W; ++c)
+                CHECK(out[z * 2 * W * H + r * 2 * W + W + c] == host[(z * H + r) * W + c],
+                      "cudaMemcpy3D into managed memory: slice %u, row %u, column %u", z, r, c);
+    CUDA(cudaFree(dev));
+}
+#endif
+
 int main(int argc, char **argv) {
     enum mode mode = parse_mode(argc, argv);
     if (mode == ERRORS) {
@@ -109,6 +172,9 @@ int main(int argc, char **argv) {
     CUDA(cudaGetLastError());
 
     check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernel"), "cuLaunchKernel");
+#ifndef STATIC_RUNTIME
+    run_copies(out);
+#endif
     CUDA(cudaFree(x));
     CUDA(cudaFree(y));
     CUDA(cudaFree(out));

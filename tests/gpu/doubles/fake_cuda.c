@@ -649,6 +649,15 @@ EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
     return c ? copy_box(c, "cuMemcpy3D") : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* The copy the runtime double makes its copies with: the real CUDA runtime
+ * copies through private driver entry points, which a preload never sees;
+ * this one is served only by cuGetProcAddress, under a name of the
+ * double's own. */
+static CUresult runtime_copy(const CUDA_MEMCPY3D *c) {
+    COUNT();
+    return c ? copy_box(c, "the CUDA runtime's copy") : CUDA_ERROR_INVALID_VALUE;
+}
+
 EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *c) {
     COUNT();
     if (!c) return CUDA_ERROR_INVALID_VALUE;
@@ -878,6 +887,7 @@ static const struct {
     {"cuEventSynchronize", (void *)cuEventSynchronize, NULL, NULL, 0},
     {"cuEventQuery", (void *)cuEventQuery, NULL, NULL, 0},
     {"cuGetErrorName", (void *)cuGetErrorName, NULL, NULL, 0},
+    {"fakeRuntimeCopy3D", (void *)runtime_copy, NULL, NULL, 0},
     {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
 };
 

@@ -32,6 +32,8 @@ static struct {
     CUresult (*ctx_sync)(void);
     CUresult (*stream_sync)(CUstream);
     CUresult (*event_sync)(CUevent);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*copy)(const CUDA_MEMCPY3D *);  /* private: the preload never sees it */
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -65,6 +67,8 @@ static void start(void) {
     *(void **)&drv.ctx_sync = proc(get, "cuCtxSynchronize");
     *(void **)&drv.stream_sync = proc(get, "cuStreamSynchronize");
     *(void **)&drv.event_sync = proc(get, "cuEventSynchronize");
+    *(void **)&drv.mem_alloc = proc(get, "cuMemAlloc");
+    *(void **)&drv.copy = proc(get, "fakeRuntimeCopy3D");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -169,6 +173,86 @@ EXPORT cudaError_t CUDARTAPI cudaMallocManaged(void **p, size_t n, unsigned int 
     cudaError_t e = from_cu(drv.alloc_managed(&d, n, flags));
     if (e == cudaSuccess) *p = (void *)d;
     return e;
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMalloc(void **p, size_t n) {
+    READY();
+    if (!p) return last_error = cudaErrorInvalidValue;
+    CUdeviceptr d;
+    cudaError_t e = from_cu(drv.mem_alloc(&d, n));
+    if (e == cudaSuccess) *p = (void *)d;
+    return e;
+}
+
+/* Copies as the runtime makes them: a box of rows through the driver's
+ * private copy, each side's memory type from the copy's kind
+ * (cudaMemcpyDefault: the driver's unified addressing tells). */
+static void sides_of(enum cudaMemcpyKind kind, CUmemorytype *dst, CUmemorytype *src) {
+    switch (kind) {
+    case cudaMemcpyHostToHost: *dst = *src = CU_MEMORYTYPE_HOST; break;
+    case cudaMemcpyHostToDevice: *dst = CU_MEMORYTYPE_DEVICE, *src = CU_MEMORYTYPE_HOST; break;
+    case cudaMemcpyDeviceToHost: *dst = CU_MEMORYTYPE_HOST, *src = CU_MEMORYTYPE_DEVICE; break;
+    case cudaMemcpyDeviceToDevice: *dst = *src = CU_MEMORYTYPE_DEVICE; break;
+    default: *dst = *src = CU_MEMORYTYPE_UNIFIED; break;
+    }
+}
+
+static void set_side(CUmemorytype type, void *p, CUmemorytype *t, void **host, CUdeviceptr *dev) {
+    *t = type;
+    if (type == CU_MEMORYTYPE_HOST) *host = p;
+    else *dev = (CUdeviceptr)p;
+}
+
+static cudaError_t copy_box3d(void *dst, size_t dpitch, size_t dheight, const void *src, size_t spitch, size_t sheight,
+                              size_t width, size_t height, size_t depth, enum cudaMemcpyKind kind) {
+    READY();
+    if (height > 1 && (width > dpitch || width > spitch)) return last_error = cudaErrorInvalidPitchValue;
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    CUmemorytype dt, st;
+    sides_of(kind, &dt, &st);
+    set_side(dt, dst, &c.dstMemoryType, &c.dstHost, &c.dstDevice);
+    set_side(st, (void *)src, &c.srcMemoryType, (void **)&c.srcHost, &c.srcDevice);
+    c.dstPitch = dpitch, c.dstHeight = dheight, c.srcPitch = spitch, c.srcHeight = sheight;
+    c.WidthInBytes = width, c.Height = height, c.Depth = depth;
+    return from_cu(drv.copy(&c));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
+    return copy_box3d(dst, n, 1, src, n, 1, n, 1, 1, kind);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                                             cudaStream_t s) {
+    (void)s; /* the double's copies are synchronous */
+    return copy_box3d(dst, n, 1, src, n, 1, n, 1, 1, kind);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                          size_t height, enum cudaMemcpyKind kind) {
+    return copy_box3d(dst, dpitch, height, src, spitch, height, width, height, 1, kind);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                               size_t height, enum cudaMemcpyKind kind, cudaStream_t s) {
+    (void)s;
+    return copy_box3d(dst, dpitch, height, src, spitch, height, width, height, 1, kind);
+}
+
+static cudaError_t copy_parms(const struct cudaMemcpy3DParms *p) {
+    if (!p || p->srcArray || p->dstArray) return last_error = p ? cudaErrorNotSupported : cudaErrorInvalidValue;
+    const struct cudaPitchedPtr *d = &p->dstPtr, *s = &p->srcPtr;
+    char *dst = (char *)d->ptr + p->dstPos.z * d->pitch * d->ysize + p->dstPos.y * d->pitch + p->dstPos.x;
+    const char *src = (const char *)s->ptr + p->srcPos.z * s->pitch * s->ysize + p->srcPos.y * s->pitch + p->srcPos.x;
+    return copy_box3d(dst, d->pitch, d->ysize, src, s->pitch, s->ysize, p->extent.width, p->extent.height,
+                      p->extent.depth, p->kind);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpy3D(const struct cudaMemcpy3DParms *p) { return copy_parms(p); }
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t s) {
+    (void)s;
+    return copy_parms(p);
 }
 
 EXPORT cudaError_t CUDARTAPI cudaFree(void *p) {
