@@ -23,6 +23,11 @@ cudaError_t CUDARTAPI cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
                                              size_t height, cudaMemcpyKind kind, cudaStream_t s);
 cudaError_t CUDARTAPI cudaMemcpy3D_ptds(const cudaMemcpy3DParms *p);
 cudaError_t CUDARTAPI cudaMemcpy3DAsync_ptsz(const cudaMemcpy3DParms *p, cudaStream_t s);
+cudaError_t CUDARTAPI cudaMemset2D_ptds(void *dst, size_t pitch, int value, size_t width, size_t height);
+cudaError_t CUDARTAPI cudaMemset2DAsync_ptsz(void *dst, size_t pitch, int value, size_t width, size_t height,
+                                             cudaStream_t s);
+cudaError_t CUDARTAPI cudaMemset3D_ptds(cudaPitchedPtr p, int value, cudaExtent e);
+cudaError_t CUDARTAPI cudaMemset3DAsync_ptsz(cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t s);
 void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                                       const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim,
                                       dim3 *gDim, int *wSize);
@@ -63,7 +68,15 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaMemcpy3D)               \
     X(cudaMemcpy3D_ptds)          \
     X(cudaMemcpy3DAsync)          \
-    X(cudaMemcpy3DAsync_ptsz)
+    X(cudaMemcpy3DAsync_ptsz)     \
+    X(cudaMemset2D)               \
+    X(cudaMemset2D_ptds)          \
+    X(cudaMemset2DAsync)          \
+    X(cudaMemset2DAsync_ptsz)     \
+    X(cudaMemset3D)               \
+    X(cudaMemset3D_ptds)          \
+    X(cudaMemset3DAsync)          \
+    X(cudaMemset3DAsync_ptsz)
 
 ADSM_GPU_FAMILY(cuda_runtime_family, CUDA_RUNTIME_SYMBOLS)
 
@@ -340,6 +353,24 @@ cudaError_t fill(const char *fn, cudaStream_t stream, void *dst, int value, size
     return to_cuda(bridge::fill_shared(dst, value, n), fn);
 }
 
+// A 2D or 3D fill of shared memory, row by row.
+template <class Forward>
+cudaError_t fill_box(const char *fn, cudaStream_t stream, cudaPitchedPtr p, int value, cudaExtent e,
+                     Forward &&forward) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(p.ptr)) return forward();
+    if (e.height > 1 && e.width > p.pitch) return fail_with(cudaErrorInvalidPitchValue);
+    if (cudaError_t r = FORWARD(cudaStreamSynchronize, stream); r != cudaSuccess) return fail_with(r);
+    for (size_t z = 0; z < e.depth; ++z)
+        for (size_t row = 0; row < e.height; ++row) {
+            void *at = static_cast<char *>(p.ptr) + (z * p.ysize + row) * p.pitch;
+            if (Status s = bridge::fill_shared(at, value, e.width); s != adsmSuccess) return to_cuda(s, fn);
+        }
+    return cudaSuccess;
+}
+
+cudaPitchedPtr plane_of(void *p, size_t pitch, size_t height) { return cudaPitchedPtr{p, pitch, pitch, height}; }
+cudaExtent rect(size_t width, size_t height) { return cudaExtent{width, height, 1}; }
+
 }  // namespace
 
 CUDART_WRAPPER(cudaError_t, cudaMemcpy, void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
@@ -405,4 +436,37 @@ CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync, const cudaMemcpy3DParms *p, cudaS
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync_ptsz, const cudaMemcpy3DParms *p, cudaStream_t s) {
     return copy3d("cudaMemcpy3DAsync", s, p, [&] { return FORWARD(cudaMemcpy3DAsync_ptsz, p, s); });
+}
+
+CUDART_WRAPPER(cudaError_t, cudaMemset2D, void *dst, size_t pitch, int value, size_t width, size_t height) {
+    return fill_box("cudaMemset2D", nullptr, plane_of(dst, pitch, height), value, rect(width, height),
+                    [&] { return FORWARD(cudaMemset2D, dst, pitch, value, width, height); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset2D_ptds, void *dst, size_t pitch, int value, size_t width, size_t height) {
+    return fill_box("cudaMemset2D", cudaStreamPerThread, plane_of(dst, pitch, height), value, rect(width, height),
+                    [&] { return FORWARD(cudaMemset2D_ptds, dst, pitch, value, width, height); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset2DAsync, void *dst, size_t pitch, int value, size_t width, size_t height,
+               cudaStream_t s) {
+    return fill_box("cudaMemset2DAsync", s, plane_of(dst, pitch, height), value, rect(width, height),
+                    [&] { return FORWARD(cudaMemset2DAsync, dst, pitch, value, width, height, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset2DAsync_ptsz, void *dst, size_t pitch, int value, size_t width, size_t height,
+               cudaStream_t s) {
+    return fill_box("cudaMemset2DAsync", s, plane_of(dst, pitch, height), value, rect(width, height),
+                    [&] { return FORWARD(cudaMemset2DAsync_ptsz, dst, pitch, value, width, height, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset3D, cudaPitchedPtr p, int value, cudaExtent e) {
+    return fill_box("cudaMemset3D", nullptr, p, value, e, [&] { return FORWARD(cudaMemset3D, p, value, e); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset3D_ptds, cudaPitchedPtr p, int value, cudaExtent e) {
+    return fill_box("cudaMemset3D", cudaStreamPerThread, p, value, e,
+                    [&] { return FORWARD(cudaMemset3D_ptds, p, value, e); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset3DAsync, cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t s) {
+    return fill_box("cudaMemset3DAsync", s, p, value, e, [&] { return FORWARD(cudaMemset3DAsync, p, value, e, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemset3DAsync_ptsz, cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t s) {
+    return fill_box("cudaMemset3DAsync", s, p, value, e,
+                    [&] { return FORWARD(cudaMemset3DAsync_ptsz, p, value, e, s); });
 }

@@ -141,6 +141,22 @@ static void run_copies(float *out) {
                 CHECK(out[z * 2 * W * H + r * 2 * W + W + c] == host[(z * H + r) * W + c],
                       "cudaMemcpy3D into managed memory: slice %u, row %u, column %u", z, r, c);
     CUDA(cudaFree(dev));
+
+    /* Fills: bytes 0x3f in every other row of the first slice, 0x40 in the
+     * odd halves of the second slice's rows (floats 0.74609375 and 3.0039...). */
+    float a, b;
+    memset(&a, 0x3f, sizeof a);
+    memset(&b, 0x40, sizeof b);
+    CUDA(cudaMemset2D(out, 2 * pitch, 0x3f, row, H / 2));
+    CUDA(cudaMemset3DAsync(pitched(out + 2 * W * H + W, pitch, row, H), 0x40,
+                           (struct cudaExtent){row, H, 1}, 0));
+    CUDA(cudaDeviceSynchronize());
+    for (unsigned r = 0; r < H; ++r)
+        for (unsigned c = 0; c < W; ++c) {
+            float first = r % 2 ? 6.0f * (r * 2 * W + c) : a;
+            CHECK(out[r * 2 * W + c] == first, "cudaMemset2D on managed memory: row %u, column %u", r, c);
+            CHECK(out[2 * W * H + r * 2 * W + W + c] == b, "cudaMemset3D on managed memory: row %u, column %u", r, c);
+        }
 }
 #endif
 

@@ -703,6 +703,17 @@ EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t 
     return fill_pattern(dst, &ui, 4, n, "cuMemsetD32");
 }
 
+/* The runtime double's fills, private as its copies are (runtime_copy):
+ * `height` rows of `width` bytes, `pitch` apart. */
+static CUresult runtime_fill(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height) {
+    COUNT();
+    for (size_t row = 0; row < height; ++row) {
+        CUresult r = fill_pattern(dst + row * pitch, &value, 1, width, "the CUDA runtime's fill");
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     COUNT();
     NEED_CONTEXT();
@@ -888,6 +899,7 @@ static const struct {
     {"cuEventQuery", (void *)cuEventQuery, NULL, NULL, 0},
     {"cuGetErrorName", (void *)cuGetErrorName, NULL, NULL, 0},
     {"fakeRuntimeCopy3D", (void *)runtime_copy, NULL, NULL, 0},
+    {"fakeRuntimeFill2D", (void *)runtime_fill, NULL, NULL, 0},
     {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
 };
 

@@ -33,7 +33,8 @@ static struct {
     CUresult (*stream_sync)(CUstream);
     CUresult (*event_sync)(CUevent);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-    CUresult (*copy)(const CUDA_MEMCPY3D *);  /* private: the preload never sees it */
+    CUresult (*copy)(const CUDA_MEMCPY3D *);  /* private: the preload never sees them */
+    CUresult (*fill)(CUdeviceptr, size_t, unsigned char, size_t, size_t);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -69,6 +70,7 @@ static void start(void) {
     *(void **)&drv.event_sync = proc(get, "cuEventSynchronize");
     *(void **)&drv.mem_alloc = proc(get, "cuMemAlloc");
     *(void **)&drv.copy = proc(get, "fakeRuntimeCopy3D");
+    *(void **)&drv.fill = proc(get, "fakeRuntimeFill2D");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -253,6 +255,37 @@ EXPORT cudaError_t CUDARTAPI cudaMemcpy3D(const struct cudaMemcpy3DParms *p) { r
 EXPORT cudaError_t CUDARTAPI cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t s) {
     (void)s;
     return copy_parms(p);
+}
+
+static cudaError_t fill_rows(void *dst, size_t pitch, int value, size_t width, size_t height) {
+    READY();
+    if (height > 1 && width > pitch) return last_error = cudaErrorInvalidPitchValue;
+    return from_cu(drv.fill((CUdeviceptr)dst, pitch, (unsigned char)value, width, height));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemset(void *dst, int value, size_t n) { return fill_rows(dst, n, value, n, 1); }
+
+EXPORT cudaError_t CUDARTAPI cudaMemset2D(void *dst, size_t pitch, int value, size_t width, size_t height) {
+    return fill_rows(dst, pitch, value, width, height);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemset2DAsync(void *dst, size_t pitch, int value, size_t width, size_t height,
+                                               cudaStream_t s) {
+    (void)s;
+    return fill_rows(dst, pitch, value, width, height);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent e) {
+    for (size_t z = 0; z < e.depth; ++z) {
+        cudaError_t r = fill_rows((char *)p.ptr + z * p.pitch * p.ysize, p.pitch, value, e.width, e.height);
+        if (r != cudaSuccess) return r;
+    }
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent e, cudaStream_t s) {
+    (void)s;
+    return cudaMemset3D(p, value, e);
 }
 
 EXPORT cudaError_t CUDARTAPI cudaFree(void *p) {
