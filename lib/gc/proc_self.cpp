@@ -2,11 +2,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include <cerrno>
 #include <cstring>
+
+extern "C" void *__libc_stack_end;  // glibc's: the main thread's stack at start
 
 namespace adsm::gc {
 namespace {
@@ -25,6 +30,44 @@ long sys_read(int fd, char *buf, size_t n) {
 }
 
 void sys_close(int fd) { syscall(SYS_close, fd); }
+
+// PROCMAP_QUERY's interface (linux/fs.h of 6.11, which older headers lack).
+struct ProcmapQuery {
+    uint64_t size, query_flags, query_addr;
+    uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;  // out
+    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+    uint64_t vma_name_addr, build_id_addr;
+};
+static_assert(sizeof(ProcmapQuery) == 104, "struct procmap_query");
+constexpr unsigned long kProcmapQuery = 0xC0686611;  // _IOWR('f', 17, struct procmap_query)
+constexpr uint64_t kQueryReadable = 0x01;
+
+// The readable mapping holding a, asked of the maps file fd: 1, 0 when
+// there is none, -errno when the question cannot be asked.
+int query(int fd, uintptr_t a, Range *out) {
+    ProcmapQuery q{};
+    q.size = sizeof q;
+    q.query_flags = kQueryReadable;  // covering a, not the next one
+    q.query_addr = a;
+    long r;
+    do r = syscall(SYS_ioctl, fd, kProcmapQuery, &q);
+    while (r != 0 && errno == EINTR);
+    if (r != 0) return errno == ENOENT ? 0 : -errno;
+    *out = Range{q.vma_start, q.vma_end};
+    return 1;
+}
+
+// Whether this kernel answers (asked once, of an address surely mapped).
+bool kernel_answers(int fd) {
+    static std::atomic<int> known{0};  // 1 yes, -1 no
+    int k = known.load(std::memory_order_relaxed);
+    if (k) return k > 0;
+    static const int probe = 0;
+    Range r;
+    k = query(fd, reinterpret_cast<uintptr_t>(&probe), &r) == 1 ? 1 : -1;
+    known.store(k, std::memory_order_relaxed);
+    return k > 0;
+}
 
 // A thread id from a directory entry's name; 0 for "." and "..".
 pid_t parse_tid(const char *s) {
@@ -106,11 +149,23 @@ bool Mappings::parse(const char *line, size_t len) {
     return maps_.push(lo, hi);
 }
 
+Mappings::~Mappings() {
+    if (fd_ >= 0) sys_close(fd_);
+}
+
 int Mappings::read() {
     maps_.clear();
     stack_ = Range{};
+    failed_ = false;
+    // (Opened afresh each time: a fork child's inherited file is its parent's.)
+    if (fd_ >= 0) sys_close(fd_);
+    fd_ = -1;
     int fd = sys_open("/proc/self/maps", O_RDONLY);
     if (fd < 0) return -errno;
+    if (kernel_answers(fd)) {
+        fd_ = fd;
+        return 0;
+    }
     char buf[8192];
     size_t have = 0;
     bool skipping = false;  // the rest of a line longer than buf, its head parsed
@@ -146,7 +201,12 @@ int Mappings::read() {
     return err;
 }
 
-const Range *Mappings::find(uintptr_t a) const {
+bool Mappings::find(uintptr_t a, Range *out) const {
+    if (fd_ >= 0) {
+        int r = query(fd_, a, out);
+        if (r < 0) failed_ = true;
+        return r == 1;
+    }
     // The last mapping that starts at or below a.
     size_t lo = 0, hi = maps_.size();
     while (lo < hi) {
@@ -154,9 +214,16 @@ const Range *Mappings::find(uintptr_t a) const {
         if (maps_[mid].lo <= a) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == 0) return nullptr;
-    const Range &r = maps_[lo - 1];
-    return a < r.hi ? &r : nullptr;
+    if (lo == 0 || a >= maps_[lo - 1].hi) return false;
+    *out = maps_[lo - 1];
+    return true;
+}
+
+Range Mappings::main_stack() const {
+    if (fd_ < 0) return stack_;
+    // The main thread's stack holds the one the C library noted at start.
+    Range r;
+    return find(reinterpret_cast<uintptr_t>(__libc_stack_end), &r) ? r : Range{};
 }
 
 }  // namespace adsm::gc

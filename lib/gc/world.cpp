@@ -271,20 +271,21 @@ bool push_dynamic_tls(RangeBuffer *out, uintptr_t tp, const Range &tp_map) {
     const Mappings &maps = g_state->maps;
     if (tp + 2 * sizeof(uintptr_t) > tp_map.hi) return true;
     const uintptr_t dtv = reinterpret_cast<const uintptr_t *>(tp)[1];
-    const Range *dm = maps.find(dtv - sizeof(DtvEntry));
-    if (!dm || dtv + sizeof(DtvEntry) > dm->hi || g_state->tls_modules == 0) return true;
+    Range dm;
+    if (!maps.find(dtv - sizeof(DtvEntry), &dm) || dtv + sizeof(DtvEntry) > dm.hi || g_state->tls_modules == 0)
+        return true;
     const auto *entries = reinterpret_cast<const DtvEntry *>(dtv);
     // Module ids 1..n: as many as the vector says it holds, the loader
     // knows and its mapping holds.
     size_t n = std::min<size_t>(entries[-1].val, g_state->tls_modules - 1);
-    n = std::min<size_t>(n, (dm->hi - dtv) / sizeof(DtvEntry) - 1);
+    n = std::min<size_t>(n, (dm.hi - dtv) / sizeof(DtvEntry) - 1);
     for (size_t id = 1; id <= n; ++id) {
         const uint64_t bytes = g_state->tls_size[id];
         const uintptr_t block = entries[id].val;
         if (!bytes || block == 0 || block == ~uintptr_t{0}) continue;
         if (block >= tp_map.lo && block < tp_map.hi) continue;  // static: pushed already
-        const Range *bm = maps.find(block);
-        if (bm && block + bytes <= bm->hi && !out->push(block, block + bytes)) return false;
+        Range bm;
+        if (maps.find(block, &bm) && block + bytes <= bm.hi && !out->push(block, block + bytes)) return false;
     }
 #else
     (void)out, (void)tp, (void)tp_map;
@@ -293,34 +294,33 @@ bool push_dynamic_tls(RangeBuffer *out, uintptr_t tp, const Range &tp_map) {
 }
 
 bool push_tls(RangeBuffer *out, uintptr_t tp) {
-    const Range *m = g_state->maps.find(tp);
-    if (!m) return true;
+    Range m;
+    if (!g_state->maps.find(tp, &m)) return true;
     for (const Range &r : g_state->tls) {
         uintptr_t lo = tp + (r.lo - kTlsBias), hi = tp + (r.hi - kTlsBias);
-        if (lo >= m->lo && hi <= m->hi && lo < hi && !out->push(lo, hi)) return false;
+        if (lo >= m.lo && hi <= m.hi && lo < hi && !out->push(lo, hi)) return false;
     }
-    return push_dynamic_tls(out, tp, *m);
+    return push_dynamic_tls(out, tp, m);
 }
 
 bool push_stopped(RangeBuffer *out, pid_t pid, const Slot &s) {
     if (s.idle) return push_tls(out, s.tp);
     const Mappings &maps = g_state->maps;
-    const Range *m = maps.find(s.sp);
+    Range m;
     bool regs_in_stack = false;
-    if (m) {
-        uintptr_t lo = s.sp - m->lo >= kRedZone ? s.sp - kRedZone : m->lo;
+    if (maps.find(s.sp, &m)) {
+        uintptr_t lo = s.sp - m.lo >= kRedZone ? s.sp - kRedZone : m.lo;
         // The signal frame lies just below the red zone: the registers,
         // vector ones included, and the stack in one range.
-        if (s.uc >= m->lo && s.uc < lo) lo = s.uc;
-        regs_in_stack = s.uc >= lo && s.uc < m->hi;
-        if (!out->push(lo, m->hi)) return false;
+        if (s.uc >= m.lo && s.uc < lo) lo = s.uc;
+        regs_in_stack = s.uc >= lo && s.uc < m.hi;
+        if (!out->push(lo, m.hi)) return false;
     }
     if (!regs_in_stack && !out->push(s.uc, s.uc + sizeof(ucontext_t))) return false;
     if (s.on_alt_stack) {
         Range own = maps.main_stack();
         if (s.tid != pid) {
-            const Range *t = maps.find(s.tp);
-            own = t ? *t : Range{};
+            if (!maps.find(s.tp, &own)) own = Range{};
         }
         if (!out->push(own.lo, own.hi)) return false;
     }
@@ -340,15 +340,19 @@ extern "C" __attribute__((visibility("hidden"))) Status adsm_gc_thread_ranges(co
 #else
     asm volatile("mov %0, sp" : "=r"(sp));
 #endif
-    const Range *m = g_state->maps.find(sp);
+    Range m;
+    bool mapped = g_state->maps.find(sp, &m);
     bool ok = out->push(reinterpret_cast<uintptr_t>(adsm_gc_caller_regs),
                         reinterpret_cast<uintptr_t>(adsm_gc_caller_regs + 12)) &&
-              (!m || out->push(sp, m->hi)) && push_tls(out, thread_pointer());
+              (!mapped || out->push(sp, m.hi)) && push_tls(out, thread_pointer());
     uint32_t gen = g_gen.load(std::memory_order_relaxed);
     pid_t pid = getpid();
     for (uint32_t i = 0; ok && i < g_nslots; ++i)
         if (slot_state(g_slots[i]) == pack(gen, kStopped)) ok = push_stopped(out, pid, g_slots[i]);
-    return ok ? adsmSuccess : fail(adsmErrorMemoryAllocation, "collector: no memory for the threads' roots");
+    if (!ok) return fail(adsmErrorMemoryAllocation, "collector: no memory for the threads' roots");
+    // A mapping the kernel did not say: a stack or TLS block may be missing.
+    if (g_state->maps.failed()) return fail(adsmErrorInitialization, "collector: /proc/self/maps did not answer");
+    return adsmSuccess;
 }
 
 // The entry is assembly: a compiled function may move a callee-saved
