@@ -153,7 +153,7 @@ Mappings::~Mappings() {
     if (fd_ >= 0) sys_close(fd_);
 }
 
-int Mappings::read() {
+int Mappings::read(bool ask_kernel) {
     maps_.clear();
     stack_ = Range{};
     failed_ = false;
@@ -162,7 +162,7 @@ int Mappings::read() {
     fd_ = -1;
     int fd = sys_open("/proc/self/maps", O_RDONLY);
     if (fd < 0) return -errno;
-    if (kernel_answers(fd)) {
+    if (ask_kernel && kernel_answers(fd)) {
         fd_ = fd;
         return 0;
     }

@@ -28,8 +28,9 @@ bool thread_alive(pid_t tid);
 class Mappings {
 public:
     ~Mappings();
-    // Reads them again (or opens the file to ask it).  0 or -errno.
-    int read();
+    // Reads them again (or opens the file to ask it, where the kernel
+    // answers and ask_kernel holds).  0 or -errno.
+    int read(bool ask_kernel = true);
     // The readable mapping that holds address a.
     bool find(uintptr_t a, Range *out) const;
     // The main thread's stack ("[stack]"); empty if not found.

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -539,6 +540,45 @@ TEST_F(WorldTest, DynamicThreadLocalStorageOfLoadedLibrariesIsInTheRanges) {
     EXPECT_NE(static_cast<const void *>(mine), other);
     EXPECT_TRUE(covered(rb, mine, 4 * sizeof(void *))) << "the collector's own thread";
     EXPECT_TRUE(covered(rb, other, 4 * sizeof(void *))) << "a stopped thread";
+}
+
+// The mappings the world's stop relies on, asked of the kernel one address
+// at a time (PROCMAP_QUERY, where it answers) and read from the whole file:
+// the same answers for a stack, the heap, data, code, a thread's TLS, an
+// unreadable mapping and no mapping at all.
+int g_mapped_data = 1;
+
+TEST(MappingsTest, AskingTheKernelAndReadingTheFileAgree) {
+    adsm::gc::Mappings asked, read;
+    ASSERT_EQ(asked.read(), 0);
+    ASSERT_EQ(read.read(false), 0);
+    int local = 0;
+    std::unique_ptr<int> heap(new int(0));
+    void *none = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(none, MAP_FAILED);
+    const uintptr_t addrs[] = {reinterpret_cast<uintptr_t>(&local), reinterpret_cast<uintptr_t>(heap.get()),
+                               reinterpret_cast<uintptr_t>(&g_mapped_data), reinterpret_cast<uintptr_t>(&read_maps),
+                               reinterpret_cast<uintptr_t>(__builtin_thread_pointer()),
+                               reinterpret_cast<uintptr_t>(none), 4096};
+    const bool mapped[] = {true, true, true, true, true, false, false};
+    for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; ++i) {
+        Range a{}, b{};
+        bool fa = asked.find(addrs[i], &a), fb = read.find(addrs[i], &b);
+        EXPECT_EQ(fa, mapped[i]) << "address " << i << " asked";
+        EXPECT_EQ(fb, mapped[i]) << "address " << i << " read";
+        if (fa && fb) {
+            EXPECT_EQ(a.lo, b.lo) << "address " << i;
+            EXPECT_EQ(a.hi, b.hi) << "address " << i;
+            EXPECT_TRUE(addrs[i] >= a.lo && addrs[i] < a.hi) << "address " << i;
+        }
+    }
+    // (gtest runs this on the main thread.)
+    Range sa = asked.main_stack(), sb = read.main_stack();
+    EXPECT_EQ(sa.lo, sb.lo);
+    EXPECT_EQ(sa.hi, sb.hi);
+    EXPECT_TRUE(reinterpret_cast<uintptr_t>(&local) >= sb.lo && reinterpret_cast<uintptr_t>(&local) < sb.hi);
+    EXPECT_FALSE(asked.failed());
+    munmap(none, 4096);
 }
 
 }  // namespace
