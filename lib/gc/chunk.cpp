@@ -2,13 +2,27 @@
 
 #include <new>
 
+#include "memory/context.h"
 #include "os/vm.h"
 
 namespace adsm::gc {
 
 namespace {
 size_t meta_bytes(uint32_t npages) { return os::page_up(sizeof(Chunk) + npages * sizeof(Page)); }
+uint64_t calls_of(const Context *owner) { return owner ? owner->calls.load(std::memory_order_acquire) : 0; }
 }  // namespace
+
+bool Chunk::kernel_may_have_written() const { return kernel_open || calls_of(owner) != calls_seen; }
+
+bool Chunk::note_kernel_calls() {
+    uint64_t calls = calls_of(owner);
+    // (Not unsynced_calls: a launch counts its call a moment before that.)
+    bool open = owner && owner->synced_calls.load(std::memory_order_acquire) < calls;
+    bool written = kernel_open || calls != calls_seen;
+    calls_seen = calls;
+    kernel_open = open;
+    return written;
+}
 
 Chunk *new_chunk_meta(uint32_t npages) {
     void *p = os::map_anon(meta_bytes(npages), PROT_READ | PROT_WRITE);

@@ -90,6 +90,11 @@ struct alignas(64) Chunk {
     // kernel that may have run since may have written any of the chunk.
     uint64_t calls_seen = UINT64_MAX;  // none seen yet
     bool kernel_open = true;           // a call was unsynced then
+    // Whether a kernel may have written it since: its owner called one
+    // since, or one was unsynced then.
+    bool kernel_may_have_written() const;
+    // The same, taking the owner's calls as seen now.
+    bool note_kernel_calls();
 
     // Set for one collection: blocks whose current copy is on the device,
     // and a copy of them read before the world stopped.

@@ -196,7 +196,7 @@ bool Collector::scan_written() {
     bool trusted = true;
     uint64_t pages = 0;
     for (Chunk *c : heap_.chunks()) {
-        bool whole = note_kernel_calls(*c);
+        bool whole = c->note_kernel_calls();
         // Finishing a concurrent collection: its markers may have read
         // device blocks older than those read now.
         if (finishing_ && (c->device_at_start || c->block_size || c->all_on_device)) whole = true;
@@ -219,36 +219,13 @@ bool Collector::scan_written() {
     return trusted;
 }
 
-// Whether a kernel may have written chunk c since the last collection: its
-// owner called one since, or one was unsynced then.
-bool Collector::kernel_may_have_written(const Chunk &c) { return kernel_may_have_written(c, calls_of(c)); }
-
-bool Collector::kernel_may_have_written(const Chunk &c, uint64_t calls) {
-    return c.kernel_open || calls != c.calls_seen;
-}
-
-uint64_t Collector::calls_of(const Chunk &c) {
-    return c.owner ? c.owner->calls.load(std::memory_order_acquire) : 0;
-}
-
-// Whether that holds for more than half of the heap's chunks, by bytes.
+// Whether kernels may have written more than half of the heap's chunks
+// since the last collection, by bytes.
 bool Collector::kernels_wrote_most() const {
     uint64_t written = 0;
     for (const Chunk *c : heap_.chunks())
-        if (kernel_may_have_written(*c)) written += c->bytes;
+        if (c->kernel_may_have_written()) written += c->bytes;
     return written > heap_.heap_bytes() / 2;
-}
-
-// The same, remembering the calls seen.
-bool Collector::note_kernel_calls(Chunk &c) {
-    Context *owner = c.owner;
-    uint64_t calls = calls_of(c);
-    // (Not unsynced_calls: a launch counts its call a moment before that.)
-    bool open = owner && owner->synced_calls.load(std::memory_order_acquire) < calls;
-    bool whole = kernel_may_have_written(c, calls);
-    c.calls_seen = calls;
-    c.kernel_open = open;
-    return whole;
 }
 
 // After the sweep, the world still stopped: arms the pages that hold old
@@ -260,7 +237,7 @@ void Collector::arm_survivors(bool full) {
     if (!t || !t->usable()) return;
     const uint64_t epoch = stats_.collections.load(std::memory_order_relaxed) + 1;
     for (Chunk *c : heap_.chunks()) {
-        if (full) note_kernel_calls(*c);
+        if (full) c->note_kernel_calls();
         for_each_old_run(*c, epoch, [&](uintptr_t lo, uintptr_t hi) {
             // (A failure logs the range as written for the next one.)
             t->collect(lo, hi - lo, [](void *, uintptr_t, size_t) {}, nullptr, os::UffdTracker::kCollector);

@@ -215,10 +215,6 @@ private:
     void snapshot_live(bool full);
     void snapshot_chunk(Chunk &c, bool full);
     bool scan_written();
-    bool note_kernel_calls(Chunk &c);
-    static bool kernel_may_have_written(const Chunk &c);
-    static bool kernel_may_have_written(const Chunk &c, uint64_t calls);  // calls: calls_of(c), read once
-    static uint64_t calls_of(const Chunk &c);
     bool kernels_wrote_most() const;
     void arm_survivors(bool full);
     void trace_old(Chunk &c, uintptr_t lo, uintptr_t hi);

@@ -96,7 +96,7 @@ bool Collector::start_concurrent() {
         snapshot_live(true);
         kernel_heaps_.begin_marking(true);
         for (Chunk *c : heap_.chunks()) {
-            note_kernel_calls(*c);
+            c->note_kernel_calls();
             c->device_at_start = c->block_size || c->all_on_device;
             arm_live(*c);
         }

@@ -62,14 +62,11 @@ Chunk *Heap::grow(Space &s, size_t bytes, bool huge) {
     c->alias = space_.alias(c->base);
     c->region = r;
     c->owner = s.ctx;
-    if (s.ctx) {
-        // Calls launched before it existed wrote none of it, unless one is
-        // still unsynced: its release may yet take the new chunk in.  (Taken
-        // as written, a heap that grows fast had most of it "written" and
-        // every collection full.)
-        c->calls_seen = s.ctx->calls.load(std::memory_order_acquire);
-        c->kernel_open = s.ctx->synced_calls.load(std::memory_order_acquire) < c->calls_seen;
-    }
+    // Calls launched before it existed wrote none of it, unless one is
+    // still unsynced: its release may yet take the new chunk in.  (Taken as
+    // written, a heap that grows fast had most of it "written" and every
+    // collection full.)
+    (void)c->note_kernel_calls();
     c->space = &s;
     c->generation = r->generation;
     c->huge = huge;
