@@ -36,6 +36,10 @@ import tempfile
 import time
 
 PROTOCOLS = ["batch", "lazy", "rolling", "delta"]
+# Where the runtime's time went, from its statistics (the X_ns counters),
+# reported per variant in milliseconds (medians over the runs).  They
+# overlap: a fault that pins counts in both.
+TIME_PARTS = ["memory", "fault", "pin", "call", "sync", "tracking"]
 
 
 def run_one(exe, module, workload, variant, protocol, env_base, scratch):
@@ -230,11 +234,14 @@ def main():
     for w in workloads:
         times = {v: [] for v in variants}
         stats = {}
+        parts = {v: [] for v in variants}
         for _ in range(args.runs):
             for v in variants:
                 secs, totals = run_one(exe, args.module, w, v[0], v[1], env, scratch)
                 times[v].append(secs)
                 stats[v] = totals
+                if totals:
+                    parts[v].append({k: totals.get(k + "_ns", 0) / 1e6 for k in TIME_PARTS})
         base = statistics.median(times[variants[0]])
         ex = stats[variants[0]]
         ex_moved = ex["h2d_bytes"] + ex["d2h_bytes"] if ex else 0
@@ -250,7 +257,8 @@ def main():
                 "seconds": med, "ratio": med / base, "h2d_bytes": t and t["h2d_bytes"],
                 "d2h_bytes": t and t["d2h_bytes"],
                 "bytes_ratio": (t["h2d_bytes"] + t["d2h_bytes"]) / ex_moved if t and ex_moved else None,
-                "faults": t and t["read_faults"] + t["write_faults"], "all_seconds": times[v]}
+                "faults": t and t["read_faults"] + t["write_faults"], "all_seconds": times[v],
+                "ms_in": {k: statistics.median(p[k] for p in parts[v]) for k in TIME_PARTS} if parts[v] else None}
             line += " %s %.3fx" % (key(v), med / base)
         results["workloads"][w] = entry
         print(line, flush=True)
@@ -287,6 +295,14 @@ def main():
             print("%-13s %-8s %9.1f %7.3f %12s %12s %8s %8s" % ("", p, q["seconds"] * 1e3, q["ratio"],
                                                               cell(q["h2d_bytes"], "%d"), cell(q["d2h_bytes"], "%d"),
                                                               cell(q["bytes_ratio"], "%.2f"), cell(q["faults"], "%d")))
+    print("\nwhere the runtime's time went (ms, medians; a part may hold another: a fault that pins counts in both)")
+    print("%-13s %-8s %9s " % ("workload", "variant", "ms") + " ".join("%9s" % k for k in TIME_PARTS))
+    for w in workloads:
+        for p in protocols:
+            q = results["workloads"][w]["variants"][p]
+            if q["ms_in"]:
+                print("%-13s %-8s %9.1f " % (w, p, q["seconds"] * 1e3) + " ".join("%9.2f" % q["ms_in"][k]
+                                                                                 for k in TIME_PARTS))
     print("geometric mean of ratios: " + ", ".join("%s %.3f" % (p, results["geomean_ratio"][p]) for p in series))
     b = results["best_protocol"]
     print("best protocol: %s, %.3fx %s in geometric mean, %.3fx at most%s"

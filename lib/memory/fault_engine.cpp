@@ -105,8 +105,9 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     // pinning them at the first copy would pin pages the CPU made one fault
     // at a time.
     bool first = !r->touched.load(std::memory_order_relaxed) && !r->touched.exchange(true, std::memory_order_acq_rel);
-    g_manager->ready_mirror(*r, a, first);
+    Manager::MirrorRange fresh = g_manager->ready_mirror(*r, a, first);
     Protocol::FaultOutcome outcome = g_protocol->on_fault(*r, a, write);
+    if (outcome == Protocol::FaultOutcome::retry) g_manager->enter_mirror(fresh);
     uint64_t t1 = os::now_ns();
     stats().add(Counter::fault_ns, t1 - t0);
     if (trace::enabled()) trace::record(write ? trace::Kind::write_fault : trace::Kind::read_fault, t0, t1, a);

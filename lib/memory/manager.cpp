@@ -267,9 +267,9 @@ void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home hom
     }
 }
 
-void Manager::ready_mirror(Region &r, uintptr_t a, bool first) {
+Manager::MirrorRange Manager::ready_mirror(Region &r, uintptr_t a, bool first) {
     // An object waiting on the host has no device memory to pin against.
-    if (!r.resident.load(std::memory_order_acquire) || r.home != Home::device || r.split) return;
+    if (!r.resident.load(std::memory_order_acquire) || r.home != Home::device || r.split) return {};
     size_t off = a - r.host, lo = 0, hi = r.span;
     if (uint64_t bs = r.block_size; bs && bs < r.span) {
         lo = off / bs * bs;
@@ -280,8 +280,23 @@ void Manager::ready_mirror(Region &r, uintptr_t a, bool first) {
     // Once per piece of the mirror, and once per object (another object may
     // have used a piece they share first).
     Device::MirrorUse use = r.device->pin_for_cpu(r.dev, r.dev + r.span, &start, &len);
-    if (use == Device::MirrorUse::first || (use == Device::MirrorUse::again && first))
-        space_.prefault(r.host + (start - r.dev), len);
+    if (use != Device::MirrorUse::first && !(use == Device::MirrorUse::again && first)) return {};
+    MirrorRange m{r.host + (start - r.dev), len, r.host + lo, hi - lo};
+    // (Within the widened range: another thread may have pinned the rest.)
+    if (m.block < m.start || m.block + m.block_len > m.start + m.len) m.block_len = 0;
+    return m;
+}
+
+void Manager::enter_mirror(const MirrorRange &m) {
+    if (!m.len) return;
+    if (!m.block_len) {
+        space_.prefault(m.start, m.len);
+        return;
+    }
+    space_.prefault(m.block, m.block_len);
+    if (m.block > m.start) space_.prefault(m.start, m.block - m.start);
+    if (uintptr_t end = m.start + m.len, block_end = m.block + m.block_len; end > block_end)
+        space_.prefault(block_end, end - block_end);
 }
 
 // The protocol's state for a new region.  One left on the host alone (the

@@ -45,6 +45,8 @@ namespace adsm {
     X(call_ns, "ns in calls (release, launch)")                   \
     X(sync_ns, "ns in syncs (wait, acquire)")                     \
     X(memory_ns, "ns allocating and freeing")                     \
+    X(pinned_bytes, "host bytes pinned for the device")           \
+    X(pin_ns, "ns pinning host memory")                           \
     X(io_calls, "I/O calls on shared memory")                     \
     X(io_bytes, "I/O bytes on shared memory")                     \
     X(evictions, "rolling evictions")                             \
