@@ -40,6 +40,9 @@ const std::vector<ConfigVar> &config_variables() {
          "cuda: when the host mirror's pages are pinned for the copy engine: at first use (a 2 MiB granule's at the "
          "CPU's first fault in it, or else at its first copy), at allocation, or never (pageable copies, about a "
          "sixth of the speed; I/O staging stays pageable too) (default lazy)"},
+        {"ADSM_CUDA_PIN_THREADS", "N",
+         "cuda: threads that make the pages of a first use of two or more 2 MiB pieces of the mirror before they "
+         "are pinned, where making a page costs more than pinning it (1: the pinning thread makes them; default 1)"},
         {"ADSM_GPU_FAULT_CALLS", "helpers|direct",
          "cuda and levelzero: the driver calls a CPU fault needs are made by helper threads while the faulting "
          "thread sleeps (no driver is async-signal-safe), or by the fault handler itself, a context switch "
@@ -298,6 +301,11 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_CUDA_PIN"); v && *v) {
         if (strcmp(v, "lazy") && strcmp(v, "eager") && strcmp(v, "off")) return bad("ADSM_CUDA_PIN", v, "lazy, eager or off");
         c.cuda_pin = v;
+    }
+    if (const char *v = lookup("ADSM_CUDA_PIN_THREADS"); v && *v) {
+        uint64_t n = 0;
+        if (!parse_uint(v, &n) || n == 0 || n > 64) return bad("ADSM_CUDA_PIN_THREADS", v, "a whole number from 1 to 64");
+        c.cuda_pin_threads = static_cast<unsigned>(n);
     }
     if (const char *v = lookup("ADSM_GPU_FAULT_CALLS"); v && *v) {
         if (strcmp(v, "helpers") && strcmp(v, "direct")) return bad("ADSM_GPU_FAULT_CALLS", v, "helpers or direct");

@@ -34,6 +34,7 @@ T double_fn(const char *name) {
 }
 size_t device_bytes() { return double_fn<size_t (*)()>("fake_cuda_device_bytes")(); }
 long pinned_bytes() { return double_fn<long (*)()>("fake_cuda_pinned_bytes")(); }
+long pinned_made_bytes() { return double_fn<long (*)()>("fake_cuda_pinned_made_bytes")(); }
 long pageable_copies() { return double_fn<long (*)()>("fake_cuda_pageable_copies")(); }
 bool reserved_by_driver(const void *p) { return double_fn<int (*)(const void *)>("fake_cuda_is_reserved")(p) != 0; }
 
@@ -211,6 +212,53 @@ TEST(CudaDevice, TheFirstWriteAfterAKernelEntersItsBlockInOneCall) {
     ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
     EXPECT_EQ(g[0], 2.0f);
     EXPECT_EQ(g[1024], 2 * 1024.0f);
+    adsmFree(g);
+}
+
+// The first use of an object of many granules: lazy's first fault and
+// batch's first copy pin them all, rolling's and delta's the faulting one.
+// With ADSM_CUDA_PIN_THREADS above 1 the pages are made by several threads
+// before they are pinned (the object's from the first fault on); with 1
+// the registration makes them (the double's makes none: they are missing).
+TEST(CudaDevice, PagesOfALargeFirstUseAreMadeBeforePinningWithPinThreads) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    const std::string p = info.protocol;
+    const char *t = getenv("ADSM_CUDA_PIN_THREADS");
+    const unsigned threads = t ? static_cast<unsigned>(atoi(t)) : 1;
+    const size_t bytes = 8 * (2u << 20);
+    const unsigned n = static_cast<unsigned>(bytes / sizeof(float));
+    const long pinned0 = pinned_bytes(), made0 = pinned_made_bytes();
+    auto *g = static_cast<float *>(adsmAlloc(bytes));
+    ASSERT_TRUE(g) << detail();
+    const bool whole = !eager_pinning() && std::string(info.dirty_tracking) != "uffd" && (p == "lazy" || p == "batch");
+    if (p == "batch") {
+        // No fault: the sync's copy back is the first use.
+        scale(adsm::dim3(n / 128), adsm::dim3(128), g, 0.0f, n);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        EXPECT_EQ(g[n / 2], 0.0f);
+    }
+    g[0] = 1.0f;
+    g[n - 1] = 3.0f;
+    const long pinned = pinned_bytes() - pinned0, made = pinned_made_bytes() - made0;
+    if (whole) {
+        EXPECT_GE(pinned, static_cast<long>(bytes)) << p;
+    }
+    // Rolling and delta pin the granule of each fault: the last one's pages
+    // were made ahead at the first.
+    if (!eager_pinning() && std::string(info.dirty_tracking) != "uffd" && pinned > 0) {
+        if (threads > 1) {
+            EXPECT_EQ(made, pinned) << p << ": pages were pinned before they were made";
+        } else {
+            EXPECT_LT(made, pinned) << p << ": with one thread the registration makes the pages";
+        }
+    }
+    scale(adsm::dim3(n / 128), adsm::dim3(128), g, 2.0f, n);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    EXPECT_EQ(g[0], 2.0f);
+    EXPECT_EQ(g[n - 1], 6.0f);
     adsmFree(g);
 }
 

@@ -19,6 +19,12 @@ set_tests_properties(cuda.device.delta.uffd PROPERTIES TIMEOUT 300
   ENVIRONMENT "${on_double};ADSM_PROTOCOL=delta;ADSM_DIRTY_TRACKING=uffd")
 add_test(NAME cuda.device.eager COMMAND cuda_device_tests --gtest_filter=CudaDevice.*)
 set_tests_properties(cuda.device.eager PROPERTIES TIMEOUT 300 ENVIRONMENT "${on_double};ADSM_CUDA_PIN=eager")
+# Pages of a large first use made by several threads before pinning.
+foreach(p batch lazy rolling delta)
+  add_test(NAME cuda.device.${p}.pin_threads COMMAND cuda_device_tests --gtest_filter=CudaDevice.*)
+  set_tests_properties(cuda.device.${p}.pin_threads PROPERTIES TIMEOUT 300
+    ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};ADSM_CUDA_PIN_THREADS=4")
+endforeach()
 add_test(NAME cuda.device.fault COMMAND cuda_device_tests --gtest_filter=CudaDeviceFault.*)
 add_test(NAME cuda.device.moved_window COMMAND cuda_device_tests --gtest_filter=CudaDeviceMoved.*)
 set_tests_properties(cuda.device.fault cuda.device.moved_window PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double}")

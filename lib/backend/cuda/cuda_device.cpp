@@ -83,6 +83,7 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
     dev->memory_.set_pinning(config.cuda_pin == "eager" ? gpu::Pinning::eager
                              : config.cuda_pin == "off" ? gpu::Pinning::off
                                                         : gpu::Pinning::lazy);
+    dev->memory_.set_page_makers(config.cuda_pin_threads);
     if (CUresult r = d->cuDeviceGet(&dev->dev_, 0); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet(0)");
     if (d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_) != CUDA_SUCCESS)

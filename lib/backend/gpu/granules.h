@@ -51,6 +51,12 @@ class Granules {
 public:
     // Before init: when mirror granules are pinned.
     void set_pinning(Pinning p) { pinning_ = p; }
+    // Before init: how many threads make the pages of a first use before
+    // they are pinned (os/page_makers.h): a copy's granules, or at the CPU's
+    // first fault in a granule, the granules of its object from there on
+    // (kMakeAhead at most); 1: the pinning thread makes each granule's as it
+    // pins it (ADSM_CUDA_PIN_THREADS).
+    void set_page_makers(unsigned threads) { page_makers_ = threads ? threads : 1; }
     Pinning pinning() const { return pinning_; }
     void init(GranuleDriver *driver, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias);
 
@@ -95,6 +101,7 @@ private:
         uint32_t users = 0;
         bool cpu_seen = false;         // the CPU has faulted in it (pin_for_cpu)
         bool has_unpinned = false;     // allocated pages not pinned yet (counted in unpinned_)
+        bool made = false;             // make_pages made its allocated pages
         std::vector<uint64_t> used;    // pages of allocations
         std::vector<uint64_t> pinned;  // pages registered with the driver
         std::vector<uint64_t> starts;  // the first page of each registration
@@ -105,6 +112,17 @@ private:
     // granule), a registration per run of them.  Under mu_.
     void pin(uint64_t index, Granule &g, uint64_t from, uint64_t to);
     void pin_all(uint64_t index, Granule &g) { pin(index, g, 0, pages_per_granule()); }
+    // Calls fn(first page, end page) for each run of allocated, unpinned
+    // pages of g in [from, to).  Under mu_.
+    template <class Fn>
+    void for_each_unpinned_run(const Granule &g, uint64_t from, uint64_t to, Fn fn) const;
+    // Before pin_all of granules [first, last]: makes the unpinned pages of
+    // those not made yet with page_makers_ threads.  Under mu_.
+    void make_pages(uint64_t first, uint64_t last);
+    // Granules made ahead of the CPU's first fault in one (within its
+    // object): a fill that goes on through the object finds them made, and
+    // an object larger than the host's memory is not made whole.
+    static constexpr uint64_t kMakeAhead = 64;
     void mark_used(Granule &g, uint64_t from, uint64_t to, bool used);  // under mu_
     void recount(Granule &g);                                          // under mu_
     uint64_t pages_per_granule() const { return granularity_ / kPage; }
@@ -122,6 +140,7 @@ private:
     int host_fd_ = -1;
     uint8_t *alias_ = nullptr;
     Pinning pinning_ = Pinning::lazy;
+    unsigned page_makers_ = 1;
     // Allocation, free and first copies of a granule; never held across a
     // copy or a launch, and never by code that touches the window (so a
     // fault handler's copy cannot find it held by its own thread).

@@ -28,6 +28,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +57,8 @@ static struct {
 static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
 static size_t vmm_used;
 static atomic_long vmm_pinned, vmm_pageable_copies;
+/* Registered bytes whose pages existed already (made before pinning). */
+static atomic_long vmm_pinned_made;
 static struct {
     uintptr_t p;
     size_t n;
@@ -266,6 +269,18 @@ static inline int vmm_set_access(uintptr_t va, size_t size) {
     return found ? VMM_OK : VMM_EINVAL;
 }
 
+/* Bytes of [p, p+n) whose pages exist (mincore), without a buffer of the heap. */
+static inline long vmm_resident_bytes(void *p, size_t n) {
+    unsigned char vec[256];
+    long resident = 0;
+    for (size_t off = 0; off < n; off += sizeof vec * 4096) {
+        size_t len = n - off < sizeof vec * 4096 ? n - off : sizeof vec * 4096;
+        if (mincore((char *)p + off, len, vec) != 0) return 0;
+        for (size_t i = 0; i < (len + 4095) / 4096; ++i) resident += (vec[i] & 1) ? 4096 : 0;
+    }
+    return resident;
+}
+
 static inline int vmm_register(void *p, size_t n) {
     if (!p || n == 0) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
@@ -285,6 +300,7 @@ static inline int vmm_register(void *p, size_t n) {
             vmm_registered[i].p = (uintptr_t)p;
             vmm_registered[i].n = n;
             atomic_fetch_add(&vmm_pinned, (long)n);
+            atomic_fetch_add(&vmm_pinned_made, vmm_resident_bytes(p, n));
             pthread_mutex_unlock(&vmm_mu);
             return VMM_OK;
         }
