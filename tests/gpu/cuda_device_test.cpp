@@ -35,6 +35,7 @@ T double_fn(const char *name) {
 size_t device_bytes() { return double_fn<size_t (*)()>("fake_cuda_device_bytes")(); }
 long pinned_bytes() { return double_fn<long (*)()>("fake_cuda_pinned_bytes")(); }
 long pinned_made_bytes() { return double_fn<long (*)()>("fake_cuda_pinned_made_bytes")(); }
+long registrations() { return double_fn<long (*)()>("fake_cuda_registrations")(); }
 long pageable_copies() { return double_fn<long (*)()>("fake_cuda_pageable_copies")(); }
 bool reserved_by_driver(const void *p) { return double_fn<int (*)(const void *)>("fake_cuda_is_reserved")(p) != 0; }
 
@@ -305,6 +306,50 @@ TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
     for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 3.0f);
     EXPECT_EQ(pageable_copies(), pageable) << "a protocol copy went through pageable memory";
     adsmFree(x);
+}
+
+// Lazy's first fault in an object pins all its granules, in one call to the
+// driver (each costs 0.1-0.2 ms besides its pages).  Such a registration
+// spans the granule the next object shares, and outlives the first object;
+// it goes with its last granule.  No object ever copies through pageable
+// memory, and nothing stays pinned.  (A granule made again under a living
+// registration: GranulesTest, as freed addresses wait before reuse here.)
+TEST(CudaDevice, ARegistrationOfManyGranulesOutlivesItsFirstObject) {
+    adsmModule_t m = load_module();
+    adsm::module::function<float *, float, unsigned> scale(m, "scale");
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    const bool lazy = std::string(info.protocol) == "lazy" && std::string(info.dirty_tracking) == "mprotect" &&
+                      !eager_pinning();
+    const long pinned0 = pinned_bytes(), pageable0 = pageable_copies();
+    const unsigned nx = (7u << 20) / sizeof(float), ny = (3u << 20) / sizeof(float);
+    auto *x = static_cast<float *>(adsmAlloc(nx * sizeof(float)));
+    auto *y = static_cast<float *>(adsmAlloc(ny * sizeof(float)));
+    ASSERT_TRUE(x && y) << detail();
+    const long calls0 = registrations();
+    for (unsigned i = 0; i < nx; ++i) x[i] = 1.0f;
+    if (lazy) {
+        EXPECT_EQ(registrations() - calls0, 1) << "one first fault, one registration";
+    }
+    for (unsigned i = 0; i < ny; ++i) y[i] = 2.0f;
+    scale(adsm::blocks_for(nx, 128), adsm::dim3(128), x, 3.0f, nx);
+    scale(adsm::blocks_for(ny, 128), adsm::dim3(128), y, 3.0f, ny);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    ASSERT_EQ(x[nx - 1], 3.0f);
+    ASSERT_EQ(adsmFree(x), adsmSuccess);
+    // y lives on in the granule x shared.
+    auto *z = static_cast<float *>(adsmAlloc(nx * sizeof(float)));
+    ASSERT_TRUE(z) << detail();
+    for (unsigned i = 0; i < nx; ++i) z[i] = static_cast<float>(i % 100);
+    scale(adsm::blocks_for(nx, 128), adsm::dim3(128), z, 2.0f, nx);
+    scale(adsm::blocks_for(ny, 128), adsm::dim3(128), y, 2.0f, ny);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (unsigned i = 0; i < nx; i += 997) ASSERT_EQ(z[i], 2.0f * static_cast<float>(i % 100)) << i;
+    for (unsigned i = 0; i < ny; i += 997) ASSERT_EQ(y[i], 12.0f) << i;
+    EXPECT_EQ(pageable_copies(), pageable0) << "a copy went through pageable memory (a registration failed?)";
+    adsmFree(z);
+    adsmFree(y);
+    EXPECT_EQ(pinned_bytes(), pinned0) << "pages stayed pinned after every granule went";
 }
 
 // A fork child cannot use its parent's GPU: what a kernel wrote, and only

@@ -31,12 +31,32 @@ Status Granules::create(uint64_t index, Granule *g) {
     const size_t words = (pages_per_granule() + 63) / 64;
     g->used.assign(words, 0);
     g->pinned.assign(words, 0);
-    g->starts.assign(words, 0);
     g->cpu_seen = false;
     g->has_unpinned = false;
     g->made = false;
     unseen_.fetch_add(1, std::memory_order_relaxed);
+    // Pages a registration still holds from an earlier life of the granule.
+    const uint64_t g0 = index * pages_per_granule(), g1 = g0 + pages_per_granule();
+    for_each_registration_in(index, [&](uint64_t first, Registration &r) {
+        ++r.live;
+        for (uint64_t q = std::max(first, g0); q < std::min(first + r.pages, g1); ++q) set_bit(g->pinned, q - g0);
+    });
     return adsmSuccess;
+}
+
+template <class Fn>
+void Granules::for_each_registration_in(uint64_t i, Fn fn) {
+    const uint64_t g0 = i * pages_per_granule(), g1 = g0 + pages_per_granule();
+    auto it = registrations_.upper_bound(g0);
+    if (it != registrations_.begin()) {
+        auto before = std::prev(it);
+        if (before->first + before->second.pages > g0) it = before;
+    }
+    while (it != registrations_.end() && it->first < g1) {
+        auto next = std::next(it);
+        fn(it->first, it->second);  // (may erase it)
+        it = next;
+    }
 }
 
 void Granules::mark_used(Granule &g, uint64_t from, uint64_t to, bool used) {
@@ -69,24 +89,38 @@ void Granules::for_each_unpinned_run(const Granule &g, uint64_t from, uint64_t t
     }
 }
 
-void Granules::pin(uint64_t index, Granule &g, uint64_t from, uint64_t to) {
+void Granules::pin_granules(uint64_t first, uint64_t last) {
     if (pinning_ == Pinning::off || pin_failed_.load(std::memory_order_relaxed)) return;
-    uint8_t *granule = alias_ + index * granularity_;
-    for_each_unpinned_run(g, from, to, [&](uint64_t p, uint64_t end) {
+    // The runs, in pages from the window's base, joined across granules.
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
+    for (uint64_t i = first; i <= last; ++i) {
+        auto it = granules_.find(i);
+        // (Only lazy pinning keeps has_unpinned.)
+        if (it == granules_.end() || !it->second.users || (pinning_ == Pinning::lazy && !it->second.has_unpinned))
+            continue;
+        const uint64_t g0 = i * pages_per_granule();
+        for_each_unpinned_run(it->second, 0, pages_per_granule(), [&](uint64_t p, uint64_t end) {
+            if (!runs.empty() && runs.back().second == g0 + p) runs.back().second = g0 + end;
+            else runs.emplace_back(g0 + p, g0 + end);
+            return true;
+        });
+    }
+    const uint64_t ppg = pages_per_granule();
+    for (auto [from, to] : runs) {
         // Pinned copies run at about 55 GB/s against 7-11 for pageable ones
         // on an H100; without pinning copies still work, slower.
         const uint64_t t0 = os::now_ns();
-        if (!driver_->pin(granule + p * kPage, (end - p) * kPage)) {
+        if (!driver_->pin(alias_ + from * kPage, (to - from) * kPage)) {
             pin_failed_.store(true, std::memory_order_relaxed);
-            return false;
+            break;
         }
         stats().add(Counter::pin_ns, os::now_ns() - t0);
-        stats().add(Counter::pinned_bytes, (end - p) * kPage);
-        set_bit(g.starts, p);
-        for (uint64_t q = p; q < end; ++q) set_bit(g.pinned, q);
-        return true;
-    });
-    recount(g);
+        stats().add(Counter::pinned_bytes, (to - from) * kPage);
+        registrations_[from] = Registration{to - from, static_cast<uint32_t>((to - 1) / ppg - from / ppg + 1)};
+        for (uint64_t q = from; q < to; ++q) set_bit(granules_[q / ppg].pinned, q % ppg);
+    }
+    for (uint64_t i = first; i <= last; ++i)
+        if (auto it = granules_.find(i); it != granules_.end() && it->second.users) recount(it->second);
 }
 
 void Granules::make_pages(uint64_t first, uint64_t last) {
@@ -121,9 +155,7 @@ void Granules::pin_for_copy(const void *host, size_t n) {
     uint64_t first = (h - a) / granularity_, last = (h - a + n - 1) / granularity_;
     std::lock_guard<std::mutex> lock(mu_);
     make_pages(first, last);
-    for (uint64_t i = first; i <= last; ++i)
-        if (auto it = granules_.find(i); it != granules_.end() && it->second.users && it->second.has_unpinned)
-            pin_all(i, it->second);
+    pin_granules(first, last);
 }
 
 bool Granules::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) {
@@ -135,11 +167,11 @@ bool Granules::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_
         if (pinning_ == Pinning::lazy) {
             const uint64_t object_last = (hi - 1 - base_) / granularity_;
             make_pages(first, std::max(last, std::min(object_last, first + kMakeAhead - 1)));
+            pin_granules(first, last);
         }
         for (uint64_t i = first; i <= last; ++i) {
             auto it = granules_.find(i);
             if (it == granules_.end() || !it->second.users) continue;
-            if (pinning_ == Pinning::lazy && it->second.has_unpinned) pin_all(i, it->second);
             if (!it->second.cpu_seen) {
                 it->second.cpu_seen = true;
                 unseen_.fetch_sub(1, std::memory_order_relaxed);
@@ -158,18 +190,42 @@ void Granules::destroy(uint64_t index, Granule &g) {
     uint64_t offset = index * granularity_;
     if (!g.cpu_seen) unseen_.fetch_sub(1, std::memory_order_relaxed);
     if (g.has_unpinned) unpinned_.fetch_sub(1, std::memory_order_relaxed);
-    for (uint64_t p = 0; p < pages_per_granule(); ++p)
-        if (test_bit(g.starts, p)) driver_->unpin(alias_ + offset + p * kPage);
     driver_->unback(base_ + offset, granularity_, g.handle);
-    // No allocation touches the granule any more: its host pages may go.
-    os::punch_hole(host_fd_, offset, granularity_);
+    // No allocation touches the granule any more: its host pages may go,
+    // but for those a registration spanning a granule that lives still holds.
+    const uint64_t ppg = pages_per_granule(), g0 = index * ppg, g1 = g0 + ppg;
+    std::vector<uint64_t> held(g.used.size(), 0);
+    for_each_registration_in(index, [&](uint64_t first, Registration &r) {
+        if (--r.live > 0) {
+            for (uint64_t q = std::max(first, g0); q < std::min(first + r.pages, g1); ++q) set_bit(held, q - g0);
+            return;
+        }
+        driver_->unpin(alias_ + first * kPage);
+        // Its pages in the gone granules before this one were held for it.
+        for (uint64_t q = first; q < first + r.pages;) {
+            uint64_t end = std::min(first + r.pages, (q / ppg + 1) * ppg);
+            if (q / ppg != index) os::punch_hole(host_fd_, q * kPage, (end - q) * kPage);
+            q = end;
+        }
+        registrations_.erase(first);
+    });
+    for (uint64_t p = 0; p < ppg;) {
+        if (test_bit(held, p)) {
+            ++p;
+            continue;
+        }
+        uint64_t end = p + 1;
+        while (end < ppg && !test_bit(held, end)) ++end;
+        os::punch_hole(host_fd_, offset + p * kPage, (end - p) * kPage);
+        p = end;
+    }
 }
 
 Status Granules::warm_up() {
     if (Status s = commit(base_, granularity_); s != adsmSuccess) return s;
     if (pinning_ != Pinning::off) {
         std::lock_guard<std::mutex> lock(mu_);
-        pin_all(0, granules_[0]);
+        pin_granules(0, 0);
     }
     decommit(base_, granularity_);
     return adsmSuccess;
@@ -211,8 +267,8 @@ Status Granules::commit(uintptr_t addr, uint64_t bytes) {
         ++g.users;
         auto [from, to] = pages_in(i, addr, bytes);
         mark_used(g, from, to, true);
-        if (pinning_ == Pinning::eager) pin(i, g, from, to);
     }
+    if (pinning_ == Pinning::eager) pin_granules(first, last);
     return adsmSuccess;
 }
 

@@ -101,6 +101,7 @@ static int run_kernel(const fake_job *j) {
 EXPORT size_t fake_cuda_device_bytes(void) { return vmm_used; }
 EXPORT long fake_cuda_pinned_bytes(void) { return atomic_load(&vmm_pinned); }
 EXPORT long fake_cuda_pinned_made_bytes(void) { return atomic_load(&vmm_pinned_made); }
+EXPORT long fake_cuda_registrations(void) { return atomic_load(&vmm_registrations); }
 EXPORT long fake_cuda_pageable_copies(void) { return atomic_load(&vmm_pageable_copies); }
 EXPORT int fake_cuda_is_reserved(const void *p) {
     pthread_mutex_lock(&vmm_mu);

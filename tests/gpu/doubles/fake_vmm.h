@@ -57,8 +57,9 @@ static struct {
 static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
 static size_t vmm_used;
 static atomic_long vmm_pinned, vmm_pageable_copies;
-/* Registered bytes whose pages existed already (made before pinning). */
-static atomic_long vmm_pinned_made;
+/* Registered bytes whose pages existed already (made before pinning), and
+   registrations made. */
+static atomic_long vmm_pinned_made, vmm_registrations;
 static struct {
     uintptr_t p;
     size_t n;
@@ -301,6 +302,7 @@ static inline int vmm_register(void *p, size_t n) {
             vmm_registered[i].n = n;
             atomic_fetch_add(&vmm_pinned, (long)n);
             atomic_fetch_add(&vmm_pinned_made, vmm_resident_bytes(p, n));
+            atomic_fetch_add(&vmm_registrations, 1);
             pthread_mutex_unlock(&vmm_mu);
             return VMM_OK;
         }

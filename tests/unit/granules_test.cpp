@@ -1,0 +1,169 @@
+// gpu::Granules against a driver that records what it is asked and refuses
+// what the CUDA driver refuses (a registration overlapping another), over
+// a real memfd mirror: device memory in granules shared by allocations,
+// host pages pinned in registrations that may span granules and outlive
+// some of them.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "backend/gpu/granules.h"
+#include "os/vm.h"
+
+namespace {
+
+using adsm::Status;
+using adsm::gpu::Granules;
+using adsm::gpu::Pinning;
+
+constexpr uint64_t kGranule = 2 << 20;
+constexpr uintptr_t kBase = 0x300000000000;  // device addresses: never touched
+constexpr uint64_t kWindow = 32 * kGranule;
+
+class RecordingDriver final : public adsm::gpu::GranuleDriver {
+public:
+    Status back(uintptr_t, uint64_t, uint64_t *handle) override {
+        *handle = ++handles;
+        ++backed;
+        return adsmSuccess;
+    }
+    void unback(uintptr_t, uint64_t, uint64_t) override { --backed; }
+    bool pin(void *host, uint64_t size) override {
+        auto a = reinterpret_cast<uintptr_t>(host);
+        for (auto [p, n] : pinned)
+            if (a < p + n && p < a + size) return false;  // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+        pinned[a] = size;
+        ++pins;
+        return true;
+    }
+    void unpin(void *host) override {
+        EXPECT_EQ(pinned.erase(reinterpret_cast<uintptr_t>(host)), 1u) << "unpinned what was not pinned";
+        ++unpins;
+    }
+    uint64_t pinned_bytes() const {
+        uint64_t b = 0;
+        for (auto [p, n] : pinned) b += n;
+        return b;
+    }
+    std::map<uintptr_t, uint64_t> pinned;
+    uint64_t handles = 0;
+    int backed = 0, pins = 0, unpins = 0;
+};
+
+class GranulesTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        fd_ = adsm::os::memfd_sized("granules-test", kWindow);
+        ASSERT_GE(fd_, 0);
+        alias_ = static_cast<uint8_t *>(mmap(nullptr, kWindow, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+        ASSERT_NE(alias_, MAP_FAILED);
+    }
+    void TearDown() override {
+        munmap(alias_, kWindow);
+        close(fd_);
+    }
+    void start(Pinning p) {
+        g_.set_pinning(p);
+        g_.init(&driver_, kGranule, kBase, fd_, alias_);
+    }
+    // Whether the memfd still has the page at window offset off (not punched).
+    bool page_exists(uint64_t off) {
+        unsigned char v = 0;
+        return mincore(alias_ + off, 4096, &v) == 0 && (v & 1);
+    }
+    RecordingDriver driver_;
+    Granules g_;
+    int fd_ = -1;
+    uint8_t *alias_ = nullptr;
+};
+
+TEST_F(GranulesTest, AFirstUseOfManyGranulesIsOneRegistration) {
+    start(Pinning::lazy);
+    const uint64_t x = 7 << 20, y = 3 << 20;  // x ends inside granule 3, y starts there
+    ASSERT_EQ(g_.commit(kBase, x), adsmSuccess);
+    ASSERT_EQ(g_.commit(kBase + x, y), adsmSuccess);
+    uintptr_t start = kBase;
+    uint64_t len = x;  // lazy's block: the whole object
+    EXPECT_TRUE(g_.pin_for_cpu(kBase, kBase + x, &start, &len));
+    EXPECT_EQ(driver_.pins, 1);
+    // Granules 0-3 whole: x's pages and y's in the granule they share.
+    EXPECT_EQ(driver_.pinned_bytes(), 4 * kGranule);
+    g_.decommit(kBase + x, y);
+    g_.decommit(kBase, x);
+    EXPECT_EQ(driver_.unpins, 1);
+    EXPECT_EQ(driver_.pinned_bytes(), 0u);
+    EXPECT_EQ(driver_.backed, 0);
+}
+
+TEST_F(GranulesTest, ARegistrationOutlivesTheGranulesItSpansUntilTheLastGoes) {
+    start(Pinning::lazy);
+    const uint64_t x = 7 << 20, y = 3 << 20;
+    ASSERT_EQ(g_.commit(kBase, x), adsmSuccess);
+    ASSERT_EQ(g_.commit(kBase + x, y), adsmSuccess);
+    g_.pin_for_copy(alias_, x);  // a first copy pins as a first fault does
+    ASSERT_EQ(driver_.pins, 1);
+    alias_[4096] = 7;
+    // x goes: its granules 0-2 go, granule 3 stays for y, and so does the
+    // registration, with granules 0-2's pages (pinned, not given back).
+    g_.decommit(kBase, x);
+    EXPECT_EQ(driver_.unpins, 0);
+    EXPECT_EQ(driver_.backed, 2);
+    EXPECT_TRUE(page_exists(4096));
+    EXPECT_EQ(alias_[4096], 7);
+    // z takes granules 0-2 again: their pages are pinned already, and a
+    // copy through them registers nothing (the driver would refuse it).
+    ASSERT_EQ(g_.commit(kBase, x), adsmSuccess);
+    g_.pin_for_copy(alias_, x);
+    EXPECT_EQ(driver_.pins, 1);
+    EXPECT_TRUE(g_.pinned());
+    // Once y and z are gone, so is the registration, and the pages it held.
+    g_.decommit(kBase + x, y);
+    EXPECT_EQ(driver_.unpins, 0);
+    g_.decommit(kBase, x);
+    EXPECT_EQ(driver_.unpins, 1);
+    EXPECT_EQ(driver_.pinned_bytes(), 0u);
+    EXPECT_FALSE(page_exists(4096));
+    EXPECT_FALSE(page_exists(x));
+}
+
+TEST_F(GranulesTest, PagesOutsideEveryRegistrationGoWithTheirGranule) {
+    start(Pinning::lazy);
+    ASSERT_EQ(g_.commit(kBase, 4096), adsmSuccess);
+    alias_[0] = 1;
+    alias_[8192] = 1;  // a page of no allocation, never pinned
+    g_.pin_for_copy(alias_, 4096);
+    EXPECT_EQ(driver_.pinned_bytes(), 4096u);
+    g_.decommit(kBase, 4096);
+    EXPECT_EQ(driver_.unpins, 1);
+    EXPECT_FALSE(page_exists(0));
+    EXPECT_FALSE(page_exists(8192));
+}
+
+TEST_F(GranulesTest, EagerPinningRegistersACommitInOneCall) {
+    start(Pinning::eager);
+    ASSERT_EQ(g_.commit(kBase + 4096, 5 * kGranule), adsmSuccess);
+    EXPECT_EQ(driver_.pins, 1);
+    EXPECT_EQ(driver_.pinned_bytes(), 5 * kGranule);
+    ASSERT_EQ(g_.commit(kBase + 4096 + 5 * kGranule, 4096), adsmSuccess);
+    EXPECT_EQ(driver_.pins, 2);
+    g_.decommit(kBase + 4096, 5 * kGranule);
+    EXPECT_EQ(driver_.unpins, 0) << "granule 5 lives on, with the second allocation";
+    g_.decommit(kBase + 4096 + 5 * kGranule, 4096);
+    EXPECT_EQ(driver_.unpins, 2);
+    EXPECT_EQ(driver_.backed, 0);
+}
+
+TEST_F(GranulesTest, ADriverThatCannotPinLeavesCopiesPageable) {
+    start(Pinning::lazy);
+    ASSERT_EQ(g_.commit(kBase, kGranule), adsmSuccess);
+    driver_.pinned[reinterpret_cast<uintptr_t>(alias_)] = 4096;  // someone else's registration there
+    g_.pin_for_copy(alias_, kGranule);
+    EXPECT_FALSE(g_.pinned());
+    driver_.pinned.clear();
+    g_.decommit(kBase, kGranule);
+    EXPECT_EQ(driver_.unpins, 0);
+}
+
+}  // namespace
