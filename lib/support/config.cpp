@@ -42,7 +42,8 @@ const std::vector<ConfigVar> &config_variables() {
          "sixth of the speed; I/O staging stays pageable too) (default lazy)"},
         {"ADSM_CUDA_PIN_THREADS", "N",
          "cuda: threads that make the pages of a first use of two or more 2 MiB pieces of the mirror before they "
-         "are pinned, where making a page costs more than pinning it (1: the pinning thread makes them; default 1)"},
+         "are pinned, where making a page costs more than pinning it (1: the pinning thread makes them; default: "
+         "half the CPUs, at most 8)"},
         {"ADSM_GPU_FAULT_CALLS", "helpers|direct",
          "cuda and levelzero: the driver calls a CPU fault needs are made by helper threads while the faulting "
          "thread sleeps (no driver is async-signal-safe), or by the fault handler itself, a context switch "

@@ -42,7 +42,7 @@ struct Config {
     double remote_timeout_s = 5;        // ADSM_REMOTE_TIMEOUT: an unanswered server is lost after this
     std::string remote_provider = "tcp";  // ADSM_REMOTE_PROVIDER: the libfabric provider
     std::string cuda_pin = "lazy";      // ADSM_CUDA_PIN: lazy|eager|off (when the cuda device pins mirror pages)
-    unsigned cuda_pin_threads = 1;      // ADSM_CUDA_PIN_THREADS: threads making the pages of a first use before pinning
+    unsigned cuda_pin_threads = 0;      // ADSM_CUDA_PIN_THREADS: threads making the pages of a first use before pinning (0: auto)
     // ADSM_GPU_FAULT_CALLS: helpers|direct (who makes the driver calls a
     // fault needs on cuda and levelzero, gpu/handler_calls.h)
     std::string gpu_fault_calls = "helpers";
