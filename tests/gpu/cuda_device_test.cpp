@@ -228,7 +228,9 @@ TEST(CudaDevice, PagesOfALargeFirstUseAreMadeBeforePinningWithPinThreads) {
     ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
     const std::string p = info.protocol;
     const char *t = getenv("ADSM_CUDA_PIN_THREADS");
-    const unsigned threads = t ? static_cast<unsigned>(atoi(t)) : 1;
+    // (The default: half the CPUs, at most 8.)
+    const unsigned threads = t ? static_cast<unsigned>(atoi(t))
+                               : std::clamp(static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)) / 2, 1u, 8u);
     const size_t bytes = 8 * (2u << 20);
     const unsigned n = static_cast<unsigned>(bytes / sizeof(float));
     const long pinned0 = pinned_bytes(), made0 = pinned_made_bytes();
