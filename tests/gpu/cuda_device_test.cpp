@@ -40,6 +40,11 @@ long pageable_copies() { return double_fn<long (*)()>("fake_cuda_pageable_copies
 bool reserved_by_driver(const void *p) { return double_fn<int (*)(const void *)>("fake_cuda_is_reserved")(p) != 0; }
 
 std::string detail() { return adsmGetLastErrorDetail(); }
+adsmDeviceInfo device_info() {
+    adsmDeviceInfo info{};
+    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    return info;
+}
 
 TEST(CudaDevice, ReportsItself) {
     adsmDeviceInfo info;
@@ -191,8 +196,7 @@ long minor_faults() {
 TEST(CudaDevice, TheFirstWriteAfterAKernelEntersItsBlockInOneCall) {
     adsmModule_t m = load_module();
     adsm::module::function<float *, float, unsigned> scale(m, "scale");
-    adsmDeviceInfo info;
-    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    const adsmDeviceInfo info = device_info();
     std::string p = info.protocol;
     const unsigned n = (4u << 20) / sizeof(float);
     auto *g = static_cast<float *>(adsmAlloc(n * sizeof(float)));
@@ -224,8 +228,7 @@ TEST(CudaDevice, TheFirstWriteAfterAKernelEntersItsBlockInOneCall) {
 TEST(CudaDevice, PagesOfALargeFirstUseAreMadeBeforePinningWithPinThreads) {
     adsmModule_t m = load_module();
     adsm::module::function<float *, float, unsigned> scale(m, "scale");
-    adsmDeviceInfo info;
-    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    const adsmDeviceInfo info = device_info();
     const std::string p = info.protocol;
     const char *t = getenv("ADSM_CUDA_PIN_THREADS");
     // (The default: half the CPUs, at most 8.)
@@ -319,8 +322,7 @@ TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
 TEST(CudaDevice, ARegistrationOfManyGranulesOutlivesItsFirstObject) {
     adsmModule_t m = load_module();
     adsm::module::function<float *, float, unsigned> scale(m, "scale");
-    adsmDeviceInfo info;
-    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    const adsmDeviceInfo info = device_info();
     const bool lazy = std::string(info.protocol) == "lazy" && std::string(info.dirty_tracking) == "mprotect" &&
                       !eager_pinning();
     const long pinned0 = pinned_bytes(), pageable0 = pageable_copies();
