@@ -24,14 +24,18 @@ struct Pieces {
 
     void work() {
         for (;;) {
-            size_t at = next.fetch_add(piece, std::memory_order_relaxed);
+            const size_t at = next.fetch_add(piece, std::memory_order_relaxed), end = at + piece;
+            // The parts of the runs that [at, end) covers.
             size_t skipped = 0, i = 0;
             while (i < n && at >= skipped + runs[i].len) skipped += runs[i++].len;
             if (i == n) return;
-            size_t off = at - skipped, len = runs[i].len - off < piece ? runs[i].len - off : piece;
-            // Only saves the first touch its cost: pages it could not make
-            // are made where they are first used.
-            (void)populate(static_cast<char *>(runs[i].addr) + off, len, true);
+            for (; i < n && skipped < end; skipped += runs[i++].len) {
+                size_t from = at > skipped ? at - skipped : 0;
+                size_t to = end - skipped < runs[i].len ? end - skipped : runs[i].len;
+                // Only saves the first touch its cost: pages it could not
+                // make are made where they are first used.
+                (void)populate(static_cast<char *>(runs[i].addr) + from, to - from, true);
+            }
         }
     }
 };

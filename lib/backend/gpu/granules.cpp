@@ -201,7 +201,8 @@ void Granules::destroy(uint64_t index, Granule &g) {
             return;
         }
         driver_->unpin(alias_ + first * kPage);
-        // Its pages in the gone granules before this one were held for it.
+        // Its pages in the other granules it spans, gone before this one,
+        // were held for it.
         for (uint64_t q = first; q < first + r.pages;) {
             uint64_t end = std::min(first + r.pages, (q / ppg + 1) * ppg);
             if (q / ppg != index) os::punch_hole(host_fd_, q * kPage, (end - q) * kPage);
