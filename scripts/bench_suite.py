@@ -38,7 +38,8 @@ import time
 PROTOCOLS = ["batch", "lazy", "rolling", "delta"]
 # Where the runtime's time went, from its statistics (the X_ns counters),
 # reported per variant in milliseconds (medians over the runs).  They
-# overlap: a fault that pins counts in both.
+# overlap (a fault that pins counts in both), and `memory` counts the frees
+# the timed part leaves out.
 TIME_PARTS = ["memory", "fault", "pin", "call", "sync", "tracking"]
 
 
