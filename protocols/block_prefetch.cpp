@@ -2,6 +2,9 @@
 // acquire, predicted blocks start coming in the background (kIncoming);
 // each one, as it lands, opens or waits closed (kLanded) for the CPU's
 // touch.  Whoever needs a block still coming waits for its copy.
+#include <algorithm>
+#include <cstdint>
+
 #include "backend/device.h"
 #include "os/invariant.h"
 #include "protocols/block_protocol.h"
@@ -56,22 +59,27 @@ PrefetchRun *BlockProtocol::take_run() {
     return nullptr;
 }
 
-// Starts fetching the blocks the CPU is expected to read; they land (and
-// open, or wait closed to be confirmed) while the CPU goes on.  Runs are gathered a few at a time under the lock and submitted
-// outside it (a copy done on the spot lands under that lock).  No heap: an
-// acquire can run in the fault handler.
-Status BlockProtocol::prefetch(SharedObject &r) {
+template <class NextRun>
+void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run, uint32_t *stopped) {
     constexpr unsigned kBatch = 16;
     for (uint32_t from = 0;;) {
         PrefetchRun *batch[kBatch];
         unsigned n = 0;
+        bool starved = false;
         {
             os::FutexGuard g(r.lock);
-            if (!r.blocks) return adsmSuccess;
+            if (!r.blocks) {
+                *stopped = from;
+                return;
+            }
             uint32_t first, last;
-            while (n < kBatch && reads_->next_run(r, from, &first, &last)) {
+            while (n < kBatch && next_run(from, &first, &last)) {
                 PrefetchRun *run = take_run();
-                if (!run) break;
+                if (!run) {
+                    starved = true;
+                    from = first;
+                    break;
+                }
                 for (uint32_t k = first; k < last; ++k) r.blocks[k] |= kIncoming;
                 run->protocol = this;
                 run->region = &r;
@@ -79,6 +87,7 @@ Status BlockProtocol::prefetch(SharedObject &r) {
                 run->generation = r.generation;
                 run->first = first;
                 run->last = last;
+                run->open = open;
                 batch[n++] = run;
                 from = last;
             }
@@ -92,8 +101,59 @@ Status BlockProtocol::prefetch(SharedObject &r) {
             os::FutexGuard g(r.lock);
             if (t > r.prefetch_ticket) r.prefetch_ticket = t;
         }
-        if (n < kBatch) return adsmSuccess;
+        if (n < kBatch || starved) {
+            *stopped = starved ? from : UINT32_MAX;
+            return;
+        }
     }
+}
+
+// Starts fetching the blocks the CPU is expected to read; they land (and
+// open, or wait closed to be confirmed) while the CPU goes on.  No heap:
+// an acquire can run in the fault handler.
+Status BlockProtocol::prefetch(SharedObject &r) {
+    uint32_t stopped;
+    // (A prefetch that cannot start costs a fault later.)
+    prefetch_runs(
+        r, false, [&](uint32_t from, uint32_t *first, uint32_t *last) { return reads_->next_run(r, from, first, last); },
+        &stopped);
+    return adsmSuccess;
+}
+
+Status BlockProtocol::prefetch_range(SharedObject &r, size_t off, size_t len) {
+    if (len == 0) return adsmSuccess;
+    const uint32_t lo = r.block_of(off), hi = r.block_of(off + len - 1) + 1;
+    {
+        // Blocks an earlier prefetch filled open now, with no copy.
+        os::FutexGuard g(r.lock);
+        for (uint32_t k = lo; r.blocks && k < hi; ++k) {
+            if (r.state(k) != kInvalid || !(r.blocks[k] & kLanded)) continue;
+            r.blocks[k] &= static_cast<uint8_t>(~kLanded);
+            bool unused;
+            if (Status s = open_block(r, k, false, &unused); s != adsmSuccess) return s;
+        }
+    }
+    // The runs of closed blocks in [lo, hi) that no prefetch fills yet.
+    auto missing = [&](uint32_t k) { return r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded)); };
+    uint32_t stopped;
+    prefetch_runs(
+        r, true,
+        [&](uint32_t from, uint32_t *first, uint32_t *last) {
+            uint32_t k = std::max(from, lo);
+            while (k < hi && !missing(k)) ++k;
+            if (k == hi) return false;
+            uint32_t j = k + 1;
+            while (j < hi && missing(j)) ++j;
+            *first = k;
+            *last = j;
+            return true;
+        },
+        &stopped);
+    if (stopped >= hi) return adsmSuccess;
+    // No free run for the rest (a thousand prefetches in flight): it comes
+    // in now.
+    const size_t rest = std::max(off, r.block_begin(std::max(stopped, lo)));
+    return fetch_range(r, rest, off + len - rest);
 }
 
 // Once a prefetch has ended (on the copy engine's thread, or on the spot).
@@ -108,7 +168,7 @@ void BlockProtocol::prefetched(void *arg, Status status) {
                 r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
                 // A failed prefetch leaves the block Invalid: a touch fetches it.
                 if (status != adsmSuccess || r.state(k) != kInvalid) continue;
-                if (run->protocol->reads_->open_on_landing(r, k)) {
+                if (run->open || run->protocol->reads_->open_on_landing(r, k)) {
                     bool unused;
                     if (run->protocol->open_block(r, k, false, &unused) != adsmSuccess) r.blocks[k] |= kLanded;
                 } else {

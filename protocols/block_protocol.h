@@ -43,6 +43,7 @@ struct PrefetchRun {
     class BlockProtocol *protocol;
     SharedObject *region;
     uint32_t id, generation, first, last;
+    bool open;  // each block opens as it lands (adsmPrefetch), whatever the read prediction says
     std::atomic<bool> busy{false};
 };
 
@@ -63,6 +64,7 @@ public:
     Status settle_on_device(SharedObject &r) override;
     Status evict(SharedObject &r) override;
     Status fetch_range(SharedObject &r, size_t off, size_t len) override;
+    Status prefetch_range(SharedObject &r, size_t off, size_t len) override;
     FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override;
     Status snapshot(const SharedObject &r, uint8_t *dst) override;
 
@@ -107,6 +109,12 @@ private:
     Status copy_out(SharedObject &r, size_t begin, size_t end, bool async);
     void keep_open(SharedObject &r, uint32_t first, uint32_t last);
     Status prefetch(SharedObject &r);
+    // Queues the runs of blocks next_run(from, &first, &last) gives, in
+    // batches: marked incoming under r.lock, copied outside it.  Returns
+    // the block where it stopped for want of a free PrefetchRun (*stopped,
+    // else the end of the last run).
+    template <class NextRun>
+    void prefetch_runs(SharedObject &r, bool open, NextRun &&next_run, uint32_t *stopped);
     PrefetchRun *take_run();
     static void prefetched(void *arg, Status status);
     static void flushed(void *arg, Status status);

@@ -135,6 +135,9 @@ public:
     Status fetch_range(SharedObject &r, size_t off, size_t len) override {
         return r.home == Home::device ? inner_->fetch_range(r, off, len) : adsmSuccess;
     }
+    Status prefetch_range(SharedObject &r, size_t off, size_t len) override {
+        return r.home == Home::device ? inner_->prefetch_range(r, off, len) : adsmSuccess;
+    }
 
     FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override {
         if (r.home == Home::device) return inner_->on_fault(r, addr, write);

@@ -103,6 +103,12 @@ public:
     // without a fault, as its reads would (adsmPrefetch to the host).  No
     // kernel uses it; the caller holds its group's lock.
     virtual Status fetch_range(SharedObject &r, size_t off, size_t len) = 0;
+    // adsmPrefetch to the host: as fetch_range, or in the background where
+    // the protocol can: the copies are queued when it returns, each block
+    // opens as it lands, and a CPU access to a block still on its way waits
+    // for it.  The caller holds its group's lock; the device's copies
+    // landing mean the blocks landed.
+    virtual Status prefetch_range(SharedObject &r, size_t off, size_t len) { return fetch_range(r, off, len); }
 
     // The CPU faulted at addr inside o's host range.  Async-signal-safe.
     enum class FaultOutcome {

@@ -328,7 +328,12 @@ ADSM_API adsmError_t adsmMigrate(void *ptr, adsmContext_t ctx);
  * fault; or to device `device`, which must be its context's, so that the
  * context's next call has nothing of it left to send (the whole object
  * goes, as a release would send it; the CPU's next touch brings it back).
- * adsmErrorBusy while a kernel may use it.  Done when this returns.
+ * adsmErrorBusy while a kernel may use it.  To a device, done when this
+ * returns.  To the host, in the background where the protocol keeps blocks
+ * (lazy, rolling, delta): the copies are queued when this returns, each
+ * block opens for the CPU as it lands, a CPU access to a block still on its
+ * way waits for it, and the context's next adsmSync waits for them all
+ * (batch, which moves objects whole, copies before returning).
  */
 #define ADSM_HOST (-1)
 ADSM_API adsmError_t adsmPrefetch(const void *ptr, size_t size, int device);

@@ -41,6 +41,9 @@ struct Context : ReleaseGroup {
     std::vector<Released> released;
     bool has_stream = false;
     StreamId stream = 0;
+    // adsmPrefetch to the host queued copies of its objects since its last
+    // sync, which waits for them to land.
+    std::atomic<bool> host_prefetches{false};
     // A kernel error seen by an implicit wait (adsmDeviceFree, a racing
     // CPU access), kept for the next adsmSync so that it is reported once.
     Status deferred = adsmSuccess;

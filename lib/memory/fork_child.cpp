@@ -16,15 +16,15 @@ void Manager::before_fork() {
     bool any = false;
     for (Device *d : devices_) any |= !d->serves_fork_child();
     if (!any) return;
-    // The objects first, then each on its own (prefetch takes the locks and
-    // looks each up again: one freed meanwhile is skipped).
+    // The objects first, then each on its own (fetch_to_host takes the
+    // locks and looks each up again: one freed meanwhile is skipped).
     std::vector<std::pair<uintptr_t, size_t>> objects;
     table_.for_each_live([&](Region &r) {
         if (r.kind != RegionKind::device && r.host && r.device && !r.device->serves_fork_child())
             objects.emplace_back(r.host, r.size);
     });
     for (auto [host, size] : objects)
-        if (prefetch(reinterpret_cast<void *>(host), size, kHost) != adsmSuccess)
+        if (fetch_to_host(reinterpret_cast<void *>(host), size) != adsmSuccess)
             ADSM_LOG(debug, "fork: the object at %p stays on the device: %s", reinterpret_cast<void *>(host),
                      last_detail());
 }

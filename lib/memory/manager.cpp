@@ -604,6 +604,13 @@ Status Manager::sync(Context *in) {
         c->unsynced_calls = 0;
         c->synced_calls.store(c->calls.load(), std::memory_order_release);
     }
+    // Prefetches to the host land (their blocks open) before it returns.
+    if (c->host_prefetches.exchange(false, std::memory_order_acq_rel))
+        for (Device *d : devices_)
+            if (Status s = d->wait_copies(Device::kAllCopies); s != adsmSuccess && result == adsmSuccess) {
+                result = s;
+                detail = last_detail();
+            }
     if (c->deferred != adsmSuccess) {
         if (result == adsmSuccess) {
             result = c->deferred;

@@ -110,11 +110,14 @@ public:
     Status wait_copies(uint64_t ticket);
 
     // Moves [p, p+n) of one shared allocation ahead of use (adsmPrefetch):
-    // to the host copy (kHost), so the CPU's next accesses find it there,
+    // to the host copy (kHost), so the CPU's next accesses find it there (in
+    // the background where the protocol can; its owner's next sync waits),
     // or to its owner's device, so its next call has nothing of it to send.
     // adsmErrorBusy while a kernel may use it.
     static constexpr int kHost = -1;
     Status prefetch(const void *p, size_t n, int device);
+    // As a prefetch to the host, done when it returns.
+    Status fetch_to_host(const void *p, size_t n);
     // Advice on the shared allocation that holds [p, p+n) (adsmAdvise).
     enum class Advice { read_mostly, not_read_mostly, prefer_host, no_preference };
     Status advise(const void *p, size_t n, Advice advice);

@@ -212,7 +212,10 @@ Status Manager::prefetch(const void *p, size_t n, int device) {
         return fail(adsmErrorInvalidDevice, "device %d does not exist: this process has %zu (ADSM_DEVICE)", device,
                     devices_.size());
     return with_idle(p, n, false, [&](Region &r, size_t off) {
-        if (device == kHost) return protocol_.fetch_range(r, off, n);
+        if (device == kHost) {
+            r.owner()->host_prefetches.store(true, std::memory_order_release);
+            return protocol_.prefetch_range(r, off, n);
+        }
         Context &owner = *r.owner();
         // (One kept on a preferred device lives there, whoever releases it.)
         Device &home = r.pinned ? *r.device : *owner.device;
@@ -227,6 +230,10 @@ Status Manager::prefetch(const void *p, size_t n, int device) {
         if (Status s = make_resident(r, *owner.device, owner, now); s != adsmSuccess) return s;
         return protocol_.settle_on_device(r);
     });
+}
+
+Status Manager::fetch_to_host(const void *p, size_t n) {
+    return with_idle(p, n, false, [&](Region &r, size_t off) { return protocol_.fetch_range(r, off, n); });
 }
 
 Status Manager::advise(const void *p, size_t n, Advice advice) {

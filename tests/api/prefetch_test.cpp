@@ -1,5 +1,9 @@
 // adsmPrefetch and adsmAdvise: data moved ahead of use, to the host or to
 // the device, and advice on how kernels use it.
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
 #include "support/stats.h"
 #include "test_kernels.h"
 
@@ -27,6 +31,7 @@ TEST(PrefetchTest, ToTheHostTheCpuReadsWithoutAFault) {
     adsm::sync();
     uint64_t d2h = counter(adsm::Counter::d2h_bytes);
     ASSERT_EQ(adsmPrefetch(v.data(), n * sizeof(uint32_t), ADSM_HOST), adsmSuccess) << detail();
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();  // the copies have landed
     if (is_discrete()) {
         uint64_t moved = counter(adsm::Counter::d2h_bytes) - d2h;
         EXPECT_LE(moved, n * sizeof(uint32_t));
@@ -45,10 +50,38 @@ TEST(PrefetchTest, ToTheHostTheCpuReadsWithoutAFault) {
     inc(adsm::blocks_for(n, 256), 256, v.data(), n);
     adsm::sync();
     ASSERT_EQ(adsmPrefetch(v.data() + n / 2, 4096, ADSM_HOST), adsmSuccess) << detail();
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
     before = faults();
     EXPECT_EQ(v[n / 2], static_cast<uint32_t>(n / 2 + 2));
     EXPECT_EQ(faults(), before);
     EXPECT_EQ(v[0], 2u);
+}
+
+// To the host the copies run in the background: the call returns before
+// they land (api.sim.prefetch.*, whose link takes 100 ms a transfer), a
+// read meanwhile waits for its block, and the next sync waits for them all.
+TEST(PrefetchTest, ToTheHostItRunsInTheBackgroundAndTheSyncWaitsForIt) {
+    auto inc = device_kernel<increment>("prefetch.increment");
+    const size_t n = 1 << 20;
+    adsm::shared_array<uint32_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i);
+    inc(adsm::blocks_for(n, 256), 256, v.data(), n);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(adsmPrefetch(v.data(), n * sizeof(uint32_t), ADSM_HOST), adsmSuccess) << detail();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const char *latency = getenv("ADSM_SIM_LINK_LATENCY_US");
+    const std::string p = protocol();
+    if (latency && atof(latency) >= 50000 && (p == "lazy" || p == "rolling" || p == "delta")) {
+        EXPECT_LT(us, atof(latency) / 2) << p << ": the prefetch waited for its copies";
+    }
+    EXPECT_EQ(v[n - 1], static_cast<uint32_t>(n)) << "a read while the copies are on their way";
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    const uint64_t before = faults();
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += v[i];
+    EXPECT_EQ(faults(), before) << p << ": reads after the sync that waited for the prefetch fault";
+    EXPECT_EQ(sum, uint64_t(n) * (n - 1) / 2 + n);
 }
 
 TEST(PrefetchTest, ToTheDeviceTheCallHasNothingLeftToSend) {
