@@ -2,10 +2,14 @@
 // acquire, predicted blocks start coming in the background (kIncoming);
 // each one, as it lands, opens or waits closed (kLanded) for the CPU's
 // touch.  Whoever needs a block still coming waits for its copy.
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 
 #include "backend/device.h"
+#include "os/clock.h"
 #include "os/invariant.h"
 #include "protocols/block_protocol.h"
 #include "support/stats.h"
@@ -16,6 +20,15 @@ using namespace block;
 
 void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
+    // A run being submitted has no ticket yet: the wait below would end
+    // before its copy, which then writes the host copy under whatever the
+    // CPU wrote there meanwhile.
+    while (r.prefetches_unticketed) {
+        r.lock.unlock();
+        sched_yield();
+        r.lock.lock();
+        if (!r.blocks) return;
+    }
     uint64_t t = r.prefetch_ticket;
     Device *device = r.device;  // the prefetch's (a migration waits for it before changing it)
     r.lock.unlock();
@@ -81,6 +94,7 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
                     break;
                 }
                 for (uint32_t k = first; k < last; ++k) r.blocks[k] |= kIncoming;
+                ++r.prefetches_unticketed;
                 run->protocol = this;
                 run->region = &r;
                 run->id = r.id;
@@ -100,6 +114,7 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
             uint64_t t = r.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
             os::FutexGuard g(r.lock);
             if (t > r.prefetch_ticket) r.prefetch_ticket = t;
+            --r.prefetches_unticketed;
         }
         if (n < kBatch || starved) {
             *stopped = starved ? from : UINT32_MAX;
@@ -157,11 +172,22 @@ Status BlockProtocol::prefetch_range(SharedObject &r, size_t off, size_t len) {
 }
 
 // Once a prefetch has ended (on the copy engine's thread, or on the spot).
+// Its lock may be held by a thread that submits a copy and waits for a free
+// slot on the copy queue, which only this landing's end gives (rolling's
+// background flush holds the victim's lock while it submits): after a
+// short while the landing gives up, leaving its blocks incoming, and
+// whoever needs one next finds every copy up to the ticket done and fetches
+// it again (wait_incoming).
 void BlockProtocol::prefetched(void *arg, Status status) {
     auto *run = static_cast<PrefetchRun *>(arg);
     SharedObject &r = *run->region;
-    {
-        os::FutexGuard g(r.lock);
+    bool locked = r.lock.try_lock();
+    for (const uint64_t give_up = locked ? 0 : os::now_ns() + kLandingPatienceNs; !locked && os::now_ns() < give_up;) {
+        sched_yield();
+        locked = r.lock.try_lock();
+    }
+    if (locked) {
+        std::lock_guard<os::FutexLock> g(r.lock, std::adopt_lock);
         if (r.blocks && r.live.load() && r.id == run->id && r.generation == run->generation) {
             for (uint32_t k = run->first; k < run->last; ++k) {
                 if (!(r.blocks[k] & kIncoming)) continue;

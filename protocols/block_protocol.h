@@ -117,6 +117,7 @@ private:
     void prefetch_runs(SharedObject &r, bool open, NextRun &&next_run, uint32_t *stopped);
     PrefetchRun *take_run();
     static void prefetched(void *arg, Status status);
+    static constexpr uint64_t kLandingPatienceNs = 200000;
     static void flushed(void *arg, Status status);
 
     ProtocolEnv env_;

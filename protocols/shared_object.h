@@ -103,6 +103,10 @@ struct SharedObject {
     uint8_t inline_blocks[kInlineBlocks] = {};
     uint64_t *dirty_pages = nullptr;  // one bit per page, for protocols that track pages by faults
     uint64_t prefetch_ticket = 0;     // copies filling kIncoming blocks end by this ticket
+    // Runs marked kIncoming whose copies have no ticket in prefetch_ticket
+    // yet (being submitted): until then a wait for prefetch_ticket says
+    // nothing about them.
+    uint32_t prefetches_unticketed = 0;
     // The system refused to split this object's protection (too many
     // mappings): its blocks open and close together from then on.
     bool coarse = false;
@@ -137,6 +141,7 @@ struct SharedObject {
         blocks = nullptr;
         dirty_pages = nullptr;
         prefetch_ticket = 0;
+        prefetches_unticketed = 0;
         coarse = false;
         resend.store(false, std::memory_order_relaxed);
         flushes_in_flight.store(0, std::memory_order_relaxed);

@@ -73,8 +73,15 @@ int unmap(void *addr, size_t len) {
 
 int readable(const void *addr) {
     // The kernel reads through the page tables with the mapping's
-    // permissions, and reports EFAULT where the program would fault.
+    // permissions, and reports EFAULT where the program would fault.  A
+    // page of a shared mapping that does not exist yet would be made by
+    // that read: such a page is not asked about.
     int saved = errno;
+    unsigned char made = 0;
+    if (syscall(SYS_mincore, page_down(reinterpret_cast<uintptr_t>(addr)), kPageSize, &made) == 0 && !(made & 1)) {
+        errno = saved;
+        return -1;
+    }
     char byte;
     struct iovec local = {&byte, 1}, remote = {const_cast<void *>(addr), 1};
     ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);

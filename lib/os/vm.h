@@ -44,7 +44,8 @@ int protect(void *addr, size_t len, int prot);
 // Whether the CPU may read the byte at addr, asked of the kernel without
 // touching it (so without a fault): for invariant checks of what a page's
 // protection should be.  1: it may, 0: it would fault, -1: the kernel would
-// not say (the system call is filtered).  Async-signal-safe.
+// not say (the system call is filtered), or asking would make the page (it
+// is not in memory).  Async-signal-safe.
 int readable(const void *addr);
 // Moves the mapping at from (len bytes) to exactly `to`, replacing what is there.
 int remap_fixed(void *from, size_t len, void *to);

@@ -213,7 +213,7 @@ protected:
                 for (const Segment &sg : work[t]) {
                     Object &o = objects_[sg.obj];
                     size_t len = sg.end - sg.begin;
-                    switch (r.below(6)) {
+                    switch (r.below(7)) {
                     case 0:  // read and check
                         if (memcmp(o.p + sg.begin, o.model.data() + sg.begin, len) != 0) {
                             Difference d = difference(o, sg.begin, sg.end);
@@ -249,6 +249,10 @@ protected:
                         memcpy(o.model.data() + sg.begin, buf.data(), len);
                         break;
                     }
+                    case 5:  // a prefetch to the host, landing while the other threads go on
+                        if (adsmPrefetch(o.p + sg.begin, len, ADSM_HOST) != adsmSuccess)
+                            failed("adsmPrefetch to the host failed", sg, 0, 0, 0);
+                        break;
                     default: {  // read-modify-write
                         for (size_t i = sg.begin; i < sg.end; i += 1 + r.below(97)) {
                             if (o.p[i] != o.model[i]) failed("read-modify-write", sg, i, o.model[i], o.p[i]);
