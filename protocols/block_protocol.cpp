@@ -549,7 +549,8 @@ Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst) {
     for (uint32_t k = 0; k < r.nblocks; ++k) {
         size_t b = r.block_begin(k), e = r.block_data_end(k);
         if (e <= b) continue;
-        if (r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded))) {
+        // (A block still coming has only part of its bytes in the host copy.)
+        if (r.state(k) == kInvalid && !(r.blocks[k] & kLanded)) {
             if (Status s = r.device->copy_to_host(dst + b, r.dev + b, e - b); s != adsmSuccess && result == adsmSuccess)
                 result = s;
         } else {
