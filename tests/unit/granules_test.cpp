@@ -4,13 +4,11 @@
 // host pages pinned in registrations that may span granules and outlive
 // some of them.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <map>
 
 #include "backend/gpu/granules.h"
-#include "os/vm.h"
+#include "memfd_mapping.h"
 
 namespace {
 
@@ -55,27 +53,17 @@ public:
 class GranulesTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        fd_ = adsm::os::memfd_sized("granules-test", kWindow);
-        ASSERT_GE(fd_, 0);
-        alias_ = static_cast<uint8_t *>(mmap(nullptr, kWindow, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
-        ASSERT_NE(alias_, MAP_FAILED);
-    }
-    void TearDown() override {
-        munmap(alias_, kWindow);
-        close(fd_);
+        ASSERT_TRUE(mirror_.ok());
+        alias_ = mirror_.data();
     }
     void start(Pinning p) {
         g_.set_pinning(p);
-        g_.init(&driver_, kGranule, kBase, fd_, alias_);
+        g_.init(&driver_, kGranule, kBase, mirror_.fd(), alias_);
     }
-    // Whether the memfd still has the page at window offset off (not punched).
-    bool page_exists(uint64_t off) {
-        unsigned char v = 0;
-        return mincore(alias_ + off, 4096, &v) == 0 && (v & 1);
-    }
+    bool page_exists(uint64_t off) { return mirror_.page_exists(off); }
+    MemfdMapping mirror_{"granules-test", kWindow};
     RecordingDriver driver_;
     Granules g_;
-    int fd_ = -1;
     uint8_t *alias_ = nullptr;
 };
 

@@ -1,13 +1,11 @@
 // os::make_pages: every page of every run is made, whatever the pieces and
 // threads, and nothing between the runs.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <vector>
 
+#include "memfd_mapping.h"
 #include "os/page_makers.h"
-#include "os/vm.h"
 
 namespace {
 
@@ -16,25 +14,17 @@ constexpr size_t kPage = 4096;
 class PageMakersTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        fd_ = adsm::os::memfd_sized("page-makers-test", kSize);
-        ASSERT_GE(fd_, 0);
-        map_ = static_cast<char *>(mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
-        ASSERT_NE(map_, MAP_FAILED);
-    }
-    void TearDown() override {
-        munmap(map_, kSize);
-        close(fd_);
+        ASSERT_TRUE(memory_.ok());
+        map_ = reinterpret_cast<char *>(memory_.data());
     }
     // Pages of the memfd that exist, one flag per page.
     std::vector<bool> made() {
-        std::vector<unsigned char> v(kSize / kPage);
-        EXPECT_EQ(mincore(map_, kSize, v.data()), 0);
-        std::vector<bool> out(v.size());
-        for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] & 1;
+        std::vector<bool> out(kSize / kPage);
+        for (size_t i = 0; i < out.size(); ++i) out[i] = memory_.page_exists(i * kPage);
         return out;
     }
     static constexpr size_t kSize = 256 * kPage;
-    int fd_ = -1;
+    MemfdMapping memory_{"page-makers-test", kSize};
     char *map_ = nullptr;
 };
 
