@@ -314,7 +314,7 @@ TEST(CudaDevice, ProtocolCopiesUsePinnedMemory) {
 }
 
 // Lazy's first fault in an object pins all its granules, in one call to the
-// driver (each costs 0.1-0.2 ms besides its pages).  Such a registration
+// driver (each costs up to about 0.1 ms besides its pages).  Such a registration
 // spans the granule the next object shares, and outlives the first object;
 // it goes with its last granule.  No object ever copies through pageable
 // memory, and nothing stays pinned.  (A granule made again under a living

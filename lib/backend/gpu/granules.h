@@ -107,9 +107,10 @@ private:
         std::vector<uint64_t> pinned;  // pages registered with the driver
     };
     // Host pages registered with the driver in one call, which may span
-    // granules: each call costs 0.1-0.2 ms on an H100 host besides its pages
-    // (a 2 MiB granule registered alone, 64 MiB in one call: 141 and 98 us
-    // per MiB), and a first use of an object pins all its granules at once.
+    // granules: each call costs up to about 0.1 ms on an H100 host besides
+    // its pages (made pages of a 2 MiB granule registered alone, of 64 MiB
+    // in one call: 87-141 and 77-98 us per MiB), and a first use of an
+    // object pins all its granules at once.
     // A registration is undone only when every granule it spans is gone;
     // until then a gone granule's pages in it stay in the memfd, pinned, and
     // a granule made there again finds them pinned.
