@@ -249,9 +249,54 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
         if (flushing) return false;
         return r.state(k) == kReadOnly || (r.state(k) == kDirty && !dirty_whole && !(r.blocks[k] & kForced));
     };
+    // Bytes for the device alone: a store of kDeviceOnlyStore or more into a
+    // closed block, or into one both copies hold whose host pages were never
+    // made (fresh memory, or memory only kernels used).  A file read or a
+    // copy into memory the CPU has not touched is data on its way to a
+    // kernel, and making host pages for it costs several times the copy it
+    // would save if the CPU read it after all (a fault fetches it then).
+    // While such stores may still be on their way (asynchronous, an I/O
+    // call's), even a few bytes of a closed block go to the device: a fetch
+    // of the block could overtake them.
+    auto part = [&](uint32_t k) { return std::min(off + len, r.block_end(k)) - std::max(off, r.block_begin(k)); };
+    auto big = [&](uint32_t k) {
+        return covered(k) || part(k) >= kDeviceOnlyStore || (r.stores_ticket != 0 && closed(k));
+    };
+    auto unmade = [&](uint32_t k) {
+        return r.state(k) == kReadOnly && !flushing && !r.coarse && !r.read_mostly &&
+               !r.kernel_reads.load(std::memory_order_acquire) &&
+               !os::any_page_made(r.alias + r.block_begin(k), r.block_end(k) - r.block_begin(k));
+    };
+    auto device_only = [&](uint32_t k) { return big(k) && (closed(k) || unmade(k)); };
     // Stops at the first failure: what was stored before it is stored, and
     // nothing after it is touched.
     for (uint32_t k = first; k < last && result == adsmSuccess;) {
+        if (device_only(k)) {
+            uint32_t j = k + 1;
+            while (j < last && device_only(j)) ++j;
+            size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
+            r.stats.moved(true, e - b);
+            result = device(b, e);
+            bool any_open = false;
+            for (uint32_t i = k; i < j && !any_open; ++i) any_open = r.state(i) == kReadOnly;
+            if (any_open) {
+                if (result != adsmSuccess) {
+                    // The device copy may be half written: the host's, which
+                    // still holds the bytes from before, goes whole at the release.
+                    for (uint32_t i = k; i < j; ++i) {
+                        bool unused;
+                        if (r.state(i) == kReadOnly && dirty_block(r, i, &unused) != adsmSuccess) break;
+                        r.blocks[i] |= kForced;
+                    }
+                } else if (protect_blocks(r, k, j, PROT_NONE) == adsmSuccess) {
+                    for (uint32_t i = k; i < j; ++i) r.set_state(i, kInvalid);
+                } else {
+                    host(b, e);  // cannot close them: both copies take the bytes
+                }
+            }
+            k = j;
+            continue;
+        }
         if (covered(k) && both_sides(k)) {
             uint32_t j = k + 1;
             while (j < last && covered(j) && both_sides(j)) ++j;
@@ -268,17 +313,6 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
                     r.blocks[i] |= kForced;
                 }
             }
-            k = j;
-            continue;
-        }
-        if (closed(k) && covered(k)) {
-            // Whole closed blocks: the device gets the bytes, the host copy
-            // stays closed and nothing is fetched.
-            uint32_t j = k + 1;
-            while (j < last && closed(j) && covered(j)) ++j;
-            size_t b = std::max(off, r.block_begin(k)), e = std::min(off + len, r.block_end(j - 1));
-            r.stats.moved(true, e - b);
-            result = device(b, e);
             k = j;
             continue;
         }
@@ -316,6 +350,7 @@ Status BlockProtocol::write_in(SharedObject &r, size_t off, const void *src, siz
             if (!ticket) return r.device->copy_to_device(r.dev + b, in + (b - off), e - b);
             uint64_t t = r.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, nullptr, nullptr);
             if (t > *ticket) *ticket = t;
+            if (t > r.stores_ticket) r.stores_ticket = t;
             return t == 0 ? r.device->wait_copies(0) : adsmSuccess;
         });
 }
@@ -343,6 +378,7 @@ void BlockProtocol::keep_open(SharedObject &r, uint32_t first, uint32_t last) {
 // and open, so nothing current is lost.
 Status BlockProtocol::flush_region(SharedObject &r) {
     ADSM_HOLDS(r.lock);
+    r.stores_ticket = 0;  // every caller waited for the device's copies
     if (!r.blocks) return adsmSuccess;
     bool any_open = false;
     for (uint32_t k = 0; k < r.nblocks && !any_open; ++k) any_open = r.state(k) != kInvalid;

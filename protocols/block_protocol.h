@@ -118,6 +118,9 @@ private:
     PrefetchRun *take_run();
     static void prefetched(void *arg, Status status);
     static constexpr uint64_t kLandingPatienceNs = 200000;
+    // A store this large into a block whose host copy is not wanted goes to
+    // the device only (see store()).
+    static constexpr size_t kDeviceOnlyStore = size_t{64} << 10;
     static void flushed(void *arg, Status status);
 
     ProtocolEnv env_;

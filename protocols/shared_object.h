@@ -103,6 +103,10 @@ struct SharedObject {
     uint8_t inline_blocks[kInlineBlocks] = {};
     uint64_t *dirty_pages = nullptr;  // one bit per page, for protocols that track pages by faults
     uint64_t prefetch_ticket = 0;     // copies filling kIncoming blocks end by this ticket
+    // Asynchronous stores into the device copy alone (an I/O call's) end by
+    // this ticket; till the next release no closed block is fetched for a
+    // store, which could read the device copy before they land.
+    uint64_t stores_ticket = 0;
     // Runs marked kIncoming whose copies have no ticket in prefetch_ticket
     // yet (being submitted): until then a wait for prefetch_ticket says
     // nothing about them.
@@ -141,6 +145,7 @@ struct SharedObject {
         blocks = nullptr;
         dirty_pages = nullptr;
         prefetch_ticket = 0;
+        stores_ticket = 0;
         prefetches_unticketed = 0;
         coarse = false;
         resend.store(false, std::memory_order_relaxed);

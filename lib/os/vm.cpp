@@ -90,6 +90,27 @@ int readable(const void *addr) {
     return verdict;
 }
 
+bool any_page_made(const void *addr, size_t len) {
+    if (len == 0) return false;
+    int saved = errno;
+    uintptr_t at = page_down(reinterpret_cast<uintptr_t>(addr));
+    const uintptr_t end = reinterpret_cast<uintptr_t>(addr) + len;
+    unsigned char made[512];
+    bool any = false;
+    while (at < end && !any) {
+        size_t pages = (end - at + kPageSize - 1) / kPageSize;
+        if (pages > sizeof made) pages = sizeof made;
+        if (syscall(SYS_mincore, at, pages * kPageSize, made) != 0) {
+            any = true;
+            break;
+        }
+        for (size_t i = 0; i < pages && !any; ++i) any = made[i] & 1;
+        at += pages * kPageSize;
+    }
+    errno = saved;
+    return any;
+}
+
 int protect(void *addr, size_t len, int prot) {
     // As when a split would pass vm.max_map_count.
     if (injection::should_fail(injection::Site::protect)) return -ENOMEM;

@@ -47,6 +47,10 @@ int protect(void *addr, size_t len, int prot);
 // not say (the system call is filtered), or asking would make the page (it
 // is not in memory).  Async-signal-safe.
 int readable(const void *addr);
+// Whether any page of [addr, addr+len) exists, as mincore sees it (a page
+// of a shared mapping is in memory once made; one swapped out reads as not
+// made).  True where the kernel will not say.  Async-signal-safe.
+bool any_page_made(const void *addr, size_t len);
 // Moves the mapping at from (len bytes) to exactly `to`, replacing what is there.
 int remap_fixed(void *from, size_t len, void *to);
 

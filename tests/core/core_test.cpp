@@ -316,6 +316,61 @@ TEST_F(CoreTest, ACommitThatFailsLeavesTheObjectOnTheHostUntilACallNeedsIt) {
     EXPECT_EQ(p[kPage], 4);
 }
 
+bool any_page_made(const uint8_t *p, size_t n) {
+    std::vector<unsigned char> v(n / kPage);
+    EXPECT_EQ(mincore(const_cast<uint8_t *>(p), n, v.data()), 0);
+    for (unsigned char b : v)
+        if (b & 1) return true;
+    return false;
+}
+
+// A file read or a copy into memory the CPU never touched is on its way to
+// a kernel: the device takes it and the host's pages are not made (making
+// them costs several times the copy).  The CPU reading it after all fetches it.
+TEST_F(CoreTest, ALargeStoreIntoUntouchedMemoryGoesToTheDeviceAlone) {
+    const size_t n = 256 * kPage;
+    uint8_t *p = object(n, false);
+    std::vector<uint8_t> src(n);
+    for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+    core().device.clear();
+    ASSERT_EQ(core().manager->memcpy(p, src.data(), n), adsmSuccess) << adsm::last_detail();
+    // Fault-driven protocols open fresh memory read-only where faults find
+    // the writes; a write tracker opens it writable, its writes unseen, so
+    // there the host copy takes the bytes as well.  (Batch writes the host
+    // copy, sent at the call.)
+    if (faults() && !core().tracker) {
+        EXPECT_EQ(core().device.bytes(DeviceOp::to_device), n);
+        EXPECT_FALSE(any_page_made(p, n)) << protocol() << " made the host's pages";
+    }
+    bool seen = false;
+    ASSERT_EQ(call([&](RecordingDevice &d) { seen = memcmp(d.at(reinterpret_cast<uintptr_t>(p)), src.data(), n) == 0; }),
+              adsmSuccess);
+    EXPECT_TRUE(seen) << "the kernel did not find the stored bytes";
+    ASSERT_EQ(sync(), adsmSuccess);
+    EXPECT_EQ(memcmp(p, src.data(), n), 0) << "the CPU did not read the stored bytes";
+}
+
+// A large store into a block the device holds (a kernel wrote it) goes to
+// the device without fetching the block first, however little of it it covers.
+TEST_F(CoreTest, ALargeStoreIntoAClosedBlockFetchesNothing) {
+    const size_t n = 512 * kPage, off = 128 * kPage, len = 32 * kPage;
+    uint8_t *p = object(n, false);
+    ASSERT_EQ(call([&](RecordingDevice &d) {
+                  uint8_t *q = d.at(reinterpret_cast<uintptr_t>(p));
+                  for (size_t i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(i % 251);
+              }),
+              adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    std::vector<uint8_t> src(len, 0xc3);
+    core().device.clear();
+    ASSERT_EQ(core().manager->memcpy(p + off, src.data(), len), adsmSuccess) << adsm::last_detail();
+    if (faults()) {
+        EXPECT_EQ(core().device.bytes(DeviceOp::to_host), 0u) << protocol() << " fetched before storing";
+    }
+    for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(p[i], i >= off && i < off + len ? 0xc3 : static_cast<uint8_t>(i % 251)) << i;
+}
+
 // Random programs with failures injected at random points: after each
 // failure the call is retried; every byte is checked against a model.
 TEST_F(CoreTest, RandomFailuresLoseNothing) {
