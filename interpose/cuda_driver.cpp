@@ -44,6 +44,15 @@ CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short us, size_t 
 CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int ui, size_t n);
 CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short us, size_t n, CUstream s);
 CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s);
+CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height);
+CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height,
+                                        CUstream s);
+CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height);
+CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height,
+                                        CUstream s);
+CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height);
+CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height,
+                                        CUstream s);
 CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c);
 CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *c);
 CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s);
@@ -128,6 +137,18 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemsetD32_v2_ptds)                                                                                       \
     X(cuMemsetD32Async)                                                                                          \
     X(cuMemsetD32Async_ptsz)                                                                                     \
+    X(cuMemsetD2D8_v2)                                                                                           \
+    X(cuMemsetD2D8_v2_ptds)                                                                                      \
+    X(cuMemsetD2D8Async)                                                                                         \
+    X(cuMemsetD2D8Async_ptsz)                                                                                    \
+    X(cuMemsetD2D16_v2)                                                                                          \
+    X(cuMemsetD2D16_v2_ptds)                                                                                     \
+    X(cuMemsetD2D16Async)                                                                                        \
+    X(cuMemsetD2D16Async_ptsz)                                                                                   \
+    X(cuMemsetD2D32_v2)                                                                                          \
+    X(cuMemsetD2D32_v2_ptds)                                                                                     \
+    X(cuMemsetD2D32Async)                                                                                        \
+    X(cuMemsetD2D32Async_ptsz)                                                                                   \
     X(cuMemPrefetchAsync)                                                                                        \
     X(cuMemPrefetchAsync_v2)                                                                                     \
     X(cuMemPrefetchAsync_v2_ptsz)                                                                                \
@@ -324,6 +345,24 @@ CUresult fill(const char *fn, CUstream stream, CUdeviceptr dst, T value, size_t 
     return to_cu(adsm::interpose::fill_shared_pattern(ptr(dst), &value, sizeof value, n), fn);
 }
 
+// A fill of `height` rows of `width` elements of the value's width, rows
+// `pitch` bytes apart (the statically linked CUDA runtime's cudaMemset2D
+// and cudaMemset3D come here).
+template <class T, class Forward>
+CUresult fill2d(const char *fn, CUstream stream, CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height,
+                Forward &&forward) {
+    if (!adsm::interpose::gpu_routed(kApi) || !bridge::is_shared(ptr(dst))) return forward();
+    if (height > 1 && width > pitch / sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
+    if (pitch == width * sizeof(T)) width *= height, height = 1;  // rows back to back: one fill
+    for (size_t row = 0; row < height; ++row)
+        if (Status s = adsm::interpose::fill_shared_pattern(static_cast<char *>(ptr(dst)) + row * pitch, &value,
+                                                            sizeof value, width);
+            s != adsmSuccess)
+            return to_cu(s, fn);
+    return CUDA_SUCCESS;
+}
+
 // Our kernels first, then whatever the driver has of its own.
 #define SYNC_THEN_FORWARD(name, ...)                                          \
     do {                                                                      \
@@ -517,6 +556,34 @@ CUDA_WRAPPER(cuMemcpyAsync_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUs
 ADSM_FILL_WRAPPERS(8, unsigned char, uc)
 ADSM_FILL_WRAPPERS(16, unsigned short, us)
 ADSM_FILL_WRAPPERS(32, unsigned int, ui)
+
+#define FILL2D(fn, value, name, stream, ...) \
+    fill2d(fn, stream, dst, pitch, value, width, height, [&] { return FORWARD(name, __VA_ARGS__); })
+#define ADSM_FILL_2D_WRAPPERS(bits, type, value)                                                               \
+    CUDA_WRAPPER(cuMemsetD2D##bits##_v2, CUdeviceptr dst, size_t pitch, type value, size_t width, size_t height) { \
+        return FILL2D(ADSM_FILL_2D_NAME(bits), value, cuMemsetD2D##bits##_v2, CU_STREAM_LEGACY, dst, pitch, value, \
+                      width, height);                                                                          \
+    }                                                                                                          \
+    CUDA_WRAPPER(cuMemsetD2D##bits##_v2_ptds, CUdeviceptr dst, size_t pitch, type value, size_t width,         \
+                 size_t height) {                                                                              \
+        return FILL2D(ADSM_FILL_2D_NAME(bits), value, cuMemsetD2D##bits##_v2_ptds, CU_STREAM_PER_THREAD, dst,   \
+                      pitch, value, width, height);                                                            \
+    }                                                                                                          \
+    CUDA_WRAPPER(cuMemsetD2D##bits##Async, CUdeviceptr dst, size_t pitch, type value, size_t width, size_t height, \
+                 CUstream s) {                                                                                 \
+        return FILL2D(ADSM_FILL_2D_NAME(bits), value, cuMemsetD2D##bits##Async, s, dst, pitch, value, width,     \
+                      height, s);                                                                              \
+    }                                                                                                          \
+    CUDA_WRAPPER(cuMemsetD2D##bits##Async_ptsz, CUdeviceptr dst, size_t pitch, type value, size_t width,       \
+                 size_t height, CUstream s) {                                                                  \
+        return FILL2D(ADSM_FILL_2D_NAME(bits), value, cuMemsetD2D##bits##Async_ptsz, s, dst, pitch, value,      \
+                      width, height, s);                                                                       \
+    }
+#define ADSM_FILL_2D_NAME(bits) "cuMemsetD2D" #bits
+
+ADSM_FILL_2D_WRAPPERS(8, unsigned char, uc)
+ADSM_FILL_2D_WRAPPERS(16, unsigned short, us)
+ADSM_FILL_2D_WRAPPERS(32, unsigned int, ui)
 
 // ---- hints and queries about shared memory
 

@@ -5,6 +5,8 @@
 //   explicit: malloc'd buffers, cudaMalloc, cudaMemcpy both ways
 //   managed:  cudaMallocManaged touched by CPU and GPU in turn, with
 //             cudaMemcpy and cudaMemset on managed memory
+//   pitched:  2D and 3D copies and fills between managed memory, pitched
+//             device memory and malloc'd buffers, with kernels on both
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -33,9 +35,116 @@ static void expect(const float *v, size_t n, float (*want)(size_t), const char *
         }
 }
 
+// Pitched memory: each row of `width` floats starts `pitch` bytes after the last.
+__global__ void scale_rows(float *m, size_t pitch, size_t width, size_t height) {
+    size_t x = blockIdx.x * size_t(blockDim.x) + threadIdx.x, y = blockIdx.y;
+    if (x < width && y < height) {
+        float *row = reinterpret_cast<float *>(reinterpret_cast<char *>(m) + y * pitch);
+        row[x] = 2.0f * row[x] + float(y);
+    }
+}
+
 static float a_of(size_t i) { return float(i % 977); }
 static float b_of(size_t i) { return float(i % 13); }
 static float triad_of(size_t i) { return a_of(i) + 3.0f * b_of(i); }
+
+static float cell_of(size_t x, size_t y, size_t z) { return float((x * 7 + y * 131 + z * 1009) % 4093); }
+
+static float *managed(size_t bytes) {
+    float *p;
+    CK(cudaMallocManaged(&p, bytes));
+    return p;
+}
+
+static void expect_cell(const char *what, size_t x, size_t y, size_t z, float got, float want) {
+    if (got == want) return;
+    printf("pitched: %s: (%zu, %zu, %zu) = %g, expected %g\n", what, x, y, z, got, want);
+    exit(1);
+}
+
+// Rows of odd widths at pitches that differ on every side, so a copy that
+// treats any side as contiguous, or misses a row's offset, is seen.
+static void pitched() {
+    const size_t w = 1000, h = 777, wide = w + 37;  // floats
+    const size_t row = w * sizeof(float);
+    float *m = managed(w * h * sizeof(float));
+    for (size_t y = 0; y < h; ++y)
+        for (size_t x = 0; x < w; ++x) m[y * w + x] = cell_of(x, y, 0);
+    // Managed to pitched device memory, a kernel there, and back into
+    // managed memory of another pitch whose gaps must stay as they were.
+    float *dev;
+    size_t pitch;
+    CK(cudaMallocPitch(reinterpret_cast<void **>(&dev), &pitch, row, h));
+    CK(cudaMemcpy2D(dev, pitch, m, row, row, h, cudaMemcpyDefault));
+    scale_rows<<<dim3(unsigned((w + 127) / 128), unsigned(h)), 128>>>(dev, pitch, w, h);
+    CK(cudaGetLastError());
+    float *out = managed(wide * h * sizeof(float));
+    for (size_t i = 0; i < wide * h; ++i) out[i] = -1.0f;
+    CK(cudaMemcpy2D(out, wide * sizeof(float), dev, pitch, row, h, cudaMemcpyDefault));
+    for (size_t y = 0; y < h; ++y)
+        for (size_t x = 0; x < wide; ++x)
+            expect_cell("device to managed", x, y, 0, out[y * wide + x], x < w ? 2.0f * cell_of(x, y, 0) + float(y) : -1.0f);
+    // A fill of a window inside managed memory, then the program's kernel on
+    // what the copies and the fill left there.
+    const size_t fx = 100, fy = 50, fw = 300, fh = 200;
+    CK(cudaMemset2D(out + fy * wide + fx, wide * sizeof(float), 0, fw * sizeof(float), fh));
+    CK(cudaDeviceSynchronize());
+    scale_rows<<<dim3(unsigned((wide + 127) / 128), unsigned(h)), 128>>>(out, wide * sizeof(float), w, h);
+    CK(cudaDeviceSynchronize());
+    for (size_t y = 0; y < h; ++y)
+        for (size_t x = 0; x < wide; ++x) {
+            bool filled = x >= fx && x < fx + fw && y >= fy && y < fy + fh;
+            float copied = filled ? 0.0f : 2.0f * cell_of(x, y, 0) + float(y);
+            expect_cell("fill and kernel", x, y, 0, out[y * wide + x], x < w ? 2.0f * copied + float(y) : -1.0f);
+        }
+    // Managed to malloc'd memory and back, both seen by the runtime as host memory.
+    float *plain = static_cast<float *>(malloc(w * h * sizeof(float)));
+    CK(cudaMemcpy2D(plain, row, out, wide * sizeof(float), row, h, cudaMemcpyDefault));
+    for (size_t i = 0; i < w * h; ++i) plain[i] += 1.0f;
+    CK(cudaMemcpy2D(m, row, plain, row, row, h, cudaMemcpyDefault));
+    for (size_t y = 0; y < h; ++y)
+        for (size_t x = 0; x < w; ++x) expect_cell("malloc'd to managed", x, y, 0, m[y * w + x], out[y * wide + x] + 1.0f);
+
+    // A box out of a managed volume into a 3D device allocation and back
+    // into another managed volume at an offset, and a 3D fill there.
+    const size_t d = 9, bx = 250, by = 60, bz = 5;  // the box: bx floats, by rows, bz slices
+    float *vol = managed(w * h * d * sizeof(float));
+    for (size_t z = 0; z < d; ++z)
+        for (size_t y = 0; y < h; ++y)
+            for (size_t x = 0; x < w; ++x) vol[(z * h + y) * w + x] = cell_of(x, y, z);
+    cudaPitchedPtr dev3;
+    CK(cudaMalloc3D(&dev3, make_cudaExtent(bx * sizeof(float), by, bz)));
+    cudaMemcpy3DParms in = {};
+    in.srcPtr = make_cudaPitchedPtr(vol, row, w, h);
+    in.srcPos = make_cudaPos(7 * sizeof(float), 11, 2);
+    in.dstPtr = dev3;
+    in.extent = make_cudaExtent(bx * sizeof(float), by, bz);
+    in.kind = cudaMemcpyDefault;
+    CK(cudaMemcpy3D(&in));
+    float *back = managed(w * h * d * sizeof(float));
+    for (size_t i = 0; i < w * h * d; ++i) back[i] = -2.0f;
+    cudaMemcpy3DParms out3 = {};
+    out3.srcPtr = dev3;
+    out3.dstPtr = make_cudaPitchedPtr(back, row, w, h);
+    out3.dstPos = make_cudaPos(13 * sizeof(float), 17, 3);
+    out3.extent = in.extent;
+    out3.kind = cudaMemcpyDefault;
+    CK(cudaMemcpy3D(&out3));
+    cudaPitchedPtr corner = make_cudaPitchedPtr(back, row, w, h);
+    CK(cudaMemset3D(corner, 0, make_cudaExtent(4 * sizeof(float), 3, 2)));
+    CK(cudaDeviceSynchronize());
+    for (size_t z = 0; z < d; ++z)
+        for (size_t y = 0; y < h; ++y)
+            for (size_t x = 0; x < w; ++x) {
+                float want = -2.0f;
+                if (x < 4 && y < 3 && z < 2) want = 0.0f;
+                else if (x >= 13 && x < 13 + bx && y >= 17 && y < 17 + by && z >= 3 && z < 3 + bz)
+                    want = cell_of(x - 13 + 7, y - 17 + 11, z - 3 + 2);
+                expect_cell("3D copies and fill", x, y, z, back[(z * h + y) * w + x], want);
+            }
+    cudaFree(dev3.ptr), cudaFree(back), cudaFree(vol), cudaFree(dev), cudaFree(out), cudaFree(m);
+    free(plain);
+}
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "explicit";
@@ -93,8 +202,10 @@ int main(int argc, char **argv) {
         CK(cudaMemcpy(copy, dev, bytes, cudaMemcpyDefault));
         expect(copy, n, triad_of, "managed copy");
         cudaFree(dev), cudaFree(copy), cudaFree(a), cudaFree(b), cudaFree(out);
+    } else if (strcmp(mode, "pitched") == 0) {
+        pitched();
     } else {
-        printf("usage: %s explicit|managed\n", argv[0]);
+        printf("usage: %s explicit|managed|pitched\n", argv[0]);
         return 2;
     }
     printf("cuda program %s: ok\n", mode);

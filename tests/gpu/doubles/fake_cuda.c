@@ -651,15 +651,6 @@ EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
     return c ? copy_box(c, "cuMemcpy3D") : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* The copy the runtime double makes its copies with: the real CUDA runtime
- * copies through private driver entry points, which a preload never sees;
- * this one is served only by cuGetProcAddress, under a name of the
- * double's own. */
-static CUresult runtime_copy(const CUDA_MEMCPY3D *c) {
-    COUNT();
-    return c ? copy_box(c, "the CUDA runtime's copy") : CUDA_ERROR_INVALID_VALUE;
-}
-
 EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *c) {
     COUNT();
     if (!c) return CUDA_ERROR_INVALID_VALUE;
@@ -705,15 +696,26 @@ EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int ui, size_t 
     return fill_pattern(dst, &ui, 4, n, "cuMemsetD32");
 }
 
-/* The runtime double's fills, private as its copies are (runtime_copy):
- * `height` rows of `width` bytes, `pitch` apart. */
-static CUresult runtime_fill(CUdeviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height) {
-    COUNT();
+/* 2D fills: `height` rows of `width` elements, `pitch` bytes apart (the
+ * CUDA runtime's cudaMemset2D and cudaMemset3D come here). */
+static CUresult fill_rows(CUdeviceptr dst, size_t pitch, const void *pattern, size_t width, size_t elems,
+                          size_t height, const char *fn) {
+    if (height > 1 && elems * width > pitch) return CUDA_ERROR_INVALID_VALUE;
     for (size_t row = 0; row < height; ++row) {
-        CUresult r = fill_pattern(dst + row * pitch, &value, 1, width, "the CUDA runtime's fill");
+        CUresult r = fill_pattern(dst + row * pitch, pattern, width, elems, fn);
         if (r != CUDA_SUCCESS) return r;
     }
     return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char uc, size_t width, size_t height) {
+    COUNT();
+    return fill_rows(dst, pitch, &uc, 1, width, height, "cuMemsetD2D8");
+}
+
+EXPORT CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dst, size_t pitch, unsigned int ui, size_t width, size_t height) {
+    COUNT();
+    return fill_rows(dst, pitch, &ui, 4, width, height, "cuMemsetD2D32");
 }
 
 EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
@@ -900,8 +902,8 @@ static const struct {
     {"cuEventSynchronize", (void *)cuEventSynchronize, NULL, NULL, 0},
     {"cuEventQuery", (void *)cuEventQuery, NULL, NULL, 0},
     {"cuGetErrorName", (void *)cuGetErrorName, NULL, NULL, 0},
-    {"fakeRuntimeCopy3D", (void *)runtime_copy, NULL, NULL, 0},
-    {"fakeRuntimeFill2D", (void *)runtime_fill, NULL, NULL, 0},
+    {"cuMemcpy3D", NULL, NULL, (void *)cuMemcpy3D_v2, 3020},
+    {"cuMemsetD2D8", NULL, NULL, (void *)cuMemsetD2D8_v2, 3020},
     {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
 };
 

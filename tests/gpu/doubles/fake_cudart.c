@@ -33,7 +33,8 @@ static struct {
     CUresult (*stream_sync)(CUstream);
     CUresult (*event_sync)(CUevent);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-    CUresult (*copy)(const CUDA_MEMCPY3D *);  /* private: the preload never sees them */
+    /* By the names the real static runtime asks for (CUDA 13). */
+    CUresult (*copy)(const CUDA_MEMCPY3D *);
     CUresult (*fill)(CUdeviceptr, size_t, unsigned char, size_t, size_t);
 } drv;
 
@@ -69,8 +70,8 @@ static void start(void) {
     *(void **)&drv.stream_sync = proc(get, "cuStreamSynchronize");
     *(void **)&drv.event_sync = proc(get, "cuEventSynchronize");
     *(void **)&drv.mem_alloc = proc(get, "cuMemAlloc");
-    *(void **)&drv.copy = proc(get, "fakeRuntimeCopy3D");
-    *(void **)&drv.fill = proc(get, "fakeRuntimeFill2D");
+    *(void **)&drv.copy = proc(get, "cuMemcpy3D");
+    *(void **)&drv.fill = proc(get, "cuMemsetD2D8");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
