@@ -94,7 +94,9 @@ ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call)
             break;
         }
         bool more = rounds && r > 0 && static_cast<size_t>(r) == st[b].requested() && done + static_cast<size_t>(r) < want;
-        pending[b] = st[b].scatter(static_cast<size_t>(r), more);
+        bool failed;
+        pending[b] = st[b].scatter(static_cast<size_t>(r), more, &failed);
+        lost |= failed;
         done += static_cast<size_t>(r);
         if (!more) {
             result = static_cast<ssize_t>(done);
@@ -474,7 +476,9 @@ size_t stdio_pieces(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real)
                 void *stage = st.iov()[0].iov_base;
                 if (!in && !st.gather()) return done;
                 size_t got = real(stage, len, stream);
-                if (in) st.scatter(got, false);
+                bool failed = false;
+                if (in) st.scatter(got, false, &failed);
+                if (failed) return done;  // read from the stream, but not into the program's memory
                 done += got;
                 at += got;
                 if (got < len) return done;

@@ -141,12 +141,15 @@ bool Staged::gather(uint64_t *ticket) {
     return true;
 }
 
-uint64_t Staged::scatter(size_t done, bool async) {
+uint64_t Staged::scatter(size_t done, bool async, bool *failed) {
     int saved = errno;
     uint64_t ticket = 0;
+    *failed = false;
     for (int i = 0; i < n_ && done > 0; ++i) {
         size_t len = slots_[i].len < done ? slots_[i].len : done;
-        if (slots_[i].shared) preload::write_shared(slots_[i].shared, slots_[i].stage, len, async ? &ticket : nullptr);
+        if (slots_[i].shared &&
+            preload::write_shared(slots_[i].shared, slots_[i].stage, len, async ? &ticket : nullptr) != adsmSuccess)
+            *failed = true;
         done -= len;
     }
     errno = saved;

@@ -49,8 +49,9 @@ public:
     bool gather(uint64_t *ticket = nullptr);
     // After a call that wrote `done` bytes into memory (read, recv): moves
     // the staged part to shared memory; with async, returns the ticket of
-    // device copies still reading from staging.
-    uint64_t scatter(size_t done, bool async);
+    // device copies still reading from staging.  *failed: some bytes did
+    // not reach shared memory (their copy to the device failed at once).
+    uint64_t scatter(size_t done, bool async, bool *failed);
 
 private:
     struct Slot {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "helpers.h"
+#include "os/fault_injection.h"
 
 using namespace interpose_test;
 
@@ -94,6 +95,34 @@ TEST(IoTest, BigReadsSendWholeBlocksWhileTheNextRoundIsRead) {
     for (size_t i = 0; i < n; i += 509) ASSERT_EQ(p[i], file_byte(i)) << i;
     close_on_device(p, n, 5);  // the data on the device is the file's, plus what the kernel adds
     for (size_t i = 0; i < n; i += 509) ASSERT_EQ(p[i], pattern(i, 5)) << i;
+    free(p);
+}
+
+// A read whose bytes cannot reach shared memory (the device copy fails on
+// the spot, in the one synchronous round of a read that fits staging)
+// fails with EIO rather than returning as if they had; the memory stays
+// usable and a second read brings them.
+TEST(IoTest, AReadWhoseBytesCannotBeStoredFailsWithEio) {
+    namespace inj = adsm::os::injection;
+    const size_t n = 256 * 1024;
+    TempFile f(n);
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    close_on_device(p, n, 6);
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    inj::arm(inj::Site::device_copy, 1);
+    errno = 0;
+    ssize_t got = read(f.fd, p, n);
+    int err = errno;
+    inj::arm(inj::Site::device_copy, 0);
+    // (Batch writes the host copy, which cannot fail.)
+    if (std::string(info.protocol) != "batch") {
+        EXPECT_EQ(got, -1) << info.protocol << ": the read returned as if its bytes were stored";
+        EXPECT_EQ(err, EIO);
+    }
+    ASSERT_EQ(pread(f.fd, p, n, 0), static_cast<ssize_t>(n));
+    for (size_t i = 0; i < n; i += 97) ASSERT_EQ(p[i], file_byte(i)) << i;
     free(p);
 }
 
