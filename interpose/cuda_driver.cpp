@@ -22,6 +22,8 @@
 #undef cuGetProcAddress
 #undef cuMemPrefetchAsync
 #undef cuMemAdvise
+#undef cuMemcpyBatchAsync
+#undef cuMemcpy3DBatchAsync
 extern "C" {
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -63,6 +65,20 @@ CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dc, CUdevicep
 CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *c, CUstream s);
 CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *c);
 CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *c, CUstream s);
+CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                    CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, size_t *fail_idx,
+                                    CUstream s);
+CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                         CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, size_t *fail_idx,
+                                         CUstream s);
+CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                            CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, CUstream s);
+CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+                                      unsigned long long flags, CUstream s);
+CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+                                           unsigned long long flags, CUstream s);
+CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
+                                              CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
 CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
                                             CUstream s);
@@ -149,6 +165,14 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemsetD2D32_v2_ptds)                                                                                     \
     X(cuMemsetD2D32Async)                                                                                        \
     X(cuMemsetD2D32Async_ptsz)                                                                                   \
+    X(cuMemcpyBatchAsync)                                                                                        \
+    X(cuMemcpyBatchAsync_ptsz)                                                                                   \
+    X(cuMemcpyBatchAsync_v2)                                                                                     \
+    X(cuMemcpyBatchAsync_v2_ptsz)                                                                                \
+    X(cuMemcpy3DBatchAsync)                                                                                      \
+    X(cuMemcpy3DBatchAsync_ptsz)                                                                                 \
+    X(cuMemcpy3DBatchAsync_v2)                                                                                   \
+    X(cuMemcpy3DBatchAsync_v2_ptsz)                                                                              \
     X(cuMemPrefetchAsync)                                                                                        \
     X(cuMemPrefetchAsync_v2)                                                                                     \
     X(cuMemPrefetchAsync_v2_ptsz)                                                                                \
@@ -335,6 +359,45 @@ CUresult copy3d(CUstream stream, const Memcpy3D *c, Forward &&forward) {
     Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch,
                       c->dstHeight);
     return copy_rows("cuMemcpy3D", stream, src, dst, c->WidthInBytes, c->Height, c->Depth, forward);
+}
+
+// A batch of 1D copies (CUDA 12.8) with shared memory on a side of any of
+// them: each goes on its own, after the work queued before it on `stream`,
+// the shared ones through the protocol.
+template <class Forward>
+CUresult copy_batch(CUstream stream, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                    size_t *fail_idx, Forward &&forward) {
+    if (!adsm::interpose::gpu_routed(kApi) || !dsts || !srcs || !sizes) return forward();
+    bool any = false;
+    for (size_t i = 0; i < count && !any; ++i) any = bridge::is_shared(ptr(dsts[i])) || bridge::is_shared(ptr(srcs[i]));
+    if (!any) return forward();
+    for (size_t i = 0; i < count; ++i) {
+        CUresult r = copy("cuMemcpyBatchAsync", stream, ptr(dsts[i]), side_of(dsts[i]), ptr(srcs[i]), side_of(srcs[i]),
+                          sizes[i], [&] { return FORWARD(cuMemcpyAsync, dsts[i], srcs[i], sizes[i], stream); });
+        if (r != CUDA_SUCCESS) {
+            if (fail_idx) *fail_idx = i;
+            return r;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+// A batch of 3D copies touching shared memory is refused, not passed on:
+// the driver would move the device copy behind the protocol's back.
+template <class Forward>
+CUresult copy_3d_batch(size_t nops, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx, Forward &&forward) {
+    if (!adsm::interpose::gpu_routed(kApi) || !ops) return forward();
+    for (size_t i = 0; i < nops; ++i)
+        for (const CUmemcpy3DOperand *o : {&ops[i].src, &ops[i].dst})
+            if (o->type == CU_MEMCPY_OPERAND_TYPE_POINTER && bridge::is_shared(ptr(o->op.ptr.ptr))) {
+                if (fail_idx) *fail_idx = i;
+                return to_cu(adsm::fail(adsmErrorNotSupported,
+                                        "cuMemcpy3DBatchAsync: copy %zu names shared memory at %p, which batches of 3D "
+                                        "copies do not route yet (cuMemcpy3D does)",
+                                        i, ptr(o->op.ptr.ptr)),
+                             "cuMemcpy3DBatchAsync");
+            }
+    return forward();
 }
 
 // A fill of n elements of the value's width.
@@ -584,6 +647,43 @@ ADSM_FILL_WRAPPERS(32, unsigned int, ui)
 ADSM_FILL_2D_WRAPPERS(8, unsigned char, uc)
 ADSM_FILL_2D_WRAPPERS(16, unsigned short, us)
 ADSM_FILL_2D_WRAPPERS(32, unsigned int, ui)
+
+#define BATCH(name, stream, fail_idx, ...) \
+    copy_batch(stream, dsts, srcs, sizes, count, fail_idx, [&] { return FORWARD(name, __VA_ARGS__); })
+CUDA_WRAPPER(cuMemcpyBatchAsync, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+             CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, size_t *fail_idx, CUstream s) {
+    return BATCH(cuMemcpyBatchAsync, s, fail_idx, dsts, srcs, sizes, count, attrs, attrs_idxs, nattrs, fail_idx, s);
+}
+CUDA_WRAPPER(cuMemcpyBatchAsync_ptsz, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+             CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, size_t *fail_idx, CUstream s) {
+    return BATCH(cuMemcpyBatchAsync_ptsz, s, fail_idx, dsts, srcs, sizes, count, attrs, attrs_idxs, nattrs, fail_idx,
+                 s);
+}
+CUDA_WRAPPER(cuMemcpyBatchAsync_v2, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+             CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, CUstream s) {
+    return BATCH(cuMemcpyBatchAsync_v2, s, nullptr, dsts, srcs, sizes, count, attrs, attrs_idxs, nattrs, s);
+}
+CUDA_WRAPPER(cuMemcpyBatchAsync_v2_ptsz, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+             CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, CUstream s) {
+    return BATCH(cuMemcpyBatchAsync_v2_ptsz, s, nullptr, dsts, srcs, sizes, count, attrs, attrs_idxs, nattrs, s);
+}
+CUDA_WRAPPER(cuMemcpy3DBatchAsync, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+             unsigned long long flags, CUstream s) {
+    return copy_3d_batch(nops, ops, fail_idx, [&] { return FORWARD(cuMemcpy3DBatchAsync, nops, ops, fail_idx, flags, s); });
+}
+CUDA_WRAPPER(cuMemcpy3DBatchAsync_ptsz, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+             unsigned long long flags, CUstream s) {
+    return copy_3d_batch(nops, ops, fail_idx,
+                         [&] { return FORWARD(cuMemcpy3DBatchAsync_ptsz, nops, ops, fail_idx, flags, s); });
+}
+CUDA_WRAPPER(cuMemcpy3DBatchAsync_v2, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags, CUstream s) {
+    return copy_3d_batch(nops, ops, nullptr, [&] { return FORWARD(cuMemcpy3DBatchAsync_v2, nops, ops, flags, s); });
+}
+CUDA_WRAPPER(cuMemcpy3DBatchAsync_v2_ptsz, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
+             CUstream s) {
+    return copy_3d_batch(nops, ops, nullptr,
+                         [&] { return FORWARD(cuMemcpy3DBatchAsync_v2_ptsz, nops, ops, flags, s); });
+}
 
 // ---- hints and queries about shared memory
 

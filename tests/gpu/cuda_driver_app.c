@@ -173,6 +173,13 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < N; ++i) CHECK(((float *)back)[i] == 0.0f, "back[%u] = %g after cuMemsetD8", i, ((float *)back)[i]);
     CU(cuMemsetD32(back, 0x3f800000u, N)); /* 1.0f */
     for (unsigned i = 0; i < N; ++i) CHECK(((float *)back)[i] == 1.0f, "back[%u] = %g after cuMemsetD32", i, ((float *)back)[i]);
+    /* A 2D fill: rows 3 to 102 of 256-float rows, floats 5 to 204, to 2.0f. */
+    CU(cuMemsetD2D32(back + (3 * 256 + 5) * 4, 256 * 4, 0x40000000u, 200, 100));
+    for (unsigned i = 0; i < N; ++i) {
+        unsigned row = i / 256, col = i % 256;
+        float want = row >= 3 && row < 103 && col >= 5 && col < 205 ? 2.0f : 1.0f;
+        CHECK(((float *)back)[i] == want, "back[%u] = %g after cuMemsetD2D32", i, ((float *)back)[i]);
+    }
     CU(cuMemcpy(back, out, N * 4));
     check_floats((float *)back, N, plus1_times2, "copied managed to managed");
     /* A 2D copy: every other row of `out`, seen as 256-float rows, into
@@ -256,6 +263,19 @@ int main(int argc, char **argv) {
     CU(cuMemsetD8(back, 0, N * 4));
     CU(cuMemcpyPeer(back, peer, dbuf, peer, N * 4));
     check_floats((float *)back, N, plus1_times2, "copied from a peer");
+    /* A batch of copies (CUDA 12.8): the first half from device memory, the
+     * second from managed memory, both into managed memory. */
+    CU(cuMemsetD8(back, 0, N * 4));
+    {
+        CUdeviceptr dsts[2] = {back, back + N * 2}, srcs[2] = {dbuf, out + N * 2};
+        size_t sizes[2] = {N * 2, N * 2}, attrs_idx = 0;
+        CUmemcpyAttributes attrs;
+        memset(&attrs, 0, sizeof attrs);
+        attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        CU(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attrs, &attrs_idx, 1, 0));
+        CU(cuStreamSynchronize(0));
+    }
+    check_floats((float *)back, N, plus1_times2, "copied in a batch");
     /* Large enough that the runtime's own buffers for it are large too. */
     const size_t big_bytes = 8u << 20;
     unsigned char *host = (unsigned char *)malloc(big_bytes);

@@ -675,6 +675,25 @@ EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
     return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpy");
 }
 
+EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    (void)s;
+    return cuMemcpy(dst, src, n);
+}
+
+/* A batch of copies (CUDA 12.8), one after the other. */
+EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                              CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs,
+                                              CUstream s) {
+    COUNT();
+    (void)attrs, (void)attrs_idxs, (void)nattrs, (void)s;
+    if (!dsts || !srcs || !sizes) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i) {
+        CUresult r = sync_copy((void *)dsts[i], (const void *)srcs[i], sizes[i], 0, 0, "cuMemcpyBatchAsync");
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 /* n elements of `width` bytes at dst, each a copy of *pattern, written as
  * a synchronous copy from a buffer of them. */
 static CUresult fill_pattern(CUdeviceptr dst, const void *pattern, size_t width, size_t n, const char *fn) {
@@ -903,6 +922,7 @@ static const struct {
     {"cuEventQuery", (void *)cuEventQuery, NULL, NULL, 0},
     {"cuGetErrorName", (void *)cuGetErrorName, NULL, NULL, 0},
     {"cuMemcpy3D", NULL, NULL, (void *)cuMemcpy3D_v2, 3020},
+    {"cuMemcpyBatchAsync", NULL, NULL, (void *)cuMemcpyBatchAsync_v2, 13000},
     {"cuMemsetD2D8", NULL, NULL, (void *)cuMemsetD2D8_v2, 3020},
     {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
 };
