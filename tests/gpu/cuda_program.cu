@@ -6,7 +6,8 @@
 //   managed:  cudaMallocManaged touched by CPU and GPU in turn, with
 //             cudaMemcpy and cudaMemset on managed memory
 //   pitched:  2D and 3D copies and fills between managed memory, pitched
-//             device memory and malloc'd buffers, with kernels on both
+//             device memory and malloc'd buffers, with kernels on both, and
+//             a batch of copies (cudaMemcpyBatchAsync)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -142,6 +143,29 @@ static void pitched() {
                     want = cell_of(x - 13 + 7, y - 17 + 11, z - 3 + 2);
                 expect_cell("3D copies and fill", x, y, z, back[(z * h + y) * w + x], want);
             }
+    // A batch of copies (CUDA 12.8), on a stream of the program's: a managed
+    // row into device memory, and device memory into a managed row.
+    cudaStream_t stream;
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    float *lin_in, *lin_out, *row_back = managed(row);
+    CK(cudaMalloc(reinterpret_cast<void **>(&lin_in), row));
+    CK(cudaMalloc(reinterpret_cast<void **>(&lin_out), row));
+    for (size_t x = 0; x < w; ++x) plain[x] = cell_of(x, 0, 7), row_back[x] = -3.0f;
+    CK(cudaMemcpy(lin_out, plain, row, cudaMemcpyHostToDevice));
+    void *dsts[2] = {lin_in, row_back};
+    const void *srcs[2] = {m + 5 * w, lin_out};
+    size_t sizes[2] = {row, row}, attr_index = 0;
+    cudaMemcpyAttributes attr = {};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    CK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &attr_index, 1, stream));
+    CK(cudaStreamSynchronize(stream));
+    CK(cudaMemcpy(plain, lin_in, row, cudaMemcpyDeviceToHost));
+    for (size_t x = 0; x < w; ++x) {
+        expect_cell("batch, managed to device", x, 5, 0, plain[x], m[5 * w + x]);
+        expect_cell("batch, device to managed", x, 0, 7, row_back[x], cell_of(x, 0, 7));
+    }
+    cudaFree(lin_in), cudaFree(lin_out), cudaFree(row_back);
+    cudaStreamDestroy(stream);
     cudaFree(dev3.ptr), cudaFree(back), cudaFree(vol), cudaFree(dev), cudaFree(out), cudaFree(m);
     free(plain);
 }
