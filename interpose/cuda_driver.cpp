@@ -1,13 +1,16 @@
 // The CUDA driver API.  Routed (ADSM_GPU_APIS), managed allocations are
-// shared memory, launches release and run the kernel registered under the
-// function's name on the runtime's accelerator, and every synchronisation
-// (context, stream, event, and their queries) waits for those kernels and
-// acquires before it asks the driver about the driver's own work.  Emulated
-// kernels run in order on one stream, so any synchronisation waits for all
-// of them: more than the program asked for, never less.
+// shared memory, launches release and run the program's kernel (on the
+// `cuda` device, the program's own GPU code on its own stream; on others,
+// the host function registered under the kernel's name), and every
+// synchronisation (context, stream, event, and their queries) waits for
+// those kernels and acquires before it asks the driver about its own work.
+// Emulated kernels run in order on one stream, so any synchronisation waits
+// for all of them: more than the program asked for, never less.  Copies and
+// fills with shared memory on a side go through the protocol.
 //
 // A statically linked CUDA runtime reaches the driver only through
-// cuGetProcAddress; its answers are rewritten to the wrappers here.
+// cuGetProcAddress; its answers are rewritten to the wrappers here.  Every
+// wrapper's name is exported too (lib/adsm.map; interpose.gpu_symbols).
 #include <cuda.h>
 
 #include <cstring>
