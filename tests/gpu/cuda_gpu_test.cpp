@@ -71,33 +71,40 @@ TEST(Gpu, KernelsFollowPointersTheCpuBuilt) {
     EXPECT_EQ(out[0], want);
 }
 
-TEST(Gpu, LargeArrayRoundTrip) {
+// What the CPU writes at i before add_one, and what it reads there after.
+static float written_at(size_t i) { return static_cast<float>(i & 0xffff); }
+static float added_at(size_t i) { return written_at(i) + 1.0f; }
+
+// The CPU writes every element of v, a kernel adds one to each, and the
+// sync brings them back.
+static void write_then_add_one(adsm::shared_array<float> &v, size_t n) {
     auto add_one = kernels().kernel<float *, size_t>("add_one");
-    size_t n = (256u << 20) / sizeof(float);
-    adsm::shared_array<float> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i & 0xffff);
+    for (size_t i = 0; i < n; ++i) v[i] = written_at(i);
     add_one(adsm::dim3(1024), adsm::dim3(256), v.data(), n);
     adsm::sync();
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], static_cast<float>(i & 0xffff) + 1.0f) << "at " << i;
+}
+
+TEST(Gpu, LargeArrayRoundTrip) {
+    size_t n = (256u << 20) / sizeof(float);
+    adsm::shared_array<float> v(n);
+    write_then_add_one(v, n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], added_at(i)) << "at " << i;
 }
 
 // A prefetch to the host returns once its copies are queued; a read
 // meanwhile waits for its block, and the sync waits for every copy to land.
 TEST(Gpu, APrefetchToTheHostLandsInTheBackground) {
-    auto add_one = kernels().kernel<float *, size_t>("add_one");
     size_t n = (64u << 20) / sizeof(float);
     adsm::shared_array<float> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i & 0xffff);
-    add_one(adsm::dim3(1024), adsm::dim3(256), v.data(), n);
-    adsm::sync();
+    write_then_add_one(v, n);
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     ASSERT_EQ(adsmPrefetch(v.data(), n * sizeof(float), ADSM_HOST), adsmSuccess) << detail();
     const auto t1 = clock::now();
-    EXPECT_EQ(v[n - 1], static_cast<float>((n - 1) & 0xffff) + 1.0f) << "a read while the copies are on their way";
+    EXPECT_EQ(v[n - 1], added_at(n - 1)) << "a read while the copies are on their way";
     ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
     const auto t2 = clock::now();
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], static_cast<float>(i & 0xffff) + 1.0f) << "at " << i;
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], added_at(i)) << "at " << i;
     auto us = [](clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
     printf("prefetch of 64 MiB to the host: %.0f us to return, %.0f us until the sync saw it land\n", us(t1 - t0),
            us(t2 - t0));
