@@ -47,7 +47,7 @@ TEST(StressTest, AMillionLiveRegions) {
     }
     auto per_lookup = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / 200000;
     RecordProperty("ns_per_lookup_pair", std::to_string(per_lookup));
-    // Write a few and run a kernel over some of them.
+    // A few are written and read back through the protocol.
     for (size_t i = 0; i < n; i += 9973) regions[i][0] = 'x';
     for (size_t i = 0; i < n; i += 9973) ASSERT_EQ(regions[i][0], 'x');
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(adsmFree(regions[i]), adsmSuccess) << i;
