@@ -1,11 +1,11 @@
-// Coherence for objects that do not live in their device's memory alone
-// (SharedObject::home, chosen with adsmAllocEx); every other object goes to
-// the process's protocol, which never sees these (they sit apart in their
-// group).
+// Coherence for objects that do not live in a discrete device's memory
+// alone (SharedObject::own_coherence: placed with adsmAllocEx, or on an
+// integrated device); every other object goes to the process's protocol,
+// which never sees these (they sit apart in their group).
 //
-//   host: one copy, the host's, which kernels reach directly.  Nothing ever
-//     moves and nothing is protected, as on an integrated device; a CPU
-//     access while a kernel runs is the program's race, as there.
+//   host, or at home on an integrated device: one copy, the host's, which
+//     kernels reach directly.  Nothing ever moves and nothing is protected;
+//     a CPU access while a kernel runs is the program's race.
 //   every_device: the host copy is the master and each device holds a
 //     replica, brought up to date by any call on that device (of any
 //     context) when the object changed since that replica was made.  Kernels
@@ -43,7 +43,7 @@ public:
     void context_destroyed(ReleaseGroup &c) override { inner_->context_destroyed(c); }
 
     Status on_alloc(SharedObject &r, bool zeroed) override {
-        if (r.home == Home::device) return inner_->on_alloc(r, zeroed);
+        if (!r.own_coherence()) return inner_->on_alloc(r, zeroed);
         if (Status s = protect_range(r.host, r.span, PROT_READ | PROT_WRITE); s != adsmSuccess) return s;
         if (r.home == Home::every_device) {
             r.replicas = new (std::nothrow) uint64_t[devices_.size()]();
@@ -57,7 +57,7 @@ public:
     }
 
     void on_free(SharedObject &r) override {
-        if (r.home == Home::device) return inner_->on_free(r);
+        if (!r.own_coherence()) return inner_->on_free(r);
         if (r.home != Home::every_device) return;
         {
             os::FutexGuard g(list_lock_);
@@ -75,15 +75,16 @@ public:
     Status release(ReleaseGroup &c) override { return inner_->release(c); }
     Status acquire(ReleaseGroup &c) override { return inner_->acquire(c); }
     Status release_object(SharedObject &r, bool read_only) override {
-        return r.home == Home::device ? inner_->release_object(r, read_only) : adsmSuccess;
+        return r.own_coherence() ? adsmSuccess : inner_->release_object(r, read_only);
     }
     Status acquire_object(SharedObject &r, bool written) override {
-        return r.home == Home::device ? inner_->acquire_object(r, written) : adsmSuccess;
+        return r.own_coherence() ? adsmSuccess : inner_->acquire_object(r, written);
     }
 
     Status update_replicas(Device &on) override {
         // Every call comes here: most processes have no replicated object.
-        if (replicated_count_.load(std::memory_order_acquire) == 0) return adsmSuccess;
+        // An integrated device's replica is the host copy itself.
+        if (replicated_count_.load(std::memory_order_acquire) == 0 || on.integrated()) return adsmSuccess;
         size_t d = index_of(on);
         std::vector<SharedObject *> stale;
         {
@@ -113,34 +114,34 @@ public:
     }
 
     Status read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket = nullptr) override {
-        if (r.home == Home::device) return inner_->read_out(r, off, dst, len, ticket);
+        if (!r.own_coherence()) return inner_->read_out(r, off, dst, len, ticket);
         return host_copy_->read_out(r, off, dst, len);
     }
     Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override {
-        if (r.home == Home::device) return inner_->write_in(r, off, src, len, ticket);
+        if (!r.own_coherence()) return inner_->write_in(r, off, src, len, ticket);
         changed(r);
         return host_copy_->write_in(r, off, src, len);
     }
     Status fill(SharedObject &r, size_t off, int value, size_t len) override {
-        if (r.home == Home::device) return inner_->fill(r, off, value, len);
+        if (!r.own_coherence()) return inner_->fill(r, off, value, len);
         changed(r);
         return host_copy_->fill(r, off, value, len);
     }
 
     // The host copy is current, always: nothing to settle or evict.
     Status settle_on_device(SharedObject &r) override {
-        return r.home == Home::device ? inner_->settle_on_device(r) : adsmSuccess;
+        return r.own_coherence() ? adsmSuccess : inner_->settle_on_device(r);
     }
-    Status evict(SharedObject &r) override { return r.home == Home::device ? inner_->evict(r) : adsmSuccess; }
+    Status evict(SharedObject &r) override { return r.own_coherence() ? adsmSuccess : inner_->evict(r); }
     Status fetch_range(SharedObject &r, size_t off, size_t len) override {
-        return r.home == Home::device ? inner_->fetch_range(r, off, len) : adsmSuccess;
+        return r.own_coherence() ? adsmSuccess : inner_->fetch_range(r, off, len);
     }
     Status prefetch_range(SharedObject &r, size_t off, size_t len) override {
-        return r.home == Home::device ? inner_->prefetch_range(r, off, len) : adsmSuccess;
+        return r.own_coherence() ? adsmSuccess : inner_->prefetch_range(r, off, len);
     }
 
     FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override {
-        if (r.home == Home::device) return inner_->on_fault(r, addr, write);
+        if (!r.own_coherence()) return inner_->on_fault(r, addr, write);
         if (r.home != Home::every_device) return FaultOutcome::not_mine;
         // Only ever closed for writing (update_replicas): open it again and
         // let every replica be stale.
@@ -151,7 +152,7 @@ public:
     }
 
     Status snapshot(const SharedObject &r, uint8_t *dst) override {
-        return r.home == Home::device ? inner_->snapshot(r, dst) : Protocol::snapshot(r, dst);
+        return r.own_coherence() ? Protocol::snapshot(r, dst) : inner_->snapshot(r, dst);
     }
 
 private:

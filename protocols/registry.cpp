@@ -53,9 +53,11 @@ Status make_protocol(const std::string &name, const ProtocolEnv &env, std::uniqu
         known += e.info.name;
     }
     if (!found) return fail(adsmErrorInitialization, "ADSM_PROTOCOL=%s is not a protocol: expected one of %s", name.c_str(), known.c_str());
-    // Objects placed outside device memory (adsmAllocEx) keep their own
-    // coherence around the chosen protocol's.
-    *out = env.device->integrated() ? make_integrated(env) : make_placed(env, found->make(env));
+    // Objects placed outside device memory (adsmAllocEx), or on an
+    // integrated device of a mixed list, keep their own coherence around
+    // the chosen protocol's.
+    bool one_memory = env.device->integrated() && all_integrated(env.devices);
+    *out = one_memory ? make_integrated(env) : make_placed(env, found->make(env));
     return adsmSuccess;
 }
 

@@ -10,12 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/device.h"
 #include "os/futex_lock.h"
 #include "os/invariant.h"
 
 namespace adsm {
 
-class Device;
 struct ReleaseGroup;
 
 // One byte per block: a state in the low bits and flags above.
@@ -53,7 +53,8 @@ struct ObjectStats {
 };
 
 // Where an object's device copy lives (adsmAllocEx).  Objects at home in
-// their device's memory follow the process's protocol; the others keep a
+// a discrete device's memory follow the process's protocol; the others (and
+// those on an integrated device, whose memory is the host's) keep a
 // coherence of their own (protocols/placed.cpp) and sit apart in their
 // group (ReleaseGroup::placed), so the protocols never see them.
 enum class Home : uint8_t {
@@ -93,6 +94,12 @@ struct SharedObject {
     uint32_t generation = 0;
     std::atomic<bool> live{false};
     ObjectStats stats;
+
+    // Coherence of its own (protocols/placed.cpp), not the process's
+    // protocol's: placed outside device memory, or on an integrated device
+    // (one copy that the CPU and the kernels share).  Changes only while the
+    // object is out of its group's lists (Manager::relocate).
+    bool own_coherence() const { return home != Home::device || (device && device->integrated()); }
 
     // ---- coherence: changed under `lock` by the protocol
     os::FutexLock lock;
@@ -196,7 +203,7 @@ struct ReleaseGroup {
     void *protocol_state = nullptr;
 
     void link(SharedObject *o) {
-        SharedObject *&head = o->home == Home::device ? objects : placed;
+        SharedObject *&head = o->own_coherence() ? placed : objects;
         o->prev = nullptr;
         o->next = head;
         if (head) head->prev = o;
@@ -204,7 +211,7 @@ struct ReleaseGroup {
         ++nobjects;
     }
     void unlink(SharedObject *o) {
-        SharedObject *&head = o->home == Home::device ? objects : placed;
+        SharedObject *&head = o->own_coherence() ? placed : objects;
         if (o->prev) o->prev->next = o->next;
         else head = o->next;
         if (o->next) o->next->prev = o->prev;

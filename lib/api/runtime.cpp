@@ -135,7 +135,7 @@ Status new_tracker(Runtime &rt, const char *required, const char *without, std::
 // Which tracker the configuration asks for, given what the kernel offers.
 Status choose_tracker(Runtime &rt) {
     const ProtocolInfo *info = find_protocol(rt.config.protocol);
-    if (!info || !info->tracks_writes || rt.device->integrated()) return adsmSuccess;
+    if (!info || !info->tracks_writes || all_integrated(rt.devices)) return adsmSuccess;
     const std::string &want = rt.config.dirty_tracking;
     if (want == "mprotect") return adsmSuccess;
     if (want == "auto")
@@ -267,7 +267,7 @@ Status collector(Runtime &rt, gc::Collector **out) {
     gc.full_every = rt.config.gc_full_every;
     gc.concurrent = rt.config.gc_concurrent;
     if (Status s = collector_write_tracking(rt, &gc.writes); s != adsmSuccess) return s;
-    auto *c = new gc::Collector(*rt.manager, rt.table, rt.space, *rt.device, gc);
+    auto *c = new gc::Collector(*rt.manager, rt.table, rt.space, gc);
     if (Status s = c->init(); s != adsmSuccess) return s;  // (c is leaked: it may have started threads)
     rt.collector.store(c, std::memory_order_release);
     *out = c;

@@ -38,11 +38,14 @@ Status Device::map_host_memory(uintptr_t, uint64_t) {
                 name());
 }
 
-Status Device::map_peer_memory(Device &holder, uintptr_t, uint64_t) {
+Status Device::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) {
     if (integrated() && holder.integrated()) return adsmSuccess;  // one memory
+    // An integrated device's memory is the host's own.
+    if (holder.integrated()) return map_host_memory(dev, bytes);
     return fail(adsmErrorNotSupported,
-                "kernels on the %s device cannot reach the %s device's memory (an object on a preferred device needs "
-                "simulated devices, ADSM_DEVICE=sim,sim)",
+                "kernels on the %s device cannot reach the %s device's memory (an object kept on a preferred device "
+                "needs every device to be simulated, ADSM_DEVICE=sim,sim; ADSM_PLACE_HOST puts it where every "
+                "device's kernels reach it)",
                 name(), holder.name());
 }
 

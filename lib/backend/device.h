@@ -185,4 +185,13 @@ Status create_device(const std::string &name, const Config &config, std::unique_
 // they cannot serve one process together.
 Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>> *out);
 
+// Whether every device of a list works on the host's own pages: one memory
+// for all, nothing ever copied or protected.  A list mixing kinds is not.
+template <class List>
+bool all_integrated(const List &devices) {
+    for (const auto &d : devices)
+        if (!d->integrated()) return false;
+    return true;
+}
+
 }  // namespace adsm

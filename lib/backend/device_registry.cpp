@@ -61,14 +61,6 @@ Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>>
     for (const std::string &n : names) {
         std::unique_ptr<Device> d;
         if (Status s = create_device(n, config, &d); s != adsmSuccess) return s;
-        // The protocol is the same for every device: it cannot both copy
-        // (a discrete device) and never copy (an integrated one).
-        if (!out->empty() && d->integrated() != out->front()->integrated())
-            return fail(adsmErrorNotSupported,
-                        "ADSM_DEVICE mixes integrated (%s) and discrete (%s) devices, which one process cannot use "
-                        "together yet",
-                        d->integrated() ? d->name() : out->front()->name(),
-                        d->integrated() ? out->front()->name() : d->name());
         out->push_back(std::move(d));
     }
     return adsmSuccess;

@@ -56,7 +56,7 @@ void Collector::take_device_copies() {
         c->block_size = 0;
         const Region *r = c->region;
         c->writes_seen = r->program_writes.load(std::memory_order_seq_cst);
-        if (device_.integrated()) continue;
+        if (r->device->integrated()) continue;  // one copy, the host's
         bool any = false;
         uint64_t bs = r->block_size && r->blocks ? r->block_size : c->bytes;
         if (r->on_device || (r->nblocks > 64 && r->blocks)) {
@@ -102,9 +102,9 @@ void Collector::take_device_copies() {
 // half-way through it.  What it wrote is then in no copy the collector
 // reads.  (Writes that went to the host copy are read where they landed.)
 bool Collector::device_copies_stale() const {
-    if (device_.integrated()) return false;
     for (Chunk *c : heap_.chunks()) {
         const Region *r = c->region;
+        if (r->device->integrated()) continue;
         uint32_t w = r->program_writes.load(std::memory_order_seq_cst);
         if (w == c->writes_seen && !(w & 1)) continue;
         if (c->block_size || c->all_on_device || r->on_device) return true;

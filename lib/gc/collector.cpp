@@ -24,10 +24,9 @@ pid_t gettid_raw() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 unsigned popcount(uint64_t m) { return static_cast<unsigned>(__builtin_popcountll(m)); }
 }  // namespace
 
-Collector::Collector(Manager &manager, RegionTable &table, AddressSpace &space, Device &device, GcConfig config)
+Collector::Collector(Manager &manager, RegionTable &table, AddressSpace &space, GcConfig config)
     : manager_(manager),
       space_(space),
-      device_(device),
       config_(config),
       heap_(manager, table, space, HeapLimits{config.max_heap}) {}
 

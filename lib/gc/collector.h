@@ -31,7 +31,6 @@
 #include "support/status.h"
 
 namespace adsm {
-class Device;
 namespace os {
 class UffdTracker;
 }
@@ -56,7 +55,7 @@ struct GcConfig {
 
 class Collector {
 public:
-    Collector(Manager &manager, RegionTable &table, AddressSpace &space, Device &device, GcConfig config);
+    Collector(Manager &manager, RegionTable &table, AddressSpace &space, GcConfig config);
     ~Collector() = delete;  // lives as long as the process
     Status init();
 
@@ -265,7 +264,6 @@ private:
 
     Manager &manager_;
     AddressSpace &space_;
-    Device &device_;
     GcConfig config_;
     Heap heap_;
     World world_;

@@ -56,6 +56,7 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
              : config.spill == "next" ? Spill::next
                                       : Spill::host) {
     for (size_t i = 0; i < devices_.size(); ++i) victims_.push_back(std::make_unique<VictimList>());
+    one_memory_ = all_integrated(devices_);
 }
 
 // ---------------------------------------------------------------- regions
@@ -123,9 +124,13 @@ Status Manager::commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKi
                               bool *resident, SplitDevice **split) {
     *resident = true;
     *split = nullptr;
-    // One memory serves the host and an integrated device: every kind is
-    // the same memory (a replicated object is still every context's).
-    if (on.integrated()) return on.commit(dev, span);
+    // One memory serves the host and integrated devices: every kind is
+    // the same memory (a replicated object is still every context's), and
+    // there is no other memory to wait in when it is full.  In a list
+    // mixing kinds, the discrete devices map the host's pages for an object
+    // placed elsewhere or kept on an integrated device (below).
+    if (one_memory_ || (on.integrated() && place->home == Home::device && !place->preferred))
+        return on.commit(dev, span);
     const int below = kind == RegionKind::device ? INT32_MAX : place->priority;
     if (place->home == Home::every_device) {
         // A replica on each device, idle objects making room for it: it has
@@ -250,7 +255,7 @@ void Manager::release_split(SplitDevice *s) {
 }
 
 void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool pinned, bool resident) {
-    if (on.integrated()) return on.decommit(dev, span);
+    if (one_memory_) return on.decommit(dev, span);
     switch (home) {
     case Home::device:
         if (resident) on.decommit(dev, span);
@@ -269,7 +274,7 @@ void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home hom
 
 Manager::MirrorRange Manager::ready_mirror(Region &r, uintptr_t a, bool first) {
     // An object waiting on the host has no device memory to pin against.
-    if (!r.resident.load(std::memory_order_acquire) || r.home != Home::device || r.split) return {};
+    if (!r.resident.load(std::memory_order_acquire) || r.own_coherence() || r.split) return {};
     size_t off = a - r.host, lo = 0, hi = r.span;
     if (uint64_t bs = r.block_size; bs && bs < r.span) {
         lo = off / bs * bs;
@@ -303,7 +308,7 @@ void Manager::enter_mirror(const MirrorRange &m) {
 // device was full) is current there, all of it, from the start.
 Status Manager::start_coherence(Region &r, bool zeroed) {
     if (Status s = protocol_.on_alloc(r, zeroed && r.resident); s != adsmSuccess) return s;
-    if (r.resident || r.home != Home::device) return adsmSuccess;
+    if (r.resident || r.own_coherence()) return adsmSuccess;
     stats().add(Counter::host_only_allocs);
     Status s = protocol_.evict(r);
     if (s != adsmSuccess) protocol_.on_free(r);

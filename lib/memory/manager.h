@@ -212,6 +212,10 @@ private:
     // Makes `to` r's device, moving its device copy there if it fits, else
     // leaving it on the host alone; r's owner is locked, no kernel uses r.
     Status relocate(Region &r, Device &to);
+    // relocate between a discrete device and an integrated one: the host
+    // copy becomes the only one, or the process's protocol takes the object
+    // over with its host copy current.
+    Status change_memory_kind(Region &r, Device &to);
     // Before a release of c (c's lock held): every object of c resident on
     // c's device, evicting others' idle objects to make room, and stamped
     // with the release clock.
@@ -271,6 +275,9 @@ private:
     AddressSpace &space_;
     RegionTable &table_;
     std::vector<Device *> devices_;
+    // Every device works on the host's own pages: there is one memory, so
+    // every kind of placement is the same (a mixed list keeps them apart).
+    bool one_memory_ = false;
     std::vector<std::unique_ptr<VictimList>> victims_;  // one per device, as devices_
     Protocol &protocol_;
     ContextTable contexts_;

@@ -9,12 +9,15 @@
 // device waits on the host (as an allocation that finds the device full
 // does); one whose copy failed stays current where it was.  Either way the
 // context's next call brings it to the device before releasing anything.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "memory/manager.h"
 #include "memory/owner_lock.h"
+#include "protocols/protection.h"
 #include "support/stats.h"
 
 namespace adsm {
@@ -77,7 +80,8 @@ Status Manager::move_object(Region &r, Device &to) {
 
 Status Manager::relocate(Region &r, Device &to) {
     if (r.device == &to || r.pinned) return adsmSuccess;  // (a pinned one stays on its preferred device)
-    if (r.home != Home::device && !r.device->integrated()) {
+    if (r.home == Home::device && r.device->integrated() != to.integrated()) return change_memory_kind(r, to);
+    if (r.home != Home::device && !one_memory_) {
         // Every device reaches it already (host-resident, replicated).
         os::FutexGuard g(r.lock);
         r.device = &to;
@@ -110,6 +114,63 @@ Status Manager::relocate(Region &r, Device &to) {
         to.decommit(r.dev, r.span);
         return s;
     }
+    return adsmSuccess;
+}
+
+Status Manager::change_memory_kind(Region &r, Device &to) {
+    Device &from = *r.device;
+    ReleaseGroup *group = r.group;
+    // The object changes lists in its group (ReleaseGroup::link): it has
+    // its own coherence on an integrated device.
+    auto set_device = [&](Device *d, bool resident) {
+        if (group) group->unlink(&r);
+        {
+            os::FutexGuard g(r.lock);
+            r.device = d;
+            r.resident = resident;
+        }
+        if (group) group->link(&r);
+    };
+    const bool was_resident = r.resident;
+    if (to.integrated()) {
+        // The host copy becomes the one copy: what the device holds comes
+        // back first, then the protocol lets go of the object.  That copy
+        // is in memory already: a device whose count of it is full leaves
+        // it uncounted (not resident), where its kernels still reach it.
+        Status room = to.commit(r.dev, r.span);
+        if (room != adsmSuccess && room != adsmErrorMemoryAllocation) return room;
+        r.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
+        Status s = was_resident ? protocol_.evict(r) : adsmSuccess;
+        r.program_writes.fetch_add(1, std::memory_order_seq_cst);
+        if (s != adsmSuccess) {
+            if (room == adsmSuccess) to.decommit(r.dev, r.span);
+            return s;
+        }
+        protocol_.on_free(r);
+        set_device(&to, room == adsmSuccess);
+        // (Own coherence now: this opens the object to the CPU for good.)
+        if (Status e = protocol_.on_alloc(r, false); e != adsmSuccess) s = e;
+        if (was_resident) from.decommit(r.dev, r.span);
+        stats().add(Counter::migrations);
+        return s;
+    }
+    // From the one copy to a discrete device: the protocol starts with the
+    // host copy current and sends all of it at the next release.  Without
+    // room there it waits on the host, as relocate's other objects do.
+    Status room = to.commit(r.dev, r.span);
+    if (room != adsmSuccess && room != adsmErrorMemoryAllocation) return room;
+    set_device(&to, room == adsmSuccess);
+    Status s = protocol_.on_alloc(r, false);
+    if (s == adsmSuccess) s = protocol_.evict(r);
+    if (s != adsmSuccess) {
+        protocol_.on_free(r);
+        if (room == adsmSuccess) to.decommit(r.dev, r.span);
+        set_device(&from, true);
+        (void)protocol_.on_alloc(r, false);
+        return s;
+    }
+    from.decommit(r.dev, r.span);
+    stats().add(Counter::migrations);
     return adsmSuccess;
 }
 
@@ -146,6 +207,9 @@ Status Manager::move_device_memory(Context &c, Device &to) {
     }
     for (Region *r : regions) {
         r->device->decommit(r->dev, r->span);
+        // The CPU may touch an integrated device's memory (device_alloc).
+        if (r->device->integrated() != to.integrated())
+            (void)protect_range(r->dev, r->span, to.integrated() ? PROT_READ | PROT_WRITE : PROT_NONE);
         r->device = &to;
         stats().add(Counter::migrations);
     }
@@ -169,11 +233,14 @@ Status Manager::move_context(size_t to, Context *in) {
         c->has_stream = false;
     }
     c->device = devices_[to];
+    // Listed first: an object that changes memory kind changes lists.
+    std::vector<Region *> objects, placed;
+    for (SharedObject *o = c->objects; o; o = o->next) objects.push_back(static_cast<Region *>(o));
+    for (SharedObject *o = c->placed; o; o = o->next) placed.push_back(static_cast<Region *>(o));
     Status result = adsmSuccess;
-    for (SharedObject *o = c->objects; o; o = o->next)
-        if (Status s = relocate(static_cast<Region &>(*o), *c->device); s != adsmSuccess && result == adsmSuccess)
-            result = s;
-    for (SharedObject *o = c->placed; o; o = o->next) (void)relocate(static_cast<Region &>(*o), *c->device);
+    for (Region *r : objects)
+        if (Status s = relocate(*r, *c->device); s != adsmSuccess && result == adsmSuccess) result = s;
+    for (Region *r : placed) (void)relocate(*r, *c->device);
     return result;
 }
 

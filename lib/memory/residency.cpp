@@ -33,7 +33,7 @@ Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uin
     ContextGuard lock;
     if (o != held && !lock.try_lock(*o)) return Eviction::contended;
     if (!v.live.load(std::memory_order_acquire) || v.owner() != o || !v.resident || v.bytes_on(d) == 0 ||
-        v.kind == RegionKind::device || v.home != Home::device || v.last_release == needed || o->holds(v))
+        v.kind == RegionKind::device || v.own_coherence() || v.last_release == needed || o->holds(v))
         return Eviction::refused;
     v.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
     Status s = protocol_.evict(v);
@@ -74,7 +74,7 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
                 // under each owner's lock).
                 std::vector<VictimList::Victim> candidates;
                 table_.for_each_live([&](Region &r) {
-                    if (r.resident && r.bytes_on(d) && r.kind != RegionKind::device && r.home == Home::device)
+                    if (r.resident && r.bytes_on(d) && r.kind != RegionKind::device && !r.own_coherence())
                         candidates.push_back({r.eviction_priority(), r.last_release, &r});
                 });
                 listed_at = cold.refill(std::move(candidates));
@@ -110,7 +110,7 @@ Status Manager::make_resident(Region &r, Device &on, Context &c, uint64_t needed
     // (Placed objects are where every device's kernels reach them already;
     // one kept on its preferred device is reached there.)
     Device &to = r.pinned ? *r.device : on;
-    if ((r.device == &to && r.resident) || r.home != Home::device) return adsmSuccess;
+    if ((r.device == &to && r.resident) || r.own_coherence()) return adsmSuccess;
     if (r.split) return commit_split(r, c, needed);
     if (Status s = commit_evicting(to, r.dev, r.span, &c, needed); s != adsmSuccess) return s;
     if (Status s = move_object(r, to); s != adsmSuccess) {

@@ -168,7 +168,7 @@ Status Manager::copy_shared(Region &rd, size_t doff, Region &rs, size_t soff, si
 // replicated object's copies), runs synchronously.
 template <class Copy>
 Status Manager::with_ticket(Region &r, uint64_t *ticket, Copy &&copy) {
-    if (!ticket || r.split || r.home != Home::device) return copy(nullptr);
+    if (!ticket || r.split || r.own_coherence()) return copy(nullptr);
     const uint64_t mine = device_index(*r.device) + 1, named = *ticket >> kTicketDeviceShift;
     if (named && named != mine) return copy(nullptr);
     uint64_t own = *ticket & ((uint64_t{1} << kTicketDeviceShift) - 1);

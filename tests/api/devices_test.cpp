@@ -226,7 +226,8 @@ TEST(DevicesTest, AMigratedObjectIsReleasedByItsNewContext) {
 
 TEST(DevicesTest, AnObjectMovedToAFullDeviceWaitsOnTheHostAndLosesNothing) {
     const int n = device_count();
-    if (n < 2 || !is_discrete()) return;  // only separate device memories can be full on one side
+    // Only separate device memories can be full on one side.
+    if (n < 2 || !is_discrete(0) || !is_discrete(1)) return;
     auto inc = device_kernel<increment>("devices.increment");
     const size_t len = 1 << 18;
     auto *v = static_cast<uint32_t *>(adsmAlloc(len * sizeof(uint32_t)));
@@ -309,5 +310,59 @@ TEST(DevicesTest, DeviceMemoryMovesWithItsContextAllOrNothing) {
             EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
         }
         EXPECT_EQ(adsmDeviceFree(d), adsmSuccess);
+    }).join();
+}
+
+// A list mixing kinds (ADSM_DEVICE=sim,cpu): on the integrated device an
+// object is the host's own pages, never copied or protected; moved to the
+// discrete one, the protocol takes it over with the host copy current; and
+// back, the host copy is again the only one.
+TEST(DevicesTest, AnObjectChangesMemoryKindWithItsContext) {
+    const int n = device_count();
+    int one = -1, apart = -1;
+    for (int d = 0; d < n; ++d) (is_discrete(d) ? apart : one) = d;
+    if (one < 0 || apart < 0) return;  // no mixed list
+    auto inc = device_kernel<increment>("devices.increment");
+    const size_t len = 1 << 20;  // 4 MiB
+    const uint64_t bytes = len * sizeof(uint32_t);
+    auto moved = [] {
+        return adsm::stats().get(adsm::Counter::h2d_bytes) + adsm::stats().get(adsm::Counter::d2h_bytes);
+    };
+    auto faults = [] {
+        return adsm::stats().get(adsm::Counter::read_faults) + adsm::stats().get(adsm::Counter::write_faults);
+    };
+    std::thread([&] {
+        ASSERT_EQ(adsmSetDevice(one), adsmSuccess) << detail();
+        uint64_t moved0 = moved(), faults0 = faults();
+        auto *v = static_cast<uint32_t *>(adsmAlloc(bytes));
+        ASSERT_NE(v, nullptr) << detail();
+        for (size_t i = 0; i < len; ++i) v[i] = static_cast<uint32_t>(i);
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        adsm::sync();
+        for (size_t i = 0; i < len; i += 4099) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 1)) << i;
+        EXPECT_EQ(moved(), moved0) << "one copy: nothing moves";
+        EXPECT_EQ(faults(), faults0) << "one copy: nothing is protected";
+
+        ASSERT_EQ(adsmSetDevice(apart), adsmSuccess) << detail();
+        v[7] += 100;  // before the call: the protocol sees the CPU's write
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        adsm::sync();
+        EXPECT_GE(moved() - moved0, bytes) << "the discrete device got the host copy";
+        for (size_t i = 0; i < len; i += 4099) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 2)) << i;
+        EXPECT_EQ(v[7], 109u);
+        // This result is still the device's alone when the context moves.
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        adsm::sync();
+        ASSERT_EQ(adsmSetDevice(one), adsmSuccess) << detail();
+        uint64_t moved1 = moved(), faults1 = faults();
+        for (size_t i = 0; i < len; i += 4099) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 3)) << i;
+        v[7] += 100;
+        inc(adsm::blocks_for(len, 256), 256, v, len);
+        adsm::sync();
+        EXPECT_EQ(v[7], 7u + 200 + 4);
+        for (size_t i = 0; i < len; i += 4099) ASSERT_EQ(v[i], static_cast<uint32_t>(i + 4 + (i == 7 ? 200 : 0))) << i;
+        EXPECT_EQ(moved(), moved1) << "back to one copy: nothing moves";
+        EXPECT_EQ(faults(), faults1) << "back to one copy: nothing is protected";
+        EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
     }).join();
 }

@@ -149,6 +149,17 @@ inline bool is_discrete() {
     adsmDeviceInfo info;
     return adsmGetDeviceInfo(&info) == adsmSuccess && !info.integrated;
 }
+inline bool is_discrete(int device) {
+    adsmDeviceInfo info;
+    return adsmGetDeviceProperties(device, &info) == adsmSuccess && !info.integrated;
+}
+// How many of the process's devices are discrete (a list may mix kinds).
+inline int discrete_devices() {
+    int n = 0, count = 0;
+    if (adsmGetDeviceCount(&n) != adsmSuccess) return 0;
+    for (int d = 0; d < n; ++d) count += is_discrete(d);
+    return count;
+}
 
 inline std::string detail() { return adsmGetLastErrorDetail(); }
 
