@@ -18,8 +18,16 @@
 //
 // A launch that signals an event completes before the event is signalled
 // from the host (zeEventHostSignal); wait events are waited for on the host
-// before the launch.  A regular list's kernels run before the driver
-// executes the rest of that list.
+// before the launch.  Emulated (sim, cpu), a regular list's kernels run
+// before the driver executes the rest of that list.
+//
+// On a GPU back-end (levelzero) a regular list is the driver's whole, its
+// kernels, copies and fills in their order: executing it releases the
+// shared memory first, and a synchronisation acquires once the driver's
+// wait is over.  The runtime has one GPU, the driver's first: a program's
+// shared allocations and command lists on another GPU are the driver's
+// alone, passed through untouched.
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -106,12 +114,16 @@ struct ListState {
     bool immediate = false;
     ze_context_handle_t ctx = nullptr;
     std::vector<Launch> launches;  // a regular list's commands the preload runs, in order
+    bool driver_runs = false;      // a regular list whose commands on shared memory the driver runs
+    std::atomic<bool> other_gpu{false};  // on a GPU not the runtime's: the driver's alone
 
-    void reset(bool is_immediate, ze_context_handle_t context) {
+    void reset(bool is_immediate, ze_context_handle_t context, bool on_other_gpu) {
         std::lock_guard<std::mutex> lock(mu);
         immediate = is_immediate;
         ctx = context;
         launches.clear();
+        driver_runs = false;
+        other_gpu.store(on_other_gpu);
     }
 };
 
@@ -137,6 +149,37 @@ ze_result_t to_ze(Status s, const char *fn) {
 ze_result_t refuse(ze_result_t r, const char *fn, const char *why) {
     adsm::log(adsm::LogLevel::warn, "%s: %s", fn, why);
     return r;
+}
+
+// Whether `device` is a GPU of the driver that the runtime's back-end does
+// not use (the runtime runs on the first GPU alone).
+bool on_other_gpu(ze_device_handle_t device) {
+    void *ours = bridge::native_device();
+    return ours && device && device != static_cast<ze_device_handle_t>(ours);
+}
+
+// A list on another GPU: its commands are the driver's, but shared memory
+// lives on the runtime's GPU, in the protocol's care.
+bool on_other_gpu_list(ListState *ls) { return ls && ls->other_gpu.load(); }
+// On a GPU back-end, a regular list's commands go to the driver in the
+// list's order; its execution releases first.
+bool for_the_driver(ListState *ls) {
+    if (!bridge::runs_program_kernels()) return false;
+    std::lock_guard<std::mutex> lock(ls->mu);
+    return !ls->immediate;
+}
+ze_result_t driver_runs(ListState *ls, ze_result_t r) {
+    if (r == ZE_RESULT_SUCCESS) {
+        std::lock_guard<std::mutex> lock(ls->mu);
+        ls->driver_runs = true;
+    }
+    return r;
+}
+
+ze_result_t refuse_shared_on_other_gpu(const char *fn) {
+    return refuse(ZE_RESULT_ERROR_INVALID_ARGUMENT, fn,
+                  "shared memory used on a command list of another GPU than the runtime's (the first): allocate it "
+                  "with zeMemAllocShared on that GPU's device, or work on the first GPU");
 }
 
 // The launch as it stands on the kernel object now.  On a back-end that
@@ -248,9 +291,17 @@ ze_result_t append(ze_command_list_handle_t list, ListState *ls, Launch &&l, ze_
     return run(l, fn);
 }
 
+// Emulated, the preload's kernels are done before the driver's wait; on a
+// GPU back-end the driver may run them (a regular list): its wait first,
+// and an acquire only once it says done.
 #define SYNC_THEN_FORWARD(name, ...)                                  \
     do {                                                              \
         if (!gpu_routed(kApi)) return FORWARD(name, __VA_ARGS__);     \
+        if (bridge::runs_program_kernels()) {                         \
+            ze_result_t theirs_ = FORWARD(name, __VA_ARGS__);         \
+            if (theirs_ != ZE_RESULT_SUCCESS) return theirs_;         \
+            return to_ze(bridge::sync(), #name);                      \
+        }                                                             \
         ze_result_t ours_ = to_ze(bridge::sync(), #name);             \
         ze_result_t theirs_ = FORWARD(name, __VA_ARGS__);             \
         return ours_ != ZE_RESULT_SUCCESS ? ours_ : theirs_;          \
@@ -278,7 +329,8 @@ ZE_WRAPPER(zeContextDestroy, ze_context_handle_t ctx) {
 ZE_WRAPPER(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *device_desc,
            const ze_host_mem_alloc_desc_t *host_desc, size_t size, size_t alignment, ze_device_handle_t device,
            void **pptr) {
-    if (!gpu_routed(kApi)) return FORWARD(zeMemAllocShared, ctx, device_desc, host_desc, size, alignment, device, pptr);
+    if (!gpu_routed(kApi) || on_other_gpu(device))
+        return FORWARD(zeMemAllocShared, ctx, device_desc, host_desc, size, alignment, device, pptr);
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!device_desc || !host_desc || !pptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
@@ -334,7 +386,7 @@ ZE_WRAPPER(zeCommandListCreate, ze_context_handle_t ctx, ze_device_handle_t devi
            ze_command_list_handle_t *list) {
     ze_result_t r = FORWARD(zeCommandListCreate, ctx, device, desc, list);
     if (r == ZE_RESULT_SUCCESS && list && bridge::routed(kApi))
-        if (ListState *ls = g_lists.obtain(*list)) ls->reset(false, ctx);
+        if (ListState *ls = g_lists.obtain(*list)) ls->reset(false, ctx, on_other_gpu(device));
     return r;
 }
 
@@ -342,7 +394,7 @@ ZE_WRAPPER(zeCommandListCreateImmediate, ze_context_handle_t ctx, ze_device_hand
            const ze_command_queue_desc_t *desc, ze_command_list_handle_t *list) {
     ze_result_t r = FORWARD(zeCommandListCreateImmediate, ctx, device, desc, list);
     if (r == ZE_RESULT_SUCCESS && list && bridge::routed(kApi))
-        if (ListState *ls = g_lists.obtain(*list)) ls->reset(true, ctx);
+        if (ListState *ls = g_lists.obtain(*list)) ls->reset(true, ctx, on_other_gpu(device));
     return r;
 }
 
@@ -352,6 +404,7 @@ ZE_WRAPPER(zeCommandListReset, ze_command_list_handle_t list) {
         if (ListState *ls = g_lists.find(list)) {
             std::lock_guard<std::mutex> lock(ls->mu);
             ls->launches.clear();
+            ls->driver_runs = false;
         }
     return r;
 }
@@ -361,8 +414,11 @@ ZE_WRAPPER(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_ke
     if (!gpu_routed(kApi)) return FORWARD(zeCommandListAppendLaunchKernel, list, kernel, groups, signal, nwait, waits);
     constexpr const char *fn = "zeCommandListAppendLaunchKernel";
     ListState *ls = g_lists.find(list);
+    if (on_other_gpu_list(ls)) return FORWARD(zeCommandListAppendLaunchKernel, list, kernel, groups, signal, nwait, waits);
     if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (for_the_driver(ls))
+        return driver_runs(ls, FORWARD(zeCommandListAppendLaunchKernel, list, kernel, groups, signal, nwait, waits));
     Launch l;
     if (ze_result_t r = capture(kernel, groups, &l); r != ZE_RESULT_SUCCESS) return r;
     return append(list, ls, std::move(l), signal, nwait, waits, fn);
@@ -374,9 +430,12 @@ ZE_WRAPPER(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *d
         return FORWARD(zeCommandListAppendMemoryCopy, list, dst, src, size, signal, nwait, waits);
     constexpr const char *fn = "zeCommandListAppendMemoryCopy";
     ListState *ls = g_lists.find(list);
+    if (on_other_gpu_list(ls)) return refuse_shared_on_other_gpu(fn);
     if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
     if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (for_the_driver(ls))
+        return driver_runs(ls, FORWARD(zeCommandListAppendMemoryCopy, list, dst, src, size, signal, nwait, waits));
     // The side that is not shared must be memory the CPU reaches.
     const void *other = bridge::is_shared(dst) ? src : dst;
     if (!bridge::is_shared(other) && memory_type(ls->ctx, other) == ZE_MEMORY_TYPE_DEVICE)
@@ -397,11 +456,15 @@ ZE_WRAPPER(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *p
         return FORWARD(zeCommandListAppendMemoryFill, list, ptr, pattern, pattern_size, size, signal, nwait, waits);
     constexpr const char *fn = "zeCommandListAppendMemoryFill";
     ListState *ls = g_lists.find(list);
+    if (on_other_gpu_list(ls)) return refuse_shared_on_other_gpu(fn);
     if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
     if (!pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
     if (pattern_size == 0 || (pattern_size & (pattern_size - 1)) || pattern_size > 128 || size % pattern_size)
         return refuse(ZE_RESULT_ERROR_INVALID_SIZE, fn, "a pattern of a power of two up to 128 bytes that divides the size");
+    if (for_the_driver(ls))
+        return driver_runs(
+            ls, FORWARD(zeCommandListAppendMemoryFill, list, ptr, pattern, pattern_size, size, signal, nwait, waits));
     Launch l;
     l.kind = Launch::fill;
     l.dst = ptr;
@@ -412,7 +475,9 @@ ZE_WRAPPER(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *p
 
 ZE_WRAPPER(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t queue, uint32_t count,
            ze_command_list_handle_t *lists, ze_fence_handle_t fence) {
+    constexpr const char *fn = "zeCommandQueueExecuteCommandLists";
     if (gpu_routed(kApi) && lists) {
+        bool release = false;
         for (uint32_t i = 0; i < count; ++i) {
             ListState *ls = g_lists.find(lists[i]);
             if (!ls) continue;
@@ -420,10 +485,13 @@ ZE_WRAPPER(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t queue, u
             {
                 std::lock_guard<std::mutex> lock(ls->mu);
                 launches = ls->launches;  // a list may be executed again
+                release = release || ls->driver_runs;
             }
             for (Launch &l : launches)
-                if (ze_result_t r = run(l, "zeCommandQueueExecuteCommandLists"); r != ZE_RESULT_SUCCESS) return r;
+                if (ze_result_t r = run(l, fn); r != ZE_RESULT_SUCCESS) return r;
         }
+        if (release)
+            if (ze_result_t r = to_ze(bridge::release_for_driver(), fn); r != ZE_RESULT_SUCCESS) return r;
     }
     return FORWARD(zeCommandQueueExecuteCommandLists, queue, count, lists, fence);
 }

@@ -134,10 +134,21 @@ Status launch_program_kernel_sized(void *fn, const char *name, const uint32_t *s
     return launch_kernel(*rt, k, grid, block, args, rt->manager->program_context(), native);
 }
 
+Status release_for_driver() {
+    ADSM_READY(rt);
+    return rt->manager->release_for_driver(rt->manager->program_context());
+}
+
 void *native_context() {
     Inside in;
     Runtime *rt = nullptr;
     return ready(&rt) == adsmSuccess ? rt->device->native_context() : nullptr;
+}
+
+void *native_device() {
+    Inside in;
+    Runtime *rt = nullptr;
+    return ready(&rt) == adsmSuccess ? rt->device->native_device() : nullptr;
 }
 
 bool is_shared(const void *p) {

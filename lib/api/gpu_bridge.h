@@ -53,9 +53,16 @@ Status launch_program_kernel(void *fn, const char *name, adsmDim3 grid, adsmDim3
 // list's kernel, run when the list is executed).
 Status launch_program_kernel_sized(void *fn, const char *name, const uint32_t *sizes, unsigned count, adsmDim3 grid,
                                    adsmDim3 block, void *list, void **args);
+// A release of the program context for commands the driver runs itself (a
+// regular command list with the program's own kernels, copies and fills in
+// it), before the list is executed; the next sync acquires.
+Status release_for_driver();
 // The driver context the runtime's device keeps the window in, when its
 // API's objects must share it (Level Zero), else null.  Starts the runtime.
 void *native_context();
+// The driver's handle of the runtime's GPU, when its API names GPUs in the
+// calls a routed program makes (Level Zero), else null.  Starts the runtime.
+void *native_device();
 
 // Shared memory the program hands to the driver's copies and fills: these
 // move the data through the coherence protocol instead (the driver would

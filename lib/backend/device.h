@@ -154,6 +154,9 @@ public:
     // The driver context whose memory the window is (Level Zero: a routed
     // program's objects must live in it to reach shared memory), or null.
     virtual void *native_context() const { return nullptr; }
+    // The driver's handle of the GPU this device is (Level Zero: a routed
+    // program's work on another GPU is the driver's alone), or null.
+    virtual void *native_device() const { return nullptr; }
     // Whether this device can run k at all (host function or module code),
     // checked before a call releases anything.
     virtual Status check_kernel(const KernelInfo &k) const;

@@ -567,21 +567,37 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
         if (Status s = c->device->create_stream(&c->stream); s != adsmSuccess) return s;
         c->has_stream = true;
     }
-    if (uses) {
-        if (Status s = release_named(*c, uses, n); s != adsmSuccess) return s;
-    } else {
-        if (Status s = gather_objects(*c); s != adsmSuccess) return s;
-        if (Status s = protocol_.release(*c); s != adsmSuccess) return s;
-        c->whole_call.store(c->calls.load() + 1, std::memory_order_release);
-    }
-    // Whatever the call names, objects on every device are readable there.
-    if (Status s = protocol_.update_replicas(*c->device); s != adsmSuccess) return s;
-    // From here on the objects belong to the device, launched or not, so
-    // that the next adsmSync gives them back.
-    c->calls++;
-    c->unsynced_calls++;
+    if (Status s = release_for_call(*c, uses, n); s != adsmSuccess) return s;
     stats().add(Counter::kernels);
     return c->device->launch(c->stream, launch);
+}
+
+Status Manager::release_for_call(Context &c, const ObjectUse *uses, size_t n) {
+    if (uses) {
+        if (Status s = release_named(c, uses, n); s != adsmSuccess) return s;
+    } else {
+        if (Status s = gather_objects(c); s != adsmSuccess) return s;
+        if (Status s = protocol_.release(c); s != adsmSuccess) return s;
+        c.whole_call.store(c.calls.load() + 1, std::memory_order_release);
+    }
+    // Whatever the call names, objects on every device are readable there.
+    if (Status s = protocol_.update_replicas(*c.device); s != adsmSuccess) return s;
+    // From here on the objects belong to the device, launched or not, so
+    // that the next adsmSync gives them back.
+    c.calls++;
+    c.unsynced_calls++;
+    return adsmSuccess;
+}
+
+Status Manager::release_for_driver(Context *in) {
+    Timed timed(Counter::call_ns, trace::Kind::call, "(the program's command list)");
+    Context *c = in ? in : current();
+    if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+    ContextGuard lock(*c);
+    if (Status s = release_for_call(*c, nullptr, 0); s != adsmSuccess) return s;
+    for (Device *d : devices_)
+        if (Status s = d->wait_copies(Device::kAllCopies); s != adsmSuccess) return s;
+    return adsmSuccess;
 }
 
 Status Manager::sync(Context *in) {

@@ -143,6 +143,12 @@ public:
     // context.  Without, every object of the context.
     Status call(const LaunchDesc &launch, Context *in = nullptr, uint64_t synced_limit = UINT64_MAX,
                 const ObjectUse *uses = nullptr, size_t n = 0);
+    // A call's release of the whole context for work the driver runs
+    // itself (a routed program's regular command list, its kernels in it):
+    // no launch of the runtime's, and the copies the release started have
+    // landed when it returns, since nothing orders the driver's work after
+    // them.  The next sync acquires as after a call.
+    Status release_for_driver(Context *in);
     Status sync(Context *in = nullptr);
     // Waits for c's kernels and gives its regions back to the CPU, as a sync
     // would; a kernel error waits for the next adsmSync.  For a CPU access
@@ -220,6 +226,9 @@ private:
     // c's device, evicting others' idle objects to make room, and stamped
     // with the release clock.
     Status gather_objects(Context &c);
+    // A call's release of c (named objects, or all of them), counted as a
+    // call; c's lock held.
+    Status release_for_call(Context &c, const ObjectUse *uses, size_t n);
     // r with device memory on `to` for a call of c, whose objects stamped
     // `needed` (Region::last_release) stay.
     Status make_resident(Region &r, Device &to, Context &c, uint64_t needed);

@@ -4,7 +4,8 @@
  * event, another recorded in a regular list executed twice on a queue with
  * a fence, copies and fills between shared and host memory.  In `errors` mode it makes the mistakes a program makes and
  * checks the codes.  Built as level_zero_tables_app, it makes every call
- * through the loader's function tables instead (ze_tables.h).
+ * through the loader's function tables instead (ze_tables.h).  With
+ * APP_ZE_DEVICE=1 it works on the driver's second GPU.
  */
 #include <level_zero/ze_api.h>
 
@@ -128,7 +129,14 @@ int main(int argc, char **argv) {
     uint32_t count = 1;
     ZE(zeInit(0));
     ZE(zeDriverGet(&count, &driver));
-    ZE(zeDeviceGet(driver, &count, &dev));
+    /* APP_ZE_DEVICE picks a GPU other than the first, which the runtime
+     * does not use: the program's calls on it go to the driver. */
+    ze_device_handle_t devs[4];
+    uint32_t ndev = 4;
+    ZE(zeDeviceGet(driver, &ndev, devs));
+    unsigned which = getenv("APP_ZE_DEVICE") ? (unsigned)atoi(getenv("APP_ZE_DEVICE")) : 0;
+    CHECK(which < ndev, "APP_ZE_DEVICE=%u: the driver has %u devices", which, ndev);
+    dev = devs[which];
     ze_context_desc_t cdesc = {ZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
     ZE(zeContextCreate(driver, &cdesc, &ctx));
     ze_module_desc_t mdesc = {ZE_STRUCTURE_TYPE_MODULE_DESC, NULL, ZE_MODULE_FORMAT_NATIVE, sizeof MODULE_IMAGE,
@@ -272,6 +280,30 @@ int main(int argc, char **argv) {
         ZE(zeMemAllocDevice(ctx, &device_desc, N * 4, 64, dev, &dmem));
         CHECK(zeCommandListAppendMemoryCopy(imm, x, dmem, N * 4, NULL, 0, NULL) == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
               "a copy from device memory into shared memory");
+        ZE(zeMemFree(ctx, dmem));
+    }
+    if (mode == ROUTED && on_gpu_backend()) {
+        /* On a GPU back-end a regular list is the driver's, whole and in
+         * order: a copy from its device memory into shared memory, a kernel
+         * reading that, a copy of the result out (y is zero, filled above). */
+        void *dmem = NULL;
+        ZE(zeMemAllocDevice(ctx, &device_desc, N * 4, 64, dev, &dmem));
+        for (unsigned i = 0; i < N; ++i) host[i] = 5.0f + i;
+        ZE(zeEventHostReset(done));
+        ZE(zeCommandListAppendMemoryCopy(imm, dmem, host, N * 4, done, 0, NULL));
+        ZE(zeEventHostSynchronize(done, UINT64_MAX));
+        ze_command_list_handle_t mixed;
+        ZE(zeCommandListCreate(ctx, dev, &ldesc, &mixed));
+        ZE(zeCommandListAppendMemoryCopy(mixed, x, dmem, N * 4, NULL, 0, NULL));
+        set_vec_add(add, x, y, out);
+        ZE(zeCommandListAppendLaunchKernel(mixed, add, &groups, NULL, 0, NULL));
+        ZE(zeCommandListAppendMemoryCopy(mixed, host, out, N * 4, NULL, 0, NULL));
+        ZE(zeCommandListClose(mixed));
+        for (unsigned i = 0; i < N; ++i) host[i] = -1.0f, x[i] = -2.0f;
+        ZE(zeCommandQueueExecuteCommandLists(q, 1, &mixed, NULL));
+        ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
+        for (unsigned i = 0; i < N; ++i) CHECK(host[i] == 5.0f + i, "host[%u] = %g after the driver's list", i, host[i]);
+        for (unsigned i = 0; i < N; ++i) CHECK(x[i] == 5.0f + i, "x[%u] = %g after the driver's copy into it", i, x[i]);
         ZE(zeMemFree(ctx, dmem));
     }
     free(host);

@@ -68,6 +68,7 @@ public:
     Status function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes) override;
     Status check_kernel(const KernelInfo &k) const override;
     void *native_context() const override { return ctx_; }
+    void *native_device() const override { return dev_; }
 
     Status create_stream(StreamId *out) override;
     void destroy_stream(StreamId id) override;

@@ -82,11 +82,22 @@ static void note_host_side(const void *host) {
 }
 static atomic_int initialized;
 static int the_driver, the_device, the_context;
+/* FAKE_ZE_DEVICES=2 adds a second GPU, which modules, kernels, lists and
+ * allocations may name; the runtime's device memory is the first's. */
+static int the_second_device;
+static int device_count(void) {
+    const char *v = getenv("FAKE_ZE_DEVICES");
+    return v && atoi(v) >= 2 ? 2 : 1;
+}
+static int known_device(ze_device_handle_t dev) {
+    return dev == (ze_device_handle_t)&the_device || (dev == (ze_device_handle_t)&the_second_device && device_count() == 2);
+}
 
 /* Room for one argument's value: structs passed by value fit. */
 #define ZE_ARG_SLOT 64
 
 struct _ze_module_handle_t {
+    ze_device_handle_t dev;    /* built for it alone */
     char image[4096];          /* the double's text format */
     uint32_t *spirv;           /* or a SPIR-V module's words */
     size_t spirv_words;
@@ -117,6 +128,7 @@ static int spirv_param_count(const uint32_t *w, size_t n, const char *name) {
     return count;
 }
 struct _ze_kernel_handle_t {
+    ze_device_handle_t dev;  /* its module's */
     fake_kernel k;  /* parameter sizes come from the arguments set */
     unsigned char args[FAKE_MAX_PARAMS][ZE_ARG_SLOT];
     gpu_dim group;
@@ -137,14 +149,21 @@ struct _ze_command_queue_handle_t {
     int unused;
 };
 
+/* A regular list's command, run when the list is executed. */
 typedef struct command {
+    enum { CMD_KERNEL, CMD_COPY, CMD_FILL, CMD_BARRIER } kind;
     fake_kernel k;
     unsigned char args[FAKE_MAX_PARAMS][ZE_ARG_SLOT];
     gpu_dim grid, block;
     ze_event_handle_t signal;
+    void *dst; /* copy, fill */
+    const void *src; /* copy */
+    size_t size, pattern_size;
+    unsigned char pattern[128];
 } command;
 
 struct _ze_command_list_handle_t {
+    ze_device_handle_t dev;
     int immediate, closed;
     command cmds[64];
     int n;
@@ -162,6 +181,7 @@ EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
         if (atomic_load(&device.error)) return ZE_RESULT_ERROR_DEVICE_LOST;  \
     } while (0)
 
+static ze_result_t execute(const command *c);
 static void submit(const command *c) {
     void *params[FAKE_MAX_PARAMS];
     for (unsigned i = 0; i < c->k.nparams; ++i) params[i] = (void *)c->args[i];
@@ -194,12 +214,14 @@ ENTRY(zeDeviceGet, ze_driver_handle_t driver, uint32_t *count, ze_device_handle_
     NEED_INIT();
     if (driver != (ze_driver_handle_t)&the_driver) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    const uint32_t n = (uint32_t)device_count();
     if (*count == 0 || !devices) {
-        *count = 1;
+        *count = n;
         return ZE_RESULT_SUCCESS;
     }
-    *count = 1;
+    if (*count > n) *count = n;
     devices[0] = (ze_device_handle_t)&the_device;
+    if (*count > 1) devices[1] = (ze_device_handle_t)&the_second_device;
     return ZE_RESULT_SUCCESS;
 }
 
@@ -299,7 +321,7 @@ ENTRY(zeModuleCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_
     COUNT();
     NEED_INIT();
     if (log) *log = (ze_module_build_log_handle_t)calloc(1, sizeof(struct _ze_module_build_log_handle_t));
-    if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!ctx || !known_device(dev)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !module || !desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     /* The double's modules are text ("name:sizes;...") or SPIR-V; anything
      * else fails to build, with a log that says why, as a driver's compiler
@@ -312,6 +334,7 @@ ENTRY(zeModuleCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_
         m->spirv = (uint32_t *)malloc(desc->inputSize);
         memcpy(m->spirv, image, desc->inputSize);
         m->spirv_words = desc->inputSize / 4;
+        m->dev = dev;
         *module = m;
         return ZE_RESULT_SUCCESS;
     }
@@ -330,6 +353,7 @@ ENTRY(zeModuleCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_
     }
     struct _ze_module_handle_t *m = (struct _ze_module_handle_t *)calloc(1, sizeof *m);
     snprintf(m->image, sizeof m->image, "%.*s", (int)size, image);
+    m->dev = dev;
     *module = m;
     return ZE_RESULT_SUCCESS;
 }
@@ -367,6 +391,7 @@ ENTRY(zeKernelCreate, ze_module_handle_t m, const ze_kernel_desc_t *desc, ze_ker
     if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !kernel || !desc->pKernelName) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     struct _ze_kernel_handle_t *k = (struct _ze_kernel_handle_t *)calloc(1, sizeof *k);
+    k->dev = m->dev;
     if (m->spirv) {
         int n = spirv_param_count(m->spirv, m->spirv_words, desc->pKernelName);
         void *fn = n >= 0 && n <= FAKE_MAX_PARAMS ? dlsym(RTLD_DEFAULT, desc->pKernelName) : NULL;
@@ -431,10 +456,11 @@ ENTRY(zeCommandQueueDestroy, ze_command_queue_handle_t q) {
 static ze_result_t new_list(ze_context_handle_t ctx, ze_device_handle_t dev, const void *desc, int immediate,
                             ze_command_list_handle_t *list) {
     NEED_INIT();
-    if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!ctx || !known_device(dev)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !list) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *list = (ze_command_list_handle_t)calloc(1, sizeof(struct _ze_command_list_handle_t));
     (*list)->immediate = immediate;
+    (*list)->dev = dev;
     return ZE_RESULT_SUCCESS;
 }
 
@@ -499,10 +525,15 @@ ENTRY(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_
     if (!groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
     if (list->closed || list->n == 64) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (k->dev != list->dev) {
+        fprintf(stderr, "fake libze_loader: kernel '%s' of a module built for another device than the list's\n", k->k.name);
+        return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    }
     NOT_LOST();
     for (uint32_t i = 0; i < nwait; ++i)
         while (!atomic_load(&waits[i]->signaled)) sched_yield();
     command *c = &list->cmds[list->n];
+    c->kind = CMD_KERNEL;
     c->k = k->k;
     memcpy(c->args, k->args, sizeof c->args);
     c->grid = (gpu_dim){groups->groupCountX, groups->groupCountY, groups->groupCountZ};
@@ -523,7 +554,10 @@ ENTRY(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t q, uint32_t n
     for (uint32_t i = 0; i < n; ++i)
         if (!lists[i]->closed) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     for (uint32_t i = 0; i < n; ++i)
-        for (int j = 0; j < lists[i]->n; ++j) submit(&lists[i]->cmds[j]);
+        for (int j = 0; j < lists[i]->n; ++j) {
+            ze_result_t r = execute(&lists[i]->cmds[j]);
+            if (r != ZE_RESULT_SUCCESS) return r;
+        }
     if (fence) fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &fence->signaled);
     return ZE_RESULT_SUCCESS;
 }
@@ -637,12 +671,13 @@ ENTRY(zeEventQueryStatus, ze_event_handle_t e) {
 ENTRY(zeDeviceGetProperties, ze_device_handle_t dev, ze_device_properties_t *props) {
     COUNT();
     NEED_INIT();
-    if (dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!known_device(dev)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     props->type = ZE_DEVICE_TYPE_GPU;
     props->vendorId = 0x8086;
     props->flags = 0; /* discrete: not ZE_DEVICE_PROPERTY_FLAG_INTEGRATED */
-    snprintf(props->name, sizeof props->name, "Fake Level Zero GPU");
+    snprintf(props->name, sizeof props->name, "Fake Level Zero GPU%s",
+             dev == (ze_device_handle_t)&the_second_device ? " 1" : "");
     return ZE_RESULT_SUCCESS;
 }
 
@@ -768,7 +803,8 @@ ENTRY(zeMemAllocHost, ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *h
     return alloc(ctx, size, alignment, ZE_MEMORY_TYPE_HOST, p);
 }
 
-/* ---- copies, fills and barriers (immediate command lists) */
+/* ---- copies, fills and barriers: at once on an immediate list, in order
+ * with the kernels at the execution of a regular one */
 
 static ze_result_t signal_after(ze_event_handle_t signal) {
     if (signal) fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &signal->signaled);
@@ -779,21 +815,28 @@ static ze_result_t check_append(ze_command_list_handle_t list, uint32_t nwait, z
     if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
     if (!list->immediate) {
-        fprintf(stderr, "fake libze_loader: copies, fills and barriers are on immediate command lists only\n");
-        return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+        if (nwait) {
+            fprintf(stderr, "fake libze_loader: a regular list's copies, fills and barriers wait for no event\n");
+            return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+        }
+        if (list->closed || list->n == 64) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        return ZE_RESULT_SUCCESS;
     }
     for (uint32_t i = 0; i < nwait; ++i)
         while (!atomic_load(&waits[i]->signaled)) sched_yield();
     return ZE_RESULT_SUCCESS;
 }
 
-ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, const void *src, size_t size,
-      ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
-    COUNT();
-    NOT_LOST();
-    if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    ze_result_t checked = check_append(list, nwait, waits);
-    if (checked != ZE_RESULT_SUCCESS) return checked;
+/* The regular list's next command, to be filled in. */
+static command *record(ze_command_list_handle_t list, int kind, ze_event_handle_t signal) {
+    command *c = &list->cmds[list->n++];
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->signal = signal;
+    return c;
+}
+
+static ze_result_t do_copy(void *dst, const void *src, size_t size) {
     size_t run = 0;
     int dst_dev = vmm_view((uintptr_t)dst, &run) != NULL, src_dev = vmm_view((uintptr_t)src, &run) != NULL;
     if (dst_dev && src_dev) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
@@ -810,7 +853,36 @@ ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, c
         fake_drain(&device);
         memmove(dst, src, size);
     }
+    return r;
+}
+
+ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, const void *src, size_t size,
+      ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    NOT_LOST();
+    if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    ze_result_t checked = check_append(list, nwait, waits);
+    if (checked != ZE_RESULT_SUCCESS) return checked;
+    if (!list->immediate) {
+        command *c = record(list, CMD_COPY, signal);
+        c->dst = dst;
+        c->src = src;
+        c->size = size;
+        return ZE_RESULT_SUCCESS;
+    }
+    ze_result_t r = do_copy(dst, src, size);
     return r == ZE_RESULT_SUCCESS ? signal_after(signal) : r;
+}
+
+static ze_result_t do_fill(void *ptr, const void *pattern, size_t pattern_size, size_t size) {
+    size_t run = 0;
+    if (!vmm_view((uintptr_t)ptr, &run)) {
+        fake_drain(&device);
+        for (size_t i = 0; i < size; i += pattern_size) memcpy((char *)ptr + i, pattern, pattern_size);
+        return ZE_RESULT_SUCCESS;
+    }
+    if (pattern_size != 1) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* device fills are bytes in the double */
+    return (ze_result_t)vmm_queue(&device, (uintptr_t)ptr, NULL, size, 1, 1, *(const unsigned char *)pattern);
 }
 
 ENTRY(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, const void *pattern,
@@ -822,14 +894,15 @@ ENTRY(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, c
     if (checked != ZE_RESULT_SUCCESS) return checked;
     if (!pattern_size || (pattern_size & (pattern_size - 1)) || pattern_size > 128 || size % pattern_size)
         return ZE_RESULT_ERROR_INVALID_SIZE;
-    size_t run = 0;
-    if (!vmm_view((uintptr_t)ptr, &run)) {
-        fake_drain(&device);
-        for (size_t i = 0; i < size; i += pattern_size) memcpy((char *)ptr + i, pattern, pattern_size);
-        return signal_after(signal);
+    if (!list->immediate) {
+        command *c = record(list, CMD_FILL, signal);
+        c->dst = ptr;
+        c->size = size;
+        c->pattern_size = pattern_size;
+        memcpy(c->pattern, pattern, pattern_size);
+        return ZE_RESULT_SUCCESS;
     }
-    if (pattern_size != 1) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* device fills are bytes in the double */
-    ze_result_t r = (ze_result_t)vmm_queue(&device, (uintptr_t)ptr, NULL, size, 1, 1, *(const unsigned char *)pattern);
+    ze_result_t r = do_fill(ptr, pattern, pattern_size, size);
     return r == ZE_RESULT_SUCCESS ? signal_after(signal) : r;
 }
 
@@ -838,7 +911,24 @@ ENTRY(zeCommandListAppendBarrier, ze_command_list_handle_t list, ze_event_handle
     COUNT();
     NOT_LOST();
     ze_result_t checked = check_append(list, nwait, waits);
-    return checked == ZE_RESULT_SUCCESS ? signal_after(signal) : checked;
+    if (checked != ZE_RESULT_SUCCESS) return checked;
+    if (!list->immediate) {
+        record(list, CMD_BARRIER, signal);
+        return ZE_RESULT_SUCCESS;
+    }
+    return signal_after(signal);
+}
+
+/* A regular list's command at its execution. */
+static ze_result_t execute(const command *c) {
+    ze_result_t r = ZE_RESULT_SUCCESS;
+    switch (c->kind) {
+    case CMD_KERNEL: submit(c); return ZE_RESULT_SUCCESS;
+    case CMD_COPY: r = do_copy(c->dst, c->src, c->size); break;
+    case CMD_FILL: r = do_fill(c->dst, c->pattern, c->pattern_size, c->size); break;
+    case CMD_BARRIER: break;
+    }
+    return r == ZE_RESULT_SUCCESS ? signal_after(c->signal) : r;
 }
 
 ENTRY(zeKernelGetProperties, ze_kernel_handle_t k, ze_kernel_properties_t *props) {
