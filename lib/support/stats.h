@@ -45,6 +45,7 @@ namespace adsm {
     X(call_ns, "ns in calls (release, launch)")                   \
     X(sync_ns, "ns in syncs (wait, acquire)")                     \
     X(memory_ns, "ns allocating and freeing")                     \
+    X(kernel_ns, "ns kernels ran (sim)")                          \
     X(pinned_bytes, "host bytes pinned for the device")           \
     X(pin_ns, "ns pinning host memory")                           \
     X(io_calls, "I/O calls on shared memory")                     \

@@ -113,6 +113,9 @@ struct Channel {
 
     alignas(64) std::atomic<uint64_t> spans_written;
     KernelSpan spans[kSpanSlots];
+    // Nanoseconds kernels have run, all of them: the host counts what it
+    // has not seen at each sync (Counter::kernel_ns), spans or no spans.
+    std::atomic<uint64_t> kernel_ns;
 
     Command ring[kRingSlots];
     StreamStatus streams[kMaxStreams];

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/code_location.h"
+#include "support/stats.h"
 #include "support/trace.h"
 
 namespace adsm::exec {
@@ -142,6 +143,7 @@ Status ChannelHost::synchronize(StreamId id, const Alive &alive) {
         }
         s.pending.store(false, std::memory_order_relaxed);
         if (trace::enabled()) trace_kernels();
+        count_kernel_time();
     }
     StreamStatus &st = c_->streams[id];
     uint32_t e = st.error.load(std::memory_order_acquire);
@@ -155,6 +157,15 @@ Status ChannelHost::synchronize(StreamId id, const Alive &alive) {
         fail(code, "kernel '%s': %s", st.kernel, st.message);
     st.error.store(0, std::memory_order_release);
     return code;
+}
+
+void ChannelHost::count_kernel_time() {
+    uint64_t now = c_->kernel_ns.load(std::memory_order_relaxed);
+    uint64_t seen = kernel_ns_seen_.load(std::memory_order_relaxed);
+    // Another thread's sync may have counted past this one's reading.
+    while (now > seen && !kernel_ns_seen_.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
+    if (now > seen) stats().add(Counter::kernel_ns, now - seen);
 }
 
 void ChannelHost::trace_kernels() {

@@ -76,6 +76,10 @@ private:
 
     os::FutexLock spans_mu_;  // synchronize, from the fault handler too, drains the spans
     uint64_t spans_read_ = 0;
+    // Adds the kernel time the device counted since the last sync to the
+    // statistics.
+    void count_kernel_time();
+    std::atomic<uint64_t> kernel_ns_seen_{0};
 };
 
 }  // namespace adsm::exec

@@ -146,6 +146,7 @@ void Executor::record_span(const Command &cmd, uint64_t start_ns, bool failed) {
     s.kernel_id = cmd.kernel_id;
     s.start_ns = start_ns;
     s.end_ns = os::now_ns();
+    c_->kernel_ns.fetch_add(s.end_ns - start_ns, std::memory_order_relaxed);
     s.failed = failed;
     s.seq.store(i + 1, std::memory_order_release);
     c_->spans_written.store(i + 1, std::memory_order_release);
