@@ -41,6 +41,14 @@ struct TempFile {
 };
 uint8_t file_byte(size_t i) { return static_cast<uint8_t>(i * 13 + 5); }
 
+// The coherence protocol the runtime runs ("batch" writes a read's bytes
+// to the host copy, the others to the device).
+std::string protocol_in_use() {
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    return info.protocol;
+}
+
 }  // namespace
 
 TEST(IoTest, ReadIntoSharedMemoryInEveryState) {
@@ -81,16 +89,14 @@ TEST(IoTest, BigReadsSendWholeBlocksWhileTheNextRoundIsRead) {
     auto *p = static_cast<uint8_t *>(malloc(n));
     ASSERT_TRUE(shared(p));
     close_on_device(p, n, 4);
-    adsmDeviceInfo info;
-    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    const std::string protocol = protocol_in_use();
     const uint64_t async = counter(adsm::Counter::async_copies);
     ASSERT_EQ(read(f.fd, p, n), static_cast<ssize_t>(n));
     // (batch takes the object whole: a round's data goes to its host copy.
     // The others send each round to the device, lazy's one block included,
     // while the next round is read.)
-    const std::string protocol = info.protocol;
     if (protocol != "batch") {
-        EXPECT_GT(counter(adsm::Counter::async_copies), async) << info.protocol << ": every copy was synchronous";
+        EXPECT_GT(counter(adsm::Counter::async_copies), async) << protocol << ": every copy was synchronous";
     }
     for (size_t i = 0; i < n; i += 509) ASSERT_EQ(p[i], file_byte(i)) << i;
     close_on_device(p, n, 5);  // the data on the device is the file's, plus what the kernel adds
@@ -109,16 +115,15 @@ TEST(IoTest, AReadWhoseBytesCannotBeStoredFailsWithEio) {
     auto *p = static_cast<uint8_t *>(malloc(n));
     ASSERT_TRUE(shared(p));
     close_on_device(p, n, 6);
-    adsmDeviceInfo info;
-    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    const std::string protocol = protocol_in_use();
     inj::arm(inj::Site::device_copy, 1);
     errno = 0;
     ssize_t got = read(f.fd, p, n);
     int err = errno;
     inj::arm(inj::Site::device_copy, 0);
     // (Batch writes the host copy, which cannot fail.)
-    if (std::string(info.protocol) != "batch") {
-        EXPECT_EQ(got, -1) << info.protocol << ": the read returned as if its bytes were stored";
+    if (protocol != "batch") {
+        EXPECT_EQ(got, -1) << protocol << ": the read returned as if its bytes were stored";
         EXPECT_EQ(err, EIO);
     }
     ASSERT_EQ(pread(f.fd, p, n, 0), static_cast<ssize_t>(n));
