@@ -1,20 +1,11 @@
 #include "api/modules.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "support/module_file.h"
+
 namespace adsm {
-namespace {
-// Larger images are surely not modules (a fatbin for every architecture is
-// a few MiB); refusing them keeps a wrong path from reading a huge file.
-constexpr size_t kMaxImage = 1ull << 30;
-}  // namespace
 
 Status load_module_data(Runtime &rt, const void *image, size_t size, adsmModule_t *out) {
     if (!out) return fail(adsmErrorInvalidValue, "no place to return the module");
@@ -29,27 +20,8 @@ Status load_module_file(Runtime &rt, const char *path, adsmModule_t *out) {
     if (!out) return fail(adsmErrorInvalidValue, "no place to return the module");
     *out = nullptr;
     if (!path || !*path) return fail(adsmErrorInvalidValue, "no module path");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(adsmErrorInvalidValue, "cannot open module %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || static_cast<size_t>(st.st_size) > kMaxImage) {
-        close(fd);
-        return fail(adsmErrorInvalidValue, "%s is not a module file (a regular file of at most 1 GiB)", path);
-    }
-    // PTX is text the driver reads up to its NUL: one more byte for it.
-    std::vector<char> image(static_cast<size_t>(st.st_size) + 1, '\0');
-    size_t got = 0;
-    while (got < static_cast<size_t>(st.st_size)) {
-        ssize_t n = read(fd, image.data() + got, static_cast<size_t>(st.st_size) - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : EIO;
-            close(fd);
-            return fail(adsmErrorInvalidValue, "cannot read module %s: %s", path, strerror(e));
-        }
-        got += static_cast<size_t>(n);
-    }
-    close(fd);
+    std::vector<char> image;
+    if (Status s = read_module_file(path, &image); s != adsmSuccess) return s;
     Status s = load_module_data(rt, image.data(), image.size(), out);
     if (s != adsmSuccess) {
         std::string why = last_detail();

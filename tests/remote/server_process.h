@@ -26,10 +26,11 @@ inline std::string write_key(const std::string &content, mode_t mode) {
     return tmpl;
 }
 
-// Runs the server with `args`; its first line tells the port.
+// Runs the server with `args` (and `env` added to its environment); its
+// first line tells the port.
 class Server {
 public:
-    explicit Server(std::vector<std::string> args) {
+    explicit Server(std::vector<std::string> args, std::vector<std::string> env = {}) {
         int out[2], err[2];
         EXPECT_EQ(pipe(out), 0);
         EXPECT_EQ(pipe(err), 0);
@@ -37,6 +38,7 @@ public:
         if (pid_ == 0) {
             dup2(out[1], 1);
             dup2(err[1], 2);
+            for (auto &e : env) putenv(e.data());
             std::vector<char *> argv{const_cast<char *>(kServer)};
             for (auto &a : args) argv.push_back(a.data());
             argv.push_back(nullptr);

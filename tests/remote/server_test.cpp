@@ -136,6 +136,26 @@ TEST_F(Fixture, CommandLineAndKeyFileAreChecked) {
         EXPECT_NE(s.log().find("chmod 600"), std::string::npos);
     }
     unlink(open_key.c_str());
+    {
+        Server s({"--key", key, "--device", "levelzero"});
+        EXPECT_EQ(s.exit_status(), 2);
+        EXPECT_NE(s.log().find("expected sim, cpu or cuda"), std::string::npos) << s.log();
+    }
+    {
+        Server s({"--key", key, "--modules", "kernels.cubin"});
+        EXPECT_EQ(s.exit_status(), 2) << "GPU code for a device that runs none";
+        EXPECT_NE(s.log().find("only cuda runs GPU code"), std::string::npos) << s.log();
+    }
+    {
+        Server s({"--key", key, "--device", "cuda"});
+        EXPECT_EQ(s.exit_status(), 2);
+        EXPECT_NE(s.log().find("needs --modules"), std::string::npos) << s.log();
+    }
+    {
+        Server s({"--key", key, "--device", "cuda", "--modules", "/nonexistent/kernels.cubin"});
+        EXPECT_EQ(s.exit_status(), 2) << "a module that cannot be read stops the server at its start";
+        EXPECT_NE(s.log().find("/nonexistent/kernels.cubin"), std::string::npos) << s.log();
+    }
 }
 
 TEST_F(Fixture, AClientWithTheKeyGetsMemoryOfItsOwnByRma) {
@@ -301,8 +321,8 @@ TEST_F(Fixture, KernelsRunOnTheClientsMemoryAtItsAddresses) {
     EXPECT_EQ(back[n - 1], n - 1 + 6);
 }
 
-TEST_F(Fixture, TwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
-    Server s(args());
+// Two clients' kernels at the same addresses, on the server's `device`.
+void expect_kernels_on_own_memory(Server &s, const std::string &key_text) {
     Client a(s, key_text), b(s, key_text);
     ASSERT_TRUE(a.ok() && b.ok());
     ASSERT_EQ(a.attach().status, adsmSuccess);
@@ -322,6 +342,84 @@ TEST_F(Fixture, TwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
     EXPECT_EQ(back, std::vector<uint32_t>(n, 11));
     ASSERT_EQ(b.ep().read(back.data(), n * 4, 0, kb.rma_key, 5000), adsmSuccess);
     EXPECT_EQ(back, std::vector<uint32_t>(n, 21));
+    // Nothing is staged where the memory is reached directly: a push is a
+    // client that does not follow the protocol.
+    RangeBody r{kBase, 4096};
+    EXPECT_NE(a.request(Op::push, &r).status, adsmSuccess);
+    EXPECT_EQ(a.commit(kBase + (2 << 20), 4096).status, adsmErrorDeviceLost) << "the connection is closed";
+    ASSERT_EQ(b.sync().status, adsmSuccess) << "the other client is served on";
+}
+
+TEST_F(Fixture, TwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
+    Server s(args());
+    expect_kernels_on_own_memory(s, key_text);
+}
+
+// On cpu each client's kernels run in a process of its own, at its window.
+TEST_F(Fixture, OnCpuTwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
+    Server s(args({"--device", "cpu"}));
+    ASSERT_NE(s.first_line().find("listening"), std::string::npos) << s.log();
+    expect_kernels_on_own_memory(s, key_text);
+}
+
+// A GPU's memory is staged: RMA reaches a host copy of it, which moves to
+// the device when pushed and back when pulled, and not otherwise.  Run by
+// remote.server.cuda, with the server on the CUDA double
+// (REMOTE_TEST_SERVER_ARGS and REMOTE_TEST_SERVER_PRELOAD).
+TEST_F(Fixture, StagedMemoryMovesWhenPushedAndPulled) {
+    const char *more = getenv("REMOTE_TEST_SERVER_ARGS");
+    const char *preload = getenv("REMOTE_TEST_SERVER_PRELOAD");
+    ASSERT_TRUE(more && preload) << "needs the server's --device cuda --modules FILE and its preload";
+    std::vector<std::string> extra;
+    for (const char *p = more; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n) extra.emplace_back(p, n);
+        p += n + (p[n] == ' ');
+    }
+    Server s(args(extra), {std::string("LD_PRELOAD=") + preload});
+    ASSERT_NE(s.first_line().find("listening"), std::string::npos) << s.log();
+    Client c(s, key_text), other(s, key_text);
+    ASSERT_TRUE(c.ok() && other.ok());
+    Reply a = c.attach();
+    ASSERT_EQ(a.status, adsmSuccess) << a.message;
+    EXPECT_EQ(a.flags & kStagedMemory, kStagedMemory);
+    ASSERT_EQ(other.attach().status, adsmSuccess);
+    const size_t n = 4096;
+    Reply k = c.commit(kBase, 1 << 20), ko = other.commit(kBase, 1 << 20);
+    ASSERT_EQ(k.status, adsmSuccess) << k.message;
+    ASSERT_EQ(ko.status, adsmSuccess) << ko.message;
+    std::vector<uint32_t> v(n), back(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i);
+    ASSERT_EQ(c.ep().write(v.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
+    RangeBody all{kBase, n * 4};
+    // Not pushed: the kernel sees what the device held (zeros, filled there).
+    FillBody zeros{kBase, n * 4, 0, 0}, elevens{kBase, n * 4, 0x11, 0};
+    ASSERT_EQ(c.request(Op::fill, &zeros).status, adsmSuccess);
+    ASSERT_EQ(other.request(Op::fill, &elevens).status, adsmSuccess);
+    ASSERT_EQ(c.add(kBase, n, 5).status, adsmSuccess);
+    ASSERT_EQ(c.sync().status, adsmSuccess);
+    ASSERT_EQ(c.request(Op::pull, &all).status, adsmSuccess);
+    ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back, std::vector<uint32_t>(n, 5));
+    // Pushed: it sees the data.
+    ASSERT_EQ(c.ep().write(v.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
+    ASSERT_EQ(c.request(Op::push, &all).status, adsmSuccess);
+    ASSERT_EQ(c.add(kBase, n, 7).status, adsmSuccess);
+    ASSERT_EQ(c.sync().status, adsmSuccess);
+    ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back, v) << "not pulled yet: the staging copy is as written";
+    ASSERT_EQ(c.request(Op::pull, &all).status, adsmSuccess);
+    ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], i + 7) << i;
+    // The other client's device at the same addresses is its own.
+    ASSERT_EQ(other.request(Op::pull, &all).status, adsmSuccess);
+    ASSERT_EQ(other.ep().read(back.data(), n * 4, 0, ko.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back, std::vector<uint32_t>(n, 0x11111111u));
+    // A push past what the client committed closes it; the other goes on.
+    RangeBody past{kBase + (1 << 20) - 4096, 8192};
+    EXPECT_NE(c.request(Op::push, &past).status, adsmSuccess);
+    EXPECT_EQ(c.sync().status, adsmErrorDeviceLost) << "the connection is closed";
+    ASSERT_EQ(other.request(Op::push, &all).status, adsmSuccess);
 }
 
 // Random and mutated requests from connections of their own, some before
@@ -351,13 +449,15 @@ TEST_F(Fixture, FuzzedClientsNeverDisturbAWellBehavedOne) {
         }
         // A valid request of a random kind, then mutated, or plain noise.
         std::vector<uint8_t> m(sizeof(RequestHeader));
-        RequestHeader h{kWireMagic, static_cast<Op>(1 + next() % 7), 1, 0, 0};
+        RequestHeader h{kWireMagic, static_cast<Op>(1 + next() % 9), 1, 0, 0};
         const void *body = nullptr;
         size_t body_size = 0;
         switch (h.op) {
         case Op::attach: body = &range, body_size = sizeof(AttachBody); break;
         case Op::commit:
-        case Op::decommit: body = &range, body_size = sizeof range; break;
+        case Op::decommit:
+        case Op::push:
+        case Op::pull: body = &range, body_size = sizeof range; break;
         case Op::fill: body = &fill, body_size = sizeof fill; break;
         case Op::launch: body = &launch, body_size = kLaunchFixedBytes + 36; break;
         default: break;

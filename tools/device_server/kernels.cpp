@@ -21,6 +21,19 @@ bool load_kernel_libraries(const std::vector<std::string> &paths, std::string *e
     return true;
 }
 
+Status check_arguments(const KernelInfo &k, const remote::LaunchBody &l) {
+    if (l.args_size == k.args_size) return adsmSuccess;
+    return fail(adsmErrorInvalidLaunch, "kernel '%s' takes %u argument bytes, not %u", l.kernel, k.args_size, l.args_size);
+}
+
+Status registered_kernel(const remote::LaunchBody &l, const KernelInfo **out) {
+    adsmKernel_t handle;
+    if (kernels().find(l.kernel, &handle) != adsmSuccess)
+        return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (its --kernels libraries)", l.kernel);
+    *out = kernels().get(handle);
+    return check_arguments(**out, l);
+}
+
 }  // namespace adsm::server
 
 // What a kernel library calls from its constructors.

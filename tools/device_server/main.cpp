@@ -2,8 +2,9 @@
 // machines (ADSM_DEVICE=remote) over libfabric.  Each client is
 // authenticated with the shared key before anything else, gets device
 // memory of its own at its own window addresses, and is served on a thread
-// of its own; one that misbehaves or goes away is dropped and its memory
-// freed, the others carry on.
+// of its own (with a process of its own for back-ends other than sim); one
+// that misbehaves or goes away is dropped and its memory freed, the others
+// carry on.
 #include <signal.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "backend/remote/fabric.h"
 #include "backend/remote/handshake.h"
@@ -19,6 +21,8 @@
 #include "device_server/kernels.h"
 #include "device_server/options.h"
 #include "device_server/session.h"
+#include "device_server/worker.h"
+#include "support/module_file.h"
 
 namespace {
 
@@ -40,6 +44,14 @@ int main(int argc, char **argv) {
     if (help) {
         fputs(server::usage(), stdout);
         return 0;
+    }
+    if (options.worker) return server::run_worker(options);
+    for (const std::string &m : options.modules) {
+        std::vector<char> image;
+        if (read_module_file(m.c_str(), &image) != adsmSuccess) {
+            fprintf(stderr, "adsm-device-server: --modules: %s\n", last_detail());
+            return 2;
+        }
     }
     std::string key;
     if (remote::load_key(options.key.c_str(), &key) != adsmSuccess) {

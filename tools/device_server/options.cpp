@@ -14,10 +14,15 @@ const char *usage() {
            "  --address ADDR      where to listen (default 0.0.0.0: every interface)\n"
            "  --port PORT         (default 7411; 0 picks a free one, printed at start)\n"
            "  --provider NAME     the libfabric provider (default tcp; any with connected endpoints and RMA)\n"
-           "  --device sim        the back-end each client gets (a simulated device of its own)\n"
+           "  --device KIND       the back-end each client gets, a device of its own:\n"
+           "                      sim (default), cpu (kernels on this machine's cores) or cuda\n"
+           "                      (the first GPU; each client's memory and kernels in a process\n"
+           "                      of its own, the GPU's memory shared among them)\n"
            "  --memory SIZE       device memory per client, as 512M or 4G (default 4G)\n"
            "  --kernels LIB.so    a library whose constructors register kernels by name with\n"
-           "                      adsmRegisterKernel (repeatable)\n"
+           "                      adsmRegisterKernel (repeatable): sim and cpu run these\n"
+           "  --modules FILE      GPU code (cubin, fatbin or PTX) whose kernels cuda runs, by the\n"
+           "                      names clients launch (repeatable)\n"
            "  --max-clients N     clients served at once (default 16)\n"
            "  --help              this text\n"
            "\n"
@@ -31,6 +36,10 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
         if (a == "--help" || a == "-h") {
             *help = true;
             return true;
+        }
+        if (a == "--worker") {  // started by the server itself (worker_hosting.h)
+            out->worker = true;
+            continue;
         }
         std::string value;
         if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -57,11 +66,10 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
         } else if (a == "--provider") {
             out->provider = value;
         } else if (a == "--device") {
-            // Each client needs its own address space at its window's
-            // addresses: a simulated device's process gives it that.
-            if (value != "sim") {
-                *error = "--device " + value + ": this server hosts sim devices (cpu runs kernels in the server's "
-                         "own address space, which two clients' windows at the same addresses cannot share)";
+            // levelzero is not served: its driver reports no parameter
+            // sizes, so a launch's argument bytes could not be checked.
+            if (value != "sim" && value != "cpu" && value != "cuda") {
+                *error = "--device " + value + ": expected sim, cpu or cuda";
                 return false;
             }
             out->device = value;
@@ -72,6 +80,8 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
             }
         } else if (a == "--kernels") {
             out->kernels.push_back(value);
+        } else if (a == "--modules") {
+            out->modules.push_back(value);
         } else if (a == "--max-clients") {
             char *end;
             unsigned long n = strtoul(value.c_str(), &end, 10);
@@ -85,7 +95,16 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
             return false;
         }
     }
-    if (out->key.empty()) {
+    const bool gpu = out->device == "cuda";
+    if (!out->modules.empty() && !gpu) {
+        *error = "--modules: only cuda runs GPU code (--device " + out->device + " runs --kernels libraries)";
+        return false;
+    }
+    if (gpu && out->modules.empty() && !out->worker) {
+        *error = "--device " + out->device + " needs --modules FILE: the GPU code its clients' kernels are";
+        return false;
+    }
+    if (out->key.empty() && !out->worker) {
         *error = "--key FILE is required: clients prove they hold the same key";
         return false;
     }

@@ -14,6 +14,8 @@ struct Options {
     std::string device = "sim";        // the back-end each client gets
     uint64_t memory = 4ull << 30;      // device memory per client
     std::vector<std::string> kernels;  // libraries whose constructors register kernels
+    std::vector<std::string> modules;  // GPU code (cubin, fatbin, PTX) for cuda
+    bool worker = false;               // this process serves one client's device (worker.h)
     std::string key;                   // the key file
     unsigned max_clients = 16;
     int handshake_timeout_ms = 5000;

@@ -11,7 +11,6 @@
 #include <ctime>
 
 #include "backend/remote/handshake.h"
-#include "device_server/kernels.h"
 #include "os/clock.h"
 
 namespace adsm::server {
@@ -34,22 +33,15 @@ Session::Session(const Options &options, const std::string &key, std::unique_ptr
 
 Session::~Session() {
     ep_.reset();  // no RMA into the memory from here on
-    if (device_)
-        for (auto &[mine, theirs] : streams_) device_->destroy_stream(theirs);
-    device_.reset();  // its device process ends with it
+    device_.reset();
 }
 
 Status Session::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     if (Status s = memory_.attach(base, size); s != adsmSuccess) return s;
-    Config config;
-    config.sim_memory = options_.memory;
-    auto device = std::make_unique<SimDevice>(config);
-    // As large as the window, backed only where the client writes: the
-    // capacity is enforced at commit.
-    if (Status s = device->attach_window(base, size, -1, nullptr); s != adsmSuccess) return s;
-    device_ = std::move(device);
-    reply->capacity = options_.memory;
-    return adsmSuccess;
+    device_ = make_hosting(options_);
+    Status s = device_->attach(base, size, reply);
+    if (s != adsmSuccess) device_.reset();  // the client has no device: nothing else is answered
+    return s;
 }
 
 Status Session::commit(uint64_t addr, uint64_t len, remote::Reply *reply) {
@@ -63,7 +55,7 @@ Status Session::commit(uint64_t addr, uint64_t len, remote::Reply *reply) {
     do {
         if (getrandom(&key, sizeof key, 0) != sizeof key) s = fail(adsmErrorInitialization, "no randomness for a key");
     } while (s == adsmSuccess && key == 0);
-    if (s == adsmSuccess) s = ep_->expose(device_->memory_at(addr), len, key);
+    if (s == adsmSuccess) s = ep_->expose(device_->exposed(addr), len, key);
     if (s != adsmSuccess) {
         device_->decommit(addr, len);
         (void)memory_.decommit(addr, len);
@@ -85,42 +77,10 @@ Status Session::decommit(uint64_t addr, uint64_t len) {
     return adsmSuccess;
 }
 
-Status Session::stream(uint32_t client_stream, StreamId *out) {
-    auto it = streams_.find(client_stream);
-    if (it == streams_.end()) {
-        StreamId id;
-        if (Status s = device_->create_stream(&id); s != adsmSuccess) return s;
-        it = streams_.emplace(client_stream, id).first;
-    }
-    *out = it->second;
-    return adsmSuccess;
-}
-
-Status Session::launch(const remote::LaunchBody &l) {
-    adsmKernel_t handle;
-    if (kernels().find(l.kernel, &handle) != adsmSuccess)
-        return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (its --kernels libraries)", l.kernel);
-    const KernelInfo *k = kernels().get(handle);
-    if (l.args_size != k->args_size)
-        return fail(adsmErrorInvalidLaunch, "kernel '%s' takes %u argument bytes, not %u", l.kernel, k->args_size,
-                    l.args_size);
-    LaunchDesc d;
-    d.kernel = k;
-    d.grid = {l.grid[0], l.grid[1], l.grid[2]};
-    d.block = {l.block[0], l.block[1], l.block[2]};
-    d.args = l.args;
-    d.args_size = l.args_size;
-    StreamId id;
-    if (Status s = stream(l.stream, &id); s != adsmSuccess) return s;
-    return device_->launch(id, d);
-}
-
 Status Session::sync(const remote::SyncBody &b, uint64_t seq) {
-    auto it = streams_.find(b.stream);
-    if (it == streams_.end()) return adsmSuccess;
     const uint64_t every = uint64_t{b.heartbeat_ms} * 1000 * 1000;
     uint64_t last = os::now_ns();
-    Status s = device_->synchronize(it->second, [&] {
+    Status s = device_->sync(b.stream, [&] {
         uint64_t now = os::now_ns();
         if (!every || now - last < every) return;
         last = now;
@@ -155,13 +115,11 @@ void Session::send_spans(uint64_t seq) {
         (void)ep_->send(batch.get(), offsetof(remote::SpanBatch, spans) + batch->count * sizeof(remote::WireSpan));
         batch->count = 0;
     };
-    device_->take_kernel_spans([&](const char *name, uint32_t stream, uint64_t start, uint64_t end, bool failed) {
+    device_->take_spans([&](const char *name, uint32_t stream, uint64_t start, uint64_t end, bool failed) {
         remote::WireSpan &w = batch->spans[batch->count];
         w = {};
         snprintf(w.kernel, sizeof w.kernel, "%s", name);
         w.stream = stream;
-        for (auto &[mine, theirs] : streams_)
-            if (theirs == stream) w.stream = mine;
         w.failed = failed;
         w.start_ago_ns = start;  // made relative in flush()
         w.end_ago_ns = end;
@@ -172,7 +130,7 @@ void Session::send_spans(uint64_t seq) {
 
 Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {
     using remote::Op;
-    if (r.header.op != Op::attach && r.header.op != Op::bye && !memory_.attached())
+    if (r.header.op != Op::attach && r.header.op != Op::bye && !device_)
         return fail(adsmErrorInvalidValue, "a request before the window was attached");
     switch (r.header.op) {
     case Op::attach: return attach(r.body.attach.window_base, r.body.attach.window_size, reply);
@@ -180,8 +138,13 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
     case Op::decommit: return decommit(r.body.range.addr, r.body.range.len);
     case Op::fill:
         if (Status s = memory_.check(r.body.fill.addr, r.body.fill.len); s != adsmSuccess) return s;
-        return device_->fill(r.body.fill.addr, static_cast<int>(r.body.fill.value), r.body.fill.len);
-    case Op::launch: return launch(r.body.launch);
+        return device_->fill(r.body.fill.addr, static_cast<uint8_t>(r.body.fill.value), r.body.fill.len);
+    case Op::push:
+    case Op::pull:
+        if (Status s = memory_.check(r.body.range.addr, r.body.range.len); s != adsmSuccess) return s;
+        return r.header.op == Op::push ? device_->push(r.body.range.addr, r.body.range.len)
+                                       : device_->pull(r.body.range.addr, r.body.range.len);
+    case Op::launch: return device_->launch(r.body.launch);
     case Op::sync: return sync(r.body.sync, r.header.seq);
     case Op::bye: *bye = true; return adsmSuccess;
     }

@@ -1,11 +1,11 @@
 // One client of adsm-device-server, on its own thread: the handshake, then
 // its requests, until it says bye, disconnects or sends something it may
-// not.  It gets a simulated device of its own, attached at the client's
+// not.  It gets a device of its own (hosting.h), attached at the client's
 // window addresses: device memory (of which only committed ranges are
 // exposed for RMA, each under a random key on the client's own connection's
-// domain) and a device process that runs its kernels at those addresses, so
-// its embedded pointers work and no other client can reach either.  All of
-// it goes when the session ends.
+// domain) and a process that runs its kernels at those addresses, so its
+// embedded pointers work and no other client can reach either.  All of it
+// goes when the session ends.
 #pragma once
 
 #include <atomic>
@@ -15,7 +15,7 @@
 
 #include "backend/remote/fabric.h"
 #include "backend/remote/wire.h"
-#include "backend/sim/sim_device.h"
+#include "device_server/hosting.h"
 #include "device_server/options.h"
 
 namespace adsm::server {
@@ -33,7 +33,6 @@ private:
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
     Status commit(uint64_t addr, uint64_t len, remote::Reply *reply);
     Status decommit(uint64_t addr, uint64_t len);
-    Status launch(const remote::LaunchBody &l);
     Status sync(const remote::SyncBody &b, uint64_t seq);
     void send_spans(uint64_t seq);
 
@@ -42,10 +41,7 @@ private:
     std::unique_ptr<remote::Endpoint> ep_;
     std::string peer_;
     remote::ClientMemory memory_;
-    std::unique_ptr<SimDevice> device_;
-    // The client's streams, created on first use.
-    Status stream(uint32_t client_stream, StreamId *out);
-    std::map<uint32_t, StreamId> streams_;
+    std::unique_ptr<Hosting> device_;
     std::map<uint64_t, uint64_t> keys_;  // committed range start -> its RMA key
 };
 

@@ -20,7 +20,7 @@
 namespace adsm::remote {
 
 constexpr uint32_t kWireMagic = 0xad5a4e01;
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2;  // 2: staged device memory (push, pull)
 
 // One message each way at a time, whole: what a connection gives the
 // handshake (a libfabric endpoint; a socket pair in the tests).

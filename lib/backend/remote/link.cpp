@@ -140,27 +140,47 @@ Status Link::transfer(const Job &j) {
         off = j.dev - it->first;
     }
     uint64_t t0 = trace::enabled() ? os::now_ns() : 0;
-    Status s = j.kind == Kind::write ? ep_->write(j.local, j.n, off, key, timeout_ms_)
-                                     : ep_->read(j.local, j.n, off, key, timeout_ms_);
-    if (s != adsmSuccess) return lose(j.kind == Kind::write ? "a transfer to it" : "a transfer from it");
-    if (trace::enabled()) trace::copy(j.kind == Kind::write, j.n, j.dev, t0, true);
+    const bool to_device = j.kind == Kind::write;
+    if (staged_ && !to_device)
+        if (Status s = stage(Op::pull, j.dev, j.n); s != adsmSuccess) return s;
+    Status s = to_device ? ep_->write(j.local, j.n, off, key, timeout_ms_) : ep_->read(j.local, j.n, off, key, timeout_ms_);
+    if (s != adsmSuccess) return lose(to_device ? "a transfer to it" : "a transfer from it");
+    if (staged_ && to_device)
+        if (Status st = stage(Op::push, j.dev, j.n); st != adsmSuccess) return st;
+    if (trace::enabled()) trace::copy(to_device, j.n, j.dev, t0, true);
     return adsmSuccess;
 }
 
-Status Link::request(const Job &j) {
-    auto *h = static_cast<RequestHeader *>(j.local);
+Status Link::stage(Op op, uint64_t dev, size_t n) {
+    struct {
+        RequestHeader h;
+        RangeBody b;
+    } msg{{kWireMagic, op, 0, sizeof(RangeBody), 0}, {dev, n}};
+    static_assert(sizeof msg == sizeof(RequestHeader) + sizeof(RangeBody), "one message, no padding");
+    Reply reply{};
+    Status s = exchange(&msg, sizeof msg, false, &reply);
+    if (s == adsmSuccess || lost()) return s;
+    // The device's own failure (a GPU copy): this transfer's, not the link's.
+    reply.message[sizeof reply.message - 1] = '\0';
+    return fail(s, "%s", reply.message);
+}
+
+Status Link::request(const Job &j) { return exchange(j.local, j.n, j.patient, j.reply); }
+
+Status Link::exchange(void *msg, size_t n, bool patient, Reply *reply) {
+    auto *h = static_cast<RequestHeader *>(msg);
     h->seq = ++seq_;
-    if (ep_->send(j.local, j.n) != adsmSuccess) return lose("sending a request");
+    if (ep_->send(msg, n) != adsmSuccess) return lose("sending a request");
     size_t got = 0;
     // Every message must come within the timeout; a patient request's
     // heartbeats say the server is alive and still at it, and span batches
     // come before a sync's answer.
     for (;;) {
         if (ep_->recv(inbox_.get(), kMaxMessage, &got, timeout_ms_) != adsmSuccess)
-            return lose(j.patient ? "neither its answer nor a heartbeat came in time" : "waiting for its answer");
+            return lose(patient ? "neither its answer nor a heartbeat came in time" : "waiting for its answer");
         Reply head{};
         memcpy(&head, inbox_.get(), std::min(got, sizeof head));
-        if (!j.patient || got < offsetof(Reply, capacity) || head.magic != kWireMagic || head.seq != h->seq) break;
+        if (!patient || got < offsetof(Reply, capacity) || head.magic != kWireMagic || head.seq != h->seq) break;
         if (head.status == kStillWorking) continue;
         if (head.status != kSpans) break;
         if (!trace_spans(got)) {
@@ -168,12 +188,12 @@ Status Link::request(const Job &j) {
             return lose("reading its answer");
         }
     }
-    if (got == sizeof *j.reply) memcpy(j.reply, inbox_.get(), sizeof *j.reply);
-    if (got != sizeof *j.reply || j.reply->magic != kWireMagic || j.reply->seq != h->seq) {
+    if (got == sizeof *reply) memcpy(reply, inbox_.get(), sizeof *reply);
+    if (got != sizeof *reply || reply->magic != kWireMagic || reply->seq != h->seq) {
         fail(adsmErrorDeviceLost, "a malformed answer");
         return lose("reading its answer");
     }
-    return static_cast<Status>(j.reply->status);
+    return static_cast<Status>(reply->status);
 }
 
 bool Link::trace_spans(size_t got) {

@@ -39,6 +39,11 @@ public:
     Status open(const std::string &host, const std::string &port, const std::string &provider, const std::string &key,
                 int timeout_ms);
 
+    // The server exposes a staging copy of its device memory (attach's
+    // reply said kStagedMemory): each write is pushed on, each read pulled
+    // first, in the same turn of the connection.
+    void set_staged(bool staged) { staged_ = staged; }
+
     // Ranges of device memory the server exposed (commit's reply), by start.
     void add_range(uint64_t start, uint64_t len, uint64_t key);
     void remove_range(uint64_t start);
@@ -95,6 +100,10 @@ private:
     void wait_transferred(uint64_t t);
     Status transfer(const Job &j);
     Status request(const Job &j);
+    // Sends one request (its header's seq is set here) and takes its reply.
+    Status exchange(void *msg, size_t n, bool patient, Reply *reply);
+    // A push or pull of a staged transfer's range.
+    Status stage(Op op, uint64_t dev, size_t n);
     Status lose(const char *what);
     // Draws the batch of kernel spans in inbox_ (got bytes) on the trace;
     // false if it is malformed.
@@ -104,6 +113,7 @@ private:
     std::unique_ptr<uint8_t[]> inbox_{new uint8_t[kMaxMessage]};  // the connection thread's
     std::string where_;
     int timeout_ms_ = 5000;
+    bool staged_ = false;  // set before the first transfer
     uint64_t seq_ = 0;  // the thread's
 
     std::mutex ranges_mu_;

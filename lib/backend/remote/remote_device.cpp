@@ -31,6 +31,7 @@ Status RemoteDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *
         return fail(adsmErrorNoDevice, "the device server at %s refused the window: %s", where.c_str(),
                     std::string(last_detail()).c_str());
     capacity_ = r.capacity;
+    link_.set_staged((r.flags & remote::kStagedMemory) != 0);
     return adsmSuccess;
 }
 

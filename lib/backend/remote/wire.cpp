@@ -15,7 +15,9 @@ size_t body_size(Op op) {
     switch (op) {
     case Op::attach: return sizeof(AttachBody);
     case Op::commit:
-    case Op::decommit: return sizeof(RangeBody);
+    case Op::decommit:
+    case Op::push:
+    case Op::pull: return sizeof(RangeBody);
     case Op::fill: return sizeof(FillBody);
     case Op::bye: return 0;
     case Op::sync: return sizeof(SyncBody);

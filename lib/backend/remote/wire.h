@@ -26,6 +26,11 @@ enum class Op : uint32_t {
     bye = 5,       // the client is done
     launch = 6,    // run a kernel the server registered, by name
     sync = 7,      // wait for a stream's kernels; the first error since its last sync
+    // A server whose device memory is not host memory (a GPU) exposes a
+    // staging copy of it instead (kStagedMemory in attach's reply): a write
+    // lands there and is pushed to the device; a read pulls it first.
+    push = 8,  // staging -> device, [addr, addr+len)
+    pull = 9,  // device -> staging
 };
 
 struct RequestHeader {
@@ -40,7 +45,7 @@ struct AttachBody {
     uint64_t window_base;
     uint64_t window_size;
 };
-struct RangeBody {  // commit, decommit
+struct RangeBody {  // commit, decommit, push, pull
     uint64_t addr;
     uint64_t len;
 };
@@ -107,8 +112,11 @@ struct Reply {
     uint64_t seq;
     uint64_t capacity;  // attach: this client's device memory
     uint64_t rma_key;   // commit: the key under which the range is exposed (offsets from its start)
+    uint32_t flags;     // attach: kStagedMemory, or 0
+    uint32_t reserved;
     char message[200];  // why, when status is not adsmSuccess
 };
+constexpr uint32_t kStagedMemory = 1;
 
 // Windows the server accepts: whole pages, at most this large; streams per
 // client.

@@ -28,8 +28,9 @@ typedef struct fake_kernel {
 
 /* Parses one kernel's entry of a module image; 0 if the image lacks it.
  * An entry is "name:sizes" (the function is the program's symbol of that
- * name) or "name@0xADDRESS:sizes" (the function at that address, for
- * kernels that have no symbol of their own, such as C++ templates). */
+ * name), "name=symbol:sizes" (a kernel whose name is no C identifier, such
+ * as "remote.add") or "name@0xADDRESS:sizes" (the function at that address,
+ * for kernels that have no symbol of their own, such as C++ templates). */
 static int fake_module_find(const char *image, const char *name, fake_kernel *out) {
     size_t len = strlen(name);
     for (const char *p = image; p && *p;) {
@@ -37,7 +38,8 @@ static int fake_module_find(const char *image, const char *name, fake_kernel *ou
         if (!colon) return 0;
         const char *end = strchr(colon, ';');
         const char *at = memchr(p, '@', (size_t)(colon - p));
-        const char *name_end = at ? at : colon;
+        const char *sym = memchr(p, '=', (size_t)(colon - p));
+        const char *name_end = at ? at : sym ? sym : colon;
         if ((size_t)(name_end - p) == len && strncmp(p, name, len) == 0) {
             memset(out, 0, sizeof *out);
             strncpy(out->name, name, sizeof out->name - 1);
@@ -45,7 +47,9 @@ static int fake_module_find(const char *image, const char *name, fake_kernel *ou
                 out->sizes[out->nparams++] = strtoul(q, (char **)&q, 10);
                 if (*q == ',') ++q;
             }
-            out->fn = at ? (gpu_kernel)(uintptr_t)strtoull(at + 1, NULL, 16) : (gpu_kernel)dlsym(RTLD_DEFAULT, name);
+            char symbol[128];
+            snprintf(symbol, sizeof symbol, "%.*s", sym ? (int)(colon - sym - 1) : (int)len, sym ? sym + 1 : name);
+            out->fn = at ? (gpu_kernel)(uintptr_t)strtoull(at + 1, NULL, 16) : (gpu_kernel)dlsym(RTLD_DEFAULT, symbol);
             return out->fn != NULL;
         }
         p = end ? end + 1 : NULL;

@@ -1,0 +1,33 @@
+# adsm-device-server hosting cuda on the CUDA double: each client's device
+# in a process of its own, its memory staged for RMA and pushed to (pulled
+# from) the GPU, its kernels from --modules.  The double runs GPU code as
+# host functions found by symbol: the kernels libraries are preloaded into
+# the server alone, and the module files name their symbols.
+set(remote_kernels_module ${CMAKE_CURRENT_BINARY_DIR}/remote_kernels.double)
+file(WRITE ${remote_kernels_module}
+  "fake-module:remote.add=remote_add:8,8,4;remote.crash=remote_crash:;remote.nap=remote_nap:4,8;add_one=remote_add_one:8,4")
+set(model_kernels_module ${CMAKE_CURRENT_BINARY_DIR}/model_kernels.double)
+file(WRITE ${model_kernels_module}
+  "fake-module:model.transform=adsm_test_model_transform:8,8,8,1,1;model.checksum=adsm_test_model_checksum:8,8,8")
+set(on_double "LD_LIBRARY_PATH=${doubles_dir};FAKE_CUDA_MEMORY=1073741824")
+
+# A faulting kernel ends the client's CUDA context: that test has a process
+# of its own.
+set(serve_cuda "REMOTE_TEST_SERVER_ARGS=--device cuda --modules ${remote_kernels_module};REMOTE_TEST_SERVER_PRELOAD=$<TARGET_FILE:remote_test_kernels>")
+add_test(NAME remote.client.cuda COMMAND remote_client_tests --gtest_filter=-*Heartbeat*:*MidTransfer*:*KernelErrors*)
+add_test(NAME remote.client.cuda.fault COMMAND remote_client_tests --gtest_filter=*KernelErrors*)
+set_tests_properties(remote.client.cuda remote.client.cuda.fault PROPERTIES TIMEOUT 180 ENVIRONMENT
+  "${on_double};${serve_cuda}")
+foreach(cfg "lazy|256K|uffd" "delta|64K|mprotect")
+  string(REPLACE "|" ";" parts "${cfg}")
+  list(GET parts 0 p)
+  list(GET parts 1 bs)
+  list(GET parts 2 tr)
+  add_test(NAME model.remote.cuda.${p}.${bs}.${tr}
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/remote/with_server.sh $<TARGET_FILE:adsm-device-server>
+            $<TARGET_FILE:remote_model_kernels> $<TARGET_FILE:protocol_tests> --gtest_filter=ModelTest.*)
+  set_tests_properties(model.remote.cuda.${p}.${bs}.${tr} PROPERTIES TIMEOUT 300 ENVIRONMENT
+    "${on_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_DIRTY_TRACKING=${tr};REMOTE_TEST_SERVER_ARGS=--device cuda --modules ${model_kernels_module};REMOTE_TEST_SERVER_PRELOAD=$<TARGET_FILE:remote_model_kernels>")
+endforeach()
+add_test(NAME remote.server.cuda COMMAND remote_server_tests --gtest_filter=*Staged*)
+set_tests_properties(remote.server.cuda PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double};${serve_cuda}")

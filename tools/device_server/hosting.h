@@ -1,0 +1,52 @@
+// What serves one client's device: its memory at the client's window
+// addresses, its kernels and its streams.  A simulated device is served in
+// the server's own process (sim_hosting.h); any other back-end runs in a
+// process of the client's own (worker_hosting.h), since its memory or its
+// kernels must sit at the window's addresses, where another client's
+// window may sit too.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "backend/remote/wire.h"
+#include "device_server/options.h"
+#include "support/status.h"
+
+namespace adsm::server {
+
+class Hosting {
+public:
+    virtual ~Hosting() = default;
+
+    // Device memory for the window [base, base+size); says the capacity and
+    // whether the memory is staged (remote::kStagedMemory) in *reply.
+    virtual Status attach(uint64_t base, uint64_t size, remote::Reply *reply) = 0;
+    virtual Status commit(uint64_t addr, uint64_t len) = 0;
+    virtual void decommit(uint64_t addr, uint64_t len) = 0;
+    // Where the client's RMA reaches the committed byte at addr: the device
+    // memory itself, or its staging copy.
+    virtual uint8_t *exposed(uint64_t addr) = 0;
+    virtual Status fill(uint64_t addr, uint8_t value, uint64_t len) = 0;
+    // Staged memory only: the staging copy to the device and back.
+    virtual Status push(uint64_t addr, uint64_t len) = 0;
+    virtual Status pull(uint64_t addr, uint64_t len) = 0;
+
+    virtual Status launch(const remote::LaunchBody &l) = 0;
+    // Waits for the client's stream; calls `waiting` every few tens of
+    // milliseconds meanwhile.
+    virtual Status sync(uint32_t stream, const std::function<void()> &waiting) = 0;
+    // The kernels that ran since the last call, with the client's streams.
+    using SpanSeen = std::function<void(const char *kernel, uint32_t stream, uint64_t start_ns, uint64_t end_ns,
+                                        bool failed)>;
+    virtual void take_spans(const SpanSeen &seen) = 0;
+};
+
+// The hosting --device asks for.
+std::unique_ptr<Hosting> make_hosting(const Options &options);
+// A push or pull where device memory is exposed directly: the client
+// should not have asked.
+Status nothing_staged();
+
+}  // namespace adsm::server

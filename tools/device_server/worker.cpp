@@ -1,0 +1,183 @@
+#include "device_server/worker.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device.h"
+#include "backend/remote/handshake.h"
+#include "device_server/client_streams.h"
+#include "device_server/kernels.h"
+#include "os/vm.h"
+#include "support/config.h"
+#include "support/module_file.h"
+
+namespace adsm::server {
+namespace {
+
+class Worker {
+public:
+    explicit Worker(const Options &options) : options_(options) {}
+    ~Worker() {
+        if (device_) streams_.destroy_all(*device_);
+    }
+    Status handle(const remote::Request &r, remote::Reply *reply);
+
+private:
+    Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
+    Status load_modules();
+    Status launch(const remote::LaunchBody &l);
+    // A kernel of the modules, by name (a GPU back-end runs GPU code).
+    Status module_kernel(const remote::LaunchBody &l, const KernelInfo **out);
+
+    const Options &options_;
+    std::unique_ptr<Device> device_;
+    std::vector<void *> modules_;
+    std::map<std::string, const KernelInfo *> module_kernels_;
+    ClientStreams streams_;
+};
+
+Status Worker::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
+    Config config;
+    if (Status s = parse_config([](const char *name) { return getenv(name); }, &config); s != adsmSuccess) return s;
+    if (Status s = create_device(options_.device, config, &device_); s != adsmSuccess) return s;
+    const bool integrated = device_->integrated();
+    uint8_t *host = nullptr;
+    if (integrated) {
+        // Kernels run here on the window's addresses: the memory is there.
+        void *at = os::map_shared(kWorkerMemoryFd, 0, size, PROT_READ | PROT_WRITE, base);
+        if (at == MAP_FAILED)
+            return fail(adsmErrorNoDevice, "the client's window [%#llx, +%llu) cannot be mapped in its device process: %s",
+                        static_cast<unsigned long long>(base), static_cast<unsigned long long>(size), strerror(errno));
+        host = static_cast<uint8_t *>(at);
+    } else {
+        uintptr_t got = 0;
+        if (Status s = device_->reserve_window(base, size, &got); s != adsmSuccess) return s;
+        if (got != base)
+            return fail(adsmErrorNoDevice,
+                        "the %s device reserved the client's window at %#llx, not at %#llx where the client has it",
+                        device_->name(), static_cast<unsigned long long>(got), static_cast<unsigned long long>(base));
+        // The staging copy, at addresses of its own: the driver would take
+        // a host pointer inside its reservation for device memory.
+        void *alias = os::map_shared(kWorkerMemoryFd, 0, size, PROT_READ | PROT_WRITE);
+        if (alias == MAP_FAILED)
+            return fail(adsmErrorNoDevice, "cannot map the client's staging memory: %s", strerror(errno));
+        host = static_cast<uint8_t *>(alias);
+    }
+    if (Status s = device_->attach_window(base, size, kWorkerMemoryFd, host); s != adsmSuccess) return s;
+    if (Status s = load_modules(); s != adsmSuccess) return s;
+    reply->capacity = std::min(options_.memory, device_->capacity());
+    reply->flags = integrated ? 0 : remote::kStagedMemory;
+    return adsmSuccess;
+}
+
+Status Worker::load_modules() {
+    if (!options_.modules.empty() && !device_->runs_gpu_code())
+        return fail(adsmErrorNotSupported, "--modules: the %s device runs kernels from --kernels libraries",
+                    device_->name());
+    for (const std::string &path : options_.modules) {
+        std::vector<char> image;
+        if (Status s = read_module_file(path.c_str(), &image); s != adsmSuccess) return s;
+        void *m = nullptr;
+        if (Status s = device_->load_module(image.data(), image.size(), &m); s != adsmSuccess)
+            return fail(s, "--modules %s: %s", path.c_str(), std::string(last_detail()).c_str());
+        modules_.push_back(m);
+    }
+    return adsmSuccess;
+}
+
+Status Worker::module_kernel(const remote::LaunchBody &l, const KernelInfo **out) {
+    auto it = module_kernels_.find(l.kernel);
+    if (it == module_kernels_.end()) {
+        for (void *m : modules_) {
+            void *fn = nullptr;
+            std::vector<uint32_t> sizes;
+            if (device_->module_function(m, l.kernel, &fn, &sizes) != adsmSuccess) continue;
+            adsmKernel_t handle;
+            if (Status s = kernels().add_module_function(l.kernel, fn, sizes, &handle); s != adsmSuccess) return s;
+            it = module_kernels_.emplace(l.kernel, kernels().get(handle)).first;
+            break;
+        }
+        if (it == module_kernels_.end())
+            return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (in its --modules)", l.kernel);
+    }
+    *out = it->second;
+    return check_arguments(**out, l);
+}
+
+Status Worker::launch(const remote::LaunchBody &l) {
+    const KernelInfo *k = nullptr;
+    Status s = device_->runs_gpu_code() ? module_kernel(l, &k) : registered_kernel(l, &k);
+    if (s != adsmSuccess) return s;
+    StreamId id;
+    if (Status st = streams_.get(*device_, l.stream, &id); st != adsmSuccess) return st;
+    return device_->launch(id, launch_of(*k, l));
+}
+
+Status Worker::handle(const remote::Request &r, remote::Reply *reply) {
+    using remote::Op;
+    if (r.header.op != Op::attach && !device_) return fail(adsmErrorInvalidValue, "no window attached");
+    const remote::RangeBody &range = r.body.range;
+    // The staging copy is named by the window's addresses: the back-end
+    // finds it behind them (its host mirror).
+    void *staged = reinterpret_cast<void *>(range.addr);
+    switch (r.header.op) {
+    case Op::attach: return attach(r.body.attach.window_base, r.body.attach.window_size, reply);
+    case Op::commit: return device_->commit(range.addr, range.len);
+    case Op::decommit: device_->decommit(range.addr, range.len); return adsmSuccess;
+    case Op::fill: return device_->fill(r.body.fill.addr, static_cast<int>(r.body.fill.value), r.body.fill.len);
+    case Op::push: return device_->copy_to_device(range.addr, staged, range.len);
+    case Op::pull: return device_->copy_to_host(staged, range.addr, range.len);
+    case Op::launch: return launch(r.body.launch);
+    case Op::sync: {
+        StreamId id;
+        return streams_.find(r.body.sync.stream, &id) ? device_->synchronize(id) : adsmSuccess;
+    }
+    case Op::bye: return adsmSuccess;
+    }
+    return fail(adsmErrorInvalidValue, "unknown operation");
+}
+
+}  // namespace
+
+int run_worker(const Options &options) {
+    // Gone with the server's thread that serves this client, whatever ends it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) return 1;
+    signal(SIGPIPE, SIG_IGN);
+    std::string error;
+    if (!load_kernel_libraries(options.kernels, &error)) {
+        fprintf(stderr, "adsm-device-server (device process): %s\n", error.c_str());
+        return 2;
+    }
+    Worker worker(options);
+    std::unique_ptr<uint8_t[]> msg(new uint8_t[sizeof(remote::Request)]);
+    for (;;) {
+        ssize_t got = recv(kWorkerSocketFd, msg.get(), sizeof(remote::Request), 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return 0;  // the server closed it: the client is gone
+        remote::Request r;
+        remote::Reply reply{};
+        reply.magic = remote::kWireMagic;
+        // The server checked it against the client's memory already.
+        Status s = remote::parse_request(msg.get(), static_cast<size_t>(got), &r);
+        reply.seq = r.header.seq;
+        if (s == adsmSuccess) s = worker.handle(r, &reply);
+        reply.status = s;
+        if (s != adsmSuccess) snprintf(reply.message, sizeof reply.message, "%s", last_detail());
+        if (send(kWorkerSocketFd, &reply, sizeof reply, MSG_NOSIGNAL) < 0) return 0;
+    }
+}
+
+}  // namespace adsm::server
