@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,6 +140,12 @@ public:
     // (synchronizations draw the ones they wait for; this catches the rest
     // when the trace is written).
     virtual void trace_kernels() {}
+    // Hands over the kernels that ran since the last look instead (a device
+    // server sends them to its client for its trace); sim and cpu keep
+    // them, other devices none.
+    using KernelSpanSeen =
+        std::function<void(const char *name, uint32_t stream, uint64_t start_ns, uint64_t end_ns, bool failed)>;
+    virtual void take_kernel_spans(const KernelSpanSeen &) {}
 
     // The device runs GPU code (modules, a routed program's own kernels)
     // rather than host functions.

@@ -31,3 +31,18 @@ foreach(cfg "lazy|256K|uffd" "delta|64K|mprotect")
 endforeach()
 add_test(NAME remote.server.cuda COMMAND remote_server_tests --gtest_filter=*Staged*)
 set_tests_properties(remote.server.cuda PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double};${serve_cuda}")
+
+# A CUDA program's own module on a remote GPU: the CUDA example, unchanged,
+# on ADSM_DEVICE=remote; its image (the double's, naming the example's
+# kernels built for the host) goes to the server, which loads it.
+if(TARGET cuda_example)
+  set(remote_example_module ${CMAKE_CURRENT_BINARY_DIR}/cuda_kernels_remote.double)
+  file(WRITE ${remote_example_module} "fake-module:scale:8,4,4;sum_list:8,8")
+  foreach(p lazy rolling)
+    add_test(NAME example.cuda.remote.${p}
+      COMMAND ${PROJECT_SOURCE_DIR}/tests/remote/with_server.sh $<TARGET_FILE:adsm-device-server>
+              $<TARGET_FILE:remote_test_kernels> $<TARGET_FILE:cuda_example> ${remote_example_module})
+    set_tests_properties(example.cuda.remote.${p} PROPERTIES TIMEOUT 180 PASS_REGULAR_EXPRESSION "on remote; cuda example: ok"
+      ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};REMOTE_TEST_SERVER_ARGS=--device cuda;REMOTE_TEST_SERVER_PRELOAD=$<TARGET_FILE:gpu_example_kernels_host>")
+  endforeach()
+endif()

@@ -108,6 +108,40 @@ TEST(RemoteClientTest, KernelErrorsAreReportedAndTheDeviceGoesOn) {
     adsmFree(v);
 }
 
+// GPU code of the program's own: loaded on a server that runs it (cuda),
+// refused with a clear error by one that runs host functions (sim, cpu).
+TEST(RemoteClientTest, ModulesOfTheProgramsOwnRunWhereTheServerRunsGpuCode) {
+    // The driver double's module format: the kernel by its symbol in the server.
+    const char image[] = "fake-module:remote.add=remote_add:8,8,4";
+    adsmModule_t m;
+    adsmError_t e = adsmLoadModuleData(image, sizeof image, &m);
+    if (!serves_cuda()) {
+        EXPECT_EQ(e, adsmErrorNotSupported);
+        EXPECT_NE(detail().find("--device cuda"), std::string::npos) << detail();
+        return;
+    }
+    ASSERT_EQ(e, adsmSuccess) << detail();
+    adsmKernel_t k;
+    ASSERT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmSuccess) << detail();
+    EXPECT_EQ(adsmModuleGetKernel(m, "remote.absent", &k), adsmErrorKernelNotFound) << detail();
+    // An image the device cannot load is an error the program hears, and
+    // the device goes on.
+    const char junk[] = "not a module";
+    adsmModule_t bad;
+    EXPECT_EQ(adsmLoadModuleData(junk, sizeof junk, &bad), adsmErrorInvalidValue);
+    ASSERT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmSuccess) << detail();
+    const size_t n = 100000;
+    auto *v = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i);
+    uint32_t add = 9;
+    void *args[] = {&v, const_cast<size_t *>(&n), &add};
+    ASSERT_EQ(adsmCall(k, {static_cast<unsigned>((n + 255) / 256), 1, 1}, {256, 1, 1}, args), adsmSuccess) << detail();
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (size_t i = 0; i < n; i += 97) ASSERT_EQ(v[i], i + 9) << i;
+    adsmFree(v);
+}
+
 // A kernel longer than ADSM_REMOTE_TIMEOUT (2 s here) runs to its end: the
 // server's heartbeats keep the client's sync waiting.
 TEST(RemoteClientHeartbeat, AKernelLongerThanTheTimeoutRunsToItsEnd) {

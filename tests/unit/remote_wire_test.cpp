@@ -91,6 +91,44 @@ TEST(RemoteWireTest, SyncHeartbeatsWithinBounds) {
     EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << "unknown sync flags";
 }
 
+TEST(RemoteWireTest, ModulePartsAndFunctionsWithinBounds) {
+    Request r;
+    // A part carries exactly the bytes it declares, inside its image.
+    auto part = [](uint32_t module, uint32_t length, uint64_t total, uint64_t offset, size_t carried) {
+        std::vector<uint8_t> m(sizeof(RequestHeader) + kModuleFixedBytes + carried);
+        RequestHeader h{kWireMagic, Op::module, 5, static_cast<uint32_t>(kModuleFixedBytes + carried), 0};
+        ModuleBody b{};
+        b.module = module, b.length = length, b.total = total, b.offset = offset;
+        memcpy(m.data(), &h, sizeof h);
+        memcpy(m.data() + sizeof h, &b, kModuleFixedBytes);
+        return m;
+    };
+    auto m = part(1, 100, 300, 200, 100);
+    ASSERT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << adsm::last_detail();
+    EXPECT_EQ(r.body.module.offset, 200u);
+    m = part(kMaxModules, kModulePartBytes, kMaxModuleBytes, 0, kModulePartBytes);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << adsm::last_detail();
+    for (auto bad : {part(0, 100, 300, 0, 100), part(kMaxModules + 1, 100, 300, 0, 100), part(1, 100, 300, 0, 99),
+                     part(1, 0, 300, 0, 0), part(1, 100, 300, 250, 100), part(1, 100, kMaxModuleBytes + 1, 0, 100),
+                     part(1, kModulePartBytes + 1, 1 << 20, 0, kModulePartBytes + 1)}) {
+        EXPECT_EQ(parse_request(bad.data(), bad.size(), &r), adsmErrorInvalidValue);
+    }
+    FunctionBody f{3, 0, "scale"};
+    m = message(Op::function, &f);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << adsm::last_detail();
+    FunctionBody unnamed{3, 0, ""}, nowhere{0, 0, "scale"}, unterminated{3, 0, {}};
+    memset(unterminated.kernel, 'k', sizeof unterminated.kernel);
+    for (const FunctionBody *bad : {&unnamed, &nowhere, &unterminated}) {
+        m = message(Op::function, bad);
+        EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue);
+    }
+    RangeBody range{0x300000000000, 4096};
+    m = message(Op::push, &range);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess);
+    m = message(Op::pull, &range, sizeof range - 8);
+    EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue);
+}
+
 TEST(RemoteWireTest, AClientReachesOnlyWhatItCommitted) {
     const uint64_t base = 0x300000000000, page = 4096;
     ClientMemory m(16 * page);

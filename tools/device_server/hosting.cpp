@@ -14,4 +14,11 @@ Status nothing_staged() {
     return fail(adsmErrorInvalidValue, "this server's device memory is the client's to reach directly: nothing is staged");
 }
 
+Status no_gpu_code(const char *device) {
+    return fail(adsmErrorNotSupported,
+                "the device server hosts %s devices, which run the kernels its --kernels libraries registered, by name; "
+                "GPU code from a module needs a server with --device cuda",
+                device);
+}
+
 }  // namespace adsm::server

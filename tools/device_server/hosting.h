@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "backend/device.h"
 #include "backend/remote/wire.h"
 #include "device_server/options.h"
 #include "support/status.h"
@@ -33,13 +34,18 @@ public:
     virtual Status push(uint64_t addr, uint64_t len) = 0;
     virtual Status pull(uint64_t addr, uint64_t len) = 0;
 
+    // GPU code of the client's own (kGpuCode): part of its module m's
+    // image, the device loading it with the last part; a kernel of one,
+    // whose parameter sizes go in *reply.
+    virtual Status module_part(const remote::ModuleBody &m, bool last) = 0;
+    virtual Status function(const remote::FunctionBody &f, remote::Reply *reply) = 0;
+
     virtual Status launch(const remote::LaunchBody &l) = 0;
     // Waits for the client's stream; calls `waiting` every few tens of
     // milliseconds meanwhile.
     virtual Status sync(uint32_t stream, const std::function<void()> &waiting) = 0;
     // The kernels that ran since the last call, with the client's streams.
-    using SpanSeen = std::function<void(const char *kernel, uint32_t stream, uint64_t start_ns, uint64_t end_ns,
-                                        bool failed)>;
+    using SpanSeen = Device::KernelSpanSeen;
     virtual void take_spans(const SpanSeen &seen) = 0;
 };
 
@@ -48,5 +54,7 @@ std::unique_ptr<Hosting> make_hosting(const Options &options);
 // A push or pull where device memory is exposed directly: the client
 // should not have asked.
 Status nothing_staged();
+// A module where the device runs host functions.
+Status no_gpu_code(const char *device);
 
 }  // namespace adsm::server

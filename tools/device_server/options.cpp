@@ -21,8 +21,9 @@ const char *usage() {
            "  --memory SIZE       device memory per client, as 512M or 4G (default 4G)\n"
            "  --kernels LIB.so    a library whose constructors register kernels by name with\n"
            "                      adsmRegisterKernel (repeatable): sim and cpu run these\n"
-           "  --modules FILE      GPU code (cubin, fatbin or PTX) whose kernels cuda runs, by the\n"
-           "                      names clients launch (repeatable)\n"
+           "  --modules FILE      GPU code (cubin, fatbin or PTX) whose kernels cuda runs by the\n"
+           "                      names clients register (repeatable); clients may load their own\n"
+           "                      modules too (adsmLoadModule)\n"
            "  --max-clients N     clients served at once (default 16)\n"
            "  --help              this text\n"
            "\n"
@@ -98,10 +99,6 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
     const bool gpu = out->device == "cuda";
     if (!out->modules.empty() && !gpu) {
         *error = "--modules: only cuda runs GPU code (--device " + out->device + " runs --kernels libraries)";
-        return false;
-    }
-    if (gpu && out->modules.empty() && !out->worker) {
-        *error = "--device " + out->device + " needs --modules FILE: the GPU code its clients' kernels are";
         return false;
     }
     if (out->key.empty() && !out->worker) {

@@ -128,6 +128,38 @@ void Session::send_spans(uint64_t seq) {
     flush();
 }
 
+Status Session::module_part(const remote::ModuleBody &m) {
+    auto it = incoming_.find(m.module);
+    if (m.offset == 0) {
+        if (it != incoming_.end() || modules_.count(m.module))
+            return fail(adsmErrorInvalidValue, "module %u was sent before", m.module);
+        if (m.total > remote::kMaxModuleBytes - module_bytes_) {
+            device_answered_ = true;  // a refusal, not a breach
+            return fail(adsmErrorMemoryAllocation, "a client's modules take %llu bytes at most; %llu in use, %llu more asked",
+                        static_cast<unsigned long long>(remote::kMaxModuleBytes),
+                        static_cast<unsigned long long>(module_bytes_), static_cast<unsigned long long>(m.total));
+        }
+        module_bytes_ += m.total;
+        it = incoming_.emplace(m.module, Incoming{m.total, 0}).first;
+    } else if (it == incoming_.end() || it->second.next != m.offset || it->second.total != m.total) {
+        return fail(adsmErrorInvalidValue, "module %u: a part out of order", m.module);
+    }
+    it->second.next += m.length;
+    const bool last = it->second.next == m.total;
+    if (last) {
+        incoming_.erase(it);
+        modules_.insert(m.module);
+    }
+    device_answered_ = true;  // an image the device cannot load is the program's to hear about
+    return device_->module_part(m, last);
+}
+
+Status Session::function(const remote::FunctionBody &f, remote::Reply *reply) {
+    if (!modules_.count(f.module)) return fail(adsmErrorInvalidValue, "module %u was not sent", f.module);
+    device_answered_ = true;
+    return device_->function(f, reply);
+}
+
 Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {
     using remote::Op;
     if (r.header.op != Op::attach && r.header.op != Op::bye && !device_)
@@ -144,7 +176,12 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
         if (Status s = memory_.check(r.body.range.addr, r.body.range.len); s != adsmSuccess) return s;
         return r.header.op == Op::push ? device_->push(r.body.range.addr, r.body.range.len)
                                        : device_->pull(r.body.range.addr, r.body.range.len);
-    case Op::launch: return device_->launch(r.body.launch);
+    case Op::module: return module_part(r.body.module);
+    case Op::function: return function(r.body.function, reply);
+    case Op::launch:
+        if (r.body.launch.module && !modules_.count(r.body.launch.module))
+            return fail(adsmErrorInvalidValue, "module %u was not sent", r.body.launch.module);
+        return device_->launch(r.body.launch);
     case Op::sync: return sync(r.body.sync, r.header.seq);
     case Op::bye: *bye = true; return adsmSuccess;
     }
@@ -179,6 +216,7 @@ void Session::run(std::atomic<bool> &stopping) {
         remote::Reply reply{};
         reply.magic = remote::kWireMagic;
         reply.seq = r.header.seq;
+        device_answered_ = false;
         Status st = handle(r, &reply, &bye);
         reply.status = st;
         if (st != adsmSuccess) {
@@ -186,7 +224,7 @@ void Session::run(std::atomic<bool> &stopping) {
             // A refused commit, a launch the server cannot run and a kernel's
             // error are answers; a range outside what the client owns or a
             // malformed request is an attack or a bug, and ends the session.
-            if (st == adsmErrorInvalidValue) {
+            if (st == adsmErrorInvalidValue && !device_answered_) {
                 log_line("closing %s: %s", peer_.c_str(), reply.message);
                 (void)ep_->send(&reply, sizeof reply);
                 return;

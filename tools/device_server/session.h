@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,8 @@ private:
     Status commit(uint64_t addr, uint64_t len, remote::Reply *reply);
     Status decommit(uint64_t addr, uint64_t len);
     Status sync(const remote::SyncBody &b, uint64_t seq);
+    Status module_part(const remote::ModuleBody &m);
+    Status function(const remote::FunctionBody &f, remote::Reply *reply);
     void send_spans(uint64_t seq);
 
     const Options &options_;
@@ -42,6 +45,17 @@ private:
     std::string peer_;
     remote::ClientMemory memory_;
     std::unique_ptr<Hosting> device_;
+    // The client's modules: images coming in (their totals and the next
+    // offset each expects), those complete, and all their bytes.
+    struct Incoming {
+        uint64_t total, next;
+    };
+    std::map<uint32_t, Incoming> incoming_;
+    std::set<uint32_t> modules_;
+    uint64_t module_bytes_ = 0;
+    // The request's failure is the device's answer, not the client's breach
+    // of the protocol (which closes its connection).
+    bool device_answered_ = false;
     std::map<uint64_t, uint64_t> keys_;  // committed range start -> its RMA key
 };
 

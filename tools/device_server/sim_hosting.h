@@ -24,6 +24,8 @@ public:
     Status fill(uint64_t addr, uint8_t value, uint64_t len) override { return device_->fill(addr, value, len); }
     Status push(uint64_t, uint64_t) override { return nothing_staged(); }
     Status pull(uint64_t, uint64_t) override { return nothing_staged(); }
+    Status module_part(const remote::ModuleBody &, bool) override { return no_gpu_code("sim"); }
+    Status function(const remote::FunctionBody &, remote::Reply *) override { return no_gpu_code("sim"); }
     Status launch(const remote::LaunchBody &l) override;
     Status sync(uint32_t stream, const std::function<void()> &waiting) override;
     void take_spans(const SpanSeen &seen) override;

@@ -8,16 +8,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/device.h"
 #include "backend/remote/handshake.h"
 #include "device_server/client_streams.h"
+#include "device_server/hosting.h"
 #include "device_server/kernels.h"
 #include "os/vm.h"
 #include "support/config.h"
@@ -33,18 +36,27 @@ public:
         if (device_) streams_.destroy_all(*device_);
     }
     Status handle(const remote::Request &r, remote::Reply *reply);
+    // The kernels that ran since the last look, in batches, with the
+    // client's stream numbers and this machine's clock.
+    void send_spans(int socket, uint64_t seq);
 
 private:
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
     Status load_modules();
     Status launch(const remote::LaunchBody &l);
-    // A kernel of the modules, by name (a GPU back-end runs GPU code).
+    // A kernel of the --modules, by name (a GPU back-end runs GPU code).
     Status module_kernel(const remote::LaunchBody &l, const KernelInfo **out);
+    // The client's own modules: their images in parts, and their kernels.
+    Status module_part(const remote::ModuleBody &m);
+    Status client_kernel(uint32_t module, const char *name, const KernelInfo **out);
 
     const Options &options_;
     std::unique_ptr<Device> device_;
     std::vector<void *> modules_;
     std::map<std::string, const KernelInfo *> module_kernels_;
+    std::map<uint32_t, std::vector<char>> images_;  // coming in
+    std::map<uint32_t, void *> client_modules_;
+    std::map<std::pair<uint32_t, std::string>, const KernelInfo *> client_kernels_;
     ClientStreams streams_;
 };
 
@@ -78,7 +90,7 @@ Status Worker::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     if (Status s = device_->attach_window(base, size, kWorkerMemoryFd, host); s != adsmSuccess) return s;
     if (Status s = load_modules(); s != adsmSuccess) return s;
     reply->capacity = std::min(options_.memory, device_->capacity());
-    reply->flags = integrated ? 0 : remote::kStagedMemory;
+    reply->flags = (integrated ? 0 : remote::kStagedMemory) | (device_->runs_gpu_code() ? remote::kGpuCode : 0);
     return adsmSuccess;
 }
 
@@ -116,9 +128,44 @@ Status Worker::module_kernel(const remote::LaunchBody &l, const KernelInfo **out
     return check_arguments(**out, l);
 }
 
+Status Worker::module_part(const remote::ModuleBody &m) {
+    if (!device_->runs_gpu_code()) return no_gpu_code(device_->name());
+    // The server checked the parts come in order, within their total.
+    std::vector<char> &image = images_[m.module];
+    if (m.offset == 0) image.reserve(m.total);
+    image.insert(image.end(), m.data, m.data + m.length);
+    if (image.size() < m.total) return adsmSuccess;
+    void *loaded = nullptr;
+    Status s = device_->load_module(image.data(), image.size(), &loaded);
+    images_.erase(m.module);
+    if (s == adsmSuccess) client_modules_[m.module] = loaded;
+    return s;
+}
+
+Status Worker::client_kernel(uint32_t module, const char *name, const KernelInfo **out) {
+    auto key = std::make_pair(module, std::string(name));
+    auto it = client_kernels_.find(key);
+    if (it == client_kernels_.end()) {
+        auto m = client_modules_.find(module);
+        if (m == client_modules_.end())
+            return fail(adsmErrorInvalidValue, "module %u was not loaded (its loading failed)", module);
+        void *fn = nullptr;
+        std::vector<uint32_t> sizes;
+        if (Status s = device_->module_function(m->second, name, &fn, &sizes); s != adsmSuccess) return s;
+        adsmKernel_t handle;
+        if (Status s = kernels().add_module_function(name, fn, sizes, &handle); s != adsmSuccess) return s;
+        it = client_kernels_.emplace(key, kernels().get(handle)).first;
+    }
+    *out = it->second;
+    return adsmSuccess;
+}
+
 Status Worker::launch(const remote::LaunchBody &l) {
     const KernelInfo *k = nullptr;
-    Status s = device_->runs_gpu_code() ? module_kernel(l, &k) : registered_kernel(l, &k);
+    Status s = l.module                   ? client_kernel(l.module, l.kernel, &k)
+               : device_->runs_gpu_code() ? module_kernel(l, &k)
+                                          : registered_kernel(l, &k);
+    if (s == adsmSuccess && l.module) s = check_arguments(*k, l);
     if (s != adsmSuccess) return s;
     StreamId id;
     if (Status st = streams_.get(*device_, l.stream, &id); st != adsmSuccess) return st;
@@ -139,6 +186,17 @@ Status Worker::handle(const remote::Request &r, remote::Reply *reply) {
     case Op::fill: return device_->fill(r.body.fill.addr, static_cast<int>(r.body.fill.value), r.body.fill.len);
     case Op::push: return device_->copy_to_device(range.addr, staged, range.len);
     case Op::pull: return device_->copy_to_host(staged, range.addr, range.len);
+    case Op::module: return module_part(r.body.module);
+    case Op::function: {
+        const KernelInfo *k = nullptr;
+        if (Status s = client_kernel(r.body.function.module, r.body.function.kernel, &k); s != adsmSuccess) return s;
+        if (k->param_sizes.size() > remote::kMaxParams)
+            return fail(adsmErrorNotSupported, "kernel '%s' has %zu parameters; a remote device takes %u", k->name.c_str(),
+                        k->param_sizes.size(), remote::kMaxParams);
+        reply->params = static_cast<uint32_t>(k->param_sizes.size());
+        std::copy(k->param_sizes.begin(), k->param_sizes.end(), reply->param_sizes);
+        return adsmSuccess;
+    }
     case Op::launch: return launch(r.body.launch);
     case Op::sync: {
         StreamId id;
@@ -147,6 +205,31 @@ Status Worker::handle(const remote::Request &r, remote::Reply *reply) {
     case Op::bye: return adsmSuccess;
     }
     return fail(adsmErrorInvalidValue, "unknown operation");
+}
+
+void Worker::send_spans(int socket, uint64_t seq) {
+    if (!device_) return;
+    std::unique_ptr<remote::SpanBatch> batch(new remote::SpanBatch{});
+    batch->magic = remote::kWireMagic;
+    batch->status = remote::kSpans;
+    batch->seq = seq;
+    auto flush = [&] {
+        if (batch->count)
+            (void)send(socket, batch.get(), offsetof(remote::SpanBatch, spans) + batch->count * sizeof(remote::WireSpan),
+                       MSG_NOSIGNAL);
+        batch->count = 0;
+    };
+    device_->take_kernel_spans([&](const char *name, uint32_t stream, uint64_t start, uint64_t end, bool failed) {
+        remote::WireSpan &w = batch->spans[batch->count];
+        w = {};
+        snprintf(w.kernel, sizeof w.kernel, "%s", name);
+        w.stream = streams_.client_number(stream);
+        w.failed = failed;
+        w.start_ago_ns = start;  // the server's clock too: the session makes them relative
+        w.end_ago_ns = end;
+        if (++batch->count == remote::kSpansPerBatch) flush();
+    });
+    flush();
 }
 
 }  // namespace
@@ -174,6 +257,9 @@ int run_worker(const Options &options) {
         Status s = remote::parse_request(msg.get(), static_cast<size_t>(got), &r);
         reply.seq = r.header.seq;
         if (s == adsmSuccess) s = worker.handle(r, &reply);
+        if (r.header.op == remote::Op::sync && (r.body.sync.flags & remote::kSendSpans)) {
+            worker.send_spans(kWorkerSocketFd, r.header.seq);
+        }
         reply.status = s;
         if (s != adsmSuccess) snprintf(reply.message, sizeof reply.message, "%s", last_detail());
         if (send(kWorkerSocketFd, &reply, sizeof reply, MSG_NOSIGNAL) < 0) return 0;

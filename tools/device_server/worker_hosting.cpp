@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -96,7 +97,7 @@ Status WorkerHosting::ask(remote::Op op, const void *body, size_t body_size, rem
     if (ended_) return worker_ended();
     struct {
         remote::RequestHeader h;
-        uint8_t body[sizeof(remote::LaunchBody)];
+        uint8_t body[sizeof(remote::Request::body)];
     } msg;
     msg.h = {remote::kWireMagic, op, ++seq_, static_cast<uint32_t>(body_size), 0};
     memcpy(msg.body, body, body_size);
@@ -109,9 +110,12 @@ Status WorkerHosting::ask(remote::Op op, const void *body, size_t body_size, rem
             if (waiting) waiting();
             continue;
         }
-        ssize_t got = recv(socket_, reply, sizeof *reply, 0);
+        ssize_t got = recv(socket_, inbox_.get(), sizeof(remote::SpanBatch), 0);
         if (got < 0 && errno == EINTR) continue;
-        if (got != static_cast<ssize_t>(sizeof *reply) || reply->seq != seq_) return worker_ended();
+        if (got > 0 && keep_spans(inbox_.get(), static_cast<size_t>(got))) continue;
+        if (got != static_cast<ssize_t>(sizeof *reply)) return worker_ended();
+        memcpy(reply, inbox_.get(), sizeof *reply);
+        if (reply->seq != seq_) return worker_ended();
         break;
     }
     if (reply->status == adsmSuccess) return adsmSuccess;
@@ -160,15 +164,52 @@ Status WorkerHosting::pull(uint64_t addr, uint64_t len) {
     return range(remote::Op::pull, addr, len);
 }
 
+Status WorkerHosting::module_part(const remote::ModuleBody &m, bool) {
+    remote::Reply r{};
+    return ask(remote::Op::module, &m, remote::kModuleFixedBytes + m.length, &r);
+}
+
+Status WorkerHosting::function(const remote::FunctionBody &f, remote::Reply *reply) {
+    return ask(remote::Op::function, &f, sizeof f, reply);
+}
+
 Status WorkerHosting::launch(const remote::LaunchBody &l) {
     remote::Reply r{};
     return ask(remote::Op::launch, &l, remote::kLaunchFixedBytes + l.args_size, &r);
 }
 
+bool WorkerHosting::keep_spans(const uint8_t *msg, size_t n) {
+    using remote::SpanBatch;
+    int32_t status;
+    uint64_t seq;
+    uint32_t count;
+    if (n < offsetof(SpanBatch, spans)) return false;
+    memcpy(&status, msg + offsetof(SpanBatch, status), sizeof status);
+    memcpy(&seq, msg + offsetof(SpanBatch, seq), sizeof seq);
+    memcpy(&count, msg + offsetof(SpanBatch, count), sizeof count);
+    if (status != remote::kSpans || seq != seq_ || count > remote::kSpansPerBatch ||
+        n != offsetof(SpanBatch, spans) + count * sizeof(remote::WireSpan))
+        return false;
+    const auto *spans = reinterpret_cast<const remote::WireSpan *>(msg + offsetof(SpanBatch, spans));
+    spans_.insert(spans_.end(), spans, spans + count);
+    return true;
+}
+
 Status WorkerHosting::sync(uint32_t stream, const std::function<void()> &waiting) {
-    remote::SyncBody b{stream, 0, 0, 0};
+    // The spans are the worker's to keep until asked for: each sync takes
+    // them, and the session sends them on when its client asked.
+    spans_.clear();
+    remote::SyncBody b{stream, 0, remote::kSendSpans, 0};
     remote::Reply r{};
     return ask(remote::Op::sync, &b, sizeof b, &r, waiting);
+}
+
+void WorkerHosting::take_spans(const SpanSeen &seen) {
+    for (remote::WireSpan &w : spans_) {
+        w.kernel[sizeof w.kernel - 1] = '\0';
+        seen(w.kernel, w.stream, w.start_ago_ns, w.end_ago_ns, w.failed != 0);
+    }
+    spans_.clear();
 }
 
 }  // namespace adsm::server

@@ -9,6 +9,9 @@
 
 #include <sys/types.h>
 
+#include <memory>
+#include <vector>
+
 #include "device_server/hosting.h"
 
 namespace adsm::server {
@@ -25,9 +28,11 @@ public:
     Status fill(uint64_t addr, uint8_t value, uint64_t len) override;
     Status push(uint64_t addr, uint64_t len) override;
     Status pull(uint64_t addr, uint64_t len) override;
+    Status module_part(const remote::ModuleBody &m, bool last) override;
+    Status function(const remote::FunctionBody &f, remote::Reply *reply) override;
     Status launch(const remote::LaunchBody &l) override;
     Status sync(uint32_t stream, const std::function<void()> &waiting) override;
-    void take_spans(const SpanSeen &) override {}  // the worker's kernels are not traced
+    void take_spans(const SpanSeen &seen) override;
 
 private:
     Status start(uint64_t size);
@@ -37,6 +42,9 @@ private:
                const std::function<void()> &waiting = nullptr);
     Status range(remote::Op op, uint64_t addr, uint64_t len);
     Status worker_ended();
+    // A batch of kernel spans that came before a sync's answer; false if
+    // it is not one.
+    bool keep_spans(const uint8_t *msg, size_t n);
 
     const Options &options_;
     pid_t pid_ = -1;
@@ -46,6 +54,8 @@ private:
     uint64_t base_ = 0, size_ = 0;
     uint64_t seq_ = 0;
     bool staged_ = false;
+    std::unique_ptr<uint8_t[]> inbox_{new uint8_t[sizeof(remote::SpanBatch)]};
+    std::vector<remote::WireSpan> spans_;  // the last sync's, in the server's clock
     bool ended_ = false;
 };
 

@@ -117,4 +117,8 @@ void CpuDevice::trace_kernels() {
     if (host_) host_->trace_kernels();
 }
 
+void CpuDevice::take_kernel_spans(const KernelSpanSeen &seen) {
+    if (host_) host_->take_kernel_spans(seen);
+}
+
 }  // namespace adsm

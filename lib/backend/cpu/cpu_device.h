@@ -37,6 +37,7 @@ public:
     Status launch(StreamId id, const LaunchDesc &launch) override;
     Status synchronize(StreamId id) override;
     void trace_kernels() override;
+    void take_kernel_spans(const KernelSpanSeen &seen) override;
 
 private:
     Status check_range(uintptr_t dev, size_t n) const;

@@ -1,5 +1,6 @@
 #include "backend/remote/remote_device.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/remote/key_file.h"
@@ -32,6 +33,7 @@ Status RemoteDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *
                     std::string(last_detail()).c_str());
     capacity_ = r.capacity;
     link_.set_staged((r.flags & remote::kStagedMemory) != 0);
+    gpu_code_ = (r.flags & remote::kGpuCode) != 0;
     return adsmSuccess;
 }
 
@@ -94,10 +96,72 @@ Status RemoteDevice::fill(uintptr_t dev, int value, size_t n) {
     return adsmSuccess;
 }
 
+static_assert(remote::kMaxParams >= kMaxKernelParams, "a reply holds every parameter's size");
+
+Status RemoteDevice::load_module(const void *image, size_t size, void **module) {
+    if (!gpu_code_)
+        return fail(adsmErrorNotSupported,
+                    "the device server at %s runs kernels its --kernels libraries registered, by name; GPU code from a "
+                    "module needs a server with --device cuda",
+                    config_.remote.c_str());
+    if (size > remote::kMaxModuleBytes)
+        return fail(adsmErrorNotSupported, "a %zu-byte module: a remote device takes images of at most %llu bytes", size,
+                    static_cast<unsigned long long>(remote::kMaxModuleBytes));
+    uint32_t id;
+    {
+        std::lock_guard<std::mutex> g(modules_mu_);
+        if (modules_ == remote::kMaxModules)
+            return fail(adsmErrorNotSupported, "a remote device takes %u modules at most", remote::kMaxModules);
+        id = ++modules_;
+    }
+    // In parts, one request each, in order on the connection.
+    std::unique_ptr<remote::ModuleBody> part(new remote::ModuleBody{});
+    part->module = id;
+    part->total = size;
+    for (size_t at = 0; at < size;) {
+        part->offset = at;
+        part->length = static_cast<uint32_t>(std::min(size - at, remote::kModulePartBytes));
+        memcpy(part->data, static_cast<const uint8_t *>(image) + at, part->length);
+        remote::Reply r{};
+        if (Status s = link_.call(remote::Op::module, part.get(), remote::kModuleFixedBytes + part->length, &r);
+            s != adsmSuccess)
+            return s;
+        at += part->length;
+    }
+    *module = reinterpret_cast<void *>(static_cast<uintptr_t>(id));
+    return adsmSuccess;
+}
+
+Status RemoteDevice::module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
+    remote::FunctionBody f{};
+    f.module = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(module));
+    if (strlen(name) >= sizeof f.kernel)
+        return fail(adsmErrorInvalidValue, "kernel name '%s' is longer than a remote device takes (%zu)", name,
+                    sizeof f.kernel - 1);
+    memcpy(f.kernel, name, strlen(name) + 1);
+    remote::Reply r{};
+    if (Status s = link_.call(remote::Op::function, &f, sizeof f, &r); s != adsmSuccess) return s;
+    if (r.params > remote::kMaxParams) return fail(adsmErrorDeviceLost, "the device server said %u parameters", r.params);
+    param_sizes->assign(r.param_sizes, r.param_sizes + r.params);
+    std::lock_guard<std::mutex> g(modules_mu_);
+    module_kernels_.push_back({f.module, name});
+    *fn = &module_kernels_.back();
+    return adsmSuccess;
+}
+
+bool RemoteDevice::is_module_kernel(const void *fn) const {
+    std::lock_guard<std::mutex> g(modules_mu_);
+    for (const ModuleKernel &k : module_kernels_)
+        if (&k == fn) return true;
+    return false;
+}
+
 Status RemoteDevice::check_kernel(const KernelInfo &k) const {
     if (k.fn) return adsmSuccess;  // run by its name on the server
+    if (gpu_code_ && is_module_kernel(k.device_fn)) return adsmSuccess;
     return fail(adsmErrorNotSupported,
-                "kernel '%s' is GPU code from a module; a remote device runs kernels its server registered by name",
+                "kernel '%s' is GPU code from a module not loaded on this remote device; a remote device runs kernels "
+                "its server registered by name, and modules loaded on it when its server runs GPU code",
                 k.name.c_str());
 }
 
@@ -133,6 +197,10 @@ Status RemoteDevice::launch(StreamId id, const LaunchDesc &l) {
     b.block[0] = l.block.x, b.block[1] = l.block.y, b.block[2] = l.block.z;
     b.args_size = l.args_size;
     b.stream = id;
+    if (!l.kernel->fn) {
+        if (Status s = check_kernel(*l.kernel); s != adsmSuccess) return s;
+        b.module = static_cast<const ModuleKernel *>(l.kernel->device_fn)->module;
+    }
     if (l.args_size) memcpy(b.args, l.args, l.args_size);
     remote::Reply r{};
     return link_.call(remote::Op::launch, &b, remote::kLaunchFixedBytes + l.args_size, &r);

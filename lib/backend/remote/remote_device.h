@@ -6,7 +6,9 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/device.h"
@@ -38,6 +40,10 @@ public:
     void detach_after_fork() override { link_.forget(); }
     bool serves_fork_child() const override { return false; }
 
+    // GPU code where the server runs it (a cuda server): the image goes to
+    // the server, which loads it in the client's context.
+    Status load_module(const void *image, size_t size, void **module) override;
+    Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;
     Status check_kernel(const KernelInfo &k) const override;
     Status create_stream(StreamId *out) override;
     void destroy_stream(StreamId id) override;
@@ -54,6 +60,18 @@ private:
     std::atomic<uint64_t> used_{0};
     std::mutex streams_mu_;
     std::vector<bool> streams_;  // in use
+
+    bool gpu_code_ = false;  // the server said kGpuCode
+    // The kernels of the modules this process loaded on the server: a
+    // KernelInfo's device_fn points at one (kept for the process's life).
+    struct ModuleKernel {
+        uint32_t module;
+        std::string name;
+    };
+    mutable std::mutex modules_mu_;
+    uint32_t modules_ = 0;
+    std::deque<ModuleKernel> module_kernels_;
+    bool is_module_kernel(const void *fn) const;
 };
 
 }  // namespace adsm

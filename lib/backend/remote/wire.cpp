@@ -22,6 +22,8 @@ size_t body_size(Op op) {
     case Op::bye: return 0;
     case Op::sync: return sizeof(SyncBody);
     case Op::launch: return kLaunchFixedBytes;  // and its arguments
+    case Op::module: return kModuleFixedBytes;  // and its part
+    case Op::function: return sizeof(FunctionBody);
     }
     return SIZE_MAX;
 }
@@ -37,9 +39,9 @@ Status parse_request(const void *msg, size_t n, Request *out) {
     size_t want = body_size(h.op);
     if (want == SIZE_MAX) return fail(adsmErrorInvalidValue, "unknown operation %u", static_cast<unsigned>(h.op));
     const size_t carried = n - sizeof(RequestHeader);
-    const bool variable = h.op == Op::launch;
-    if (h.length != carried || carried < want || (!variable && carried != want) ||
-        (variable && carried > want + kMaxLaunchArgs))
+    const bool variable = h.op == Op::launch || h.op == Op::module;
+    const size_t most = h.op == Op::launch ? kMaxLaunchArgs : kModulePartBytes;
+    if (h.length != carried || carried < want || (!variable && carried != want) || (variable && carried > want + most))
         return fail(adsmErrorInvalidValue, "operation %u declares %u body bytes and carries %zu; it takes %zu%s",
                     static_cast<unsigned>(h.op), h.length, carried, want, variable ? " and its arguments" : "");
     memcpy(&out->body, static_cast<const uint8_t *>(msg) + sizeof(RequestHeader), carried);
@@ -64,6 +66,28 @@ Status parse_request(const void *msg, size_t n, Request *out) {
         for (int d = 0; d < 3; ++d)
             if (l.grid[d] == 0 || l.block[d] == 0) return fail(adsmErrorInvalidValue, "a launch with an empty grid or block");
         if (l.stream >= kMaxStreams) return fail(adsmErrorInvalidValue, "stream %u: at most %u", l.stream, kMaxStreams);
+        if (l.module > kMaxModules) return fail(adsmErrorInvalidValue, "module %u: at most %u", l.module, kMaxModules);
+        break;
+    }
+    case Op::module: {
+        const ModuleBody &m = out->body.module;
+        if (m.module == 0 || m.module > kMaxModules)
+            return fail(adsmErrorInvalidValue, "module %u: 1 to %u", m.module, kMaxModules);
+        if (m.length != carried - kModuleFixedBytes)
+            return fail(adsmErrorInvalidValue, "a module part declares %u bytes and carries %zu", m.length,
+                        carried - kModuleFixedBytes);
+        if (m.length == 0 || m.total > kMaxModuleBytes || m.offset > m.total || m.length > m.total - m.offset)
+            return fail(adsmErrorInvalidValue, "a module part of %u bytes at %llu of %llu (images of at most %llu bytes)",
+                        m.length, static_cast<unsigned long long>(m.offset), static_cast<unsigned long long>(m.total),
+                        static_cast<unsigned long long>(kMaxModuleBytes));
+        break;
+    }
+    case Op::function: {
+        const FunctionBody &f = out->body.function;
+        if (f.module == 0 || f.module > kMaxModules)
+            return fail(adsmErrorInvalidValue, "module %u: 1 to %u", f.module, kMaxModules);
+        if (memchr(f.kernel, 0, sizeof f.kernel) == nullptr || f.kernel[0] == '\0')
+            return fail(adsmErrorInvalidValue, "a function request names no kernel");
         break;
     }
     case Op::sync:

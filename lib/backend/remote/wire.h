@@ -31,6 +31,11 @@ enum class Op : uint32_t {
     // lands there and is pushed to the device; a read pulls it first.
     push = 8,  // staging -> device, [addr, addr+len)
     pull = 9,  // device -> staging
+    // A server that runs GPU code (kGpuCode in attach's reply) loads the
+    // client's own modules: each image in parts, in order; then a kernel
+    // of one, by name, says its parameter sizes.
+    module = 10,
+    function = 11,
 };
 
 struct RequestHeader {
@@ -66,7 +71,27 @@ struct LaunchBody {
     uint32_t block[3];
     uint32_t args_size;
     uint32_t stream;  // the client's stream: its kernels run in order, others' alongside
+    uint32_t module;  // 0: a kernel the server has by that name; else one of the client's modules
+    uint32_t reserved;
     uint8_t args[kMaxLaunchArgs];
+};
+
+// Part of a module image: parts come in order, from offset 0 to total.
+constexpr size_t kModulePartBytes = 32 * 1024;
+constexpr uint64_t kMaxModuleBytes = 256ull << 20;  // all of a client's images together
+constexpr uint32_t kMaxModules = 1024;              // module numbers 1 to this
+struct ModuleBody {
+    uint32_t module;  // the client's number for it
+    uint32_t length;  // bytes in data
+    uint64_t total;
+    uint64_t offset;
+    uint8_t data[kModulePartBytes];
+};
+constexpr size_t kModuleFixedBytes = offsetof(ModuleBody, data);
+struct FunctionBody {
+    uint32_t module;
+    uint32_t reserved;
+    char kernel[kKernelNameBytes];  // NUL-terminated
 };
 // A sync's answer can take as long as the kernels: meanwhile the server
 // sends a reply with status kStillWorking at least every heartbeat_ms, so
@@ -106,17 +131,20 @@ struct SpanBatch {
 };
 constexpr size_t kLaunchFixedBytes = offsetof(LaunchBody, args);
 
+constexpr uint32_t kMaxParams = 64;
 struct Reply {
     uint32_t magic;
     int32_t status;     // an adsmError_t
     uint64_t seq;
     uint64_t capacity;  // attach: this client's device memory
     uint64_t rma_key;   // commit: the key under which the range is exposed (offsets from its start)
-    uint32_t flags;     // attach: kStagedMemory, or 0
-    uint32_t reserved;
+    uint32_t flags;     // attach: kStagedMemory, kGpuCode
+    uint32_t params;    // function: the kernel's parameters...
+    uint32_t param_sizes[kMaxParams];  // ...and their sizes
     char message[200];  // why, when status is not adsmSuccess
 };
 constexpr uint32_t kStagedMemory = 1;
+constexpr uint32_t kGpuCode = 2;
 
 // Windows the server accepts: whole pages, at most this large; streams per
 // client.
@@ -131,6 +159,8 @@ struct Request {
         FillBody fill;
         LaunchBody launch;
         SyncBody sync;
+        ModuleBody module;
+        FunctionBody function;
     } body;
 };
 

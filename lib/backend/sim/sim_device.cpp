@@ -373,7 +373,7 @@ void SimDevice::trace_kernels() {
     if (host_) host_->trace_kernels();
 }
 
-void SimDevice::take_kernel_spans(const exec::ChannelHost::SpanSeen &seen) {
+void SimDevice::take_kernel_spans(const KernelSpanSeen &seen) {
     std::shared_lock<os::FutexRwLock> lock(server_mu_);
     if (host_) host_->take_kernel_spans(seen);
 }

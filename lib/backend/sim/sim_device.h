@@ -68,9 +68,7 @@ public:
     // The same, calling `waiting` about every 50 ms until the kernels are
     // done (the device server answers its client's heartbeats from there).
     Status synchronize(StreamId id, const std::function<void()> &waiting);
-    // The kernels that ran since the last look (the device server's client
-    // draws them on its trace).
-    void take_kernel_spans(const exec::ChannelHost::SpanSeen &seen);
+    void take_kernel_spans(const KernelSpanSeen &seen) override;
 
     // The device process's pid, 0 if none was started (for tests that kill it).
     pid_t server_pid() const { return pid_.load(); }
