@@ -1,7 +1,7 @@
 // A remote device on loopback against sim and against libfabric's own
 // numbers, side by side in one run.  It starts adsm-device-server itself
-// (with this benchmark's kernels) and runs each measurement in a process of
-// its own (child_run.h):
+// (with this benchmark's kernels), serving sim devices and cpu ones, and
+// runs each measurement in a process of its own (child_run.h):
 //   latency: an empty adsmCall + adsmSync that names no object;
 //   transfers: a 64 MiB object sent whole at each call and brought back
 //     whole at each sync (the batch protocol), as bytes per second each way;
@@ -116,7 +116,7 @@ int start_listening(const std::vector<std::string> &argv, pid_t *pid) {
 struct Server {
     pid_t pid = -1;
     std::string key, port;
-    bool start(const std::string &binary) {
+    bool start(const std::string &binary, const char *device) {
         char dir[] = "/tmp/adsm-bench-remote-XXXXXX";
         if (!mkdtemp(dir)) return false;
         key = std::string(dir) + "/key";
@@ -127,7 +127,7 @@ struct Server {
         chmod(key.c_str(), 0600);
         // (Its log is not the table's business.)
         int p = start_listening({binary, "--key", key, "--address", "127.0.0.1", "--port", "0", "--memory", "1G",
-                                 "--kernels", ADSM_BENCH_KERNELS},
+                                 "--kernels", ADSM_BENCH_KERNELS, "--device", device},
                                 &pid);
         if (p <= 0) return false;
         port = std::to_string(p);
@@ -201,16 +201,21 @@ int main(int argc, char **argv) {
     std::string self = argv[0];
     std::string server_binary = self.substr(0, self.rfind('/') + 1) + "adsm-device-server";
     if (const char *s = getenv("ADSM_DEVICE_SERVER")) server_binary = s;
-    Server server;
-    if (!server.start(server_binary)) {
+    // Serving sim devices, and cpu ones (each client's kernels in a process
+    // of its own, its RMA landing in the memory they use).
+    Server server, cpu_server;
+    if (!server.start(server_binary, "sim") || !cpu_server.start(server_binary, "cpu")) {
         fprintf(stderr, "adsm-bench-remote: cannot start %s\n", server_binary.c_str());
         return 1;
     }
+    auto on = [&](const Server &s) {
+        return bench::run_child(argv[0], {"child"},
+                                {"ADSM_DEVICE=remote", "ADSM_PROTOCOL=batch", "ADSM_REMOTE=127.0.0.1:" + s.port,
+                                 "ADSM_REMOTE_KEY=" + s.key});
+    };
     auto sim = bench::run_child(argv[0], {"child"}, {"ADSM_DEVICE=sim", "ADSM_PROTOCOL=batch"});
-    auto remote = bench::run_child(argv[0], {"child"},
-                                   {"ADSM_DEVICE=remote", "ADSM_PROTOCOL=batch", "ADSM_REMOTE=127.0.0.1:" + server.port,
-                                    "ADSM_REMOTE_KEY=" + server.key});
-    if (sim.empty() || remote.empty()) return 1;
+    auto remote = on(server), remote_cpu = on(cpu_server);
+    if (sim.empty() || remote.empty() || remote_cpu.empty()) return 1;
     auto small = pingpong("64", 2000, 47611), large = pingpong("1048576", 200, 47612);
     // RMA alone, in the remote device's chunks (512 KiB, 8 in flight) and in
     // fi_rma_bw's window of 64: the better of the two bounds the device.
@@ -218,21 +223,25 @@ int main(int argc, char **argv) {
     auto own = rma_alone(rma_binary, 512u << 10, 8), wide = rma_alone(rma_binary, 1u << 20, 64);
     const double rma_w = std::max(own.first, wide.first), rma_r = std::max(own.second, wide.second);
     printf("remote device on loopback (tcp provider) against sim and against fi_pingpong on the same provider\n");
-    printf("  %-34s %12s %12s %12s\n", "", "sim", "remote", "fi_pingpong");
-    printf("  %-34s %10.1fus %10.1fus ", "empty call + sync (latency)", sim["call_us"], remote["call_us"]);
+    printf("  %-34s %12s %12s %12s %12s\n", "", "sim", "remote", "remote cpu", "fi_pingpong");
+    printf("  %-34s %10.1fus %10.1fus %10.1fus ", "empty call + sync (latency)", sim["call_us"], remote["call_us"],
+           remote_cpu["call_us"]);
     if (small.second > 0) printf("%10.1fus   (one 64-byte message each way: x2 = %.1f us)\n", small.second, 2 * small.second);
     else printf("%12s\n", "n/a");
-    printf("  %-34s %9.2fGB/s %9.2fGB/s ", "64 MiB object to the device", sim["h2d_gbps"], remote["h2d_gbps"]);
+    printf("  %-34s %9.2fGB/s %9.2fGB/s %9.2fGB/s ", "64 MiB object to the device", sim["h2d_gbps"], remote["h2d_gbps"],
+           remote_cpu["h2d_gbps"]);
     if (large.first > 0) printf("%9.2fGB/s   (1 MiB messages)\n", large.first / 1000);
     else printf("%12s\n", "n/a");
-    printf("  %-34s %9.2fGB/s %9.2fGB/s\n", "64 MiB object back to the host", sim["d2h_gbps"], remote["d2h_gbps"]);
+    printf("  %-34s %9.2fGB/s %9.2fGB/s %9.2fGB/s\n", "64 MiB object back to the host", sim["d2h_gbps"],
+           remote["d2h_gbps"], remote_cpu["d2h_gbps"]);
     if (rma_w > 0 && rma_r > 0) {
-        printf("  %-34s %12s %12s  %9.2fGB/s written, %.2fGB/s read\n", "RMA alone (fi_rma_bw's method)", "", "",
-               rma_w, rma_r);
+        printf("  %-34s %12s %12s %12s  %9.2fGB/s written, %.2fGB/s read\n", "RMA alone (fi_rma_bw's method)", "", "",
+               "", rma_w, rma_r);
         printf("    (512 KiB x 8 in flight: %.2f / %.2f GB/s; 1 MiB x 64: %.2f / %.2f GB/s)\n", own.first, own.second,
                wide.first, wide.second);
-        printf("  remote transfers / RMA alone: to the device %.2fx, back %.2fx\n", remote["h2d_gbps"] / rma_w,
-               remote["d2h_gbps"] / rma_r);
+        printf("  remote transfers / RMA alone: to the device %.2fx, back %.2fx (cpu: %.2fx, %.2fx)\n",
+               remote["h2d_gbps"] / rma_w, remote["d2h_gbps"] / rma_r, remote_cpu["h2d_gbps"] / rma_w,
+               remote_cpu["d2h_gbps"] / rma_r);
     }
     if (large.first > 0)
         printf("  remote transfers / fi_pingpong bandwidth: to the device %.2fx, back %.2fx\n",
