@@ -51,6 +51,7 @@ public:
         if (ep_->send(m.data(), m.size()) != adsmSuccess) return r;
         size_t got = 0;
         if (ep_->recv(&r, sizeof r, &got, 3000) != adsmSuccess || got != sizeof r) r.status = adsmErrorDeviceLost;
+        else EXPECT_EQ(r.seq, h.seq) << "an answer to another request";
         return r;
     }
     Reply attach(uint64_t size = 1ull << 30) {
@@ -410,6 +411,21 @@ TEST_F(Fixture, StagedMemoryMovesWhenPushedAndPulled) {
     ASSERT_EQ(other.request(Op::pull, &all).status, adsmSuccess);
     ASSERT_EQ(other.ep().read(back.data(), n * 4, 0, ko.rma_key, 5000), adsmSuccess);
     EXPECT_EQ(back, std::vector<uint32_t>(n, 0x11111111u));
+    // A module of the client's own, after a request the server answered
+    // alone (a commit past the capacity): its kernel's parameter sizes come
+    // from the driver, in the answer to this request.
+    EXPECT_EQ(c.commit(kBase + (2 << 20), 128 << 20).status, adsmErrorMemoryAllocation);
+    const char image[] = "fake-module:remote.add=remote_add:8,8,4";
+    std::unique_ptr<ModuleBody> part(new ModuleBody{});
+    part->module = 1, part->length = sizeof image, part->total = sizeof image;
+    memcpy(part->data, image, sizeof image);
+    ASSERT_EQ(c.request(Op::module, part.get(), kModuleFixedBytes + part->length).status, adsmSuccess);
+    FunctionBody f{1, 0, "remote.add"};
+    Reply fr = c.request(Op::function, &f);
+    ASSERT_EQ(fr.status, adsmSuccess) << fr.message;
+    ASSERT_EQ(fr.params, 3u);
+    EXPECT_EQ(fr.param_sizes[0], 8u);
+    EXPECT_EQ(fr.param_sizes[2], 4u);
     // A push past what the client committed closes it; the other goes on.
     RangeBody past{kBase + (1 << 20) - 4096, 8192};
     EXPECT_NE(c.request(Op::push, &past).status, adsmSuccess);

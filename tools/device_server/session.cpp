@@ -214,10 +214,11 @@ void Session::run(std::atomic<bool> &stopping) {
             return;
         }
         remote::Reply reply{};
-        reply.magic = remote::kWireMagic;
-        reply.seq = r.header.seq;
         device_answered_ = false;
         Status st = handle(r, &reply, &bye);
+        // (A device process's answer may have been copied in whole.)
+        reply.magic = remote::kWireMagic;
+        reply.seq = r.header.seq;
         reply.status = st;
         if (st != adsmSuccess) {
             snprintf(reply.message, sizeof reply.message, "%s", last_detail());
