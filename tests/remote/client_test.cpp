@@ -124,6 +124,7 @@ TEST(RemoteClientTest, ModulesOfTheProgramsOwnRunWhereTheServerRunsGpuCode) {
     adsmKernel_t k;
     ASSERT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmSuccess) << detail();
     EXPECT_EQ(adsmModuleGetKernel(m, "remote.absent", &k), adsmErrorKernelNotFound) << detail();
+    ASSERT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmSuccess) << detail();
     // An image the device cannot load is an error the program hears, and
     // the device goes on.
     const char junk[] = "not a module";

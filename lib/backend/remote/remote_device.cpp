@@ -143,9 +143,12 @@ Status RemoteDevice::module_function(void *module, const char *name, void **fn, 
     if (Status s = link_.call(remote::Op::function, &f, sizeof f, &r); s != adsmSuccess) return s;
     if (r.params > remote::kMaxParams) return fail(adsmErrorDeviceLost, "the device server said %u parameters", r.params);
     param_sizes->assign(r.param_sizes, r.param_sizes + r.params);
+    // One handle per kernel of a module, however often it is asked for.
     std::lock_guard<std::mutex> g(modules_mu_);
-    module_kernels_.push_back({f.module, name});
-    *fn = &module_kernels_.back();
+    auto same = std::find_if(module_kernels_.begin(), module_kernels_.end(),
+                             [&](const ModuleKernel &k) { return k.module == f.module && k.name == name; });
+    if (same == module_kernels_.end()) same = module_kernels_.insert(module_kernels_.end(), {f.module, name});
+    *fn = &*same;
     return adsmSuccess;
 }
 
