@@ -44,6 +44,9 @@ private:
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
     Status load_modules();
     Status launch(const remote::LaunchBody &l);
+    // A module's kernel by name, registered here with the driver's
+    // parameter sizes.
+    Status resolve(void *module, const char *name, const KernelInfo **out);
     // A kernel of the --modules, by name (a GPU back-end runs GPU code).
     Status module_kernel(const remote::LaunchBody &l, const KernelInfo **out);
     // The client's own modules: their images in parts, and their kernels.
@@ -109,20 +112,24 @@ Status Worker::load_modules() {
     return adsmSuccess;
 }
 
+Status Worker::resolve(void *module, const char *name, const KernelInfo **out) {
+    void *fn = nullptr;
+    std::vector<uint32_t> sizes;
+    if (Status s = device_->module_function(module, name, &fn, &sizes); s != adsmSuccess) return s;
+    adsmKernel_t handle;
+    if (Status s = kernels().add_module_function(name, fn, sizes, &handle); s != adsmSuccess) return s;
+    *out = kernels().get(handle);
+    return adsmSuccess;
+}
+
 Status Worker::module_kernel(const remote::LaunchBody &l, const KernelInfo **out) {
     auto it = module_kernels_.find(l.kernel);
     if (it == module_kernels_.end()) {
-        for (void *m : modules_) {
-            void *fn = nullptr;
-            std::vector<uint32_t> sizes;
-            if (device_->module_function(m, l.kernel, &fn, &sizes) != adsmSuccess) continue;
-            adsmKernel_t handle;
-            if (Status s = kernels().add_module_function(l.kernel, fn, sizes, &handle); s != adsmSuccess) return s;
-            it = module_kernels_.emplace(l.kernel, kernels().get(handle)).first;
-            break;
-        }
-        if (it == module_kernels_.end())
-            return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (in its --modules)", l.kernel);
+        const KernelInfo *k = nullptr;
+        for (void *m : modules_)
+            if (resolve(m, l.kernel, &k) == adsmSuccess) break;
+        if (!k) return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (in its --modules)", l.kernel);
+        it = module_kernels_.emplace(l.kernel, k).first;
     }
     *out = it->second;
     return check_arguments(**out, l);
@@ -149,12 +156,9 @@ Status Worker::client_kernel(uint32_t module, const char *name, const KernelInfo
         auto m = client_modules_.find(module);
         if (m == client_modules_.end())
             return fail(adsmErrorInvalidValue, "module %u was not loaded (its loading failed)", module);
-        void *fn = nullptr;
-        std::vector<uint32_t> sizes;
-        if (Status s = device_->module_function(m->second, name, &fn, &sizes); s != adsmSuccess) return s;
-        adsmKernel_t handle;
-        if (Status s = kernels().add_module_function(name, fn, sizes, &handle); s != adsmSuccess) return s;
-        it = client_kernels_.emplace(key, kernels().get(handle)).first;
+        const KernelInfo *k = nullptr;
+        if (Status s = resolve(m->second, name, &k); s != adsmSuccess) return s;
+        it = client_kernels_.emplace(key, k).first;
     }
     *out = it->second;
     return adsmSuccess;
