@@ -146,6 +146,11 @@ TEST_F(Fixture, CommandLineAndKeyFileAreChecked) {
         EXPECT_NE(s.log().find("expected sim, cpu or cuda"), std::string::npos) << s.log();
     }
     {
+        Server s({"--key", key, "--spin-us", "-1"});
+        EXPECT_EQ(s.exit_status(), 2);
+        EXPECT_NE(s.log().find("--spin-us -1: microseconds"), std::string::npos) << s.log();
+    }
+    {
         Server s({"--key", key, "--modules", "kernels.cubin"});
         EXPECT_EQ(s.exit_status(), 2) << "GPU code for a device that runs none";
         EXPECT_NE(s.log().find("only cuda runs GPU code"), std::string::npos) << s.log();

@@ -61,6 +61,7 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
     EXPECT_EQ(c.protocol, "delta");
     EXPECT_EQ(c.block_size, 256u * 1024);
     EXPECT_EQ(c.sim_memory, 16ull << 30);
+    EXPECT_EQ(c.remote_spin_us, 100u);
     EXPECT_FALSE(c.stats);
 }
 
@@ -81,9 +82,11 @@ TEST(ConfigTest, ReadsEveryVariable) {
                      {"ADSM_VA_BASE", "0x400000000000"},
                      {"ADSM_VA_SIZE", "128G"},
                      {"ADSM_DIRTY_TRACKING", "mprotect"},
-                     {"ADSM_ON_RACE", "abort"}},
+                     {"ADSM_ON_RACE", "abort"},
+                     {"ADSM_REMOTE_SPIN_US", "0"}},
                     &c),
               adsmSuccess);
+    EXPECT_EQ(c.remote_spin_us, 0u);
     EXPECT_EQ(c.device, "cpu");
     EXPECT_EQ(c.protocol, "lazy");
     EXPECT_EQ(c.block_size, 64u * 1024);
@@ -141,7 +144,8 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_CHAOS_SEED", "-1"},        {"ADSM_STATS", "json:"},       {"ADSM_PROFILE", "lots"},
         {"ADSM_PROFILE", "20000"},       {"ADSM_GC_GENERATIONAL", "yes"}, {"ADSM_GC_FULL_EVERY", "0"},
         {"ADSM_SPILL", "disk"},          {"ADSM_DEVICE", "sim,,sim"},    {"ADSM_VISIBLE_DEVICES", "x"},
-        {"ADSM_CUDA_PIN", "always"},     {"ADSM_GPU_FAULT_CALLS", "inline"},
+        {"ADSM_CUDA_PIN", "always"},     {"ADSM_GPU_FAULT_CALLS", "inline"}, {"ADSM_REMOTE_SPIN_US", "-5"},
+        {"ADSM_REMOTE_SPIN_US", "200000"},
     };
     for (const Case &k : cases) {
         Config c;

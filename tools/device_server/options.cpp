@@ -25,6 +25,9 @@ const char *usage() {
            "                      names clients register (repeatable); clients may load their own\n"
            "                      modules too (adsmLoadModule)\n"
            "  --max-clients N     clients served at once (default 16)\n"
+           "  --spin-us US        how long each wait for a client's next message keeps looking\n"
+           "                      before it sleeps: a request within it costs no wake-up, at up\n"
+           "                      to that much CPU per wait (0: sleep at once; default 100)\n"
            "  --help              this text\n"
            "\n"
            "Prints 'listening on ADDR:PORT' once it accepts clients; stops on SIGINT or SIGTERM.\n";
@@ -91,6 +94,14 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
                 return false;
             }
             out->max_clients = static_cast<unsigned>(n);
+        } else if (a == "--spin-us") {
+            char *end;
+            unsigned long n = strtoul(value.c_str(), &end, 10);
+            if (value.empty() || *end || value[0] == '-' || n > 100000) {
+                *error = "--spin-us " + value + ": microseconds, from 0 to 100000";
+                return false;
+            }
+            out->spin_us = static_cast<unsigned>(n);
         } else {
             *error = "unknown option " + a;
             return false;

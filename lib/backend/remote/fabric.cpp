@@ -14,6 +14,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "os/clock.h"
+#include "os/futex.h"
+
 namespace adsm::remote {
 namespace {
 
@@ -138,35 +141,56 @@ void *const Endpoint::kAnyRma = &any_rma;
 
 Status Endpoint::wait_for(void *context, int timeout_ms, const char *what) {
     const int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ms() + timeout_ms;
+    const uint64_t spin_end = spin_ns_ ? os::now_ns() + spin_ns_ : 0;
     for (;;) {
         if (!context && !landed_.empty()) return adsmSuccess;
         if (closed_) return fail(adsmErrorDeviceLost, "%s: the connection to %s is closed", what, peer_.c_str());
+        fi_cq_msg_entry entry;
+        if (spin_end && os::now_ns() < spin_end) {
+            // (fi_cq_read drives the provider's progress as sread does.)
+            ssize_t r = fi_cq_read(cq_, &entry, 1);
+            if (r == -FI_EAGAIN) {
+                os::cpu_relax();
+                continue;
+            }
+            if (r >= 0) {
+                if (took(entry, context)) return adsmSuccess;
+                continue;
+            }
+            if (r != -FI_EAVAIL) return fabric_error(what, r);
+            return completion_error(what);
+        }
         int64_t left = deadline == INT64_MAX ? 100 : std::min<int64_t>(100, deadline - now_ms());
         if (left < 0) return fail(adsmErrorDeviceLost, "%s: no completion within %d ms", what, timeout_ms);
-        fi_cq_msg_entry entry;
         ssize_t r = fi_cq_sread(cq_, &entry, 1, nullptr, static_cast<int>(left));
         if (r == -FI_EAGAIN) {
             if (Status s = check_shutdown(); s != adsmSuccess) return s;
             continue;
         }
-        if (r == -FI_EAVAIL) {
-            fi_cq_err_entry err{};
-            fi_cq_readerr(cq_, &err, 0);
-            closed_ = true;
-            return fail(adsmErrorDeviceLost, "%s: %s", what, fi_strerror(err.err));
-        }
+        if (r == -FI_EAVAIL) return completion_error(what);
         if (r < 0) return fabric_error(what, r);
-        if (entry.op_context == context && context) return adsmSuccess;
-        auto *c = static_cast<fi_context *>(entry.op_context);
-        if (c >= &ctx_[kRmaFirst] && c < &ctx_[kRmaFirst + kRmaDepth]) {
-            rma_busy_[c - &ctx_[kRmaFirst]] = false;
-            --rma_in_flight_;
-            if (context == kAnyRma) return adsmSuccess;
-            continue;
-        }
-        for (size_t i = 0; i < kRecvSlots; ++i)
-            if (entry.op_context == &ctx_[i]) landed_.push_back({i, entry.len});
+        if (took(entry, context)) return adsmSuccess;
     }
+}
+
+bool Endpoint::took(const fi_cq_msg_entry &entry, void *context) {
+    if (entry.op_context == context && context) return true;
+    auto *c = static_cast<fi_context *>(entry.op_context);
+    if (c >= &ctx_[kRmaFirst] && c < &ctx_[kRmaFirst + kRmaDepth]) {
+        rma_busy_[c - &ctx_[kRmaFirst]] = false;
+        --rma_in_flight_;
+        return context == kAnyRma;
+    }
+    for (size_t i = 0; i < kRecvSlots; ++i)
+        if (entry.op_context == &ctx_[i]) landed_.push_back({i, entry.len});
+    return false;
+}
+
+Status Endpoint::completion_error(const char *what) {
+    fi_cq_err_entry err{};
+    fi_cq_readerr(cq_, &err, 0);
+    closed_ = true;
+    return fail(adsmErrorDeviceLost, "%s: %s", what, fi_strerror(err.err));
 }
 
 Status Endpoint::send(const void *data, size_t n) {

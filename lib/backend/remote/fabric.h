@@ -29,6 +29,7 @@ struct fid_pep;
 struct fid_mr;
 struct fi_info;
 struct fi_context;
+struct fi_cq_msg_entry;
 
 namespace adsm::remote {
 
@@ -50,6 +51,13 @@ public:
     Status write(const void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
     Status read(void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
 
+    // Each wait polls the completion queue for up to `ns` before it sleeps
+    // in the provider's wait: a reply that comes within it is seen at once
+    // rather than after a wake-up (tens of microseconds each, several per
+    // request and answer), for at most that much CPU per wait.  0: sleep at
+    // once.
+    void set_spin_ns(uint64_t ns) { spin_ns_ = ns; }
+
     // The peer is gone (a shutdown event or a failed completion).
     bool closed() const { return closed_; }
     const std::string &peer() const { return peer_; }
@@ -65,6 +73,10 @@ private:
     // Waits for the completion of `context` (kAnyRma: of any RMA chunk in
     // flight), keeping receives that land meanwhile.
     Status wait_for(void *context, int timeout_ms, const char *what);
+    // Files one completion: true when it is the one awaited.
+    bool took(const fi_cq_msg_entry &entry, void *context);
+    // A failed completion: the connection is done.
+    Status completion_error(const char *what);
     Status check_shutdown();
     Status rma(bool write, void *local, size_t n, uint64_t offset, uint64_t key, int timeout_ms);
 
@@ -93,6 +105,7 @@ private:
     };
     std::deque<Landed> landed_;
     bool closed_ = false;
+    uint64_t spin_ns_ = 0;
     std::string peer_;
 };
 

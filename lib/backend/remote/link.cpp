@@ -29,10 +29,11 @@ Link::~Link() {
 }
 
 Status Link::open(const std::string &host, const std::string &port, const std::string &provider,
-                  const std::string &key, int timeout_ms) {
+                  const std::string &key, int timeout_ms, unsigned spin_us) {
     timeout_ms_ = timeout_ms;
     where_ = host + ":" + port;
     if (Status s = connect(host, port, provider, timeout_ms, &ep_); s != adsmSuccess) return s;
+    ep_->set_spin_ns(spin_us * 1000ull);
     if (Status s = client_handshake(*ep_, key, timeout_ms); s != adsmSuccess)
         return fail(s, "the device server at %s: %s", where_.c_str(), std::string(last_detail()).c_str());
     running_.store(true);
