@@ -42,6 +42,8 @@ Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, const s
     void *fn = nullptr;
     std::vector<uint32_t> sizes;
     if (Status s = rt.device->module_function(m, name, &fn, &sizes); s != adsmSuccess) return s;
+    bool unknown = false;
+    for (uint32_t size : sizes) unknown |= size == kUnknownParamSize;
     if (declared) {
         if (count != sizes.size())
             return fail(adsmErrorInvalidValue, "kernel '%s' has %zu parameters, %u declared", name, sizes.size(), count);
@@ -55,6 +57,8 @@ Status module_kernel(Runtime &rt, adsmModule_t module, const char *name, const s
             sizes[i] = static_cast<uint32_t>(declared[i]);
         }
     }
+    if (declared && unknown)
+        if (Status s = rt.device->declare_params(fn, sizes); s != adsmSuccess) return s;
     for (size_t i = 0; i < sizes.size(); ++i)
         if (sizes[i] == kUnknownParamSize)
             return fail(adsmErrorInvalidValue,

@@ -155,6 +155,10 @@ public:
     // them.  Devices that run host functions refuse modules.
     virtual Status load_module(const void *image, size_t size, void **module);
     virtual Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes);
+    // The sizes the program stated for fn's parameters (all of them), where
+    // the driver reported kUnknownParamSize for some: a device whose kernels
+    // are laid out elsewhere (a server) is told them; others need nothing.
+    virtual Status declare_params(void * /*fn*/, const std::vector<uint32_t> & /*sizes*/) { return adsmSuccess; }
     // The parameter sizes of a driver function the program obtained itself
     // (a routed program's own kernel).
     virtual Status function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes);

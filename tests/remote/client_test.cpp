@@ -20,9 +20,17 @@ remote_test::Server *g_server = nullptr;
 
 std::string detail() { return adsmGetLastErrorDetail(); }
 
-bool serves_cuda() {
+// The server runs GPU code (on a driver's double).
+bool serves_gpu() {
     const char *args = getenv("REMOTE_TEST_SERVER_ARGS");
-    return args && strstr(args, "--device cuda");
+    return args && (strstr(args, "--device cuda") || strstr(args, "--device levelzero"));
+}
+
+// Its driver does not say a kernel's parameter sizes (Level Zero, of a
+// module that is not SPIR-V).
+bool sizes_unknown() {
+    const char *args = getenv("REMOTE_TEST_SERVER_ARGS");
+    return args && strstr(args, "--device levelzero");
 }
 
 adsmKernel_t kernel(const char *name) {
@@ -93,7 +101,7 @@ TEST(RemoteClientTest, KernelErrorsAreReportedAndTheDeviceGoesOn) {
     EXPECT_TRUE(detail().find("--kernels") != std::string::npos || detail().find("--modules") != std::string::npos)
         << detail();
     auto *v = static_cast<uint32_t *>(adsmAlloc(4096));
-    if (serves_cuda()) {
+    if (serves_gpu()) {
         // A faulting kernel ends a CUDA context for good: the client's
         // device is lost, as a cuda device of its own would be.
         EXPECT_EQ(v, nullptr);
@@ -108,29 +116,46 @@ TEST(RemoteClientTest, KernelErrorsAreReportedAndTheDeviceGoesOn) {
     adsmFree(v);
 }
 
-// GPU code of the program's own: loaded on a server that runs it (cuda),
+// GPU code of the program's own: loaded on a server that runs it (cuda,
+// levelzero),
 // refused with a clear error by one that runs host functions (sim, cpu).
 TEST(RemoteClientTest, ModulesOfTheProgramsOwnRunWhereTheServerRunsGpuCode) {
     // The driver double's module format: the kernel by its symbol in the server.
     const char image[] = "fake-module:remote.add=remote_add:8,8,4";
     adsmModule_t m;
     adsmError_t e = adsmLoadModuleData(image, sizeof image, &m);
-    if (!serves_cuda()) {
+    if (!serves_gpu()) {
         EXPECT_EQ(e, adsmErrorNotSupported);
         EXPECT_NE(detail().find("--device cuda"), std::string::npos) << detail();
         return;
     }
     ASSERT_EQ(e, adsmSuccess) << detail();
     adsmKernel_t k;
-    ASSERT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmSuccess) << detail();
-    EXPECT_EQ(adsmModuleGetKernel(m, "remote.absent", &k), adsmErrorKernelNotFound) << detail();
-    ASSERT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmSuccess) << detail();
+    const size_t sizes[] = {8, 8, 4}, wrong[] = {8, 8, 8};
+    // The program states the sizes where the server's driver does not say
+    // them; where it does, a statement must agree.
+    auto get = [&](adsmModule_t from, const char *name, adsmKernel_t *out) {
+        return sizes_unknown() ? adsmModuleGetKernelWithParams(from, name, 3, sizes, out)
+                               : adsmModuleGetKernel(from, name, out);
+    };
+    if (sizes_unknown()) {
+        EXPECT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmErrorInvalidValue);
+        EXPECT_NE(detail().find("adsmModuleGetKernelWithParams"), std::string::npos) << detail();
+    }
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "remote.add", 2, sizes, &k), adsmErrorInvalidValue);
+    ASSERT_EQ(adsmModuleGetKernelWithParams(m, "remote.add", 3, sizes, &k), adsmSuccess) << detail();
+    // (Wrong where the driver knows the sizes; where it does not, the server
+    // holds the first statement and refuses another.)
+    EXPECT_EQ(adsmModuleGetKernelWithParams(m, "remote.add", 3, wrong, &k), adsmErrorInvalidValue);
+    ASSERT_EQ(get(m, "remote.add", &k), adsmSuccess) << detail();
+    EXPECT_EQ(get(m, "remote.absent", &k), adsmErrorKernelNotFound) << detail();
+    ASSERT_EQ(get(m, "remote.add", &k), adsmSuccess) << detail();
     // An image the device cannot load is an error the program hears, and
     // the device goes on.
     const char junk[] = "not a module";
     adsmModule_t bad;
     EXPECT_EQ(adsmLoadModuleData(junk, sizeof junk, &bad), adsmErrorInvalidValue);
-    ASSERT_EQ(adsmModuleGetKernel(m, "remote.add", &k), adsmSuccess) << detail();
+    ASSERT_EQ(get(m, "remote.add", &k), adsmSuccess) << detail();
     const size_t n = 100000;
     auto *v = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
     ASSERT_NE(v, nullptr) << detail();

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -66,9 +67,10 @@ public:
         return request(Op::commit, &b);
     }
     // remote.add(v, n, k) over n words at v.
-    Reply add(uint64_t v, size_t n, uint32_t k, const char *kernel = "remote.add") {
+    Reply add(uint64_t v, size_t n, uint32_t k, const char *kernel = "remote.add", uint32_t module = 0) {
         LaunchBody l{};
         snprintf(l.kernel, sizeof l.kernel, "%s", kernel);
+        l.module = module;
         l.grid[0] = static_cast<uint32_t>((n + 255) / 256), l.grid[1] = l.grid[2] = 1;
         l.block[0] = 256, l.block[1] = l.block[2] = 1;
         memcpy(l.args, &v, sizeof v);
@@ -76,6 +78,20 @@ public:
         memcpy(l.args + 32, &k, sizeof k);
         l.args_size = 36;
         return request(Op::launch, &l, kLaunchFixedBytes + l.args_size);
+    }
+    // A module of the client's own, in one part.
+    Reply module(uint32_t number, const char *image) {
+        std::unique_ptr<ModuleBody> part(new ModuleBody{});
+        part->module = number, part->length = static_cast<uint32_t>(strlen(image) + 1), part->total = part->length;
+        memcpy(part->data, image, part->length);
+        return request(Op::module, part.get(), kModuleFixedBytes + part->length);
+    }
+    Reply declare(uint32_t module, const char *kernel, std::vector<uint32_t> sizes) {
+        DeclareBody d{};
+        d.module = module, d.params = static_cast<uint32_t>(sizes.size());
+        snprintf(d.kernel, sizeof d.kernel, "%s", kernel);
+        std::copy(sizes.begin(), sizes.end(), d.sizes);
+        return request(Op::declare, &d);
     }
     Reply sync(uint32_t stream = 0) {
         SyncBody b{stream, 0, 0, 0};
@@ -102,6 +118,17 @@ void expect_served(Client &good, const Reply &range, uint8_t value) {
     ASSERT_EQ(good.ep().write(v.data(), v.size(), 0, range.rma_key, 5000), adsmSuccess) << adsm::last_detail();
     ASSERT_EQ(good.ep().read(back.data(), back.size(), 0, range.rma_key, 5000), adsmSuccess) << adsm::last_detail();
     ASSERT_EQ(back, v);
+}
+
+// A command line's words (REMOTE_TEST_SERVER_ARGS).
+std::vector<std::string> words(const char *line) {
+    std::vector<std::string> out;
+    for (const char *p = line; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n) out.emplace_back(p, n);
+        p += n + (p[n] == ' ');
+    }
+    return out;
 }
 
 struct Fixture : ::testing::Test {
@@ -141,9 +168,9 @@ TEST_F(Fixture, CommandLineAndKeyFileAreChecked) {
     }
     unlink(open_key.c_str());
     {
-        Server s({"--key", key, "--device", "levelzero"});
+        Server s({"--key", key, "--device", "fpga"});
         EXPECT_EQ(s.exit_status(), 2);
-        EXPECT_NE(s.log().find("expected sim, cpu or cuda"), std::string::npos) << s.log();
+        EXPECT_NE(s.log().find("expected sim, cpu, cuda or levelzero"), std::string::npos) << s.log();
     }
     {
         Server s({"--key", key, "--spin-us", "-1"});
@@ -153,7 +180,7 @@ TEST_F(Fixture, CommandLineAndKeyFileAreChecked) {
     {
         Server s({"--key", key, "--modules", "kernels.cubin"});
         EXPECT_EQ(s.exit_status(), 2) << "GPU code for a device that runs none";
-        EXPECT_NE(s.log().find("only cuda runs GPU code"), std::string::npos) << s.log();
+        EXPECT_NE(s.log().find("only cuda and levelzero run GPU code"), std::string::npos) << s.log();
     }
     {
         Server s({"--key", key, "--device", "cuda", "--modules", "/nonexistent/kernels.cubin"});
@@ -373,17 +400,14 @@ TEST_F(Fixture, OnCpuTwoClientsKernelsAtTheSameAddressesRunOnTheirOwnMemory) {
 TEST_F(Fixture, StagedMemoryMovesWhenPushedAndPulled) {
     const char *more = getenv("REMOTE_TEST_SERVER_ARGS");
     const char *preload = getenv("REMOTE_TEST_SERVER_PRELOAD");
-    ASSERT_TRUE(more && preload) << "needs the server's --device cuda --modules FILE and its preload";
-    std::vector<std::string> extra;
-    for (const char *p = more; *p;) {
-        size_t n = strcspn(p, " ");
-        if (n) extra.emplace_back(p, n);
-        p += n + (p[n] == ' ');
-    }
-    Server s(args(extra), {std::string("LD_PRELOAD=") + preload});
+    ASSERT_TRUE(more && preload) << "needs the server's --device cuda|levelzero --modules FILE and its preload";
+    Server s(args(words(more)), {std::string("LD_PRELOAD=") + preload});
     ASSERT_NE(s.first_line().find("listening"), std::string::npos) << s.log();
     Client c(s, key_text), other(s, key_text);
     ASSERT_TRUE(c.ok() && other.ok());
+    // Level Zero's driver does not say a kernel's parameter sizes (of a
+    // module that is not SPIR-V): the client states them.
+    const bool declared = strstr(more, "--device levelzero") != nullptr;
     Reply a = c.attach();
     ASSERT_EQ(a.status, adsmSuccess) << a.message;
     EXPECT_EQ(a.flags & kStagedMemory, kStagedMemory);
@@ -400,6 +424,12 @@ TEST_F(Fixture, StagedMemoryMovesWhenPushedAndPulled) {
     FillBody zeros{kBase, n * 4, 0, 0}, elevens{kBase, n * 4, 0x11, 0};
     ASSERT_EQ(c.request(Op::fill, &zeros).status, adsmSuccess);
     ASSERT_EQ(other.request(Op::fill, &elevens).status, adsmSuccess);
+    if (declared) {
+        Reply early = c.add(kBase, n, 5);
+        EXPECT_EQ(early.status, adsmErrorInvalidLaunch) << "no sizes yet";
+        EXPECT_NE(std::string(early.message).find("declared none"), std::string::npos) << early.message;
+        ASSERT_EQ(c.declare(0, "remote.add", {8, 8, 4}).status, adsmSuccess) << "of the server's --modules";
+    }
     ASSERT_EQ(c.add(kBase, n, 5).status, adsmSuccess);
     ASSERT_EQ(c.sync().status, adsmSuccess);
     ASSERT_EQ(c.request(Op::pull, &all).status, adsmSuccess);
@@ -423,22 +453,69 @@ TEST_F(Fixture, StagedMemoryMovesWhenPushedAndPulled) {
     // alone (a commit past the capacity): its kernel's parameter sizes come
     // from the driver, in the answer to this request.
     EXPECT_EQ(c.commit(kBase + (2 << 20), 128 << 20).status, adsmErrorMemoryAllocation);
-    const char image[] = "fake-module:remote.add=remote_add:8,8,4";
-    std::unique_ptr<ModuleBody> part(new ModuleBody{});
-    part->module = 1, part->length = sizeof image, part->total = sizeof image;
-    memcpy(part->data, image, sizeof image);
-    ASSERT_EQ(c.request(Op::module, part.get(), kModuleFixedBytes + part->length).status, adsmSuccess);
+    ASSERT_EQ(c.module(1, "fake-module:remote.add=remote_add:8,8,4").status, adsmSuccess);
     FunctionBody f{1, 0, "remote.add"};
     Reply fr = c.request(Op::function, &f);
     ASSERT_EQ(fr.status, adsmSuccess) << fr.message;
     ASSERT_EQ(fr.params, 3u);
-    EXPECT_EQ(fr.param_sizes[0], 8u);
-    EXPECT_EQ(fr.param_sizes[2], 4u);
+    EXPECT_EQ(fr.param_sizes[0], declared ? 0u : 8u) << "0: unknown";
+    EXPECT_EQ(fr.param_sizes[2], declared ? 0u : 4u);
     // A push past what the client committed closes it; the other goes on.
     RangeBody past{kBase + (1 << 20) - 4096, 8192};
     EXPECT_NE(c.request(Op::push, &past).status, adsmSuccess);
     EXPECT_EQ(c.sync().status, adsmErrorDeviceLost) << "the connection is closed";
     ASSERT_EQ(other.request(Op::push, &all).status, adsmSuccess);
+}
+
+// A kernel of the client's own module whose sizes the driver does not say
+// (Level Zero) runs once the client declares them, laid out by them; a
+// declaration is checked against what the driver knows and what was
+// declared before.  Where the driver knows them all (cuda) a declaration
+// must match.  Mistakes are the program's: the connection stays.
+TEST_F(Fixture, StagedDeclaredSizesLayOutLaunches) {
+    const char *more = getenv("REMOTE_TEST_SERVER_ARGS");
+    const char *preload = getenv("REMOTE_TEST_SERVER_PRELOAD");
+    ASSERT_TRUE(more && preload) << "needs the server's --device cuda|levelzero and its preload";
+    const bool sizes_unknown = strstr(more, "--device levelzero") != nullptr;
+    Server s(args(words(more)), {std::string("LD_PRELOAD=") + preload});
+    ASSERT_NE(s.first_line().find("listening"), std::string::npos) << s.log();
+    Client c(s, key_text);
+    ASSERT_TRUE(c.ok());
+    ASSERT_EQ(c.attach().status, adsmSuccess);
+    Reply k = c.commit(kBase, 1 << 20);
+    ASSERT_EQ(k.status, adsmSuccess) << k.message;
+    const size_t n = 1000;
+    std::vector<uint32_t> v(n), back(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(3 * i);
+    ASSERT_EQ(c.ep().write(v.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
+    RangeBody all{kBase, n * 4};
+    ASSERT_EQ(c.request(Op::push, &all).status, adsmSuccess);
+    ASSERT_EQ(c.module(1, "fake-module:remote.add=remote_add:8,8,4").status, adsmSuccess);
+    if (sizes_unknown) {
+        Reply early = c.add(kBase, n, 1, "remote.add", 1);
+        EXPECT_EQ(early.status, adsmErrorInvalidLaunch);
+        EXPECT_NE(std::string(early.message).find("declared none"), std::string::npos) << early.message;
+    }
+    Reply two = c.declare(1, "remote.add", {8, 8});
+    EXPECT_EQ(two.status, adsmErrorInvalidValue);
+    EXPECT_NE(std::string(two.message).find("3 parameters, 2 declared"), std::string::npos) << two.message;
+    EXPECT_EQ(c.declare(1, "remote.absent", {8}).status, adsmErrorKernelNotFound);
+    Reply fine = c.declare(1, "remote.add", {8, 8, 4});
+    ASSERT_EQ(fine.status, adsmSuccess) << fine.message;
+    EXPECT_EQ(c.declare(1, "remote.add", {8, 8, 4}).status, adsmSuccess) << "the same again";
+    Reply other = c.declare(1, "remote.add", {8, 8, 8});
+    EXPECT_EQ(other.status, adsmErrorInvalidValue);
+    EXPECT_NE(std::string(other.message).find(sizes_unknown ? "other sizes before" : "parameter 2 has 4 bytes"),
+              std::string::npos)
+        << other.message;
+    ASSERT_EQ(c.add(kBase, n, 4, "remote.add", 1).status, adsmSuccess);
+    ASSERT_EQ(c.sync().status, adsmSuccess);
+    ASSERT_EQ(c.request(Op::pull, &all).status, adsmSuccess);
+    ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], 3 * i + 4) << i;
+    // A declaration for a module never sent closes the connection.
+    EXPECT_NE(c.declare(9, "remote.add", {8, 8, 4}).status, adsmSuccess);
+    EXPECT_EQ(c.sync().status, adsmErrorDeviceLost);
 }
 
 // Random and mutated requests from connections of their own, some before
@@ -462,6 +539,7 @@ TEST_F(Fixture, FuzzedClientsNeverDisturbAWellBehavedOne) {
     std::unique_ptr<ModuleBody> module(new ModuleBody{});
     module->module = 1, module->length = 16, module->total = 64;
     FunctionBody function{1, 0, "remote.add"};
+    DeclareBody declare{1, 3, "remote.add", {8, 8, 4}};
     for (int round = 0; round < 60; ++round) {
         std::unique_ptr<Endpoint> ep;
         ASSERT_EQ(connect("127.0.0.1", s.port(), "tcp", 5000, &ep), adsmSuccess) << adsm::last_detail();
@@ -471,7 +549,7 @@ TEST_F(Fixture, FuzzedClientsNeverDisturbAWellBehavedOne) {
         }
         // A valid request of a random kind, then mutated, or plain noise.
         std::vector<uint8_t> m(sizeof(RequestHeader));
-        RequestHeader h{kWireMagic, static_cast<Op>(1 + next() % 11), 1, 0, 0};
+        RequestHeader h{kWireMagic, static_cast<Op>(1 + next() % 12), 1, 0, 0};
         const void *body = nullptr;
         size_t body_size = 0;
         switch (h.op) {
@@ -484,6 +562,7 @@ TEST_F(Fixture, FuzzedClientsNeverDisturbAWellBehavedOne) {
         case Op::launch: body = &launch, body_size = kLaunchFixedBytes + 36; break;
         case Op::module: body = module.get(), body_size = kModuleFixedBytes + module->length; break;
         case Op::function: body = &function, body_size = sizeof function; break;
+        case Op::declare: body = &declare, body_size = sizeof declare; break;
         default: break;
         }
         h.length = static_cast<uint32_t>(body_size);

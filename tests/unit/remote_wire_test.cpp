@@ -91,7 +91,7 @@ TEST(RemoteWireTest, SyncHeartbeatsWithinBounds) {
     EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << "unknown sync flags";
 }
 
-TEST(RemoteWireTest, ModulePartsAndFunctionsWithinBounds) {
+TEST(RemoteWireTest, ModulePartsFunctionsAndDeclarationsWithinBounds) {
     Request r;
     // A part carries exactly the bytes it declares, inside its image.
     auto part = [](uint32_t module, uint32_t length, uint64_t total, uint64_t offset, size_t carried) {
@@ -121,6 +121,19 @@ TEST(RemoteWireTest, ModulePartsAndFunctionsWithinBounds) {
     for (const FunctionBody *bad : {&unnamed, &nowhere, &unterminated}) {
         m = message(Op::function, bad);
         EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue);
+    }
+    // A declaration: module 0 (a kernel the server has by name) or one
+    // sent, a name, at most kMaxParams sizes of 1 to kMaxLaunchArgs bytes.
+    DeclareBody by_name{0, 3, "remote.add", {8, 8, 4}}, own{kMaxModules, 1, "scale", {kMaxLaunchArgs}};
+    for (const DeclareBody *fine : {&by_name, &own}) {
+        m = message(Op::declare, fine);
+        EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmSuccess) << adsm::last_detail();
+    }
+    DeclareBody many{1, kMaxParams + 1, "k", {}}, empty_param{1, 2, "k", {8, 0}}, huge{1, 1, "k", {kMaxLaunchArgs + 1}},
+        no_module{kMaxModules + 1, 1, "k", {8}}, no_name{1, 1, "", {8}};
+    for (const DeclareBody *bad : {&many, &empty_param, &huge, &no_module, &no_name}) {
+        m = message(Op::declare, bad);
+        EXPECT_EQ(parse_request(m.data(), m.size(), &r), adsmErrorInvalidValue) << bad->kernel;
     }
     RangeBody range{0x300000000000, 4096};
     m = message(Op::push, &range);

@@ -17,7 +17,7 @@ Status nothing_staged() {
 Status no_gpu_code(const char *device) {
     return fail(adsmErrorNotSupported,
                 "the device server hosts %s devices, which run the kernels its --kernels libraries registered, by name; "
-                "GPU code from a module needs a server with --device cuda",
+                "GPU code from a module needs a server with --device cuda or levelzero",
                 device);
 }
 

@@ -39,6 +39,9 @@ public:
     // whose parameter sizes go in *reply.
     virtual Status module_part(const remote::ModuleBody &m, bool last) = 0;
     virtual Status function(const remote::FunctionBody &f, remote::Reply *reply) = 0;
+    // The program's sizes for such a kernel's parameters, where the driver
+    // knows their number only; launches of it are laid out by them.
+    virtual Status declare(const remote::DeclareBody &d) = 0;
 
     virtual Status launch(const remote::LaunchBody &l) = 0;
     // Waits for the client's stream; calls `waiting` every few tens of

@@ -15,15 +15,15 @@ const char *usage() {
            "  --port PORT         (default 7411; 0 picks a free one, printed at start)\n"
            "  --provider NAME     the libfabric provider (default tcp; any with connected endpoints and RMA)\n"
            "  --device KIND       the back-end each client gets, a device of its own:\n"
-           "                      sim (default), cpu (kernels on this machine's cores) or cuda\n"
-           "                      (the first GPU; each client's memory and kernels in a process\n"
-           "                      of its own, the GPU's memory shared among them)\n"
+           "                      sim (default), cpu (kernels on this machine's cores), cuda or\n"
+           "                      levelzero (the first GPU; each client's memory and kernels in a\n"
+           "                      process of its own, the GPU's memory shared among them)\n"
            "  --memory SIZE       device memory per client, as 512M or 4G (default 4G)\n"
            "  --kernels LIB.so    a library whose constructors register kernels by name with\n"
            "                      adsmRegisterKernel (repeatable): sim and cpu run these\n"
-           "  --modules FILE      GPU code (cubin, fatbin or PTX) whose kernels cuda runs by the\n"
-           "                      names clients register (repeatable); clients may load their own\n"
-           "                      modules too (adsmLoadModule)\n"
+           "  --modules FILE      GPU code (cubin, fatbin or PTX for cuda; SPIR-V for levelzero)\n"
+           "                      whose kernels run by the names clients register (repeatable);\n"
+           "                      clients may load their own modules too (adsmLoadModule)\n"
            "  --max-clients N     clients served at once (default 16)\n"
            "  --spin-us US        how long each wait for a client's next message keeps looking\n"
            "                      before it sleeps: a request within it costs no wake-up, at up\n"
@@ -70,10 +70,8 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
         } else if (a == "--provider") {
             out->provider = value;
         } else if (a == "--device") {
-            // levelzero is not served: its driver reports no parameter
-            // sizes, so a launch's argument bytes could not be checked.
-            if (value != "sim" && value != "cpu" && value != "cuda") {
-                *error = "--device " + value + ": expected sim, cpu or cuda";
+            if (value != "sim" && value != "cpu" && value != "cuda" && value != "levelzero") {
+                *error = "--device " + value + ": expected sim, cpu, cuda or levelzero";
                 return false;
             }
             out->device = value;
@@ -107,9 +105,10 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
             return false;
         }
     }
-    const bool gpu = out->device == "cuda";
+    const bool gpu = out->device == "cuda" || out->device == "levelzero";
     if (!out->modules.empty() && !gpu) {
-        *error = "--modules: only cuda runs GPU code (--device " + out->device + " runs --kernels libraries)";
+        *error = "--modules: only cuda and levelzero run GPU code (--device " + out->device +
+                 " runs --kernels libraries)";
         return false;
     }
     if (out->key.empty() && !out->worker) {

@@ -160,6 +160,12 @@ Status Session::function(const remote::FunctionBody &f, remote::Reply *reply) {
     return device_->function(f, reply);
 }
 
+Status Session::declare(const remote::DeclareBody &d) {
+    if (d.module && !modules_.count(d.module)) return fail(adsmErrorInvalidValue, "module %u was not sent", d.module);
+    device_answered_ = true;
+    return device_->declare(d);
+}
+
 Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye) {
     using remote::Op;
     if (r.header.op != Op::attach && r.header.op != Op::bye && !device_)
@@ -178,6 +184,7 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
                                        : device_->pull(r.body.range.addr, r.body.range.len);
     case Op::module: return module_part(r.body.module);
     case Op::function: return function(r.body.function, reply);
+    case Op::declare: return declare(r.body.declare);
     case Op::launch:
         if (r.body.launch.module && !modules_.count(r.body.launch.module))
             return fail(adsmErrorInvalidValue, "module %u was not sent", r.body.launch.module);

@@ -37,6 +37,7 @@ private:
     Status sync(const remote::SyncBody &b, uint64_t seq);
     Status module_part(const remote::ModuleBody &m);
     Status function(const remote::FunctionBody &f, remote::Reply *reply);
+    Status declare(const remote::DeclareBody &d);
     void send_spans(uint64_t seq);
 
     const Options &options_;

@@ -26,6 +26,7 @@ public:
     Status pull(uint64_t, uint64_t) override { return nothing_staged(); }
     Status module_part(const remote::ModuleBody &, bool) override { return no_gpu_code("sim"); }
     Status function(const remote::FunctionBody &, remote::Reply *) override { return no_gpu_code("sim"); }
+    Status declare(const remote::DeclareBody &) override { return no_gpu_code("sim"); }
     Status launch(const remote::LaunchBody &l) override;
     Status sync(uint32_t stream, const std::function<void()> &waiting) override;
     void take_spans(const SpanSeen &seen) override;

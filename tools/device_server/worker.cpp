@@ -44,22 +44,32 @@ private:
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
     Status load_modules();
     Status launch(const remote::LaunchBody &l);
-    // A module's kernel by name, registered here with the driver's
-    // parameter sizes.
-    Status resolve(void *module, const char *name, const KernelInfo **out);
-    // A kernel of the --modules, by name (a GPU back-end runs GPU code).
-    Status module_kernel(const remote::LaunchBody &l, const KernelInfo **out);
-    // The client's own modules: their images in parts, and their kernels.
+    // A module's kernel: the driver's function and parameter sizes, and
+    // once every size is known (from the driver, else declared by the
+    // client) the kernel registered here with them.
+    struct Resolved {
+        void *fn = nullptr;
+        std::vector<uint32_t> sizes;      // kUnknownParamSize where the driver does not say
+        const KernelInfo *info = nullptr;  // null while a size is unknown
+    };
+    Status resolve(void *module, const char *name, Resolved *out);
+    // The client's own modules: their images in parts.
     Status module_part(const remote::ModuleBody &m);
-    Status client_kernel(uint32_t module, const char *name, const KernelInfo **out);
+    // A kernel by name: of the client's module `module`, or with module 0
+    // of the --modules (a GPU back-end runs GPU code).
+    Status kernel_of(uint32_t module, const char *name, Resolved **out);
+    // A launch's kernel of either kind, every parameter's size known.
+    Status gpu_kernel(const remote::LaunchBody &l, const KernelInfo **out);
+    // Sizes the program states for such a kernel: from here on its
+    // launches are laid out by them.
+    Status declare(const remote::DeclareBody &d);
 
     const Options &options_;
     std::unique_ptr<Device> device_;
     std::vector<void *> modules_;
-    std::map<std::string, const KernelInfo *> module_kernels_;
     std::map<uint32_t, std::vector<char>> images_;  // coming in
     std::map<uint32_t, void *> client_modules_;
-    std::map<std::pair<uint32_t, std::string>, const KernelInfo *> client_kernels_;
+    std::map<std::pair<uint32_t, std::string>, Resolved> kernels_;  // by (module or 0, name)
     ClientStreams streams_;
 };
 
@@ -112,27 +122,14 @@ Status Worker::load_modules() {
     return adsmSuccess;
 }
 
-Status Worker::resolve(void *module, const char *name, const KernelInfo **out) {
-    void *fn = nullptr;
-    std::vector<uint32_t> sizes;
-    if (Status s = device_->module_function(module, name, &fn, &sizes); s != adsmSuccess) return s;
+Status Worker::resolve(void *module, const char *name, Resolved *out) {
+    if (Status s = device_->module_function(module, name, &out->fn, &out->sizes); s != adsmSuccess) return s;
+    for (uint32_t size : out->sizes)
+        if (size == kUnknownParamSize) return adsmSuccess;
     adsmKernel_t handle;
-    if (Status s = kernels().add_module_function(name, fn, sizes, &handle); s != adsmSuccess) return s;
-    *out = kernels().get(handle);
+    if (Status s = kernels().add_module_function(name, out->fn, out->sizes, &handle); s != adsmSuccess) return s;
+    out->info = kernels().get(handle);
     return adsmSuccess;
-}
-
-Status Worker::module_kernel(const remote::LaunchBody &l, const KernelInfo **out) {
-    auto it = module_kernels_.find(l.kernel);
-    if (it == module_kernels_.end()) {
-        const KernelInfo *k = nullptr;
-        for (void *m : modules_)
-            if (resolve(m, l.kernel, &k) == adsmSuccess) break;
-        if (!k) return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (in its --modules)", l.kernel);
-        it = module_kernels_.emplace(l.kernel, k).first;
-    }
-    *out = it->second;
-    return check_arguments(**out, l);
 }
 
 Status Worker::module_part(const remote::ModuleBody &m) {
@@ -149,27 +146,66 @@ Status Worker::module_part(const remote::ModuleBody &m) {
     return s;
 }
 
-Status Worker::client_kernel(uint32_t module, const char *name, const KernelInfo **out) {
+Status Worker::kernel_of(uint32_t module, const char *name, Resolved **out) {
     auto key = std::make_pair(module, std::string(name));
-    auto it = client_kernels_.find(key);
-    if (it == client_kernels_.end()) {
-        auto m = client_modules_.find(module);
-        if (m == client_modules_.end())
-            return fail(adsmErrorInvalidValue, "module %u was not loaded (its loading failed)", module);
-        const KernelInfo *k = nullptr;
-        if (Status s = resolve(m->second, name, &k); s != adsmSuccess) return s;
-        it = client_kernels_.emplace(key, k).first;
+    auto it = kernels_.find(key);
+    if (it == kernels_.end()) {
+        Resolved k;
+        if (module) {
+            auto m = client_modules_.find(module);
+            if (m == client_modules_.end())
+                return fail(adsmErrorInvalidValue, "module %u was not loaded (its loading failed)", module);
+            if (Status s = resolve(m->second, name, &k); s != adsmSuccess) return s;
+        } else {
+            bool found = false;
+            for (void *m : modules_)
+                if ((found = resolve(m, name, &k) == adsmSuccess)) break;
+            if (!found) return fail(adsmErrorKernelNotFound, "no kernel '%s' on the device server (in its --modules)", name);
+        }
+        it = kernels_.emplace(key, k).first;
     }
-    *out = it->second;
+    *out = &it->second;
     return adsmSuccess;
+}
+
+Status Worker::declare(const remote::DeclareBody &d) {
+    if (!device_->runs_gpu_code()) return no_gpu_code(device_->name());
+    Resolved *k = nullptr;
+    if (Status s = kernel_of(d.module, d.kernel, &k); s != adsmSuccess) return s;
+    if (d.params != k->sizes.size())
+        return fail(adsmErrorInvalidValue, "kernel '%s' has %zu parameters, %u declared", d.kernel, k->sizes.size(),
+                    d.params);
+    std::vector<uint32_t> sizes(d.sizes, d.sizes + d.params);
+    for (uint32_t i = 0; i < d.params; ++i)
+        if (k->sizes[i] != kUnknownParamSize && k->sizes[i] != sizes[i])
+            return fail(adsmErrorInvalidValue, "kernel '%s': parameter %u has %u bytes, %u declared", d.kernel, i,
+                        k->sizes[i], sizes[i]);
+    if (k->info && k->info->param_sizes == sizes) return adsmSuccess;  // known, or declared alike before
+    if (k->info)
+        return fail(adsmErrorInvalidValue, "kernel '%s': its parameters were declared with other sizes before",
+                    d.kernel);
+    adsmKernel_t handle;
+    if (Status s = kernels().add_module_function(d.kernel, k->fn, sizes, &handle); s != adsmSuccess) return s;
+    k->info = kernels().get(handle);
+    return adsmSuccess;
+}
+
+Status Worker::gpu_kernel(const remote::LaunchBody &l, const KernelInfo **out) {
+    Resolved *k = nullptr;
+    if (Status s = kernel_of(l.module, l.kernel, &k); s != adsmSuccess) return s;
+    if (!k->info)
+        return fail(adsmErrorInvalidLaunch,
+                    "kernel '%s': the %s driver says how many parameters it has, not their sizes (a module that is not "
+                    "SPIR-V), and the client declared none",
+                    l.kernel, device_->name());
+    *out = k->info;
+    return check_arguments(**out, l);
 }
 
 Status Worker::launch(const remote::LaunchBody &l) {
     const KernelInfo *k = nullptr;
-    Status s = l.module                   ? client_kernel(l.module, l.kernel, &k)
-               : device_->runs_gpu_code() ? module_kernel(l, &k)
-                                          : registered_kernel(l, &k);
-    if (s == adsmSuccess && l.module) s = check_arguments(*k, l);
+    if (l.module && !device_->runs_gpu_code()) return no_gpu_code(device_->name());
+    Status s = device_->runs_gpu_code() ? gpu_kernel(l, &k) : registered_kernel(l, &k);
     if (s != adsmSuccess) return s;
     StreamId id;
     if (Status st = streams_.get(*device_, l.stream, &id); st != adsmSuccess) return st;
@@ -192,15 +228,18 @@ Status Worker::handle(const remote::Request &r, remote::Reply *reply) {
     case Op::pull: return device_->copy_to_host(staged, range.addr, range.len);
     case Op::module: return module_part(r.body.module);
     case Op::function: {
-        const KernelInfo *k = nullptr;
-        if (Status s = client_kernel(r.body.function.module, r.body.function.kernel, &k); s != adsmSuccess) return s;
-        if (k->param_sizes.size() > remote::kMaxParams)
-            return fail(adsmErrorNotSupported, "kernel '%s' has %zu parameters; a remote device takes %u", k->name.c_str(),
-                        k->param_sizes.size(), remote::kMaxParams);
-        reply->params = static_cast<uint32_t>(k->param_sizes.size());
-        std::copy(k->param_sizes.begin(), k->param_sizes.end(), reply->param_sizes);
+        Resolved *k = nullptr;
+        const char *name = r.body.function.kernel;
+        if (Status s = kernel_of(r.body.function.module, name, &k); s != adsmSuccess) return s;
+        if (k->sizes.size() > remote::kMaxParams)
+            return fail(adsmErrorNotSupported, "kernel '%s' has %zu parameters; a remote device takes %u", name,
+                        k->sizes.size(), remote::kMaxParams);
+        // (An unknown size goes as such: the client has the program state it.)
+        reply->params = static_cast<uint32_t>(k->sizes.size());
+        std::copy(k->sizes.begin(), k->sizes.end(), reply->param_sizes);
         return adsmSuccess;
     }
+    case Op::declare: return declare(r.body.declare);
     case Op::launch: return launch(r.body.launch);
     case Op::sync: {
         StreamId id;

@@ -173,6 +173,11 @@ Status WorkerHosting::function(const remote::FunctionBody &f, remote::Reply *rep
     return ask(remote::Op::function, &f, sizeof f, reply);
 }
 
+Status WorkerHosting::declare(const remote::DeclareBody &d) {
+    remote::Reply r{};
+    return ask(remote::Op::declare, &d, sizeof d, &r);
+}
+
 Status WorkerHosting::launch(const remote::LaunchBody &l) {
     remote::Reply r{};
     return ask(remote::Op::launch, &l, remote::kLaunchFixedBytes + l.args_size, &r);

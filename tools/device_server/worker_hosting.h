@@ -30,6 +30,7 @@ public:
     Status pull(uint64_t addr, uint64_t len) override;
     Status module_part(const remote::ModuleBody &m, bool last) override;
     Status function(const remote::FunctionBody &f, remote::Reply *reply) override;
+    Status declare(const remote::DeclareBody &d) override;
     Status launch(const remote::LaunchBody &l) override;
     Status sync(uint32_t stream, const std::function<void()> &waiting) override;
     void take_spans(const SpanSeen &seen) override;

@@ -20,7 +20,7 @@
 namespace adsm::remote {
 
 constexpr uint32_t kWireMagic = 0xad5a4e01;
-constexpr uint32_t kWireVersion = 2;  // 2: staged device memory (push, pull)
+constexpr uint32_t kWireVersion = 3;  // 2: staged device memory (push, pull); 3: declared parameter sizes
 
 // One message each way at a time, whole: what a connection gives the
 // handshake (a libfabric endpoint; a socket pair in the tests).

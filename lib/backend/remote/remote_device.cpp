@@ -103,7 +103,7 @@ Status RemoteDevice::load_module(const void *image, size_t size, void **module) 
     if (!gpu_code_)
         return fail(adsmErrorNotSupported,
                     "the device server at %s runs kernels its --kernels libraries registered, by name; GPU code from a "
-                    "module needs a server with --device cuda",
+                    "module needs a server with --device cuda or levelzero",
                     config_.remote.c_str());
     if (size > remote::kMaxModuleBytes)
         return fail(adsmErrorNotSupported, "a %zu-byte module: a remote device takes images of at most %llu bytes", size,
@@ -150,6 +150,45 @@ Status RemoteDevice::module_function(void *module, const char *name, void **fn, 
                              [&](const ModuleKernel &k) { return k.module == f.module && k.name == name; });
     if (same == module_kernels_.end()) same = module_kernels_.insert(module_kernels_.end(), {f.module, name});
     *fn = &*same;
+    return adsmSuccess;
+}
+
+Status RemoteDevice::declare_params(void *fn, const std::vector<uint32_t> &sizes) {
+    uint32_t module;
+    std::string name;
+    {
+        std::lock_guard<std::mutex> g(modules_mu_);
+        const auto *k = static_cast<const ModuleKernel *>(fn);
+        module = k->module;
+        name = k->name;
+    }
+    return declare(module, name, sizes);
+}
+
+Status RemoteDevice::declare(uint32_t module, const std::string &name, const std::vector<uint32_t> &sizes) {
+    remote::DeclareBody d{};
+    d.module = module;
+    if (name.size() >= sizeof d.kernel)
+        return fail(adsmErrorInvalidValue, "kernel name '%s' is longer than a remote device takes (%zu)", name.c_str(),
+                    sizeof d.kernel - 1);
+    memcpy(d.kernel, name.c_str(), name.size() + 1);
+    if (sizes.size() > remote::kMaxParams)
+        return fail(adsmErrorNotSupported, "%zu parameters: a remote device takes %u", sizes.size(), remote::kMaxParams);
+    d.params = static_cast<uint32_t>(sizes.size());
+    std::copy(sizes.begin(), sizes.end(), d.sizes);
+    remote::Reply r{};
+    return link_.call(remote::Op::declare, &d, sizeof d, &r);
+}
+
+Status RemoteDevice::declare_once(const KernelInfo &k) {
+    {
+        std::lock_guard<std::mutex> g(modules_mu_);
+        if (k.id < declared_.size() && declared_[k.id]) return adsmSuccess;
+    }
+    if (Status s = declare(0, k.name, k.param_sizes); s != adsmSuccess) return s;
+    std::lock_guard<std::mutex> g(modules_mu_);
+    if (declared_.size() <= k.id) declared_.resize(k.id + 1);
+    declared_[k.id] = true;
     return adsmSuccess;
 }
 
@@ -204,6 +243,10 @@ Status RemoteDevice::launch(StreamId id, const LaunchDesc &l) {
     if (!l.kernel->fn) {
         if (Status s = check_kernel(*l.kernel); s != adsmSuccess) return s;
         b.module = static_cast<const ModuleKernel *>(l.kernel->device_fn)->module;
+    } else if (gpu_code_) {
+        // The server's GPU code of that name takes what the program
+        // registered: its driver may not say its parameters' sizes.
+        if (Status s = declare_once(*l.kernel); s != adsmSuccess) return s;
     }
     if (l.args_size) memcpy(b.args, l.args, l.args_size);
     remote::Reply r{};

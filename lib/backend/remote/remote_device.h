@@ -40,10 +40,11 @@ public:
     void detach_after_fork() override { link_.forget(); }
     bool serves_fork_child() const override { return false; }
 
-    // GPU code where the server runs it (a cuda server): the image goes to
-    // the server, which loads it in the client's context.
+    // GPU code where the server runs it (a cuda or levelzero server): the
+    // image goes to the server, which loads it in the client's context.
     Status load_module(const void *image, size_t size, void **module) override;
     Status module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) override;
+    Status declare_params(void *fn, const std::vector<uint32_t> &sizes) override;
     Status check_kernel(const KernelInfo &k) const override;
     Status create_stream(StreamId *out) override;
     void destroy_stream(StreamId id) override;
@@ -72,6 +73,13 @@ private:
     uint32_t modules_ = 0;
     std::deque<ModuleKernel> module_kernels_;
     bool is_module_kernel(const void *fn) const;
+    // Tells the server a kernel's parameter sizes (module 0: one it has by
+    // name), checked there against its driver's.
+    Status declare(uint32_t module, const std::string &name, const std::vector<uint32_t> &sizes);
+    // Once per kernel the program registered by name, before its first
+    // launch on a server that runs GPU code.
+    Status declare_once(const KernelInfo &k);
+    std::vector<bool> declared_;  // by kernel id, under modules_mu_
 };
 
 }  // namespace adsm

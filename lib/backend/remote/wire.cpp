@@ -24,6 +24,7 @@ size_t body_size(Op op) {
     case Op::launch: return kLaunchFixedBytes;  // and its arguments
     case Op::module: return kModuleFixedBytes;  // and its part
     case Op::function: return sizeof(FunctionBody);
+    case Op::declare: return sizeof(DeclareBody);
     }
     return SIZE_MAX;
 }
@@ -88,6 +89,18 @@ Status parse_request(const void *msg, size_t n, Request *out) {
             return fail(adsmErrorInvalidValue, "module %u: 1 to %u", f.module, kMaxModules);
         if (memchr(f.kernel, 0, sizeof f.kernel) == nullptr || f.kernel[0] == '\0')
             return fail(adsmErrorInvalidValue, "a function request names no kernel");
+        break;
+    }
+    case Op::declare: {
+        const DeclareBody &d = out->body.declare;
+        if (d.module > kMaxModules) return fail(adsmErrorInvalidValue, "module %u: at most %u", d.module, kMaxModules);
+        if (memchr(d.kernel, 0, sizeof d.kernel) == nullptr || d.kernel[0] == '\0')
+            return fail(adsmErrorInvalidValue, "a declaration names no kernel");
+        if (d.params > kMaxParams) return fail(adsmErrorInvalidValue, "%u parameters declared: at most %u", d.params, kMaxParams);
+        for (uint32_t i = 0; i < d.params; ++i)
+            if (d.sizes[i] == 0 || d.sizes[i] > kMaxLaunchArgs)
+                return fail(adsmErrorInvalidValue, "parameter %u declared with %u bytes: 1 to %zu", i, d.sizes[i],
+                            kMaxLaunchArgs);
         break;
     }
     case Op::sync:

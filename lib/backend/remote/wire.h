@@ -36,6 +36,13 @@ enum class Op : uint32_t {
     // of one, by name, says its parameter sizes.
     module = 10,
     function = 11,
+    // The parameter sizes the client knows for a kernel: one of its
+    // modules' (adsmModuleGetKernelWithParams), or with module 0 one the
+    // server has by name (the client registered it with its sizes).  Where
+    // the driver knows their number only (Level Zero, a module that is not
+    // SPIR-V) launches are laid out by them; where it knows them, they must
+    // match.
+    declare = 12,
 };
 
 struct RequestHeader {
@@ -93,6 +100,13 @@ struct FunctionBody {
     uint32_t reserved;
     char kernel[kKernelNameBytes];  // NUL-terminated
 };
+constexpr uint32_t kMaxParams = 64;
+struct DeclareBody {
+    uint32_t module;  // 0: a kernel the server has by name
+    uint32_t params;
+    char kernel[kKernelNameBytes];  // NUL-terminated
+    uint32_t sizes[kMaxParams];     // the first `params`, each 1 to kMaxLaunchArgs
+};
 // A sync's answer can take as long as the kernels: meanwhile the server
 // sends a reply with status kStillWorking at least every heartbeat_ms, so
 // that the client tells a slow kernel from a server it cannot reach.  With
@@ -131,7 +145,6 @@ struct SpanBatch {
 };
 constexpr size_t kLaunchFixedBytes = offsetof(LaunchBody, args);
 
-constexpr uint32_t kMaxParams = 64;
 struct Reply {
     uint32_t magic;
     int32_t status;     // an adsmError_t
@@ -161,6 +174,7 @@ struct Request {
         SyncBody sync;
         ModuleBody module;
         FunctionBody function;
+        DeclareBody declare;
     } body;
 };
 
