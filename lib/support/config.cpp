@@ -21,10 +21,10 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_REMOTE_TIMEOUT", "SECONDS",
          "remote: an operation the server does not answer within this time loses the device (default 5; a sync "
          "waits for kernels as long as the server's heartbeats come, four per timeout)"},
-        {"ADSM_REMOTE_SPIN_US", "us",
+        {"ADSM_REMOTE_SPIN_US", "us|auto",
          "remote: how long each wait for the server (an answer, a transfer's completion) keeps looking before it "
          "sleeps: an answer within it costs no wake-up, at up to this much CPU per wait (0: sleep at once; default "
-         "100)"},
+         "auto: 100 on a machine of 4 CPUs or more, else 0)"},
         {"ADSM_REMOTE_PROVIDER", "NAME", "remote: the libfabric provider (default tcp)"},
         {"ADSM_VISIBLE_DEVICES", "N[,...]",
          "only these devices of the ADSM_DEVICE list, renumbered from 0 in this order (default: all)"},
@@ -305,8 +305,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     }
     if (const char *v = lookup("ADSM_REMOTE_SPIN_US"); v && *v) {
         uint64_t n = 0;
-        if (!parse_uint(v, &n) || n > 100000) return bad("ADSM_REMOTE_SPIN_US", v, "microseconds, from 0 to 100000");
-        c.remote_spin_us = static_cast<unsigned>(n);
+        if (!strcmp(v, "auto")) c.remote_spin_us = -1;
+        else if (!parse_uint(v, &n) || n > 100000)
+            return bad("ADSM_REMOTE_SPIN_US", v, "microseconds, from 0 to 100000, or auto");
+        else c.remote_spin_us = static_cast<int>(n);
     }
     if (const char *v = lookup("ADSM_CUDA_PIN"); v && *v) {
         if (strcmp(v, "lazy") && strcmp(v, "eager") && strcmp(v, "off")) return bad("ADSM_CUDA_PIN", v, "lazy, eager or off");

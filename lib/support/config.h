@@ -40,7 +40,7 @@ struct Config {
     std::string remote;                 // ADSM_REMOTE: HOST:PORT of the device server
     std::string remote_key;             // ADSM_REMOTE_KEY: the shared key's file
     double remote_timeout_s = 5;        // ADSM_REMOTE_TIMEOUT: an unanswered server is lost after this
-    unsigned remote_spin_us = 100;      // ADSM_REMOTE_SPIN_US: each wait on the connection looks this long before it sleeps
+    int remote_spin_us = -1;            // ADSM_REMOTE_SPIN_US: each wait on the connection looks this long before it sleeps (-1: auto)
     std::string remote_provider = "tcp";  // ADSM_REMOTE_PROVIDER: the libfabric provider
     std::string cuda_pin = "lazy";      // ADSM_CUDA_PIN: lazy|eager|off (when the cuda device pins mirror pages)
     unsigned cuda_pin_threads = 0;      // ADSM_CUDA_PIN_THREADS: threads making the pages of a first use before pinning (0: auto)

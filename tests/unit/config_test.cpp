@@ -61,7 +61,7 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
     EXPECT_EQ(c.protocol, "delta");
     EXPECT_EQ(c.block_size, 256u * 1024);
     EXPECT_EQ(c.sim_memory, 16ull << 30);
-    EXPECT_EQ(c.remote_spin_us, 100u);
+    EXPECT_EQ(c.remote_spin_us, -1) << "auto";
     EXPECT_FALSE(c.stats);
 }
 
@@ -86,7 +86,10 @@ TEST(ConfigTest, ReadsEveryVariable) {
                      {"ADSM_REMOTE_SPIN_US", "0"}},
                     &c),
               adsmSuccess);
-    EXPECT_EQ(c.remote_spin_us, 0u);
+    EXPECT_EQ(c.remote_spin_us, 0);
+    Config a;
+    ASSERT_EQ(parse({{"ADSM_REMOTE_SPIN_US", "auto"}}, &a), adsmSuccess);
+    EXPECT_EQ(a.remote_spin_us, -1);
     EXPECT_EQ(c.device, "cpu");
     EXPECT_EQ(c.protocol, "lazy");
     EXPECT_EQ(c.block_size, 64u * 1024);

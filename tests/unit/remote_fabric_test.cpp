@@ -2,6 +2,7 @@
 // real endpoints, RMA into memory the other side exposed, and a peer that
 // goes away.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -59,6 +60,29 @@ TEST(RemoteFabricTest, HandshakeAndMessagesOverLoopback) {
     }
     std::vector<uint8_t> too_big(kMaxMessage + 1);
     EXPECT_EQ(l.client->send(too_big.data(), too_big.size()), adsmErrorInvalidValue);
+}
+
+// Waits that spin before they sleep see the same messages, in order; the
+// default spins only where cores are to spare.
+TEST(RemoteFabricTest, SpinningWaitsSeeEveryMessage) {
+    EXPECT_EQ(Endpoint::spin_us(0), 0u);
+    EXPECT_EQ(Endpoint::spin_us(250), 250u);
+    EXPECT_EQ(Endpoint::spin_us(Endpoint::kSpinAuto),
+              sysconf(_SC_NPROCESSORS_ONLN) >= Endpoint::kAutoSpinCpus ? Endpoint::kAutoSpinUs : 0u);
+    Loopback l;
+    ASSERT_TRUE(l.server && l.client);
+    l.client->set_spin_ns(200 * 1000);
+    l.server->set_spin_ns(1);  // (expires at once: the sleeping path, after a look)
+    for (uint32_t i = 0; i < 200; ++i) {
+        ASSERT_EQ(l.client->send(&i, sizeof i), adsmSuccess) << adsm::last_detail();
+        uint32_t got_value = ~0u;
+        size_t got = 0;
+        ASSERT_EQ(l.server->recv(&got_value, sizeof got_value, &got, 5000), adsmSuccess) << adsm::last_detail();
+        ASSERT_EQ(got_value, i);
+        ASSERT_EQ(l.server->send(&i, sizeof i), adsmSuccess) << adsm::last_detail();
+        ASSERT_EQ(l.client->recv(&got_value, sizeof got_value, &got, 5000), adsmSuccess) << adsm::last_detail();
+        ASSERT_EQ(got_value, i);
+    }
 }
 
 TEST(RemoteFabricTest, RmaReachesExposedMemoryUnderItsKeyAlone) {

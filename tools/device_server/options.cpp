@@ -25,9 +25,10 @@ const char *usage() {
            "                      whose kernels run by the names clients register (repeatable);\n"
            "                      clients may load their own modules too (adsmLoadModule)\n"
            "  --max-clients N     clients served at once (default 16)\n"
-           "  --spin-us US        how long each wait for a client's next message keeps looking\n"
+           "  --spin-us US|auto   how long each wait for a client's next message keeps looking\n"
            "                      before it sleeps: a request within it costs no wake-up, at up\n"
-           "                      to that much CPU per wait (0: sleep at once; default 100)\n"
+           "                      to that much CPU per wait (0: sleep at once; default auto:\n"
+           "                      100 on a machine of 4 CPUs or more, else 0)\n"
            "  --help              this text\n"
            "\n"
            "Prints 'listening on ADDR:PORT' once it accepts clients; stops on SIGINT or SIGTERM.\n";
@@ -95,11 +96,14 @@ bool parse_options(int argc, char **argv, Options *out, std::string *error, bool
         } else if (a == "--spin-us") {
             char *end;
             unsigned long n = strtoul(value.c_str(), &end, 10);
-            if (value.empty() || *end || value[0] == '-' || n > 100000) {
-                *error = "--spin-us " + value + ": microseconds, from 0 to 100000";
+            if (value == "auto") {
+                out->spin_us = -1;
+            } else if (value.empty() || *end || value[0] == '-' || n > 100000) {
+                *error = "--spin-us " + value + ": microseconds, from 0 to 100000, or auto";
                 return false;
+            } else {
+                out->spin_us = static_cast<int>(n);
             }
-            out->spin_us = static_cast<unsigned>(n);
         } else {
             *error = "unknown option " + a;
             return false;

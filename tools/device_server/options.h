@@ -18,7 +18,7 @@ struct Options {
     bool worker = false;               // this process serves one client's device (worker.h)
     std::string key;                   // the key file
     unsigned max_clients = 16;
-    unsigned spin_us = 100;            // each wait for a client looks this long before it sleeps
+    int spin_us = -1;                  // each wait for a client looks this long before it sleeps (-1: auto)
     int handshake_timeout_ms = 5000;
 };
 

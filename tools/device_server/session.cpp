@@ -202,7 +202,7 @@ void Session::run(std::atomic<bool> &stopping) {
         return;
     }
     log_line("client %s authenticated", peer_.c_str());
-    ep_->set_spin_ns(options_.spin_us * 1000ull);  // (not before: a stranger's handshake gets no CPU spent on it)
+    ep_->set_spin_ns(remote::Endpoint::spin_us(options_.spin_us) * 1000ull);  // (not before: a stranger's handshake gets no CPU spent on it)
     std::unique_ptr<uint8_t[]> msg(new uint8_t[remote::kMaxMessage]);
     bool bye = false;
     while (!bye && !stopping.load()) {

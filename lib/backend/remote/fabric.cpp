@@ -9,6 +9,7 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -138,6 +139,11 @@ namespace {
 char any_rma;
 }
 void *const Endpoint::kAnyRma = &any_rma;
+
+unsigned Endpoint::spin_us(int setting) {
+    if (setting != kSpinAuto) return static_cast<unsigned>(setting);
+    return sysconf(_SC_NPROCESSORS_ONLN) >= kAutoSpinCpus ? kAutoSpinUs : 0;
+}
 
 Status Endpoint::wait_for(void *context, int timeout_ms, const char *what) {
     const int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ms() + timeout_ms;

@@ -24,7 +24,7 @@ Status RemoteDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *
         return fail(adsmErrorNoDevice, "ADSM_REMOTE_KEY: %s", std::string(last_detail()).c_str());
     const int timeout_ms = static_cast<int>(config_.remote_timeout_s * 1000);
     if (Status s = link_.open(where.substr(0, colon), where.substr(colon + 1), config_.remote_provider, key, timeout_ms,
-                                  config_.remote_spin_us);
+                                  remote::Endpoint::spin_us(config_.remote_spin_us));
         s != adsmSuccess)
         return fail(adsmErrorNoDevice, "%s", std::string(last_detail()).c_str());
     remote::AttachBody a{base, size};
