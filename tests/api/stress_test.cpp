@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -6,10 +7,14 @@
 
 using namespace adsm_test;
 
+// (ADSM_TEST_STRESS_CYCLES runs fewer where each allocation and free is a
+// round trip to a device server.)
 TEST(StressTest, HundredThousandAllocFreeCycles) {
     std::mt19937 rng(1);
     std::vector<void *> pool(64, nullptr);
-    for (int i = 0; i < 100000; ++i) {
+    const char *cycles = getenv("ADSM_TEST_STRESS_CYCLES");
+    const int n_cycles = cycles ? atoi(cycles) : 100000;
+    for (int i = 0; i < n_cycles; ++i) {
         size_t k = rng() % pool.size();
         if (pool[k]) {
             ASSERT_EQ(adsmFree(pool[k]), adsmSuccess) << i;
