@@ -175,15 +175,18 @@ def main():
     ap.add_argument("--latency-us", default="10", help="sim: link latency (ADSM_SIM_LINK_LATENCY_US)")
     ap.add_argument("--launch-us", default="0", help="sim: kernel launch latency (ADSM_SIM_LAUNCH_US)")
     ap.add_argument("--sync-copy-us", default="0", help="sim: least synchronous copy time (ADSM_SIM_SYNC_COPY_US)")
+    ap.add_argument("--pin-us-per-mib", default="0",
+                    help="sim: time charged per MiB of host mirror pinned at first use (ADSM_SIM_PIN_US_PER_MIB)")
     ap.add_argument("--preset", choices=["h100"], default=None,
-                    help="sim: the link and launch of a measured GPU: h100 is 55 GB/s, 2.7 us per asynchronous copy, "
-                         "9.8 us per synchronous one, 9.7 us per launch")
+                    help="sim: the link, launch and pinning of a measured GPU: h100 is 55 GB/s, 2.7 us per "
+                         "asynchronous copy, 9.8 us per synchronous one, 9.7 us per launch, 75 us per MiB pinned")
     ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--out", default=None, help="results directory (default: bench/results)")
     args = ap.parse_args()
     if args.preset == "h100":
         args.gbps, args.latency_us, args.launch_us, args.sync_copy_us = "55", "2.7", "9.7", "9.8"
+        args.pin_us_per_mib = "75"
     exe_name, baseline, baseline_what, others, stem = DEVICES[args.device]
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -200,9 +203,11 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADSM_")}
     if args.device == "sim":
         env.update(ADSM_DEVICE="sim", ADSM_SIM_LINK_GBPS=args.gbps, ADSM_SIM_LINK_LATENCY_US=args.latency_us,
-                   ADSM_SIM_LAUNCH_US=args.launch_us, ADSM_SIM_SYNC_COPY_US=args.sync_copy_us)
-        setup = ("sim device, link %s GB/s + %s us, synchronous copies %s us at least, launch %s us"
-                 % (args.gbps, args.latency_us, args.sync_copy_us, args.launch_us))
+                   ADSM_SIM_LAUNCH_US=args.launch_us, ADSM_SIM_SYNC_COPY_US=args.sync_copy_us,
+                   ADSM_SIM_PIN_US_PER_MIB=args.pin_us_per_mib)
+        setup = ("sim device, link %s GB/s + %s us, synchronous copies %s us at least, launch %s us, "
+                 "pinning %s us per MiB" % (args.gbps, args.latency_us, args.sync_copy_us, args.launch_us,
+                                             args.pin_us_per_mib))
     elif args.device == "remote":
         server = DeviceServer(args.build)
         atexit.register(server.stop)

@@ -37,6 +37,10 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_SIM_LAUNCH_US", "us",
          "simulated kernel launch latency: a sync returns no sooner than this after the launch (default 0; 9.7 "
          "models an H100)"},
+        {"ADSM_SIM_PIN_US_PER_MIB", "us",
+         "sim: time charged per MiB of host mirror pinned, at the moments the cuda back-end pins it (a 2 MiB "
+         "piece's allocated pages at the CPU's first fault in it, or else at the first copy through it); pins nothing "
+         "(default 0; 75 models an H100's host)"},
         {"ADSM_SIM_SYNC_COPY_US", "us",
          "simulated least time of a synchronous copy, call to return (default 0; 9.8 models an H100's pinned "
          "copy, where an asynchronous one costs 2.7)"},
@@ -272,6 +276,10 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_SIM_SYNC_COPY_US"); v && *v) {
         if (!parse_number(v, &c.sync_copy_us) || c.sync_copy_us > 1e7)
             return bad("ADSM_SIM_SYNC_COPY_US", v, "microseconds from 0 to 10000000");
+    }
+    if (const char *v = lookup("ADSM_SIM_PIN_US_PER_MIB"); v && *v) {
+        if (!parse_number(v, &c.sim_pin_us_per_mib) || c.sim_pin_us_per_mib > 1e6)
+            return bad("ADSM_SIM_PIN_US_PER_MIB", v, "microseconds from 0 to 1000000");
     }
     if (const char *v = lookup("ADSM_SIM_WORKERS"); v && *v) {
         uint64_t n;

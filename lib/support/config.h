@@ -27,6 +27,7 @@ struct Config {
     double link_latency_us = 0;         // ADSM_SIM_LINK_LATENCY_US
     double launch_us = 0;               // ADSM_SIM_LAUNCH_US: shortest launch-to-completion of a kernel
     double sync_copy_us = 0;            // ADSM_SIM_SYNC_COPY_US: shortest synchronous copy, start to finish
+    double sim_pin_us_per_mib = 0;      // ADSM_SIM_PIN_US_PER_MIB: modelled cost of pinning mirror pages at first use
     unsigned sim_workers = 0;           // ADSM_SIM_WORKERS: 0 means one per CPU
     bool stats = false;                 // ADSM_STATS: a table on stderr at exit
     std::string stats_json;             // ADSM_STATS=json:FILE: JSON into FILE instead

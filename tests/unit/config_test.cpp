@@ -76,6 +76,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
                      {"ADSM_SIM_LINK_LATENCY_US", "5"},
                      {"ADSM_SIM_LAUNCH_US", "9.7"},
                      {"ADSM_SIM_SYNC_COPY_US", "9.8"},
+                     {"ADSM_SIM_PIN_US_PER_MIB", "75"},
                      {"ADSM_SIM_WORKERS", "3"},
                      {"ADSM_STATS", "1"},
                      {"ADSM_LOG", "debug"},
@@ -99,6 +100,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
     EXPECT_DOUBLE_EQ(c.link_latency_us, 5);
     EXPECT_DOUBLE_EQ(c.launch_us, 9.7);
     EXPECT_DOUBLE_EQ(c.sync_copy_us, 9.8);
+    EXPECT_DOUBLE_EQ(c.sim_pin_us_per_mib, 75);
     EXPECT_EQ(c.sim_workers, 3u);
     EXPECT_TRUE(c.stats);
     EXPECT_EQ(c.log_level, LogLevel::debug);
@@ -147,7 +149,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_CHAOS_SEED", "-1"},        {"ADSM_STATS", "json:"},       {"ADSM_PROFILE", "lots"},
         {"ADSM_PROFILE", "20000"},       {"ADSM_GC_GENERATIONAL", "yes"}, {"ADSM_GC_FULL_EVERY", "0"},
         {"ADSM_SPILL", "disk"},          {"ADSM_DEVICE", "sim,,sim"},    {"ADSM_VISIBLE_DEVICES", "x"},
-        {"ADSM_CUDA_PIN", "always"},     {"ADSM_GPU_FAULT_CALLS", "inline"}, {"ADSM_REMOTE_SPIN_US", "-5"},
+        {"ADSM_CUDA_PIN", "always"},     {"ADSM_GPU_FAULT_CALLS", "inline"}, {"ADSM_REMOTE_SPIN_US", "-5"}, {"ADSM_SIM_PIN_US_PER_MIB", "-1"},
         {"ADSM_REMOTE_SPIN_US", "200000"},
     };
     for (const Case &k : cases) {

@@ -76,7 +76,7 @@ SimDevice::~SimDevice() {
     if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
 }
 
-Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *) {
+Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
     int fd = os::memfd_sized("adsm-sim-device-memory", size);
     if (fd < 0) return fail(adsmErrorInitialization, "sim: cannot create device memory: %s", strerror(-fd));
     void *dma = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);
@@ -103,10 +103,11 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint
     channel_ = static_cast<exec::Channel *>(ch);
     exec::channel_init(channel_, base, size);
     host_ = std::make_unique<exec::ChannelHost>(channel_, /*needs_module=*/true);
+    pins_.init(config_.sim_pin_us_per_mib, base, size, host_alias);
     return adsmSuccess;
 }
 
-Status SimDevice::commit(uintptr_t, uint64_t bytes) {
+Status SimDevice::commit(uintptr_t dev, uint64_t bytes) {
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     uint64_t now = used_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     if (now > capacity_) {
@@ -116,12 +117,14 @@ Status SimDevice::commit(uintptr_t, uint64_t bytes) {
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(now - bytes),
                     static_cast<unsigned long long>(capacity_));
     }
+    pins_.committed(dev, bytes);
     return adsmSuccess;
 }
 
 void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
     if (bytes >= kPunchThreshold) os::punch_hole(dev_fd_, dev - base_, bytes);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
+    pins_.decommitted(dev, bytes);
 }
 
 Status SimDevice::send_mapping(uintptr_t dev, const Mapping &m) {
@@ -176,6 +179,7 @@ void SimDevice::sync_floor(uint64_t start) {
 Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
+    pins_.use_for_copy(src, n);
     uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
     os::real_memcpy(dma_ + (dev - base_), src, n);
     transfer_done(Direction::to_device, n, dev, t0);
@@ -187,6 +191,7 @@ Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
 Status SimDevice::copy_to_host(void *dst, uintptr_t dev, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the host"); s != adsmSuccess) return s;
+    pins_.use_for_copy(dst, n);
     uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
     os::real_memcpy(dst, dma_ + (dev - base_), n);
     transfer_done(Direction::to_host, n, dev, t0);
@@ -231,6 +236,7 @@ Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
 }
 
 uint64_t SimDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg) {
+    pins_.use_for_copy(src, n);
     uint64_t t = engine_.submit(dma_ + (dev - base_), src, n, Direction::to_device, dev, done, arg);
     if (t == 0) return Device::copy_to_device_async(dev, src, n, done, arg);
     stats().transfer(true, n, true);
@@ -238,6 +244,7 @@ uint64_t SimDevice::copy_to_device_async(uintptr_t dev, const void *src, size_t 
 }
 
 uint64_t SimDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) {
+    pins_.use_for_copy(dst, n);
     uint64_t t = engine_.submit(dst, dma_ + (dev - base_), n, Direction::to_host, dev, done, arg);
     if (t == 0) return Device::copy_to_host_async(dst, dev, n, done, arg);
     stats().transfer(false, n, true);

@@ -21,6 +21,7 @@
 #include "backend/exec/channel_host.h"
 #include "backend/sim/copy_engine.h"
 #include "backend/sim/link_model.h"
+#include "backend/sim/pin_model.h"
 #include "os/futex_rwlock.h"
 
 namespace adsm {
@@ -35,6 +36,12 @@ public:
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return used_.load(std::memory_order_relaxed); }
     bool fast_link() const override { return link_outpaces_tracking(link_.gbps()); }
+    // With ADSM_SIM_PIN_US_PER_MIB, as the cuda back-end: mirror pages
+    // count as pinned at their first use (pin_model.h).
+    bool pins_host_memory() const override { return pins_.enabled(); }
+    MirrorUse pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) override {
+        return pins_.use_for_cpu(lo, hi, start, len);
+    }
 
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
     Status commit(uintptr_t dev, uint64_t bytes) override;
@@ -100,6 +107,7 @@ private:
     std::atomic<uint64_t> used_{0};
     LinkModel link_;
     CopyEngine engine_{link_};
+    PinModel pins_;
 
     uintptr_t base_ = 0;
     uint64_t size_ = 0;
