@@ -3,12 +3,11 @@
 // GPU's ratios.  The cuda back-end registers the allocated pages of a 2 MiB
 // piece of the mirror with the driver at their first use: the CPU's first
 // fault in the piece, else the first copy through it (gpu/granules.h); on
-// an H100's host that costs 53 to 98 us per MiB beyond making the pages,
-// 31 of saxpy's 73 ms under lazy with the making.  The simulated device
-// pins nothing and so ran ahead of the GPU where objects are large next to
-// the work on them.  This charges the same pages at the same moments and
-// pins nothing: the pages are made, and entered into the CPU's view, by
-// the same host code as on the GPU.
+// an H100's host that costs 53 to 98 us per MiB beyond making the pages.
+// This charges the same pages at the same moments and pins nothing: the
+// pages are made, and entered into the CPU's view, by the same host code
+// as on the GPU.  (Measured side by side, it moved the H100 preset's
+// predicted ratios by a few hundredths: README, "On an NVIDIA GPU".)
 //
 // Each piece is one atomic word (committed bytes, pinned bytes, whether the
 // CPU has used it), so the fault handler charges without a lock.
