@@ -443,7 +443,9 @@ Status BlockProtocol::flush_region(SharedObject &r) {
 
 void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
-    if (!r.blocks || r.state(k) != kDirty || r.coarse || r.kernel_reads.load(std::memory_order_acquire)) return;
+    if (!r.blocks || r.state(k) != kDirty || r.coarse || r.kernel_reads.load(std::memory_order_acquire) ||
+        !r.resident.load(std::memory_order_relaxed))
+        return;
     size_t b = r.block_begin(k), e = r.block_end(k);
     // The block goes whole, so what the runtime wrote into it through the
     // alias (kForced) is on its way and need not go again at the release.

@@ -76,6 +76,16 @@ struct SharedObject {
     // is kept on (a preferred device, whose memory the group's kernels
     // reach over a peer link).
     Device *device = nullptr;
+    // Device memory is committed for it on `device` (on every device for a
+    // replicated one; never for a host-resident one).  An object that is not
+    // (device memory was full when it was allocated, or it was evicted to
+    // make room) is current on the host, all of it; the next call of its
+    // owner commits memory for it again and the release sends it.  No
+    // background copy goes to a device copy that is not there.  (Atomic,
+    // like last_release: an eviction's search for victims reads both
+    // without the owner's lock, and checks again under it; changed under
+    // `lock`.)
+    std::atomic<bool> resident{true};
     // Kernels only read it (adsmAdvise): a whole-context call releases it as
     // a call naming it read-only would (Protocol::release_object).
     bool read_mostly = false;

@@ -51,14 +51,6 @@ struct Placement {
 
 struct Region : SharedObject {
     uint64_t birth_call = 0;  // owner's call count when allocated
-    // Device memory is committed for it on `device` (on every device for a
-    // replicated one; never for a host-resident one).  An object that is not
-    // (device memory was full when it was allocated, or it was evicted to
-    // make room) is current on the host, all of it; the next call of its
-    // owner commits memory for it again and the release sends it.
-    // (Atomic, like last_release: an eviction's search for victims reads
-    // both without the owner's lock, and checks again under it.)
-    std::atomic<bool> resident{true};
     // The release clock at its owner's last call that released it (or at
     // its allocation): eviction takes the least recently released first.
     std::atomic<uint64_t> last_release{0};
