@@ -44,9 +44,13 @@ Status Device::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) {
     if (holder.integrated()) return map_host_memory(dev, bytes);
     return fail(adsmErrorNotSupported,
                 "kernels on the %s device cannot reach the %s device's memory (an object kept on a preferred device "
-                "needs every device to be simulated, ADSM_DEVICE=sim,sim; ADSM_PLACE_HOST puts it where every "
-                "device's kernels reach it)",
+                "needs devices that reach each other's memory: simulated ones, ADSM_DEVICE=sim,sim, or GPUs of one "
+                "driver with a peer link; ADSM_PLACE_HOST puts it where every device's kernels reach it)",
                 name(), holder.name());
+}
+
+Status Device::hand_over(Device &to, uintptr_t, uint64_t) {
+    return fail(adsmErrorNotSupported, "the %s device cannot hand its memory over to the %s device", name(), to.name());
 }
 
 Status Device::copy_to_peer(Device &to, uintptr_t, size_t) {

@@ -85,7 +85,24 @@ public:
     virtual bool fast_link() const { return false; }
     // Backs [dev, dev+bytes) with device memory; fails cleanly when full.
     virtual Status commit(uintptr_t dev, uint64_t bytes) = 0;
+    // Device memory goes; the host copy stays (an evicted object's is its
+    // only one).
     virtual void decommit(uintptr_t dev, uint64_t bytes) = 0;
+    // The host copy of [dev, dev+bytes) is garbage (its object was freed):
+    // a device that keeps the mirror's pages (pins_host_memory) gives back
+    // those it does not pin.
+    virtual void forget_host_copy(uintptr_t, uint64_t) {}
+
+    // Devices that share the window's addresses with this one (GPUs of one
+    // driver: one address space per process) hold memory at an address one
+    // at a time.  Objects of different such devices must lie
+    // mapping_granularity() apart, and one moves to another such device by
+    // hand_over: `to` takes over [dev, dev+bytes) (whole granules of this
+    // device's, the object's alone) with their contents, at the same
+    // addresses; all or nothing.
+    virtual bool shares_addresses_with(const Device &) const { return false; }
+    virtual uint64_t mapping_granularity() const { return 4096; }
+    virtual Status hand_over(Device &to, uintptr_t dev, uint64_t bytes);
 
     // What kernels on this device find at [dev, dev+bytes) (whole pages),
     // from the next launch on:

@@ -14,7 +14,11 @@
 
 namespace adsm {
 
-Status create_device(const std::string &d, const Config &config, std::unique_ptr<Device> *out) {
+namespace {
+
+// The `ordinal`th device of back-end d (the GPU it opens: cuda,cuda is
+// GPUs 0 and 1).
+Status create_nth_device(const std::string &d, int ordinal, const Config &config, std::unique_ptr<Device> *out) {
     if (d == "sim") {
         *out = std::make_unique<SimDevice>(config);
         return adsmSuccess;
@@ -25,7 +29,7 @@ Status create_device(const std::string &d, const Config &config, std::unique_ptr
     }
     if (d == "cuda") {
 #ifdef ADSM_HAVE_CUDA
-        return cuda::CudaDevice::open(config, out);
+        return cuda::CudaDevice::open(config, ordinal, out);
 #else
         return fail(adsmErrorNoDevice,
                     "ADSM_DEVICE=cuda: this build has no CUDA back-end (cuda.h was not found when it was configured)");
@@ -45,22 +49,37 @@ Status create_device(const std::string &d, const Config &config, std::unique_ptr
     return fail(adsmErrorNoDevice, "ADSM_DEVICE=%s is not a known device: expected sim, cpu, cuda, levelzero or remote", d.c_str());
 }
 
+}  // namespace
+
+Status create_device(const std::string &d, const Config &config, std::unique_ptr<Device> *out) {
+    return create_nth_device(d, 0, config, out);
+}
+
 Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>> *out) {
     out->clear();
     const std::vector<std::string> &names = config.devices;
     if (names.size() > 1) {
-        // One driver per GPU back-end owns the window's addresses: several
-        // of its devices would share one reservation, which is not built yet.
-        for (const std::string &n : names)
-            if (n == "cuda" || n == "levelzero")
+        // A GPU driver owns the window's addresses: its GPUs share one
+        // reservation (cuda,cuda), which other devices' memory cannot join.
+        size_t cuda = 0;
+        for (const std::string &n : names) cuda += n == "cuda";
+        for (const std::string &n : names) {
+            if (n == "levelzero")
                 return fail(adsmErrorNotSupported,
-                            "ADSM_DEVICE lists %zu devices with %s among them: the %s back-end serves one device "
-                            "per process for now (list sim or cpu devices, or use %s alone)",
-                            names.size(), n.c_str(), n.c_str(), n.c_str());
+                            "ADSM_DEVICE lists %zu devices with levelzero among them: the levelzero back-end serves one "
+                            "device per process for now (list sim or cpu devices, or use levelzero alone)",
+                            names.size());
+            if (n == "cuda" && cuda != names.size())
+                return fail(adsmErrorNotSupported,
+                            "ADSM_DEVICE lists cuda with other kinds of device: several GPUs share the driver's "
+                            "addresses (cuda,cuda), other devices cannot join them");
+        }
     }
-    for (const std::string &n : names) {
+    for (size_t i = 0; i < names.size(); ++i) {
+        int ordinal = 0;  // earlier devices of the same back-end
+        for (size_t j = 0; j < i; ++j) ordinal += names[j] == names[i];
         std::unique_ptr<Device> d;
-        if (Status s = create_device(n, config, &d); s != adsmSuccess) return s;
+        if (Status s = create_nth_device(names[i], ordinal, config, &d); s != adsmSuccess) return s;
         out->push_back(std::move(d));
     }
     return adsmSuccess;

@@ -57,6 +57,9 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
                                       : Spill::host) {
     for (size_t i = 0; i < devices_.size(); ++i) victims_.push_back(std::make_unique<VictimList>());
     one_memory_ = all_integrated(devices_);
+    for (Device *a : devices_)
+        for (Device *b : devices_)
+            if (a->shares_addresses_with(*b)) apart_ = std::max<uint64_t>(apart_, a->mapping_granularity());
 }
 
 // ---------------------------------------------------------------- regions
@@ -65,6 +68,12 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     if (size == 0) return fail(adsmErrorInvalidValue, "size is zero");
     size_t span;
     if (!os::page_round(size, &span)) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up to pages", size);
+    if (apart_) {
+        // Whole granules: no other device's object may share one.
+        if (span > UINT64_MAX - apart_) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up", size);
+        span = (span + apart_ - 1) / apart_ * apart_;
+        align = std::max<size_t>(align, apart_);
+    }
     if (span > space_.size())
         return fail(adsmErrorMemoryAllocation, "size %zu is larger than the shared window (%llu bytes, ADSM_VA_SIZE)", size,
                     static_cast<unsigned long long>(space_.size()));
@@ -132,6 +141,12 @@ Status Manager::commit_placed(Device &on, uintptr_t dev, uint64_t span, RegionKi
     if (one_memory_ || (on.integrated() && place->home == Home::device && !place->preferred))
         return on.commit(dev, span);
     const int below = kind == RegionKind::device ? INT32_MAX : place->priority;
+    if (place->home == Home::every_device && apart_)
+        return fail(adsmErrorNotSupported,
+                    "a replica on every device needs devices with memories of their own at one address; the %s "
+                    "devices share one address space (an object on a preferred device is reached by the others over "
+                    "their peer links)",
+                    on.name());
     if (place->home == Home::every_device) {
         // A replica on each device, idle objects making room for it: it has
         // no other place that every device's kernels could read.
@@ -204,10 +219,11 @@ Status Manager::split_object(Device &first, uintptr_t dev, uint64_t span, SplitD
     for (Device *d : devices_)
         if (d != &first) kinds.push_back(d);
     kinds.push_back(nullptr);
-    const uint64_t pages = span / os::kPageSize;
+    const uint64_t unit = apart_ ? apart_ : os::kPageSize;  // (granules, where devices share addresses)
+    const uint64_t pages = span / unit;
     for (size_t k = 2; k <= kinds.size() && k <= pages; ++k) {
         // As few parts as hold it, each a whole number of pages.
-        const uint64_t part = (pages + k - 1) / k * os::kPageSize;
+        const uint64_t part = (pages + k - 1) / k * unit;
         std::vector<SplitDevice::Part> parts;
         for (size_t i = 0; i < kinds.size() && parts.size() < k; ++i) {
             uintptr_t b = dev + parts.size() * part, e = std::min<uintptr_t>(b + part, dev + span);
@@ -322,6 +338,10 @@ void Manager::retire(Region *r) {
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
     if (r->split) release_split(r->split);
     else uncommit_placed(*r->device, r->dev, r->span, r->home, r->pinned, r->resident);
+    for (Device *d : devices_) {
+        d->forget_host_copy(r->dev, r->span);
+        if (r->host && r->host != r->dev) d->forget_host_copy(r->host, r->span);
+    }
     space_.release(r->dev, r->span);
     if (r->host && r->host != r->dev) space_.release(r->host, r->span);
     table_.destroy(r);

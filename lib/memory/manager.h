@@ -212,6 +212,11 @@ private:
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
     Status move_object(Region &r, Device &to);
+    // relocate to a device that shares r's device's addresses: r's device
+    // memory, current, is handed over whole.
+    Status hand_over(Region &r, Device &to);
+    // r waits on the host for `to`: its device copy comes back and goes.
+    Status wait_on_host(Region &r, Device &to);
     // Moves c's device memory (adsmDeviceAlloc) to `to`, all of it or none;
     // c's lock is held and no kernel of c runs.
     Status move_device_memory(Context &c, Device &to);
@@ -287,6 +292,10 @@ private:
     // Every device works on the host's own pages: there is one memory, so
     // every kind of placement is the same (a mixed list keeps them apart).
     bool one_memory_ = false;
+    // Some devices share the window's addresses (GPUs of one driver): an
+    // object takes whole granules of this size, so that each granule is
+    // one device's (0: pages will do).
+    uint64_t apart_ = 0;
     std::vector<std::unique_ptr<VictimList>> victims_;  // one per device, as devices_
     Protocol &protocol_;
     ContextTable contexts_;

@@ -92,29 +92,54 @@ Status Manager::relocate(Region &r, Device &to) {
         r.device = &to;  // on the host alone: a call that needs it brings it in
         return adsmSuccess;
     }
-    if (Status s = to.commit(r.dev, r.span); s != adsmSuccess) {
-        if (s != adsmErrorMemoryAllocation) return s;
-        // No room there: it waits on the host, as an allocation that finds
-        // the device full does, instead of evicting what is there now.
-        Device &from = *r.device;
-        r.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
-        Status e = protocol_.evict(r);
-        if (e == adsmSuccess) {
-            os::FutexGuard g(r.lock);
-            r.device = &to;
-            r.resident = false;
-        }
-        r.program_writes.fetch_add(1, std::memory_order_seq_cst);
-        if (e != adsmSuccess) return e;
-        from.decommit(r.dev, r.span);
-        stats().add(Counter::migrations);
-        return adsmSuccess;
+    // No room there: it waits on the host, as an allocation that finds the
+    // device full does, instead of evicting what is there now.
+    if (r.device->shares_addresses_with(to)) {
+        Status s = hand_over(r, to);
+        return s == adsmErrorMemoryAllocation ? wait_on_host(r, to) : s;
     }
+    if (Status s = to.commit(r.dev, r.span); s != adsmSuccess)
+        return s == adsmErrorMemoryAllocation ? wait_on_host(r, to) : s;
     if (Status s = move_object(r, to); s != adsmSuccess) {
         to.decommit(r.dev, r.span);
         return s;
     }
     return adsmSuccess;
+}
+
+Status Manager::wait_on_host(Region &r, Device &to) {
+    Device &from = *r.device;
+    r.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
+    Status e = protocol_.evict(r);
+    if (e == adsmSuccess) {
+        os::FutexGuard g(r.lock);
+        r.device = &to;
+        r.resident = false;
+    }
+    r.program_writes.fetch_add(1, std::memory_order_seq_cst);
+    if (e != adsmSuccess) return e;
+    from.decommit(r.dev, r.span);
+    stats().add(Counter::migrations);
+    return adsmSuccess;
+}
+
+Status Manager::hand_over(Region &r, Device &to) {
+    Device &from = *r.device;
+    if (to.capacity() - std::min(to.capacity(), to.used()) < r.span)
+        return fail(adsmErrorMemoryAllocation, "the %s device has no room for %llu bytes", to.name(),
+                    static_cast<unsigned long long>(r.span));
+    // Its granules change hands with what they hold: that must be the
+    // current copy (see move_object for the collector's count).
+    r.program_writes.fetch_add(1, std::memory_order_seq_cst);
+    Status s = protocol_.settle_on_device(r);
+    if (s == adsmSuccess) s = from.hand_over(to, r.dev, r.span);
+    if (s == adsmSuccess) {
+        os::FutexGuard g(r.lock);
+        r.device = &to;
+    }
+    r.program_writes.fetch_add(1, std::memory_order_seq_cst);
+    if (s == adsmSuccess) stats().add(Counter::migrations);
+    return s;
 }
 
 Status Manager::change_memory_kind(Region &r, Device &to) {
@@ -175,13 +200,28 @@ Status Manager::change_memory_kind(Region &r, Device &to) {
 }
 
 Status Manager::move_device_memory(Context &c, Device &to) {
-    std::vector<Region *> regions;
+    std::vector<Region *> regions, handed;
     table_.for_each_live([&](Region &r) {
-        if (r.kind == RegionKind::device && r.owner() == &c && r.device != &to) regions.push_back(&r);
+        if (r.kind == RegionKind::device && r.owner() == &c && r.device != &to)
+            (r.device->shares_addresses_with(to) ? handed : regions).push_back(&r);
     });
-    // All of it fits first, or nothing moves: it has no host copy to wait in.
-    size_t committed = 0;
+    // All of it moves, or none: it has no host copy to wait in.  Devices
+    // sharing addresses hand theirs over (and back, if the rest fails).
+    size_t given = 0;
     Status result = adsmSuccess;
+    for (; given < handed.size() && result == adsmSuccess; ++given)
+        result = handed[given]->device->hand_over(to, handed[given]->dev, handed[given]->span);
+    if (result != adsmSuccess) --given;
+    auto give_back = [&] {
+        for (size_t i = 0; i < given; ++i) (void)to.hand_over(*handed[i]->device, handed[i]->dev, handed[i]->span);
+    };
+    if (result != adsmSuccess) {
+        give_back();
+        return fail(result, "the context's device memory (adsmDeviceAlloc) cannot move to the %s device: %s", to.name(),
+                    std::string(last_detail()).c_str());
+    }
+    // The rest fits first, or nothing moves.
+    size_t committed = 0;
     for (; committed < regions.size() && result == adsmSuccess; ++committed)
         result = commit_evicting(to, regions[committed]->dev, regions[committed]->span, &c);
     if (result != adsmSuccess) --committed;
@@ -202,8 +242,13 @@ Status Manager::move_device_memory(Context &c, Device &to) {
     }
     if (result != adsmSuccess) {
         for (size_t i = 0; i < committed; ++i) to.decommit(regions[i]->dev, regions[i]->span);
+        give_back();
         return fail(result, "the context's device memory (adsmDeviceAlloc) cannot move to the %s device: %s", to.name(),
                     std::string(last_detail()).c_str());
+    }
+    for (Region *r : handed) {
+        r->device = &to;
+        stats().add(Counter::migrations);
     }
     for (Region *r : regions) {
         r->device->decommit(r->dev, r->span);

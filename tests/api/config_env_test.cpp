@@ -48,6 +48,18 @@ TEST_F(ConfigEnvTest, DevicesThatCannotStartSayWhatIsMissing) {
                 testing::ExitedWithCode(0), "");
 }
 
+// GPUs of one driver share its addresses: other devices cannot join them,
+// and Level Zero GPUs do not share one window yet.
+TEST_F(ConfigEnvTest, DeviceListsThatCannotShareAWindowAreRefused) {
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "cuda,sim", adsmErrorNotSupported, "other devices cannot join"),
+                testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "sim,cuda,cuda", adsmErrorNotSupported, "cuda,cuda"),
+                testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "levelzero,levelzero", adsmErrorNotSupported,
+                                     "one device per process"),
+                testing::ExitedWithCode(0), "");
+}
+
 TEST_F(ConfigEnvTest, UnknownProtocolListsTheKnownOnes) {
     EXPECT_EXIT(expect_start_failure("ADSM_PROTOCOL", "magic", adsmErrorInitialization, "batch"),
                 testing::ExitedWithCode(0), "");

@@ -99,7 +99,7 @@ TEST(DevicesTest, KernelsOnTwoDevicesRunAtTheSameTime) {
     if (device_count() < 2) return;  // one device: CountAndProperties checks the refusal
     const uint64_t key = static_cast<uint64_t>(getpid()) * 1000 + 1;
     uint32_t met[2] = {0, 0};
-    adsm::kernel<rendezvous> meet("devices.rendezvous");
+    auto meet = device_kernel<rendezvous>("devices.rendezvous");
     std::vector<std::thread> threads;
     for (uint32_t side = 0; side < 2; ++side)
         threads.emplace_back([&, side] {

@@ -76,7 +76,10 @@ TEST_F(OversubscriptionTest, ABusyColdestObjectIsPassedOverForHigherPriorities) 
     auto *b = static_cast<uint32_t *>(adsmAllocEx(n * 4, &high));
     auto *c = static_cast<uint32_t *>(adsmAllocEx(n * 4, &high));
     ASSERT_TRUE(busy && b && c) << detail();
-    for (uint32_t *p : {busy, b, c}) inc_.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+    for (uint32_t *p : {busy, b, c}) {
+        memset(p, 0, n * 4);  // (fresh memory holds anything)
+        inc_.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+    }
     ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
     // busy: its kernel copies it onto itself for a while.
     adsm::kernel<copy_late> slow = device_kernel<copy_late>("named.copy_late");

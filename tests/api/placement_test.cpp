@@ -147,7 +147,18 @@ TEST(PlacementTest, HostResidentObjectsFollowAMovedContext) {
 
 // Every context on every device reads the same replicated table; a replica
 // is sent again only after the CPU changed the object.
+// GPUs of one address space refuse replicas (the three tests after this
+// one check them where devices have memories of their own).
+TEST(PlacementTest, GpusOfOneAddressSpaceRefuseReplicas) {
+    if (!gpus_share_addresses()) return;
+    adsmAllocAttr every = placed(ADSM_PLACE_EVERY_DEVICE);
+    EXPECT_EQ(adsmAllocEx(4096, &every), nullptr);
+    EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported);
+    EXPECT_NE(detail().find("one address space"), std::string::npos) << detail();
+}
+
 TEST(PlacementTest, EveryDeviceReadsAReplicaSentOnlyWhenChanged) {
+    if (gpus_share_addresses()) return;  // refused: GpusOfOneAddressSpaceRefuseReplicas
     const int n = device_count();
     auto add = device_kernel<add_into>("placement.add_into");
     const size_t len = 100000;
@@ -194,6 +205,7 @@ TEST(PlacementTest, EveryDeviceReadsAReplicaSentOnlyWhenChanged) {
 
 TEST(PlacementTest, KernelWritesToAReplicaDoNotComeBack) {
     if (!is_discrete()) return;  // one memory: the kernel writes the only copy
+    if (gpus_share_addresses()) return;  // refused: GpusOfOneAddressSpaceRefuseReplicas
     auto scrib = device_kernel<scribble>("placement.scribble");
     const size_t len = 4096;
     adsmAllocAttr every = placed(ADSM_PLACE_EVERY_DEVICE);
@@ -212,6 +224,7 @@ TEST(PlacementTest, KernelWritesToAReplicaDoNotComeBack) {
 }
 
 TEST(PlacementTest, ANamedCallMayNameAnotherContextsReplica) {
+    if (gpus_share_addresses()) return;  // refused: GpusOfOneAddressSpaceRefuseReplicas
     const int n = device_count();
     auto add = device_kernel<add_into>("placement.add_into");
     const size_t len = 3000;

@@ -169,6 +169,13 @@ inline bool on_remote() {
     return d && strcmp(d, "remote") == 0;
 }
 
+// Several GPUs of one driver share one address space (cuda,cuda): an
+// object has no replica on each at one address.
+inline bool gpus_share_addresses() {
+    int n = 0;
+    return on_gpu() && adsmGetDeviceCount(&n) == adsmSuccess && n > 1;
+}
+
 // Devices whose kernels cannot reach the host's pages at shared addresses
 // refuse host-resident objects, with adsmErrorNotSupported.
 inline bool host_resident_refused() { return on_gpu() || on_remote(); }

@@ -25,6 +25,12 @@ foreach(p batch lazy rolling delta)
   set_tests_properties(cuda.device.${p}.pin_threads PROPERTIES TIMEOUT 300
     ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};ADSM_CUDA_PIN_THREADS=4")
 endforeach()
+add_test(NAME cuda.device.two_gpus COMMAND cuda_device_tests --gtest_filter=CudaTwoGpus.*)
+add_test(NAME cuda.device.two_gpus.no_peer COMMAND cuda_device_tests --gtest_filter=CudaTwoGpusNoPeer.*)
+set_tests_properties(cuda.device.two_gpus PROPERTIES TIMEOUT 120
+  ENVIRONMENT "${on_double};ADSM_DEVICE=cuda,cuda;FAKE_CUDA_DEVICES=2")
+set_tests_properties(cuda.device.two_gpus.no_peer PROPERTIES TIMEOUT 120
+  ENVIRONMENT "${on_double};ADSM_DEVICE=cuda,cuda;FAKE_CUDA_DEVICES=2;FAKE_CUDA_NO_PEER=1")
 add_test(NAME cuda.device.fault COMMAND cuda_device_tests --gtest_filter=CudaDeviceFault.*)
 add_test(NAME cuda.device.moved_window COMMAND cuda_device_tests --gtest_filter=CudaDeviceMoved.*)
 set_tests_properties(cuda.device.fault cuda.device.moved_window PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double}")
@@ -76,6 +82,45 @@ foreach(cfg "batch|256K|auto" "lazy|256K|auto" "rolling|64K|auto" "rolling|4K|au
     "${on_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_ROLLING_SIZE=2;ADSM_MODEL_SEED=${seed};ADSM_DIRTY_TRACKING=${tr}")
   math(EXPR seed "${seed} + 1")
 endforeach()
+
+# Two GPUs of one address space (the double's FAKE_CUDA_DEVICES=2): one
+# window whose granules are each one GPU's, objects handed over between
+# them or reached over peer mappings, modules loaded in both contexts.
+set(on_two_gpus "ADSM_DEVICE=cuda,cuda;FAKE_CUDA_DEVICES=2;LD_LIBRARY_PATH=${doubles_dir};FAKE_CUDA_MEMORY=268435456")
+foreach(p batch lazy rolling delta)
+  add_test(NAME api.cuda2.${p} COMMAND api_tests --gtest_filter=DevicesTest.*:PlacementTest.*:DeviceMemoryTest.*)
+  set_tests_properties(api.cuda2.${p} PROPERTIES TIMEOUT 300 ENVIRONMENT "${on_two_gpus};ADSM_PROTOCOL=${p}")
+endforeach()
+# The model-based test moving objects between the GPUs; and with GPUs too
+# small for the objects, evicting them in turn (each object whole granules,
+# so that an eviction frees what the next object needs).
+foreach(cfg "batch|256K|auto|" "lazy|256K|uffd|" "rolling|64K|mprotect|" "delta|64K|uffd|"
+            "lazy|64K|auto|evicting" "rolling|64K|mprotect|evicting" "delta|4K|mprotect|evicting")
+  string(REPLACE "|" ";" parts "${cfg}")
+  list(GET parts 0 p)
+  list(GET parts 1 bs)
+  list(GET parts 2 tr)
+  list(GET parts 3 kind)
+  set(env "${on_two_gpus};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_DIRTY_TRACKING=${tr};ADSM_MODEL_SEED=${seed}")
+  set(name model.cuda2.${p}.${bs}.${tr})
+  if(kind)
+    set(name model.cuda2.${kind}.${p}.${bs}.${tr})
+    set(env "${env};FAKE_CUDA_MEMORY=8388608;ADSM_MODEL_OBJECTS=16;ADSM_MODEL_NAMED_CALLS=1")
+  endif()
+  add_test(NAME ${name} COMMAND protocol_tests --gtest_filter=ModelTest.*)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "${env}")
+  math(EXPR seed "${seed} + 1")
+endforeach()
+
+# Objects four times what the GPU holds, evicted to their host copies and
+# back (a host copy once went with its device memory).  Left out: what the
+# cuda back-end refuses (host-resident and split objects, checked by
+# PlacementTest), and a test that fills the device to the page with four
+# objects, which on a GPU straddle its 2 MiB granules.
+add_test(NAME oversubscription.cuda COMMAND oversubscription_tests
+  --gtest_filter=-*SpillNext*:*Replicated*:*SpillSplit*:*PrefersTheHost*)
+set_tests_properties(oversubscription.cuda PROPERTIES TIMEOUT 300
+  ENVIRONMENT "ADSM_DEVICE=cuda;LD_LIBRARY_PATH=${doubles_dir};FAKE_CUDA_MEMORY=33554432")
 
 # I/O on shared memory through the interposers (not in the sanitizer
 # build, which takes malloc from AddressSanitizer), in the protocols that

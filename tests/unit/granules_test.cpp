@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "backend/gpu/granules.h"
 #include "memfd_mapping.h"
@@ -28,6 +30,16 @@ public:
         return adsmSuccess;
     }
     void unback(uintptr_t, uint64_t, uint64_t) override { --backed; }
+    Status reserve_scratch(uint64_t size, uintptr_t *va) override {
+        *va = 0x500000000000;
+        scratch = size;
+        return adsmSuccess;
+    }
+    void free_scratch(uintptr_t, uint64_t) override { scratch = 0; }
+    Status remap(uintptr_t from, uintptr_t va, uint64_t, uint64_t) override {
+        remapped.emplace_back(from, va);
+        return adsmSuccess;
+    }
     bool pin(void *host, uint64_t size) override {
         auto a = reinterpret_cast<uintptr_t>(host);
         for (auto [p, n] : pinned)
@@ -46,7 +58,8 @@ public:
         return b;
     }
     std::map<uintptr_t, uint64_t> pinned;
-    uint64_t handles = 0;
+    std::vector<std::pair<uintptr_t, uintptr_t>> remapped;
+    uint64_t handles = 0, scratch = 0;
     int backed = 0, pins = 0, unpins = 0;
 };
 
@@ -106,17 +119,37 @@ TEST_F(GranulesTest, ARegistrationOutlivesTheGranulesItSpansUntilTheLastGoes) {
     g_.pin_for_copy(alias_, x);
     EXPECT_EQ(driver_.pins, 1);
     EXPECT_TRUE(g_.pinned());
-    // Once y and z are gone, so is the registration, and the pages it held.
+    // Once y and z are gone, so is the registration; freed, their pages go.
     g_.decommit(kBase + x, y);
+    g_.forget_host(kBase + x, y);
     EXPECT_EQ(driver_.unpins, 0);
+    EXPECT_TRUE(page_exists(4096)) << "still pinned for z";
     g_.decommit(kBase, x);
     EXPECT_EQ(driver_.unpins, 1);
     EXPECT_EQ(driver_.pinned_bytes(), 0u);
+    g_.forget_host(kBase, x);
     EXPECT_FALSE(page_exists(4096));
     EXPECT_FALSE(page_exists(x));
 }
 
-TEST_F(GranulesTest, PagesOutsideEveryRegistrationGoWithTheirGranule) {
+// Device memory that goes for an eviction (or a move to another device)
+// leaves the host copy whole: it is the object's only copy then.
+TEST_F(GranulesTest, AnEvictedObjectKeepsItsHostPagesUntilItIsFreed) {
+    start(Pinning::lazy);
+    ASSERT_EQ(g_.commit(kBase, 3 * kGranule), adsmSuccess);
+    g_.pin_for_copy(alias_, 3 * kGranule);
+    for (uint64_t off = 0; off < 3 * kGranule; off += 4096) alias_[off] = static_cast<uint8_t>(off / 4096);
+    g_.decommit(kBase, 3 * kGranule);
+    EXPECT_EQ(driver_.backed, 0);
+    EXPECT_EQ(driver_.unpins, 1);
+    for (uint64_t off = 0; off < 3 * kGranule; off += 4096)
+        ASSERT_EQ(alias_[off], static_cast<uint8_t>(off / 4096)) << "host copy lost at " << off;
+    g_.forget_host(kBase, 3 * kGranule);
+    EXPECT_FALSE(page_exists(0));
+    EXPECT_FALSE(page_exists(3 * kGranule - 4096));
+}
+
+TEST_F(GranulesTest, PagesOutsideEveryRegistrationGoWhenFreed) {
     start(Pinning::lazy);
     ASSERT_EQ(g_.commit(kBase, 4096), adsmSuccess);
     alias_[0] = 1;
@@ -125,6 +158,8 @@ TEST_F(GranulesTest, PagesOutsideEveryRegistrationGoWithTheirGranule) {
     EXPECT_EQ(driver_.pinned_bytes(), 4096u);
     g_.decommit(kBase, 4096);
     EXPECT_EQ(driver_.unpins, 1);
+    EXPECT_TRUE(page_exists(0)) << "an evicted object's host copy";
+    g_.forget_host(kBase, 3 * 4096);
     EXPECT_FALSE(page_exists(0));
     EXPECT_FALSE(page_exists(8192));
 }
@@ -152,6 +187,57 @@ TEST_F(GranulesTest, ADriverThatCannotPinLeavesCopiesPageable) {
     driver_.pinned.clear();
     g_.decommit(kBase, kGranule);
     EXPECT_EQ(driver_.unpins, 0);
+}
+
+// Two GPUs of one address space share the table: a granule is one's or
+// the other's, and an object's granules change hands whole.
+TEST_F(GranulesTest, GranulesOfTwoGpusNeverMixAndChangeHandsWhole) {
+    start(Pinning::lazy);
+    RecordingDriver other;
+    ASSERT_EQ(g_.commit(kBase, 4096, &driver_), adsmSuccess);
+    EXPECT_EQ(g_.commit(kBase + 8192, 4096, &other), adsmErrorInvalidValue) << "the first GPU's granule";
+    EXPECT_EQ(other.backed, 0);
+    g_.decommit(kBase, 4096, &other);  // not its memory: nothing happens
+    EXPECT_EQ(driver_.backed, 1);
+    EXPECT_EQ(g_.used_by(&driver_), kGranule);
+    EXPECT_EQ(g_.used_by(&other), 0u);
+    // Another allocation in the granule would move along: refused.
+    ASSERT_EQ(g_.commit(kBase + 8192, 4096, &driver_), adsmSuccess);
+    auto copy = [&](uintptr_t, uintptr_t, uint64_t) { return adsmSuccess; };
+    EXPECT_EQ(g_.hand_over(kBase, 4096, &driver_, &other, copy), adsmErrorInvalidValue);
+    g_.decommit(kBase + 8192, 4096, &driver_);
+    // A copy that fails leaves the memory where it was.
+    auto broken = [&](uintptr_t, uintptr_t, uint64_t) { return adsmErrorLaunchFailure; };
+    EXPECT_EQ(g_.hand_over(kBase, 4096, &driver_, &other, broken), adsmErrorLaunchFailure);
+    EXPECT_EQ(other.backed, 0);
+    EXPECT_EQ(other.scratch, 0u);
+    EXPECT_EQ(g_.used_by(&driver_), kGranule);
+    // Whole granules, copied from the window to the scratch memory.
+    ASSERT_EQ(g_.commit(kBase + kGranule, kGranule, &driver_), adsmSuccess);
+    std::vector<std::pair<uintptr_t, uint64_t>> copies;
+    auto record = [&](uintptr_t scratch, uintptr_t from, uint64_t n) {
+        EXPECT_EQ(scratch, 0x500000000000u);
+        copies.emplace_back(from, n);
+        return adsmSuccess;
+    };
+    ASSERT_EQ(g_.commit(kBase + 4096, 4096, &driver_), adsmSuccess);  // the same object's second page
+    g_.decommit(kBase + 4096, 4096, &driver_);
+    ASSERT_EQ(g_.hand_over(kBase, 4096, &driver_, &other, record), adsmSuccess);
+    ASSERT_EQ(copies.size(), 1u);
+    EXPECT_EQ(copies[0], std::make_pair(kBase, kGranule));
+    EXPECT_EQ(driver_.backed, 1) << "the other object's granule stays";
+    EXPECT_EQ(other.backed, 1);
+    EXPECT_EQ(other.remapped.size(), 1u);
+    EXPECT_EQ(other.scratch, 0u);
+    EXPECT_EQ(g_.used_by(&driver_), kGranule);
+    EXPECT_EQ(g_.used_by(&other), kGranule);
+    // Now the second GPU's: its owner frees it, the first cannot.
+    g_.decommit(kBase, 4096, &driver_);
+    EXPECT_EQ(other.backed, 1);
+    g_.decommit(kBase, 4096, &other);
+    EXPECT_EQ(other.backed, 0);
+    g_.decommit(kBase + kGranule, kGranule, &driver_);
+    EXPECT_EQ(driver_.backed, 0);
 }
 
 }  // namespace

@@ -72,29 +72,33 @@ private:
 // In the fault handler, the call goes to a helper thread (gpu/handler_calls.h).
 #define ADSM_OFF_HANDLER(...) ADSM_OFF_FAULT_HANDLER(handler_calls_, __VA_ARGS__)
 
-Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
+Status CudaDevice::open(const Config &config, int ordinal, std::unique_ptr<Device> *out) {
     const Driver *d = nullptr;
     if (Status s = load_driver(&d); s != adsmSuccess) return s;
     int count = 0;
     if (CUresult r = d->cuDeviceGetCount(&count); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGetCount");
     if (count == 0) return fail(adsmErrorNoDevice, "ADSM_DEVICE=cuda: the driver sees no GPU (CUDA_VISIBLE_DEVICES?)");
+    if (ordinal >= count)
+        return fail(adsmErrorNoDevice, "ADSM_DEVICE lists %d cuda devices, but the driver sees %d GPU%s (CUDA_VISIBLE_DEVICES?)",
+                    ordinal + 1, count, count == 1 ? "" : "s");
     std::unique_ptr<CudaDevice> dev(new CudaDevice);
     dev->d_ = d;
-    dev->memory_.set_pinning(config.cuda_pin == "eager" ? gpu::Pinning::eager
-                             : config.cuda_pin == "off" ? gpu::Pinning::off
-                                                        : gpu::Pinning::lazy);
+    dev->set_ = GpuSet::get();
+    dev->memory().set_pinning(config.cuda_pin == "eager" ? gpu::Pinning::eager
+                              : config.cuda_pin == "off" ? gpu::Pinning::off
+                                                         : gpu::Pinning::lazy);
     // Making pages scales with threads only so far on a virtual machine
     // (on an H100's host, 8 threads made 64-256 MiB 1.5-2.4x as fast as
     // one), and registering pages made already costs 10-20% of registering
     // fresh ones there.
     unsigned makers = config.cuda_pin_threads;
     if (makers == 0) makers = std::clamp(static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)) / 2, 1u, 8u);
-    dev->memory_.set_page_makers(makers);
-    if (CUresult r = d->cuDeviceGet(&dev->dev_, 0); r != CUDA_SUCCESS)
-        return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet(0)");
+    dev->memory().set_page_makers(makers);
+    if (CUresult r = d->cuDeviceGet(&dev->dev_, ordinal); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet");
     if (d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_) != CUDA_SUCCESS)
-        snprintf(dev->gpu_name_, sizeof dev->gpu_name_, "GPU 0");
+        snprintf(dev->gpu_name_, sizeof dev->gpu_name_, "GPU %d", ordinal);
     // The primary context is the one a CUDA runtime in the program uses too.
     if (CUresult r = d->cuDevicePrimaryCtxRetain(&dev->ctx_, dev->dev_); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cannot retain the GPU's primary context");
@@ -114,6 +118,7 @@ Status CudaDevice::open(const Config &config, std::unique_ptr<Device> *out) {
         if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "cuda: %s, %llu bytes, driver %d, mapping granularity %zu", dev->gpu_name_,
              static_cast<unsigned long long>(total), d->version, g);
+    dev->index_ = dev->set_->join(dev.get());
     *out = std::move(dev);
     return adsmSuccess;
 }
@@ -144,8 +149,22 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
     window_.size = size;
     window_.alias = host_alias;
     granule_driver_.init(d_, dev_);
-    memory_.init(&granule_driver_, window_.granularity, base, host_fd, host_alias);
-    if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
+    {
+        // The first GPU of the set sets up the table the others share.
+        std::lock_guard<std::mutex> lock(set_->attach_mu);
+        if (!memory().initialized()) {
+            set_->pins.init(d_, dev_);
+            memory().init(&set_->pins, window_.granularity, base, host_fd, host_alias);
+            set_->window = window_;
+        } else if (set_->window.granularity != window_.granularity) {
+            return fail(adsmErrorInitialization,
+                        "cuda: %s maps memory at granules of %llu bytes, another GPU of the process at %llu: they "
+                        "cannot share one window",
+                        gpu_name_, static_cast<unsigned long long>(window_.granularity),
+                        static_cast<unsigned long long>(set_->window.granularity));
+        }
+    }
+    if (Status s = memory().warm_up(&granule_driver_); s != adsmSuccess) return s;
     return copies_.init(d_, &window_);
 }
 
@@ -154,37 +173,104 @@ Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
     ADSM_ENTER();
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
-    if (Status s = memory_.room_for(bytes, capacity_, name(), gpu_name_, "CUDA_ERROR_OUT_OF_MEMORY"); s != adsmSuccess)
+    if (Status s = memory().room_for(bytes, capacity_, &granule_driver_, name(), gpu_name_, "CUDA_ERROR_OUT_OF_MEMORY");
+        s != adsmSuccess)
         return s;
-    return memory_.commit(dev, bytes);
+    return memory().commit(dev, bytes, &granule_driver_);
 }
 
 void CudaDevice::decommit(uintptr_t dev, uint64_t bytes) {
     ADSM_OFF_HANDLER(decommit(dev, bytes));
     Entered in(this);
     // A lost or forked device keeps its memory: the driver cannot be asked.
-    if (in.status() == adsmSuccess) memory_.decommit(dev, bytes);
+    if (in.status() == adsmSuccess) memory().decommit(dev, bytes, &granule_driver_);
+}
+
+// ---------------------------------------------------------------- several GPUs
+
+const CudaDevice *CudaDevice::peer(const Device &other) const {
+    auto *c = dynamic_cast<const CudaDevice *>(&other);
+    return c && c != this && c->set_ == set_ ? c : nullptr;
+}
+
+bool CudaDevice::shares_addresses_with(const Device &other) const { return peer(other) != nullptr; }
+
+Status CudaDevice::hand_over(Device &to, uintptr_t dev, uint64_t bytes) {
+    auto *target = const_cast<CudaDevice *>(peer(to));
+    if (!target) return Device::hand_over(to, dev, bytes);
+    ADSM_OFF_HANDLER(hand_over(to, dev, bytes));
+    ADSM_ENTER();
+    if (Status s = target->usable(); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
+    // What the protocol sent last lands first.
+    if (Status s = wait_copies(kAllCopies); s != adsmSuccess) return s;
+    if (Status s = memory().room_for(bytes, target->capacity_, &target->granule_driver_, name(), target->gpu_name_,
+                                     "CUDA_ERROR_OUT_OF_MEMORY");
+        s != adsmSuccess)
+        return s;
+    // Granule by granule: the driver copies within one allocation at a time.
+    auto copy = [&](uintptr_t scratch, uintptr_t from, uint64_t n) -> Status {
+        for (uint64_t off = 0; off < n; off += window_.granularity)
+            if (CUresult r = d_->cuMemcpyPeer(scratch + off, target->ctx_, from + off, ctx_, window_.granularity);
+                r != CUDA_SUCCESS)
+                return driver_error(r, "cuda: copying device memory to another GPU", adsmErrorLaunchFailure);
+        return adsmSuccess;
+    };
+    Status s = memory().hand_over(dev, bytes, &granule_driver_, &target->granule_driver_, copy);
+    if (s == adsmSuccess) {
+        stats().add(Counter::d2d_transfers);
+        stats().add(Counter::d2d_bytes, bytes);
+    }
+    return s;
+}
+
+Status CudaDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) {
+    const CudaDevice *h = peer(holder);
+    if (!h) return Device::map_peer_memory(holder, dev, bytes);
+    ADSM_OFF_HANDLER(map_peer_memory(holder, dev, bytes));
+    ADSM_ENTER();
+    int can = 0;
+    if (CUresult r = d_->cuDeviceCanAccessPeer(&can, dev_, h->dev_); r != CUDA_SUCCESS || !can)
+        return fail(adsmErrorNotSupported, "cuda: %s cannot reach memory of %s (no peer link between them)", gpu_name_,
+                    h->gpu_name_);
+    const uint64_t g = window_.granularity;
+    const uintptr_t lo = dev / g * g, hi = (dev + bytes + g - 1) / g * g;
+    CUmemAccessDesc access = device_access(dev_, true);
+    if (CUresult r = d_->cuMemSetAccess(lo, hi - lo, &access, 1); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorNotSupported, r, "cuda: mapping another GPU's memory for this one (cuMemSetAccess)");
+    return adsmSuccess;
+}
+
+void CudaDevice::unmap_memory(uintptr_t dev, uint64_t bytes) {
+    ADSM_OFF_HANDLER(unmap_memory(dev, bytes));
+    Entered in(this);
+    if (in.status() != adsmSuccess || set_->size() < 2) return;
+    const uint64_t g = window_.granularity;
+    const uintptr_t lo = dev / g * g, hi = (dev + bytes + g - 1) / g * g;
+    CUmemAccessDesc access = device_access(dev_, false);
+    // (Memory gone with its holder already has no access to take away.)
+    (void)d_->cuMemSetAccess(lo, hi - lo, &access, 1);
 }
 
 // ---------------------------------------------------------------- copies
 
 Device::MirrorUse CudaDevice::pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) {
-    if (memory_.pinning() != gpu::Pinning::lazy || !memory_.pinned() || !window_.holds(lo, hi - lo))
+    if (memory().pinning() != gpu::Pinning::lazy || !memory().pinned() || !window_.holds(lo, hi - lo))
         return MirrorUse::not_pinned;
-    if (!memory_.cpu_has_unseen()) return MirrorUse::again;  // no driver call, no lock
+    if (!memory().cpu_has_unseen()) return MirrorUse::again;  // no driver call, no lock
     ADSM_OFF_HANDLER(pin_for_cpu(lo, hi, start, len));
     Entered in(this);
     if (in.status() != adsmSuccess) return MirrorUse::not_pinned;
-    bool fresh = memory_.pin_for_cpu(lo, hi, start, len);
-    if (!memory_.pinned()) return MirrorUse::not_pinned;
+    bool fresh = memory().pin_for_cpu(lo, hi, start, len);
+    if (!memory().pinned()) return MirrorUse::not_pinned;
     return fresh ? MirrorUse::first : MirrorUse::again;
 }
 
 bool CudaDevice::pin_staging(void *p, size_t n) {
     // Only where the mirror is pinned too: ADSM_CUDA_PIN=off asks for no pins.
-    if (memory_.pinning() == gpu::Pinning::off || !memory_.pinned()) return false;
+    if (memory().pinning() == gpu::Pinning::off || !memory().pinned()) return false;
     Entered in(this);
-    return in.status() == adsmSuccess && d_->cuMemHostRegister(p, n, 0) == CUDA_SUCCESS;
+    return in.status() == adsmSuccess && d_->cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
 }
 
 void CudaDevice::unpin_staging(void *p) {
@@ -194,7 +280,7 @@ void CudaDevice::unpin_staging(void *p) {
 
 const void *CudaDevice::host_for_copy(const void *p, size_t n) {
     p = window_.host_name(p);
-    memory_.pin_for_copy(p, n);
+    memory().pin_for_copy(p, n);
     return p;
 }
 
@@ -278,6 +364,20 @@ Status CudaDevice::copy_failure() {
 // ---------------------------------------------------------------- modules
 
 Status CudaDevice::load_module(const void *image, size_t, void **module) {
+    std::vector<CudaDevice *> gpus = set_->members();
+    if (gpus.size() == 1) return load_here(image, module);
+    // In every GPU's context: a kernel runs wherever its caller's context is.
+    GpuSet::PerGpu modules;
+    for (CudaDevice *g : gpus) {
+        void *m = nullptr;
+        if (Status s = g->load_here(image, &m); s != adsmSuccess) return s;
+        modules.push_back(m);
+    }
+    *module = set_->add_module(std::move(modules));
+    return adsmSuccess;
+}
+
+Status CudaDevice::load_here(const void *image, void **module) {
     ADSM_ENTER();
     // PTX is compiled here; the compiler's complaints are the useful part
     // of a failure.
@@ -296,6 +396,23 @@ Status CudaDevice::load_module(const void *image, size_t, void **module) {
 }
 
 Status CudaDevice::module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
+    const GpuSet::PerGpu *modules = set_->module(module);
+    if (!modules) {
+        if (Status s = function_here(module, name, fn); s != adsmSuccess) return s;
+        return function_params(*fn, name, param_sizes);
+    }
+    std::vector<CudaDevice *> gpus = set_->members();
+    GpuSet::PerGpu functions;
+    for (size_t i = 0; i < gpus.size() && i < modules->size(); ++i) {
+        void *f = nullptr;
+        if (Status s = gpus[i]->function_here((*modules)[i], name, &f); s != adsmSuccess) return s;
+        functions.push_back(f);
+    }
+    *fn = set_->add_function(std::move(functions));
+    return gpus.front()->function_params(*fn, name, param_sizes);
+}
+
+Status CudaDevice::function_here(void *module, const char *name, void **fn) {
     ADSM_ENTER();
     CUfunction f = nullptr;
     if (CUresult r = d_->cuModuleGetFunction(&f, static_cast<CUmodule>(module), name); r != CUDA_SUCCESS) {
@@ -305,7 +422,7 @@ Status CudaDevice::module_function(void *module, const char *name, void **fn, st
         return cuda_fail(adsmErrorInvalidValue, r, "cuda: cuModuleGetFunction");
     }
     *fn = f;
-    return function_params(f, name, param_sizes);
+    return adsmSuccess;
 }
 
 Status CudaDevice::function_params(void *fn, const char *name, std::vector<uint32_t> *param_sizes) {
@@ -394,8 +511,10 @@ Status CudaDevice::launch(StreamId id, const LaunchDesc &l) {
     CUstream target = l.has_native_stream ? static_cast<CUstream>(l.native_stream) : s;
     // Copies still in flight (a rolling flush) land before the kernel starts.
     if (Status st = copies_.order_before(target); st != adsmSuccess) return st;
-    CUresult r = d_->cuLaunchKernel(static_cast<CUfunction>(k->device_fn), l.grid.x, l.grid.y, l.grid.z, l.block.x,
-                                    l.block.y, l.block.z, l.shared_mem, target, params, nullptr);
+    // (A module's kernel on a GPU of several is that GPU's own function.)
+    void *fn = index_ == 0 ? k->device_fn : set_->function_on(k->device_fn, index_);
+    CUresult r = d_->cuLaunchKernel(static_cast<CUfunction>(fn), l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y,
+                                    l.block.z, l.shared_mem, target, params, nullptr);
     if (r == CUDA_SUCCESS && target != s) r = join(streams_[id], target, s);
     if (r != CUDA_SUCCESS) {
         char what[192];

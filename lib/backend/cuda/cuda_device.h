@@ -9,6 +9,10 @@
 //
 // A kernel fault poisons a CUDA context for good: the sync that sees it
 // reports adsmErrorLaunchFailure, every later call adsmErrorDeviceLost.
+//
+// Several GPUs (ADSM_DEVICE=cuda,cuda) are several devices of one GpuSet
+// (gpu_set.h): one window, granules each of one GPU, objects handed over
+// between them and reached over peer mappings.
 #pragma once
 
 #include <cuda.h>
@@ -19,6 +23,7 @@
 
 #include "backend/cuda/copies.h"
 #include "backend/cuda/driver.h"
+#include "backend/cuda/gpu_set.h"
 #include "backend/cuda/memory.h"
 #include "backend/device.h"
 #include "backend/gpu/device_loss.h"
@@ -30,15 +35,16 @@ namespace adsm::cuda {
 
 class CudaDevice final : public Device {
 public:
-    // Loads the driver and opens GPU 0 (the first of CUDA_VISIBLE_DEVICES).
-    static Status open(const Config &config, std::unique_ptr<Device> *out);
+    // Loads the driver and opens GPU `ordinal` (0: the first of
+    // CUDA_VISIBLE_DEVICES).
+    static Status open(const Config &config, int ordinal, std::unique_ptr<Device> *out);
 
     const char *name() const override { return "cuda"; }
     bool integrated() const override { return false; }
     uint64_t capacity() const override { return capacity_; }
-    uint64_t used() const override { return memory_.used(); }
+    uint64_t used() const override { return memory().used_by(&granule_driver_); }
     bool pins_host_memory() const override { return true; }
-    bool pins_at_commit() const override { return memory_.pinning() == gpu::Pinning::eager && memory_.pinned(); }
+    bool pins_at_commit() const override { return memory().pinning() == gpu::Pinning::eager && memory().pinned(); }
     MirrorUse pin_for_cpu(uintptr_t lo, uintptr_t hi, uintptr_t *start, uint64_t *len) override;
     bool pin_staging(void *p, size_t n) override;
     void unpin_staging(void *p) override;
@@ -49,6 +55,14 @@ public:
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
+    void forget_host_copy(uintptr_t dev, uint64_t bytes) override {
+        if (usable() == adsmSuccess) memory().forget_host(dev, bytes);  // (a fork child's mirror is its parent's too)
+    }
+    bool shares_addresses_with(const Device &other) const override;
+    uint64_t mapping_granularity() const override { return window_.granularity; }
+    Status hand_over(Device &to, uintptr_t dev, uint64_t bytes) override;
+    Status map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) override;
+    void unmap_memory(uintptr_t dev, uint64_t bytes) override;
 
     Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
@@ -72,6 +86,12 @@ public:
 
 private:
     CudaDevice() = default;
+    gpu::Granules &memory() const { return set_->memory; }
+    // The same device's context in another GPU of the set (a peer).
+    const CudaDevice *peer(const Device &other) const;
+    // Loads a module in this GPU's context alone.
+    Status load_here(const void *image, void **module);
+    Status function_here(void *module, const char *name, void **fn);
     // Makes the device's context current on the calling thread for as long
     // as it lives (the program's own current context comes back after), or
     // says why the device cannot be used (lost, or in a fork child).
@@ -99,13 +119,14 @@ private:
     };
 
     const Driver *d_ = nullptr;
+    std::shared_ptr<GpuSet> set_;
+    size_t index_ = 0;  // in set_
     CUdevice dev_ = 0;
     CUcontext ctx_ = nullptr;
     char gpu_name_[128] = {};
     uint64_t capacity_ = 0;
     gpu::Window window_;
     GranuleDriver granule_driver_;
-    gpu::Granules memory_;
     CopyEngine copies_;
     Stream streams_[kMaxStreams];
     std::atomic<uint32_t> next_stream_{0};

@@ -24,6 +24,9 @@ namespace adsm::cuda {
     X(cuMemGetInfo, "cuMemGetInfo_v2")                                                                       \
     X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity")                                        \
     X(cuMemAddressReserve, "cuMemAddressReserve")                                                            \
+    X(cuMemAddressFree, "cuMemAddressFree")                                                                  \
+    X(cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer")                                                        \
+    X(cuMemcpyPeer, "cuMemcpyPeer")                                                                          \
     X(cuMemCreate, "cuMemCreate")                                                                            \
     X(cuMemRelease, "cuMemRelease")                                                                          \
     X(cuMemMap, "cuMemMap")                                                                                  \
@@ -77,6 +80,15 @@ inline CUmemAllocationProp device_memory_prop(CUdevice dev) {
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = dev;
     return prop;
+}
+
+// Access to mapped memory for GPU `dev` (granted, or taken away).
+inline CUmemAccessDesc device_access(CUdevice dev, bool allow) {
+    CUmemAccessDesc a = {};
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = dev;
+    a.flags = allow ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    return a;
 }
 
 // Records a failure of `what` that the driver answered with r.

@@ -14,10 +14,7 @@ Status GranuleDriver::back(uintptr_t va, uint64_t size, uint64_t *handle) {
         d_->cuMemRelease(h);
         return cuda_fail(adsmErrorMemoryAllocation, r, "cuda: cuMemMap into the window");
     }
-    CUmemAccessDesc access = {};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = dev_;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUmemAccessDesc access = device_access(dev_, true);
     if (CUresult r = d_->cuMemSetAccess(va, size, &access, 1); r != CUDA_SUCCESS) {
         d_->cuMemUnmap(va, size);
         d_->cuMemRelease(h);
@@ -33,7 +30,7 @@ void GranuleDriver::unback(uintptr_t va, uint64_t size, uint64_t handle) {
 }
 
 bool GranuleDriver::pin(void *host, uint64_t size) {
-    if (CUresult r = d_->cuMemHostRegister(host, size, 0); r != CUDA_SUCCESS) {
+    if (CUresult r = d_->cuMemHostRegister(host, size, CU_MEMHOSTREGISTER_PORTABLE); r != CUDA_SUCCESS) {
         ADSM_LOG(warn, "cuda: cannot pin the host mirror (%s); copies go through pageable memory", d_->describe(r));
         return false;
     }
@@ -41,5 +38,25 @@ bool GranuleDriver::pin(void *host, uint64_t size) {
 }
 
 void GranuleDriver::unpin(void *host) { d_->cuMemHostUnregister(host); }
+
+Status GranuleDriver::reserve_scratch(uint64_t size, uintptr_t *va) {
+    CUdeviceptr p = 0;
+    if (CUresult r = d_->cuMemAddressReserve(&p, size, 0, 0, 0); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorMemoryAllocation, r, "cuda: reserving addresses to move device memory through");
+    *va = static_cast<uintptr_t>(p);
+    return adsmSuccess;
+}
+
+void GranuleDriver::free_scratch(uintptr_t va, uint64_t size) { d_->cuMemAddressFree(va, size); }
+
+Status GranuleDriver::remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle) {
+    d_->cuMemUnmap(from, size);
+    if (CUresult r = d_->cuMemMap(va, size, 0, handle, 0); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorDeviceLost, r, "cuda: mapping moved device memory into the window");
+    CUmemAccessDesc access = device_access(dev_, true);
+    if (CUresult r = d_->cuMemSetAccess(va, size, &access, 1); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorDeviceLost, r, "cuda: cuMemSetAccess on moved device memory");
+    return adsmSuccess;
+}
 
 }  // namespace adsm::cuda

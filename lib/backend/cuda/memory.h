@@ -1,6 +1,8 @@
 // The CUDA driver's part of the window's device memory (gpu/granules.h):
 // granules from cuMemCreate mapped with cuMemMap and cuMemSetAccess, host
-// mirrors pinned with cuMemHostRegister.
+// mirrors pinned with cuMemHostRegister (portable: one registration serves
+// every GPU of the process), hand-overs through scratch addresses of
+// cuMemAddressReserve.
 #pragma once
 
 #include <cuda.h>
@@ -20,6 +22,9 @@ public:
     void unback(uintptr_t va, uint64_t size, uint64_t handle) override;
     bool pin(void *host, uint64_t size) override;
     void unpin(void *host) override;
+    Status reserve_scratch(uint64_t size, uintptr_t *va) override;
+    void free_scratch(uintptr_t va, uint64_t size) override;
+    Status remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle) override;
 
 private:
     const Driver *d_ = nullptr;

@@ -10,8 +10,16 @@
 
 namespace adsm::gpu {
 
-void Granules::init(GranuleDriver *driver, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias) {
-    driver_ = driver;
+Status GranuleDriver::reserve_scratch(uint64_t, uintptr_t *) {
+    return fail(adsmErrorNotSupported, "this driver cannot hand device memory over to another device");
+}
+void GranuleDriver::free_scratch(uintptr_t, uint64_t) {}
+Status GranuleDriver::remap(uintptr_t, uintptr_t, uint64_t, uint64_t) {
+    return fail(adsmErrorNotSupported, "this driver cannot hand device memory over to another device");
+}
+
+void Granules::init(GranuleDriver *pins, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias) {
+    driver_ = pins;
     granularity_ = granularity;
     base_ = base;
     host_fd_ = host_fd;
@@ -26,8 +34,10 @@ void clear_bit(std::vector<uint64_t> &bm, uint64_t i) { bm[i >> 6] &= ~(uint64_t
 
 }  // namespace
 
-Status Granules::create(uint64_t index, Granule *g) {
-    if (Status s = driver_->back(base_ + index * granularity_, granularity_, &g->handle); s != adsmSuccess) return s;
+Status Granules::create(uint64_t index, Granule *g, GranuleDriver *owner) {
+    if (Status s = owner->back(base_ + index * granularity_, granularity_, &g->handle); s != adsmSuccess) return s;
+    g->owner = owner;
+    owner->granules.fetch_add(1, std::memory_order_relaxed);
     const size_t words = (pages_per_granule() + 63) / 64;
     g->used.assign(words, 0);
     g->pinned.assign(words, 0);
@@ -190,81 +200,86 @@ void Granules::destroy(uint64_t index, Granule &g) {
     uint64_t offset = index * granularity_;
     if (!g.cpu_seen) unseen_.fetch_sub(1, std::memory_order_relaxed);
     if (g.has_unpinned) unpinned_.fetch_sub(1, std::memory_order_relaxed);
-    driver_->unback(base_ + offset, granularity_, g.handle);
-    // No allocation touches the granule any more: its host pages may go,
-    // but for those a registration spanning a granule that lives still holds.
-    const uint64_t ppg = pages_per_granule(), g0 = index * ppg, g1 = g0 + ppg;
-    std::vector<uint64_t> held(g.used.size(), 0);
+    g.owner->unback(base_ + offset, granularity_, g.handle);
+    g.owner->granules.fetch_sub(1, std::memory_order_relaxed);
+    // The host pages stay: an evicted or migrating object's host copy is
+    // its only one now (forget_host gives back a freed object's).
     for_each_registration_in(index, [&](uint64_t first, Registration &r) {
-        if (--r.live > 0) {
-            for (uint64_t q = std::max(first, g0); q < std::min(first + r.pages, g1); ++q) set_bit(held, q - g0);
-            return;
-        }
+        if (--r.live > 0) return;
         driver_->unpin(alias_ + first * kPage);
-        // Its pages in the other granules it spans, gone before this one,
-        // were held for it.
-        for (uint64_t q = first; q < first + r.pages;) {
-            uint64_t end = std::min(first + r.pages, (q / ppg + 1) * ppg);
-            if (q / ppg != index) os::punch_hole(host_fd_, q * kPage, (end - q) * kPage);
-            q = end;
-        }
         registrations_.erase(first);
     });
-    for (uint64_t p = 0; p < ppg;) {
-        if (test_bit(held, p)) {
-            ++p;
-            continue;
-        }
-        uint64_t end = p + 1;
-        while (end < ppg && !test_bit(held, end)) ++end;
-        os::punch_hole(host_fd_, offset + p * kPage, (end - p) * kPage);
-        p = end;
-    }
 }
 
-Status Granules::warm_up() {
-    if (Status s = commit(base_, granularity_); s != adsmSuccess) return s;
+void Granules::forget_host(uintptr_t addr, uint64_t bytes) {
+    if (bytes == 0 || addr < base_) return;
+    const uint64_t p0 = (addr - base_) / kPage, p1 = (addr - base_ + bytes + kPage - 1) / kPage;
+    std::lock_guard<std::mutex> lock(mu_);
+    // Pinned pages stay until their registration goes: the driver holds
+    // them, and a hole there would leave its copies on pages the mirror no
+    // longer has.  (They serve the next allocation there.)
+    uint64_t p = p0;
+    auto it = registrations_.upper_bound(p0);
+    if (it != registrations_.begin()) --it;
+    for (; it != registrations_.end() && it->first < p1; ++it) {
+        const uint64_t lo = it->first, hi = it->first + it->second.pages;
+        if (hi <= p) continue;
+        if (lo > p) os::punch_hole(host_fd_, p * kPage, (lo - p) * kPage);
+        p = std::max(p, hi);
+    }
+    if (p < p1) os::punch_hole(host_fd_, p * kPage, (p1 - p) * kPage);
+}
+
+Status Granules::warm_up(GranuleDriver *owner) {
+    if (Status s = commit(base_, granularity_, owner); s != adsmSuccess) return s;
     if (pinning_ != Pinning::off) {
         std::lock_guard<std::mutex> lock(mu_);
         pin_granules(0, 0);
     }
-    decommit(base_, granularity_);
+    decommit(base_, granularity_, owner);
     return adsmSuccess;
 }
 
-Status Granules::room_for(uint64_t bytes, uint64_t capacity, const char *backend, const char *device,
-                          const char *driver_code) const {
-    uint64_t in_use = used();
+Status Granules::room_for(uint64_t bytes, uint64_t capacity, const GranuleDriver *owner, const char *backend,
+                          const char *device, const char *driver_code) const {
+    uint64_t in_use = used_by(owner);
     if (bytes <= capacity - std::min(capacity, in_use)) return adsmSuccess;
     return fail(adsmErrorMemoryAllocation, "%s: device memory exhausted: %llu bytes requested, %llu of %llu in use on %s (%s)",
                 backend, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(in_use),
                 static_cast<unsigned long long>(capacity), device, driver_code);
 }
 
-Status Granules::commit(uintptr_t addr, uint64_t bytes) {
+Status Granules::commit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner) {
     if (bytes == 0) return adsmSuccess;
+    if (!owner) owner = driver_;
     uint64_t first = (addr - base_) / granularity_, last = (addr - base_ + bytes - 1) / granularity_;
     std::lock_guard<std::mutex> lock(mu_);
     for (uint64_t i = first; i <= last; ++i) {
         Granule &g = granules_[i];
-        if (g.users == 0) {
-            if (Status s = create(i, &g); s != adsmSuccess) {
-                granules_.erase(i);
-                // Undo this commit's share of the granules before i.
-                for (uint64_t j = first; j < i; ++j) {
-                    Granule &u = granules_[j];
-                    auto [from, to] = pages_in(j, addr, bytes);
-                    mark_used(u, from, to, false);
-                    if (--u.users == 0) {
-                        destroy(j, u);
-                        granules_.erase(j);
-                        granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
-                    }
+        Status s = adsmSuccess;
+        if (g.users != 0 && g.owner != owner)
+            s = fail(adsmErrorInvalidValue,
+                     "device memory at %p: its %llu-byte granule holds another GPU's memory (objects of different "
+                     "GPUs must lie granules apart)",
+                     reinterpret_cast<void *>(addr), static_cast<unsigned long long>(granularity_));
+        else if (g.users == 0)
+            s = create(i, &g, owner);
+        if (s != adsmSuccess) {
+            if (g.users == 0) granules_.erase(i);
+            // Undo this commit's share of the granules before i.
+            for (uint64_t j = first; j < i; ++j) {
+                Granule &u = granules_[j];
+                auto [from, to] = pages_in(j, addr, bytes);
+                mark_used(u, from, to, false);
+                if (--u.users == 0) {
+                    destroy(j, u);
+                    granules_.erase(j);
+                    granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
                 }
-                return s;
             }
-            granules_in_use_.fetch_add(1, std::memory_order_relaxed);
+            return s;
         }
+        if (g.users == 0) granules_in_use_.fetch_add(1, std::memory_order_relaxed);
         ++g.users;
         auto [from, to] = pages_in(i, addr, bytes);
         mark_used(g, from, to, true);
@@ -273,13 +288,33 @@ Status Granules::commit(uintptr_t addr, uint64_t bytes) {
     return adsmSuccess;
 }
 
-void Granules::decommit(uintptr_t addr, uint64_t bytes) {
+Status Granules::check_hand_over(uint64_t first, uint64_t last, uintptr_t addr, uint64_t bytes,
+                                 const GranuleDriver *from) const {
+    for (uint64_t i = first; i <= last; ++i) {
+        auto it = granules_.find(i);
+        if (it == granules_.end() || it->second.users == 0 || it->second.owner != from)
+            return fail(adsmErrorInvalidValue, "device memory at %p is not the handing device's",
+                        reinterpret_cast<void *>(base_ + i * granularity_));
+        // The whole granule must be the range's: another object in it
+        // would move along.
+        auto [lo, hi] = pages_in(i, addr, bytes);
+        for (uint64_t p = 0; p < pages_per_granule(); ++p)
+            if ((p < lo || p >= hi) && (it->second.used[p >> 6] >> (p & 63) & 1))
+                return fail(adsmErrorInvalidValue,
+                            "device memory at %p shares its granule with another allocation: it cannot move alone",
+                            reinterpret_cast<void *>(addr));
+    }
+    return adsmSuccess;
+}
+
+void Granules::decommit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner) {
     if (bytes == 0) return;
+    if (!owner) owner = driver_;
     uint64_t first = (addr - base_) / granularity_, last = (addr - base_ + bytes - 1) / granularity_;
     std::lock_guard<std::mutex> lock(mu_);
     for (uint64_t i = first; i <= last; ++i) {
         auto it = granules_.find(i);
-        if (it == granules_.end() || it->second.users == 0) continue;
+        if (it == granules_.end() || it->second.users == 0 || it->second.owner != owner) continue;
         // Its pages stay pinned (a registration may span several
         // allocations): they go with the granule, or serve the next.
         auto [from, to] = pages_in(i, addr, bytes);

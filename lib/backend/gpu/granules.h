@@ -17,6 +17,11 @@
 // a granule's free rest: a 400 KiB object alone in its granule pins 400 KiB,
 // not 2 MiB.  The first fault or copy in a granule pins its allocated pages,
 // a registration per run of them (not one per block).
+//
+// Several GPUs of one driver share one table (a process has one address
+// space for all its GPUs): each granule is one GPU's memory (its owner, a
+// GranuleDriver per GPU), host registrations serve them all, and a
+// granule's memory can be handed over to another GPU at the same address.
 #pragma once
 
 #include <algorithm>
@@ -46,6 +51,15 @@ public:
     // then go through pageable memory from then on).
     virtual bool pin(void *host, uint64_t size) = 0;
     virtual void unpin(void *host) = 0;
+    // For a hand-over (Granules::hand_over), where the driver can: device
+    // addresses outside the window to make the new memory at while the old
+    // still holds the window's, and moving a mapping from there to `va`.
+    virtual Status reserve_scratch(uint64_t size, uintptr_t *va);
+    virtual void free_scratch(uintptr_t va, uint64_t size);
+    virtual Status remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle);
+
+    // Granules of this driver's device in the table (Granules counts them).
+    std::atomic<uint64_t> granules{0};
 };
 
 class Granules {
@@ -59,22 +73,40 @@ public:
     // pins it (ADSM_CUDA_PIN_THREADS).
     void set_page_makers(unsigned threads) { page_makers_ = threads ? threads : 1; }
     Pinning pinning() const { return pinning_; }
-    void init(GranuleDriver *driver, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias);
+    // `pins` registers host memory (for every GPU sharing the table).
+    void init(GranuleDriver *pins, uint64_t granularity, uintptr_t base, int host_fd, uint8_t *host_alias);
+    bool initialized() const { return driver_ != nullptr; }
 
-    // Backs and frees one granule, so that the driver's one-time costs of its
+    // Backs and frees one granule of `owner`'s, so that the driver's one-time costs of its
     // first physical allocation and host registration (7 to 9 ms on an H100)
     // fall on start-up rather than on the program's first allocation; a
     // driver that cannot back the window fails here, before the program runs.
-    Status warm_up();
+    Status warm_up(GranuleDriver *owner);
 
-    // Backs [addr, addr+bytes) with device memory; all or nothing.
-    Status commit(uintptr_t addr, uint64_t bytes);
-    // Whether `bytes` more can fit a device of `capacity` bytes: hopeless
+    // Backs [addr, addr+bytes) with `owner`'s device memory (null: the
+    // pinning driver's, a table of one GPU); all or nothing.  A granule
+    // another GPU holds is refused: objects of different GPUs lie granules
+    // apart.
+    Status commit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner = nullptr);
+    // Whether `bytes` more can fit `owner`'s device of `capacity` bytes: hopeless
     // requests fail before anything is mapped or pinned, in words that name
     // the back-end, the device and the driver's own code for it.
-    Status room_for(uint64_t bytes, uint64_t capacity, const char *backend, const char *device,
-                    const char *driver_code) const;
-    void decommit(uintptr_t addr, uint64_t bytes);
+    Status room_for(uint64_t bytes, uint64_t capacity, const GranuleDriver *owner, const char *backend,
+                    const char *device, const char *driver_code) const;
+    // Lets go of `owner`'s share of [addr, addr+bytes); granules another
+    // GPU holds are left alone.  The host pages stay (an evicted object's
+    // host copy is its only one).
+    void decommit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner = nullptr);
+    // The host copy of [addr, addr+bytes) is garbage (its allocation was
+    // freed): gives its pages back to the system, but for pinned ones.
+    void forget_host(uintptr_t addr, uint64_t bytes);
+    // Hands the granules of [addr, addr+bytes), all `from`'s and each
+    // wholly the range's, over to `to` at the same addresses: `to`'s memory
+    // is made at scratch addresses, copy(scratch, addr, bytes) fills it
+    // from `from`'s, and it then replaces `from`'s in the window.  All or
+    // nothing: a failure before the swap leaves `from`'s memory in place.
+    template <class Copy>
+    Status hand_over(uintptr_t addr, uint64_t bytes, GranuleDriver *from, GranuleDriver *to, Copy copy);
 
     // Before a copy through host memory [host, host+n): pins the mirror
     // granules it touches that are not pinned yet (lazy pinning).  Memory
@@ -92,12 +124,16 @@ public:
 
     uint64_t granularity() const { return granularity_; }
     uint64_t used() const { return granules_in_use_.load(std::memory_order_relaxed) * granularity_; }
+    uint64_t used_by(const GranuleDriver *owner) const {
+        return owner->granules.load(std::memory_order_relaxed) * granularity_;
+    }
     bool pinned() const { return pinning_ != Pinning::off && !pin_failed_.load(std::memory_order_relaxed); }
 
 private:
     static constexpr uint64_t kPage = 4096;
     // Bitmaps over a granule's pages.
     struct Granule {
+        GranuleDriver *owner = nullptr;
         uint64_t handle = 0;
         uint32_t users = 0;
         bool cpu_seen = false;         // the CPU has faulted in it (pin_for_cpu)
@@ -118,7 +154,11 @@ private:
         uint64_t pages;  // from its first page (the key in registrations_)
         uint32_t live;   // granules it spans that exist
     };
-    Status create(uint64_t index, Granule *g);  // under mu_
+    Status create(uint64_t index, Granule *g, GranuleDriver *owner);  // under mu_
+    // The granules of [addr, addr+bytes) ready for a hand-over from
+    // `from`, or why not.  Under mu_.
+    Status check_hand_over(uint64_t first, uint64_t last, uintptr_t addr, uint64_t bytes,
+                           const GranuleDriver *from) const;
     void destroy(uint64_t index, Granule &g);   // under mu_
     // Pins the allocated, unpinned pages of granules [first, last], a
     // registration per run of them (a run goes on across granules).
@@ -168,5 +208,51 @@ private:
     std::atomic<uint64_t> unseen_{0};      // backed granules the CPU has not used yet: faults skip it at 0
     std::atomic<bool> pin_failed_{false};  // a registration failed: copies go pageable from then on
 };
+
+template <class Copy>
+Status Granules::hand_over(uintptr_t addr, uint64_t bytes, GranuleDriver *from, GranuleDriver *to, Copy copy) {
+    if (bytes == 0 || from == to) return adsmSuccess;
+    const uint64_t first = (addr - base_) / granularity_, last = (addr - base_ + bytes - 1) / granularity_;
+    const uint64_t n = last - first + 1, size = n * granularity_;
+    const uintptr_t lo = base_ + first * granularity_;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (Status s = check_hand_over(first, last, addr, bytes, from); s != adsmSuccess) return s;
+    }
+    // The new memory is made and filled off the lock (never held across a
+    // copy): the granules are the range's alone, and its owner, who asked
+    // for the move, frees nothing meanwhile.
+    uintptr_t scratch = 0;
+    if (Status s = to->reserve_scratch(size, &scratch); s != adsmSuccess) return s;
+    std::vector<uint64_t> made(n, 0);
+    uint64_t k = 0;
+    Status s = adsmSuccess;
+    for (; k < n && s == adsmSuccess; ++k) s = to->back(scratch + k * granularity_, granularity_, &made[k]);
+    if (s != adsmSuccess) --k;
+    if (s == adsmSuccess) s = copy(scratch, lo, size);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s == adsmSuccess) s = check_hand_over(first, last, addr, bytes, from);
+    if (s != adsmSuccess) {
+        for (uint64_t j = 0; j < k; ++j) to->unback(scratch + j * granularity_, granularity_, made[j]);
+        to->free_scratch(scratch, size);
+        return s;
+    }
+    for (uint64_t j = 0; j < n; ++j) {
+        Granule &g = granules_[first + j];
+        const uintptr_t va = lo + j * granularity_;
+        from->unback(va, granularity_, g.handle);
+        from->granules.fetch_sub(1, std::memory_order_relaxed);
+        g.owner = to;
+        g.handle = made[j];
+        to->granules.fetch_add(1, std::memory_order_relaxed);
+        // Past the swap there is no way back: a granule left unmapped here
+        // faults its object's next kernel, which reports it.
+        if (Status r = to->remap(scratch + j * granularity_, va, granularity_, made[j]);
+            r != adsmSuccess && s == adsmSuccess)
+            s = r;
+    }
+    to->free_scratch(scratch, size);
+    return s;
+}
 
 }  // namespace adsm::gpu

@@ -139,7 +139,7 @@ Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd
     window_.alias = host_alias;
     granule_driver_.init(d_, ctx_, dev_);
     memory_.init(&granule_driver_, window_.granularity, base, host_fd, host_alias);
-    if (Status s = memory_.warm_up(); s != adsmSuccess) return s;
+    if (Status s = memory_.warm_up(&granule_driver_); s != adsmSuccess) return s;
     if (Status s = copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_); s != adsmSuccess) return s;
     return async_.init(d_, ctx_, dev_, copy_ordinal_, &window_);
 }
@@ -149,15 +149,15 @@ Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
-    if (Status s = memory_.room_for(bytes, capacity_, name(), gpu_name_, "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); s != adsmSuccess)
+    if (Status s = memory_.room_for(bytes, capacity_, &granule_driver_, name(), gpu_name_, "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); s != adsmSuccess)
         return s;
-    return memory_.commit(dev, bytes);
+    return memory_.commit(dev, bytes, &granule_driver_);
 }
 
 void LevelZeroDevice::decommit(uintptr_t dev, uint64_t bytes) {
     ADSM_OFF_HANDLER(decommit(dev, bytes));
     // A lost or forked device keeps its memory: the driver cannot be asked.
-    if (loss_.usable() == adsmSuccess) memory_.decommit(dev, bytes);
+    if (loss_.usable() == adsmSuccess) memory_.decommit(dev, bytes, &granule_driver_);
 }
 
 // ---------------------------------------------------------------- copies

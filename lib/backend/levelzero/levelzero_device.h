@@ -52,6 +52,9 @@ public:
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
+    void forget_host_copy(uintptr_t dev, uint64_t bytes) override {
+        if (loss_.usable() == adsmSuccess) memory_.forget_host(dev, bytes);  // (a fork child's mirror is its parent's too)
+    }
 
     Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;

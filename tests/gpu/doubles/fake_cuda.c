@@ -54,10 +54,33 @@ static void entered(const char *name) {
 #define COUNT() (fake_count(__func__), entered(__func__))
 
 static int run_kernel(const fake_job *j);
-static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel};
+/* Each GPU's own queue (the legacy and per-thread default streams). */
+#define DEVICE_QUEUE(i) \
+    {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel, .ordinal = (i)}
+static fake_device devices[VMM_DEVICES] = {DEVICE_QUEUE(0), DEVICE_QUEUE(1), DEVICE_QUEUE(2), DEVICE_QUEUE(3)};
 static atomic_int initialized;
-static int primary_context;  /* its address is the one context handle */
-static __thread CUcontext current_ctx;
+static int primary_context[VMM_DEVICES];  /* their addresses are the context handles */
+/* The calling thread's context stack (its top is current). */
+static __thread CUcontext context_stack[8];
+static __thread int context_depth;
+#define current_ctx (context_depth ? context_stack[context_depth - 1] : (CUcontext)NULL)
+
+/* GPUs the double has: FAKE_CUDA_DEVICES (1 to 4, default 1). */
+static int gpu_count(void) {
+    const char *v = getenv("FAKE_CUDA_DEVICES");
+    int n = v ? atoi(v) : 1;
+    return n < 1 ? 1 : n > VMM_DEVICES ? VMM_DEVICES : n;
+}
+static int ordinal_of(CUcontext c) {
+    for (int i = 0; i < gpu_count(); ++i)
+        if (c == (CUcontext)&primary_context[i]) return i;
+    return -1;
+}
+/* The GPU of the calling thread's context (the first without one). */
+static int current_gpu(void) {
+    int o = ordinal_of(current_ctx);
+    return o < 0 ? 0 : o;
+}
 
 struct CUmod_st {
     char image[4096];
@@ -80,11 +103,11 @@ static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int vmm_active;  /* kernels run as a discrete device's, once memory is mapped */
 
 static fake_device *queue_of(CUstream s) {
-    return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? &s->q : &device;
+    return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? &s->q : &devices[current_gpu()];
 }
 
 static void drain_all(void) {
-    fake_drain(&device);
+    for (int i = 0; i < VMM_DEVICES; ++i) fake_drain(&devices[i]);
     pthread_mutex_lock(&streams_mu);
     for (struct CUstream_st *s = streams; s; s = s->next) fake_drain(&s->q);
     pthread_mutex_unlock(&streams_mu);
@@ -93,7 +116,7 @@ static void drain_all(void) {
 EXPORT long fake_cuda_calls(const char *name) { return fake_count_of(name); }
 
 static int run_kernel(const fake_job *j) {
-    if (atomic_load(&vmm_active)) return vmm_run_kernel(j);
+    if (atomic_load(&vmm_active)) return vmm_run_kernel(j, fake_queue_ordinal);
     gpu_run_grid(j->kernel.fn, j->grid, j->block, (void **)j->args);
     return 0;
 }
@@ -117,7 +140,7 @@ EXPORT int fake_cuda_is_reserved(const void *p) {
 /* After a kernel fault the context is gone, as on the real driver. */
 #define STICKY()                                                              \
     do {                                                                      \
-        if (atomic_load(&device.error)) return (CUresult)atomic_load(&device.error); \
+        if (atomic_load(&devices[current_gpu()].error)) return (CUresult)atomic_load(&devices[current_gpu()].error); \
     } while (0)
 
 EXPORT CUresult CUDAAPI cuInit(unsigned int flags) {
@@ -138,8 +161,8 @@ EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) {
     COUNT();
     NEED_INIT();
     if (!d) return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *d = 0;
+    if (ordinal < 0 || ordinal >= gpu_count()) return CUDA_ERROR_INVALID_DEVICE;
+    *d = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -147,16 +170,18 @@ EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
     COUNT();
     NEED_INIT();
     if (!c) return CUDA_ERROR_INVALID_VALUE;
-    if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *c = (CUcontext)&primary_context;
+    if (d < 0 || d >= gpu_count()) return CUDA_ERROR_INVALID_DEVICE;
+    *c = (CUcontext)&primary_context[d];
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
     COUNT();
     NEED_INIT();
-    if (c != NULL && c != (CUcontext)&primary_context) return CUDA_ERROR_INVALID_CONTEXT;
-    current_ctx = c;
+    if (c != NULL && ordinal_of(c) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!c) context_depth = context_depth ? context_depth - 1 : 0;
+    else if (context_depth) context_stack[context_depth - 1] = c;
+    else context_stack[context_depth++] = c;
     return CUDA_SUCCESS;
 }
 
@@ -295,7 +320,7 @@ EXPORT CUresult CUDAAPI cuCtxSynchronize(void) {
     COUNT();
     NEED_INIT();
     drain_all();
-    return (CUresult)atomic_load(&device.error);
+    return (CUresult)atomic_load(&devices[current_gpu()].error);
 }
 
 EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
@@ -307,7 +332,8 @@ EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
     pthread_mutex_init(&st->q.mu, NULL);
     pthread_cond_init(&st->q.cv, NULL);
     st->q.run_kernel = run_kernel;
-    st->q.shared_error = &device.error;  /* a fault ends the whole context */
+    st->q.ordinal = current_gpu();  /* the stream of the current context's GPU */
+    st->q.shared_error = &devices[st->q.ordinal].error;  /* a fault ends the whole context */
     pthread_mutex_lock(&streams_mu);
     st->next = streams;
     streams = st;
@@ -327,14 +353,14 @@ EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
     COUNT();
     NEED_INIT();
     fake_drain(queue_of(s));
-    return (CUresult)atomic_load(&device.error);
+    return (CUresult)atomic_load(queue_of(s)->shared_error ? queue_of(s)->shared_error : &queue_of(s)->error);
 }
 
 EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) {
     COUNT();
     NEED_INIT();
     fake_drain(queue_of(s));
-    return (CUresult)atomic_load(&device.error);
+    return (CUresult)atomic_load(queue_of(s)->shared_error ? queue_of(s)->shared_error : &queue_of(s)->error);
 }
 
 static CUresult query(CUstream s) {
@@ -343,7 +369,7 @@ static CUresult query(CUstream s) {
     pthread_mutex_lock(&q->mu);
     int idle = !q->head && !q->busy;
     pthread_mutex_unlock(&q->mu);
-    if (atomic_load(&device.error)) return (CUresult)atomic_load(&device.error);
+    STICKY();
     return idle ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -426,15 +452,16 @@ EXPORT CUresult CUDAAPI cuDeviceGetCount(int *n) {
     COUNT();
     NEED_INIT();
     if (!n) return CUDA_ERROR_INVALID_VALUE;
-    *n = 1;
+    *n = gpu_count();
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d) {
     COUNT();
     NEED_INIT();
-    if (!name || len <= 0 || d != 0) return CUDA_ERROR_INVALID_VALUE;
-    snprintf(name, (size_t)len, "fake discrete GPU");
+    if (!name || len <= 0 || d < 0 || d >= gpu_count()) return CUDA_ERROR_INVALID_VALUE;
+    if (d == 0) snprintf(name, (size_t)len, "fake discrete GPU");
+    else snprintf(name, (size_t)len, "fake discrete GPU %d", d);
     return CUDA_SUCCESS;
 }
 
@@ -449,8 +476,9 @@ EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
 EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext c) {
     COUNT();
     NEED_INIT();
-    if (c != (CUcontext)&primary_context) return CUDA_ERROR_INVALID_CONTEXT;
-    current_ctx = c;  /* one deep is all the runtime needs */
+    if (ordinal_of(c) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (context_depth == 8) return CUDA_ERROR_INVALID_VALUE;
+    context_stack[context_depth++] = c;
     return CUDA_SUCCESS;
 }
 
@@ -458,7 +486,7 @@ EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *c) {
     COUNT();
     NEED_INIT();
     if (c) *c = current_ctx;
-    current_ctx = NULL;
+    if (context_depth) --context_depth;
     return CUDA_SUCCESS;
 }
 
@@ -474,7 +502,7 @@ EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     NEED_CONTEXT();
     if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
     *total = vmm_total();
-    *free_bytes = vmm_total() - vmm_used;
+    *free_bytes = vmm_total() - vmm_used_on[current_gpu()];
     return CUDA_SUCCESS;
 }
 
@@ -500,17 +528,37 @@ EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t 
     return r;
 }
 
+EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr p, size_t size) {
+    COUNT();
+    NEED_INIT();
+    return (CUresult)vmm_address_free((uintptr_t)p, size);
+}
+
+/* Every pair of GPUs has a peer link unless FAKE_CUDA_NO_PEER=1. */
+static int peer_link(void) {
+    const char *v = getenv("FAKE_CUDA_NO_PEER");
+    return !(v && *v == '1');
+}
+
+EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
+    COUNT();
+    NEED_INIT();
+    if (!can || d < 0 || d >= gpu_count() || peer < 0 || peer >= gpu_count()) return CUDA_ERROR_INVALID_DEVICE;
+    *can = d != peer && peer_link();
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
                                     unsigned long long flags) {
     COUNT();
     NEED_CONTEXT();
     STICKY();
     if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-        prop->location.id != 0 || flags)
+        prop->location.id < 0 || prop->location.id >= gpu_count() || flags)
         return CUDA_ERROR_INVALID_VALUE;
     if (!h) return CUDA_ERROR_INVALID_VALUE;
     uintptr_t made = 0;
-    CUresult r = (CUresult)vmm_create(&made, size);
+    CUresult r = (CUresult)vmm_create(&made, size, prop->location.id);
     *h = made;
     return r;
 }
@@ -541,10 +589,22 @@ EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr va, size_t size) {
 EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr va, size_t size, const CUmemAccessDesc *desc, size_t count) {
     COUNT();
     NEED_CONTEXT();
-    if (!desc || count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc->location.id != 0 ||
-        desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
-        return CUDA_ERROR_INVALID_VALUE;
-    return (CUresult)vmm_set_access((uintptr_t)va, size);
+    if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i)
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id < 0 ||
+            desc[i].location.id >= gpu_count() ||
+            (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE))
+            return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i) {
+        /* Another GPU reaches this memory only over a peer link. */
+        int holder = vmm_device_at((uintptr_t)va);
+        if (holder >= 0 && holder != desc[i].location.id && !peer_link()) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+        if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE) drain_all(); /* after the work that may use it */
+        CUresult r = (CUresult)vmm_set_access((uintptr_t)va, size, desc[i].location.id,
+                                              desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t n, unsigned int flags) {
@@ -597,9 +657,11 @@ static CUresult sync_copy(void *dst, const void *src, size_t n, int dst_dev, int
     if (!dst_dev) vmm_check_host(dst, n, fn);
     if (!src_dev) vmm_check_host(src, n, fn);
     if (dst_vmm || src_vmm) {
-        CUresult r = (CUresult)(dst_vmm ? vmm_queue(&device, (uintptr_t)dst, (unsigned char *)src, n, 1, 0, 0)
-                             : vmm_queue(&device, (uintptr_t)src, (unsigned char *)dst, n, 0, 0, 0));
-        fake_drain(&device);
+        fake_device *q = &devices[current_gpu()];
+        CUresult r = (CUresult)(dst_vmm && src_vmm ? vmm_queue_between(q, (uintptr_t)dst, (uintptr_t)src, n)
+                                : dst_vmm          ? vmm_queue(q, (uintptr_t)dst, (unsigned char *)src, n, 1, 0, 0)
+                                                   : vmm_queue(q, (uintptr_t)src, (unsigned char *)dst, n, 0, 0, 0));
+        fake_drain(q);
         return r;
     }
     memmove(dst, src, n);
@@ -666,8 +728,8 @@ EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *c) {
 
 EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
     COUNT();
-    (void)dc, (void)sc;  /* one device */
-    return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpyPeer");
+    (void)dc, (void)sc;  /* the addresses say whose memory it is */
+    return sync_copy((void *)dst, (const void *)src, n, 1, 1, "cuMemcpyPeer");
 }
 
 EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {

@@ -81,10 +81,15 @@ typedef struct fake_device {
     int (*run_kernel)(const fake_job *j);
     atomic_int error;
     atomic_int *shared_error;  /* where the error goes when several queues share one */
+    int ordinal;               /* the GPU whose memory its kernels see */
 } fake_device;
+
+/* On a queue's worker: the GPU it belongs to. */
+static __thread int fake_queue_ordinal;
 
 static void *fake_worker(void *arg) {
     fake_device *d = (fake_device *)arg;
+    fake_queue_ordinal = d->ordinal;
     pthread_mutex_lock(&d->mu);
     for (;;) {
         while (!d->head) pthread_cond_wait(&d->cv, &d->mu);

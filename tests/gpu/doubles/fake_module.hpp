@@ -12,9 +12,15 @@
 
 namespace adsm_test {
 
+// ADSM_DEVICE lists cuda devices alone (cuda, cuda,cuda).
 inline bool on_cuda() {
     const char *d = getenv("ADSM_DEVICE");
-    return d && strcmp(d, "cuda") == 0;
+    if (!d || !*d) return false;
+    for (const char *p = d; *p;) {
+        if (strncmp(p, "cuda", 4) != 0 || (p[4] != ',' && p[4] != 0)) return false;
+        p += p[4] ? 5 : 4;
+    }
+    return true;
 }
 
 inline bool on_levelzero() {

@@ -18,6 +18,12 @@
  *   on the real CUDA driver, with a message.
  * A kernel that faults poisons the device: VMM_FAULT from then on.
  *
+ * Several devices (up to VMM_DEVICES) may share the reserved ranges, as
+ * the GPUs of one process share the real drivers' address space: each
+ * physical allocation is one device's memory, counted against that
+ * device's total, and a kernel on device d sees only the mappings d was
+ * given access to (its own, or another's over a peer link).
+ *
  * The includer names its driver's codes before including: VMM_OK,
  * VMM_EINVAL, VMM_ENOMEM, VMM_EALREADY, VMM_ENOTREG, VMM_ELAUNCH,
  * VMM_FAULT, and VMM_DRIVER (its library's name, for messages).
@@ -37,9 +43,11 @@
 
 #define VMM_GRANULARITY (2ul << 20)
 #define VMM_MAX 4096
+#define VMM_DEVICES 4
 
 typedef struct vmm_phys {
     int fd;
+    int device; /* whose memory it is */
     size_t size;
     unsigned char *view; /* the copy engine's view */
 } vmm_phys;
@@ -52,10 +60,11 @@ static struct {
     uintptr_t va;
     size_t size, offset;
     vmm_phys *phys;
-    int access;
+    unsigned access; /* a bit per device that may use it */
 } vmm_maps[VMM_MAX];
 static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
-static size_t vmm_used;
+static size_t vmm_used;                   /* on every device */
+static size_t vmm_used_on[VMM_DEVICES];
 static atomic_long vmm_pinned, vmm_pageable_copies;
 /* Registered bytes whose pages existed already (made before pinning), and
    registrations made. */
@@ -118,8 +127,9 @@ static inline void *vmm_sys_mmap(void *addr, size_t len, int prot, int flags, in
     return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
 }
 
-/* In the kernel's process: reserved ranges closed, device memory opened. */
-static inline int vmm_run_kernel(const fake_job *j) {
+/* In the kernel's process: reserved ranges closed, the device memory
+ * `device` may use opened. */
+static inline int vmm_run_kernel(const fake_job *j, int device) {
     /* The child's copy of the tables must be whole: no other thread may be
      * half way through changing them when it is made.  No atfork handlers
      * run: only this thread lives on in the child. */
@@ -128,13 +138,24 @@ static inline int vmm_run_kernel(const fake_job *j) {
     if (pid != 0) pthread_mutex_unlock(&vmm_mu);
     if (pid < 0) return VMM_ELAUNCH;
     if (pid == 0) {
+        /* A kernel's bad access ends its process, as it ends a GPU context:
+         * the runtime's fault handler, inherited, would take one inside the
+         * window for the CPU's and wait for this very kernel. */
+        struct {
+            void *handler;
+            unsigned long flags;
+            void *restorer;
+            unsigned long mask;
+        } dfl = {(void *)SIG_DFL, 0, NULL, 0};
+        syscall(SYS_rt_sigaction, SIGSEGV, &dfl, NULL, sizeof dfl.mask);
+        syscall(SYS_rt_sigaction, SIGBUS, &dfl, NULL, sizeof dfl.mask);
         for (int i = 0; i < 16; ++i)
             if (vmm_reserved[i].size &&
                 vmm_sys_mmap((void *)vmm_reserved[i].va, vmm_reserved[i].size, PROT_NONE,
                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
                 _exit(90);
         for (int i = 0; i < VMM_MAX; ++i)
-            if (vmm_maps[i].phys && vmm_maps[i].access &&
+            if (vmm_maps[i].phys && (vmm_maps[i].access & (1u << device)) &&
                 vmm_sys_mmap((void *)vmm_maps[i].va, vmm_maps[i].size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
                              vmm_maps[i].phys->fd, (off_t)vmm_maps[i].offset) == MAP_FAILED)
                 _exit(91);
@@ -183,16 +204,18 @@ static inline int vmm_reserve(uintptr_t *p, size_t size, size_t align, uintptr_t
     return VMM_ENOMEM;
 }
 
-static inline int vmm_create(uintptr_t *h, size_t size) {
-    if (!h || size == 0 || size % VMM_GRANULARITY) return VMM_EINVAL;
+static inline int vmm_create(uintptr_t *h, size_t size, int device) {
+    if (!h || size == 0 || size % VMM_GRANULARITY || device < 0 || device >= VMM_DEVICES) return VMM_EINVAL;
     pthread_mutex_lock(&vmm_mu);
-    if (vmm_used + size > vmm_total()) {
+    if (vmm_used_on[device] + size > vmm_total()) {
         pthread_mutex_unlock(&vmm_mu);
         return VMM_ENOMEM;
     }
+    vmm_used_on[device] += size;
     vmm_used += size;
     pthread_mutex_unlock(&vmm_mu);
     vmm_phys *ph = (vmm_phys *)calloc(1, sizeof *ph);
+    ph->device = device;
     ph->fd = (int)syscall(SYS_memfd_create, "fake-device-memory", 1u /* MFD_CLOEXEC */);
     ph->size = size;
     if (ph->fd < 0 || ftruncate(ph->fd, (off_t)size) != 0) abort();
@@ -215,6 +238,7 @@ static inline int vmm_release(uintptr_t h) {
             return VMM_EINVAL;
         }
     vmm_used -= ph->size;
+    vmm_used_on[ph->device] -= ph->size;
     pthread_mutex_unlock(&vmm_mu);
     munmap(ph->view, ph->size);
     close(ph->fd);
@@ -258,16 +282,50 @@ static inline int vmm_unmap(uintptr_t va, size_t size) {
     return found ? VMM_OK : VMM_EINVAL;
 }
 
-static inline int vmm_set_access(uintptr_t va, size_t size) {
+/* Gives `device` access to the mappings in [va, va+size), or takes it away. */
+static inline int vmm_set_access(uintptr_t va, size_t size, int device, int allow) {
+    if (device < 0 || device >= VMM_DEVICES) return VMM_EINVAL;
     int found = 0;
     pthread_mutex_lock(&vmm_mu);
     for (int i = 0; i < VMM_MAX; ++i)
         if (vmm_maps[i].phys && vmm_maps[i].va >= va && vmm_maps[i].va + vmm_maps[i].size <= va + size) {
-            vmm_maps[i].access = 1;
+            if (allow) vmm_maps[i].access |= 1u << device;
+            else vmm_maps[i].access &= ~(1u << device);
             found = 1;
         }
     pthread_mutex_unlock(&vmm_mu);
     return found ? VMM_OK : VMM_EINVAL;
+}
+
+/* Which device's memory is mapped at va, or -1. */
+static inline int vmm_device_at(uintptr_t va) {
+    int d = -1;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX && d < 0; ++i)
+        if (vmm_maps[i].phys && va >= vmm_maps[i].va && va < vmm_maps[i].va + vmm_maps[i].size)
+            d = vmm_maps[i].phys->device;
+    pthread_mutex_unlock(&vmm_mu);
+    return d;
+}
+
+/* Gives back a reserved range with nothing mapped in it any more. */
+static inline int vmm_address_free(uintptr_t va, size_t size) {
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX; ++i)
+        if (vmm_maps[i].phys && vmm_maps[i].va < va + size && vmm_maps[i].va + vmm_maps[i].size > va) {
+            pthread_mutex_unlock(&vmm_mu);
+            fprintf(stderr, VMM_DRIVER ": freeing reserved addresses still mapped at %p\n", (void *)vmm_maps[i].va);
+            return VMM_EINVAL;
+        }
+    for (int i = 0; i < 16; ++i)
+        if (vmm_reserved[i].size && vmm_reserved[i].va == va && vmm_reserved[i].size == size) {
+            vmm_reserved[i].size = 0;
+            pthread_mutex_unlock(&vmm_mu);
+            munmap((void *)va, size);
+            return VMM_OK;
+        }
+    pthread_mutex_unlock(&vmm_mu);
+    return VMM_EINVAL;
 }
 
 /* Bytes of [p, p+n) whose pages exist (mincore), without a buffer of the heap. */
@@ -365,6 +423,24 @@ static inline int vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, s
         if (fill) *c = (vmm_copy){dev, NULL, run, 1, value};
         else if (to_device) *c = (vmm_copy){dev, host + i, run, 0, 0};
         else *c = (vmm_copy){host + i, dev, run, 0, 0};
+        fake_submit_work(d, vmm_do_copy, c);
+        i += run;
+    }
+    return VMM_OK;
+}
+
+/* Queues a copy between two device ranges (one device's memory to
+ * another's, or within one), view to view as a copy engine would. */
+static inline int vmm_queue_between(fake_device *d, uintptr_t dst, uintptr_t src, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t dst_run = 0, src_run = 0;
+        unsigned char *to = vmm_view(dst + i, &dst_run), *from = vmm_view(src + i, &src_run);
+        if (!to || !from) return VMM_EINVAL;
+        size_t run = n - i;
+        if (run > dst_run) run = dst_run;
+        if (run > src_run) run = src_run;
+        vmm_copy *c = (vmm_copy *)calloc(1, sizeof *c);
+        *c = (vmm_copy){to, from, run, 0, 0};
         fake_submit_work(d, vmm_do_copy, c);
         i += run;
     }

@@ -58,7 +58,7 @@ static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND
 static atomic_int vmm_active; /* kernels run as a discrete device's, once memory is mapped */
 
 static int run_kernel(const fake_job *j) {
-    if (atomic_load(&vmm_active)) return vmm_run_kernel(j);
+    if (atomic_load(&vmm_active)) return vmm_run_kernel(j, 0);
     gpu_run_grid(j->kernel.fn, j->grid, j->block, (void **)j->args);
     return 0;
 }
@@ -752,7 +752,7 @@ ENTRY(zePhysicalMemCreate, ze_context_handle_t ctx, ze_device_handle_t dev, ze_p
     if (desc->stype != ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC || desc->flags) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     if (desc->size == 0 || desc->size % VMM_GRANULARITY) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
     uintptr_t made = 0;
-    ze_result_t r = (ze_result_t)vmm_create(&made, desc->size);
+    ze_result_t r = (ze_result_t)vmm_create(&made, desc->size, 0);
     *phys = (ze_physical_mem_handle_t)made;
     return r;
 }
@@ -772,7 +772,7 @@ ENTRY(zeVirtualMemMap, ze_context_handle_t ctx, const void *p, size_t size, ze_p
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (access > ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
     ze_result_t r = (ze_result_t)vmm_map((uintptr_t)p, size, offset, (uintptr_t)phys);
-    if (r == ZE_RESULT_SUCCESS && access != ZE_MEMORY_ACCESS_ATTRIBUTE_NONE) r = (ze_result_t)vmm_set_access((uintptr_t)p, size);
+    if (r == ZE_RESULT_SUCCESS && access != ZE_MEMORY_ACCESS_ATTRIBUTE_NONE) r = (ze_result_t)vmm_set_access((uintptr_t)p, size, 0, 1);
     if (r == ZE_RESULT_SUCCESS) atomic_store(&vmm_active, 1);
     return r;
 }
@@ -793,7 +793,7 @@ ENTRY(zeVirtualMemSetAccessAttribute, ze_context_handle_t ctx, const void *p, si
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (access != ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
-    return (ze_result_t)vmm_set_access((uintptr_t)p, size);
+    return (ze_result_t)vmm_set_access((uintptr_t)p, size, 0, 1);
 }
 
 ENTRY(zeMemAllocHost, ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *hd, size_t size, size_t alignment,
