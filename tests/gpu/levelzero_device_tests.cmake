@@ -74,3 +74,13 @@ if(NOT ADSM_SANITIZE)  # a preloaded library would come before the sanitizer run
     endforeach()
   endif()
 endif()
+
+# Objects four times what the GPU holds, evicted to their host copies and
+# back, as oversubscription.cuda (cuda_device_tests.cmake says what is left
+# out and why).
+if(NOT ADSM_SANITIZE)
+  add_test(NAME oversubscription.levelzero COMMAND oversubscription_tests
+    --gtest_filter=-*SpillNext*:*Replicated*:*SpillSplit*:*PrefersTheHost*)
+  set_tests_properties(oversubscription.levelzero PROPERTIES TIMEOUT 300
+    ENVIRONMENT "ADSM_DEVICE=levelzero;LD_LIBRARY_PATH=${doubles_dir};FAKE_ZE_MEMORY=33554432")
+endif()
