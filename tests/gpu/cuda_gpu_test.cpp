@@ -179,6 +179,40 @@ TEST(Gpu, MoreThanTheGpuHoldsWaitsOnTheHost) {
     EXPECT_EQ(x[1023], 2.0f);
 }
 
+// Objects half again what is left of the GPU, each named by its own call:
+// every call evicts another to its host copy and brings its own back, and
+// no byte is lost on the way (a host copy once went with its granules).
+TEST(Gpu, EvictedObjectsKeepEveryByte) {
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    const size_t room = 1ull << 30, each = 384ull << 20;
+    void *filler = nullptr;
+    ASSERT_EQ(adsmDeviceAlloc(&filler, info.memory_bytes - info.memory_used - room), adsmSuccess) << detail();
+    auto scale = kernels().kernel<float *, float, unsigned>("scale");
+    unsigned n = static_cast<unsigned>(each / sizeof(float));
+    std::vector<float *> objs;
+    for (int k = 0; k < 4; ++k) {
+        auto *p = static_cast<float *>(adsmAlloc(each));
+        ASSERT_NE(p, nullptr) << detail();
+        for (unsigned i = 0; i < n; ++i) p[i] = static_cast<float>(i % 1000 + k);
+        objs.push_back(p);
+    }
+    for (int round = 0; round < 3; ++round)
+        for (float *p : objs) {
+            float two = 2.0f;
+            void *args[] = {&p, &two, &n};
+            adsmObjectUse use = {p, 0};
+            ASSERT_EQ(adsmCallWith(scale.handle(), {(n + 255) / 256, 1, 1}, {256, 1, 1}, args, &use, 1), adsmSuccess)
+                << detail();
+            ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        }
+    for (int k = 0; k < 4; ++k)
+        for (unsigned i = 0; i < n; i += 4099)
+            ASSERT_EQ(objs[k][i], 8.0f * static_cast<float>(i % 1000 + k)) << "object " << k << " at " << i;
+    for (float *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
+    EXPECT_EQ(adsmDeviceFree(filler), adsmSuccess);
+}
+
 TEST(Gpu, SpillFailRefusesWhatTheGpuCannotHold) {
     adsmDeviceInfo info;
     ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
@@ -198,6 +232,45 @@ TEST(Gpu, HostFunctionsAreRefused) {
     ASSERT_EQ(adsmRegisterKernel("host_fn", k, 0, nullptr, &h), adsmSuccess);
     EXPECT_EQ(adsmCall(h, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorNotSupported);
     EXPECT_NE(detail().find("adsmLoadModule"), std::string::npos) << detail();
+}
+
+// Two GPUs of one process (ADSM_DEVICE=cuda,cuda; scripts/gpu-check runs
+// these where the machine has two): an object follows its context from one
+// GPU to the other, its granules handed over with what they hold, and one
+// kept on the second GPU is reached from the first over the peer link.
+TEST(GpuPair, AnObjectMovesToTheOtherGpuAndIsReachedFromIt) {
+    int n = 0;
+    ASSERT_EQ(adsmGetDeviceCount(&n), adsmSuccess);
+    ASSERT_EQ(n, 2) << "run with ADSM_DEVICE=cuda,cuda on a machine with two GPUs";
+    auto scale = kernels().kernel<float *, float, unsigned>("scale");
+    std::thread([&] {
+        unsigned len = 3u << 20;
+        auto *x = static_cast<float *>(adsmAlloc(len * sizeof(float)));
+        ASSERT_NE(x, nullptr) << detail();
+        for (unsigned i = 0; i < len; ++i) x[i] = static_cast<float>(i % 4096);
+        scale(adsm::dim3((len + 255) / 256), adsm::dim3(256), x, 2.0f, len);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        ASSERT_EQ(adsmSetDevice(1), adsmSuccess) << detail();
+        scale(adsm::dim3((len + 255) / 256), adsm::dim3(256), x, 2.0f, len);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+        for (unsigned i = 0; i < len; i += 997) ASSERT_EQ(x[i], 4.0f * static_cast<float>(i % 4096)) << i;
+        adsmAllocAttr attr = {};
+        attr.place = ADSM_PLACE_PREFERRED_DEVICE;
+        attr.device = 1;
+        ASSERT_EQ(adsmSetDevice(0), adsmSuccess) << detail();
+        auto *y = static_cast<float *>(adsmAllocEx(len * sizeof(float), &attr));
+        if (!y) {
+            EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported) << detail();
+            EXPECT_NE(detail().find("no peer link"), std::string::npos) << detail();
+        } else {
+            for (unsigned i = 0; i < len; ++i) y[i] = 1.0f;
+            scale(adsm::dim3((len + 255) / 256), adsm::dim3(256), y, 3.0f, len);
+            ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+            EXPECT_EQ(y[len - 1], 3.0f);
+            adsmFree(y);
+        }
+        adsmFree(x);
+    }).join();
 }
 
 // A fork child cannot use its parent's GPU: what a kernel wrote, and only
