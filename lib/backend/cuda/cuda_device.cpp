@@ -84,7 +84,7 @@ Status CudaDevice::open(const Config &config, int ordinal, std::unique_ptr<Devic
                     ordinal + 1, count, count == 1 ? "" : "s");
     std::unique_ptr<CudaDevice> dev(new CudaDevice);
     dev->d_ = d;
-    dev->set_ = GpuSet::get();
+    dev->set_ = Set::get();
     dev->memory().set_pinning(config.cuda_pin == "eager" ? gpu::Pinning::eager
                               : config.cuda_pin == "off" ? gpu::Pinning::off
                                                          : gpu::Pinning::lazy);
@@ -153,8 +153,10 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
         // The first GPU of the set sets up the table the others share.
         std::lock_guard<std::mutex> lock(set_->attach_mu);
         if (!memory().initialized()) {
-            set_->pins.init(d_, dev_);
-            memory().init(&set_->pins, window_.granularity, base, host_fd, host_alias);
+            auto pins = std::make_unique<GranuleDriver>();
+            pins->init(d_, dev_);
+            set_->pins = std::move(pins);
+            memory().init(set_->pins.get(), window_.granularity, base, host_fd, host_alias);
             set_->window = window_;
         } else if (set_->window.granularity != window_.granularity) {
             return fail(adsmErrorInitialization,
@@ -367,7 +369,7 @@ Status CudaDevice::load_module(const void *image, size_t, void **module) {
     std::vector<CudaDevice *> gpus = set_->members();
     if (gpus.size() == 1) return load_here(image, module);
     // In every GPU's context: a kernel runs wherever its caller's context is.
-    GpuSet::PerGpu modules;
+    Set::PerGpu modules;
     for (CudaDevice *g : gpus) {
         void *m = nullptr;
         if (Status s = g->load_here(image, &m); s != adsmSuccess) return s;
@@ -396,13 +398,13 @@ Status CudaDevice::load_here(const void *image, void **module) {
 }
 
 Status CudaDevice::module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
-    const GpuSet::PerGpu *modules = set_->module(module);
+    const Set::PerGpu *modules = set_->module(module);
     if (!modules) {
         if (Status s = function_here(module, name, fn); s != adsmSuccess) return s;
         return function_params(*fn, name, param_sizes);
     }
     std::vector<CudaDevice *> gpus = set_->members();
-    GpuSet::PerGpu functions;
+    Set::PerGpu functions;
     for (size_t i = 0; i < gpus.size() && i < modules->size(); ++i) {
         void *f = nullptr;
         if (Status s = gpus[i]->function_here((*modules)[i], name, &f); s != adsmSuccess) return s;

@@ -11,8 +11,8 @@
 // reports adsmErrorLaunchFailure, every later call adsmErrorDeviceLost.
 //
 // Several GPUs (ADSM_DEVICE=cuda,cuda) are several devices of one GpuSet
-// (gpu_set.h): one window, granules each of one GPU, objects handed over
-// between them and reached over peer mappings.
+// (gpu/gpu_set.h): one window, granules each of one GPU, objects handed
+// over between them and reached over peer mappings.
 #pragma once
 
 #include <cuda.h>
@@ -23,10 +23,10 @@
 
 #include "backend/cuda/copies.h"
 #include "backend/cuda/driver.h"
-#include "backend/cuda/gpu_set.h"
 #include "backend/cuda/memory.h"
 #include "backend/device.h"
 #include "backend/gpu/device_loss.h"
+#include "backend/gpu/gpu_set.h"
 #include "backend/gpu/granules.h"
 #include "backend/gpu/handler_calls.h"
 #include "backend/gpu/window.h"
@@ -119,7 +119,8 @@ private:
     };
 
     const Driver *d_ = nullptr;
-    std::shared_ptr<GpuSet> set_;
+    using Set = gpu::GpuSet<CudaDevice>;
+    std::shared_ptr<Set> set_;
     size_t index_ = 0;  // in set_
     CUdevice dev_ = 0;
     CUcontext ctx_ = nullptr;
