@@ -211,12 +211,12 @@ private:
     void uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home home, bool pinned, bool resident);
     // Moves r's device copy from its device to `to`, which has memory
     // committed for it already; r's owner is locked and no kernel uses r.
-    Status move_object(Region &r, Device &to);
+    // Not committed (no room there): r waits on the host for `to`, its
+    // device copy brought back.
+    Status move_object(Region &r, Device &to, bool committed = true);
     // relocate to a device that shares r's device's addresses: r's device
     // memory, current, is handed over whole.
     Status hand_over(Region &r, Device &to);
-    // r waits on the host for `to`: its device copy comes back and goes.
-    Status wait_on_host(Region &r, Device &to);
     // Moves c's device memory (adsmDeviceAlloc) to `to`, all of it or none;
     // c's lock is held and no kernel of c runs.
     Status move_device_memory(Context &c, Device &to);

@@ -45,14 +45,14 @@ size_t Manager::device_index(const Device &d) const {
     return 0;
 }
 
-Status Manager::move_object(Region &r, Device &to) {
+Status Manager::move_object(Region &r, Device &to, bool committed) {
     Device &from = *r.device;
     if (!r.resident) {
         // Current on the host alone: nothing to copy, and the next release
         // sends it whole wherever it is.
         os::FutexGuard g(r.lock);
         r.device = &to;
-        r.resident = true;
+        r.resident = committed;
         return adsmSuccess;
     }
     if (&from == &to) return adsmSuccess;
@@ -60,7 +60,7 @@ Status Manager::move_object(Region &r, Device &to) {
     // moves meanwhile is a write it must not trust (collection.cpp).
     r.program_writes.fetch_add(1, std::memory_order_seq_cst);
     Status s;
-    bool peer = from.can_copy_to(to);
+    bool peer = committed && from.can_copy_to(to);
     if (peer) {
         s = protocol_.settle_on_device(r);
         if (s == adsmSuccess) s = from.copy_to_peer(to, r.dev, r.size);
@@ -70,6 +70,7 @@ Status Manager::move_object(Region &r, Device &to) {
     if (s == adsmSuccess) {
         os::FutexGuard g(r.lock);
         r.device = &to;
+        r.resident = committed;
     }
     r.program_writes.fetch_add(1, std::memory_order_seq_cst);
     if (s != adsmSuccess) return s;
@@ -96,30 +97,14 @@ Status Manager::relocate(Region &r, Device &to) {
     // device full does, instead of evicting what is there now.
     if (r.device->shares_addresses_with(to)) {
         Status s = hand_over(r, to);
-        return s == adsmErrorMemoryAllocation ? wait_on_host(r, to) : s;
+        return s == adsmErrorMemoryAllocation ? move_object(r, to, false) : s;
     }
     if (Status s = to.commit(r.dev, r.span); s != adsmSuccess)
-        return s == adsmErrorMemoryAllocation ? wait_on_host(r, to) : s;
+        return s == adsmErrorMemoryAllocation ? move_object(r, to, false) : s;
     if (Status s = move_object(r, to); s != adsmSuccess) {
         to.decommit(r.dev, r.span);
         return s;
     }
-    return adsmSuccess;
-}
-
-Status Manager::wait_on_host(Region &r, Device &to) {
-    Device &from = *r.device;
-    r.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
-    Status e = protocol_.evict(r);
-    if (e == adsmSuccess) {
-        os::FutexGuard g(r.lock);
-        r.device = &to;
-        r.resident = false;
-    }
-    r.program_writes.fetch_add(1, std::memory_order_seq_cst);
-    if (e != adsmSuccess) return e;
-    from.decommit(r.dev, r.span);
-    stats().add(Counter::migrations);
     return adsmSuccess;
 }
 
