@@ -369,12 +369,17 @@ long steady_ns() {
 void walk_kernel(const adsm::thread_index &, const Node *root, long *out) { *out = walk(root); }
 
 // The same once the test says so (or after 10 s), saying when it ended.
-// (Kernels run in this process on sim and cpu, and the monotonic clock is
-// the system's.)
-std::atomic<bool> g_walk_now{false};
-void walk_when_told(const adsm::thread_index &, const Node *root, long *out) {
-    const long give_up = steady_ns() + 10'000'000'000L;
-    while (!g_walk_now.load() && steady_ns() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// Kernels on sim run in the device process, which sees none of this
+// process's later writes: the word is a file, named after this process.
+std::string walk_now_path(long host_pid) {
+    const char *dir = getenv("TMPDIR");
+    return std::string(dir && *dir ? dir : "/tmp") + "/adsm-gc-walk-now." + std::to_string(host_pid);
+}
+void walk_when_told(const adsm::thread_index &, const Node *root, long *out, long host_pid) {
+    const std::string told = walk_now_path(host_pid);
+    const long give_up = steady_ns() + 10'000'000'000L;  // the monotonic clock is the system's
+    while (access(told.c_str(), F_OK) != 0 && steady_ns() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     out[0] = walk(root);
     out[1] = steady_ns();
 }
@@ -390,10 +395,12 @@ TEST(GcTest, KernelHoldsTheOnlyReferenceAcrossCollections) {
     adsm::kernel<walk_when_told> k("gc.walk_when_told");
     adsm::shared_array<long> out(2);
     out[0] = out[1] = 0;
-    g_walk_now = false;
+    const long me = getpid();
+    const std::string told = walk_now_path(me);
+    unlink(told.c_str());
     {
         Node *t = fresh_tree(12);
-        k(1, 1, static_cast<const Node *>(t), out.data());
+        k(1, 1, static_cast<const Node *>(t), out.data(), me);
         t = nullptr;
     }
     clobber_stack();
@@ -405,12 +412,15 @@ TEST(GcTest, KernelHoldsTheOnlyReferenceAcrossCollections) {
         EXPECT_GT(s.kept_for_kernels, 0u);
     }
     const long collected = steady_ns();
-    g_walk_now = true;
+    std::ofstream(told).put('1');
     adsm::sync();
+    unlink(told.c_str());
     EXPECT_EQ(out[0], (1 << 13) - 1);
     // The collections went on while the kernel ran: none waited for it
-    // (which would have held them till the kernel gave up waiting).
+    // (which would have held them till the kernel gave up waiting), and the
+    // kernel ended when told, not when it gave up.
     EXPECT_LT(collected, out[1]) << "the collections waited for the kernel";
+    EXPECT_LT(out[1] - collected, 5'000'000'000L) << "the kernel did not see the word to end";
 }
 
 TEST(GcTest, PointersOnlyTheDeviceHoldsKeepObjects) {

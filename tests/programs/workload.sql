@@ -5,7 +5,7 @@ CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, region INTEGER);
 CREATE TABLE orders(id INTEGER PRIMARY KEY, customer INTEGER, amount REAL, note TEXT);
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
 INSERT INTO customers SELECT i, 'customer-' || i, i % 17 FROM n;
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
 INSERT INTO orders SELECT i, (i * 7919) % 20000 + 1, (i * 31 % 1000) / 10.0, printf('%0300d', i) FROM n;
 CREATE INDEX orders_customer ON orders(customer);
 CREATE INDEX customers_region ON customers(region);
