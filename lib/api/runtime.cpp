@@ -177,8 +177,8 @@ Status start(Runtime **out) {
     window = (window + kWindowAlign - 1) / kWindowAlign * kWindowAlign;  // whole GPU pages
     // A GPU driver owns device addresses: it reserves the window first and
     // the host mirror goes over its reservation (mapping the host first
-    // makes the driver pick another range).  Only a single device does
-    // (create_devices refuses several GPUs for now).
+    // makes the driver pick another range).  The first device does: the
+    // other GPUs of its driver share its reservation (gpu/gpu_set.h).
     uintptr_t reserved = 0;
     if (Status s = rt->device->reserve_window(rt->config.va_base, window, &reserved); s != adsmSuccess) return s;
     if (reserved && reserved != rt->config.va_base)

@@ -35,7 +35,7 @@ Status create_nth_device(const std::string &d, int ordinal, const Config &config
                     "ADSM_DEVICE=cuda: this build has no CUDA back-end (cuda.h was not found when it was configured)");
 #endif
     }
-    if (d == "levelzero") return levelzero::LevelZeroDevice::open(config, out);
+    if (d == "levelzero") return levelzero::LevelZeroDevice::open(config, ordinal, out);
     if (d == "remote") {
 #ifdef ADSM_HAVE_LIBFABRIC
         *out = std::make_unique<RemoteDevice>(config);
@@ -60,19 +60,16 @@ Status create_devices(const Config &config, std::vector<std::unique_ptr<Device>>
     const std::vector<std::string> &names = config.devices;
     if (names.size() > 1) {
         // A GPU driver owns the window's addresses: its GPUs share one
-        // reservation (cuda,cuda), which other devices' memory cannot join.
-        size_t cuda = 0;
-        for (const std::string &n : names) cuda += n == "cuda";
-        for (const std::string &n : names) {
-            if (n == "levelzero")
+        // reservation (cuda,cuda or levelzero,levelzero), which other
+        // devices' memory cannot join.
+        for (const char *gpu : {"cuda", "levelzero"}) {
+            size_t n = 0;
+            for (const std::string &name : names) n += name == gpu;
+            if (n && n != names.size())
                 return fail(adsmErrorNotSupported,
-                            "ADSM_DEVICE lists %zu devices with levelzero among them: the levelzero back-end serves one "
-                            "device per process for now (list sim or cpu devices, or use levelzero alone)",
-                            names.size());
-            if (n == "cuda" && cuda != names.size())
-                return fail(adsmErrorNotSupported,
-                            "ADSM_DEVICE lists cuda with other kinds of device: several GPUs share the driver's "
-                            "addresses (cuda,cuda), other devices cannot join them");
+                            "ADSM_DEVICE lists %s with other kinds of device: several GPUs share the driver's "
+                            "addresses (%s,%s), other devices cannot join them",
+                            gpu, gpu, gpu);
         }
     }
     for (size_t i = 0; i < names.size(); ++i) {

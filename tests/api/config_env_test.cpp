@@ -55,8 +55,8 @@ TEST_F(ConfigEnvTest, DeviceListsThatCannotShareAWindowAreRefused) {
                 testing::ExitedWithCode(0), "");
     EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "sim,cuda,cuda", adsmErrorNotSupported, "cuda,cuda"),
                 testing::ExitedWithCode(0), "");
-    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "levelzero,levelzero", adsmErrorNotSupported,
-                                     "one device per process"),
+    EXPECT_EXIT(expect_start_failure("ADSM_DEVICE", "levelzero,cpu", adsmErrorNotSupported,
+                                     "(levelzero,levelzero), other devices cannot join"),
                 testing::ExitedWithCode(0), "");
 }
 

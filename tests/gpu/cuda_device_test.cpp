@@ -481,83 +481,21 @@ TEST(CudaDevice, BadModulesAndNamesAreClearErrors) {
 // ---- two GPUs of one address space (ADSM_DEVICE=cuda,cuda on the double
 // with FAKE_CUDA_DEVICES=2; run alone, cuda.device.two_gpus)
 
-uint64_t used_on(int device) {
-    adsmDeviceInfo info{};
-    EXPECT_EQ(adsmGetDeviceProperties(device, &info), adsmSuccess) << detail();
-    return info.memory_used;
-}
-
-// Runs body on a thread whose context is on `device`.
-template <class F>
-void on_gpu(int device, F &&body) {
-    std::thread([&] {
-        ASSERT_EQ(adsmSetDevice(device), adsmSuccess) << detail();
-        body();
-    }).join();
-}
-
-constexpr uintptr_t kGranule = 2 << 20;  // the double's, as an H100's
+size_t double_bytes_on(int gpu) { return double_fn<size_t (*)(int)>("fake_cuda_device_bytes_on")(gpu); }
 
 TEST(CudaTwoGpus, ObjectsOfTwoGpusLieGranulesApart) {
-    uint64_t before[2] = {used_on(0), used_on(1)};
-    uint32_t *a = nullptr, *b = nullptr;
-    on_gpu(0, [&] { a = static_cast<uint32_t *>(adsmAlloc(4096)); });
-    on_gpu(1, [&] { b = static_cast<uint32_t *>(adsmAlloc(4096)); });
-    ASSERT_TRUE(a && b) << detail();
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % kGranule, 0u);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % kGranule, 0u);
-    EXPECT_EQ(used_on(0), before[0] + kGranule);
-    EXPECT_EQ(used_on(1), before[1] + kGranule);
-    adsmFree(a);
-    adsmFree(b);
-    EXPECT_EQ(used_on(0), before[0]);
-    EXPECT_EQ(used_on(1), before[1]);
+    device_test::objects_of_two_gpus_lie_granules_apart(double_bytes_on);
 }
 
-// One module, loaded once by the program: its kernel runs on either GPU,
-// and an object follows its context from one to the other, its granules
-// handed over with what they hold.
-void scale_on_one_gpu_then_the_other() {
-    adsmModule_t m = load_module();
-    adsmKernel_t scale;
-    ASSERT_EQ(adsmModuleGetKernel(m, "scale", &scale), adsmSuccess) << detail();
-    unsigned n = 3 << 18;  // 3 MiB: two granules
-    on_gpu(0, [&] {
-        auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
-        ASSERT_NE(x, nullptr) << detail();
-        for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i);
-        float f = 2.0f;
-        void *args[] = {&x, &f, &n};
-        ASSERT_EQ(adsmCall(scale, {(n + 255) / 256, 1, 1}, {256, 1, 1}, args), adsmSuccess) << detail();
-        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
-        const uint64_t on0 = used_on(0), on1 = used_on(1);
-        const uint64_t moved = adsm::stats().get(adsm::Counter::d2d_bytes);
-        ASSERT_EQ(adsmSetDevice(1), adsmSuccess) << detail();
-        EXPECT_EQ(used_on(0), on0 - 2 * kGranule);
-        EXPECT_EQ(used_on(1), on1 + 2 * kGranule);
-        EXPECT_EQ(adsm::stats().get(adsm::Counter::d2d_bytes), moved + 2 * kGranule) << "handed over GPU to GPU";
-        ASSERT_EQ(adsmCall(scale, {(n + 255) / 256, 1, 1}, {256, 1, 1}, args), adsmSuccess) << detail();
-        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
-        for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(x[i], 4.0f * static_cast<float>(i)) << i;
-        adsmFree(x);
-    });
+TEST(CudaTwoGpus, AContextMovesWithItsObjectsAndItsKernelsRunOnEither) {
+    device_test::scale_on_one_gpu_then_the_other(double_bytes_on);
 }
 
-TEST(CudaTwoGpus, AContextMovesWithItsObjectsAndItsKernelsRunOnEither) { scale_on_one_gpu_then_the_other(); }
-
-// Without a peer link a GPU's kernels cannot reach the other's memory:
-// an object kept there for them is refused, and moving still works (the
-// driver stages such copies).  Run with FAKE_CUDA_NO_PEER=1.
+// Moving still works without a peer link (the driver stages such copies).
+// Run with FAKE_CUDA_NO_PEER=1.
 TEST(CudaTwoGpusNoPeer, APreferredDeviceIsRefusedAndObjectsStillMove) {
-    on_gpu(0, [&] {
-        adsmAllocAttr attr{};
-        attr.place = ADSM_PLACE_PREFERRED_DEVICE;
-        attr.device = 1;
-        EXPECT_EQ(adsmAllocEx(4096, &attr), nullptr);
-        EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported);
-        EXPECT_NE(detail().find("no peer link"), std::string::npos) << detail();
-    });
-    scale_on_one_gpu_then_the_other();
+    device_test::a_preferred_device_is_refused_without_a_peer_link();
+    device_test::scale_on_one_gpu_then_the_other(double_bytes_on);
 }
 
 // Ends the device: run alone (--gtest_filter), after the others.

@@ -199,4 +199,88 @@ inline void window_follows_the_driver_when_the_base_is_taken(bool (*reserved_by_
     adsmFree(x);
 }
 
+// ---- two GPUs of one address space (ADSM_DEVICE=cuda,cuda or
+// levelzero,levelzero on a double with two GPUs; run alone)
+
+inline uint64_t used_on(int device) {
+    adsmDeviceInfo info{};
+    EXPECT_EQ(adsmGetDeviceProperties(device, &info), adsmSuccess) << detail();
+    return info.memory_used;
+}
+
+// Runs body on a thread whose context is on `device`.
+template <class F>
+void on_gpu(int device, F &&body) {
+    std::thread([&] {
+        ASSERT_EQ(adsmSetDevice(device), adsmSuccess) << detail();
+        body();
+    }).join();
+}
+
+inline constexpr uintptr_t kGranule = 2 << 20;  // the doubles', as an H100's
+
+// The runtime's count and the double's (double_bytes_on: its own
+// bytes of a GPU's memory) agree.
+inline void objects_of_two_gpus_lie_granules_apart(size_t (*double_bytes_on)(int)) {
+    uint64_t before[2] = {used_on(0), used_on(1)};
+    size_t made[2] = {double_bytes_on(0), double_bytes_on(1)};
+    uint32_t *a = nullptr, *b = nullptr;
+    on_gpu(0, [&] { a = static_cast<uint32_t *>(adsmAlloc(4096)); });
+    on_gpu(1, [&] { b = static_cast<uint32_t *>(adsmAlloc(4096)); });
+    ASSERT_TRUE(a && b) << detail();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % kGranule, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % kGranule, 0u);
+    EXPECT_EQ(used_on(0), before[0] + kGranule);
+    EXPECT_EQ(used_on(1), before[1] + kGranule);
+    EXPECT_EQ(double_bytes_on(0), made[0] + kGranule) << "GPU 0's own memory";
+    EXPECT_EQ(double_bytes_on(1), made[1] + kGranule) << "GPU 1's own memory";
+    adsmFree(a);
+    adsmFree(b);
+    EXPECT_EQ(used_on(0), before[0]);
+    EXPECT_EQ(used_on(1), before[1]);
+    EXPECT_EQ(double_bytes_on(0), made[0]);
+    EXPECT_EQ(double_bytes_on(1), made[1]);
+}
+
+// One module, loaded once by the program: its kernel runs on either GPU,
+// and an object follows its context from one to the other, its granules
+// handed over with what they hold.
+inline void scale_on_one_gpu_then_the_other(size_t (*double_bytes_on)(int)) {
+    Scale scale(load_module(), "scale");
+    unsigned n = 3 << 18;  // 3 MiB: two granules
+    on_gpu(0, [&] {
+        auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+        ASSERT_NE(x, nullptr) << detail();
+        for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i);
+        scale(adsm::blocks_for(n, 256), adsm::dim3(256), x, 2.0f, n);
+        adsm::sync();
+        const uint64_t on0 = used_on(0), on1 = used_on(1);
+        const size_t made0 = double_bytes_on(0), made1 = double_bytes_on(1);
+        const uint64_t moved = adsm::stats().get(adsm::Counter::d2d_bytes);
+        ASSERT_EQ(adsmSetDevice(1), adsmSuccess) << detail();
+        EXPECT_EQ(used_on(0), on0 - 2 * kGranule);
+        EXPECT_EQ(used_on(1), on1 + 2 * kGranule);
+        EXPECT_EQ(double_bytes_on(0), made0 - 2 * kGranule) << "GPU 0's memory went";
+        EXPECT_EQ(double_bytes_on(1), made1 + 2 * kGranule) << "GPU 1 holds it";
+        EXPECT_EQ(adsm::stats().get(adsm::Counter::d2d_bytes), moved + 2 * kGranule) << "handed over GPU to GPU";
+        scale(adsm::blocks_for(n, 256), adsm::dim3(256), x, 2.0f, n);
+        adsm::sync();
+        for (unsigned i = 0; i < n; i += 997) ASSERT_EQ(x[i], 4.0f * static_cast<float>(i)) << i;
+        adsmFree(x);
+    });
+}
+
+// Without a peer link a GPU's kernels cannot reach the other's memory: an
+// object kept there for them is refused.
+inline void a_preferred_device_is_refused_without_a_peer_link() {
+    on_gpu(0, [&] {
+        adsmAllocAttr attr{};
+        attr.place = ADSM_PLACE_PREFERRED_DEVICE;
+        attr.device = 1;
+        EXPECT_EQ(adsmAllocEx(4096, &attr), nullptr);
+        EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported);
+        EXPECT_NE(detail().find("no peer link"), std::string::npos) << detail();
+    });
+}
+
 }  // namespace device_test

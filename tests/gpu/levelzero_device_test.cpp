@@ -245,6 +245,26 @@ TEST(LevelZeroDevice, BadModulesAndNamesAreClearErrors) {
 }
 
 // Ends the device: run alone (--gtest_filter), after the others.
+// ---- two GPUs of one context (ADSM_DEVICE=levelzero,levelzero on the
+// double with FAKE_ZE_DEVICES=2; run alone, levelzero.device.two_gpus)
+
+size_t double_bytes_on(int gpu) { return double_fn<size_t (*)(int)>("fake_ze_device_bytes_on")(gpu); }
+
+TEST(LevelZeroTwoGpus, ObjectsOfTwoGpusLieGranulesApart) {
+    device_test::objects_of_two_gpus_lie_granules_apart(double_bytes_on);
+}
+
+TEST(LevelZeroTwoGpus, AContextMovesWithItsObjectsAndItsKernelsRunOnEither) {
+    device_test::scale_on_one_gpu_then_the_other(double_bytes_on);
+}
+
+// Without a peer link the hand-over goes through the host.  Run with
+// FAKE_ZE_NO_PEER=1.
+TEST(LevelZeroTwoGpusNoPeer, APreferredDeviceIsRefusedAndObjectsStillMove) {
+    device_test::a_preferred_device_is_refused_without_a_peer_link();
+    device_test::scale_on_one_gpu_then_the_other(double_bytes_on);
+}
+
 TEST(LevelZeroDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
     device_test::faulting_kernel_is_a_launch_failure_then_the_device_is_lost("ZE_RESULT_ERROR_DEVICE_LOST");
 }

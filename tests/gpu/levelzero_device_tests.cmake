@@ -25,6 +25,12 @@ add_test(NAME levelzero.device.fault COMMAND levelzero_device_tests --gtest_filt
 add_test(NAME levelzero.device.moved_window COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceMoved.*)
 set_tests_properties(levelzero.device.fault levelzero.device.moved_window PROPERTIES TIMEOUT 120
   ENVIRONMENT "${on_ze_double}")
+add_test(NAME levelzero.device.two_gpus COMMAND levelzero_device_tests --gtest_filter=LevelZeroTwoGpus.*)
+add_test(NAME levelzero.device.two_gpus.no_peer COMMAND levelzero_device_tests --gtest_filter=LevelZeroTwoGpusNoPeer.*)
+set_tests_properties(levelzero.device.two_gpus PROPERTIES TIMEOUT 120
+  ENVIRONMENT "${on_ze_double};ADSM_DEVICE=levelzero,levelzero;FAKE_ZE_DEVICES=2")
+set_tests_properties(levelzero.device.two_gpus.no_peer PROPERTIES TIMEOUT 120
+  ENVIRONMENT "${on_ze_double};ADSM_DEVICE=levelzero,levelzero;FAKE_ZE_DEVICES=2;FAKE_ZE_NO_PEER=1")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/broken_loader/libze_loader.so.1 "not a shared library\n")
 add_test(NAME levelzero.no_loader COMMAND levelzero_device_tests --gtest_filter=LevelZeroNoDriver.*)
 set_tests_properties(levelzero.no_loader PROPERTIES TIMEOUT 60
@@ -48,6 +54,35 @@ foreach(cfg "batch|256K" "lazy|256K" "rolling|64K" "rolling|4K" "delta|64K" "del
   add_test(NAME model.levelzero.${p}.${bs} COMMAND protocol_tests --gtest_filter=ModelTest.*)
   set_tests_properties(model.levelzero.${p}.${bs} PROPERTIES TIMEOUT 300 ENVIRONMENT
     "${on_ze_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_ROLLING_SIZE=2;ADSM_MODEL_SEED=${seed}")
+  math(EXPR seed "${seed} + 1")
+endforeach()
+
+# Two GPUs of one context (FAKE_ZE_DEVICES=2), as cuda2 in
+# cuda_device_tests.cmake: the device, placement and device-memory suites,
+# and the model-based test moving objects between the GPUs and, with GPUs
+# too small for the objects, evicting them in turn.
+set(on_two_ze "ADSM_DEVICE=levelzero,levelzero;FAKE_ZE_DEVICES=2;LD_LIBRARY_PATH=${doubles_dir};FAKE_ZE_MEMORY=268435456")
+foreach(p batch lazy rolling delta)
+  add_test(NAME api.levelzero2.${p} COMMAND api_tests --gtest_filter=DevicesTest.*:PlacementTest.*:DeviceMemoryTest.*)
+  set_tests_properties(api.levelzero2.${p} PROPERTIES TIMEOUT 300 ENVIRONMENT "${on_two_ze};ADSM_PROTOCOL=${p}")
+endforeach()
+foreach(cfg "batch|256K|auto|" "delta|64K|uffd|" "lazy|64K|auto|evicting" "rolling|64K|mprotect|evicting")
+  if(ADSM_SANITIZE AND NOT cfg MATCHES "^rolling.64K.mprotect.evicting")
+    continue()
+  endif()
+  string(REPLACE "|" ";" parts "${cfg}")
+  list(GET parts 0 p)
+  list(GET parts 1 bs)
+  list(GET parts 2 tr)
+  list(GET parts 3 kind)
+  set(env "${on_two_ze};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_DIRTY_TRACKING=${tr};ADSM_MODEL_SEED=${seed}")
+  set(name model.levelzero2.${p}.${bs}.${tr})
+  if(kind)
+    set(name model.levelzero2.${kind}.${p}.${bs}.${tr})
+    set(env "${env};FAKE_ZE_MEMORY=8388608;ADSM_MODEL_OBJECTS=16;ADSM_MODEL_NAMED_CALLS=1")
+  endif()
+  add_test(NAME ${name} COMMAND protocol_tests --gtest_filter=ModelTest.*)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "${env}")
   math(EXPR seed "${seed} + 1")
 endforeach()
 

@@ -1,4 +1,5 @@
-// The GPUs of one driver in one process (ADSM_DEVICE=cuda,cuda).  A driver
+// The GPUs of one driver in one process (ADSM_DEVICE=cuda,cuda or
+// levelzero,levelzero).  A driver
 // gives a process one address space for all its GPUs, so at a window
 // address only one of them can hold memory: they share the window's
 // reservation, its table of granules (each granule one GPU's, granules.h)
@@ -57,7 +58,11 @@ public:
     }
 
     // Set up by the first device to attach the window, under attach_mu.
+    // A driver whose reservations belong to a context it makes for several
+    // devices (Level Zero) keeps that context here, made by the first
+    // device to open.
     std::mutex attach_mu;
+    void *shared_context = nullptr;
     Window window;
     std::unique_ptr<GranuleDriver> pins;  // registers host memory, for every GPU
     Granules memory;

@@ -113,4 +113,20 @@ Status CopyEngine::fill(uintptr_t dst, int value, size_t n) {
     return adsmSuccess;
 }
 
+Status CopyEngine::between(uintptr_t dst, uintptr_t src, size_t n) {
+    mu_.lock();
+    // Both sides are whole granules at granule-aligned addresses: cutting
+    // at the destination's granules cuts the source's too.
+    ze_result_t r = window_->in_pieces(dst, n, ZE_RESULT_SUCCESS, [&](uintptr_t at, size_t done, size_t piece) {
+        return d_->zeCommandListAppendMemoryCopy(list_, reinterpret_cast<void *>(at),
+                                                 reinterpret_cast<const void *>(src + done), piece, nullptr, 0, nullptr);
+    });
+    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[0], 0, nullptr);
+    if (r == ZE_RESULT_SUCCESS) pending_[0] = true;
+    if (r == ZE_RESULT_SUCCESS) r = wait(0);
+    if (r != ZE_RESULT_SUCCESS) return failed(r, "levelzero: copying device memory to another GPU");
+    mu_.unlock();
+    return adsmSuccess;
+}
+
 }  // namespace adsm::levelzero

@@ -36,6 +36,9 @@ public:
     Status to_device(uintptr_t dst, const void *src, size_t n);
     Status to_host(void *dst, uintptr_t src, size_t n);
     Status fill(uintptr_t dst, int value, size_t n);
+    // Device memory to device memory (another GPU's that this one reaches
+    // included), granule-aligned pieces: a hand-over between GPUs.
+    Status between(uintptr_t dst, uintptr_t src, size_t n);
 
 private:
     static constexpr size_t kStage = 4u << 20;  // each half

@@ -17,9 +17,11 @@ namespace adsm::levelzero {
     X(zeDeviceGetProperties)                                          \
     X(zeDeviceGetMemoryProperties)                                    \
     X(zeDeviceGetCommandQueueGroupProperties)                         \
+    X(zeDeviceCanAccessPeer)                                          \
     X(zeContextCreate)                                                \
     X(zeVirtualMemQueryPageSize)                                      \
     X(zeVirtualMemReserve)                                            \
+    X(zeVirtualMemFree)                                               \
     X(zePhysicalMemCreate)                                            \
     X(zePhysicalMemDestroy)                                           \
     X(zeVirtualMemMap)                                                \

@@ -16,8 +16,9 @@ bool device_is_gone(ze_result_t r) {
     return r == ZE_RESULT_ERROR_DEVICE_LOST || r == ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET;
 }
 
-// The first GPU of the first driver that has one.
-Status find_gpu(const Driver *d, ze_driver_handle_t *driver, ze_device_handle_t *dev) {
+// GPU `ordinal` of the first driver that has GPUs (the GPUs of a process
+// share one context, which is one driver's).
+Status find_gpu(const Driver *d, int ordinal, ze_driver_handle_t *driver, ze_device_handle_t *dev) {
     uint32_t ndrivers = 0;
     if (ze_result_t r = d->zeDriverGet(&ndrivers, nullptr); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDriverGet");
@@ -28,15 +29,21 @@ Status find_gpu(const Driver *d, ze_driver_handle_t *driver, ze_device_handle_t 
         if (d->zeDeviceGet(drivers[i], &ndev, nullptr) != ZE_RESULT_SUCCESS || ndev == 0) continue;
         std::vector<ze_device_handle_t> devs(ndev);
         if (d->zeDeviceGet(drivers[i], &ndev, devs.data()) != ZE_RESULT_SUCCESS) continue;
+        int gpus = 0;
         for (uint32_t j = 0; j < ndev; ++j) {
             ze_device_properties_t p = {};
             p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-            if (d->zeDeviceGetProperties(devs[j], &p) == ZE_RESULT_SUCCESS && p.type == ZE_DEVICE_TYPE_GPU) {
+            if (d->zeDeviceGetProperties(devs[j], &p) != ZE_RESULT_SUCCESS || p.type != ZE_DEVICE_TYPE_GPU) continue;
+            if (gpus++ == ordinal) {
                 *driver = drivers[i];
                 *dev = devs[j];
                 return adsmSuccess;
             }
         }
+        if (gpus)
+            return fail(adsmErrorNoDevice,
+                        "ADSM_DEVICE lists %d levelzero devices, but the driver sees %d GPU%s (ZE_AFFINITY_MASK?)",
+                        ordinal + 1, gpus, gpus == 1 ? "" : "s");
     }
     return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: the Level Zero loader sees no GPU (%u drivers)", ndrivers);
 }
@@ -46,22 +53,32 @@ Status find_gpu(const Driver *d, ze_driver_handle_t *driver, ze_device_handle_t 
 // In the fault handler, the call goes to a helper thread (gpu/handler_calls.h).
 #define ADSM_OFF_HANDLER(...) ADSM_OFF_FAULT_HANDLER(handler_calls_, __VA_ARGS__)
 
-Status LevelZeroDevice::open(const Config &config, std::unique_ptr<Device> *out) {
+Status LevelZeroDevice::open(const Config &config, int ordinal, std::unique_ptr<Device> *out) {
     const Driver *d = nullptr;
     if (Status s = load_driver(&d); s != adsmSuccess) return s;
     std::unique_ptr<LevelZeroDevice> dev(new LevelZeroDevice);
     dev->d_ = d;
-    if (Status s = find_gpu(d, &dev->driver_, &dev->dev_); s != adsmSuccess) return s;
+    dev->set_ = Set::get();
+    if (Status s = find_gpu(d, ordinal, &dev->driver_, &dev->dev_); s != adsmSuccess) return s;
     ze_device_properties_t props = {};
     props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
     d->zeDeviceGetProperties(dev->dev_, &props);
     snprintf(dev->gpu_name_, sizeof dev->gpu_name_, "%s", props.name);
     if (props.flags & ZE_DEVICE_PROPERTY_FLAG_INTEGRATED)
         ADSM_LOG(info, "levelzero: %s is integrated; the runtime treats it as a discrete device (copies)", props.name);
-    ze_context_desc_t cd = {};
-    cd.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC;
-    if (ze_result_t r = d->zeContextCreate(dev->driver_, &cd, &dev->ctx_); r != ZE_RESULT_SUCCESS)
-        return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeContextCreate");
+    {
+        // One context for the set: the window's reservation is the context's.
+        std::lock_guard<std::mutex> lock(dev->set_->attach_mu);
+        if (!dev->set_->shared_context) {
+            ze_context_desc_t cd = {};
+            cd.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC;
+            ze_context_handle_t ctx = nullptr;
+            if (ze_result_t r = d->zeContextCreate(dev->driver_, &cd, &ctx); r != ZE_RESULT_SUCCESS)
+                return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeContextCreate");
+            dev->set_->shared_context = ctx;
+        }
+        dev->ctx_ = static_cast<ze_context_handle_t>(dev->set_->shared_context);
+    }
 
     uint32_t nmem = 0;
     d->zeDeviceGetMemoryProperties(dev->dev_, &nmem, nullptr);
@@ -97,13 +114,14 @@ Status LevelZeroDevice::open(const Config &config, std::unique_ptr<Device> *out)
     if (ze_result_t r = d->zeVirtualMemQueryPageSize(dev->ctx_, dev->dev_, 2u << 20, &page); r != ZE_RESULT_SUCCESS || !page)
         return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: the device has no virtual-memory management");
     dev->window_.granularity = page;
-    dev->memory_.set_pinning(gpu::Pinning::off);
+    dev->memory().set_pinning(gpu::Pinning::off);
     // Two: one busy with a long copy leaves the other to other faulting threads.
     if (config.gpu_fault_calls == "helpers")
         if (Status s = dev->handler_calls_.start(2); s != adsmSuccess) return s;
     ADSM_LOG(info, "levelzero: %s, %llu bytes, page size %zu, copies on queue group %u%s", props.name,
              static_cast<unsigned long long>(dev->capacity_), page, dev->copy_ordinal_,
              copy ? " (a copy engine)" : " (no copy engine: the compute group)");
+    dev->index_ = dev->set_->join(dev.get());
     *out = std::move(dev);
     return adsmSuccess;
 }
@@ -138,8 +156,24 @@ Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd
     window_.size = size;
     window_.alias = host_alias;
     granule_driver_.init(d_, ctx_, dev_);
-    memory_.init(&granule_driver_, window_.granularity, base, host_fd, host_alias);
-    if (Status s = memory_.warm_up(&granule_driver_); s != adsmSuccess) return s;
+    {
+        // The first GPU of the set sets up the table the others share.
+        std::lock_guard<std::mutex> lock(set_->attach_mu);
+        if (!memory().initialized()) {
+            auto pins = std::make_unique<GranuleDriver>();  // (pins nothing: copies are staged)
+            pins->init(d_, ctx_, dev_);
+            set_->pins = std::move(pins);
+            memory().init(set_->pins.get(), window_.granularity, base, host_fd, host_alias);
+            set_->window = window_;
+        } else if (set_->window.granularity != window_.granularity) {
+            return fail(adsmErrorInitialization,
+                        "levelzero: %s maps memory in pages of %llu bytes, another GPU of the process in %llu: they "
+                        "cannot share one window",
+                        gpu_name_, static_cast<unsigned long long>(window_.granularity),
+                        static_cast<unsigned long long>(set_->window.granularity));
+        }
+    }
+    if (Status s = memory().warm_up(&granule_driver_); s != adsmSuccess) return s;
     if (Status s = copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_); s != adsmSuccess) return s;
     return async_.init(d_, ctx_, dev_, copy_ordinal_, &window_);
 }
@@ -149,15 +183,73 @@ Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
-    if (Status s = memory_.room_for(bytes, capacity_, &granule_driver_, name(), gpu_name_, "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); s != adsmSuccess)
+    if (Status s = memory().room_for(bytes, capacity_, &granule_driver_, name(), gpu_name_, "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); s != adsmSuccess)
         return s;
-    return memory_.commit(dev, bytes, &granule_driver_);
+    return memory().commit(dev, bytes, &granule_driver_);
 }
 
 void LevelZeroDevice::decommit(uintptr_t dev, uint64_t bytes) {
     ADSM_OFF_HANDLER(decommit(dev, bytes));
     // A lost or forked device keeps its memory: the driver cannot be asked.
-    if (loss_.usable() == adsmSuccess) memory_.decommit(dev, bytes, &granule_driver_);
+    if (loss_.usable() == adsmSuccess) memory().decommit(dev, bytes, &granule_driver_);
+}
+
+// ---------------------------------------------------------------- several GPUs
+
+const LevelZeroDevice *LevelZeroDevice::peer(const Device &other) const {
+    auto *z = dynamic_cast<const LevelZeroDevice *>(&other);
+    return z && z != this && z->set_ == set_ ? z : nullptr;
+}
+
+bool LevelZeroDevice::reaches(const LevelZeroDevice &other) const {
+    ze_bool_t can = 0;
+    return d_->zeDeviceCanAccessPeer(dev_, other.dev_, &can) == ZE_RESULT_SUCCESS && can;
+}
+
+Status LevelZeroDevice::hand_over(Device &to, uintptr_t dev, uint64_t bytes) {
+    auto *target = const_cast<LevelZeroDevice *>(peer(to));
+    if (!target) return Device::hand_over(to, dev, bytes);
+    ADSM_OFF_HANDLER(hand_over(to, dev, bytes));
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    if (Status s = target->loss_.usable(); s != adsmSuccess) return s;
+    if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
+    // What the protocol sent last lands first.
+    if (Status s = wait_copies(kAllCopies); s != adsmSuccess) return s;
+    if (Status s = memory().room_for(bytes, target->capacity_, &target->granule_driver_, name(), target->gpu_name_,
+                                     "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY");
+        s != adsmSuccess)
+        return s;
+    // This GPU's copy engine writes the other's memory over a peer link;
+    // without one the bytes go through the host, a granule at a time.
+    const bool direct = reaches(*target);
+    auto copy = [&](uintptr_t scratch, uintptr_t from, uint64_t n) -> Status {
+        if (direct) return copies_.between(scratch, from, n);
+        std::vector<unsigned char> bounce(window_.granularity);
+        for (uint64_t off = 0; off < n; off += window_.granularity) {
+            if (Status s = copies_.to_host(bounce.data(), from + off, window_.granularity); s != adsmSuccess) return s;
+            if (Status s = target->copies_.to_device(scratch + off, bounce.data(), window_.granularity); s != adsmSuccess)
+                return s;
+        }
+        return adsmSuccess;
+    };
+    Status s = memory().hand_over(dev, bytes, &granule_driver_, &target->granule_driver_, copy);
+    if (s == adsmSuccess) {
+        stats().add(Counter::d2d_transfers);
+        stats().add(Counter::d2d_bytes, bytes);
+    }
+    return s;
+}
+
+// A context's mapping is reached by its GPU's peers as it is: nothing to
+// map, but there must be a peer link.
+Status LevelZeroDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) {
+    const LevelZeroDevice *h = peer(holder);
+    if (!h) return Device::map_peer_memory(holder, dev, bytes);
+    if (Status s = loss_.usable(); s != adsmSuccess) return s;
+    if (!reaches(*h))
+        return fail(adsmErrorNotSupported, "levelzero: %s cannot reach memory of %s (no peer link between them)",
+                    gpu_name_, h->gpu_name_);
+    return adsmSuccess;
 }
 
 // ---------------------------------------------------------------- copies
@@ -229,6 +321,21 @@ Status LevelZeroDevice::wait_copies(uint64_t ticket) {
 // ---------------------------------------------------------------- modules
 
 Status LevelZeroDevice::load_module(const void *image, size_t size, void **module) {
+    std::vector<LevelZeroDevice *> gpus = set_->members();
+    if (gpus.size() == 1) return load_here(image, size, module);
+    // For every GPU: a module is built for one device, and a kernel runs
+    // wherever its caller's context is.
+    Set::PerGpu modules;
+    for (LevelZeroDevice *g : gpus) {
+        void *m = nullptr;
+        if (Status s = g->load_here(image, size, &m); s != adsmSuccess) return s;
+        modules.push_back(m);
+    }
+    *module = set_->add_module(std::move(modules));
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::load_here(const void *image, size_t size, void **module) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     uint32_t magic = 0;
     if (size >= 4) memcpy(&magic, image, 4);
@@ -269,6 +376,22 @@ Status LevelZeroDevice::load_module(const void *image, size_t size, void **modul
 }
 
 Status LevelZeroDevice::module_function(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
+    const Set::PerGpu *modules = set_->module(module);
+    if (!modules) return kernel_here(module, name, fn, param_sizes);
+    std::vector<LevelZeroDevice *> gpus = set_->members();
+    Set::PerGpu kernels;
+    for (size_t i = 0; i < gpus.size() && i < modules->size(); ++i) {
+        void *k = nullptr;
+        std::vector<uint32_t> sizes;
+        if (Status s = gpus[i]->kernel_here((*modules)[i], name, &k, &sizes); s != adsmSuccess) return s;
+        if (i == 0) *param_sizes = std::move(sizes);
+        kernels.push_back(k);
+    }
+    *fn = set_->add_function(std::move(kernels));
+    return adsmSuccess;
+}
+
+Status LevelZeroDevice::kernel_here(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     std::lock_guard<std::mutex> lock(modules_mu_);
     ze_kernel_handle_t &k = kernels_[{module, name}];
@@ -376,7 +499,8 @@ Status LevelZeroDevice::launch(StreamId id, const LaunchDesc &l) {
                     "kernel '%s': dynamic local memory (%u bytes) is not passed to Level Zero kernels yet; declare it "
                     "in the kernel",
                     k->name.c_str(), l.shared_mem);
-    auto kernel = static_cast<ze_kernel_handle_t>(k->device_fn);
+    // (A module's kernel on a GPU of several is that GPU's own kernel.)
+    auto kernel = static_cast<ze_kernel_handle_t>(index_ == 0 ? k->device_fn : set_->function_on(k->device_fn, index_));
     // A routed program's kernel runs on its own list, in order with its
     // other commands; the context's sync waits for it there.
     ze_command_list_handle_t target = l.has_native_stream ? static_cast<ze_command_list_handle_t>(l.native_stream) : list;

@@ -14,6 +14,12 @@
 // A kernel fault loses the device (ZE_RESULT_ERROR_DEVICE_LOST): the sync
 // that sees it reports adsmErrorLaunchFailure, every later call
 // adsmErrorDeviceLost.
+//
+// Several GPUs (ADSM_DEVICE=levelzero,levelzero) are the GPUs of one driver
+// in one context (a reservation is a context's): one GpuSet
+// (gpu/gpu_set.h), one window, granules each of one GPU, objects handed
+// over between them.  A mapping in a context is reached by its GPU's peers
+// without more ado (zeDeviceCanAccessPeer says which).
 #pragma once
 
 #include <atomic>
@@ -27,6 +33,7 @@
 
 #include "backend/device.h"
 #include "backend/gpu/device_loss.h"
+#include "backend/gpu/gpu_set.h"
 #include "backend/gpu/granules.h"
 #include "backend/gpu/handler_calls.h"
 #include "backend/gpu/window.h"
@@ -39,13 +46,13 @@ namespace adsm::levelzero {
 
 class LevelZeroDevice final : public Device {
 public:
-    // Loads the loader and opens the first GPU of the first driver.
-    static Status open(const Config &config, std::unique_ptr<Device> *out);
+    // Loads the loader and opens GPU `ordinal` of the first driver that has GPUs.
+    static Status open(const Config &config, int ordinal, std::unique_ptr<Device> *out);
 
     const char *name() const override { return "levelzero"; }
     bool integrated() const override { return false; }
     uint64_t capacity() const override { return capacity_; }
-    uint64_t used() const override { return memory_.used(); }
+    uint64_t used() const override { return memory().used_by(&granule_driver_); }
     bool runs_gpu_code() const override { return true; }
 
     Status reserve_window(uintptr_t preferred, uint64_t size, uintptr_t *out) override;
@@ -53,8 +60,12 @@ public:
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
     void forget_host_copy(uintptr_t dev, uint64_t bytes) override {
-        if (loss_.usable() == adsmSuccess) memory_.forget_host(dev, bytes);  // (a fork child's mirror is its parent's too)
+        if (loss_.usable() == adsmSuccess) memory().forget_host(dev, bytes);  // (a fork child's mirror is its parent's too)
     }
+    bool shares_addresses_with(const Device &other) const override { return peer(other) != nullptr; }
+    uint64_t mapping_granularity() const override { return window_.granularity; }
+    Status hand_over(Device &to, uintptr_t dev, uint64_t bytes) override;
+    Status map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) override;
 
     Status copy_to_device(uintptr_t dev, const void *src, size_t n) override;
     Status copy_to_host(void *dst, uintptr_t dev, size_t n) override;
@@ -80,6 +91,13 @@ public:
 
 private:
     LevelZeroDevice() = default;
+    gpu::Granules &memory() const { return set_->memory; }
+    // The same driver's other GPU, in this set (a peer), or null.
+    const LevelZeroDevice *peer(const Device &other) const;
+    bool reaches(const LevelZeroDevice &other) const;
+    // Loads a module for this GPU alone, and makes its kernel `name`.
+    Status load_here(const void *image, size_t size, void **module);
+    Status kernel_here(void *module, const char *name, void **fn, std::vector<uint32_t> *param_sizes);
     // Turns a driver error into the runtime's; a lost device is lost for good.
     Status driver_error(ze_result_t r, const char *what, Status usual);
     uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
@@ -108,6 +126,9 @@ private:
     std::mutex &launch_lock(const void *kernel) { return launch_locks_[reinterpret_cast<uintptr_t>(kernel) / 64 % 64]; }
 
     const Driver *d_ = nullptr;
+    using Set = gpu::GpuSet<LevelZeroDevice>;
+    std::shared_ptr<Set> set_;
+    size_t index_ = 0;  // in set_
     ze_driver_handle_t driver_ = nullptr;
     ze_device_handle_t dev_ = nullptr;
     ze_context_handle_t ctx_ = nullptr;
@@ -117,7 +138,6 @@ private:
     uint64_t capacity_ = 0;
     gpu::Window window_;
     GranuleDriver granule_driver_;
-    gpu::Granules memory_;
     CopyEngine copies_;
     AsyncCopies async_;
     Stream streams_[kMaxStreams];

@@ -3,6 +3,8 @@
 // zeVirtualMemMap at the driver's page size.  Level Zero's core API has no
 // way to pin the host mirror in place, so transfers go through pinned
 // staging memory instead (copies.h) and granules are never pinned.
+// Hand-overs between GPUs go through scratch addresses of the context's
+// (zeVirtualMemReserve), as the window's own reservation is.
 #pragma once
 
 #include "backend/gpu/granules.h"
@@ -21,6 +23,9 @@ public:
     void unback(uintptr_t va, uint64_t size, uint64_t handle) override;
     bool pin(void *, uint64_t) override { return false; }
     void unpin(void *) override {}
+    Status reserve_scratch(uint64_t size, uintptr_t *va) override;
+    void free_scratch(uintptr_t va, uint64_t size) override;
+    Status remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle) override;
 
 private:
     const Driver *d_ = nullptr;

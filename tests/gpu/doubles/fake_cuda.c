@@ -122,6 +122,7 @@ static int run_kernel(const fake_job *j) {
 }
 /* What the discrete device holds, for the tests. */
 EXPORT size_t fake_cuda_device_bytes(void) { return vmm_used; }
+EXPORT size_t fake_cuda_device_bytes_on(int gpu) { return gpu >= 0 && gpu < VMM_DEVICES ? vmm_used_on[gpu] : 0; }
 EXPORT long fake_cuda_pinned_bytes(void) { return atomic_load(&vmm_pinned); }
 EXPORT long fake_cuda_pinned_made_bytes(void) { return atomic_load(&vmm_pinned_made); }
 EXPORT long fake_cuda_registrations(void) { return atomic_load(&vmm_registrations); }

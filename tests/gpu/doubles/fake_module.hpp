@@ -12,21 +12,19 @@
 
 namespace adsm_test {
 
-// ADSM_DEVICE lists cuda devices alone (cuda, cuda,cuda).
-inline bool on_cuda() {
+// ADSM_DEVICE lists devices of one back-end alone (cuda, cuda,cuda).
+inline bool lists_only(const char *backend) {
     const char *d = getenv("ADSM_DEVICE");
+    const size_t n = strlen(backend);
     if (!d || !*d) return false;
     for (const char *p = d; *p;) {
-        if (strncmp(p, "cuda", 4) != 0 || (p[4] != ',' && p[4] != 0)) return false;
-        p += p[4] ? 5 : 4;
+        if (strncmp(p, backend, n) != 0 || (p[n] != ',' && p[n] != 0)) return false;
+        p += p[n] ? n + 1 : n;
     }
     return true;
 }
-
-inline bool on_levelzero() {
-    const char *d = getenv("ADSM_DEVICE");
-    return d && strcmp(d, "levelzero") == 0;
-}
+inline bool on_cuda() { return lists_only("cuda"); }
+inline bool on_levelzero() { return lists_only("levelzero"); }
 
 // A GPU back-end: kernels are GPU code from modules.
 inline bool on_gpu() { return on_cuda() || on_levelzero(); }

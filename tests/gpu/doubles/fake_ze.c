@@ -12,6 +12,13 @@
  * and fills on immediate command lists move bytes to and from it.  A
  * kernel that faults loses the device: ZE_RESULT_ERROR_DEVICE_LOST from
  * then on.  FAKE_ZE_MEMORY sets the device memory (default 1G).
+ *
+ * FAKE_ZE_DEVICES (1 to 4, default 1) GPUs of one driver share a context's
+ * reserved ranges: physical memory is one GPU's, counted against its own
+ * total, and a mapping in the context is reached by its GPU and by every
+ * GPU with a peer link to it, as Level Zero's are (FAKE_ZE_NO_PEER=1 takes
+ * the links away).  Each GPU has its own queue, its kernels seeing what it
+ * may reach, and copies between two GPUs' memory run view to view.
  * fake_ze_calls(name) says how many calls of an entry point reached it,
  * by its exported name or through the loader's function tables.
  */
@@ -54,19 +61,33 @@ static void entered(const char *name) {
 #define COUNT() (fake_count(__func__ + sizeof "fake_" - 1), entered(__func__ + sizeof "fake_" - 1))
 
 static int run_kernel(const fake_job *j);
-static fake_device device = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel};
+#define DEVICE_QUEUE(i) \
+    {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel, .ordinal = (i)}
+static fake_device devices[VMM_DEVICES] = {DEVICE_QUEUE(0), DEVICE_QUEUE(1), DEVICE_QUEUE(2), DEVICE_QUEUE(3)};
 static atomic_int vmm_active; /* kernels run as a discrete device's, once memory is mapped */
 
 static int run_kernel(const fake_job *j) {
-    if (atomic_load(&vmm_active)) return vmm_run_kernel(j, 0);
+    if (atomic_load(&vmm_active)) return vmm_run_kernel(j, fake_queue_ordinal);
     gpu_run_grid(j->kernel.fn, j->grid, j->block, (void **)j->args);
     return 0;
+}
+
+/* Whether any GPU was lost (a faulting kernel), and waiting for every
+ * GPU's queue (before memory they may use goes). */
+static int any_lost(void) {
+    for (int i = 0; i < VMM_DEVICES; ++i)
+        if (atomic_load(&devices[i].error)) return 1;
+    return 0;
+}
+static void drain_all(void) {
+    for (int i = 0; i < VMM_DEVICES; ++i) fake_drain(&devices[i]);
 }
 
 /* What the discrete device holds, and how many copies moved bytes from or
  * to host memory that is not the driver's (zeMemAllocHost), for the tests. */
 static atomic_long unstaged_copies;
 EXPORT size_t fake_ze_device_bytes(void) { return vmm_used; }
+EXPORT size_t fake_ze_device_bytes_on(int gpu) { return gpu >= 0 && gpu < VMM_DEVICES ? vmm_used_on[gpu] : 0; }
 EXPORT long fake_ze_unstaged_copies(void) { return atomic_load(&unstaged_copies); }
 EXPORT int fake_ze_is_reserved(const void *p) {
     pthread_mutex_lock(&vmm_mu);
@@ -81,16 +102,28 @@ static void note_host_side(const void *host) {
     if (!fake_find(host, &base, &n)) atomic_fetch_add(&unstaged_copies, 1);
 }
 static atomic_int initialized;
-static int the_driver, the_device, the_context;
-/* FAKE_ZE_DEVICES=2 adds a second GPU, which modules, kernels, lists and
- * allocations may name; the runtime's device memory is the first's. */
-static int the_second_device;
+static int the_driver, the_context;
+static int the_devices[VMM_DEVICES];
 static int device_count(void) {
     const char *v = getenv("FAKE_ZE_DEVICES");
-    return v && atoi(v) >= 2 ? 2 : 1;
+    int n = v ? atoi(v) : 1;
+    return n < 1 ? 1 : n > VMM_DEVICES ? VMM_DEVICES : n;
 }
-static int known_device(ze_device_handle_t dev) {
-    return dev == (ze_device_handle_t)&the_device || (dev == (ze_device_handle_t)&the_second_device && device_count() == 2);
+/* A device's place among the driver's GPUs, or -1 for no device of its. */
+static int device_index(ze_device_handle_t dev) {
+    for (int i = 0; i < device_count(); ++i)
+        if (dev == (ze_device_handle_t)&the_devices[i]) return i;
+    return -1;
+}
+static int known_device(ze_device_handle_t dev) { return device_index(dev) >= 0; }
+static fake_device *queue_of(ze_device_handle_t dev) {
+    int i = device_index(dev);
+    return &devices[i < 0 ? 0 : i];
+}
+/* Every pair of GPUs has a peer link unless FAKE_ZE_NO_PEER=1. */
+static int peer_link(int a, int b) {
+    const char *v = getenv("FAKE_ZE_NO_PEER");
+    return a == b || !(v && strcmp(v, "1") == 0);
 }
 
 /* Room for one argument's value: structs passed by value fit. */
@@ -146,7 +179,7 @@ struct _ze_event_pool_handle_t {
     int unused;
 };
 struct _ze_command_queue_handle_t {
-    int unused;
+    ze_device_handle_t dev;
 };
 
 /* A regular list's command, run when the list is executed. */
@@ -176,17 +209,17 @@ EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
         if (!atomic_load(&initialized)) return ZE_RESULT_ERROR_UNINITIALIZED; \
     } while (0)
 /* After a kernel faulted, the device answers nothing else. */
-#define NOT_LOST()                                                            \
-    do {                                                                      \
-        if (atomic_load(&device.error)) return ZE_RESULT_ERROR_DEVICE_LOST;  \
+#define NOT_LOST()                                      \
+    do {                                                \
+        if (any_lost()) return ZE_RESULT_ERROR_DEVICE_LOST; \
     } while (0)
 
-static ze_result_t execute(const command *c);
-static void submit(const command *c) {
+static ze_result_t execute(const command *c, fake_device *q);
+static void submit(const command *c, fake_device *q) {
     void *params[FAKE_MAX_PARAMS];
     for (unsigned i = 0; i < c->k.nparams; ++i) params[i] = (void *)c->args[i];
-    fake_submit(&device, &c->k, c->grid, c->block, params, NULL);
-    if (c->signal) fake_submit(&device, NULL, c->grid, c->block, NULL, &c->signal->signaled);
+    fake_submit(q, &c->k, c->grid, c->block, params, NULL);
+    if (c->signal) fake_submit(q, NULL, c->grid, c->block, NULL, &c->signal->signaled);
 }
 
 ENTRY(zeInit, ze_init_flags_t flags) {
@@ -220,8 +253,7 @@ ENTRY(zeDeviceGet, ze_driver_handle_t driver, uint32_t *count, ze_device_handle_
         return ZE_RESULT_SUCCESS;
     }
     if (*count > n) *count = n;
-    devices[0] = (ze_device_handle_t)&the_device;
-    if (*count > 1) devices[1] = (ze_device_handle_t)&the_second_device;
+    for (uint32_t i = 0; i < *count; ++i) devices[i] = (ze_device_handle_t)&the_devices[i];
     return ZE_RESULT_SUCCESS;
 }
 
@@ -285,7 +317,7 @@ ENTRY(zeMemGetAllocProperties, ze_context_handle_t ctx, const void *ptr, ze_memo
         pthread_mutex_unlock(&kinds_mu);
     }
     props->id = (uint64_t)(uintptr_t)base;
-    if (dev) *dev = props->type == ZE_MEMORY_TYPE_UNKNOWN ? NULL : (ze_device_handle_t)&the_device;
+    if (dev) *dev = props->type == ZE_MEMORY_TYPE_UNKNOWN ? NULL : (ze_device_handle_t)&the_devices[0];
     return ZE_RESULT_SUCCESS;
 }
 
@@ -310,7 +342,7 @@ ENTRY(zeMemFree, ze_context_handle_t ctx, void *p) {
     NEED_INIT();
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    fake_drain(&device);
+    drain_all();
     if (!fake_free(p)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     set_kind(p, ZE_MEMORY_TYPE_UNKNOWN);
     return ZE_RESULT_SUCCESS;
@@ -443,12 +475,13 @@ ENTRY(zeCommandQueueCreate, ze_context_handle_t ctx, ze_device_handle_t dev, con
     if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !q) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *q = (ze_command_queue_handle_t)calloc(1, sizeof(struct _ze_command_queue_handle_t));
+    (*q)->dev = dev;
     return ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeCommandQueueDestroy, ze_command_queue_handle_t q) {
     COUNT();
-    fake_drain(&device);
+    drain_all();
     free(q);
     return ZE_RESULT_SUCCESS;
 }
@@ -493,7 +526,7 @@ ENTRY(zeCommandListReset, ze_command_list_handle_t list) {
 
 ENTRY(zeCommandListDestroy, ze_command_list_handle_t list) {
     COUNT();
-    fake_drain(&device);
+    drain_all();
     free(list);
     return ZE_RESULT_SUCCESS;
 }
@@ -540,7 +573,7 @@ ENTRY(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_
     c->block = k->group;
     c->signal = signal;
     if (signal) atomic_store(&signal->signaled, 0);
-    if (list->immediate) submit(c);
+    if (list->immediate) submit(c, queue_of(list->dev));
     else list->n++;
     return ZE_RESULT_SUCCESS;
 }
@@ -553,12 +586,13 @@ ENTRY(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t q, uint32_t n
     if (n == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
     for (uint32_t i = 0; i < n; ++i)
         if (!lists[i]->closed) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    fake_device *queue = queue_of(q->dev);
     for (uint32_t i = 0; i < n; ++i)
         for (int j = 0; j < lists[i]->n; ++j) {
-            ze_result_t r = execute(&lists[i]->cmds[j]);
+            ze_result_t r = execute(&lists[i]->cmds[j], queue);
             if (r != ZE_RESULT_SUCCESS) return r;
         }
-    if (fence) fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &fence->signaled);
+    if (fence) fake_submit(queue, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &fence->signaled);
     return ZE_RESULT_SUCCESS;
 }
 
@@ -566,7 +600,7 @@ ENTRY(zeCommandQueueSynchronize, ze_command_queue_handle_t q, uint64_t timeout) 
     COUNT();
     (void)timeout;
     if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-    fake_drain(&device);
+    drain_all();
     return ZE_RESULT_SUCCESS;
 }
 
@@ -574,7 +608,7 @@ ENTRY(zeCommandListHostSynchronize, ze_command_list_handle_t list, uint64_t time
     COUNT();
     (void)timeout;
     if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-    fake_drain(&device);
+    drain_all();
     return ZE_RESULT_SUCCESS;
 }
 
@@ -595,7 +629,7 @@ ENTRY(zeFenceDestroy, ze_fence_handle_t f) {
 static ze_result_t wait_flag(atomic_int *flag, uint64_t timeout) {
     if (timeout == 0 && !atomic_load(flag)) return ZE_RESULT_NOT_READY;
     while (!atomic_load(flag)) sched_yield();
-    return atomic_load(&device.error) ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_SUCCESS;
+    return any_lost() ? ZE_RESULT_ERROR_DEVICE_LOST : ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeFenceHostSynchronize, ze_fence_handle_t f, uint64_t timeout) {
@@ -676,15 +710,16 @@ ENTRY(zeDeviceGetProperties, ze_device_handle_t dev, ze_device_properties_t *pro
     props->type = ZE_DEVICE_TYPE_GPU;
     props->vendorId = 0x8086;
     props->flags = 0; /* discrete: not ZE_DEVICE_PROPERTY_FLAG_INTEGRATED */
-    snprintf(props->name, sizeof props->name, "Fake Level Zero GPU%s",
-             dev == (ze_device_handle_t)&the_second_device ? " 1" : "");
+    int i = device_index(dev);
+    if (i == 0) snprintf(props->name, sizeof props->name, "Fake Level Zero GPU");
+    else snprintf(props->name, sizeof props->name, "Fake Level Zero GPU %d", i);
     return ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeDeviceGetMemoryProperties, ze_device_handle_t dev, uint32_t *count, ze_device_memory_properties_t *props) {
     COUNT();
     NEED_INIT();
-    if (dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!known_device(dev)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (*count == 0 || !props) {
         *count = 1;
@@ -701,7 +736,7 @@ ENTRY(zeDeviceGetCommandQueueGroupProperties, ze_device_handle_t dev, uint32_t *
       ze_command_queue_group_properties_t *props) {
     COUNT();
     NEED_INIT();
-    if (dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!known_device(dev)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (*count == 0 || !props) {
         *count = 2;
@@ -715,6 +750,15 @@ ENTRY(zeDeviceGetCommandQueueGroupProperties, ze_device_handle_t dev, uint32_t *
         props[i].numQueues = 1;
     }
     *count = n;
+    return ZE_RESULT_SUCCESS;
+}
+
+ENTRY(zeDeviceCanAccessPeer, ze_device_handle_t dev, ze_device_handle_t peer, ze_bool_t *value) {
+    COUNT();
+    NEED_INIT();
+    if (!known_device(dev) || !known_device(peer)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!value) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    *value = (ze_bool_t)peer_link(device_index(dev), device_index(peer));
     return ZE_RESULT_SUCCESS;
 }
 
@@ -742,17 +786,25 @@ ENTRY(zeVirtualMemReserve, ze_context_handle_t ctx, const void *start, size_t si
     return r;
 }
 
+ENTRY(zeVirtualMemFree, ze_context_handle_t ctx, const void *p, size_t size) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    return (ze_result_t)vmm_address_free((uintptr_t)p, size);
+}
+
 ENTRY(zePhysicalMemCreate, ze_context_handle_t ctx, ze_device_handle_t dev, ze_physical_mem_desc_t *desc,
       ze_physical_mem_handle_t *phys) {
     COUNT();
     NEED_INIT();
     NOT_LOST();
-    if (!ctx || dev != (ze_device_handle_t)&the_device) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!ctx || !known_device(dev)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !phys) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (desc->stype != ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC || desc->flags) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     if (desc->size == 0 || desc->size % VMM_GRANULARITY) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
     uintptr_t made = 0;
-    ze_result_t r = (ze_result_t)vmm_create(&made, desc->size, 0);
+    ze_result_t r = (ze_result_t)vmm_create(&made, desc->size, device_index(dev));
     *phys = (ze_physical_mem_handle_t)made;
     return r;
 }
@@ -764,6 +816,16 @@ ENTRY(zePhysicalMemDestroy, ze_context_handle_t ctx, ze_physical_mem_handle_t ph
     return (ze_result_t)vmm_release((uintptr_t)phys);
 }
 
+/* A mapping in the context: its GPU and that GPU's peers reach it. */
+static ze_result_t grant_access(const void *p, size_t size, int owner) {
+    for (int d = 0; d < device_count(); ++d)
+        if (peer_link(d, owner)) {
+            ze_result_t r = (ze_result_t)vmm_set_access((uintptr_t)p, size, d, 1);
+            if (r != ZE_RESULT_SUCCESS) return r;
+        }
+    return ZE_RESULT_SUCCESS;
+}
+
 ENTRY(zeVirtualMemMap, ze_context_handle_t ctx, const void *p, size_t size, ze_physical_mem_handle_t phys,
       size_t offset, ze_memory_access_attribute_t access) {
     COUNT();
@@ -772,7 +834,7 @@ ENTRY(zeVirtualMemMap, ze_context_handle_t ctx, const void *p, size_t size, ze_p
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (access > ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
     ze_result_t r = (ze_result_t)vmm_map((uintptr_t)p, size, offset, (uintptr_t)phys);
-    if (r == ZE_RESULT_SUCCESS && access != ZE_MEMORY_ACCESS_ATTRIBUTE_NONE) r = (ze_result_t)vmm_set_access((uintptr_t)p, size, 0, 1);
+    if (r == ZE_RESULT_SUCCESS && access != ZE_MEMORY_ACCESS_ATTRIBUTE_NONE) r = grant_access(p, size, ((vmm_phys *)phys)->device);
     if (r == ZE_RESULT_SUCCESS) atomic_store(&vmm_active, 1);
     return r;
 }
@@ -782,7 +844,7 @@ ENTRY(zeVirtualMemUnmap, ze_context_handle_t ctx, const void *p, size_t size) {
     NEED_INIT();
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    fake_drain(&device); /* after the work that may use it */
+    drain_all(); /* after the work that may use it */
     return (ze_result_t)vmm_unmap((uintptr_t)p, size);
 }
 
@@ -793,7 +855,8 @@ ENTRY(zeVirtualMemSetAccessAttribute, ze_context_handle_t ctx, const void *p, si
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (access != ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
-    return (ze_result_t)vmm_set_access((uintptr_t)p, size, 0, 1);
+    int owner = vmm_device_at((uintptr_t)p);
+    return owner < 0 ? ZE_RESULT_ERROR_INVALID_ARGUMENT : grant_access(p, size, owner);
 }
 
 ENTRY(zeMemAllocHost, ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *hd, size_t size, size_t alignment,
@@ -806,8 +869,8 @@ ENTRY(zeMemAllocHost, ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *h
 /* ---- copies, fills and barriers: at once on an immediate list, in order
  * with the kernels at the execution of a regular one */
 
-static ze_result_t signal_after(ze_event_handle_t signal) {
-    if (signal) fake_submit(&device, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &signal->signaled);
+static ze_result_t signal_after(ze_event_handle_t signal, fake_device *q) {
+    if (signal) fake_submit(q, NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &signal->signaled);
     return ZE_RESULT_SUCCESS;
 }
 
@@ -836,21 +899,29 @@ static command *record(ze_command_list_handle_t list, int kind, ze_event_handle_
     return c;
 }
 
-static ze_result_t do_copy(void *dst, const void *src, size_t size) {
+static ze_result_t do_copy(void *dst, const void *src, size_t size, fake_device *q) {
     size_t run = 0;
     int dst_dev = vmm_view((uintptr_t)dst, &run) != NULL, src_dev = vmm_view((uintptr_t)src, &run) != NULL;
-    if (dst_dev && src_dev) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
     ze_result_t r = ZE_RESULT_SUCCESS;
-    if (dst_dev) {
+    if (dst_dev && src_dev) {
+        /* Device to device: the list's GPU must reach both memories. */
+        int from = vmm_device_at((uintptr_t)src), to = vmm_device_at((uintptr_t)dst);
+        if (!peer_link(q->ordinal, from) || !peer_link(q->ordinal, to)) {
+            fprintf(stderr, "fake libze_loader: GPU %d copies from GPU %d's memory to GPU %d's without a peer link\n",
+                    q->ordinal, from, to);
+            return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        }
+        r = (ze_result_t)vmm_queue_between(q, (uintptr_t)dst, (uintptr_t)src, size);
+    } else if (dst_dev) {
         vmm_check_host(src, size, "zeCommandListAppendMemoryCopy");
         note_host_side(src);
-        r = (ze_result_t)vmm_queue(&device, (uintptr_t)dst, (unsigned char *)src, size, 1, 0, 0);
+        r = (ze_result_t)vmm_queue(q, (uintptr_t)dst, (unsigned char *)src, size, 1, 0, 0);
     } else if (src_dev) {
         vmm_check_host(dst, size, "zeCommandListAppendMemoryCopy");
         note_host_side(dst);
-        r = (ze_result_t)vmm_queue(&device, (uintptr_t)src, (unsigned char *)dst, size, 0, 0, 0);
+        r = (ze_result_t)vmm_queue(q, (uintptr_t)src, (unsigned char *)dst, size, 0, 0, 0);
     } else {
-        fake_drain(&device);
+        drain_all();
         memmove(dst, src, size);
     }
     return r;
@@ -870,19 +941,20 @@ ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, c
         c->size = size;
         return ZE_RESULT_SUCCESS;
     }
-    ze_result_t r = do_copy(dst, src, size);
-    return r == ZE_RESULT_SUCCESS ? signal_after(signal) : r;
+    fake_device *q = queue_of(list->dev);
+    ze_result_t r = do_copy(dst, src, size, q);
+    return r == ZE_RESULT_SUCCESS ? signal_after(signal, q) : r;
 }
 
-static ze_result_t do_fill(void *ptr, const void *pattern, size_t pattern_size, size_t size) {
+static ze_result_t do_fill(void *ptr, const void *pattern, size_t pattern_size, size_t size, fake_device *q) {
     size_t run = 0;
     if (!vmm_view((uintptr_t)ptr, &run)) {
-        fake_drain(&device);
+        drain_all();
         for (size_t i = 0; i < size; i += pattern_size) memcpy((char *)ptr + i, pattern, pattern_size);
         return ZE_RESULT_SUCCESS;
     }
     if (pattern_size != 1) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE; /* device fills are bytes in the double */
-    return (ze_result_t)vmm_queue(&device, (uintptr_t)ptr, NULL, size, 1, 1, *(const unsigned char *)pattern);
+    return (ze_result_t)vmm_queue(q, (uintptr_t)ptr, NULL, size, 1, 1, *(const unsigned char *)pattern);
 }
 
 ENTRY(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, const void *pattern,
@@ -902,8 +974,9 @@ ENTRY(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, c
         memcpy(c->pattern, pattern, pattern_size);
         return ZE_RESULT_SUCCESS;
     }
-    ze_result_t r = do_fill(ptr, pattern, pattern_size, size);
-    return r == ZE_RESULT_SUCCESS ? signal_after(signal) : r;
+    fake_device *q = queue_of(list->dev);
+    ze_result_t r = do_fill(ptr, pattern, pattern_size, size, q);
+    return r == ZE_RESULT_SUCCESS ? signal_after(signal, q) : r;
 }
 
 ENTRY(zeCommandListAppendBarrier, ze_command_list_handle_t list, ze_event_handle_t signal, uint32_t nwait,
@@ -916,19 +989,19 @@ ENTRY(zeCommandListAppendBarrier, ze_command_list_handle_t list, ze_event_handle
         record(list, CMD_BARRIER, signal);
         return ZE_RESULT_SUCCESS;
     }
-    return signal_after(signal);
+    return signal_after(signal, queue_of(list->dev));
 }
 
 /* A regular list's command at its execution. */
-static ze_result_t execute(const command *c) {
+static ze_result_t execute(const command *c, fake_device *q) {
     ze_result_t r = ZE_RESULT_SUCCESS;
     switch (c->kind) {
-    case CMD_KERNEL: submit(c); return ZE_RESULT_SUCCESS;
-    case CMD_COPY: r = do_copy(c->dst, c->src, c->size); break;
-    case CMD_FILL: r = do_fill(c->dst, c->pattern, c->pattern_size, c->size); break;
+    case CMD_KERNEL: submit(c, q); return ZE_RESULT_SUCCESS;
+    case CMD_COPY: r = do_copy(c->dst, c->src, c->size, q); break;
+    case CMD_FILL: r = do_fill(c->dst, c->pattern, c->pattern_size, c->size, q); break;
     case CMD_BARRIER: break;
     }
-    return r == ZE_RESULT_SUCCESS ? signal_after(c->signal) : r;
+    return r == ZE_RESULT_SUCCESS ? signal_after(c->signal, q) : r;
 }
 
 ENTRY(zeKernelGetProperties, ze_kernel_handle_t k, ze_kernel_properties_t *props) {
@@ -957,7 +1030,8 @@ TABLE(zeGetGlobalProcAddrTable, ze_global_dditable_t, t->pfnInit = fake_zeInit;)
 TABLE(zeGetDriverProcAddrTable, ze_driver_dditable_t, t->pfnGet = fake_zeDriverGet;)
 TABLE(zeGetDeviceProcAddrTable, ze_device_dditable_t, t->pfnGet = fake_zeDeviceGet;
       t->pfnGetProperties = fake_zeDeviceGetProperties; t->pfnGetMemoryProperties = fake_zeDeviceGetMemoryProperties;
-      t->pfnGetCommandQueueGroupProperties = fake_zeDeviceGetCommandQueueGroupProperties;)
+      t->pfnGetCommandQueueGroupProperties = fake_zeDeviceGetCommandQueueGroupProperties;
+      t->pfnCanAccessPeer = fake_zeDeviceCanAccessPeer;)
 TABLE(zeGetContextProcAddrTable, ze_context_dditable_t, t->pfnCreate = fake_zeContextCreate;
       t->pfnDestroy = fake_zeContextDestroy;)
 TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t, t->pfnAllocShared = fake_zeMemAllocShared;
@@ -991,6 +1065,7 @@ TABLE(zeGetEventProcAddrTable, ze_event_dditable_t, t->pfnCreate = fake_zeEventC
       t->pfnHostReset = fake_zeEventHostReset; t->pfnHostSynchronize = fake_zeEventHostSynchronize;
       t->pfnQueryStatus = fake_zeEventQueryStatus;)
 TABLE(zeGetVirtualMemProcAddrTable, ze_virtual_mem_dditable_t, t->pfnReserve = fake_zeVirtualMemReserve;
+      t->pfnFree = fake_zeVirtualMemFree;
       t->pfnQueryPageSize = fake_zeVirtualMemQueryPageSize; t->pfnMap = fake_zeVirtualMemMap;
       t->pfnUnmap = fake_zeVirtualMemUnmap; t->pfnSetAccessAttribute = fake_zeVirtualMemSetAccessAttribute;)
 TABLE(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t, t->pfnCreate = fake_zePhysicalMemCreate;
