@@ -103,6 +103,13 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
         cold.clear();  // owners busy a moment ago may be free now
         os::sleep_until_ns(os::now_ns() + 50 * 1000);
     }
+    // What stays is what the call needs (or other threads use); a GPU maps
+    // memory in granules, which an object across a boundary takes whole.
+    if (const uint64_t g = d.mapping_granularity(); g > 4096)
+        return fail(adsmErrorMemoryAllocation,
+                    "%s, and no object left to evict frees enough of it (the objects the call needs must fit "
+                    "together, each in whole %llu-byte granules of the device's)",
+                    first.c_str(), static_cast<unsigned long long>(g));
     return fail(adsmErrorMemoryAllocation, "%s, and no object left to evict frees enough of it", first.c_str());
 }
 

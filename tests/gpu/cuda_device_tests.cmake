@@ -89,6 +89,16 @@ foreach(cfg "batch|256K|auto" "lazy|256K|auto" "rolling|64K|auto" "rolling|4K|au
   math(EXPR seed "${seed} + 1")
 endforeach()
 
+# One GPU too small for the objects: they share granules (objects are
+# page-aligned on one GPU) and are evicted in turn.  12 MiB holds any
+# call's two objects (up to 4 MiB each, three granules across boundaries).
+foreach(p batch rolling)
+  add_test(NAME model.cuda.evicting.${p}.64K COMMAND protocol_tests --gtest_filter=ModelTest.*)
+  set_tests_properties(model.cuda.evicting.${p}.64K PROPERTIES TIMEOUT 300 ENVIRONMENT
+    "${on_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=64K;ADSM_MODEL_SEED=${seed};FAKE_CUDA_MEMORY=12582912;ADSM_MODEL_OBJECTS=32;ADSM_MODEL_NAMED_CALLS=1")
+  math(EXPR seed "${seed} + 1")
+endforeach()
+
 # Two GPUs of one address space (the double's FAKE_CUDA_DEVICES=2): one
 # window whose granules are each one GPU's, objects handed over between
 # them or reached over peer mappings, modules loaded in both contexts.

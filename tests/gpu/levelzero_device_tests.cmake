@@ -86,6 +86,12 @@ foreach(cfg "batch|256K|auto|" "delta|64K|uffd|" "lazy|64K|auto|evicting" "rolli
   math(EXPR seed "${seed} + 1")
 endforeach()
 
+# One GPU too small for the objects, as model.cuda.evicting.*.
+add_test(NAME model.levelzero.evicting.delta.64K COMMAND protocol_tests --gtest_filter=ModelTest.*)
+set_tests_properties(model.levelzero.evicting.delta.64K PROPERTIES TIMEOUT 300 ENVIRONMENT
+  "${on_ze_double};ADSM_PROTOCOL=delta;ADSM_BLOCK_SIZE=64K;ADSM_MODEL_SEED=${seed};FAKE_ZE_MEMORY=12582912;ADSM_MODEL_OBJECTS=32;ADSM_MODEL_NAMED_CALLS=1")
+math(EXPR seed "${seed} + 1")
+
 # The Level Zero example program itself on the double, in every protocol:
 # its kernels as host functions, preloaded for the double to find by name.
 if(NOT ADSM_SANITIZE)  # a preloaded library would come before the sanitizer runtime

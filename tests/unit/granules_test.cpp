@@ -149,6 +149,21 @@ TEST_F(GranulesTest, AnEvictedObjectKeepsItsHostPagesUntilItIsFreed) {
     EXPECT_FALSE(page_exists(3 * kGranule - 4096));
 }
 
+// What a commit costs the device is its granules not backed yet, whole:
+// a small object in a backed granule costs nothing, one across a boundary
+// into a fresh granule costs that granule.
+TEST_F(GranulesTest, ACommitCostsTheGranulesItBacksWhole) {
+    start(Pinning::off);
+    EXPECT_EQ(g_.unbacked(kBase, 4096), kGranule);
+    EXPECT_EQ(g_.unbacked(kBase + kGranule - 4096, 8192), 2 * kGranule);
+    ASSERT_EQ(g_.commit(kBase, 4096), adsmSuccess);
+    EXPECT_EQ(g_.unbacked(kBase + 8192, 4096), 0u);
+    EXPECT_EQ(g_.unbacked(kBase + kGranule - 4096, 8192), kGranule);
+    EXPECT_EQ(g_.unbacked(kBase + 3 * kGranule, 1), kGranule);
+    g_.decommit(kBase, 4096);
+    EXPECT_EQ(g_.unbacked(kBase + 8192, 4096), kGranule) << "the granule went with its last object";
+}
+
 TEST_F(GranulesTest, PagesOutsideEveryRegistrationGoWhenFreed) {
     start(Pinning::lazy);
     ASSERT_EQ(g_.commit(kBase, 4096), adsmSuccess);

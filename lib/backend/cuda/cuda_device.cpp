@@ -175,7 +175,8 @@ Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {
     ADSM_ENTER();
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
-    if (Status s = memory().room_for(bytes, capacity_, &granule_driver_, name(), gpu_name_, "CUDA_ERROR_OUT_OF_MEMORY");
+    if (Status s = memory().room_for(memory().unbacked(dev, bytes), capacity_, &granule_driver_, name(), gpu_name_,
+                                     "CUDA_ERROR_OUT_OF_MEMORY");
         s != adsmSuccess)
         return s;
     return memory().commit(dev, bytes, &granule_driver_);

@@ -249,6 +249,18 @@ Status Granules::room_for(uint64_t bytes, uint64_t capacity, const GranuleDriver
                 static_cast<unsigned long long>(capacity), device, driver_code);
 }
 
+uint64_t Granules::unbacked(uintptr_t addr, uint64_t bytes) {
+    if (bytes == 0) return 0;
+    const uint64_t first = (addr - base_) / granularity_, last = (addr - base_ + bytes - 1) / granularity_;
+    uint64_t n = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t i = first; i <= last; ++i) {
+        auto it = granules_.find(i);
+        n += it == granules_.end() || it->second.users == 0;
+    }
+    return n * granularity_;
+}
+
 Status Granules::commit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner) {
     if (bytes == 0) return adsmSuccess;
     if (!owner) owner = driver_;

@@ -93,6 +93,10 @@ public:
     // the back-end, the device and the driver's own code for it.
     Status room_for(uint64_t bytes, uint64_t capacity, const GranuleDriver *owner, const char *backend,
                     const char *device, const char *driver_code) const;
+    // The device memory a commit of [addr, addr+bytes) makes: its granules
+    // not backed yet, whole (an object across a granule boundary takes two,
+    // one sharing a backed granule takes none there).  For room_for.
+    uint64_t unbacked(uintptr_t addr, uint64_t bytes);
     // Lets go of `owner`'s share of [addr, addr+bytes); granules another
     // GPU holds are left alone.  The host pages stay (an evicted object's
     // host copy is its only one).

@@ -183,7 +183,9 @@ Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     if (Status s = window_.check(dev, bytes); s != adsmSuccess) return s;
-    if (Status s = memory().room_for(bytes, capacity_, &granule_driver_, name(), gpu_name_, "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); s != adsmSuccess)
+    if (Status s = memory().room_for(memory().unbacked(dev, bytes), capacity_, &granule_driver_, name(), gpu_name_,
+                                     "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY");
+        s != adsmSuccess)
         return s;
     return memory().commit(dev, bytes, &granule_driver_);
 }
