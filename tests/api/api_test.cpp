@@ -1,3 +1,4 @@
+#include <fstream>
 #include <numeric>
 #include <vector>
 
@@ -14,6 +15,17 @@ TEST(ApiTest, OneAddressForCpuAndDevice) {
     EXPECT_EQ(adsmGetSize(static_cast<char *>(p) + 1), 0u);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
     EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
+// libfabric (whose PSM provider's library sleeps 0.2 s and takes six
+// signals when loaded) is loaded by the processes that use a remote device
+// and by no other.
+TEST(ApiTest, LibfabricIsLoadedOnlyForARemoteDevice) {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    bool loaded = false;
+    while (std::getline(maps, line)) loaded |= line.find("libfabric.so") != std::string::npos;
+    EXPECT_EQ(loaded, on_remote());
 }
 
 TEST(ApiTest, KernelSeesCpuDataAndCpuSeesKernelData) {

@@ -2,6 +2,7 @@
 // real endpoints, RMA into memory the other side exposed, and a peer that
 // goes away.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "backend/remote/fabric.h"
+#include "backend/remote/fabric_library.h"
 #include "support/status.h"
 
 using namespace adsm::remote;
@@ -19,6 +21,24 @@ using namespace adsm::remote;
 namespace {
 
 const std::string kKey = "loopback test key, 32 bytes long";
+
+// First in the file: nothing has loaded libfabric yet.  Loading it (its
+// PSM provider's libinfinipath takes six signals in its constructor) leaves
+// what the process does on every signal as it was.
+TEST(FabricLibrary, LoadingItLeavesTheProgramsSignalHandlingAlone) {
+    struct sigaction before[NSIG] = {};
+    bool known[NSIG] = {};
+    for (int s = 1; s < NSIG; ++s) known[s] = sigaction(s, nullptr, &before[s]) == 0;
+    const FabricLibrary *lib = nullptr;
+    ASSERT_EQ(load_fabric(&lib), adsmSuccess) << adsm::last_detail();
+    ASSERT_NE(lib->getinfo, nullptr);
+    for (int s = 1; s < NSIG; ++s) {
+        struct sigaction now {};
+        if (!known[s] || sigaction(s, nullptr, &now) != 0) continue;
+        EXPECT_EQ(reinterpret_cast<void *>(now.sa_handler), reinterpret_cast<void *>(before[s].sa_handler))
+            << "signal " << s << " (" << strsignal(s) << ")";
+    }
+}
 
 struct Loopback {
     std::unique_ptr<Listener> listener;

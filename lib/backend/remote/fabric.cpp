@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "backend/remote/fabric_library.h"
 #include "os/clock.h"
 #include "os/futex.h"
 
@@ -31,11 +32,11 @@ constexpr uint32_t kApiVersion = FI_VERSION(1, 9);
 constexpr size_t kRmaChunk = 512u << 10;
 
 Status fabric_error(const char *what, ssize_t r) {
-    return fail(adsmErrorDeviceLost, "%s: %s", what, fi_strerror(static_cast<int>(-r)));
+    return fail(adsmErrorDeviceLost, "%s: %s", what, fabric_library().strerror(static_cast<int>(-r)));
 }
 
 fi_info *hints_for(const std::string &provider) {
-    fi_info *h = fi_allocinfo();
+    fi_info *h = fabric_library().dupinfo(nullptr);
     if (!h) return nullptr;
     h->ep_attr->type = FI_EP_MSG;
     h->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
@@ -51,7 +52,7 @@ fi_info *hints_for(const std::string &provider) {
 struct InfoGuard {
     fi_info *p = nullptr;
     ~InfoGuard() {
-        if (p) fi_freeinfo(p);
+        if (p) fabric_library().freeinfo(p);
     }
 };
 
@@ -73,7 +74,7 @@ Status wait_event(fid_eq *eq, uint32_t wanted, int timeout_ms, const char *what)
     if (r == -FI_EAVAIL) {
         fi_eq_err_entry err{};
         fi_eq_readerr(eq, &err, 0);
-        return fail(adsmErrorDeviceLost, "%s: %s", what, fi_strerror(err.err));
+        return fail(adsmErrorDeviceLost, "%s: %s", what, fabric_library().strerror(err.err));
     }
     if (r < 0) return fabric_error(what, r);
     if (event != wanted) return fail(adsmErrorDeviceLost, "%s: unexpected connection event %u", what, event);
@@ -196,7 +197,7 @@ Status Endpoint::completion_error(const char *what) {
     fi_cq_err_entry err{};
     fi_cq_readerr(cq_, &err, 0);
     closed_ = true;
-    return fail(adsmErrorDeviceLost, "%s: %s", what, fi_strerror(err.err));
+    return fail(adsmErrorDeviceLost, "%s: %s", what, fabric_library().strerror(err.err));
 }
 
 Status Endpoint::send(const void *data, size_t n) {
@@ -293,28 +294,30 @@ Listener::~Listener() {
     close_fid(pep_ ? &pep_->fid : nullptr);
     close_fid(eq_ ? &eq_->fid : nullptr);
     close_fid(fabric_ ? &fabric_->fid : nullptr);
-    if (info_) fi_freeinfo(info_);
+    if (info_) fabric_library().freeinfo(info_);
 }
 
 Status Listener::open(const std::string &address, const std::string &port, const std::string &provider,
                       std::unique_ptr<Listener> *out) {
+    const FabricLibrary *lib = nullptr;
+    if (Status s = load_fabric(&lib); s != adsmSuccess) return s;
     std::unique_ptr<Listener> l(new Listener);
     InfoGuard hints{hints_for(provider)};
     if (!hints.p) return fail(adsmErrorMemoryAllocation, "fi_allocinfo failed");
-    int r = fi_getinfo(kApiVersion, address.empty() ? "0.0.0.0" : address.c_str(), port.c_str(), FI_SOURCE, hints.p,
-                       &l->info_);
+    int r = lib->getinfo(kApiVersion, address.empty() ? "0.0.0.0" : address.c_str(), port.c_str(), FI_SOURCE, hints.p,
+                         &l->info_);
     if (r)
         return fail(adsmErrorNoDevice, "no libfabric provider %s offers a reliable connected endpoint with RMA on %s:%s: %s",
                     provider.empty() ? "(any)" : provider.c_str(), address.empty() ? "*" : address.c_str(), port.c_str(),
-                    fi_strerror(-r));
-    if ((r = fi_fabric(l->info_->fabric_attr, &l->fabric_, nullptr))) return fabric_error("fi_fabric", r);
+                    lib->strerror(-r));
+    if ((r = lib->fabric(l->info_->fabric_attr, &l->fabric_, nullptr))) return fabric_error("fi_fabric", r);
     fi_eq_attr eq_attr{};
     eq_attr.wait_obj = FI_WAIT_UNSPEC;
     if ((r = fi_eq_open(l->fabric_, &eq_attr, &l->eq_, nullptr))) return fabric_error("fi_eq_open", r);
     if ((r = fi_passive_ep(l->fabric_, l->info_, &l->pep_, nullptr))) return fabric_error("fi_passive_ep", r);
     if ((r = fi_pep_bind(l->pep_, &l->eq_->fid, 0))) return fabric_error("fi_pep_bind", r);
     if ((r = fi_listen(l->pep_)))
-        return fail(adsmErrorNoDevice, "cannot listen on %s:%s: %s", address.c_str(), port.c_str(), fi_strerror(-r));
+        return fail(adsmErrorNoDevice, "cannot listen on %s:%s: %s", address.c_str(), port.c_str(), lib->strerror(-r));
     sockaddr_in bound{};
     size_t len = sizeof bound;
     if (fi_getname(&l->pep_->fid, &bound, &len) == 0) l->port_ = ntohs(bound.sin_port);
@@ -331,7 +334,7 @@ Status Listener::accept(std::unique_ptr<Endpoint> *out, int timeout_ms) {
     if (r == -FI_EAVAIL) {
         fi_eq_err_entry err{};
         fi_eq_readerr(eq_, &err, 0);
-        return fail(adsmErrorDeviceLost, "a connection request failed: %s", fi_strerror(err.err));
+        return fail(adsmErrorDeviceLost, "a connection request failed: %s", fabric_library().strerror(err.err));
     }
     if (r < 0) return fabric_error("waiting for connections", r);
     if (event != FI_CONNREQ) return adsmSuccess;
@@ -358,20 +361,22 @@ Status Listener::accept(std::unique_ptr<Endpoint> *out, int timeout_ms) {
 Status connect(const std::string &host, const std::string &port, const std::string &provider, int timeout_ms,
                std::unique_ptr<Endpoint> *out) {
     out->reset();
+    const FabricLibrary *lib = nullptr;
+    if (Status s = load_fabric(&lib); s != adsmSuccess) return s;
     InfoGuard hints{hints_for(provider)};
     if (!hints.p) return fail(adsmErrorMemoryAllocation, "fi_allocinfo failed");
     InfoGuard info;
-    int r = fi_getinfo(kApiVersion, host.c_str(), port.c_str(), 0, hints.p, &info.p);
+    int r = lib->getinfo(kApiVersion, host.c_str(), port.c_str(), 0, hints.p, &info.p);
     if (r)
         return fail(adsmErrorNoDevice, "no libfabric provider %s reaches %s:%s with a reliable connected endpoint: %s",
-                    provider.empty() ? "(any)" : provider.c_str(), host.c_str(), port.c_str(), fi_strerror(-r));
+                    provider.empty() ? "(any)" : provider.c_str(), host.c_str(), port.c_str(), lib->strerror(-r));
     fid_fabric *fabric = nullptr;
-    if ((r = fi_fabric(info.p->fabric_attr, &fabric, nullptr))) return fabric_error("fi_fabric", r);
+    if ((r = lib->fabric(info.p->fabric_attr, &fabric, nullptr))) return fabric_error("fi_fabric", r);
     std::unique_ptr<Endpoint> e(new Endpoint);
     e->peer_ = host + ":" + port;
     if (Status s = e->open(fabric, info.p, true); s != adsmSuccess) return s;
     if ((r = fi_connect(e->ep_, info.p->dest_addr, nullptr, 0)))
-        return fail(adsmErrorNoDevice, "cannot connect to %s:%s: %s", host.c_str(), port.c_str(), fi_strerror(-r));
+        return fail(adsmErrorNoDevice, "cannot connect to %s:%s: %s", host.c_str(), port.c_str(), lib->strerror(-r));
     if (Status s = wait_event(e->eq_, FI_CONNECTED, timeout_ms, "connecting"); s != adsmSuccess)
         return fail(adsmErrorNoDevice, "cannot connect to the device server at %s:%s: %s", host.c_str(), port.c_str(),
                     std::string(last_detail()).c_str());
