@@ -18,7 +18,11 @@ foreach(p batch lazy rolling delta)
   add_test(NAME levelzero.device.${p} COMMAND levelzero_device_tests --gtest_filter=LevelZeroDevice.*)
   set_tests_properties(levelzero.device.${p} PROPERTIES TIMEOUT 300 ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=${p}")
 endforeach()
-add_test(NAME levelzero.device.rolling.4K COMMAND levelzero_device_tests --gtest_filter=LevelZeroDevice.*)
+# (Without the 24 MiB asynchronous-copy test: 6144 blocks of 4 KiB faulted
+# and flushed one by one four times took 18 s of the run's 21 in CI, and
+# most of its 34 s sanitized; rolling runs it with its own blocks above.)
+add_test(NAME levelzero.device.rolling.4K COMMAND levelzero_device_tests
+  --gtest_filter=LevelZeroDevice.*:-LevelZeroDevice.AsynchronousCopiesCarryEveryByte)
 set_tests_properties(levelzero.device.rolling.4K PROPERTIES TIMEOUT 300
   ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=rolling;ADSM_BLOCK_SIZE=4K;ADSM_ROLLING_SIZE=2")
 add_test(NAME levelzero.device.fault COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceFault.*)
