@@ -219,12 +219,7 @@ Status CudaDevice::hand_over(Device &to, uintptr_t dev, uint64_t bytes) {
                 return driver_error(r, "cuda: copying device memory to another GPU", adsmErrorLaunchFailure);
         return adsmSuccess;
     };
-    Status s = memory().hand_over(dev, bytes, &granule_driver_, &target->granule_driver_, copy);
-    if (s == adsmSuccess) {
-        stats().add(Counter::d2d_transfers);
-        stats().add(Counter::d2d_bytes, bytes);
-    }
-    return s;
+    return memory().hand_over(dev, bytes, &granule_driver_, &target->granule_driver_, copy);
 }
 
 Status CudaDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes) {

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/stats.h"
 #include "support/status.h"
 
 namespace adsm::gpu {
@@ -109,6 +110,7 @@ public:
     // is made at scratch addresses, copy(scratch, addr, bytes) fills it
     // from `from`'s, and it then replaces `from`'s in the window.  All or
     // nothing: a failure before the swap leaves `from`'s memory in place.
+    // Counted as a device-to-device transfer of `bytes`.
     template <class Copy>
     Status hand_over(uintptr_t addr, uint64_t bytes, GranuleDriver *from, GranuleDriver *to, Copy copy);
 
@@ -256,6 +258,10 @@ Status Granules::hand_over(uintptr_t addr, uint64_t bytes, GranuleDriver *from, 
             s = r;
     }
     to->free_scratch(scratch, size);
+    if (s == adsmSuccess) {
+        stats().add(Counter::d2d_transfers);
+        stats().add(Counter::d2d_bytes, bytes);
+    }
     return s;
 }
 

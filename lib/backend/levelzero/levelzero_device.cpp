@@ -234,12 +234,7 @@ Status LevelZeroDevice::hand_over(Device &to, uintptr_t dev, uint64_t bytes) {
         }
         return adsmSuccess;
     };
-    Status s = memory().hand_over(dev, bytes, &granule_driver_, &target->granule_driver_, copy);
-    if (s == adsmSuccess) {
-        stats().add(Counter::d2d_transfers);
-        stats().add(Counter::d2d_bytes, bytes);
-    }
-    return s;
+    return memory().hand_over(dev, bytes, &granule_driver_, &target->granule_driver_, copy);
 }
 
 // A context's mapping is reached by its GPU's peers as it is: nothing to
