@@ -1,11 +1,11 @@
 // The GPUs of one driver in one process (ADSM_DEVICE=cuda,cuda or
-// levelzero,levelzero).  A driver
-// gives a process one address space for all its GPUs, so at a window
-// address only one of them can hold memory: they share the window's
-// reservation, its table of granules (each granule one GPU's, granules.h)
-// and the host mirror's registrations (one pins for all).  An object moves
-// between them by handing its granules over, and a kernel on one reaches
-// another's object through a peer mapping, never a replica.
+// levelzero,levelzero).  A driver gives a process one address space for all
+// its GPUs, so at a window address only one of them can hold memory: they
+// share the window's reservation, its table of granules (each granule one
+// GPU's, granules.h) and the host mirror's registrations (one pins for
+// all).  An object moves between them by handing its granules over, and a
+// kernel on one reaches another's object through a peer mapping, never a
+// replica.
 //
 // A module is loaded in every GPU's context (a driver function belongs to
 // one), so a kernel the program got once runs wherever its context is:

@@ -19,6 +19,7 @@
  * GPU with a peer link to it, as Level Zero's are (FAKE_ZE_NO_PEER=1 takes
  * the links away).  Each GPU has its own queue, its kernels seeing what it
  * may reach, and copies between two GPUs' memory run view to view.
+ *
  * fake_ze_calls(name) says how many calls of an entry point reached it,
  * by its exported name or through the loader's function tables.
  */
@@ -209,8 +210,8 @@ EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
         if (!atomic_load(&initialized)) return ZE_RESULT_ERROR_UNINITIALIZED; \
     } while (0)
 /* After a kernel faulted, the device answers nothing else. */
-#define NOT_LOST()                                      \
-    do {                                                \
+#define NOT_LOST()                                          \
+    do {                                                    \
         if (any_lost()) return ZE_RESULT_ERROR_DEVICE_LOST; \
     } while (0)
 
