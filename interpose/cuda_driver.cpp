@@ -385,25 +385,52 @@ CUresult copy_batch(CUstream stream, CUdeviceptr *dsts, CUdeviceptr *srcs, size_
     return CUDA_SUCCESS;
 }
 
-// A batch of 3D copies touching shared memory is refused, not passed on:
-// the driver would move the device copy behind the protocol's back.
-template <class Forward>
-CUresult copy_3d_batch(size_t nops, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx, Forward &&forward) {
+// A batch of 3D copies with shared memory on a side of any of them: each
+// goes on its own (a batch's copies are unordered, so any order is one the
+// program allowed), a shared one row by row through the protocol as a
+// cuMemcpy3D is, the others passed on as batches of one.  Pointer operands
+// count in bytes; a row length or layer height of 0 is the extent's.
+template <class Forward, class ForwardOne>
+CUresult copy_3d_batch(CUstream stream, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
+                       Forward &&forward, ForwardOne &&forward_one) {
     if (!adsm::interpose::gpu_routed(kApi) || !ops) return forward();
     auto shared = [](const CUmemcpy3DOperand &o) {
         return o.type == CU_MEMCPY_OPERAND_TYPE_POINTER && bridge::is_shared(ptr(o.op.ptr.ptr));
     };
+    bool any = false;
+    for (size_t i = 0; i < nops && !any; ++i) any = shared(ops[i].src) || shared(ops[i].dst);
+    if (!any) return forward();
+    // A pointer operand's rows and layers: the extent's where 0, and never
+    // shorter than it.  (A CUDA array has no first byte: copy_rows refuses
+    // it beside shared memory.)
+    auto fits = [](const CUmemcpy3DOperand &o, const CUextent3D &e) {
+        return o.type != CU_MEMCPY_OPERAND_TYPE_POINTER ||
+               ((!o.op.ptr.rowLength || o.op.ptr.rowLength >= e.width) &&
+                (!o.op.ptr.layerHeight || o.op.ptr.layerHeight >= e.height));
+    };
+    auto operand = [](const CUmemcpy3DOperand &o, const CUextent3D &e) {
+        if (o.type != CU_MEMCPY_OPERAND_TYPE_POINTER) return Plane{};
+        const size_t row = o.op.ptr.rowLength ? o.op.ptr.rowLength : e.width;
+        const size_t rows = o.op.ptr.layerHeight ? o.op.ptr.layerHeight : e.height;
+        return plane(CU_MEMORYTYPE_UNIFIED, nullptr, o.op.ptr.ptr, 0, 0, 0, row, rows);
+    };
     for (size_t i = 0; i < nops; ++i) {
-        if (!shared(ops[i].src) && !shared(ops[i].dst)) continue;
-        if (fail_idx) *fail_idx = i;
-        CUdeviceptr at = shared(ops[i].src) ? ops[i].src.op.ptr.ptr : ops[i].dst.op.ptr.ptr;
-        return to_cu(adsm::fail(adsmErrorNotSupported,
-                                "cuMemcpy3DBatchAsync: copy %zu names shared memory at %p, which batches of 3D copies "
-                                "do not route yet (cuMemcpy3D does)",
-                                i, ptr(at)),
-                     "cuMemcpy3DBatchAsync");
+        CUDA_MEMCPY3D_BATCH_OP &op = ops[i];
+        const CUextent3D &e = op.extent;
+        CUresult r = CUDA_SUCCESS;
+        if (!shared(op.src) && !shared(op.dst))
+            r = forward_one(&op);
+        else if (!e.width || !e.height || !e.depth || !fits(op.src, e) || !fits(op.dst, e))
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            r = copy_rows("cuMemcpy3DBatchAsync", stream, operand(op.src, e), operand(op.dst, e), e.width, e.height,
+                          e.depth, [&] { return forward_one(&op); });
+        if (r != CUDA_SUCCESS) {
+            if (fail_idx) *fail_idx = i;
+            return r;
+        }
     }
-    return forward();
+    return CUDA_SUCCESS;
 }
 
 // A fill of n elements of the value's width.
@@ -675,20 +702,28 @@ CUDA_WRAPPER(cuMemcpyBatchAsync_v2_ptsz, CUdeviceptr *dsts, CUdeviceptr *srcs, s
 }
 CUDA_WRAPPER(cuMemcpy3DBatchAsync, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
              unsigned long long flags, CUstream s) {
-    return copy_3d_batch(nops, ops, fail_idx, [&] { return FORWARD(cuMemcpy3DBatchAsync, nops, ops, fail_idx, flags, s); });
+    size_t one_failed = 0;
+    return copy_3d_batch(
+        s, nops, ops, fail_idx, [&] { return FORWARD(cuMemcpy3DBatchAsync, nops, ops, fail_idx, flags, s); },
+        [&](CUDA_MEMCPY3D_BATCH_OP *op) { return FORWARD(cuMemcpy3DBatchAsync, 1, op, &one_failed, flags, s); });
 }
 CUDA_WRAPPER(cuMemcpy3DBatchAsync_ptsz, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
              unsigned long long flags, CUstream s) {
-    return copy_3d_batch(nops, ops, fail_idx,
-                         [&] { return FORWARD(cuMemcpy3DBatchAsync_ptsz, nops, ops, fail_idx, flags, s); });
+    size_t one_failed = 0;
+    return copy_3d_batch(
+        s, nops, ops, fail_idx, [&] { return FORWARD(cuMemcpy3DBatchAsync_ptsz, nops, ops, fail_idx, flags, s); },
+        [&](CUDA_MEMCPY3D_BATCH_OP *op) { return FORWARD(cuMemcpy3DBatchAsync_ptsz, 1, op, &one_failed, flags, s); });
 }
 CUDA_WRAPPER(cuMemcpy3DBatchAsync_v2, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags, CUstream s) {
-    return copy_3d_batch(nops, ops, nullptr, [&] { return FORWARD(cuMemcpy3DBatchAsync_v2, nops, ops, flags, s); });
+    return copy_3d_batch(
+        s, nops, ops, nullptr, [&] { return FORWARD(cuMemcpy3DBatchAsync_v2, nops, ops, flags, s); },
+        [&](CUDA_MEMCPY3D_BATCH_OP *op) { return FORWARD(cuMemcpy3DBatchAsync_v2, 1, op, flags, s); });
 }
 CUDA_WRAPPER(cuMemcpy3DBatchAsync_v2_ptsz, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
              CUstream s) {
-    return copy_3d_batch(nops, ops, nullptr,
-                         [&] { return FORWARD(cuMemcpy3DBatchAsync_v2_ptsz, nops, ops, flags, s); });
+    return copy_3d_batch(
+        s, nops, ops, nullptr, [&] { return FORWARD(cuMemcpy3DBatchAsync_v2_ptsz, nops, ops, flags, s); },
+        [&](CUDA_MEMCPY3D_BATCH_OP *op) { return FORWARD(cuMemcpy3DBatchAsync_v2_ptsz, 1, op, flags, s); });
 }
 
 // ---- hints and queries about shared memory

@@ -276,21 +276,43 @@ int main(int argc, char **argv) {
         CU(cuStreamSynchronize(0));
     }
     check_floats((float *)back, N, plus1_times2, "copied in a batch");
-    /* A batch of 3D copies naming shared memory is refused where routed
-     * (not routed yet: the driver would write the device copy unseen). */
+    /* A batch of 3D copies (CUDA 12.8), which the driver may take in any
+     * order: a box of 4 slices of 8 rows of 64 bytes out of device memory
+     * (rows 256 bytes apart, slices of 16 rows) into managed memory packed
+     * tight (row length and layer height 0: the extent's), and a copy
+     * between two device buffers.  `dbuf` holds out's bytes. */
     {
-        CUDA_MEMCPY3D_BATCH_OP op;
-        memset(&op, 0, sizeof op);
-        op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
-        op.src.op.ptr.ptr = dbuf;
-        op.dst.op.ptr.ptr = back;
-        op.src.op.ptr.rowLength = op.dst.op.ptr.rowLength = 16;
-        op.src.op.ptr.layerHeight = op.dst.op.ptr.layerHeight = 1;
-        op.extent.width = 16, op.extent.height = op.extent.depth = 1;
-        op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-        CUresult r = cuMemcpy3DBatchAsync(1, &op, 0, 0);
-        CHECK(r == (mode == ROUTED ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS), "cuMemcpy3DBatchAsync into %s memory: %d",
-              mode == ROUTED ? "shared" : "managed", (int)r);
+        CUdeviceptr dtwo;
+        CU(cuMemAlloc(&dtwo, 4096));
+        CU(cuMemsetD8(back, 0, N * 4));
+        CU(cuMemsetD8(dtwo, 0, 4096));
+        CUDA_MEMCPY3D_BATCH_OP ops[2];
+        memset(ops, 0, sizeof ops);
+        for (int k = 0; k < 2; ++k) {
+            ops[k].src.type = ops[k].dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+            ops[k].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        }
+        ops[0].src.op.ptr.ptr = dbuf + 4096 + 256 + 32; /* slice 1, row 1, byte 32 */
+        ops[0].src.op.ptr.rowLength = 256;
+        ops[0].src.op.ptr.layerHeight = 16;
+        ops[0].dst.op.ptr.ptr = back;
+        ops[0].extent.width = 64, ops[0].extent.height = 8, ops[0].extent.depth = 4;
+        ops[1].src.op.ptr.ptr = dbuf;
+        ops[1].dst.op.ptr.ptr = dtwo;
+        ops[1].extent.width = 4096, ops[1].extent.height = ops[1].extent.depth = 1;
+        CU(cuMemcpy3DBatchAsync(2, ops, 0, 0));
+        CU(cuStreamSynchronize(0));
+        const unsigned char *want = (const unsigned char *)out, *got = (const unsigned char *)back;
+        for (unsigned z = 0; z < 4; ++z)
+            for (unsigned y = 0; y < 8; ++y)
+                for (unsigned x = 0; x < 64; ++x)
+                    CHECK(got[z * 512 + y * 64 + x] == want[(z + 1) * 4096 + (y + 1) * 256 + 32 + x],
+                          "byte (%u, %u, %u) of the batch's 3D box", x, y, z);
+        CHECK(got[4 * 512] == 0, "the batch's box ends where its extent does");
+        unsigned char two[4096];
+        CU(cuMemcpyDtoH(two, dtwo, 4096));
+        CHECK(memcmp(two, want, 4096) == 0, "the batch's copy between device buffers");
+        CU(cuMemFree(dtwo));
     }
     /* Large enough that the runtime's own buffers for it are large too. */
     const size_t big_bytes = 8u << 20;

@@ -743,13 +743,38 @@ EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n
     return cuMemcpy(dst, src, n);
 }
 
-/* Batches of 3D copies: taken and done as nothing (no test needs their
- * bytes; the routed programs check that shared memory never gets here). */
+/* A batch of 3D copies between pointers (element size 1: extents and row
+ * lengths in bytes; a row length or layer height of 0 is the extent's),
+ * one after the other; CUDA arrays are not the double's. */
 EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
                                                 CUstream s) {
     COUNT();
     (void)flags, (void)s;
-    return nops && !ops ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (nops && !ops) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < nops; ++i) {
+        const CUDA_MEMCPY3D_BATCH_OP *op = &ops[i];
+        if (op->src.type != CU_MEMCPY_OPERAND_TYPE_POINTER || op->dst.type != CU_MEMCPY_OPERAND_TYPE_POINTER)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        if (!op->extent.width || !op->extent.height || !op->extent.depth) return CUDA_ERROR_INVALID_VALUE;
+        CUDA_MEMCPY3D c;
+        memset(&c, 0, sizeof c);
+        c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = op->src.op.ptr.ptr;
+        c.dstDevice = op->dst.op.ptr.ptr;
+        c.srcPitch = op->src.op.ptr.rowLength ? op->src.op.ptr.rowLength : op->extent.width;
+        c.dstPitch = op->dst.op.ptr.rowLength ? op->dst.op.ptr.rowLength : op->extent.width;
+        c.srcHeight = op->src.op.ptr.layerHeight ? op->src.op.ptr.layerHeight : op->extent.height;
+        c.dstHeight = op->dst.op.ptr.layerHeight ? op->dst.op.ptr.layerHeight : op->extent.height;
+        if (c.srcPitch < op->extent.width || c.dstPitch < op->extent.width || c.srcHeight < op->extent.height ||
+            c.dstHeight < op->extent.height)
+            return CUDA_ERROR_INVALID_VALUE;
+        c.WidthInBytes = op->extent.width;
+        c.Height = op->extent.height;
+        c.Depth = op->extent.depth;
+        CUresult r = copy_box(&c, "cuMemcpy3DBatchAsync");
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
 }
 
 /* A batch of copies (CUDA 12.8), one after the other. */
