@@ -19,6 +19,15 @@ adsm_install_deps() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# The build the scripts share (build/): optimised, with line tables only
+# (-g1): backtraces, fault attribution, sanitizer and valgrind reports keep
+# their functions, files and lines, and a build compiles about a fifth
+# faster than with full debug information (-g).
+ADSM_RELEASE=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# The sanitizer build's (build-asan/), line tables only as well.
+ADSM_SANITIZED=(-DCMAKE_BUILD_TYPE=Debug -DADSM_SANITIZE=ON -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1)
+
 # adsm_build DIR [cmake options...]
 adsm_build() {
     local dir=$1
