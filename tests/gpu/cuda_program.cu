@@ -7,7 +7,8 @@
 //             cudaMemcpy and cudaMemset on managed memory
 //   pitched:  2D and 3D copies and fills between managed memory, pitched
 //             device memory and malloc'd buffers, with kernels on both, and
-//             a batch of copies (cudaMemcpyBatchAsync)
+//             a batch of copies (cudaMemcpyBatchAsync) and one of 3D
+//             copies (cudaMemcpy3DBatchAsync)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -165,6 +166,44 @@ static void pitched() {
         expect_cell("batch, device to managed", x, 0, 7, row_back[x], cell_of(x, 0, 7));
     }
     cudaFree(lin_in), cudaFree(lin_out), cudaFree(row_back);
+    // A batch of 3D copies (CUDA 12.8) on the same stream: a box of 3
+    // slices of 8 rows of 64 bytes out of device memory (rows 256 bytes
+    // apart, slices of 16 rows) into managed memory packed tight, and device
+    // memory into device memory.
+    const size_t slab = 4 * 16 * 256, box = 4 * 8 * 64;
+    unsigned char *bytes = static_cast<unsigned char *>(malloc(slab)), *box_src, *box_copy, *box_back;
+    for (size_t i = 0; i < slab; ++i) bytes[i] = static_cast<unsigned char>(i * 13 + i / 256);
+    CK(cudaMalloc(reinterpret_cast<void **>(&box_src), slab));
+    CK(cudaMalloc(reinterpret_cast<void **>(&box_copy), slab));
+    CK(cudaMallocManaged(reinterpret_cast<void **>(&box_back), box + 64));
+    memset(box_back, 0, box + 64);
+    CK(cudaMemcpy(box_src, bytes, slab, cudaMemcpyHostToDevice));
+    cudaMemcpy3DBatchOp ops[2] = {};
+    for (cudaMemcpy3DBatchOp &op : ops) {
+        op.src.type = op.dst.type = cudaMemcpyOperandTypePointer;
+        op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    }
+    ops[0].src.op.ptr.ptr = box_src + 16 * 256 + 256 + 32;  // slice 1, row 1, byte 32
+    ops[0].src.op.ptr.rowLength = 256;
+    ops[0].src.op.ptr.layerHeight = 16;
+    ops[0].dst.op.ptr.ptr = box_back;
+    ops[0].extent = make_cudaExtent(64, 8, 3);
+    ops[1].src.op.ptr.ptr = box_src;
+    ops[1].dst.op.ptr.ptr = box_copy;
+    ops[1].extent = make_cudaExtent(slab, 1, 1);
+    CK(cudaMemcpy3DBatchAsync(2, ops, 0, stream));
+    CK(cudaStreamSynchronize(stream));
+    for (size_t z = 0; z < 3; ++z)
+        for (size_t y = 0; y < 8; ++y)
+            for (size_t x = 0; x < 64; ++x)
+                expect_cell("3D batch, device to managed", x, y, z, box_back[(z * 8 + y) * 64 + x],
+                            bytes[(z + 1) * 16 * 256 + (y + 1) * 256 + 32 + x]);
+    expect_cell("3D batch, past the box", 0, 0, 3, box_back[3 * 8 * 64], 0);
+    unsigned char *copied = static_cast<unsigned char *>(malloc(slab));
+    CK(cudaMemcpy(copied, box_copy, slab, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < slab; i += 97) expect_cell("3D batch, device to device", i, 0, 0, copied[i], bytes[i]);
+    cudaFree(box_src), cudaFree(box_copy), cudaFree(box_back);
+    free(bytes), free(copied);
     cudaStreamDestroy(stream);
     cudaFree(dev3.ptr), cudaFree(back), cudaFree(vol), cudaFree(dev), cudaFree(out), cudaFree(m);
     free(plain);
