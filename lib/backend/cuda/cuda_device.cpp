@@ -149,23 +149,9 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
     window_.size = size;
     window_.alias = host_alias;
     granule_driver_.init(d_, dev_);
-    {
-        // The first GPU of the set sets up the table the others share.
-        std::lock_guard<std::mutex> lock(set_->attach_mu);
-        if (!memory().initialized()) {
-            auto pins = std::make_unique<GranuleDriver>();
-            pins->init(d_, dev_);
-            set_->pins = std::move(pins);
-            memory().init(set_->pins.get(), window_.granularity, base, host_fd, host_alias);
-            set_->window = window_;
-        } else if (set_->window.granularity != window_.granularity) {
-            return fail(adsmErrorInitialization,
-                        "cuda: %s maps memory at granules of %llu bytes, another GPU of the process at %llu: they "
-                        "cannot share one window",
-                        gpu_name_, static_cast<unsigned long long>(window_.granularity),
-                        static_cast<unsigned long long>(set_->window.granularity));
-        }
-    }
+    auto pins = std::make_unique<GranuleDriver>();
+    pins->init(d_, dev_);
+    if (Status s = set_->share_window(window_, host_fd, std::move(pins), name(), gpu_name_); s != adsmSuccess) return s;
     if (Status s = memory().warm_up(&granule_driver_); s != adsmSuccess) return s;
     return copies_.init(d_, &window_);
 }

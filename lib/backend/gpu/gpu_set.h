@@ -67,6 +67,27 @@ public:
     std::unique_ptr<GranuleDriver> pins;  // registers host memory, for every GPU
     Granules memory;
 
+    // This GPU's view of the window joins the set's: the first GPU to attach
+    // sets up the granule table the others share, with `pins` registering
+    // host memory for all of them; a later GPU must map memory at the same
+    // granularity.
+    Status share_window(const Window &w, int host_fd, std::unique_ptr<GranuleDriver> pins, const char *backend,
+                        const char *gpu_name) {
+        std::lock_guard<std::mutex> lock(attach_mu);
+        if (!memory.initialized()) {
+            this->pins = std::move(pins);
+            memory.init(this->pins.get(), w.granularity, w.base, host_fd, w.alias);
+            window = w;
+            return adsmSuccess;
+        }
+        if (window.granularity == w.granularity) return adsmSuccess;
+        return fail(adsmErrorInitialization,
+                    "%s: %s maps memory in granules of %llu bytes, another GPU of the process in %llu: they cannot "
+                    "share one window",
+                    backend, gpu_name, static_cast<unsigned long long>(w.granularity),
+                    static_cast<unsigned long long>(window.granularity));
+    }
+
     // A module of every GPU's, and its functions there (index: the
     // device's place in the set); the handle is the first GPU's.
     using PerGpu = std::vector<void *>;

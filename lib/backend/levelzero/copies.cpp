@@ -105,10 +105,14 @@ Status CopyEngine::fill(uintptr_t dst, int value, size_t n) {
         return d_->zeCommandListAppendMemoryFill(list_, reinterpret_cast<void *>(at), &byte, 1, piece, nullptr, 0,
                                                  nullptr);
     });
+    return finish(r, "levelzero: device fill");
+}
+
+Status CopyEngine::finish(ze_result_t r, const char *what) {
     if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[0], 0, nullptr);
     if (r == ZE_RESULT_SUCCESS) pending_[0] = true;
     if (r == ZE_RESULT_SUCCESS) r = wait(0);
-    if (r != ZE_RESULT_SUCCESS) return failed(r, "levelzero: device fill");
+    if (r != ZE_RESULT_SUCCESS) return failed(r, what);
     mu_.unlock();
     return adsmSuccess;
 }
@@ -121,12 +125,7 @@ Status CopyEngine::between(uintptr_t dst, uintptr_t src, size_t n) {
         return d_->zeCommandListAppendMemoryCopy(list_, reinterpret_cast<void *>(at),
                                                  reinterpret_cast<const void *>(src + done), piece, nullptr, 0, nullptr);
     });
-    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[0], 0, nullptr);
-    if (r == ZE_RESULT_SUCCESS) pending_[0] = true;
-    if (r == ZE_RESULT_SUCCESS) r = wait(0);
-    if (r != ZE_RESULT_SUCCESS) return failed(r, "levelzero: copying device memory to another GPU");
-    mu_.unlock();
-    return adsmSuccess;
+    return finish(r, "levelzero: copying device memory to another GPU");
 }
 
 }  // namespace adsm::levelzero

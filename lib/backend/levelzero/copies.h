@@ -46,6 +46,9 @@ private:
     // then the barrier that signals that half's event.
     ze_result_t stage_chunk(int h, bool to_device, uintptr_t dev, size_t n);
     ze_result_t wait(int h);
+    // Closes commands appended since the lock was taken (r: how appending
+    // went) with a barrier, waits for them and lets the lock go.
+    Status finish(ze_result_t r, const char *what);
     Status failed(ze_result_t r, const char *what);
 
     const Driver *d_ = nullptr;

@@ -156,23 +156,9 @@ Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd
     window_.size = size;
     window_.alias = host_alias;
     granule_driver_.init(d_, ctx_, dev_);
-    {
-        // The first GPU of the set sets up the table the others share.
-        std::lock_guard<std::mutex> lock(set_->attach_mu);
-        if (!memory().initialized()) {
-            auto pins = std::make_unique<GranuleDriver>();  // (pins nothing: copies are staged)
-            pins->init(d_, ctx_, dev_);
-            set_->pins = std::move(pins);
-            memory().init(set_->pins.get(), window_.granularity, base, host_fd, host_alias);
-            set_->window = window_;
-        } else if (set_->window.granularity != window_.granularity) {
-            return fail(adsmErrorInitialization,
-                        "levelzero: %s maps memory in pages of %llu bytes, another GPU of the process in %llu: they "
-                        "cannot share one window",
-                        gpu_name_, static_cast<unsigned long long>(window_.granularity),
-                        static_cast<unsigned long long>(set_->window.granularity));
-        }
-    }
+    auto pins = std::make_unique<GranuleDriver>();  // (pins nothing: copies are staged)
+    pins->init(d_, ctx_, dev_);
+    if (Status s = set_->share_window(window_, host_fd, std::move(pins), name(), gpu_name_); s != adsmSuccess) return s;
     if (Status s = memory().warm_up(&granule_driver_); s != adsmSuccess) return s;
     if (Status s = copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_); s != adsmSuccess) return s;
     return async_.init(d_, ctx_, dev_, copy_ordinal_, &window_);
