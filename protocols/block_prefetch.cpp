@@ -23,22 +23,28 @@ void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     // A run being submitted has no ticket yet: the wait below would end
     // before its copy, which then writes the host copy under whatever the
     // CPU wrote there meanwhile.
-    while (r.prefetches_unticketed) {
+    while (r.prefetches_unticketed.load(std::memory_order_acquire)) {
         r.lock.unlock();
         sched_yield();
         r.lock.lock();
         if (!r.blocks) return;
     }
-    uint64_t t = r.prefetch_ticket;
+    uint64_t t = r.prefetch_ticket.load(std::memory_order_acquire);
     Device *device = r.device;  // the prefetch's (a migration waits for it before changing it)
     r.lock.unlock();
     // Its landing opens the block (or leaves it landed) under this lock.
     // A failure shows below as a landing that never ran.
     (void)device->wait_copies(t);
     r.lock.lock();
-    if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetch_ticket != t) return;
-    // Every copy up to t has ended and this one's landing never ran: the
-    // copy failed, and the block stays Invalid for a fetch of its own.
+    // A run submitted meanwhile (ticketed or not yet) is still coming: its
+    // blocks must stay incoming, or one could open before the copy lands
+    // over what the CPU writes there.  The caller waits again.
+    if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetch_ticket.load(std::memory_order_acquire) != t ||
+        r.prefetches_unticketed.load(std::memory_order_acquire))
+        return;
+    // Every copy up to t has ended and this one's landing never took the
+    // lock (its copy failed, or the lock stayed taken past its patience):
+    // the block stays Invalid for a fetch of its own.
     for (uint32_t i = 0; i < r.nblocks; ++i) r.blocks[i] &= static_cast<uint8_t>(~kIncoming);
 }
 
@@ -94,7 +100,7 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
                     break;
                 }
                 for (uint32_t k = first; k < last; ++k) r.blocks[k] |= kIncoming;
-                ++r.prefetches_unticketed;
+                r.prefetches_unticketed.fetch_add(1, std::memory_order_relaxed);
                 run->protocol = this;
                 run->region = &r;
                 run->id = r.id;
@@ -112,9 +118,10 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
             stats().add(Counter::prefetched_blocks, run->last - run->first);
             r.stats.moved(false, e - b);
             uint64_t t = r.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
-            os::FutexGuard g(r.lock);
-            if (t > r.prefetch_ticket) r.prefetch_ticket = t;
-            --r.prefetches_unticketed;
+            for (uint64_t seen = r.prefetch_ticket.load(std::memory_order_relaxed);
+                 t > seen && !r.prefetch_ticket.compare_exchange_weak(seen, t, std::memory_order_release);) {
+            }
+            r.prefetches_unticketed.fetch_sub(1, std::memory_order_release);
         }
         if (n < kBatch || starved) {
             *stopped = starved ? from : UINT32_MAX;
@@ -172,12 +179,12 @@ Status BlockProtocol::prefetch_range(SharedObject &r, size_t off, size_t len) {
 }
 
 // Once a prefetch has ended (on the copy engine's thread, or on the spot).
-// Its lock may be held by a thread that submits a copy and waits for a free
-// slot on the copy queue, which only this landing's end gives (rolling's
-// background flush holds the victim's lock while it submits): after a
-// short while the landing gives up, leaving its blocks incoming, and
-// whoever needs one next finds every copy up to the ticket done and fetches
-// it again (wait_incoming).
+// Its lock may be held by a thread that waits for this very landing: one
+// that submits a copy and waits for a free slot on the copy queue (rolling's
+// background flush holds the victim's lock while it submits), or coarsen().
+// After a short while the landing gives up, leaving its blocks incoming,
+// and whoever needs one next finds every copy up to the ticket done and
+// fetches it again (wait_incoming).
 void BlockProtocol::prefetched(void *arg, Status status) {
     auto *run = static_cast<PrefetchRun *>(arg);
     SharedObject &r = *run->region;
@@ -194,9 +201,10 @@ void BlockProtocol::prefetched(void *arg, Status status) {
                 r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
                 // A failed prefetch leaves the block Invalid: a touch fetches it.
                 if (status != adsmSuccess || r.state(k) != kInvalid) continue;
+                // (Where the block cannot open by itself, the CPU's touch
+                // opens it.)
                 if (run->open || run->protocol->reads_->open_on_landing(r, k)) {
-                    bool unused;
-                    if (run->protocol->open_block(r, k, false, &unused) != adsmSuccess) r.blocks[k] |= kLanded;
+                    if (!run->protocol->open_alone(r, k, false)) r.blocks[k] |= kLanded;
                 } else {
                     r.blocks[k] |= kLanded;
                 }

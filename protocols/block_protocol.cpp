@@ -1,5 +1,7 @@
 #include "protocols/block_protocol.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -101,6 +103,16 @@ void BlockProtocol::on_free(SharedObject &r) {
 
 Status BlockProtocol::coarsen(SharedObject &r) {
     ADSM_HOLDS(r.lock);
+    // A prefetch still under way writes its blocks when its copy ends,
+    // which may be after the CPU wrote them once the region is open: every
+    // one lands first.  (Their landings give up on the lock held here,
+    // leaving their blocks Invalid, and the fetches below find them so.)
+    bool incoming = false;
+    for (uint32_t k = 0; k < r.nblocks && !incoming; ++k) incoming = r.blocks[k] & kIncoming;
+    if (incoming) {
+        while (r.prefetches_unticketed.load(std::memory_order_acquire)) sched_yield();
+        (void)r.device->wait_copies(r.prefetch_ticket.load(std::memory_order_acquire));
+    }
     // Every block's data goes into the host copy first, then the whole
     // region opens in one protection change, which needs no new mapping.
     for (uint32_t k = 0; k < r.nblocks; ++k) {
@@ -110,7 +122,6 @@ Status BlockProtocol::coarsen(SharedObject &r) {
     }
     if (Status s = protect_blocks(r, 0, r.nblocks, PROT_READ | PROT_WRITE); s != adsmSuccess) return s;
     for (uint32_t k = 0; k < r.nblocks; ++k) {
-        // A prefetch still under way writes the bytes the fetch just did.
         r.blocks[k] &= static_cast<uint8_t>(~(kIncoming | kLanded));
         r.set_state(k, kDirty);
         r.blocks[k] |= kForced;  // writes go unseen now: the block goes whole
@@ -122,14 +133,19 @@ Status BlockProtocol::coarsen(SharedObject &r) {
     return adsmSuccess;
 }
 
-// Makes an Invalid block valid after its fill.  Caller holds r.lock.
-Status BlockProtocol::open_block(SharedObject &r, uint32_t k, bool write, bool *newly_dirty) {
+bool BlockProtocol::open_alone(SharedObject &r, uint32_t k, bool write) {
     ADSM_HOLDS(r.lock);
     ADSM_INVARIANT(r.state(k) == kInvalid, "only an Invalid block opens");
-    if (r.coarse) return coarsen(r);
+    if (r.coarse) return false;
     uint8_t s = writes_->open_state(write);
-    if (protect_blocks(r, k, k + 1, writes_->protection(s)) != adsmSuccess) return coarsen(r);
+    if (protect_blocks(r, k, k + 1, writes_->protection(s)) != adsmSuccess) return false;
     r.set_state(k, s);
+    return true;
+}
+
+// Makes an Invalid block valid after its fill.  Caller holds r.lock.
+Status BlockProtocol::open_block(SharedObject &r, uint32_t k, bool write, bool *newly_dirty) {
+    if (!open_alone(r, k, write)) return coarsen(r);
     *newly_dirty = write;
     return adsmSuccess;
 }
@@ -519,7 +535,7 @@ Status BlockProtocol::settle_on_device(SharedObject &r) {
     lock_settled(r, 0, r.nblocks);
     // Nothing is incoming: the ticket counted this device's copies, and the
     // next device counts its own.
-    r.prefetch_ticket = 0;
+    r.prefetch_ticket.store(0, std::memory_order_relaxed);
     Status s = flush_region(r);
     check_protections(r);
     r.lock.unlock();
@@ -528,7 +544,7 @@ Status BlockProtocol::settle_on_device(SharedObject &r) {
 
 Status BlockProtocol::evict(SharedObject &r) {
     lock_settled(r, 0, r.nblocks);
-    r.prefetch_ticket = 0;  // as in settle_on_device
+    r.prefetch_ticket.store(0, std::memory_order_relaxed);  // as in settle_on_device
     Status result = adsmSuccess;
     // Every block the host lacks comes in first (a landed prefetch already
     // did), runs of them in one copy; one that cannot leaves the object as

@@ -87,6 +87,10 @@ private:
     // Invalid -> ReadOnly or Dirty once its data is in place; a block whose
     // protection cannot be changed alone opens with its whole region.
     Status open_block(SharedObject &r, uint32_t k, bool write, bool *newly_dirty);
+    // Opens Invalid block k by itself; false where the region is, or would
+    // have to turn, coarse.  (A prefetch's landing opens so: coarsening
+    // waits for the copy engine, whose thread the landing runs on.)
+    bool open_alone(SharedObject &r, uint32_t k, bool write);
     // ReadOnly -> Dirty.
     Status dirty_block(SharedObject &r, uint32_t k, bool *newly_dirty);
     Status coarsen(SharedObject &r);

@@ -119,15 +119,18 @@ struct SharedObject {
     uint8_t *blocks = nullptr;  // nblocks states (inline_blocks when few)
     uint8_t inline_blocks[kInlineBlocks] = {};
     uint64_t *dirty_pages = nullptr;  // one bit per page, for protocols that track pages by faults
-    uint64_t prefetch_ticket = 0;     // copies filling kIncoming blocks end by this ticket
+    // Copies filling kIncoming blocks end by this ticket.  Raised by the
+    // submitter without the lock, so that one holding it (coarsen()) can
+    // wait for them.
+    std::atomic<uint64_t> prefetch_ticket{0};
     // Asynchronous stores into the device copy alone (an I/O call's) end by
     // this ticket; till the next release no closed block is fetched for a
     // store, which could read the device copy before they land.
     uint64_t stores_ticket = 0;
-    // Runs marked kIncoming whose copies have no ticket in prefetch_ticket
-    // yet (being submitted): until then a wait for prefetch_ticket says
-    // nothing about them.
-    uint32_t prefetches_unticketed = 0;
+    // Runs marked kIncoming (under the lock) whose copies have no ticket in
+    // prefetch_ticket yet (being submitted): until then a wait for
+    // prefetch_ticket says nothing about them.
+    std::atomic<uint32_t> prefetches_unticketed{0};
     // The system refused to split this object's protection (too many
     // mappings): its blocks open and close together from then on.
     bool coarse = false;
@@ -161,9 +164,9 @@ struct SharedObject {
         block_size = nblocks = 0;
         blocks = nullptr;
         dirty_pages = nullptr;
-        prefetch_ticket = 0;
+        prefetch_ticket.store(0, std::memory_order_relaxed);
         stores_ticket = 0;
-        prefetches_unticketed = 0;
+        prefetches_unticketed.store(0, std::memory_order_relaxed);
         coarse = false;
         resend.store(false, std::memory_order_relaxed);
         flushes_in_flight.store(0, std::memory_order_relaxed);

@@ -11,17 +11,20 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/recording_device.h"
 #include "memory/address_space.h"
 #include "memory/fault_engine.h"
 #include "memory/manager.h"
+#include "memory/region.h"
 #include "memory/region_table.h"
 #include "os/fault_injection.h"
 #include "os/invariant.h"
@@ -142,6 +145,9 @@ protected:
     }
     std::vector<uint8_t *> objects_;
 };
+
+// Objects of several blocks (not batch's or lazy's whole ones).
+using PrefetchRaceTest = CoreTest;
 
 TEST_F(CoreTest, ACycleSendsWhatTheProtocolPromises) {
     const size_t n = 64 * kPage;
@@ -373,6 +379,106 @@ TEST_F(CoreTest, ALargeStoreIntoAClosedBlockFetchesNothing) {
 
 // Random programs with failures injected at random points: after each
 // failure the call is retried; every byte is checked against a model.
+// A prefetch's copy writes the host copy when it lands, whenever that is:
+// its blocks must stay closed until then, whoever else waits on the object.
+// Laid out by hand: block 0's prefetch landed while the object was locked
+// (its landing gave up, leaving the block incoming), a thread waits for it,
+// and block 1's prefetch is being submitted (no ticket yet) when that
+// thread finds block 0's copy done.  Block 1 must not open before its copy
+// lands, or the landing overwrites what the CPU wrote there meanwhile.
+TEST_F(PrefetchRaceTest, ABlockStaysClosedUntilItsPrefetchLandsWhateverElseEnds) {
+    RecordingDevice &dev = core().device;
+    const size_t bs = core().config.block_size;
+    uint8_t *p = object(3 * bs);
+    memset(p, 1, 3 * bs);
+    ASSERT_EQ(call(), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);  // every block closed, the device's copy current
+    adsm::Region *r = core().table.find(reinterpret_cast<uintptr_t>(p));
+    ASSERT_NE(r, nullptr);
+    ASSERT_GE(r->nblocks, 3u);
+    dev.hold_to_host = true;
+
+    ASSERT_EQ(core().manager->prefetch(p, 1, adsm::Manager::kHost), adsmSuccess);
+    r->lock.lock();
+    dev.land();  // its landing cannot take the lock and gives up
+    r->lock.unlock();
+
+    dev.stop_waits = true;
+    std::atomic<bool> read{false};
+    std::thread reader([&] {
+        EXPECT_EQ(*reinterpret_cast<volatile uint8_t *>(p), 1);
+        read = true;
+    });
+    while (dev.waiting.load() == 0) sched_yield();
+
+    dev.stop_submits = true;
+    std::thread prefetcher([&] { EXPECT_EQ(core().manager->prefetch(p + bs, 1, adsm::Manager::kHost), adsmSuccess); });
+    while (dev.submitting.load() == 0) sched_yield();
+
+    dev.stop_waits = false;  // the reader finds block 0's copy done
+    // Bounded waits, long enough for each thread to get through if a block
+    // opened too early (none must; the test holds either way).
+    auto within = [](const std::atomic<bool> &done) {
+        for (int i = 0; i < 100 && !done; ++i) usleep(1000);
+    };
+    within(read);
+    std::atomic<bool> written{false};
+    std::thread writer([&] {
+        p[bs] = 7;
+        written = true;
+    });
+    within(written);
+    dev.stop_submits = false;
+    while (dev.submitting.load() != 0) sched_yield();
+    dev.land();
+    reader.join();
+    prefetcher.join();
+    writer.join();
+    dev.hold_to_host = false;
+    EXPECT_EQ(p[bs], 7) << "block 1's prefetch landed over the CPU's write";
+    EXPECT_EQ(p[bs + 1], 1);
+    EXPECT_EQ(p[0], 1);
+}
+
+// A region whose protection cannot be split any more opens whole: a
+// prefetch still on its way into one of its blocks must land before that,
+// or it lands over what the CPU writes there once the region is open.
+TEST_F(PrefetchRaceTest, ARegionTurningCoarseLetsItsPrefetchesLandFirst) {
+    RecordingDevice &dev = core().device;
+    const size_t bs = core().config.block_size;
+    uint8_t *p = object(3 * bs);
+    memset(p, 1, 3 * bs);
+    ASSERT_EQ(call(), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    uint64_t coarse_before = adsm::stats().get(adsm::Counter::coarsened_regions);
+    dev.hold_to_host = true;
+    ASSERT_EQ(core().manager->prefetch(p, 1, adsm::Manager::kHost), adsmSuccess);  // block 0 coming
+
+    inj::arm(inj::Site::protect, 1);  // block 1's opening fails: the region turns coarse
+    std::atomic<bool> written1{false}, written0{false};
+    std::thread writer1([&] {
+        p[bs] = 5;
+        written1 = true;
+    });
+    auto within = [](const std::atomic<bool> &done) {
+        for (int i = 0; i < 100 && !done; ++i) usleep(1000);
+    };
+    within(written1);
+    std::thread writer0([&] {
+        p[0] = 9;
+        written0 = true;
+    });
+    within(written0);
+    dev.land();
+    writer1.join();
+    writer0.join();
+    dev.hold_to_host = false;
+    EXPECT_EQ(adsm::stats().get(adsm::Counter::coarsened_regions), coarse_before + 1);
+    EXPECT_EQ(p[0], 9) << "block 0's prefetch landed over the CPU's write";
+    EXPECT_EQ(p[1], 1);
+    EXPECT_EQ(p[bs], 5);
+}
+
 TEST_F(CoreTest, RandomFailuresLoseNothing) {
     uint64_t rng = 0x9e3779b97f4a7c15ull * (1 + strtoull(getenv("ADSM_MODEL_SEED") ? getenv("ADSM_MODEL_SEED") : "1",
                                                           nullptr, 0));

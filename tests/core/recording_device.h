@@ -6,11 +6,14 @@
 // is lock-free: the fault handler copies through it.
 #pragma once
 
+#include <sched.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <vector>
 
 #include "backend/device.h"
@@ -103,10 +106,65 @@ public:
         return total;
     }
 
+    // Asynchronous copies to the host, held (hold_to_host) until land()
+    // performs them in order, as a copy engine's landing thread would: the
+    // bytes reach the host, then `done` runs.  Submitters stop inside the
+    // submission while stop_submits is set, and waiters inside wait_copies
+    // while stop_waits is set, so a test can lay threads out around them.
+    uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg) override {
+        if (!hold_to_host.load()) return Device::copy_to_host_async(dst, dev, n, done, arg);
+        uint64_t t;
+        {
+            std::lock_guard<std::mutex> g(held_mu_);
+            held_.push_back(Held{dst, dev, n, done, arg});
+            t = issued_.fetch_add(1) + 1;
+        }
+        submitting++;
+        while (stop_submits.load()) sched_yield();
+        submitting--;
+        return t;
+    }
+    Status wait_copies(uint64_t ticket) override {
+        waiting++;
+        while (stop_waits.load()) sched_yield();
+        waiting--;
+        while (landed_.load() < std::min(ticket, issued_.load())) sched_yield();
+        return take_copy_failure();
+    }
+    // Lands the held copies submitted so far.
+    void land() {
+        for (;;) {
+            Held h;
+            {
+                std::lock_guard<std::mutex> g(held_mu_);
+                if (held_.empty()) return;
+                h = held_.front();
+                held_.erase(held_.begin());
+            }
+            memcpy(h.dst, at(h.dev), h.n);
+            note(DeviceOp::to_host, h.dev, h.n);
+            if (h.done) h.done(h.arg, adsmSuccess);
+            landed_.fetch_add(1);
+        }
+    }
+    std::atomic<bool> hold_to_host{false}, stop_submits{false}, stop_waits{false};
+    std::atomic<int> submitting{0}, waiting{0};
+
     std::function<void(RecordingDevice &)> kernel;  // what the next launches do
     uint64_t capacity_ = 1ull << 30;
 
 private:
+    struct Held {
+        void *dst;
+        uintptr_t dev;
+        size_t n;
+        CopyDone done;
+        void *arg;
+    };
+    std::mutex held_mu_;
+    std::vector<Held> held_;
+    std::atomic<uint64_t> issued_{0}, landed_{0};
+
     void note(DeviceOp::Kind k, uintptr_t dev, size_t n) {
         size_t i = count_.fetch_add(1, std::memory_order_acq_rel);
         if (i < kLog) log_[i] = DeviceOp{k, dev, n};
