@@ -211,6 +211,7 @@ void BlockProtocol::prefetched(void *arg, Status status) {
             }
         }
     }
+    if (!locked) stats().add(Counter::prefetches_left);
     run->busy.store(false, std::memory_order_release);
 }
 
