@@ -138,8 +138,9 @@ public:
     virtual void start_copy_engine() {}
     virtual uint64_t copy_to_device_async(uintptr_t dev, const void *src, size_t n, CopyDone done, void *arg);
     virtual uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg);
-    // Waits for every asynchronous copy up to `ticket` (kAllCopies: all so
-    // far).  Returns, once, the first failure of an asynchronous copy not
+    // Waits for every asynchronous copy up to `ticket` (kAllCopies, or any
+    // ticket not issued yet, such as one of another device an object left:
+    // all so far, never one to come).  Returns, once, the first failure of an asynchronous copy not
     // reported yet, so that the call that waits (a release, an I/O call)
     // fails instead of going on with data that never landed.
     static constexpr uint64_t kAllCopies = UINT64_MAX;

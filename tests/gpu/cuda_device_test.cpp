@@ -453,6 +453,10 @@ TEST(CudaDevice, CallocIsZeroOnTheDevice) {
     device_test::calloc_is_zero_on_the_device();
 }
 
+TEST(CudaDevice, AWaitForATicketNeverIssuedReturns) {
+    device_test::a_wait_for_a_ticket_never_issued_returns();
+}
+
 TEST(CudaDevice, ContextsOnThreadsRunTogether) {
     device_test::contexts_on_threads_run_together();
 }

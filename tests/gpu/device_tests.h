@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "api/runtime.h"
+#include "backend/device.h"
 #include "device_test_kernels.h"
 #include "os/fault_signals.h"
 #include "support/stats.h"
@@ -113,6 +115,24 @@ inline void calloc_is_zero_on_the_device() {
     adsm::sync();
     for (unsigned i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << "at " << i;
     adsmFree(x);
+}
+
+// A wait for a copy ticket the device never issued (one an object brought
+// from a device it has left) waits for the copies so far, not for ever.
+inline void a_wait_for_a_ticket_never_issued_returns() {
+    Scale scale(load_module(), "scale");
+    const unsigned n = 1 << 18;
+    auto *v = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    ASSERT_NE(v, nullptr) << detail();
+    for (unsigned i = 0; i < n; ++i) v[i] = 1.0f;
+    scale(adsm::dim3(n / 256), adsm::dim3(256), v, 3.0f, n);
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    ASSERT_EQ(adsmPrefetch(v, n * sizeof(float), ADSM_HOST), adsmSuccess) << detail();  // copies in the background
+    adsm::Runtime *rt = nullptr;
+    ASSERT_EQ(adsm::runtime(&rt), adsmSuccess);
+    EXPECT_EQ(rt->device->wait_copies(uint64_t(1) << 40), adsmSuccess) << detail();
+    for (unsigned i = 0; i < n; i += 1021) ASSERT_EQ(v[i], 3.0f) << i;
+    adsmFree(v);
 }
 
 inline void contexts_on_threads_run_together() {

@@ -221,6 +221,10 @@ TEST(LevelZeroDevice, CallocIsZeroOnTheDevice) {
     device_test::calloc_is_zero_on_the_device();
 }
 
+TEST(LevelZeroDevice, AWaitForATicketNeverIssuedReturns) {
+    device_test::a_wait_for_a_ticket_never_issued_returns();
+}
+
 TEST(LevelZeroDevice, ContextsOnThreadsRunTogether) {
     device_test::contexts_on_threads_run_together();
 }

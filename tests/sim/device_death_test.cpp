@@ -123,3 +123,18 @@ TEST(DeviceDeathTest, HostResidentMemoryIsMappedAgainInANewDeviceProcess) {
     for (int i = 0; i < 1000; ++i) ASSERT_EQ(v[i], 12u) << i;
     EXPECT_EQ(adsmFree(v), adsmSuccess);
 }
+
+// A wait for a copy ticket the device never issued (one an object brought
+// from a device it has left) waits for the copies so far, not for ever.
+TEST(DeviceDeathTest, AWaitForATicketNeverIssuedReturns) {
+    adsm::kernel<increment> inc("death.increment");
+    adsm::shared_array<uint32_t> v(1 << 18);
+    for (auto &x : v) x = 1;
+    inc(1024, 256, v.data(), v.size());
+    ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
+    ASSERT_EQ(adsmPrefetch(v.data(), v.size() * sizeof(uint32_t), ADSM_HOST), adsmSuccess) << adsmGetLastErrorDetail();
+    adsm::SimDevice *dev = sim();
+    ASSERT_NE(dev, nullptr);
+    EXPECT_EQ(dev->wait_copies(uint64_t(1) << 40), adsmSuccess) << adsmGetLastErrorDetail();
+    for (size_t i = 0; i < v.size(); i += 1021) ASSERT_EQ(v[i], 2u) << i;
+}

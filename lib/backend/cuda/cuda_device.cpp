@@ -329,7 +329,7 @@ uint64_t CudaDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, Copy
 // driver calls go to one: whether the stream failed, and what the failure was.
 Status CudaDevice::wait_copies(uint64_t ticket) {
     if (Status s = usable(); s != adsmSuccess) return s;
-    copies_.wait(ticket == kAllCopies ? copies_.last_ticket() : ticket, [this] { return copy_stream_failed(); });
+    copies_.wait(std::min(ticket, copies_.last_ticket()), [this] { return copy_stream_failed(); });
     return copy_failure();
 }
 

@@ -296,7 +296,7 @@ uint64_t LevelZeroDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n,
 // thread holds.)
 Status LevelZeroDevice::wait_copies(uint64_t ticket) {
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
-    async_.wait(ticket == kAllCopies ? async_.last_ticket() : ticket);
+    async_.wait(std::min(ticket, async_.last_ticket()));
     if (Status s = async_.take_failure(); s != adsmSuccess) return s;
     return take_copy_failure();  // one that never reached the engine
 }

@@ -84,7 +84,7 @@ uint64_t RemoteDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, Co
 }
 
 Status RemoteDevice::wait_copies(uint64_t ticket) {
-    link_.wait(ticket == kAllCopies ? link_.last_ticket() : ticket);
+    link_.wait(std::min(ticket, link_.last_ticket()));
     if (Status s = link_.take_failure(); s != adsmSuccess) note_copy_failure(s);
     return take_copy_failure();
 }

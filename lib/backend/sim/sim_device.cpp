@@ -252,7 +252,7 @@ uint64_t SimDevice::copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyD
 }
 
 Status SimDevice::wait_copies(uint64_t ticket) {
-    if (engine_.running()) engine_.wait(ticket == kAllCopies ? engine_.last_ticket() : ticket);
+    if (engine_.running()) engine_.wait(std::min(ticket, engine_.last_ticket()));
     if (Status s = engine_.take_failure(); s != adsmSuccess) note_copy_failure(s);
     return take_copy_failure();
 }
