@@ -38,9 +38,12 @@ void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     r.lock.lock();
     // A run submitted meanwhile (ticketed or not yet) is still coming: its
     // blocks must stay incoming, or one could open before the copy lands
-    // over what the CPU writes there.  The caller waits again.
-    if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetch_ticket.load(std::memory_order_acquire) != t ||
-        r.prefetches_unticketed.load(std::memory_order_acquire))
+    // over what the CPU writes there.  The caller waits again.  (No run is
+    // marked while the lock is held, and a submitter raises the ticket
+    // before it stops counting as unticketed: read in this order, the two
+    // miss no run.)
+    if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetches_unticketed.load(std::memory_order_acquire) ||
+        r.prefetch_ticket.load(std::memory_order_acquire) != t)
         return;
     // Every copy up to t has ended and this one's landing never took the
     // lock (its copy failed, or the lock stayed taken past its patience):
