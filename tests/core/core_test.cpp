@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -146,8 +147,26 @@ protected:
     std::vector<uint8_t *> objects_;
 };
 
-// Objects of several blocks (not batch's or lazy's whole ones).
-using PrefetchRaceTest = CoreTest;
+// Prefetches whose copies to the host the recording device holds until the
+// test lands them, into objects of several blocks (not batch's or lazy's
+// whole ones).
+class PrefetchRaceTest : public CoreTest {
+protected:
+    // Three blocks of 1s, all closed, the device's copy current.
+    uint8_t *closed_blocks() {
+        const size_t bs = core().config.block_size;
+        uint8_t *p = object(3 * bs);
+        memset(p, 1, 3 * bs);
+        EXPECT_EQ(call(), adsmSuccess);
+        EXPECT_EQ(sync(), adsmSuccess);
+        return p;
+    }
+    // Bounded waits, long enough for a thread to get through if a block
+    // opened too early (none must; the tests hold either way).
+    static void within(const std::atomic<bool> &done) {
+        for (int i = 0; i < 100 && !done; ++i) usleep(1000);
+    }
+};
 
 TEST_F(CoreTest, ACycleSendsWhatTheProtocolPromises) {
     const size_t n = 64 * kPage;
@@ -377,8 +396,6 @@ TEST_F(CoreTest, ALargeStoreIntoAClosedBlockFetchesNothing) {
         ASSERT_EQ(p[i], i >= off && i < off + len ? 0xc3 : static_cast<uint8_t>(i % 251)) << i;
 }
 
-// Random programs with failures injected at random points: after each
-// failure the call is retried; every byte is checked against a model.
 // A prefetch's copy writes the host copy when it lands, whenever that is:
 // its blocks must stay closed until then, whoever else waits on the object.
 // Laid out by hand: block 0's prefetch landed while the object was locked
@@ -389,10 +406,7 @@ TEST_F(CoreTest, ALargeStoreIntoAClosedBlockFetchesNothing) {
 TEST_F(PrefetchRaceTest, ABlockStaysClosedUntilItsPrefetchLandsWhateverElseEnds) {
     RecordingDevice &dev = core().device;
     const size_t bs = core().config.block_size;
-    uint8_t *p = object(3 * bs);
-    memset(p, 1, 3 * bs);
-    ASSERT_EQ(call(), adsmSuccess);
-    ASSERT_EQ(sync(), adsmSuccess);  // every block closed, the device's copy current
+    uint8_t *p = closed_blocks();
     adsm::Region *r = core().table.find(reinterpret_cast<uintptr_t>(p));
     ASSERT_NE(r, nullptr);
     ASSERT_GE(r->nblocks, 3u);
@@ -416,11 +430,6 @@ TEST_F(PrefetchRaceTest, ABlockStaysClosedUntilItsPrefetchLandsWhateverElseEnds)
     while (dev.submitting.load() == 0) sched_yield();
 
     dev.stop_waits = false;  // the reader finds block 0's copy done
-    // Bounded waits, long enough for each thread to get through if a block
-    // opened too early (none must; the test holds either way).
-    auto within = [](const std::atomic<bool> &done) {
-        for (int i = 0; i < 100 && !done; ++i) usleep(1000);
-    };
     within(read);
     std::atomic<bool> written{false};
     std::thread writer([&] {
@@ -446,10 +455,7 @@ TEST_F(PrefetchRaceTest, ABlockStaysClosedUntilItsPrefetchLandsWhateverElseEnds)
 TEST_F(PrefetchRaceTest, ARegionTurningCoarseLetsItsPrefetchesLandFirst) {
     RecordingDevice &dev = core().device;
     const size_t bs = core().config.block_size;
-    uint8_t *p = object(3 * bs);
-    memset(p, 1, 3 * bs);
-    ASSERT_EQ(call(), adsmSuccess);
-    ASSERT_EQ(sync(), adsmSuccess);
+    uint8_t *p = closed_blocks();
     uint64_t coarse_before = adsm::stats().get(adsm::Counter::coarsened_regions);
     dev.hold_to_host = true;
     ASSERT_EQ(core().manager->prefetch(p, 1, adsm::Manager::kHost), adsmSuccess);  // block 0 coming
@@ -460,9 +466,6 @@ TEST_F(PrefetchRaceTest, ARegionTurningCoarseLetsItsPrefetchesLandFirst) {
         p[bs] = 5;
         written1 = true;
     });
-    auto within = [](const std::atomic<bool> &done) {
-        for (int i = 0; i < 100 && !done; ++i) usleep(1000);
-    };
     within(written1);
     std::thread writer0([&] {
         p[0] = 9;
@@ -479,6 +482,8 @@ TEST_F(PrefetchRaceTest, ARegionTurningCoarseLetsItsPrefetchesLandFirst) {
     EXPECT_EQ(p[bs], 5);
 }
 
+// Random programs with failures injected at random points: after each
+// failure the call is retried; every byte is checked against a model.
 TEST_F(CoreTest, RandomFailuresLoseNothing) {
     uint64_t rng = 0x9e3779b97f4a7c15ull * (1 + strtoull(getenv("ADSM_MODEL_SEED") ? getenv("ADSM_MODEL_SEED") : "1",
                                                           nullptr, 0));
