@@ -214,7 +214,7 @@ void BlockProtocol::prefetched(void *arg, Status status) {
             }
         }
     }
-    if (!locked) stats().add(Counter::prefetches_left);
+    if (!locked) stats().add(Counter::landings_given_up);
     run->busy.store(false, std::memory_order_release);
 }
 

@@ -52,7 +52,7 @@ namespace adsm {
     X(io_bytes, "I/O bytes on shared memory")                     \
     X(evictions, "rolling evictions")                             \
     X(prefetched_blocks, "blocks prefetched")                     \
-    X(prefetches_left, "prefetches left by their busy object")    \
+    X(landings_given_up, "prefetch landings given up")            \
     X(chaos_cycles, "chaos release/acquire cycles")               \
     X(coarsened_regions, "regions protected as one block")        \
     X(failed_faults, "faults that raised SIGBUS")
