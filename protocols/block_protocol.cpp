@@ -530,14 +530,17 @@ Status BlockProtocol::acquire_object(SharedObject &r, bool written) {
     return prefetch(r);
 }
 
+void BlockProtocol::forget_prefetch_ticket(SharedObject &r) {
+    ADSM_HOLDS(r.lock);
+    // Once a submitter whose run has landed already has raised it.
+    while (r.prefetches_unticketed.load(std::memory_order_acquire)) sched_yield();
+    r.prefetch_ticket.store(0, std::memory_order_relaxed);
+}
+
 Status BlockProtocol::settle_on_device(SharedObject &r) {
     (void)r.device->wait_copies(Device::kAllCopies);  // as a release: background flushes land first
     lock_settled(r, 0, r.nblocks);
-    // Nothing is incoming: the ticket counted this device's copies, and the
-    // next device counts its own (once a submitter whose run has landed
-    // already has raised it).
-    while (r.prefetches_unticketed.load(std::memory_order_acquire)) sched_yield();
-    r.prefetch_ticket.store(0, std::memory_order_relaxed);
+    forget_prefetch_ticket(r);
     Status s = flush_region(r);
     check_protections(r);
     r.lock.unlock();
@@ -546,8 +549,7 @@ Status BlockProtocol::settle_on_device(SharedObject &r) {
 
 Status BlockProtocol::evict(SharedObject &r) {
     lock_settled(r, 0, r.nblocks);
-    while (r.prefetches_unticketed.load(std::memory_order_acquire)) sched_yield();  // as in settle_on_device
-    r.prefetch_ticket.store(0, std::memory_order_relaxed);
+    forget_prefetch_ticket(r);
     Status result = adsmSuccess;
     // Every block the host lacks comes in first (a landed prefetch already
     // did), runs of them in one copy; one that cannot leaves the object as

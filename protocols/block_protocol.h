@@ -99,6 +99,10 @@ private:
     // other way round is allowed: a valid block left closed after a failed
     // protection change opens at its next fault.  Caller holds r.lock.
     void check_protections(const SharedObject &r) const;
+    // With r.lock held and nothing incoming (lock_settled): the object's
+    // copy ticket counted its device's copies; the next device (or the
+    // host, for an evicted object) counts its own.
+    void forget_prefetch_ticket(SharedObject &r);
     // Takes r.lock once no block in [first, last) is being prefetched.
     void lock_settled(SharedObject &r, uint32_t first, uint32_t last);
     // With r.lock held (released while waiting): waits for the prefetch

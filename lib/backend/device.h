@@ -140,9 +140,10 @@ public:
     virtual uint64_t copy_to_host_async(void *dst, uintptr_t dev, size_t n, CopyDone done, void *arg);
     // Waits for every asynchronous copy up to `ticket` (kAllCopies, or any
     // ticket not issued yet, such as one of another device an object left:
-    // all so far, never one to come).  Returns, once, the first failure of an asynchronous copy not
-    // reported yet, so that the call that waits (a release, an I/O call)
-    // fails instead of going on with data that never landed.
+    // all so far, never one to come).  Returns, once, the first failure of
+    // an asynchronous copy not reported yet, so that the call that waits (a
+    // release, an I/O call) fails instead of going on with data that never
+    // landed.
     static constexpr uint64_t kAllCopies = UINT64_MAX;
     virtual Status wait_copies(uint64_t) { return take_copy_failure(); }
 
