@@ -4,14 +4,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-
-#include "os/real_libc.h"
+#include <cstdint>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -33,13 +33,37 @@ struct SpawnArgs {
     volatile pid_t pid;
 };
 
+// The children share the host's memory, thread-local storage included, so
+// they call the kernel directly: a C library function that another library
+// interposes (a sanitizer, a signal-chaining library, a tracer) would update
+// that library's records of the host (its table of signal handlers, of open
+// descriptors, its per-thread state) as if the host had made the call.
+// (clone stays the C library's wrapper: only it starts a child on a stack
+// of ours.)
+long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) { return syscall(nr, a, b, c, d); }
+
+// The kernel's record of a signal's action (not the C library's struct
+// sigaction), as rt_sigaction takes it on x86-64 and AArch64.  Where it has
+// no restorer field, the handler still comes first and the all-zero
+// default below still reads as the default.
+struct KernelSigaction {
+    uintptr_t handler;
+    unsigned long flags;
+    uintptr_t restorer;
+    uint64_t mask;  // 64 signals
+};
+
 void close_between(int lo, int hi) {  // closes [lo, hi]
     if (lo > hi) return;
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, static_cast<unsigned>(lo), static_cast<unsigned>(hi), 0) == 0) return;
+    if (sys(SYS_close_range, lo, hi, 0) == 0) return;
 #endif
-    long max = sysconf(_SC_OPEN_MAX);
-    for (long fd = lo; fd <= hi && fd < max; ++fd) close(static_cast<int>(fd));
+    struct {
+        uint64_t cur, max;
+    } limit = {65536, 65536};
+    sys(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&limit));
+    for (uint64_t fd = static_cast<uint64_t>(lo); fd <= static_cast<uint64_t>(hi) && fd < limit.cur; ++fd)
+        sys(SYS_close, static_cast<long>(fd));
 }
 
 // Both children run on stacks of ours, not ones AddressSanitizer knows:
@@ -51,13 +75,18 @@ void close_between(int lo, int hi) {  // closes [lo, hi]
 #define ADSM_ON_BORROWED_STACK
 #endif
 
+[[noreturn]] ADSM_ON_BORROWED_STACK void exit_child(int code) {
+    for (;;) sys(SYS_exit_group, code);
+}
+
 // The helper itself: only execve.  Shares memory with the intermediate
 // (and through it with the host) until then.
 ADSM_ON_BORROWED_STACK int exec_main(void *p) {
     auto *a = static_cast<SpawnArgs *>(p);
-    execve(a->path, a->argv, a->envp);
-    a->err = errno ? errno : ENOEXEC;
-    _exit(127);
+    long r = sys(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
+                 reinterpret_cast<long>(a->envp));
+    a->err = r < 0 && errno ? errno : ENOEXEC;
+    exit_child(127);
 }
 
 // The intermediate: prepares signals and descriptors, starts the helper and
@@ -66,36 +95,35 @@ ADSM_ON_BORROWED_STACK int exec_main(void *p) {
 // allocation, no locks.
 ADSM_ON_BORROWED_STACK int intermediate_main(void *p) {
     auto *a = static_cast<SpawnArgs *>(p);
-    struct sigaction dfl = {};
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; ++s) {
-        struct sigaction cur;
-        // The C library's own sigaction: the program's view of signals (the
-        // interposed one) is not what the new program inherits.
-        if (real_sigaction(s, nullptr, &cur) != 0) continue;
-        if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) real_sigaction(s, &dfl, nullptr);
+    // Every handler back to the default: what the kernel holds for this
+    // process, whatever any library tells the program.
+    const KernelSigaction dfl = {reinterpret_cast<uintptr_t>(SIG_DFL), 0, 0, 0};
+    for (long s = 1; s <= 64; ++s) {
+        KernelSigaction cur;
+        if (sys(SYS_rt_sigaction, s, 0, reinterpret_cast<long>(&cur), sizeof cur.mask) != 0) continue;
+        if (cur.handler != reinterpret_cast<uintptr_t>(SIG_DFL) && cur.handler != reinterpret_cast<uintptr_t>(SIG_IGN))
+            sys(SYS_rt_sigaction, s, reinterpret_cast<long>(&dfl), 0, sizeof dfl.mask);
     }
     int prev = 2;
     for (int i = 0; i < a->nkeep; ++i) {
         int fd = a->keep[i];
         if (fd <= prev) continue;
         close_between(prev + 1, fd - 1);
-        fcntl(fd, F_SETFD, 0);
+        sys(SYS_fcntl, fd, F_SETFD, 0);
         prev = fd;
     }
     close_between(prev + 1, 0x7fffffff);
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null >= 0 && null != 0) {
-        dup2(null, 0);
-        close(null);
+    long null = sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC);
+    if (null > 0) {
+        sys(SYS_dup3, null, 0, 0);
+        sys(SYS_close, null);
     }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    const uint64_t none = 0;
+    sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, sizeof none);
     pid_t pid = clone(exec_main, a->exec_stack + kStack, CLONE_VM | CLONE_VFORK, a);
     if (pid < 0) a->err = errno;
     else a->pid = pid;
-    _exit(0);
+    exit_child(0);
 }
 
 }  // namespace
