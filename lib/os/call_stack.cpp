@@ -19,6 +19,7 @@
 #include <map>
 
 #include "os/safe_format.h"
+#include "os/safe_symbolize.h"
 
 extern char **environ;
 
@@ -187,20 +188,20 @@ std::string basename_of(const std::string &path) {
 }
 
 // Appends "name+0xoff (module)" for one frame.  Runs in the fault handler:
-// libunwind's local unwinding and naming are signal-safe, the name stays
-// mangled (demangling allocates), and the formatting is os::safe_format.
-size_t describe_frame(unw_cursor_t *c, char *buf, size_t len) {
+// libunwind's local unwinding gives the address, safe_symbolize names it
+// (libunwind's own naming allocates), the name stays mangled (demangling
+// allocates), and the formatting is os::safe_format.
+size_t describe_frame(unw_cursor_t *c, bool innermost, char *buf, size_t len) {
     unpoison_stack_below_here();
-    unw_word_t ip = 0, off = 0;
+    unw_word_t ip = 0;
     unw_get_reg(c, UNW_REG_IP, &ip);
-    char name[256];
-    bool named = unw_get_proc_name(c, name, sizeof name, &off) == 0;
-    Dl_info info;
-    const char *module = dladdr(reinterpret_cast<void *>(ip), &info) && info.dli_fname ? info.dli_fname : "?";
-    const char *base = strrchr(module, '/');
-    module = base ? base + 1 : module;
-    return named ? safe_format(buf, len, "%s+0x%lx (%s)", name, static_cast<unsigned long>(off), module)
-                 : safe_format(buf, len, "0x%lx (%s)", static_cast<unsigned long>(ip), module);
+    CodeName name;
+    // (An outer frame's address is where its call returns to.)
+    if (!name_code_address(ip, innermost ? ip : ip - 1, &name)) name.module[0] = '\0';
+    const char *module = name.module[0] ? name.module : "?";
+    return name.function[0]
+               ? safe_format(buf, len, "%s+0x%lx (%s)", name.function, static_cast<unsigned long>(name.offset), module)
+               : safe_format(buf, len, "0x%lx (%s)", static_cast<unsigned long>(ip), module);
 }
 
 }  // namespace
@@ -300,7 +301,7 @@ void describe_fault_site(void *ucontext, int frames, char *buf, size_t len) {
     size_t used = 0;
     for (int f = 0; f < frames && used + 8 < len; ++f) {
         if (f > 0) used += safe_format(buf + used, len - used, " <- ");
-        used += describe_frame(&c, buf + used, len - used);
+        used += describe_frame(&c, f == 0, buf + used, len - used);
         if (unw_step(&c) <= 0) break;
     }
 }

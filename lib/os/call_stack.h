@@ -28,10 +28,10 @@ std::vector<std::string> describe_code(const std::vector<uintptr_t> &ips);
 
 // Writes up to `frames` frames of the faulting code's call chain into buf,
 // innermost first, separated by " <- ", as "function+0x1c (module)": named
-// from the modules' full symbol tables through libunwind, so functions of
-// executables built without -rdynamic get their names too.  For the fault
-// handler: C++ names stay mangled (demangling allocates), and nothing but
-// libunwind's signal-safe local unwinding and the loader's dladdr runs.
+// from the modules' full symbol tables (os/safe_symbolize.h), so functions
+// of executables built without -rdynamic get their names too.  For the
+// fault handler: C++ names stay mangled (demangling allocates), and nothing
+// but libunwind's signal-safe local unwinding and system calls run.
 void describe_fault_site(void *ucontext, int frames, char *buf, size_t len);
 
 }  // namespace adsm::os

@@ -33,14 +33,69 @@ struct SpawnArgs {
     volatile pid_t pid;
 };
 
-// The children share the host's memory, thread-local storage included, so
-// they call the kernel directly: a C library function that another library
-// interposes (a sanitizer, a signal-chaining library, a tracer) would update
-// that library's records of the host (its table of signal handlers, of open
-// descriptors, its per-thread state) as if the host had made the call.
-// (clone stays the C library's wrapper: only it starts a child on a stack
-// of ours.)
-long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) { return syscall(nr, a, b, c, d); }
+// Both children run on stacks of ours, with the host's memory and its
+// thread-local storage: a sanitizer's bookkeeping would take their frames
+// for the host thread's (AddressSanitizer's stack of a thread that never
+// returns, ThreadSanitizer's shadow stack and clock), so nothing they run is
+// instrumented.
+#if defined(__SANITIZE_ADDRESS__)
+#define ADSM_ON_BORROWED_STACK __attribute__((no_sanitize("address")))
+#elif defined(__SANITIZE_THREAD__)
+#define ADSM_ON_BORROWED_STACK __attribute__((no_sanitize("thread")))
+#else
+#define ADSM_ON_BORROWED_STACK
+#endif
+
+// For the same reason they call the kernel directly: a C library function
+// that another library interposes (a sanitizer, a signal-chaining library,
+// a tracer) would update that library's records of the host (its table of
+// signal handlers, of open descriptors, of threads) as if the host had made
+// the call.
+ADSM_ON_BORROWED_STACK long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+    return syscall(nr, a, b, c, d);
+}
+
+// clone(flags) starting fn(arg) on the stack that ends at `top`, which
+// returns the child's pid or -1 and errno, as the C library's does.  On
+// x86-64 it is the system call itself: ThreadSanitizer interposes clone and
+// treats a child sharing memory as a fork, rewriting the host's records of
+// its threads from the child.
+ADSM_ON_BORROWED_STACK long start_child(int (*fn)(void *), char *top, unsigned long flags, void *arg) {
+#if defined(__x86_64__)
+    // The child starts with the registers of the call and the new stack: fn
+    // and arg travel on that stack, and it exits with fn's result.
+    auto **sp = reinterpret_cast<void **>(top);
+    *--sp = arg;
+    *--sp = reinterpret_cast<void *>(fn);
+    long ret;
+    register long child_tid __asm__("r10") = 0;
+    register long tls __asm__("r8") = 0;
+    __asm__ volatile(
+        "syscall\n\t"
+        "test %%rax, %%rax\n\t"
+        "jnz 1f\n\t"
+        "xor %%ebp, %%ebp\n\t"
+        "pop %%rax\n\t"
+        "pop %%rdi\n\t"
+        "call *%%rax\n\t"
+        "mov %%eax, %%edi\n\t"
+        "mov %[exit_group], %%eax\n\t"
+        "syscall\n\t"
+        "hlt\n\t"
+        "1:"
+        : "=a"(ret)
+        : "a"(static_cast<long>(SYS_clone)), "D"(flags), "S"(sp), "d"(0L), "r"(child_tid), "r"(tls),
+          [exit_group] "i"(SYS_exit_group)
+        : "rcx", "r11", "memory");
+    if (ret < 0) {
+        errno = static_cast<int>(-ret);
+        return -1;
+    }
+    return ret;
+#else
+    return clone(fn, top, static_cast<int>(flags), arg);
+#endif
+}
 
 // The kernel's record of a signal's action (not the C library's struct
 // sigaction), as rt_sigaction takes it on x86-64 and AArch64.  Where it has
@@ -53,7 +108,7 @@ struct KernelSigaction {
     uint64_t mask;  // 64 signals
 };
 
-void close_between(int lo, int hi) {  // closes [lo, hi]
+ADSM_ON_BORROWED_STACK void close_between(int lo, int hi) {  // closes [lo, hi]
     if (lo > hi) return;
 #ifdef SYS_close_range
     if (sys(SYS_close_range, lo, hi, 0) == 0) return;
@@ -65,15 +120,6 @@ void close_between(int lo, int hi) {  // closes [lo, hi]
     for (uint64_t fd = static_cast<uint64_t>(lo); fd <= static_cast<uint64_t>(hi) && fd < limit.cur; ++fd)
         sys(SYS_close, static_cast<long>(fd));
 }
-
-// Both children run on stacks of ours, not ones AddressSanitizer knows:
-// uninstrumented, so that its bookkeeping for a thread that never returns
-// (_exit) does not take them for the host's stack.
-#if defined(__SANITIZE_ADDRESS__)
-#define ADSM_ON_BORROWED_STACK __attribute__((no_sanitize("address")))
-#else
-#define ADSM_ON_BORROWED_STACK
-#endif
 
 [[noreturn]] ADSM_ON_BORROWED_STACK void exit_child(int code) {
     for (;;) sys(SYS_exit_group, code);
@@ -120,9 +166,9 @@ ADSM_ON_BORROWED_STACK int intermediate_main(void *p) {
     }
     const uint64_t none = 0;
     sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, sizeof none);
-    pid_t pid = clone(exec_main, a->exec_stack + kStack, CLONE_VM | CLONE_VFORK, a);
+    long pid = start_child(exec_main, a->exec_stack + kStack, CLONE_VM | CLONE_VFORK, a);
     if (pid < 0) a->err = errno;
-    else a->pid = pid;
+    else a->pid = static_cast<pid_t>(pid);
     exit_child(0);
 }
 
@@ -146,12 +192,12 @@ int spawn_detached(const char *path, char *const argv[], char *const envp[], con
     pthread_sigmask(SIG_SETMASK, &all, &old);
     // Exit signal 0 and no exec: the intermediate never signals the host,
     // and only waitpid(..., __WCLONE) reports it.
-    int mid = clone(intermediate_main, s + kStack, CLONE_VM | CLONE_VFORK, &args);
+    long mid = start_child(intermediate_main, s + kStack, CLONE_VM | CLONE_VFORK, &args);
     int clone_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (mid > 0) {
         int st;
-        while (waitpid(mid, &st, __WCLONE) < 0 && errno == EINTR) {
+        while (waitpid(static_cast<pid_t>(mid), &st, __WCLONE) < 0 && errno == EINTR) {
         }
     }
 #if defined(__SANITIZE_ADDRESS__)

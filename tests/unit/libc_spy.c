@@ -1,0 +1,163 @@
+// A library that interposes C library functions, as signal-chaining
+// libraries, sanitizers, allocators and I/O tracers do, and counts calls to
+// them where the runtime must make none:
+//   - by any process other than the one that loaded it: a child that shares
+//     our memory (os/spawn.cpp) updates the count we read, as each such call
+//     would have updated the interposer's records of the host;
+//   - allocations by a thread while it is watched: code that must run in a
+//     signal handler, where the thread may have stopped inside the
+//     allocator (os/call_stack.cpp naming a fault's site).
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static long g_host_pid;
+static volatile int g_child_calls, g_clone_calls, g_watched_calls;
+static volatile long g_watched_tid;
+
+enum {
+    kSigaction, kSigprocmask, kOpen, kOpen64, kOpenat, kDup2, kDup3, kClose,
+    kFcntl, kExecve, kExit, kClone, kCount
+};
+static void *g_real[kCount];
+
+static const char *const g_names[kCount] = {"sigaction", "sigprocmask", "open",  "open64", "openat", "dup2",
+                                            "dup3",      "close",       "fcntl", "execve", "_exit",  "clone"};
+
+__attribute__((constructor)) static void spy_init(void) { g_host_pid = syscall(SYS_getpid); }
+
+// Resolved at the first call: other libraries' constructors, run before
+// ours, may already call these.
+static void *real(int i) {
+    void *f = __atomic_load_n(&g_real[i], __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, g_names[i]);
+        __atomic_store_n(&g_real[i], f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+static void note(void) {
+    if (g_host_pid && syscall(SYS_getpid) != g_host_pid) __atomic_add_fetch(&g_child_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+static void note_allocation(void) {
+    note();
+    long watched = __atomic_load_n(&g_watched_tid, __ATOMIC_SEQ_CST);
+    if (watched && syscall(SYS_gettid) == watched) __atomic_add_fetch(&g_watched_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+// Counts this thread's allocations from now on (the count so far is returned).
+int libc_spy_watch_this_thread(void) {
+    __atomic_store_n(&g_watched_tid, syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&g_watched_calls, __ATOMIC_SEQ_CST);
+}
+// Stops watching; returns the count.
+int libc_spy_stop_watching(void) {
+    __atomic_store_n(&g_watched_tid, 0, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&g_watched_calls, __ATOMIC_SEQ_CST);
+}
+
+int libc_spy_child_calls(void) { return __atomic_load_n(&g_child_calls, __ATOMIC_SEQ_CST); }
+// clone, by anyone: ThreadSanitizer's, for one, takes a child sharing
+// memory for a fork and rewrites the host's records from the child.
+int libc_spy_clone_calls(void) { return __atomic_load_n(&g_clone_calls, __ATOMIC_SEQ_CST); }
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    note();
+    return ((int (*)(int, const struct sigaction *, struct sigaction *))real(kSigaction))(sig, act, old);
+}
+int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    note();
+    return ((int (*)(int, const sigset_t *, sigset_t *))real(kSigprocmask))(how, set, old);
+}
+int open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = va_arg(ap, mode_t);
+    va_end(ap);
+    note();
+    return ((int (*)(const char *, int, mode_t))real(kOpen))(path, flags, mode);
+}
+int open64(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = va_arg(ap, mode_t);
+    va_end(ap);
+    note();
+    return ((int (*)(const char *, int, mode_t))real(kOpen64))(path, flags, mode);
+}
+int openat(int dir, const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = va_arg(ap, mode_t);
+    va_end(ap);
+    note();
+    return ((int (*)(int, const char *, int, mode_t))real(kOpenat))(dir, path, flags, mode);
+}
+int dup2(int fd, int to) {
+    note();
+    return ((int (*)(int, int))real(kDup2))(fd, to);
+}
+int dup3(int fd, int to, int flags) {
+    note();
+    return ((int (*)(int, int, int))real(kDup3))(fd, to, flags);
+}
+int close(int fd) {
+    note();
+    return ((int (*)(int))real(kClose))(fd);
+}
+int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    long arg = va_arg(ap, long);
+    va_end(ap);
+    note();
+    return ((int (*)(int, int, long))real(kFcntl))(fd, cmd, arg);
+}
+int execve(const char *path, char *const argv[], char *const envp[]) {
+    note();
+    return ((int (*)(const char *, char *const[], char *const[]))real(kExecve))(path, argv, envp);
+}
+void _exit(int code) {
+    note();
+    ((void (*)(int))real(kExit))(code);
+    __builtin_unreachable();
+}
+int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    void *parent_tid = va_arg(ap, void *), *tls = va_arg(ap, void *), *child_tid = va_arg(ap, void *);
+    va_end(ap);
+    __atomic_add_fetch(&g_clone_calls, 1, __ATOMIC_SEQ_CST);
+    return ((int (*)(int (*)(void *), void *, int, void *, ...))real(kClone))(fn, stack, flags, arg, parent_tid, tls,
+                                                                          child_tid);
+}
+
+// The allocator, through the C library's own entry points (no lookup, which
+// could itself allocate).
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+void *malloc(size_t n) {
+    note_allocation();
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size) {
+    note_allocation();
+    return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n) {
+    note_allocation();
+    return __libc_realloc(p, n);
+}
+void free(void *p) {
+    note_allocation();
+    __libc_free(p);
+}
