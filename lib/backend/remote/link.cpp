@@ -101,15 +101,19 @@ void Link::wait(uint64_t t) { ring_.wait(t); }
 Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool patient) {
     if (body_size > kMaxMessage - sizeof(RequestHeader))
         return fail(adsmErrorInvalidValue, "a %zu-byte request body is too large", body_size);
-    // The header and body go as one message, built here; the thread sends it.
-    std::unique_ptr<uint8_t[]> msg(new uint8_t[sizeof(RequestHeader) + body_size]);
+    // The header and body go as one message, built here; the thread sends
+    // it.  Small ones on the stack: a fault handler's (a synchronize, when
+    // the CPU touches what a kernel may still use) must not allocate.
+    const size_t size = sizeof(RequestHeader) + body_size;
+    uint8_t small[256];
+    std::unique_ptr<uint8_t[]> large(size > sizeof small ? new uint8_t[size] : nullptr);
+    uint8_t *msg = large ? large.get() : small;
     RequestHeader h{kWireMagic, op, 0, static_cast<uint32_t>(body_size), 0};
-    memcpy(msg.get(), &h, sizeof h);
-    if (body_size) memcpy(msg.get() + sizeof h, body, body_size);
+    memcpy(msg, &h, sizeof h);
+    if (body_size) memcpy(msg + sizeof h, body, body_size);
     Status result = adsmErrorDeviceLost;
     uint64_t t;
-    while ((t = submit(Job{Kind::request, 0, msg.get(), sizeof(RequestHeader) + body_size, nullptr, nullptr, patient,
-                           &result, reply, adsmSuccess})) == 0) {
+    while ((t = submit(Job{Kind::request, 0, msg, size, nullptr, nullptr, patient, &result, reply, adsmSuccess})) == 0) {
         if (!running_.load()) return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
         wait(last_ticket());  // full: let it drain
     }
