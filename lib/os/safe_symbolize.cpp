@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "os/raw_syscall.h"
+
 namespace adsm::os {
 namespace {
 
@@ -42,16 +44,14 @@ size_t length(const char *s) {
     return n;
 }
 
-long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) { return syscall(nr, a, b, c, d); }
-
 int open_read_only(const char *path) {
-    return static_cast<int>(sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
+    return static_cast<int>(raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
 }
 
 bool read_at(int fd, void *buf, size_t n, uint64_t at) {
     auto *p = static_cast<char *>(buf);
     while (n > 0) {
-        long r = sys(SYS_pread64, fd, reinterpret_cast<long>(p), static_cast<long>(n), static_cast<long>(at));
+        long r = raw_syscall(SYS_pread64, fd, reinterpret_cast<long>(p), static_cast<long>(n), static_cast<long>(at));
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return false;
         p += r;
@@ -99,7 +99,7 @@ bool find_mapping(uintptr_t addr, Mapping *m) {
     size_t have = 0;
     bool found = false, skipping = false;
     for (;;) {
-        long r = sys(SYS_read, fd, reinterpret_cast<long>(buf + have), static_cast<long>(sizeof buf - have));
+        long r = raw_syscall(SYS_read, fd, reinterpret_cast<long>(buf + have), static_cast<long>(sizeof buf - have));
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
         have += static_cast<size_t>(r);
@@ -138,7 +138,7 @@ bool find_mapping(uintptr_t addr, Mapping *m) {
         copy_bytes(buf, buf + at, have - at);  // forwards: the bytes move down
         have -= at;
     }
-    sys(SYS_close, fd);
+    raw_syscall(SYS_close, fd);
     return found;
 }
 
@@ -215,7 +215,7 @@ bool name_code_address(uintptr_t ip, uintptr_t lookup, CodeName *out) {
         }
         if (named) out->offset = vaddr + (ip - lookup) - start;
     }
-    sys(SYS_close, fd);
+    raw_syscall(SYS_close, fd);
     if (!named) out->function[0] = '\0';
     return true;
 }

@@ -13,9 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#endif
+#include "os/raw_syscall.h"
 
 namespace adsm::os {
 namespace {
@@ -33,27 +31,11 @@ struct SpawnArgs {
     volatile pid_t pid;
 };
 
-// Both children run on stacks of ours, with the host's memory and its
-// thread-local storage: a sanitizer's bookkeeping would take their frames
-// for the host thread's (AddressSanitizer's stack of a thread that never
-// returns, ThreadSanitizer's shadow stack and clock), so nothing they run is
-// instrumented.
-#if defined(__SANITIZE_ADDRESS__)
-#define ADSM_ON_BORROWED_STACK __attribute__((no_sanitize("address")))
-#elif defined(__SANITIZE_THREAD__)
-#define ADSM_ON_BORROWED_STACK __attribute__((no_sanitize("thread")))
-#else
-#define ADSM_ON_BORROWED_STACK
-#endif
-
-// For the same reason they call the kernel directly: a C library function
-// that another library interposes (a sanitizer, a signal-chaining library,
-// a tracer) would update that library's records of the host (its table of
-// signal handlers, of open descriptors, of threads) as if the host had made
-// the call.
-ADSM_ON_BORROWED_STACK long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
-    return syscall(nr, a, b, c, d);
-}
+// Both children run on stacks of ours (ADSM_ON_BORROWED_STACK), and call
+// the kernel directly: a C library function that another library interposes
+// would update that library's records of the host (its table of signal
+// handlers, of open descriptors, of threads) as if the host had made the
+// call.
 
 // clone(flags) starting fn(arg) on the stack that ends at `top`, which
 // returns the child's pid or -1 and errno, as the C library's does.  On
@@ -111,25 +93,25 @@ struct KernelSigaction {
 ADSM_ON_BORROWED_STACK void close_between(int lo, int hi) {  // closes [lo, hi]
     if (lo > hi) return;
 #ifdef SYS_close_range
-    if (sys(SYS_close_range, lo, hi, 0) == 0) return;
+    if (raw_syscall(SYS_close_range, lo, hi, 0) == 0) return;
 #endif
     struct {
         uint64_t cur, max;
     } limit = {65536, 65536};
-    sys(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&limit));
+    raw_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&limit));
     for (uint64_t fd = static_cast<uint64_t>(lo); fd <= static_cast<uint64_t>(hi) && fd < limit.cur; ++fd)
-        sys(SYS_close, static_cast<long>(fd));
+        raw_syscall(SYS_close, static_cast<long>(fd));
 }
 
 [[noreturn]] ADSM_ON_BORROWED_STACK void exit_child(int code) {
-    for (;;) sys(SYS_exit_group, code);
+    for (;;) raw_syscall(SYS_exit_group, code);
 }
 
 // The helper itself: only execve.  Shares memory with the intermediate
 // (and through it with the host) until then.
 ADSM_ON_BORROWED_STACK int exec_main(void *p) {
     auto *a = static_cast<SpawnArgs *>(p);
-    long r = sys(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
+    long r = raw_syscall(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
                  reinterpret_cast<long>(a->envp));
     a->err = r < 0 && errno ? errno : ENOEXEC;
     exit_child(127);
@@ -146,26 +128,26 @@ ADSM_ON_BORROWED_STACK int intermediate_main(void *p) {
     const KernelSigaction dfl = {reinterpret_cast<uintptr_t>(SIG_DFL), 0, 0, 0};
     for (long s = 1; s <= 64; ++s) {
         KernelSigaction cur;
-        if (sys(SYS_rt_sigaction, s, 0, reinterpret_cast<long>(&cur), sizeof cur.mask) != 0) continue;
+        if (raw_syscall(SYS_rt_sigaction, s, 0, reinterpret_cast<long>(&cur), sizeof cur.mask) != 0) continue;
         if (cur.handler != reinterpret_cast<uintptr_t>(SIG_DFL) && cur.handler != reinterpret_cast<uintptr_t>(SIG_IGN))
-            sys(SYS_rt_sigaction, s, reinterpret_cast<long>(&dfl), 0, sizeof dfl.mask);
+            raw_syscall(SYS_rt_sigaction, s, reinterpret_cast<long>(&dfl), 0, sizeof dfl.mask);
     }
     int prev = 2;
     for (int i = 0; i < a->nkeep; ++i) {
         int fd = a->keep[i];
         if (fd <= prev) continue;
         close_between(prev + 1, fd - 1);
-        sys(SYS_fcntl, fd, F_SETFD, 0);
+        raw_syscall(SYS_fcntl, fd, F_SETFD, 0);
         prev = fd;
     }
     close_between(prev + 1, 0x7fffffff);
-    long null = sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC);
+    long null = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDONLY | O_CLOEXEC);
     if (null > 0) {
-        sys(SYS_dup3, null, 0, 0);
-        sys(SYS_close, null);
+        raw_syscall(SYS_dup3, null, 0, 0);
+        raw_syscall(SYS_close, null);
     }
     const uint64_t none = 0;
-    sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, sizeof none);
+    raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, sizeof none);
     long pid = start_child(exec_main, a->exec_stack + kStack, CLONE_VM | CLONE_VFORK, a);
     if (pid < 0) a->err = errno;
     else a->pid = static_cast<pid_t>(pid);
@@ -200,12 +182,6 @@ int spawn_detached(const char *path, char *const argv[], char *const envp[], con
         while (waitpid(static_cast<pid_t>(mid), &st, __WCLONE) < 0 && errno == EINTR) {
         }
     }
-#if defined(__SANITIZE_ADDRESS__)
-    // The children ran instrumented code on these stacks with our memory,
-    // shadow included: the poison their frames left would otherwise stay
-    // on whatever is mapped here next (a false report far from here).
-    __asan_unpoison_memory_region(stacks, 2 * kStack);
-#endif
     munmap(stacks, 2 * kStack);
 
     if (mid < 0) return -clone_errno;

@@ -76,21 +76,24 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
     note();
     return ((int (*)(int, const sigset_t *, sigset_t *))real(kSigprocmask))(how, set, old);
 }
+static int spied_open(int which, const char *path, int flags, va_list ap) {
+    mode_t mode = va_arg(ap, mode_t);
+    note();
+    return ((int (*)(const char *, int, mode_t))real(which))(path, flags, mode);
+}
 int open(const char *path, int flags, ...) {
     va_list ap;
     va_start(ap, flags);
-    mode_t mode = va_arg(ap, mode_t);
+    int r = spied_open(kOpen, path, flags, ap);
     va_end(ap);
-    note();
-    return ((int (*)(const char *, int, mode_t))real(kOpen))(path, flags, mode);
+    return r;
 }
 int open64(const char *path, int flags, ...) {
     va_list ap;
     va_start(ap, flags);
-    mode_t mode = va_arg(ap, mode_t);
+    int r = spied_open(kOpen64, path, flags, ap);
     va_end(ap);
-    note();
-    return ((int (*)(const char *, int, mode_t))real(kOpen64))(path, flags, mode);
+    return r;
 }
 int openat(int dir, const char *path, int flags, ...) {
     va_list ap;
