@@ -48,6 +48,7 @@ namespace adsm {
     X(kernel_ns, "ns kernels ran (sim)")                          \
     X(pinned_bytes, "host bytes pinned for the device")           \
     X(pin_ns, "ns pinning host memory")                           \
+    X(prefault_ns, "ns making host pages ahead of pinning")       \
     X(io_calls, "I/O calls on shared memory")                     \
     X(io_bytes, "I/O bytes on shared memory")                     \
     X(evictions, "rolling evictions")                             \

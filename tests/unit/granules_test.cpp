@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/gpu/granules.h"
+#include "support/stats.h"
 #include "memfd_mapping.h"
 
 namespace {
@@ -177,6 +178,41 @@ TEST_F(GranulesTest, PagesOutsideEveryRegistrationGoWhenFreed) {
     g_.forget_host(kBase, 3 * 4096);
     EXPECT_FALSE(page_exists(0));
     EXPECT_FALSE(page_exists(8192));
+}
+
+// Helpers make a first use's pages before one registration pins them all;
+// that time is a statistic of its own, not pinning, so that a GPU's
+// breakdown compares with the simulated device's pin model.
+TEST_F(GranulesTest, PagesMadeAheadAreCountedApartFromPinning) {
+    g_.set_page_makers(2);
+    start(Pinning::lazy);
+    const uint64_t x = 4 * kGranule;
+    ASSERT_EQ(g_.commit(kBase, x), adsmSuccess);
+    const uint64_t made_before = adsm::stats().get(adsm::Counter::prefault_ns);
+    uintptr_t start = kBase;
+    uint64_t len = x;
+    EXPECT_TRUE(g_.pin_for_cpu(kBase, kBase + x, &start, &len));
+    EXPECT_EQ(driver_.pins, 1);
+    // (The recording driver's registration makes no page.)
+    EXPECT_TRUE(page_exists(0));
+    EXPECT_TRUE(page_exists(x - 4096));
+    EXPECT_GT(adsm::stats().get(adsm::Counter::prefault_ns), made_before);
+    g_.decommit(kBase, x);
+}
+
+TEST_F(GranulesTest, OnePageMakerLeavesPagesToTheRegistration) {
+    g_.set_page_makers(1);
+    start(Pinning::lazy);
+    const uint64_t x = 4 * kGranule;
+    ASSERT_EQ(g_.commit(kBase, x), adsmSuccess);
+    const uint64_t made_before = adsm::stats().get(adsm::Counter::prefault_ns);
+    uintptr_t start = kBase;
+    uint64_t len = x;
+    EXPECT_TRUE(g_.pin_for_cpu(kBase, kBase + x, &start, &len));
+    EXPECT_EQ(driver_.pinned_bytes(), x);
+    EXPECT_FALSE(page_exists(0));
+    EXPECT_EQ(adsm::stats().get(adsm::Counter::prefault_ns), made_before);
+    g_.decommit(kBase, x);
 }
 
 TEST_F(GranulesTest, EagerPinningRegistersACommitInOneCall) {
