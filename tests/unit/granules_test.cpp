@@ -182,37 +182,37 @@ TEST_F(GranulesTest, PagesOutsideEveryRegistrationGoWhenFreed) {
 
 // Helpers make a first use's pages before one registration pins them all;
 // that time is a statistic of its own, not pinning, so that a GPU's
-// breakdown compares with the simulated device's pin model.
-TEST_F(GranulesTest, PagesMadeAheadAreCountedApartFromPinning) {
-    g_.set_page_makers(2);
-    start(Pinning::lazy);
-    const uint64_t x = 4 * kGranule;
-    ASSERT_EQ(g_.commit(kBase, x), adsmSuccess);
-    const uint64_t made_before = adsm::stats().get(adsm::Counter::prefault_ns);
-    uintptr_t start = kBase;
-    uint64_t len = x;
-    EXPECT_TRUE(g_.pin_for_cpu(kBase, kBase + x, &start, &len));
-    EXPECT_EQ(driver_.pins, 1);
-    // (The recording driver's registration makes no page.)
+// breakdown compares with the simulated device's pin model.  (The recording
+// driver's registration makes no page.)
+class PageMakingTest : public GranulesTest {
+protected:
+    static constexpr uint64_t kObject = 4 * kGranule;
+    // The CPU's first use of a 4-granule object with `makers` helpers: the
+    // time counted as page making.
+    uint64_t first_cpu_use(unsigned makers) {
+        g_.set_page_makers(makers);
+        start(Pinning::lazy);
+        EXPECT_EQ(g_.commit(kBase, kObject), adsmSuccess);
+        const uint64_t before = adsm::stats().get(adsm::Counter::prefault_ns);
+        uintptr_t start = kBase;
+        uint64_t len = kObject;
+        EXPECT_TRUE(g_.pin_for_cpu(kBase, kBase + kObject, &start, &len));
+        EXPECT_EQ(driver_.pins, 1);
+        EXPECT_EQ(driver_.pinned_bytes(), kObject);
+        return adsm::stats().get(adsm::Counter::prefault_ns) - before;
+    }
+    void TearDown() override { g_.decommit(kBase, kObject); }
+};
+
+TEST_F(PageMakingTest, PagesMadeAheadAreCountedApartFromPinning) {
+    EXPECT_GT(first_cpu_use(2), 0u);
     EXPECT_TRUE(page_exists(0));
-    EXPECT_TRUE(page_exists(x - 4096));
-    EXPECT_GT(adsm::stats().get(adsm::Counter::prefault_ns), made_before);
-    g_.decommit(kBase, x);
+    EXPECT_TRUE(page_exists(kObject - 4096));
 }
 
-TEST_F(GranulesTest, OnePageMakerLeavesPagesToTheRegistration) {
-    g_.set_page_makers(1);
-    start(Pinning::lazy);
-    const uint64_t x = 4 * kGranule;
-    ASSERT_EQ(g_.commit(kBase, x), adsmSuccess);
-    const uint64_t made_before = adsm::stats().get(adsm::Counter::prefault_ns);
-    uintptr_t start = kBase;
-    uint64_t len = x;
-    EXPECT_TRUE(g_.pin_for_cpu(kBase, kBase + x, &start, &len));
-    EXPECT_EQ(driver_.pinned_bytes(), x);
+TEST_F(PageMakingTest, OnePageMakerLeavesPagesToTheRegistration) {
+    EXPECT_EQ(first_cpu_use(1), 0u);
     EXPECT_FALSE(page_exists(0));
-    EXPECT_EQ(adsm::stats().get(adsm::Counter::prefault_ns), made_before);
-    g_.decommit(kBase, x);
 }
 
 TEST_F(GranulesTest, EagerPinningRegistersACommitInOneCall) {
