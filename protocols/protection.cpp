@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "os/error_text.h"
 #include "os/vm.h"
 
 namespace adsm {
@@ -9,7 +10,7 @@ namespace adsm {
 Status protect_range(uintptr_t at, size_t len, int prot) {
     if (int e = os::protect(reinterpret_cast<void *>(at), len, prot); e != 0)
         return fail(adsmErrorMemoryAllocation, "cannot change the protection of %zu bytes of shared memory at %p: %s", len,
-                    reinterpret_cast<void *>(at), strerror(-e));
+                    reinterpret_cast<void *>(at), os::error_text(-e));
     return adsmSuccess;
 }
 

@@ -4,6 +4,7 @@
 // whole, or only the written pages.
 #include <cstring>
 
+#include "os/error_text.h"
 #include "os/uffd.h"
 #include "protocols/write_detection.h"
 
@@ -22,7 +23,7 @@ public:
 
     Status watch(SharedObject &r) override {
         if (int e = tracker_->arm(r.host, r.span))
-            return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", r.span, strerror(e));
+            return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", r.span, os::error_text(e));
         return adsmSuccess;
     }
 

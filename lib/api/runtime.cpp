@@ -13,6 +13,7 @@
 #include "api/preload.h"
 #include "backend/device_process.h"
 #include "memory/fault_engine.h"
+#include "os/error_text.h"
 #include "os/vm.h"
 #include "support/inside.h"
 #include "support/log.h"
@@ -43,7 +44,7 @@ void print_stats() {
         std::string path = file_for_process(rt->config.stats_json);
         FILE *f = fopen(path.c_str(), "w");
         if (!f) {
-            ADSM_LOG(error, "cannot write the statistics to %s: %s", path.c_str(), strerror(errno));
+            ADSM_LOG(error, "cannot write the statistics to %s: %s", path.c_str(), os::error_text(errno));
             return;
         }
         stats().write_json(f,
@@ -124,8 +125,8 @@ Status new_tracker(Runtime &rt, const char *required, const char *without, std::
     auto t = std::make_unique<os::UffdTracker>();
     const char *step = "";
     if (int e = t->init(rt.space.base(), rt.space.size(), &step)) {
-        if (required) return fail(adsmErrorInitialization, "%s: %s: %s", required, step, strerror(e));
-        ADSM_LOG(info, "%s: %s: %s", without, step, strerror(e));
+        if (required) return fail(adsmErrorInitialization, "%s: %s: %s", required, step, os::error_text(e));
+        ADSM_LOG(info, "%s: %s: %s", without, step, os::error_text(e));
         return adsmSuccess;
     }
     *out = std::move(t);
@@ -237,8 +238,8 @@ Status collector_write_tracking(Runtime &rt, os::UffdTracker **out) {
     }
     os::UffdTracker *t = rt.tracker ? rt.tracker.get() : rt.gc_tracker.get();
     if (int e = t->add_reader(os::UffdTracker::kCollector)) {
-        if (required) return fail(adsmErrorInitialization, "%s: a write log: %s", required, strerror(e));
-        ADSM_LOG(info, "%s: no memory for a write log: %s", without, strerror(e));
+        if (required) return fail(adsmErrorInitialization, "%s: a write log: %s", required, os::error_text(e));
+        ADSM_LOG(info, "%s: no memory for a write log: %s", without, os::error_text(e));
         return adsmSuccess;
     }
     rt.manager->set_write_log(t);

@@ -16,6 +16,7 @@
 #include "gc/proc_self.h"
 #include "os/clock.h"
 #include "os/deferred_signals.h"
+#include "os/error_text.h"
 #include "os/futex.h"
 #include "os/invariant.h"
 #include "os/real_libc.h"
@@ -397,7 +398,7 @@ Status World::init() {
     if (g_state) return adsmSuccess;
     struct sigaction old;
     if (os::real_sigaction(os::kStopSignal, nullptr, &old) != 0)
-        return fail(adsmErrorInitialization, "collector: cannot read SIGPWR's action: %s", strerror(errno));
+        return fail(adsmErrorInitialization, "collector: cannot read SIGPWR's action: %s", os::error_text(errno));
     bool has_handler = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != nullptr
                                                    : old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN;
     if (has_handler)
@@ -423,7 +424,7 @@ Status World::init() {
         int e = errno;
         os::unmap(slots, kMaxThreads * sizeof(Slot));
         os::unmap(tids, kMaxTid * sizeof(uint64_t));
-        return fail(adsmErrorInitialization, "collector: cannot install SIGPWR's handler: %s", strerror(e));
+        return fail(adsmErrorInitialization, "collector: cannot install SIGPWR's handler: %s", os::error_text(e));
     }
     os::stop_signal_taken.store(true, std::memory_order_release);
     g_state = new (g_state_bytes) State;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/error_text.h"
 #include "os/real_libc.h"
 #include "os/vm.h"
 
@@ -19,13 +20,13 @@ constexpr size_t kPunchThreshold = 64 * 1024;
 
 Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) {
     int fd = os::memfd_sized("adsm-host", size);
-    if (fd < 0) return fail(adsmErrorInitialization, "cannot create the host mirror memfd: %s", strerror(-fd));
+    if (fd < 0) return fail(adsmErrorInitialization, "cannot create the host mirror memfd: %s", os::error_text(-fd));
     void *user = os::map_shared(fd, 0, size, PROT_NONE, preferred, over_device);
     if (user == MAP_FAILED && over_device) {
         int e = errno;
         close(fd);
         return fail(adsmErrorInitialization, "cannot map the host mirror over the device's window at %p (%llu bytes): %s",
-                    reinterpret_cast<void *>(preferred), static_cast<unsigned long long>(size), strerror(e));
+                    reinterpret_cast<void *>(preferred), static_cast<unsigned long long>(size), os::error_text(e));
     }
     if (user == MAP_FAILED) {
         // The preferred window is taken; any free range serves as well.
@@ -35,14 +36,14 @@ Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) 
         int e = errno;
         close(fd);
         return fail(adsmErrorInitialization, "cannot reserve a %llu-byte shared window: %s",
-                    static_cast<unsigned long long>(size), strerror(e));
+                    static_cast<unsigned long long>(size), os::error_text(e));
     }
     void *alias = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE, 0);
     if (alias == MAP_FAILED) {
         int e = errno;
         os::unmap(user, size);
         close(fd);
-        return fail(adsmErrorInitialization, "cannot map the host mirror alias: %s", strerror(e));
+        return fail(adsmErrorInitialization, "cannot map the host mirror alias: %s", os::error_text(e));
     }
     base_ = reinterpret_cast<uintptr_t>(user);
     size_ = size;

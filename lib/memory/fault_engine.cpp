@@ -13,6 +13,7 @@
 #include "memory/region_table.h"
 #include "os/call_stack.h"
 #include "os/clock.h"
+#include "os/error_text.h"
 #include "os/fault_signals.h"
 #include "os/safe_line.h"
 #include "protocols/protocol.h"
@@ -134,7 +135,7 @@ Status install_fault_engine(RegionTable *table, Protocol *protocol, Manager *man
     g_policy = policy;
     if (!os::add_fault_hook(shared_memory_fault)) return fail(adsmErrorInitialization, "no room for the fault hook");
     if (int r = os::install_fault_handler(SIGSEGV); r != 0)
-        return fail(adsmErrorInitialization, "cannot install the SIGSEGV handler: %s", strerror(-r));
+        return fail(adsmErrorInitialization, "cannot install the SIGSEGV handler: %s", os::error_text(-r));
     return adsmSuccess;
 }
 

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/error_text.h"
+
 namespace adsm {
 namespace {
 // Larger images are surely not modules (a fatbin for every architecture is
@@ -16,7 +18,7 @@ constexpr size_t kMaxImage = 1ull << 30;
 
 Status read_module_file(const char *path, std::vector<char> *image) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(adsmErrorInvalidValue, "cannot open module %s: %s", path, strerror(errno));
+    if (fd < 0) return fail(adsmErrorInvalidValue, "cannot open module %s: %s", path, os::error_text(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || static_cast<size_t>(st.st_size) > kMaxImage) {
         close(fd);
@@ -30,7 +32,7 @@ Status read_module_file(const char *path, std::vector<char> *image) {
         if (n <= 0) {
             int e = n < 0 ? errno : EIO;
             close(fd);
-            return fail(adsmErrorInvalidValue, "cannot read module %s: %s", path, strerror(e));
+            return fail(adsmErrorInvalidValue, "cannot read module %s: %s", path, os::error_text(e));
         }
         got += static_cast<size_t>(n);
     }

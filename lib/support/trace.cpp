@@ -13,6 +13,7 @@
 #include <string>
 
 #include "os/clock.h"
+#include "os/error_text.h"
 #include "support/config.h"
 #include "support/inside.h"
 
@@ -113,7 +114,7 @@ Status start(const char *path, const char *device, size_t capacity) {
     if (p.empty() || p.size() >= sizeof g_path) return fail(adsmErrorInvalidValue, "ADSM_TRACE: bad file name '%s'", path);
     // Fail now, not at exit, if the file cannot be written.
     FILE *probe = fopen(p.c_str(), "w");
-    if (!probe) return fail(adsmErrorInvalidValue, "ADSM_TRACE=%s: cannot write it: %s", path, strerror(errno));
+    if (!probe) return fail(adsmErrorInvalidValue, "ADSM_TRACE=%s: cannot write it: %s", path, os::error_text(errno));
     fclose(probe);
     void *m = mmap(nullptr, capacity * sizeof(Event), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
@@ -158,7 +159,7 @@ void write_unused(const char *pattern) {
     if (p.empty() || (stat(p.c_str(), &st) == 0 && st.st_size > 0)) return;
     FILE *f = fopen(p.c_str(), "w");
     if (!f) {
-        fprintf(stderr, "adsm: cannot write the trace %s: %s\n", p.c_str(), strerror(errno));
+        fprintf(stderr, "adsm: cannot write the trace %s: %s\n", p.c_str(), os::error_text(errno));
         return;
     }
     bool first = true;
@@ -184,7 +185,7 @@ void write_file() {
     Inside in;  // the writer's own mallocs and I/O stay private
     FILE *f = fopen(g_path, "w");
     if (!f) {
-        fprintf(stderr, "adsm: cannot write the trace %s: %s\n", g_path, strerror(errno));
+        fprintf(stderr, "adsm: cannot write the trace %s: %s\n", g_path, os::error_text(errno));
         return;
     }
     const int pid = getpid();

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/error_text.h"
+
 namespace adsm::remote {
 
 Status load_key(const char *path, std::string *key) {
@@ -14,13 +16,13 @@ Status load_key(const char *path, std::string *key) {
     if (!path || !*path) return fail(adsmErrorInvalidValue, "no key file given (ADSM_REMOTE_KEY, --key)");
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return fail(adsmErrorInvalidValue, "cannot open the key file %s: %s%s", path, strerror(errno),
+        return fail(adsmErrorInvalidValue, "cannot open the key file %s: %s%s", path, os::error_text(errno),
                     errno == ELOOP ? " (a symbolic link: name the file itself)" : "");
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail(adsmErrorInvalidValue, "cannot examine the key file %s: %s", path, strerror(e));
+        return fail(adsmErrorInvalidValue, "cannot examine the key file %s: %s", path, os::error_text(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
@@ -45,7 +47,7 @@ Status load_key(const char *path, std::string *key) {
         if (r < 0) {
             int e = errno;
             close(fd);
-            return fail(adsmErrorInvalidValue, "cannot read the key file %s: %s", path, strerror(e));
+            return fail(adsmErrorInvalidValue, "cannot read the key file %s: %s", path, os::error_text(e));
         }
         if (r == 0 || (got += static_cast<size_t>(r)) == sizeof buf) break;
     }

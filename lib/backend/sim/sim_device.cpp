@@ -20,6 +20,7 @@
 #include "backend/code_location.h"
 #include "backend/sim/server_env.h"
 #include "os/clock.h"
+#include "os/error_text.h"
 #include "os/fault_injection.h"
 #include "os/futex.h"
 #include "os/real_libc.h"
@@ -78,17 +79,17 @@ SimDevice::~SimDevice() {
 
 Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
     int fd = os::memfd_sized("adsm-sim-device-memory", size);
-    if (fd < 0) return fail(adsmErrorInitialization, "sim: cannot create device memory: %s", strerror(-fd));
+    if (fd < 0) return fail(adsmErrorInitialization, "sim: cannot create device memory: %s", os::error_text(-fd));
     void *dma = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);
     if (dma == MAP_FAILED) {
         int e = errno;
         close(fd);
-        return fail(adsmErrorInitialization, "sim: cannot map device memory: %s", strerror(e));
+        return fail(adsmErrorInitialization, "sim: cannot map device memory: %s", os::error_text(e));
     }
     int cfd = os::memfd_sized("adsm-sim-channel", sizeof(exec::Channel));
-    if (cfd < 0) return fail(adsmErrorInitialization, "sim: cannot create the command channel: %s", strerror(-cfd));
+    if (cfd < 0) return fail(adsmErrorInitialization, "sim: cannot create the command channel: %s", os::error_text(-cfd));
     void *ch = os::map_shared(cfd, 0, sizeof(exec::Channel), PROT_READ | PROT_WRITE);
-    if (ch == MAP_FAILED) return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", strerror(errno));
+    if (ch == MAP_FAILED) return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", os::error_text(errno));
     base_ = base;
     size_ = size;
     dev_fd_ = fd;
@@ -291,7 +292,7 @@ Status SimDevice::start_server() {
 
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return fail(adsmErrorNoDevice, "sim: socketpair failed: %s", strerror(errno));
+        return fail(adsmErrorNoDevice, "sim: socketpair failed: %s", os::error_text(errno));
 
     // The device is this very program started again in device mode.
     std::vector<int> keep = {sv[1], channel_fd_, dev_fd_};
@@ -318,7 +319,7 @@ Status SimDevice::start_server() {
     close(sv[1]);
     if (r != 0) {
         close(sv[0]);
-        return fail(adsmErrorNoDevice, "sim: cannot start the device process: %s", strerror(-r));
+        return fail(adsmErrorNoDevice, "sim: cannot start the device process: %s", os::error_text(-r));
     }
     pid_.store(pid);
 

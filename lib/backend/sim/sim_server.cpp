@@ -23,6 +23,7 @@
 #include "backend/device_process.h"
 #include "backend/exec/channel.h"
 #include "backend/exec/executor.h"
+#include "os/error_text.h"
 #include "os/fault_signals.h"
 #include "os/futex.h"
 #include "os/vm.h"
@@ -67,7 +68,7 @@ public:
         }
         if (os::map_shared(fd, rec.addr - base_, rec.len, PROT_READ | PROT_WRITE, rec.addr, /*replace=*/true) ==
             MAP_FAILED) {
-            *err = strerror(errno);
+            *err = os::error_text(errno);
             return false;
         }
         return true;
@@ -127,7 +128,7 @@ unsigned worker_count() {
     auto *c = static_cast<exec::Channel *>(ch);
     if (c->magic != exec::kChannelMagic) fail_start(c, "%s", "channel layout mismatch between host and device");
     void *win = os::map_shared(dev_fd, 0, c->window_size, PROT_READ | PROT_WRITE, c->window_base);
-    if (win == MAP_FAILED) fail_start(c, "cannot map device memory at the window's address: %s", strerror(errno));
+    if (win == MAP_FAILED) fail_start(c, "cannot map device memory at the window's address: %s", os::error_text(errno));
     // Both memories stay open: map_memory commands map ranges of them.
     fcntl(dev_fd, F_SETFD, FD_CLOEXEC);
     if (host_fd >= 0) fcntl(host_fd, F_SETFD, FD_CLOEXEC);
