@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/exec/grid_runner.h"
+#include "os/fault_signals.h"
 
 using adsm::exec::FaultInfo;
 using adsm::exec::GridRunner;
@@ -40,6 +41,10 @@ __attribute__((no_sanitize("undefined"))) void divide_kernel(const adsmThreadIdx
     volatile int zero = *static_cast<int *>(args[0]);
     volatile int r = int(t->threadIdx.x) / zero;
     (void)r;
+}
+
+void note_handler_kernel(const adsmThreadIdx *, void **args) {
+    if (adsm::os::in_fault_handler()) static_cast<std::atomic<int> *>(args[0])->fetch_add(1);
 }
 
 }  // namespace
@@ -82,4 +87,19 @@ TEST(GridRunnerTest, ArithmeticFaultsAreCaughtToo) {
     FaultInfo f;
     EXPECT_FALSE(runner.run(divide_kernel, {1, 1, 1}, {4, 1, 1}, args, &f));
     EXPECT_EQ(f.signo, SIGFPE);
+}
+
+// The guard jumps out of the fault handler: the threads that faulted must
+// not count as inside it afterwards.
+TEST(GridRunnerTest, ThreadsWhoseKernelFaultedAreOutOfTheFaultHandlerAfterwards) {
+    for (unsigned threads : {1u, 4u}) {
+        GridRunner runner(threads);
+        FaultInfo f;
+        for (int i = 0; i < 3; ++i) EXPECT_FALSE(runner.run(crash_kernel, {64, 1, 1}, {16, 1, 1}, nullptr, &f));
+        EXPECT_FALSE(adsm::os::in_fault_handler()) << "the launching thread, with " << threads << " threads";
+        std::atomic<int> inside{0};
+        void *args[] = {&inside};
+        ASSERT_TRUE(runner.run(note_handler_kernel, {4096, 1, 1}, {1, 1, 1}, args, &f));
+        EXPECT_EQ(inside.load(), 0) << "blocks that ran on a thread still counted as in the fault handler";
+    }
 }

@@ -17,6 +17,10 @@ bool guard_hook(int sig, siginfo_t *info, void *) {
     tls_frame = nullptr;
     f->signo = sig;
     f->addr = reinterpret_cast<uintptr_t>(info ? info->si_addr : nullptr);
+    // The jump leaves the handler without its return path: the thread would
+    // count as inside it for ever after, and code asking (a GPU driver call,
+    // page making) would take the handler's slow, restricted way.
+    os::fault_handler_depth = f->handler_depth;
     siglongjmp(f->env, 1);
 }
 
@@ -32,7 +36,10 @@ void install_kernel_guard() {
     });
 }
 
-void arm_guard(GuardFrame *frame) { tls_frame = frame; }
+void arm_guard(GuardFrame *frame) {
+    frame->handler_depth = os::fault_handler_depth;
+    tls_frame = frame;
+}
 void disarm_guard() { tls_frame = nullptr; }
 
 }  // namespace adsm::exec

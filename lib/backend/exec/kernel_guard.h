@@ -19,6 +19,9 @@ struct GuardFrame {
     volatile uintptr_t addr = 0;
     // Where the kernel was when it faulted, for the error report.
     volatile unsigned bx = 0, by = 0, bz = 0, tx = 0, ty = 0, tz = 0;
+    // How deep in the fault handler the thread was when it armed the guard,
+    // and is again after the jump (os::fault_handler_depth).
+    int handler_depth = 0;
 };
 
 // Installs the fault handlers and the guard hook (idempotent).
