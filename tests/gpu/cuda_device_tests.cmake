@@ -3,6 +3,7 @@
 add_executable(cuda_device_tests cuda_device_test.cpp)
 target_link_libraries(cuda_device_tests PRIVATE ${ADSM_INTERNAL_LIBS} Threads::Threads ${CMAKE_DL_LIBS}
   GTest::gtest GTest::gtest_main)
+adsm_audit_fault_handler(cuda_device_tests)
 add_dependencies(cuda_device_tests fake_cuda)
 set(on_double "ADSM_DEVICE=cuda;LD_LIBRARY_PATH=${doubles_dir};FAKE_CUDA_MEMORY=268435456")
 foreach(p batch lazy rolling delta)

@@ -8,6 +8,7 @@ add_executable(levelzero_device_tests levelzero_device_test.cpp)
 target_link_libraries(levelzero_device_tests PRIVATE ${ADSM_INTERNAL_LIBS} Threads::Threads ${CMAKE_DL_LIBS}
   GTest::gtest GTest::gtest_main gpu_example_kernels_host)
 target_link_options(levelzero_device_tests PRIVATE -Wl,--no-as-needed)
+adsm_audit_fault_handler(levelzero_device_tests)
 add_dependencies(levelzero_device_tests fake_ze)
 if(ADSM_SPIRV_MODULE)
   add_dependencies(levelzero_device_tests levelzero_kernels)

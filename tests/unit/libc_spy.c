@@ -6,9 +6,13 @@
 //     would have updated the interposer's records of the host;
 //   - allocations by a thread while it is watched: code that must run in a
 //     signal handler, where the thread may have stopped inside the
-//     allocator (os/call_stack.cpp naming a fault's site).
+//     allocator (os/call_stack.cpp naming a fault's site);
+//   - allocations by any thread while a condition the test gives holds (the
+//     thread is in the runtime's fault handler), with the first one's call
+//     stack.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +23,11 @@
 static long g_host_pid;
 static volatile int g_child_calls, g_clone_calls, g_watched_calls;
 static volatile long g_watched_tid;
+static int (*volatile g_count_when)(void);
+static volatile int g_conditional_calls;
+enum { kStackDepth = 32 };
+static void *g_first_conditional_stack[kStackDepth];
+static volatile int g_first_conditional_depth;
 
 enum {
     kSigaction, kSigprocmask, kOpen, kOpen64, kOpenat, kDup2, kDup3, kClose,
@@ -50,6 +59,24 @@ static void note_allocation(void) {
     note();
     long watched = __atomic_load_n(&g_watched_tid, __ATOMIC_SEQ_CST);
     if (watched && syscall(SYS_gettid) == watched) __atomic_add_fetch(&g_watched_calls, 1, __ATOMIC_SEQ_CST);
+    int (*when)(void) = g_count_when;
+    if (when && when() && __atomic_add_fetch(&g_conditional_calls, 1, __ATOMIC_SEQ_CST) == 1)
+        g_first_conditional_depth = backtrace(g_first_conditional_stack, kStackDepth);
+}
+
+// Counts allocations made while when() holds (async-signal-safe, as the
+// allocator calls it) from now on.
+void libc_spy_count_allocations_when(int (*when)(void)) {
+    void *warm[2];
+    backtrace(warm, 2);  // loads the unwinder now: it allocates the first time
+    g_count_when = when;
+}
+// The count, and the first one's call stack (up to max return addresses).
+int libc_spy_conditional_allocations(void **stack, int max, int *depth) {
+    int n = g_first_conditional_depth < max ? g_first_conditional_depth : max;
+    for (int i = 0; i < n; ++i) stack[i] = g_first_conditional_stack[i];
+    *depth = n;
+    return __atomic_load_n(&g_conditional_calls, __ATOMIC_SEQ_CST);
 }
 
 // Counts this thread's allocations from now on (the count so far is returned).
