@@ -7,12 +7,14 @@
 //   - allocations by a thread while it is watched: code that must run in a
 //     signal handler, where the thread may have stopped inside the
 //     allocator (os/call_stack.cpp naming a fault's site);
-//   - allocations by any thread while a condition the test gives holds (the
-//     thread is in the runtime's fault handler), with the first one's call
-//     stack.
+//   - allocations and blocking lock acquisitions (pthread mutexes and
+//     read-write locks) by any thread while a condition the test gives holds
+//     (the thread is in the runtime's fault handler), with the first one's
+//     call stack.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,20 +25,25 @@
 static long g_host_pid;
 static volatile int g_child_calls, g_clone_calls, g_watched_calls;
 static volatile long g_watched_tid;
-static int (*volatile g_count_when)(void);
-static volatile int g_conditional_calls;
+static int (*volatile g_count_when)(int kind, void *caller);
 enum { kStackDepth = 32 };
-static void *g_first_conditional_stack[kStackDepth];
-static volatile int g_first_conditional_depth;
+// Per kind of call counted while g_count_when() holds.
+enum { kAllocation, kLock, kKinds };
+static struct {
+    volatile int calls;
+    volatile int depth;
+    void *stack[kStackDepth];
+} g_conditional[kKinds];
 
 enum {
     kSigaction, kSigprocmask, kOpen, kOpen64, kOpenat, kDup2, kDup3, kClose,
-    kFcntl, kExecve, kExit, kClone, kCount
+    kFcntl, kExecve, kExit, kClone, kMutexLock, kRdlock, kWrlock, kCount
 };
 static void *g_real[kCount];
 
 static const char *const g_names[kCount] = {"sigaction", "sigprocmask", "open",  "open64", "openat", "dup2",
-                                            "dup3",      "close",       "fcntl", "execve", "_exit",  "clone"};
+                                            "dup3",      "close",       "fcntl", "execve", "_exit",  "clone",
+                                            "pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock"};
 
 __attribute__((constructor)) static void spy_init(void) { g_host_pid = syscall(SYS_getpid); }
 
@@ -55,28 +62,34 @@ static void note(void) {
     if (g_host_pid && syscall(SYS_getpid) != g_host_pid) __atomic_add_fetch(&g_child_calls, 1, __ATOMIC_SEQ_CST);
 }
 
-static void note_allocation(void) {
+static void note_conditional(int kind, void *caller) {
+    int (*when)(int, void *) = g_count_when;
+    if (when && when(kind, caller) && __atomic_add_fetch(&g_conditional[kind].calls, 1, __ATOMIC_SEQ_CST) == 1)
+        g_conditional[kind].depth = backtrace(g_conditional[kind].stack, kStackDepth);
+}
+
+static void note_allocation(void *caller) {
     note();
     long watched = __atomic_load_n(&g_watched_tid, __ATOMIC_SEQ_CST);
     if (watched && syscall(SYS_gettid) == watched) __atomic_add_fetch(&g_watched_calls, 1, __ATOMIC_SEQ_CST);
-    int (*when)(void) = g_count_when;
-    if (when && when() && __atomic_add_fetch(&g_conditional_calls, 1, __ATOMIC_SEQ_CST) == 1)
-        g_first_conditional_depth = backtrace(g_first_conditional_stack, kStackDepth);
+    note_conditional(kAllocation, caller);
 }
 
-// Counts allocations made while when() holds (async-signal-safe, as the
-// allocator calls it) from now on.
-void libc_spy_count_allocations_when(int (*when)(void)) {
+// Counts allocations (kind 0) and lock acquisitions (kind 1) for which
+// when(kind, the caller's return address) holds, from now on.  It must be
+// async-signal-safe and allocate nothing.
+void libc_spy_count_when(int (*when)(int kind, void *caller)) {
     void *warm[2];
     backtrace(warm, 2);  // loads the unwinder now: it allocates the first time
     g_count_when = when;
 }
-// The count, and the first one's call stack (up to max return addresses).
-int libc_spy_conditional_allocations(void **stack, int max, int *depth) {
-    int n = g_first_conditional_depth < max ? g_first_conditional_depth : max;
-    for (int i = 0; i < n; ++i) stack[i] = g_first_conditional_stack[i];
+// The count of one kind (0: allocations, 1: lock acquisitions), and the
+// first one's call stack (up to max return addresses).
+int libc_spy_conditional_calls(int kind, void **stack, int max, int *depth) {
+    int n = g_conditional[kind].depth < max ? g_conditional[kind].depth : max;
+    for (int i = 0; i < n; ++i) stack[i] = g_conditional[kind].stack[i];
     *depth = n;
-    return __atomic_load_n(&g_conditional_calls, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&g_conditional[kind].calls, __ATOMIC_SEQ_CST);
 }
 
 // Counts this thread's allocations from now on (the count so far is returned).
@@ -176,18 +189,33 @@ extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
 void *malloc(size_t n) {
-    note_allocation();
+    note_allocation(__builtin_return_address(0));
     return __libc_malloc(n);
 }
 void *calloc(size_t n, size_t size) {
-    note_allocation();
+    note_allocation(__builtin_return_address(0));
     return __libc_calloc(n, size);
 }
 void *realloc(void *p, size_t n) {
-    note_allocation();
+    note_allocation(__builtin_return_address(0));
     return __libc_realloc(p, n);
 }
 void free(void *p) {
-    note_allocation();
+    note_allocation(__builtin_return_address(0));
     __libc_free(p);
+}
+
+// Blocking lock acquisitions.  (Try-locks cannot deadlock; a condition
+// wait holds a mutex taken before.)
+int pthread_mutex_lock(pthread_mutex_t *m) {
+    note_conditional(kLock, __builtin_return_address(0));
+    return ((int (*)(pthread_mutex_t *))real(kMutexLock))(m);
+}
+int pthread_rwlock_rdlock(pthread_rwlock_t *l) {
+    note_conditional(kLock, __builtin_return_address(0));
+    return ((int (*)(pthread_rwlock_t *))real(kRdlock))(l);
+}
+int pthread_rwlock_wrlock(pthread_rwlock_t *l) {
+    note_conditional(kLock, __builtin_return_address(0));
+    return ((int (*)(pthread_rwlock_t *))real(kWrlock))(l);
 }
