@@ -23,7 +23,8 @@ public:
 
     Status watch(SharedObject &r) override {
         if (int e = tracker_->arm(r.host, r.span))
-            return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", r.span, os::error_text(e));
+            return fail(adsmErrorInitialization, "userfaultfd write-protect of %zu bytes: %s", r.span,
+                        os::error_text(e));
         return adsmSuccess;
     }
 

@@ -112,7 +112,7 @@ ADSM_ON_BORROWED_STACK void close_between(int lo, int hi) {  // closes [lo, hi]
 ADSM_ON_BORROWED_STACK int exec_main(void *p) {
     auto *a = static_cast<SpawnArgs *>(p);
     long r = raw_syscall(SYS_execve, reinterpret_cast<long>(a->path), reinterpret_cast<long>(a->argv),
-                 reinterpret_cast<long>(a->envp));
+                         reinterpret_cast<long>(a->envp));
     a->err = r < 0 && errno ? errno : ENOEXEC;
     exit_child(127);
 }

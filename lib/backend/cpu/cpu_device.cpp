@@ -43,7 +43,8 @@ CpuDevice::~CpuDevice() {
 
 Status CpuDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *) {
     void *view = os::map_shared(host_fd, 0, size, PROT_READ | PROT_WRITE);
-    if (view == MAP_FAILED) return fail(adsmErrorInitialization, "cpu: cannot map the window: %s", os::error_text(errno));
+    if (view == MAP_FAILED)
+        return fail(adsmErrorInitialization, "cpu: cannot map the window: %s", os::error_text(errno));
     void *ch = mmap(nullptr, sizeof(exec::Channel), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (ch == MAP_FAILED) return fail(adsmErrorInitialization, "cpu: cannot allocate the command channel");
     base_ = base;

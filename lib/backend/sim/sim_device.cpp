@@ -87,9 +87,11 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint
         return fail(adsmErrorInitialization, "sim: cannot map device memory: %s", os::error_text(e));
     }
     int cfd = os::memfd_sized("adsm-sim-channel", sizeof(exec::Channel));
-    if (cfd < 0) return fail(adsmErrorInitialization, "sim: cannot create the command channel: %s", os::error_text(-cfd));
+    if (cfd < 0)
+        return fail(adsmErrorInitialization, "sim: cannot create the command channel: %s", os::error_text(-cfd));
     void *ch = os::map_shared(cfd, 0, sizeof(exec::Channel), PROT_READ | PROT_WRITE);
-    if (ch == MAP_FAILED) return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", os::error_text(errno));
+    if (ch == MAP_FAILED)
+        return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", os::error_text(errno));
     base_ = base;
     size_ = size;
     dev_fd_ = fd;
