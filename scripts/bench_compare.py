@@ -11,7 +11,11 @@ take, as on a GPU whose kernels are short) are the prediction.  MEASURED is
 workload and protocol, the predicted ratio to the explicit copies, the
 simulated one with the kernels in, and the measured one; then per protocol
 the geometric means and how far the prediction is off (the geometric mean of
-predicted/measured, and the largest factor either way).
+predicted/measured, and the largest factor either way).  Last, for each
+workload and protocol predicted more than 15% off, where the runtime's time
+went on each device (the statistics' milliseconds: faults, pinning, a GPU's
+page making ahead of pinning, calls, syncs), to show which part the
+simulation gets wrong.
 """
 import json
 import math
@@ -58,6 +62,52 @@ def main():
         e = errors[p]
         print("%-8s predicted/measured: %.2f in geometric mean, %.2f to %.2f per workload"
               % (p, math.exp(sum(e) / len(e)), math.exp(min(e)), math.exp(max(e))))
+    print_parts(sim, gpu, workloads, protocols, errors)
+
+
+OFF_BY = 1.15
+# (Calls and syncs together: the simulated kernels run inside one or the
+# other, and are taken out of their sum.)
+PARTS = ["fault", "pin", "prefault", "call+sync", "memory"]
+
+
+def part(ms_in, k, simulated):
+    """Milliseconds in part k, or None where the run does not count it."""
+    if k != "call+sync":
+        return ms_in.get(k)
+    if "call" not in ms_in or "sync" not in ms_in or (simulated and "kernel" not in ms_in):
+        return None  # (a simulated run before bench_suite.py kept the kernels' time)
+    return ms_in["call"] + ms_in["sync"] - (ms_in["kernel"] if simulated else 0)
+
+
+def print_parts(sim, gpu, workloads, protocols, errors):
+    """The breakdown of the pairs predicted more than OFF_BY off, each part
+    as a share of its device's explicit copies' time (the simulated one
+    outside its kernels), so that the two devices' columns add up to their
+    ratios and compare."""
+    rows = []
+    for i, w in enumerate(workloads):
+        for p in protocols:
+            if abs(errors[p][i]) <= math.log(OFF_BY):
+                continue
+            s, g = sim["workloads"][w]["variants"][p], gpu["workloads"][w]["variants"][p]
+            if s.get("ms_in") and g.get("ms_in"):
+                rows.append((w, p, s, g))
+    if not rows:
+        return
+    print("\nwhere the time went, predicted more than %d%% off: each part in units of the explicit copies' time "
+          "(simulated, its kernels left out / measured; - where a device does not count it)"
+          % round((OFF_BY - 1) * 100))
+    print("%-13s %-8s %13s " % ("workload", "protocol", "ratio") + " ".join("%13s" % k for k in PARTS))
+    for w, p, s, g in rows:
+        base_s = sim["workloads"][w]["baseline"]["seconds_outside_kernels"] * 1e3
+        base_g = gpu["workloads"][w]["baseline"]["seconds"] * 1e3
+        cells = []
+        for k in PARTS:
+            a, b = part(s["ms_in"], k, True), part(g["ms_in"], k, False)
+            cells.append("%13s" % ("-" if a is None and b is None else "%5s / %5s" % (
+                "-" if a is None else "%.2f" % (a / base_s), "-" if b is None else "%.2f" % (b / base_g))))
+        print("%-13s %-8s %5.2f / %5.2f " % (w, p, s["ratio_outside_kernels"], g["ratio"]) + " ".join(cells))
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ PROTOCOLS = ["batch", "lazy", "rolling", "delta"]
 # overlap (a fault that pins counts in both), and `memory` counts the frees
 # the timed part leaves out.  `prefault` is a GPU's helpers making host pages
 # before they are pinned; the simulated device makes them inside faults and
-# copies instead.
-TIME_PARTS = ["memory", "fault", "pin", "prefault", "call", "sync", "tracking"]
+# copies instead.  `kernel` is the simulated device's kernels, which run on
+# the CPU inside calls or syncs.
+TIME_PARTS = ["memory", "fault", "pin", "prefault", "call", "sync", "tracking", "kernel"]
 
 
 def run_one(exe, module, workload, variant, protocol, env_base, scratch):
