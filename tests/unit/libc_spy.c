@@ -25,13 +25,12 @@
 static long g_host_pid;
 static volatile int g_child_calls, g_clone_calls, g_watched_calls;
 static volatile long g_watched_tid;
-static int (*volatile g_count_when)(int kind, void *caller);
+static int (*g_count_when)(int kind, void *caller);  // (atomic accesses)
 enum { kStackDepth = 32 };
 // Per kind of call counted while g_count_when() holds.
 enum { kAllocation, kLock, kKinds };
 static struct {
-    volatile int calls;
-    volatile int depth;
+    int calls, depth;  // (atomic accesses; depth is stored once the stack is)
     void *stack[kStackDepth];
 } g_conditional[kKinds];
 
@@ -63,9 +62,10 @@ static void note(void) {
 }
 
 static void note_conditional(int kind, void *caller) {
-    int (*when)(int, void *) = g_count_when;
+    int (*when)(int, void *) = __atomic_load_n(&g_count_when, __ATOMIC_ACQUIRE);
     if (when && when(kind, caller) && __atomic_add_fetch(&g_conditional[kind].calls, 1, __ATOMIC_SEQ_CST) == 1)
-        g_conditional[kind].depth = backtrace(g_conditional[kind].stack, kStackDepth);
+        __atomic_store_n(&g_conditional[kind].depth, backtrace(g_conditional[kind].stack, kStackDepth),
+                         __ATOMIC_RELEASE);
 }
 
 static void note_allocation(void *caller) {
@@ -81,12 +81,13 @@ static void note_allocation(void *caller) {
 void libc_spy_count_when(int (*when)(int kind, void *caller)) {
     void *warm[2];
     backtrace(warm, 2);  // loads the unwinder now: it allocates the first time
-    g_count_when = when;
+    __atomic_store_n(&g_count_when, when, __ATOMIC_RELEASE);
 }
 // The count of one kind (0: allocations, 1: lock acquisitions), and the
 // first one's call stack (up to max return addresses).
 int libc_spy_conditional_calls(int kind, void **stack, int max, int *depth) {
-    int n = g_conditional[kind].depth < max ? g_conditional[kind].depth : max;
+    int n = __atomic_load_n(&g_conditional[kind].depth, __ATOMIC_ACQUIRE);
+    if (n > max) n = max;
     for (int i = 0; i < n; ++i) stack[i] = g_conditional[kind].stack[i];
     *depth = n;
     return __atomic_load_n(&g_conditional[kind].calls, __ATOMIC_SEQ_CST);
