@@ -13,6 +13,7 @@
 //     call stack.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
@@ -184,11 +185,12 @@ int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
 }
 
 // The allocator, through the C library's own entry points (no lookup, which
-// could itself allocate).
+// could itself allocate), aligned allocations included.
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
 void *malloc(size_t n) {
     note_allocation(__builtin_return_address(0));
     return __libc_malloc(n);
@@ -204,6 +206,22 @@ void *realloc(void *p, size_t n) {
 void free(void *p) {
     note_allocation(__builtin_return_address(0));
     __libc_free(p);
+}
+void *memalign(size_t align, size_t n) {
+    note_allocation(__builtin_return_address(0));
+    return __libc_memalign(align, n);
+}
+void *aligned_alloc(size_t align, size_t n) {
+    note_allocation(__builtin_return_address(0));
+    return __libc_memalign(align, n);
+}
+int posix_memalign(void **out, size_t align, size_t n) {
+    note_allocation(__builtin_return_address(0));
+    if (align < sizeof(void *) || (align & (align - 1))) return EINVAL;
+    void *p = __libc_memalign(align, n);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
 }
 
 // Blocking lock acquisitions.  (Try-locks cannot deadlock; a condition
