@@ -13,9 +13,10 @@ simulated one with the kernels in, and the measured one; then per protocol
 the geometric means and how far the prediction is off (the geometric mean of
 predicted/measured, and the largest factor either way).  Last, for each
 workload and protocol predicted more than 15% off, where the runtime's time
-went on each device (the statistics' milliseconds: faults, pinning, a GPU's
-page making ahead of pinning, calls, syncs), to show which part the
-simulation gets wrong.
+went on each device (from the statistics: faults, pinning, a GPU's page
+making ahead of pinning, calls and syncs, allocation), each part in units of
+that device's explicit copies' time, to show which part the simulation gets
+wrong.
 """
 import json
 import math
