@@ -45,8 +45,6 @@ static const char *const g_names[kCount] = {"sigaction", "sigprocmask", "open", 
                                             "dup3",      "close",       "fcntl", "execve", "_exit",  "clone",
                                             "pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock"};
 
-__attribute__((constructor)) static void spy_init(void) { g_host_pid = syscall(SYS_getpid); }
-
 // Resolved at the first call: other libraries' constructors, run before
 // ours, may already call these.
 static void *real(int i) {
@@ -56,6 +54,14 @@ static void *real(int i) {
         __atomic_store_n(&g_real[i], f, __ATOMIC_RELEASE);
     }
     return f;
+}
+
+// The rest now: a process cloned from a threaded one (a GPU double's kernel
+// process) must not look one up, as the lookup's locks and allocations may
+// be held by threads that do not exist there.
+__attribute__((constructor)) static void spy_init(void) {
+    g_host_pid = syscall(SYS_getpid);
+    for (int i = 0; i < kCount; ++i) real(i);
 }
 
 static void note(void) {
