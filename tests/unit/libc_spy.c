@@ -1,7 +1,7 @@
 // A library that interposes C library functions, as signal-chaining
 // libraries, sanitizers, allocators and I/O tracers do, and counts calls to
 // them where the runtime must make none:
-//   - by any process other than the one that loaded it: a child that shares
+//   - by any process other than the one that asked: a child that shares
 //     our memory (os/spawn.cpp) updates the count we read, as each such call
 //     would have updated the interposer's records of the host;
 //   - allocations by a thread while it is watched: code that must run in a
@@ -60,12 +60,14 @@ static void *real(int i) {
 // process) must not look one up, as the lookup's locks and allocations may
 // be held by threads that do not exist there.
 __attribute__((constructor)) static void spy_init(void) {
-    g_host_pid = syscall(SYS_getpid);
     for (int i = 0; i < kCount; ++i) real(i);
 }
 
+// (A system call per call once asked for: only the test of the children
+// pays for it, not every suite that allocates.)
 static void note(void) {
-    if (g_host_pid && syscall(SYS_getpid) != g_host_pid) __atomic_add_fetch(&g_child_calls, 1, __ATOMIC_SEQ_CST);
+    long host = __atomic_load_n(&g_host_pid, __ATOMIC_RELAXED);
+    if (host && syscall(SYS_getpid) != host) __atomic_add_fetch(&g_child_calls, 1, __ATOMIC_SEQ_CST);
 }
 
 static void note_conditional(int kind, void *caller) {
@@ -111,6 +113,12 @@ int libc_spy_stop_watching(void) {
     return __atomic_load_n(&g_watched_calls, __ATOMIC_SEQ_CST);
 }
 
+// Counts calls by processes other than this one from now on; returns the
+// count so far.
+int libc_spy_watch_children(void) {
+    __atomic_store_n(&g_host_pid, syscall(SYS_getpid), __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&g_child_calls, __ATOMIC_SEQ_CST);
+}
 int libc_spy_child_calls(void) { return __atomic_load_n(&g_child_calls, __ATOMIC_SEQ_CST); }
 // clone, by anyone: ThreadSanitizer's, for one, takes a child sharing
 // memory for a fork and rewrites the host's records from the child.

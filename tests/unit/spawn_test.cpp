@@ -12,6 +12,7 @@
 
 #include "os/spawn.h"
 
+extern "C" int libc_spy_watch_children(void);
 extern "C" int libc_spy_child_calls(void);
 extern "C" int libc_spy_clone_calls(void);
 
@@ -70,7 +71,7 @@ TEST(SpawnTest, TheChildrenSharingOurMemoryCallNothingAnotherLibraryInterposes) 
     struct sigaction sa = {};
     sa.sa_handler = noop_handler;
     ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
-    int before = libc_spy_child_calls(), clones_before = libc_spy_clone_calls();
+    int before = libc_spy_watch_children(), clones_before = libc_spy_clone_calls();
     EXPECT_EQ(helper_output("echo ran >&OUT"), "ran\n");
     EXPECT_EQ(libc_spy_child_calls(), before);
 #if defined(__x86_64__)
