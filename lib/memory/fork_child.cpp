@@ -3,10 +3,14 @@
 // parent and child write into each other's objects.
 #include <sys/mman.h>
 
+#include <cerrno>
+#include <cstdlib>
+
 #include <cstdint>
 #include <vector>
 
 #include "memory/manager.h"
+#include "os/error_text.h"
 #include "os/vm.h"
 #include "support/log.h"
 
@@ -35,27 +39,52 @@ void Manager::become_fork_child() {
     // changes after its data has moved, so state and data agree.
     const uintptr_t base = space_.base();
     const size_t size = space_.size();
-    // Only the regions' pages open up; the rest of the window (device
-    // memory included) stays inaccessible, as it is in the parent.
-    void *copy = os::map_anon(size, PROT_NONE, true);
-    if (copy == MAP_FAILED) return;
     // A device that cannot serve the child must not be asked for anything
     // (its driver's or server's state is the parent's): copies from it fail
     // at once, and before_fork left nothing there that the child needs
     // unless a kernel was using it.
     for (Device *d : devices_)
         if (!d->serves_fork_child()) d->detach_after_fork();
+    // Each object's private copy, made while the window still shows the
+    // parent's pages.  (The child's allocator is whole again after fork.)
+    struct Copy {
+        uintptr_t at;
+        size_t span;
+        void *pages;
+    };
+    std::vector<Copy> copies;
     table_.for_each_live([&](Region &r) {
         if (r.kind == RegionKind::device || !r.host) return;
-        uint8_t *dst = static_cast<uint8_t *>(copy) + (r.host - base);
-        os::protect(dst, r.span, PROT_READ | PROT_WRITE);
-        if (protocol_.snapshot(r, dst) != adsmSuccess)
+        void *pages = os::map_anon(r.span, PROT_READ | PROT_WRITE, true);
+        if (pages == MAP_FAILED) {
+            ADSM_LOG(error, "fork: no memory for the child's copy of the shared object at %p (%s): the child cannot use it",
+                     reinterpret_cast<void *>(r.host), os::error_text(errno));
+            return;
+        }
+        if (protocol_.snapshot(r, static_cast<uint8_t *>(pages)) != adsmSuccess)
             ADSM_LOG(error, "fork: the child's copy of the shared object at %p lacks what the device held: %s",
                      reinterpret_cast<void *>(r.host), last_detail());
+        copies.push_back({r.host, r.span, pages});
     });
-    // One move replaces the whole window, shared mappings and all, with the
-    // private copy: the regions become ordinary memory at the same addresses.
-    os::remap_fixed(copy, size, reinterpret_cast<void *>(base));
+    // The whole window, shared mappings and device memory included, becomes
+    // inaccessible private memory: nothing the child does reaches the
+    // parent's objects.  Should that fail, closing it does as well; a child
+    // that could do neither would write into its parent's memory, so it
+    // stops instead.
+    if (os::reserve(size, base, true) == MAP_FAILED && os::protect(reinterpret_cast<void *>(base), size, PROT_NONE) != 0) {
+        ADSM_LOG(error, "fork: the child cannot part the shared window at %p from its parent's (%s); stopping it",
+                 reinterpret_cast<void *>(base), os::error_text(errno));
+        abort();
+    }
+    // Then each copy moves in on its own: before Linux 6.17 a move covers
+    // exactly one mapping, and the copies are separate mappings.
+    for (const Copy &c : copies)
+        if (int e = os::remap_fixed(c.pages, c.span, reinterpret_cast<void *>(c.at)); e != 0) {
+            ADSM_LOG(error, "fork: the child's copy of the shared object at %p cannot take its place (%s): the "
+                            "child cannot use it",
+                     reinterpret_cast<void *>(c.at), os::error_text(-e));
+            os::unmap(c.pages, c.span);
+        }
     for (Device *d : devices_)
         if (d->serves_fork_child()) d->detach_after_fork();
     space_.detach_after_fork();

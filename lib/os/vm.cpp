@@ -50,9 +50,9 @@ void *map_shared(int fd, uint64_t off, size_t len, int prot, uintptr_t at, bool 
     return p;
 }
 
-void *reserve(size_t len, uintptr_t at) {
+void *reserve(size_t len, uintptr_t at, bool replace) {
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    if (at) flags |= MAP_FIXED_NOREPLACE;
+    if (at) flags |= replace ? MAP_FIXED : MAP_FIXED_NOREPLACE;
     void *p = sys_mmap(reinterpret_cast<void *>(at), len, PROT_NONE, flags, -1, 0);
     if (p != MAP_FAILED && at && reinterpret_cast<uintptr_t>(p) != at) {
         unmap(p, len);

@@ -34,8 +34,10 @@ int memfd_sized(const char *name, uint64_t size);
 // MAP_FAILED with errno set.
 void *map_shared(int fd, uint64_t off, size_t len, int prot, uintptr_t at = 0, bool replace = false);
 
-// Anonymous PROT_NONE reservation that the kernel never commits.
-void *reserve(size_t len, uintptr_t at = 0);
+// Anonymous PROT_NONE reservation that the kernel never commits.  With
+// `at` != 0 it lands exactly there, without replacing anything unless
+// `replace` (then it overwrites whatever is there).
+void *reserve(size_t len, uintptr_t at = 0, bool replace = false);
 
 // Private anonymous memory, or MAP_FAILED with errno set.
 void *map_anon(size_t len, int prot, bool noreserve = false);
