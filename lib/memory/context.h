@@ -5,6 +5,8 @@
 // belongs to it, or the thread it was created for is alive.
 #pragma once
 
+#include <utility>
+
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -99,6 +101,22 @@ public:
 private:
     os::DeferredSignals deferred_;
     Context *c_ = nullptr;
+};
+
+// Two contexts' locks (either may be null, or both the same one), always in
+// slot order: whatever holds two at once takes them through here, so no two
+// threads can each hold one and wait for the other's.
+class ContextPairGuard {
+public:
+    ContextPairGuard(Context *a, Context *b) {
+        if (a == b) b = nullptr;
+        if (a && b && b->slot < a->slot) std::swap(a, b);
+        if (a) first_.lock(*a);
+        if (b) second_.lock(*b);
+    }
+
+private:
+    ContextGuard first_, second_;
 };
 
 }  // namespace adsm

@@ -106,7 +106,7 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     }
     Region *r = table_.create();
     if (!r) {
-        if (split) release_split(split);
+        if (split) release_split(split, resident);
         else uncommit_placed(on, dev, span, place.home, place.preferred != nullptr, resident);
         undo();
         return fail(adsmErrorMemoryAllocation, "the region table is full");
@@ -118,6 +118,9 @@ Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, si
     r->alias = host ? space_.alias(host) : nullptr;
     r->device = split ? static_cast<Device *>(split) : &on;
     r->split = split;
+    if (split)
+        for (const SplitDevice::Part &p : split->parts())
+            if (p.device) r->split_on |= 1u << device_index(*p.device);
     r->home = place.home;
     r->pinned = place.home == Home::device && (place.preferred || split);
     r->resident = resident;
@@ -251,7 +254,7 @@ Status Manager::split_object(Device &first, uintptr_t dev, uint64_t span, SplitD
                                   : d->map_host_memory(p.begin, p.end - p.begin);
             }
         if (mapped != adsmSuccess) {
-            release_split(s);
+            release_split(s, true);
             return mapped;
         }
         stats().add(Counter::split_allocs);
@@ -261,12 +264,13 @@ Status Manager::split_object(Device &first, uintptr_t dev, uint64_t span, SplitD
     return fail(adsmErrorMemoryAllocation, "the object does not fit in equal parts over the devices and host memory");
 }
 
-void Manager::release_split(SplitDevice *s) {
+void Manager::release_split(SplitDevice *s, bool resident) {
     for (Device *d : devices_)
         for (const SplitDevice::Part &p : s->parts())
             if (p.device != d) d->unmap_memory(p.begin, p.end - p.begin);
+    // (An evicted object's parts were given back at its eviction.)
     const auto &parts = s->parts();
-    s->decommit(parts.front().begin, parts.back().end - parts.front().begin);
+    if (resident) s->decommit(parts.front().begin, parts.back().end - parts.front().begin);
     delete s;
 }
 
@@ -336,7 +340,7 @@ void Manager::retire(Region *r) {
     stats().remember_freed(r->summary<RegionSummary>(true));
     table_.unmap_freed(r->dev, r->span);
     if (r->host && r->host != r->dev) table_.unmap_freed(r->host, r->span);
-    if (r->split) release_split(r->split);
+    if (r->split) release_split(r->split, r->resident);
     else uncommit_placed(*r->device, r->dev, r->span, r->home, r->pinned, r->resident);
     for (Device *d : devices_) {
         d->forget_host_copy(r->dev, r->span);

@@ -202,7 +202,7 @@ private:
     // then host memory: as few parts as fit, each part's memory committed
     // and reached by every other device.
     Status split_object(Device &first, uintptr_t dev, uint64_t span, SplitDevice **out);
-    void release_split(SplitDevice *s);
+    void release_split(SplitDevice *s, bool resident);
     Status commit_split(Region &r, Context &c, uint64_t needed);
     // Kernels on every device but `holder` reach [dev, dev+span) in holder's
     // memory, or in the host's (holder null); all or none.
@@ -248,7 +248,7 @@ private:
     // Evicts v from d if no kernel may be using it, this call does not need
     // it, and its owner's lock is free (or `held`); false if it could not.
     enum class Eviction { done, refused, contended };
-    Eviction evict_object(Region &v, Device &d, Context *held, uint64_t needed);
+    Eviction evict_object(Region &v, Device &d, Context *held, uint64_t needed, uint64_t *freed);
     static constexpr uint64_t kContendedWaitNs = 2'000'000'000;  // 2 s
     Status migrate_to(void *ptr, Context *to);
     void retire(Region *r);

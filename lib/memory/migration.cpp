@@ -21,23 +21,6 @@
 #include "support/stats.h"
 
 namespace adsm {
-namespace {
-
-// Both contexts' locks, in slot order, so that two migrations in opposite
-// directions cannot wait for each other.
-class PairGuard {
-public:
-    PairGuard(Context &a, Context &b) {
-        Context *first = a.slot < b.slot ? &a : &b, *second = first == &a ? &b : &a;
-        first_.lock(*first);
-        if (second != first) second_.lock(*second);
-    }
-
-private:
-    ContextGuard first_, second_;
-};
-
-}  // namespace
 
 size_t Manager::device_index(const Device &d) const {
     for (size_t i = 0; i < devices_.size(); ++i)
@@ -298,7 +281,7 @@ Status Manager::migrate_to(void *p, Context *to) {
     }
     if (from == to) return adsmSuccess;
     {
-        PairGuard both(*from, *to);
+        ContextPairGuard both(from, to);
         // Freed or handed elsewhere between the two locks: as if never found.
         if (!r->live.load() || r->owner() != from || r->host != a)
             return fail(adsmErrorInvalidPointer, "%p was freed or migrated by another thread meanwhile", p);

@@ -63,6 +63,10 @@ struct Region : SharedObject {
     // context moves, and kernels on every other device reach it there.
     bool pinned = false;
     SplitDevice *split = nullptr;  // owned
+    // The devices (bit i: the manager's i-th) holding a part of a split
+    // one: what a scan without the owner's lock reads, as a free may be
+    // deleting `split` meanwhile.
+    uint32_t split_on = 0;
     int eviction_priority() const { return prefers_host ? INT32_MIN : priority; }
     // The owner's last call that named it (adsmCallWith), or 0.
     std::atomic<uint64_t> named_call{0};
@@ -93,6 +97,7 @@ struct Region : SharedObject {
         prefers_host = false;
         pinned = false;
         split = nullptr;
+        split_on = 0;
         kind = RegionKind::shared;
         origin = RegionOrigin::api;
         touched.store(false, std::memory_order_relaxed);

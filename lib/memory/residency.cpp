@@ -25,7 +25,9 @@ uint64_t Region::bytes_on(const Device &d) const {
     return n;
 }
 
-Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uint64_t needed) {
+// (*freed is read under the owner's lock: a free, which takes it, may be
+// deleting a split object's parts otherwise.)
+Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uint64_t needed, uint64_t *freed) {
     Context *o = v.owner();
     if (!o || v.last_release == needed) return Eviction::refused;
     // Another thread may hold this owner's lock and want the device memory
@@ -35,6 +37,7 @@ Manager::Eviction Manager::evict_object(Region &v, Device &d, Context *held, uin
     if (!v.live.load(std::memory_order_acquire) || v.owner() != o || !v.resident || v.bytes_on(d) == 0 ||
         v.kind == RegionKind::device || v.own_coherence() || v.last_release == needed || o->holds(v))
         return Eviction::refused;
+    *freed = v.bytes_on(d);
     v.program_writes.fetch_add(1, std::memory_order_seq_cst);  // see move_object
     Status s = protocol_.evict(v);
     if (s == adsmSuccess) {
@@ -73,8 +76,10 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
                 // busy ones are passed over as they come; idleness is checked
                 // under each owner's lock).
                 std::vector<VictimList::Victim> candidates;
+                const uint32_t bit = 1u << device_index(d);
                 table_.for_each_live([&](Region &r) {
-                    if (r.resident && r.bytes_on(d) && r.kind != RegionKind::device && !r.own_coherence())
+                    const bool on_d = r.split ? (r.split_on & bit) != 0 : r.device == &d;
+                    if (r.resident && on_d && r.kind != RegionKind::device && !r.own_coherence())
                         candidates.push_back({r.eviction_priority(), r.last_release, &r});
                 });
                 listed_at = cold.refill(std::move(candidates));
@@ -85,8 +90,8 @@ Status Manager::commit_evicting(Device &d, uintptr_t dev, uint64_t span, Context
             if (rescanned) ++taken;
             Region *v = victim.r;
             if (v->last_release == needed) continue;
-            const uint64_t bytes = v->bytes_on(d);
-            Eviction e = evict_object(*v, d, held, needed);
+            uint64_t bytes = 0;
+            Eviction e = evict_object(*v, d, held, needed, &bytes);
             contended |= e == Eviction::contended;
             if (e != Eviction::done) continue;
             freed += bytes;

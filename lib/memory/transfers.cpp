@@ -137,21 +137,21 @@ Status Manager::memcpy(void *dst, const void *src, size_t n) {
             if (Status st = owned_range(src, n, false, &rs); st != adsmSuccess) return st;
     }
     if (!rd && !rs) return fail(adsmErrorInvalidValue, "neither %p nor %p is shared memory; use memcpy", dst, src);
-    // Lock both owners in a fixed order; the same context is locked once.
-    Context *a = rd ? rd->owner() : nullptr, *b = rs ? rs->owner() : nullptr;
-    if (a == b) b = nullptr;
-    if (a && b && a > b) std::swap(a, b);
-    ContextGuard la, lb;
-    if (a) la.lock(*a);
-    if (b) lb.lock(*b);
-    for (Region *r : {rd, rs}) {
-        if (!r) continue;
-        if (!r->live.load()) return fail(adsmErrorInvalidPointer, "an operand was freed meanwhile");
-        if (r->owner()->holds(*r)) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", ptr(r->host));
+    for (;;) {
+        Context *a = rd ? rd->owner() : nullptr, *b = rs ? rs->owner() : nullptr;
+        ContextPairGuard both(a, b);
+        // (A migration may have handed an operand to another context first.)
+        if ((rd && rd->owner() != a) || (rs && rs->owner() != b)) continue;
+        for (Region *r : {rd, rs}) {
+            if (!r) continue;
+            if (!r->live.load()) return fail(adsmErrorInvalidPointer, "an operand was freed meanwhile");
+            if (r->owner()->holds(*r))
+                return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", ptr(r->host));
+        }
+        if (rs && rd) return copy_shared(*rd, d - rd->host, *rs, s - rs->host, n);
+        if (rs) return protocol_.read_out(*rs, s - rs->host, dst, n);
+        return write_in(*rd, d - rd->host, src, n);
     }
-    if (rs && rd) return copy_shared(*rd, d - rd->host, *rs, s - rs->host, n);
-    if (rs) return protocol_.read_out(*rs, s - rs->host, dst, n);
-    return write_in(*rd, d - rd->host, src, n);
 }
 
 // Shared to shared, in the direction that keeps an overlapping move correct.

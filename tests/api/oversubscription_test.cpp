@@ -463,8 +463,18 @@ TEST_F(OversubscriptionTest, SpillSplitSpreadsAnObjectInEqualParts) {
     EXPECT_FALSE(resident(w)) << "w made room in turn";
     EXPECT_EQ(used(holder), before + len * 4 / 2) << "its part back where it was";
     for (size_t k = 0; k < len; k += 127) ASSERT_EQ(v[k], static_cast<uint32_t>(k + devices + 2)) << k;
-    adsmFree(w);
+    // w's turn again, which evicts v once more; v is then freed while
+    // evicted: its parts were given back at the eviction, and not again.
+    std::thread([&] {
+        ASSERT_EQ(adsmSetDevice(holder), adsmSuccess) << detail();
+        ASSERT_EQ(adsmMigrate(w, nullptr), adsmSuccess) << detail();
+        inc_.with({{w, 0}}, adsm::blocks_for(wn, 256), 256, w, wn);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    }).join();
+    EXPECT_FALSE(resident(v));
     EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+    EXPECT_EQ(used(holder), before + wn * 4) << "an evicted object's parts given back once";
+    adsmFree(w);
     EXPECT_EQ(used(0), used0) << "every part given back";
     if (devices > 1) {
         EXPECT_EQ(used(1), used1);
