@@ -200,15 +200,17 @@ Status start(Runtime **out) {
     ProtocolEnv env{rt->device, &rt->config, rt->tracker.get(), devices};
     if (Status s = make_protocol(rt->config.protocol, env, &rt->protocol); s != adsmSuccess) return s;
     rt->manager = std::make_unique<Manager>(rt->config, rt->space, rt->table, devices, *rt->protocol);
+    if (!rt->config.trace_file.empty()) {
+        if (Status s = trace::start(rt->config.trace_file.c_str(), device_names(*rt).c_str()); s != adsmSuccess) return s;
+        trace::before_writing(trace_kernels_at_exit);
+    }
+    // The last step that can fail: the fault handler keeps what it is given
+    // here for good, and a failed start frees all of it.
     if (rt->protocol->uses_faults()) {
         if (Status s = install_fault_engine(&rt->table, rt->protocol.get(), rt->manager.get(),
                                             race_policy(rt->config.on_race));
             s != adsmSuccess)
             return s;
-    }
-    if (!rt->config.trace_file.empty()) {
-        if (Status s = trace::start(rt->config.trace_file.c_str(), device_names(*rt).c_str()); s != adsmSuccess) return s;
-        trace::before_writing(trace_kernels_at_exit);
     }
     if (rt->config.profile_top) profile::start(rt->config.profile_top);
     pthread_atfork(fork_prepare, nullptr, fork_child);

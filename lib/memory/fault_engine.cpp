@@ -133,9 +133,11 @@ Status install_fault_engine(RegionTable *table, Protocol *protocol, Manager *man
     g_protocol = protocol;
     g_manager = manager;
     g_policy = policy;
-    if (!os::add_fault_hook(shared_memory_fault)) return fail(adsmErrorInitialization, "no room for the fault hook");
+    // The hook last: it stays for good, and a failed start frees what the
+    // globals point to.  (The handler alone passes every fault on.)
     if (int r = os::install_fault_handler(SIGSEGV); r != 0)
         return fail(adsmErrorInitialization, "cannot install the SIGSEGV handler: %s", os::error_text(-r));
+    if (!os::add_fault_hook(shared_memory_fault)) return fail(adsmErrorInitialization, "no room for the fault hook");
     return adsmSuccess;
 }
 

@@ -4,6 +4,10 @@
 
 #include <adsm.h>
 
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -24,6 +28,13 @@ namespace {
     ok = ok && adsmSync() == want && std::string(adsmGetLastErrorDetail()).find(needle) != std::string::npos;
     if (!ok) fprintf(stderr, "got %s: %s\n", adsmGetErrorString(e), d.c_str());
     exit(ok ? 0 : 1);
+}
+
+sigjmp_buf g_back;
+volatile sig_atomic_t g_program_faults = 0;
+void program_fault_handler(int) {
+    g_program_faults = g_program_faults + 1;
+    siglongjmp(g_back, 1);
 }
 
 }  // namespace
@@ -70,6 +81,26 @@ TEST_F(ConfigEnvTest, BadValuesStopTheRuntimeNotTheProgram) {
                 testing::ExitedWithCode(0), "");
     EXPECT_EXIT(expect_start_failure("ADSM_SIM_MEMORY", "lots", adsmErrorInitialization, "ADSM_SIM_MEMORY"),
                 testing::ExitedWithCode(0), "");
+}
+
+// A start that fails late (the trace file cannot be written, after the
+// protocol and its fault handling are ready) leaves nothing of the runtime
+// behind in the program's own fault handling.
+TEST_F(ConfigEnvTest, AStartThatFailsLeavesTheProgramsFaultsToIt) {
+    EXPECT_EXIT(
+        {
+            setenv("ADSM_PROTOCOL", "lazy", 1);  // (one that takes faults)
+            setenv("ADSM_TRACE", "/nonexistent-directory/trace.json", 1);
+            const bool failed = adsmAlloc(100) == nullptr && adsmGetLastError() == adsmErrorInvalidValue;
+            struct sigaction sa = {};
+            sa.sa_handler = program_fault_handler;
+            sigaction(SIGSEGV, &sa, nullptr);
+            void *page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            for (int i = 0; i < 3; ++i)
+                if (sigsetjmp(g_back, 1) == 0) *static_cast<volatile int *>(page) = i;
+            exit(failed && g_program_faults == 3 ? 0 : 1);
+        },
+        testing::ExitedWithCode(0), "");
 }
 
 TEST_F(ConfigEnvTest, StatsArePrintedAtExit) {
