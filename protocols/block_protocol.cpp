@@ -160,12 +160,13 @@ Status BlockProtocol::dirty_block(SharedObject &r, uint32_t k, bool *newly_dirty
 }
 
 Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, bool write) {
-    size_t off = addr - r.host;
     r.lock.lock();
-    if (!r.blocks || !r.live.load(std::memory_order_acquire)) {
+    // Freed under our feet, its slot perhaps taken by an object elsewhere.
+    if (!r.blocks || !r.live.load(std::memory_order_acquire) || !r.contains_host(addr)) {
         r.lock.unlock();
-        return FaultOutcome::not_mine;  // freed under our feet
+        return FaultOutcome::not_mine;
     }
+    const size_t off = addr - r.host;
     uint32_t k = r.block_of(off);
     while (r.blocks && (r.blocks[k] & kIncoming)) wait_incoming(r, k);
     if (!r.blocks || !r.live.load(std::memory_order_acquire)) {

@@ -146,6 +146,7 @@ public:
         // Only ever closed for writing (update_replicas): open it again and
         // let every replica be stale.
         os::FutexGuard g(r.lock);
+        if (!r.live.load(std::memory_order_acquire) || !r.contains_host(addr)) return FaultOutcome::not_mine;
         changed(r);
         return protect_range(r.host, r.span, PROT_READ | PROT_WRITE) == adsmSuccess ? FaultOutcome::retry
                                                                                     : FaultOutcome::failed;

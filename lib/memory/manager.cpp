@@ -294,7 +294,7 @@ void Manager::uncommit_placed(Device &on, uintptr_t dev, uint64_t span, Home hom
 
 Manager::MirrorRange Manager::ready_mirror(Region &r, uintptr_t a, bool first) {
     // An object waiting on the host has no device memory to pin against.
-    if (!r.resident.load(std::memory_order_acquire) || r.own_coherence() || r.split) return {};
+    if (!r.resident.load(std::memory_order_acquire) || r.own_coherence() || r.split || !r.contains_host(a)) return {};
     size_t off = a - r.host, lo = 0, hi = r.span;
     if (uint64_t bs = r.block_size; bs && bs < r.span) {
         lo = off / bs * bs;
@@ -456,8 +456,9 @@ Status Manager::free(void *p, bool wait, bool collector) {
     for (;;) {
         Context *busy = nullptr;
         {
-            OwnerLock lock(r);
-            if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was already freed (double free?)", p);
+            OwnerLock lock(r, p);
+            if (!lock.valid() || r->host != a)
+                return fail(adsmErrorInvalidPointer, "%p was already freed (double free?)", p);
             owner = lock.owner();
             if (owner->holds(*r)) {
                 if (!wait)
@@ -559,8 +560,8 @@ Status Manager::device_free(void *p) {
                     static_cast<size_t>(a - r->dev), ptr(r->dev));
     Context *owner;
     {
-        OwnerLock lock(r);
-        if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was already freed (double free?)", p);
+        OwnerLock lock(r, p);
+        if (!lock.valid() || r->dev != a) return fail(adsmErrorInvalidPointer, "%p was already freed (double free?)", p);
         owner = lock.owner();
         // As cudaFree: kernels of the owner may still use it, so wait for them.
         defer_error(*owner, wait_for_kernels(owner));

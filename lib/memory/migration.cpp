@@ -275,8 +275,8 @@ Status Manager::migrate_to(void *p, Context *to) {
                     "%p is in the collector's heap: collected objects stay with the context that allocated them", p);
     Context *from;
     {
-        OwnerLock owner(r);
-        if (!owner.valid()) return fail(adsmErrorInvalidPointer, "%p was freed", p);
+        OwnerLock owner(r, p);
+        if (!owner.valid() || r->host != a) return fail(adsmErrorInvalidPointer, "%p was freed", p);
         from = owner.owner();
     }
     if (from == to) return adsmSuccess;

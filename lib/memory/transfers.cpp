@@ -70,7 +70,7 @@ Status Manager::with_idle(const void *p, size_t n, bool wait, F &&f) {
     for (;;) {
         Context *busy = nullptr;
         {
-            OwnerLock lock(r);
+            OwnerLock lock(r, p, n);
             if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", p);
             if (!lock.owner()->holds(*r)) return f(*r, reinterpret_cast<uintptr_t>(p) - r->host);
             if (!wait) return fail(adsmErrorBusy, "%p is in use by a kernel; call adsmSync first", p);
@@ -241,7 +241,7 @@ Status Manager::advise(const void *p, size_t n, Advice advice) {
     if (Status s = owned_range(p, n ? n : 1, false, &r); s != adsmSuccess) return s;
     // Under its owner's lock, which a release holds while it reads them; a
     // kernel running now keeps what its call gave it.
-    OwnerLock lock(r);
+    OwnerLock lock(r, p, n ? n : 1);
     if (!lock.valid()) return fail(adsmErrorInvalidPointer, "%p was freed meanwhile", p);
     switch (advice) {
     case Advice::read_mostly: r->read_mostly = true; break;
