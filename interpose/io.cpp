@@ -84,7 +84,8 @@ ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call)
         if (lost) break;
         st[b].layout(iov, iovcnt, done, b);
         if (st[b].requested() == 0) {
-            result = static_cast<ssize_t>(done);
+            if (st[b].out_of_staging() && done == 0) err = ENOMEM;  // not an end of file
+            result = err ? -1 : static_cast<ssize_t>(done);
             break;
         }
         ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
@@ -127,7 +128,11 @@ ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
     Staged st[2];
     uint64_t ticket[2] = {0, 0};
     st[0].layout(iov, iovcnt, 0, 0);
-    if (st[0].requested() == 0) return 0;
+    if (st[0].requested() == 0) {
+        if (!st[0].out_of_staging()) return 0;
+        errno = ENOMEM;  // (returning 0 would leave the program retrying for ever)
+        return -1;
+    }
     if (!st[0].gather(&ticket[0])) {
         errno = EFAULT;
         return -1;
@@ -172,15 +177,30 @@ struct iovec one(const void *buf, size_t n) { return {const_cast<void *>(buf), n
 // kernel fills go back into the program's msghdr.
 ssize_t recvmsg_staged(int fd, struct msghdr *msg, int flags) {
     bool rounds = (flags & MSG_WAITALL) != 0;
+    // With several rounds (MSG_WAITALL) the address and control data come
+    // with the first: later rounds get no room for them, so they cannot
+    // overwrite it, and the flags of every round are kept.
+    const struct msghdr asked = *msg;
+    int flags_seen = 0;
     return staged_in(msg->msg_iov, static_cast<int>(msg->msg_iovlen), rounds,
-                     [&](const struct iovec *iov, int cnt, size_t) {
-                         struct msghdr m = *msg;
+                     [&](const struct iovec *iov, int cnt, size_t done) {
+                         struct msghdr m = asked;
                          m.msg_iov = const_cast<struct iovec *>(iov);
                          m.msg_iovlen = static_cast<size_t>(cnt);
+                         if (done > 0) {
+                             m.msg_name = nullptr;
+                             m.msg_namelen = 0;
+                             m.msg_control = nullptr;
+                             m.msg_controllen = 0;
+                         }
                          ssize_t r = REAL(recvmsg)(fd, &m, flags);
-                         msg->msg_namelen = m.msg_namelen;
-                         msg->msg_controllen = m.msg_controllen;
-                         msg->msg_flags = m.msg_flags;
+                         if (r < 0) return r;
+                         if (done == 0) {
+                             msg->msg_namelen = m.msg_namelen;
+                             msg->msg_controllen = m.msg_controllen;
+                         }
+                         flags_seen |= m.msg_flags;
+                         msg->msg_flags = flags_seen;
                          return r;
                      });
 }
@@ -471,7 +491,10 @@ size_t stdio_pieces(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real)
                 struct iovec v = one(pc.p + at, pc.n - at);
                 Staged st;
                 st.layout(&v, 1, 0, 0);
-                if (st.requested() == 0) return done;
+                if (st.requested() == 0) {
+                    if (st.out_of_staging()) errno = ENOMEM;
+                    return done;
+                }
                 size_t len = st.requested();
                 void *stage = st.iov()[0].iov_base;
                 if (!in && !st.gather()) return done;

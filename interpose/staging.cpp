@@ -102,6 +102,7 @@ Staged::~Staged() {
 void Staged::layout(const struct iovec *iov, int iovcnt, size_t skip, int buffer) {
     n_ = 0;
     requested_ = 0;
+    out_of_staging_ = false;
     uint8_t *stage = nullptr;
     size_t staged = 0;
     for (int i = 0; i < iovcnt && n_ < kMaxIov; ++i) {
@@ -113,6 +114,9 @@ void Staged::layout(const struct iovec *iov, int iovcnt, size_t skip, int buffer
         preload::Piece pieces[kMaxIov];
         size_t np = preload::split(static_cast<uint8_t *>(iov[i].iov_base) + skip, len - skip, pieces,
                                    static_cast<size_t>(kMaxIov - n_));
+        size_t covered = 0;
+        for (size_t k = 0; k < np; ++k) covered += pieces[k].n;
+        const bool whole = covered == len - skip;
         skip = 0;
         for (size_t k = 0; k < np && n_ < kMaxIov; ++k) {
             if (!pieces[k].shared) {
@@ -121,7 +125,10 @@ void Staged::layout(const struct iovec *iov, int iovcnt, size_t skip, int buffer
                 requested_ += pieces[k].n;
                 continue;
             }
-            if (!stage && !(stage = stage_buffer(buffer))) return;
+            if (!stage && !(stage = stage_buffer(buffer))) {
+                out_of_staging_ = true;
+                return;
+            }
             size_t take = pieces[k].n < kStageBytes - staged ? pieces[k].n : kStageBytes - staged;
             if (take == 0) return;
             out_[n_] = {stage + staged, take};
@@ -130,6 +137,7 @@ void Staged::layout(const struct iovec *iov, int iovcnt, size_t skip, int buffer
             requested_ += take;
             if (take < pieces[k].n) return;  // staging full: the rest waits for the next round
         }
+        if (!whole) return;  // out of slots: the rest of this buffer waits for the next round
     }
 }
 

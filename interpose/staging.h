@@ -42,6 +42,9 @@ public:
     const struct iovec *iov() const { return out_; }
     int iovcnt() const { return n_; }
     size_t requested() const { return requested_; }
+    // No staging memory could be mapped for a shared piece: the round
+    // stopped before it (and the call must not look like end of file).
+    bool out_of_staging() const { return out_of_staging_; }
 
     // Before a call that reads from memory (write, send): copies the shared
     // pieces into staging; with `ticket` the device part may still be under
@@ -65,6 +68,7 @@ private:
     Slot slots_[kMaxIov];
     int n_ = 0;
     size_t requested_ = 0;
+    bool out_of_staging_ = false;
     uint8_t *owned_ = nullptr;  // a buffer of this call's own (nested in a signal handler)
 };
 

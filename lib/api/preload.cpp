@@ -67,7 +67,7 @@ size_t split(const void *p, size_t n, Piece *out, size_t max) {
     auto *a = static_cast<uint8_t *>(const_cast<void *>(p));
     uint8_t *end = a + n;
     size_t count = 0;
-    while (a < end && count + 1 < max) {
+    while (a < end && count < max) {
         Region *r = rt && !forked_child() && in_window(a) ? rt->table.find(reinterpret_cast<uintptr_t>(a)) : nullptr;
         if (r && r->kind != RegionKind::device && r->contains_host(reinterpret_cast<uintptr_t>(a)) &&
             reinterpret_cast<uintptr_t>(a) - r->host < r->size) {
@@ -90,7 +90,6 @@ size_t split(const void *p, size_t n, Piece *out, size_t max) {
         else out[count++] = {a, static_cast<size_t>(stop - a), false};
         a = stop;
     }
-    if (a < end) out[count++] = {a, static_cast<size_t>(end - a), false};
     return count;
 }
 

@@ -60,8 +60,8 @@ struct Piece {
     bool shared;
 };
 // Splits [p, p+n) at the bounds of shared allocations.  Returns the number
-// of pieces written (at most max; the rest of the buffer is then one more
-// ordinary piece).
+// of pieces written: at most max, which then may cover only the start of
+// the buffer (the caller goes on from the end of the last).
 size_t split(const void *p, size_t n, Piece *out, size_t max);
 
 // Copies between shared memory (one piece) and other memory.  With ticket,

@@ -151,6 +151,37 @@ TEST(IoTest, WriteFromSharedMemoryInEveryState) {
     free(p);
 }
 
+// More iovecs than one round of staging takes (64), each in shared memory
+// whose data is on the device: every one is staged, in later rounds too,
+// none handed to the kernel as it is.
+TEST(IoTest, MoreIovecsThanOneRoundTakes) {
+    constexpr int kIovecs = 100;
+    constexpr size_t kEach = 1000, n = kIovecs * 2 * kEach;
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    close_on_device(p, n, 9);
+    struct iovec iov[kIovecs];
+    for (int i = 0; i < kIovecs; ++i) iov[i] = {p + 2 * kEach * i, kEach};
+    char tmpl[] = "/tmp/adsm-io-XXXXXX";
+    int fd = mkstemp(tmpl);
+    unlink(tmpl);
+    ASSERT_EQ(writev(fd, iov, kIovecs), static_cast<ssize_t>(kIovecs * kEach)) << strerror(errno);
+    std::vector<uint8_t> back(kIovecs * kEach);
+    ASSERT_EQ(pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+    for (size_t i = 0; i < back.size(); ++i)
+        ASSERT_EQ(back[i], pattern(2 * kEach * (i / kEach) + i % kEach, 9)) << i;
+    // And back in, over a fresh device copy.
+    close_on_device(p, n, 50);
+    ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+    ASSERT_EQ(readv(fd, iov, kIovecs), static_cast<ssize_t>(kIovecs * kEach)) << strerror(errno);
+    for (size_t i = 0; i < n; ++i) {
+        const size_t k = i / (2 * kEach), at = i % (2 * kEach);
+        ASSERT_EQ(p[i], at < kEach ? back[k * kEach + at] : pattern(i, 50)) << i;
+    }
+    close(fd);
+    free(p);
+}
+
 // Each positioned vector call, in both offset widths (a program built with
 // -D_FILE_OFFSET_BITS=64 calls the *64 ones), moves shared memory whose
 // data is on the device.
