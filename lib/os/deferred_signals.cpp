@@ -1,5 +1,6 @@
 #include "os/deferred_signals.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,9 +96,26 @@ void trampoline(int sig, siginfo_t *info, void *uctx) {
     run_program_handler(act, sig, info, uctx);
 }
 
+// A fork's child has only the forking thread: the program's actions must
+// be whole there and their lock free, whatever other threads were doing
+// (a child that asked for an action before its exec waited for ever).  The
+// lock is held across the fork with the trampoline holding signals back,
+// as everywhere else it is held.
+void actions_before_fork() {
+    ++tls_deferral.depth;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    g_actions_lock.lock();
+}
+void actions_after_fork() {
+    g_actions_lock.unlock();
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (--tls_deferral.depth == 0 && tls_deferral.held) release_held_signals();
+}
+
 // Handlers installed before the runtime was loaded (by another library's
 // constructor) go through the trampoline as well.
 __attribute__((constructor(102))) void wrap_installed_handlers() {
+    pthread_atfork(actions_before_fork, actions_after_fork, actions_after_fork);
     for (int sig = 1; sig < NSIG; ++sig) {
         struct sigaction cur;
         if (!deferrable(sig) || real_sigaction(sig, nullptr, &cur) != 0 || !has_handler(cur)) continue;

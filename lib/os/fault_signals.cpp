@@ -1,5 +1,6 @@
 #include "os/fault_signals.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -29,6 +30,11 @@ struct ChainTarget {
 };
 ChainTarget g_chain[NSIG];
 FutexLock g_chain_lock;  // writers only
+// Held across a fork, so that the child's one thread finds the program's
+// fault handlers whole and the lock free.
+__attribute__((constructor)) void guard_chain_across_fork() {
+    pthread_atfork([] { g_chain_lock.lock(); }, [] { g_chain_lock.unlock(); }, [] { g_chain_lock.unlock(); });
+}
 std::mutex g_install_mu;
 
 void handler(int sig, siginfo_t *info, void *uctx) {

@@ -162,6 +162,43 @@ TEST(MallocTest, AcrossFork) {
     free(p);
 }
 
+// A child forked while another thread changes a signal's action sets its
+// own, as children do before an exec, without waiting for ever for a lock
+// the other thread held at the fork.
+TEST(MallocTest, ForkWhileAnotherThreadChangesSignalActions) {
+    std::atomic<bool> stop{false};
+    std::thread changer([&] {
+        while (!stop.load()) {
+            signal(SIGPIPE, SIG_IGN);
+            signal(SIGPIPE, SIG_DFL);
+        }
+    });
+    int hung = 0, failed = 0;
+    for (int i = 0; i < 300 && !hung; ++i) {
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            signal(SIGPIPE, SIG_DFL);
+            signal(SIGCHLD, SIG_DFL);
+            _exit(0);
+        }
+        int st = 0;
+        pid_t got = 0;
+        for (int waited_ms = 0; waited_ms < 10000 && (got = waitpid(pid, &st, WNOHANG)) == 0; ++waited_ms) usleep(1000);
+        if (got == 0) {
+            hung = 1;
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            ++failed;
+        }
+    }
+    stop = true;
+    changer.join();
+    EXPECT_EQ(hung, 0) << "a child waited 10 s in signal()";
+    EXPECT_EQ(failed, 0);
+}
+
 TEST(MallocTest, AcrossExec) {
     // The child is this test program again, running one test that checks
     // the threshold applies there too.
