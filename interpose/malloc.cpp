@@ -167,6 +167,10 @@ size_t next_usable_size(void *p) {
     return fn ? fn(p) : 0;
 }
 
+// An alignment that is not a power of two goes to the C library, which
+// answers it as it would without the preload (rounds it up, or EINVAL).
+bool shareable_alignment(size_t align) { return align && !(align & (align - 1)) && align <= adsm::os::kPageSize; }
+
 }  // namespace
 
 #define CALLER __builtin_return_address(0)
@@ -244,14 +248,14 @@ INTERCEPTOR(int, posix_memalign, void **out, size_t align, size_t n) {
 }
 
 INTERCEPTOR(void *, memalign, size_t align, size_t n) {
-    if (align <= adsm::os::kPageSize)
+    if (shareable_alignment(align))
         if (void *p = shared_or_libc(n, false, CALLER)) return p;
     if (auto fn = REAL(memalign)) return fn(align, n);
     return bootstrap_alloc(n, align);
 }
 
 INTERCEPTOR(void *, aligned_alloc, size_t align, size_t n) {
-    if (align <= adsm::os::kPageSize)
+    if (shareable_alignment(align))
         if (void *p = shared_or_libc(n, false, CALLER)) return p;
     if (auto fn = REAL(aligned_alloc)) return fn(align, n);
     return bootstrap_alloc(n, align);

@@ -79,7 +79,9 @@ INTERCEPTOR(void *, mremap, void *old_addr, size_t old_len, size_t new_len, int 
         new_addr = va_arg(ap, void *);
         va_end(ap);
     }
-    if (guarded(old_addr, old_len) || ((flags & MREMAP_FIXED) && guarded(new_addr, new_len))) {
+    // (An old length of 0 asks for a second mapping of the same pages: of
+    // shared memory, one the protocols would not know about.)
+    if (guarded(old_addr, old_len ? old_len : 1) || ((flags & MREMAP_FIXED) && guarded(new_addr, new_len))) {
         refuse("mremap", old_addr, old_len, EINVAL);
         return MAP_FAILED;
     }
