@@ -136,6 +136,22 @@ TEST(MallocTest, FromAnotherLibrarysSignalHandler) {
     EXPECT_GE(g_handler_allocs.load(), 50) << "after " << i << " allocations";
 }
 
+// An alignment that is not a power of two is the C library's to answer
+// (glibc rounds it up, or refuses it from 2.38): never shared memory.
+TEST(MallocTest, AlignmentsThatAreNotPowersOfTwoGoToTheCLibrary) {
+    for (size_t align : {size_t{0}, size_t{24}, size_t{3000}}) {
+        void *a = aligned_alloc(align, 4 * kThreshold);
+        EXPECT_FALSE(a && shared(a)) << "aligned_alloc " << align;
+        free(a);
+        void *m = memalign(align, 4 * kThreshold);
+        EXPECT_FALSE(m && shared(m)) << "memalign " << align;
+        free(m);
+    }
+    void *p = aligned_alloc(4096, 4 * kThreshold);
+    EXPECT_TRUE(shared(p)) << "a power of two up to a page is served";
+    free(p);
+}
+
 TEST(MallocTest, AcrossFork) {
     auto *p = static_cast<uint8_t *>(malloc(2 * kThreshold));
     ASSERT_TRUE(shared(p));

@@ -15,6 +15,9 @@ TEST(MmapTest, SharedMemoryCannotBeUnmappedMovedOrReprotected) {
     EXPECT_EQ(errno, EACCES);
     EXPECT_EQ(mremap(p, 4096, 8192, MREMAP_MAYMOVE), MAP_FAILED);
     EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_EQ(mremap(p + 4096, 0, 4096, MREMAP_MAYMOVE), MAP_FAILED) << "a second mapping of the same pages";
+    EXPECT_EQ(errno, EINVAL);
     EXPECT_EQ(mmap(p, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0), MAP_FAILED);
     EXPECT_EQ(errno, EINVAL);
     EXPECT_EQ(mmap(p, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0), MAP_FAILED);
