@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -136,12 +138,45 @@ static void take_default_action(int sig, bool raise_now) {
     raise(sig);
 }
 
+// The program's handler for sig run as the kernel would have run it: its
+// action given back first if it asked for that (SA_RESETHAND), and with
+// the mask the kernel would have given it (the mask where the fault was,
+// its sa_mask, and sig itself unless SA_NODEFER), which is also the mask it
+// keeps if it jumps away instead of returning.  False (and nothing done)
+// where the program has no handler.
+static bool run_chained(int sig, const struct sigaction &act, siginfo_t *info, void *uctx) {
+    const bool handles = (act.sa_flags & SA_SIGINFO) ? act.sa_sigaction != nullptr
+                                                     : act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
+    if (!handles) return false;
+    ChainTarget &t = g_chain[sig];
+    if (act.sa_flags & SA_RESETHAND) {
+        FutexGuard g(g_chain_lock);
+        const int next = 1 - t.current.load(std::memory_order_relaxed);
+        memset(&t.slot[next], 0, sizeof t.slot[next]);
+        t.slot[next].sa_handler = SIG_DFL;
+        t.current.store(next, std::memory_order_release);
+    }
+    sigset_t mask, ours;
+    if (uctx) mask = static_cast<ucontext_t *>(uctx)->uc_sigmask;
+    else syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &mask, _NSIG / 8);
+    sigorset(&mask, &mask, &act.sa_mask);
+    if (!(act.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
+    run_program_handler(act, sig, info, uctx);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &ours, nullptr, _NSIG / 8);
+    return true;
+}
+
 void chain_fault(int sig, siginfo_t *info, void *uctx) {
     ChainTarget &t = g_chain[sig];
-    if (run_program_handler(t.slot[t.current.load(std::memory_order_acquire)], sig, info, uctx)) return;
+    const struct sigaction act = t.slot[t.current.load(std::memory_order_acquire)];
+    if (run_chained(sig, act, info, uctx)) return;
     // A fault raised by the hardware repeats when the instruction restarts;
-    // one sent by kill() must be raised again.
-    take_default_action(sig, info == nullptr || info->si_code <= 0);
+    // one sent by kill() must be raised again, unless the program ignores
+    // it (as the kernel would have; a hardware fault cannot be ignored).
+    const bool sent = info == nullptr || info->si_code <= 0;
+    if (sent && !(act.sa_flags & SA_SIGINFO) && act.sa_handler == SIG_IGN) return;
+    take_default_action(sig, sent);
 }
 
 void deliver_bus_error(void *addr, void *uctx) {
@@ -157,7 +192,8 @@ void deliver_bus_error(void *addr, void *uctx) {
     // The program's handler may jump away: it runs as if outside ours.
     const int depth = fault_handler_depth;
     fault_handler_depth = 0;
-    bool returned = run_program_handler(act, SIGBUS, &info, uctx);
+    bool returned = t.owned.load(std::memory_order_acquire) ? run_chained(SIGBUS, act, &info, uctx)
+                                                            : run_program_handler(act, SIGBUS, &info, uctx);
     fault_handler_depth = depth;
     if (returned) return;
     // Ignoring a bus error would retry the access forever: the default

@@ -352,3 +352,71 @@ TEST(EdgeTest, TheApplicationsOwnFaultHandlerKeepsWorking) {
     munmap(page, 4096);
     adsmFree(v);
 }
+
+namespace {
+jmp_buf g_plain_jump;
+volatile sig_atomic_t g_resethand_runs = 0;
+void resethand_handler(int) {
+    g_resethand_runs = g_resethand_runs + 1;
+    if (g_resethand_runs > 1) _exit(3);  // run again: the action was not given back
+}
+void plain_jump_handler(int) { longjmp(g_plain_jump, 1); }
+}  // namespace
+
+// The program's own handlers for faults outside shared memory run as the
+// kernel would run them, the runtime's handler in between.
+TEST(EdgeDeathTest, AResetHandHandlerRunsOnceAndTheFaultThenTakesItsDefault) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(
+        {
+            adsmFree(adsmAlloc(4096));  // the runtime (and its handler) first
+            struct sigaction sa = {};
+            sa.sa_handler = resethand_handler;
+            sa.sa_flags = SA_RESETHAND;
+            sigaction(SIGSEGV, &sa, nullptr);
+            void *page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            *static_cast<volatile int *>(page) = 1;  // handled, retried, then the default
+            _exit(4);
+        },
+        testing::KilledBySignal(SIGSEGV), "");
+}
+
+TEST(EdgeDeathTest, AFaultHandlerThatJumpsAwayLeavesTheMaskTheKernelWouldGive) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(
+        {
+            adsmFree(adsmAlloc(4096));
+            struct sigaction sa = {};
+            sa.sa_handler = plain_jump_handler;
+            sigemptyset(&sa.sa_mask);
+            sigaddset(&sa.sa_mask, SIGUSR2);
+            sigaction(SIGSEGV, &sa, nullptr);
+            sigset_t none;
+            sigemptyset(&none);
+            pthread_sigmask(SIG_SETMASK, &none, nullptr);
+            void *page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (setjmp(g_plain_jump) == 0) *static_cast<volatile int *>(page) = 1;
+            // longjmp keeps the handler's mask: its sa_mask and the signal
+            // itself, nothing of the runtime's own.
+            sigset_t now;
+            pthread_sigmask(SIG_BLOCK, nullptr, &now);
+            int code = 0;
+            if (sigismember(&now, SIGUSR1) || sigismember(&now, SIGALRM) || sigismember(&now, SIGCHLD)) code |= 1;
+            if (!sigismember(&now, SIGUSR2) || !sigismember(&now, SIGSEGV)) code |= 2;
+            _exit(code);
+        },
+        testing::ExitedWithCode(0), "");
+}
+
+TEST(EdgeDeathTest, ASentFaultSignalTheProgramIgnoresIsIgnored) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(
+        {
+            adsmFree(adsmAlloc(4096));
+            signal(SIGSEGV, SIG_IGN);
+            kill(getpid(), SIGSEGV);
+            raise(SIGSEGV);
+            _exit(0);
+        },
+        testing::ExitedWithCode(0), "");
+}
