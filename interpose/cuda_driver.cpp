@@ -195,6 +195,10 @@ namespace bridge = adsm::gpu_bridge;
 
 adsm::interpose::HandleMap<adsm::interpose::KernelName, 8192> g_functions;
 
+// In a _ptsz call stream 0 is the calling thread's default stream, not the
+// legacy one: what the runtime waits for before it touches the memory.
+CUstream per_thread(CUstream s) { return s ? s : CU_STREAM_PER_THREAD; }
+
 // The driver's answer to a call the preload passes on.
 #define FORWARD(name, ...)                                                              \
     ([&]() -> CUresult {                                                                \
@@ -579,6 +583,7 @@ CUDA_WRAPPER(cuMemcpyHtoDAsync_v2, CUdeviceptr dst, const void *src, size_t n, C
     return HTOD(cuMemcpyHtoDAsync_v2, s, dst, src, n, s);
 }
 CUDA_WRAPPER(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+    s = per_thread(s);
     return HTOD(cuMemcpyHtoDAsync_v2_ptsz, s, dst, src, n, s);
 }
 CUDA_WRAPPER(cuMemcpyDtoH_v2, void *dst, CUdeviceptr src, size_t n) {
@@ -591,6 +596,7 @@ CUDA_WRAPPER(cuMemcpyDtoHAsync_v2, void *dst, CUdeviceptr src, size_t n, CUstrea
     return DTOH(cuMemcpyDtoHAsync_v2, s, dst, src, n, s);
 }
 CUDA_WRAPPER(cuMemcpyDtoHAsync_v2_ptsz, void *dst, CUdeviceptr src, size_t n, CUstream s) {
+    s = per_thread(s);
     return DTOH(cuMemcpyDtoHAsync_v2_ptsz, s, dst, src, n, s);
 }
 CUDA_WRAPPER(cuMemcpyDtoD_v2, CUdeviceptr dst, CUdeviceptr src, size_t n) {
@@ -603,6 +609,7 @@ CUDA_WRAPPER(cuMemcpyDtoDAsync_v2, CUdeviceptr dst, CUdeviceptr src, size_t n, C
     return DTOD(cuMemcpyDtoDAsync_v2, s, dst, src, n, s);
 }
 CUDA_WRAPPER(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    s = per_thread(s);
     return DTOD(cuMemcpyDtoDAsync_v2_ptsz, s, dst, src, n, s);
 }
 CUDA_WRAPPER(cuMemcpy, CUdeviceptr dst, CUdeviceptr src, size_t n) {
@@ -624,12 +631,14 @@ CUDA_WRAPPER(cuMemcpyPeerAsync, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, 
 }
 CUDA_WRAPPER(cuMemcpyPeerAsync_ptsz, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
              CUstream s) {
+    s = per_thread(s);
     return UNIFIED(cuMemcpyPeerAsync_ptsz, s, dst, dc, src, sc, n, s);
 }
 CUDA_WRAPPER(cuMemcpyAsync, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
     return UNIFIED(cuMemcpyAsync, s, dst, src, n, s);
 }
 CUDA_WRAPPER(cuMemcpyAsync_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    s = per_thread(s);
     return UNIFIED(cuMemcpyAsync_ptsz, s, dst, src, n, s);
 }
 // Each fill width comes in four entry points: synchronous and asynchronous,
@@ -645,7 +654,7 @@ CUDA_WRAPPER(cuMemcpyAsync_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUs
         return FILL(ADSM_FILL_NAME(bits), value, cuMemsetD##bits##Async, s, dst, value, n, s);             \
     }                                                                                                       \
     CUDA_WRAPPER(cuMemsetD##bits##Async_ptsz, CUdeviceptr dst, type value, size_t n, CUstream s) {         \
-        return FILL(ADSM_FILL_NAME(bits), value, cuMemsetD##bits##Async_ptsz, s, dst, value, n, s);        \
+        return FILL(ADSM_FILL_NAME(bits), value, cuMemsetD##bits##Async_ptsz, per_thread(s), dst, value, n, s); \
     }
 #define ADSM_FILL_NAME(bits) "cuMemsetD" #bits
 
@@ -672,8 +681,8 @@ ADSM_FILL_WRAPPERS(32, unsigned int, ui)
     }                                                                                                          \
     CUDA_WRAPPER(cuMemsetD2D##bits##Async_ptsz, CUdeviceptr dst, size_t pitch, type value, size_t width,       \
                  size_t height, CUstream s) {                                                                  \
-        return FILL2D(ADSM_FILL_2D_NAME(bits), value, cuMemsetD2D##bits##Async_ptsz, s, dst, pitch, value,      \
-                      width, height, s);                                                                       \
+        return FILL2D(ADSM_FILL_2D_NAME(bits), value, cuMemsetD2D##bits##Async_ptsz, per_thread(s), dst, pitch, \
+                      value, width, height, s);                                                                \
     }
 #define ADSM_FILL_2D_NAME(bits) "cuMemsetD2D" #bits
 
@@ -689,6 +698,7 @@ CUDA_WRAPPER(cuMemcpyBatchAsync, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *s
 }
 CUDA_WRAPPER(cuMemcpyBatchAsync_ptsz, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
              CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, size_t *fail_idx, CUstream s) {
+    s = per_thread(s);
     return BATCH(cuMemcpyBatchAsync_ptsz, s, fail_idx, dsts, srcs, sizes, count, attrs, attrs_idxs, nattrs, fail_idx,
                  s);
 }
@@ -698,6 +708,7 @@ CUDA_WRAPPER(cuMemcpyBatchAsync_v2, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t
 }
 CUDA_WRAPPER(cuMemcpyBatchAsync_v2_ptsz, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
              CUmemcpyAttributes *attrs, size_t *attrs_idxs, size_t nattrs, CUstream s) {
+    s = per_thread(s);
     return BATCH(cuMemcpyBatchAsync_v2_ptsz, s, nullptr, dsts, srcs, sizes, count, attrs, attrs_idxs, nattrs, s);
 }
 CUDA_WRAPPER(cuMemcpy3DBatchAsync, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
@@ -709,6 +720,7 @@ CUDA_WRAPPER(cuMemcpy3DBatchAsync, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, siz
 }
 CUDA_WRAPPER(cuMemcpy3DBatchAsync_ptsz, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
              unsigned long long flags, CUstream s) {
+    s = per_thread(s);
     size_t one_failed = 0;
     return copy_3d_batch(
         s, nops, ops, fail_idx, [&] { return FORWARD(cuMemcpy3DBatchAsync_ptsz, nops, ops, fail_idx, flags, s); },
@@ -721,6 +733,7 @@ CUDA_WRAPPER(cuMemcpy3DBatchAsync_v2, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, 
 }
 CUDA_WRAPPER(cuMemcpy3DBatchAsync_v2_ptsz, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops, unsigned long long flags,
              CUstream s) {
+    s = per_thread(s);
     return copy_3d_batch(
         s, nops, ops, nullptr, [&] { return FORWARD(cuMemcpy3DBatchAsync_v2_ptsz, nops, ops, flags, s); },
         [&](CUDA_MEMCPY3D_BATCH_OP *op) { return FORWARD(cuMemcpy3DBatchAsync_v2_ptsz, 1, op, flags, s); });
@@ -855,6 +868,7 @@ CUDA_WRAPPER(cuMemcpy2DAsync_v2, const CUDA_MEMCPY2D *c, CUstream s) {
     return copy2d(s, c, [&] { return FORWARD(cuMemcpy2DAsync_v2, c, s); });
 }
 CUDA_WRAPPER(cuMemcpy2DAsync_v2_ptsz, const CUDA_MEMCPY2D *c, CUstream s) {
+    s = per_thread(s);
     return copy2d(s, c, [&] { return FORWARD(cuMemcpy2DAsync_v2_ptsz, c, s); });
 }
 CUDA_WRAPPER(cuMemcpy3D_v2, const CUDA_MEMCPY3D *c) {
@@ -867,6 +881,7 @@ CUDA_WRAPPER(cuMemcpy3DAsync_v2, const CUDA_MEMCPY3D *c, CUstream s) {
     return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DAsync_v2, c, s); });
 }
 CUDA_WRAPPER(cuMemcpy3DAsync_v2_ptsz, const CUDA_MEMCPY3D *c, CUstream s) {
+    s = per_thread(s);
     return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DAsync_v2_ptsz, c, s); });
 }
 CUDA_WRAPPER(cuMemcpy3DPeer, const CUDA_MEMCPY3D_PEER *c) {
@@ -879,5 +894,6 @@ CUDA_WRAPPER(cuMemcpy3DPeerAsync, const CUDA_MEMCPY3D_PEER *c, CUstream s) {
     return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DPeerAsync, c, s); });
 }
 CUDA_WRAPPER(cuMemcpy3DPeerAsync_ptsz, const CUDA_MEMCPY3D_PEER *c, CUstream s) {
+    s = per_thread(s);
     return copy3d(s, c, [&] { return FORWARD(cuMemcpy3DPeerAsync_ptsz, c, s); });
 }

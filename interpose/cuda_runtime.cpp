@@ -89,6 +89,10 @@ namespace bridge = adsm::gpu_bridge;
 
 adsm::interpose::HandleMap<adsm::interpose::KernelName, 8192> g_stubs;  // host stub -> device name
 
+// In a _ptsz call stream 0 is the calling thread's default stream, not the
+// legacy one: what the runtime waits for before it touches the memory.
+cudaStream_t per_thread(cudaStream_t s) { return s ? s : cudaStreamPerThread; }
+
 // Errors of the calls the preload handled itself, for cudaGetLastError as
 // the CUDA runtime keeps its own.
 __attribute__((tls_model("initial-exec"))) thread_local cudaError_t tls_error = cudaSuccess;
@@ -386,6 +390,7 @@ CUDART_WRAPPER(cudaError_t, cudaMemcpyAsync, void *dst, const void *src, size_t 
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpyAsync_ptsz, void *dst, const void *src, size_t n, cudaMemcpyKind kind,
                cudaStream_t s) {
+    s = per_thread(s);
     return copy("cudaMemcpyAsync", s, dst, src, n, kind,
                 [&] { return FORWARD(cudaMemcpyAsync_ptsz, dst, src, n, kind, s); });
 }
@@ -400,6 +405,7 @@ CUDART_WRAPPER(cudaError_t, cudaMemsetAsync, void *dst, int value, size_t n, cud
     return fill("cudaMemsetAsync", s, dst, value, n, [&] { return FORWARD(cudaMemsetAsync, dst, value, n, s); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemsetAsync_ptsz, void *dst, int value, size_t n, cudaStream_t s) {
+    s = per_thread(s);
     return fill("cudaMemsetAsync", s, dst, value, n, [&] { return FORWARD(cudaMemsetAsync_ptsz, dst, value, n, s); });
 }
 
@@ -421,6 +427,7 @@ CUDART_WRAPPER(cudaError_t, cudaMemcpy2DAsync, void *dst, size_t dpitch, const v
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy2DAsync_ptsz, void *dst, size_t dpitch, const void *src, size_t spitch,
                size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t s) {
+    s = per_thread(s);
     return copy_rows("cudaMemcpy2DAsync", s, rows(dst, dpitch), rows(const_cast<void *>(src), spitch), width, height,
                      1, kind,
                      [&] { return FORWARD(cudaMemcpy2DAsync_ptsz, dst, dpitch, src, spitch, width, height, kind, s); });
@@ -435,6 +442,7 @@ CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync, const cudaMemcpy3DParms *p, cudaS
     return copy3d("cudaMemcpy3DAsync", s, p, [&] { return FORWARD(cudaMemcpy3DAsync, p, s); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync_ptsz, const cudaMemcpy3DParms *p, cudaStream_t s) {
+    s = per_thread(s);
     return copy3d("cudaMemcpy3DAsync", s, p, [&] { return FORWARD(cudaMemcpy3DAsync_ptsz, p, s); });
 }
 
@@ -453,6 +461,7 @@ CUDART_WRAPPER(cudaError_t, cudaMemset2DAsync, void *dst, size_t pitch, int valu
 }
 CUDART_WRAPPER(cudaError_t, cudaMemset2DAsync_ptsz, void *dst, size_t pitch, int value, size_t width, size_t height,
                cudaStream_t s) {
+    s = per_thread(s);
     return fill_box("cudaMemset2DAsync", s, plane_of(dst, pitch, height), value, rect(width, height),
                     [&] { return FORWARD(cudaMemset2DAsync_ptsz, dst, pitch, value, width, height, s); });
 }
@@ -467,6 +476,7 @@ CUDART_WRAPPER(cudaError_t, cudaMemset3DAsync, cudaPitchedPtr p, int value, cuda
     return fill_box("cudaMemset3DAsync", s, p, value, e, [&] { return FORWARD(cudaMemset3DAsync, p, value, e, s); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemset3DAsync_ptsz, cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t s) {
+    s = per_thread(s);
     return fill_box("cudaMemset3DAsync", s, p, value, e,
                     [&] { return FORWARD(cudaMemset3DAsync_ptsz, p, value, e, s); });
 }

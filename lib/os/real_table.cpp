@@ -33,7 +33,12 @@ std::atomic<DlsymFn> g_dlsym{nullptr};
 DlsymFn libc_dlsym() {
     if (DlsymFn fn = g_dlsym.load(std::memory_order_acquire)) return fn;
     void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    // Before 2.34, the first version of each architecture's C library.
+#if defined(__aarch64__)
+    if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
+#else
     if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+#endif
     DlsymFn fn = reinterpret_cast<DlsymFn>(p);
     g_dlsym.store(fn, std::memory_order_release);
     return fn;
