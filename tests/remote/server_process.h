@@ -94,6 +94,7 @@ public:
         waited_ = true;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
+    pid_t pid() const { return pid_; }
     // Still connected but silent, as a machine cut off without a word is.
     void stop() { kill(pid_, SIGSTOP); }
     // Gone at once, as a crashed or unplugged machine is.

@@ -1,6 +1,7 @@
 // adsm-device-server as clients meet it on loopback: its command line, the
 // key, each client's own memory reached by RMA under the keys its commits
 // return, hostile requests, the client limit, and clients that vanish.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -307,6 +308,46 @@ TEST_F(Fixture, TheClientLimitTurnsOthersAwayAndFreedPlacesAreReused) {
         if (!served) usleep(100 * 1000);
     }
     EXPECT_TRUE(served) << s.log();
+}
+
+// Sessions that ran kernels on committed memory leave nothing open on the
+// server when they end: no device memory, no channel, no descriptor.
+TEST_F(Fixture, EndedSessionsLeaveNothingOpenOnTheServer) {
+    Server s(args());
+    const std::string fd_dir = "/proc/" + std::to_string(s.pid()) + "/fd";
+    auto open_fds = [&] {
+        int n = 0;
+        if (DIR *d = opendir(fd_dir.c_str())) {
+            while (readdir(d)) ++n;
+            closedir(d);
+        }
+        return n;
+    };
+    auto session = [&] {
+        Client c(s, key_text);
+        ASSERT_TRUE(c.ok());
+        ASSERT_EQ(c.attach().status, adsmSuccess);
+        Reply m = c.commit(kBase, 8 << 20);
+        ASSERT_EQ(m.status, adsmSuccess) << m.message;
+        std::vector<uint32_t> ones(4096, 1);
+        ASSERT_EQ(c.ep().write(ones.data(), ones.size() * 4, 0, m.rma_key, 5000), adsmSuccess);
+        ASSERT_EQ(c.add(kBase, ones.size(), 1).status, adsmSuccess);
+        ASSERT_EQ(c.sync().status, adsmSuccess);
+    };
+    // A session ends on the server shortly after the client leaves.
+    auto settled = [&](int at_most) {
+        for (int i = 0; i < 100 && open_fds() > at_most; ++i) usleep(50 * 1000);
+        return open_fds();
+    };
+    // What the server opens once, at its first session, is open by then.
+    session();
+    int baseline = open_fds();
+    for (int i = 0; i < 10; ++i) {
+        usleep(100 * 1000);
+        baseline = std::min(baseline, open_fds());
+    }
+    for (int i = 0; i < 5; ++i) session();
+    EXPECT_LE(settled(baseline), baseline) << "descriptors left open by five ended sessions\n" << s.log();
 }
 
 TEST_F(Fixture, KernelsRunOnTheClientsMemoryAtItsAddresses) {

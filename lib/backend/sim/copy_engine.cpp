@@ -29,7 +29,9 @@ __attribute__((noinline)) void read_host_toward_device(void *dst, const void *sr
 
 CopyEngine::CopyEngine(LinkModel &link) : link_(link) {}
 
-CopyEngine::~CopyEngine() {
+CopyEngine::~CopyEngine() { stop(); }
+
+void CopyEngine::stop() {
     if (!running_.load()) return;
     stop_.store(true);
     ring_.ring();

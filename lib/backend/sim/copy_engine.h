@@ -24,6 +24,8 @@ public:
     ~CopyEngine();
 
     void start();  // not from a signal handler
+    // Ends the engine's thread once what was queued has been copied.
+    void stop();
 
     // Queues dst <- src; `dev` is the device address involved, for the trace.
     // Returns the ticket, or 0 if the queue is full or the engine is not

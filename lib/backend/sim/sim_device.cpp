@@ -75,6 +75,14 @@ SimDevice::~SimDevice() {
     }
     // Closing the socket ends the device process.
     if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
+    // Then what reaches device memory and the channel goes, and they with
+    // it (a device server makes and ends one per client session).
+    engine_.stop();
+    host_.reset();
+    if (dma_) munmap(dma_, size_);
+    if (channel_) munmap(channel_, sizeof(exec::Channel));
+    if (dev_fd_ >= 0) close(dev_fd_);
+    if (channel_fd_ >= 0) close(channel_fd_);
 }
 
 Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
@@ -87,11 +95,19 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint
         return fail(adsmErrorInitialization, "sim: cannot map device memory: %s", os::error_text(e));
     }
     int cfd = os::memfd_sized("adsm-sim-channel", sizeof(exec::Channel));
-    if (cfd < 0)
+    if (cfd < 0) {
+        munmap(dma, size);
+        close(fd);
         return fail(adsmErrorInitialization, "sim: cannot create the command channel: %s", os::error_text(-cfd));
+    }
     void *ch = os::map_shared(cfd, 0, sizeof(exec::Channel), PROT_READ | PROT_WRITE);
-    if (ch == MAP_FAILED)
-        return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", os::error_text(errno));
+    if (ch == MAP_FAILED) {
+        int e = errno;
+        munmap(dma, size);
+        close(fd);
+        close(cfd);
+        return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", os::error_text(e));
+    }
     base_ = base;
     size_ = size;
     dev_fd_ = fd;
