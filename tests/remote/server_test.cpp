@@ -554,6 +554,14 @@ TEST_F(Fixture, StagedDeclaredSizesLayOutLaunches) {
     ASSERT_EQ(c.request(Op::pull, &all).status, adsmSuccess);
     ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, k.rma_key, 5000), adsmSuccess);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], 3 * i + 4) << i;
+    // A module the device could not load is refused, and so is a launch
+    // from it: the program hears of both, and the connection stays.
+    EXPECT_NE(c.module(2, "not a module").status, adsmSuccess);
+    Reply from_bad = c.add(kBase, n, 1, "remote.add", 2);
+    EXPECT_EQ(from_bad.status, adsmErrorInvalidValue);
+    EXPECT_NE(std::string(from_bad.message).find("loading failed"), std::string::npos) << from_bad.message;
+    ASSERT_EQ(c.add(kBase, n, 1, "remote.add", 1).status, adsmSuccess) << "the session goes on";
+    ASSERT_EQ(c.sync().status, adsmSuccess);
     // A declaration for a module never sent closes the connection.
     EXPECT_NE(c.declare(9, "remote.add", {8, 8, 4}).status, adsmSuccess);
     EXPECT_EQ(c.sync().status, adsmErrorDeviceLost);

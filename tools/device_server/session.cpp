@@ -188,6 +188,7 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
     case Op::launch:
         if (r.body.launch.module && !modules_.count(r.body.launch.module))
             return fail(adsmErrorInvalidValue, "module %u was not sent", r.body.launch.module);
+        device_answered_ = true;  // (a module the device could not load, say: the program's to hear about)
         return device_->launch(r.body.launch);
     case Op::sync: return sync(r.body.sync, r.header.seq);
     case Op::bye: *bye = true; return adsmSuccess;
