@@ -350,6 +350,18 @@ TEST_F(Fixture, EndedSessionsLeaveNothingOpenOnTheServer) {
     EXPECT_LE(settled(baseline), baseline) << "descriptors left open by five ended sessions\n" << s.log();
 }
 
+// Connections that never prove the key take no client's place.
+TEST_F(Fixture, StrangersInTheHandshakeTakeNoClientsPlace) {
+    Server s(args({"--max-clients", "1"}));
+    std::vector<std::unique_ptr<Endpoint>> strangers(3);
+    for (auto &e : strangers) ASSERT_EQ(connect("127.0.0.1", s.port(), "tcp", 5000, &e), adsmSuccess);
+    usleep(200 * 1000);  // (accepted by now, and silent)
+    Client c(s, key_text);
+    ASSERT_TRUE(c.ok()) << s.log();
+    Reply a = c.attach();
+    EXPECT_EQ(a.status, adsmSuccess) << a.message << "\n" << s.log();
+}
+
 TEST_F(Fixture, KernelsRunOnTheClientsMemoryAtItsAddresses) {
     Server s(args());
     Client c(s, key_text);

@@ -7,11 +7,13 @@
 // carry on.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -77,11 +79,12 @@ int main(int argc, char **argv) {
 
     struct Running {
         std::thread thread;
+        std::atomic<bool> authenticating{true};
         std::atomic<bool> done{false};
     };
     std::list<Running> sessions;
     // Sessions that ended are collected whenever the loop comes round, and
-    // before a new client is counted against the limit.
+    // before a new connection is looked at.
     auto reap = [&sessions] {
         for (auto it = sessions.begin(); it != sessions.end();) {
             if (it->done.load()) {
@@ -92,6 +95,12 @@ int main(int argc, char **argv) {
             }
         }
     };
+    // Only authenticated clients count against --max-clients: connections
+    // that never prove the key cannot take their places.  Those still in
+    // the handshake are bounded apart, so that strangers cannot make the
+    // server start a thread per connection without end.
+    std::atomic<unsigned> serving{0};
+    const size_t max_handshakes = std::max<size_t>(16, options.max_clients);
     while (!g_stopping.load()) {
         reap();
         std::unique_ptr<remote::Endpoint> ep;
@@ -101,28 +110,30 @@ int main(int argc, char **argv) {
         }
         if (!ep) continue;
         reap();
-        const bool full = sessions.size() >= options.max_clients;
+        size_t authenticating = 0;
+        for (const Running &r : sessions) authenticating += r.authenticating.load();
+        if (authenticating >= max_handshakes) {
+            server::log_line("closing %s: %zu connections are proving the key already", ep->peer().c_str(),
+                             authenticating);
+            continue;
+        }
         Running &r = sessions.emplace_back();
-        r.thread = std::thread([&options, &key, &r, full, e = std::move(ep)]() mutable {
-            if (full) {
-                std::string why;
-                // Authenticated first: a stranger learns nothing of the load.
-                if (remote::server_handshake(*e, key, options.handshake_timeout_ms, &why) == adsmSuccess) {
-                    server::log_line("turning %s away: %u clients are being served (--max-clients)", e->peer().c_str(),
-                                     options.max_clients);
-                    remote::Reply reply{};
-                    reply.magic = remote::kWireMagic;
-                    reply.status = adsmErrorNoDevice;
-                    snprintf(reply.message, sizeof reply.message,
-                             "the device server serves %u clients already (its --max-clients)", options.max_clients);
-                    (void)e->send(&reply, sizeof reply);
-                }
-            } else {
+        try {
+            r.thread = std::thread([&options, &key, &r, &serving, e = std::move(ep)]() mutable {
                 server::Session s(options, key, std::move(e));
-                s.run(g_stopping);
-            }
-            r.done.store(true);
-        });
+                const bool known = s.authenticate();
+                r.authenticating.store(false);
+                if (known) {
+                    if (serving.fetch_add(1) < options.max_clients) s.serve(g_stopping);
+                    else s.turn_away(options.max_clients);  // (authenticated first: a stranger learns nothing of the load)
+                    serving.fetch_sub(1);
+                }
+                r.done.store(true);
+            });
+        } catch (const std::system_error &e) {
+            server::log_line("closing a connection: no thread to serve it (%s)", e.what());
+            sessions.pop_back();
+        }
     }
     server::log_line("stopping");
     for (Running &r : sessions) r.thread.join();

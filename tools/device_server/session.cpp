@@ -196,12 +196,26 @@ Status Session::handle(const remote::Request &r, remote::Reply *reply, bool *bye
     return fail(adsmErrorInvalidValue, "unknown operation");
 }
 
-void Session::run(std::atomic<bool> &stopping) {
+bool Session::authenticate() {
     std::string why;
     if (remote::server_handshake(*ep_, key_, options_.handshake_timeout_ms, &why) != adsmSuccess) {
         log_line("refused %s: %s", peer_.c_str(), why.c_str());
-        return;
+        return false;
     }
+    return true;
+}
+
+void Session::turn_away(unsigned max_clients) {
+    log_line("turning %s away: %u clients are being served (--max-clients)", peer_.c_str(), max_clients);
+    remote::Reply reply{};
+    reply.magic = remote::kWireMagic;
+    reply.status = adsmErrorNoDevice;
+    snprintf(reply.message, sizeof reply.message, "the device server serves %u clients already (its --max-clients)",
+             max_clients);
+    (void)ep_->send(&reply, sizeof reply);
+}
+
+void Session::serve(std::atomic<bool> &stopping) {
     log_line("client %s authenticated", peer_.c_str());
     ep_->set_spin_ns(remote::Endpoint::spin_us(options_.spin_us) * 1000ull);  // (not before: a stranger's handshake gets no CPU spent on it)
     std::unique_ptr<uint8_t[]> msg(new uint8_t[remote::kMaxMessage]);

@@ -25,8 +25,12 @@ class Session {
 public:
     Session(const Options &options, const std::string &key, std::unique_ptr<remote::Endpoint> endpoint);
     ~Session();
-    // Runs the whole session; returns when it is over.
-    void run(std::atomic<bool> &stopping);
+    // The challenge and response; false (logged) for a stranger.
+    bool authenticate();
+    // Serves an authenticated client; returns when the session is over.
+    void serve(std::atomic<bool> &stopping);
+    // Tells an authenticated client the server has no room for it.
+    void turn_away(unsigned max_clients);
     const std::string &peer() const { return peer_; }
 
 private:
