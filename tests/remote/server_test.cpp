@@ -362,6 +362,50 @@ TEST_F(Fixture, StrangersInTheHandshakeTakeNoClientsPlace) {
     EXPECT_EQ(a.status, adsmSuccess) << a.message << "\n" << s.log();
 }
 
+// Each client's device process holds its own client's device memory and
+// no other's.
+TEST_F(Fixture, AClientsDeviceProcessHoldsNoOtherClientsMemory) {
+    const std::string mark = "ADSM_TEST_SERVER_MARK=" + std::to_string(getpid()) + "-apart";
+    Server s(args(), {mark});
+    Client a(s, key_text), b(s, key_text);
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (Client *c : {&a, &b}) {
+        ASSERT_EQ(c->attach().status, adsmSuccess);
+        ASSERT_EQ(c->commit(kBase, 1 << 20).status, adsmSuccess);
+        ASSERT_EQ(c->add(kBase, 1024, 1).status, adsmSuccess);  // starts its device process
+        ASSERT_EQ(c->sync().status, adsmSuccess);
+    }
+    // The server's device processes (its environment, handed down, marks
+    // them) and the device memories each has open.
+    std::vector<int> memories;
+    if (DIR *proc = opendir("/proc")) {
+        while (dirent *e = readdir(proc)) {
+            const std::string dir = std::string("/proc/") + e->d_name;
+            std::string env, cmd;
+            for (auto [file, into] : {std::pair{"/environ", &env}, std::pair{"/cmdline", &cmd}})
+                if (FILE *f = fopen((dir + file).c_str(), "r")) {
+                    char buf[4096];
+                    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) into->append(buf, n);
+                    fclose(f);
+                }
+            if (cmd.rfind("adsm-sim-device", 0) != 0 || env.find(mark) == std::string::npos) continue;
+            int held = 0;
+            if (DIR *fds = opendir((dir + "/fd").c_str())) {
+                while (dirent *f = readdir(fds)) {
+                    char target[256] = {};
+                    if (readlink((dir + "/fd/" + f->d_name).c_str(), target, sizeof target - 1) > 0 &&
+                        strstr(target, "adsm-sim-device-memory"))
+                        ++held;
+                }
+                closedir(fds);
+            }
+            memories.push_back(held);
+        }
+        closedir(proc);
+    }
+    EXPECT_EQ(memories, std::vector<int>({1, 1})) << "device memories open in each of the server's device processes";
+}
+
 TEST_F(Fixture, KernelsRunOnTheClientsMemoryAtItsAddresses) {
     Server s(args());
     Client c(s, key_text);

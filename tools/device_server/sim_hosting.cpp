@@ -13,6 +13,7 @@ Status SimHosting::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     Config config;
     config.sim_memory = options_.memory;
     auto device = std::make_unique<SimDevice>(config);
+    device->keep_apart();  // no other client's memory reaches its device process
     // As large as the window, backed only where the client writes: the
     // capacity is enforced at commit.
     if (Status s = device->attach_window(base, size, -1, nullptr); s != adsmSuccess) return s;

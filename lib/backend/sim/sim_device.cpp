@@ -67,6 +67,11 @@ SimDevice::SimDevice(const Config &config)
       launch_ns_(static_cast<uint64_t>(config.launch_us * 1000)),
       sync_copy_ns_(static_cast<uint64_t>(config.sync_copy_us * 1000)) {}
 
+void SimDevice::keep_apart() {
+    static std::atomic<uint64_t> groups{0};
+    peer_group_ = groups.fetch_add(1) + 1;
+}
+
 SimDevice::~SimDevice() {
     {
         std::lock_guard<std::mutex> g(g_sims_mu);
@@ -113,9 +118,13 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint
     dev_fd_ = fd;
     host_fd_ = host_fd;
     {
+        // (The place of one that ended is taken again: a device server
+        // makes one per client session.)
         std::lock_guard<std::mutex> g(g_sims_mu);
-        index_ = static_cast<uint32_t>(g_sims.size());
-        g_sims.push_back(this);
+        auto free_place = std::find(g_sims.begin(), g_sims.end(), nullptr);
+        index_ = static_cast<uint32_t>(free_place - g_sims.begin());
+        if (free_place == g_sims.end()) g_sims.push_back(this);
+        else *free_place = this;
     }
     dma_ = static_cast<uint8_t *>(dma);
     channel_fd_ = cfd;
@@ -171,6 +180,8 @@ Status SimDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes)
     auto *peer = dynamic_cast<SimDevice *>(&holder);
     if (!peer) return Device::map_peer_memory(holder, dev, bytes);
     if (peer == this) return adsmSuccess;
+    if (peer->peer_group_ != peer_group_)
+        return fail(adsmErrorNotSupported, "sim: device %u is kept apart from device %u", peer->index_, index_);
     return add_mapping(dev, {bytes, exec::MapSource::peer, peer->index_});
 }
 
@@ -319,7 +330,7 @@ Status SimDevice::start_server() {
     {
         std::lock_guard<std::mutex> g(g_sims_mu);
         for (SimDevice *d : g_sims) {
-            int fd = d ? d->dev_fd_ : -1;
+            int fd = d && d->peer_group_ == peer_group_ ? d->dev_fd_ : -1;
             peer_fds.push_back(fd);
             if (d != this && fd >= 0) keep.push_back(fd);
         }

@@ -44,6 +44,10 @@ public:
     }
 
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
+    // Before attach_window: this device's process is given no other
+    // device's memory, and no other's is given this one's.  (A device
+    // server's clients each have one; a program's devices are peers.)
+    void keep_apart();
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
 
@@ -114,6 +118,7 @@ private:
     int dev_fd_ = -1;
     int host_fd_ = -1;              // the host mirror (host-resident ranges map it)
     uint32_t index_ = 0;            // among the process's simulated devices (peer numbers)
+    uint64_t peer_group_ = 0;       // devices that may reach each other's memory (keep_apart)
     // The ranges mapped to other memory, by start: a new device process
     // maps them again before it runs anything.  (Under server_mu_, shared,
     // and ranges_mu_.)
