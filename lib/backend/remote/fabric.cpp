@@ -168,7 +168,13 @@ Status Endpoint::wait_for(void *context, int timeout_ms, const char *what) {
             return completion_error(what);
         }
         int64_t left = deadline == INT64_MAX ? 100 : std::min<int64_t>(100, deadline - now_ms());
-        if (left < 0) return fail(adsmErrorDeviceLost, "%s: no completion within %d ms", what, timeout_ms);
+        if (left < 0) {
+            // An operation that did not complete is still posted, on the
+            // caller's buffer and on a context the next one would reuse:
+            // the endpoint is done with.  (A wait for any message is not.)
+            if (context) closed_ = true;
+            return fail(adsmErrorDeviceLost, "%s: no completion within %d ms", what, timeout_ms);
+        }
         ssize_t r = fi_cq_sread(cq_, &entry, 1, nullptr, static_cast<int>(left));
         if (r == -FI_EAGAIN) {
             if (Status s = check_shutdown(); s != adsmSuccess) return s;
