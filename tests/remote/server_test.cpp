@@ -136,6 +136,7 @@ struct Fixture : ::testing::Test {
     std::string key_text = "the shared key of this test, 40 bytes...";
     std::string key = write_key(key_text + "\n", 0600);
     ~Fixture() override { unlink(key.c_str()); }
+    void client_gone_while_its_kernel_runs(const std::vector<std::string> &server_args);
     std::vector<std::string> args(std::vector<std::string> more = {}) {
         std::vector<std::string> a = {"--key", key, "--address", "127.0.0.1", "--port", "0", "--memory", "64M",
                                       "--kernels", ADSM_REMOTE_TEST_KERNELS};
@@ -404,6 +405,46 @@ TEST_F(Fixture, AClientsDeviceProcessHoldsNoOtherClientsMemory) {
         closedir(proc);
     }
     EXPECT_EQ(memories, std::vector<int>({1, 1})) << "device memories open in each of the server's device processes";
+}
+
+// A client that leaves while its sync waits for a long kernel ends that
+// kernel: its session is over at once, and the server stops when told.
+TEST_F(Fixture, AClientGoneWhileItsKernelRunsEndsTheKernel) {
+    for (const char *device : {"sim", "cpu"}) {
+        SCOPED_TRACE(device);
+        client_gone_while_its_kernel_runs(args({"--device", device}));
+    }
+}
+
+void Fixture::client_gone_while_its_kernel_runs(const std::vector<std::string> &server_args) {
+    Server s(server_args);
+    {
+        Client c(s, key_text);
+        ASSERT_TRUE(c.ok());
+        ASSERT_EQ(c.attach().status, adsmSuccess);
+        ASSERT_EQ(c.commit(kBase, 1 << 20).status, adsmSuccess);
+        LaunchBody nap{};
+        snprintf(nap.kernel, sizeof nap.kernel, "remote.nap");
+        nap.grid[0] = nap.grid[1] = nap.grid[2] = 1;
+        nap.block[0] = nap.block[1] = nap.block[2] = 1;
+        const uint32_t ms = 600000;  // ten minutes
+        const uint64_t done = kBase;
+        memcpy(nap.args, &ms, sizeof ms);
+        memcpy(nap.args + 16, &done, sizeof done);
+        nap.args_size = 24;
+        ASSERT_EQ(c.request(Op::launch, &nap, kLaunchFixedBytes + nap.args_size).status, adsmSuccess);
+        EXPECT_EQ(c.sync().status, adsmErrorDeviceLost) << "no answer within the client's 3 s";
+    }  // gone, its sync still waiting on the server
+    bool ended = false;
+    for (int i = 0; i < 100 && !ended; ++i) {
+        ended = s.log().find("disconnected") != std::string::npos || s.log().find("ending") != std::string::npos;
+        if (!ended) usleep(100 * 1000);
+    }
+    EXPECT_TRUE(ended) << s.log();
+    kill(s.pid(), SIGTERM);
+    int status = -1;
+    for (int i = 0; i < 100 && (status = s.exit_status_if_running()) < 0; ++i) usleep(100 * 1000);
+    EXPECT_EQ(status, 0) << "the server stopped within 10 s of SIGTERM\n" << s.log();
 }
 
 TEST_F(Fixture, KernelsRunOnTheClientsMemoryAtItsAddresses) {

@@ -47,6 +47,9 @@ public:
     // Waits for the client's stream; calls `waiting` every few tens of
     // milliseconds meanwhile.
     virtual Status sync(uint32_t stream, const std::function<void()> &waiting) = 0;
+    // Ends what the device runs for this client at once (the client is
+    // gone, or the server stops): a sync under way returns.
+    virtual void abandon() = 0;
     // The kernels that ran since the last call, with the client's streams.
     using SpanSeen = Device::KernelSpanSeen;
     virtual void take_spans(const SpanSeen &seen) = 0;

@@ -80,7 +80,16 @@ Status Session::decommit(uint64_t addr, uint64_t len) {
 Status Session::sync(const remote::SyncBody &b, uint64_t seq) {
     const uint64_t every = uint64_t{b.heartbeat_ms} * 1000 * 1000;
     uint64_t last = os::now_ns();
+    bool abandoned = false;
     Status s = device_->sync(b.stream, [&] {
+        // Nobody left to answer, or the server stops: the kernels end now
+        // rather than hold this session (and the server's exit) for good.
+        if (!abandoned && ((stopping_ && stopping_->load()) || ep_->peer_gone())) {
+            abandoned = true;
+            log_line("ending %s's kernels: %s", peer_.c_str(),
+                     ep_->closed() ? "the client is gone" : "the server stops");
+            device_->abandon();
+        }
         uint64_t now = os::now_ns();
         if (!every || now - last < every) return;
         last = now;
@@ -216,6 +225,7 @@ void Session::turn_away(unsigned max_clients) {
 }
 
 void Session::serve(std::atomic<bool> &stopping) {
+    stopping_ = &stopping;
     log_line("client %s authenticated", peer_.c_str());
     ep_->set_spin_ns(remote::Endpoint::spin_us(options_.spin_us) * 1000ull);  // (not before: a stranger's handshake gets no CPU spent on it)
     std::unique_ptr<uint8_t[]> msg(new uint8_t[remote::kMaxMessage]);

@@ -34,6 +34,7 @@ public:
     const std::string &peer() const { return peer_; }
 
 private:
+    const std::atomic<bool> *stopping_ = nullptr;
     Status handle(const remote::Request &r, remote::Reply *reply, bool *bye);
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
     Status commit(uint64_t addr, uint64_t len, remote::Reply *reply);

@@ -15,6 +15,9 @@ class SimHosting final : public Hosting {
 public:
     explicit SimHosting(const Options &options) : options_(options) {}
     ~SimHosting() override;
+    void abandon() override {
+        if (device_) device_->end_device_process();
+    }
 
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply) override;
     Status commit(uint64_t addr, uint64_t len) override { return device_->commit(addr, len); }

@@ -192,12 +192,19 @@ bool WorkerHosting::keep_spans(const uint8_t *msg, size_t n) {
     memcpy(&status, msg + offsetof(SpanBatch, status), sizeof status);
     memcpy(&seq, msg + offsetof(SpanBatch, seq), sizeof seq);
     memcpy(&count, msg + offsetof(SpanBatch, count), sizeof count);
+    // (Bounded: a worker that kept sending spans, taken over by a kernel
+    // of its client's, would grow the server without end; it is dropped.)
+    constexpr size_t kMostKept = 256 * remote::kSpansPerBatch;
     if (status != remote::kSpans || seq != seq_ || count > remote::kSpansPerBatch ||
-        n != offsetof(SpanBatch, spans) + count * sizeof(remote::WireSpan))
+        n != offsetof(SpanBatch, spans) + count * sizeof(remote::WireSpan) || spans_.size() + count > kMostKept)
         return false;
     const auto *spans = reinterpret_cast<const remote::WireSpan *>(msg + offsetof(SpanBatch, spans));
     spans_.insert(spans_.end(), spans, spans + count);
     return true;
+}
+
+void WorkerHosting::abandon() {
+    if (pid_ > 0) kill(pid_, SIGKILL);  // (its socket closes: the wait under way ends)
 }
 
 Status WorkerHosting::sync(uint32_t stream, const std::function<void()> &waiting) {

@@ -20,6 +20,7 @@ class WorkerHosting final : public Hosting {
 public:
     explicit WorkerHosting(const Options &options) : options_(options) {}
     ~WorkerHosting() override;
+    void abandon() override;
 
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply) override;
     Status commit(uint64_t addr, uint64_t len) override;

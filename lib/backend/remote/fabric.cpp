@@ -127,6 +127,15 @@ Status Endpoint::post_recv(size_t slot) {
     }
 }
 
+bool Endpoint::peer_gone() {
+    fi_eq_cm_entry entry;
+    uint32_t event = 0;
+    ssize_t r = fi_eq_read(eq_, &event, &entry, sizeof entry, 0);
+    if ((r >= 0 && event == FI_SHUTDOWN) || r == -FI_EAVAIL) closed_ = true;
+    fi_cq_read(cq_, nullptr, 0);  // (progress, which notices a dead connection)
+    return closed_;
+}
+
 Status Endpoint::check_shutdown() {
     fi_eq_cm_entry entry;
     uint32_t event = 0;

@@ -68,6 +68,9 @@ public:
 
     // The peer is gone (a shutdown event or a failed completion).
     bool closed() const { return closed_; }
+    // Looks for a shutdown event now, for a waiter that receives nothing
+    // meanwhile; then as closed().
+    bool peer_gone();
     const std::string &peer() const { return peer_; }
 
 private:

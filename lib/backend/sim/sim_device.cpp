@@ -67,6 +67,10 @@ SimDevice::SimDevice(const Config &config)
       launch_ns_(static_cast<uint64_t>(config.launch_us * 1000)),
       sync_copy_ns_(static_cast<uint64_t>(config.sync_copy_us * 1000)) {}
 
+void SimDevice::end_device_process() {
+    if (pid_t pid = pid_.load(); pid > 0 && running_.load()) kill(pid, SIGKILL);
+}
+
 void SimDevice::keep_apart() {
     static std::atomic<uint64_t> groups{0};
     peer_group_ = groups.fetch_add(1) + 1;

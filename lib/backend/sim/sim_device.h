@@ -48,6 +48,9 @@ public:
     // device's memory, and no other's is given this one's.  (A device
     // server's clients each have one; a program's devices are peers.)
     void keep_apart();
+    // Kills the device process: kernels running there end, and a wait for
+    // them returns (the device is lost; the next launch starts another).
+    void end_device_process();
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
 
