@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "support/log.h"
 #include "support/status.h"
 
 namespace adsm {
@@ -56,8 +57,11 @@ void ContextTable::unref(Context *c) {
     if (c->refs.load() != 0 || !c->live.load()) return;
     c->live.store(false);
     if (c->has_stream) {
-        // Nobody is left to sync: let the kernels finish, then drop the stream.
-        c->device->synchronize(c->stream);
+        // Nobody is left to sync: let the kernels finish, then drop the
+        // stream.  A failure has nobody to reach but the log.
+        if (c->device->synchronize(c->stream) != adsmSuccess)
+            ADSM_LOG(error, "kernels of a context nobody waited for (its thread ended without adsmSync) failed: %s",
+                     last_detail());
         c->device->destroy_stream(c->stream);
         c->has_stream = false;
     }

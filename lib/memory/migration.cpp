@@ -18,6 +18,7 @@
 #include "memory/manager.h"
 #include "memory/owner_lock.h"
 #include "protocols/protection.h"
+#include "support/log.h"
 #include "support/stats.h"
 
 namespace adsm {
@@ -159,7 +160,9 @@ Status Manager::change_memory_kind(Region &r, Device &to) {
         protocol_.on_free(r);
         if (room == adsmSuccess) to.decommit(r.dev, r.span);
         set_device(&from, true);
-        (void)protocol_.on_alloc(r, false);
+        if (protocol_.on_alloc(r, false) != adsmSuccess)
+            ADSM_LOG(error, "the shared object at %p could not move, nor be set up again where it was: %s",
+                     reinterpret_cast<void *>(r.host), last_detail());
         return s;
     }
     from.decommit(r.dev, r.span);
