@@ -5,10 +5,9 @@
 // belongs to it, or the thread it was created for is alive.
 #pragma once
 
-#include <utility>
-
 #include <atomic>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "backend/device.h"
