@@ -37,6 +37,19 @@ Status BlockProtocol::fetch(SharedObject &r, uint32_t first, uint32_t last) {
 }
 
 // Sends [begin, end) of the host copy (clipped to the object) to the device.
+// After a store whose device copy failed: the open blocks among [k, j),
+// whose host copy holds their data, go whole at the next release.  (Not the
+// closed ones: their data is the device's, and the host's would overwrite
+// it.)  Marked before anything that may fail, so that none is left out.
+void BlockProtocol::resend_open_blocks(SharedObject &r, uint32_t k, uint32_t j) {
+    for (uint32_t i = k; i < j; ++i) {
+        if (r.state(i) == kInvalid) continue;
+        r.blocks[i] |= kForced;
+        bool unused;
+        if (r.state(i) == kReadOnly) (void)dirty_block(r, i, &unused);  // (forced whatever this gives)
+    }
+}
+
 Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool async) {
     if (end > r.size) end = r.size;
     if (end <= begin) return adsmSuccess;
@@ -71,9 +84,21 @@ Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
     // moving until the CPU writes; a block is as if just read.
     uint8_t initial = writes_->open_state(false);
     memset(r.blocks, initial, r.nblocks);
-    if (Status s = writes_->watch(r); s != adsmSuccess) return s;
-    if (zeroed) r.device->fill(r.dev, 0, r.size);
-    if (Status s = protect_range(r.host, r.span, writes_->protection(initial)); s != adsmSuccess) return s;
+    // (A failure leaves nothing behind: the manager gives the region up
+    // without on_free.)
+    auto undo = [&](Status s) {
+        if (r.blocks != r.inline_blocks) delete[] r.blocks;
+        delete[] r.dirty_pages;
+        r.blocks = nullptr;
+        r.dirty_pages = nullptr;
+        return s;
+    };
+    if (Status s = writes_->watch(r); s != adsmSuccess) return undo(s);
+    // Both copies are taken as current from here on: the device's must
+    // hold the zeros too.
+    if (zeroed)
+        if (Status s = r.device->fill(r.dev, 0, r.size); s != adsmSuccess) return undo(s);
+    if (Status s = protect_range(r.host, r.span, writes_->protection(initial)); s != adsmSuccess) return undo(s);
     check_protections(r);
     return adsmSuccess;
 }
@@ -300,11 +325,7 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
                 if (result != adsmSuccess) {
                     // The device copy may be half written: the host's, which
                     // still holds the bytes from before, goes whole at the release.
-                    for (uint32_t i = k; i < j; ++i) {
-                        bool unused;
-                        if (r.state(i) == kReadOnly && dirty_block(r, i, &unused) != adsmSuccess) break;
-                        r.blocks[i] |= kForced;
-                    }
+                    resend_open_blocks(r, k, j);
                 } else if (protect_blocks(r, k, j, PROT_NONE) == adsmSuccess) {
                     for (uint32_t i = k; i < j; ++i) r.set_state(i, kInvalid);
                 } else {
@@ -324,11 +345,7 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
                 // The host copy has the bytes and the device may not: the
                 // blocks go whole at the release.
                 result = s;
-                for (uint32_t i = k; i < j; ++i) {
-                    bool unused;
-                    if (r.state(i) == kReadOnly && dirty_block(r, i, &unused) != adsmSuccess) break;
-                    r.blocks[i] |= kForced;
-                }
+                resend_open_blocks(r, k, j);
             }
             k = j;
             continue;
@@ -549,7 +566,14 @@ Status BlockProtocol::settle_on_device(SharedObject &r) {
 }
 
 Status BlockProtocol::evict(SharedObject &r) {
-    lock_settled(r, 0, r.nblocks);
+    // Background flushes land first: the device memory they go to is given
+    // up once this returns.
+    for (;;) {
+        (void)r.device->wait_copies(Device::kAllCopies);
+        lock_settled(r, 0, r.nblocks);
+        if (r.flushes_in_flight.load(std::memory_order_acquire) == 0) break;
+        r.lock.unlock();
+    }
     forget_prefetch_ticket(r);
     Status result = adsmSuccess;
     // Every block the host lacks comes in first (a landed prefetch already

@@ -105,6 +105,7 @@ private:
     void forget_prefetch_ticket(SharedObject &r);
     // Takes r.lock once no block in [first, last) is being prefetched.
     void lock_settled(SharedObject &r, uint32_t first, uint32_t last);
+    void resend_open_blocks(SharedObject &r, uint32_t k, uint32_t j);
     // With r.lock held (released while waiting): waits for the prefetch
     // filling block k.  One that ended without landing (its copy failed)
     // leaves k Invalid and closed, for a fetch of its own.

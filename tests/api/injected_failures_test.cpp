@@ -85,3 +85,27 @@ TEST(InjectedFailuresTest, ASharedObjectWhoseCommitFailsLivesOnTheHostUntilACall
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], static_cast<uint32_t>(i + 1)) << i;
     EXPECT_EQ(adsmFree(p), adsmSuccess);
 }
+
+// A zeroed allocation whose device copy cannot be zeroed is refused: both
+// copies are taken as current from the start, so a device copy holding an
+// earlier object's bytes would reach kernels as data.
+TEST(InjectedFailuresTest, AZeroedAllocationWhoseDeviceFillFailsIsRefused) {
+    const uint64_t before = inj::injected(inj::Site::device_copy);
+    inj::arm(inj::Site::device_copy, 1);
+    void *p = adsmCalloc(1000, sizeof(uint32_t));
+    const bool injected = inj::injected(inj::Site::device_copy) > before;
+    inj::arm(inj::Site::device_copy, 0);
+    if (!injected) {
+        // (A device that zeroes fresh memory by itself makes no fill.)
+        EXPECT_NE(p, nullptr) << detail();
+    } else {
+        EXPECT_EQ(p, nullptr) << "the fill failed, yet the allocation succeeded";
+        EXPECT_NE(adsmGetLastError(), adsmSuccess);
+    }
+    adsmFree(p);
+    // And the next one is served.
+    void *q = adsmCalloc(1000, sizeof(uint32_t));
+    ASSERT_NE(q, nullptr) << detail();
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(static_cast<uint32_t *>(q)[i], 0u);
+    adsmFree(q);
+}
