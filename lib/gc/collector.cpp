@@ -68,6 +68,10 @@ ThreadCache *Collector::cache() {
 
 void Collector::thread_exit(void *p) {
     auto *tc = static_cast<ThreadCache *>(p);
+    // A fork child's thread ending: the cache is the parent's, which the
+    // child dropped (gc::tls_cache), and its heap's lock may have been held
+    // by a thread that is not there.
+    if (tls_cache != tc) return;
     Collector *self = g_exiting_owner;
     std::lock_guard<std::mutex> lock(self->heap_.lock());
     self->flush(*tc);

@@ -188,7 +188,16 @@ Status Collector::kernel_heap_info(adsmGcKernelHeap *heap, adsmGcKernelHeapInfo 
         if (!a || a->state == KernelArena::State::opening)
             return fail(adsmErrorInvalidPointer, "%s: %p is not a kernel heap (from adsmGcKernelHeapCreate)", what,
                         static_cast<void *>(heap));
-        if (a->finished() && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
+        if (a->finished() && !heap_.held(*a->chunk)) {
+            // Markers read the arena's bitmaps, which adoption rewrites: the
+            // collection that finishes their work comes first (and adopts).
+            if (marking_) {
+                collect_locked();
+                a = kernel_heaps_.find(heap_, reinterpret_cast<uintptr_t>(heap));
+                if (!a) return fail(adsmErrorInvalidPointer, "%s: the kernel heap %p went away", what, static_cast<void *>(heap));
+            }
+            if (!marking_ && !a->adopted() && a->finished() && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
+        }
         *out = a->info;
         reread = a->adopted() && !heap_.held(*a->chunk);
     }

@@ -501,6 +501,43 @@ TEST(GcTest, ForkChildKeepsObjectsAndRefusesTheHeap) {
     EXPECT_EQ(walk(t), (1 << 7) - 1);
 }
 
+// A child forked from a thread that allocates, while another thread
+// allocates, ends that thread (its start routine returns) without waiting
+// for the heap's lock, which the other thread may have held at the fork.
+TEST(GcTest, AForkChildsThreadEndsWhileTheParentAllocates) {
+    std::atomic<bool> stop{false};
+    std::thread busy([&] {
+        while (!stop.load())
+            for (int i = 0; i < 64; ++i) adsmGcAlloc(48);
+    });
+    int hung = 0, failed = 0;
+    for (int i = 0; i < 100 && !hung; ++i) {
+        pid_t child = -1;
+        std::thread forking([&child] {
+            ASSERT_NE(adsmGcAlloc(32), nullptr);  // this thread has a cache
+            child = fork();
+            // The child's one thread returns here: the child ends with it.
+        });
+        forking.join();
+        if (child == 0) return;  // (not reached: the child's thread ended)
+        ASSERT_GT(child, 0);
+        int st = 0;
+        pid_t got = 0;
+        for (int ms = 0; ms < 5000 && (got = waitpid(child, &st, WNOHANG)) == 0; ++ms) usleep(1000);
+        if (got == 0) {
+            hung = 1;
+            kill(child, SIGKILL);
+            waitpid(child, &st, 0);
+        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            ++failed;
+        }
+    }
+    stop = true;
+    busy.join();
+    EXPECT_EQ(hung, 0) << "a child's ending thread waited 5 s for the heap's lock";
+    EXPECT_EQ(failed, 0);
+}
+
 // The marker threads (named adsm-marker) and their CPUs.
 std::vector<cpu_set_t> marker_cpus() {
     std::vector<cpu_set_t> out;
