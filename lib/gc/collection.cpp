@@ -73,8 +73,8 @@ void Collector::take_device_copies() {
         if (!c->device_copy) {
             void *p = os::map_anon(c->bytes, PROT_READ | PROT_WRITE, true);
             if (p == MAP_FAILED) {
-                ADSM_LOG(warn, "collector: no memory to copy a chunk's device blocks; its objects are kept");
-                c->all_on_device = true;  // marks everything in it below
+                ADSM_LOG(warn, "collector: no memory to copy a chunk's device blocks; nothing is freed this time");
+                device_copy_missing_ = true;
                 continue;
             }
             c->device_copy = static_cast<uint8_t *>(p);
@@ -87,9 +87,11 @@ void Collector::take_device_copies() {
             // The device copy is read while a kernel may be writing it: what a
             // kernel can reach is kept by other means (mark_kernel_reachable);
             // this copy finds what the device holds that the host does not.
-            if (r->device->copy_to_host(c->device_copy + off, r->dev + off, n) != adsmSuccess)
-                ADSM_LOG(warn, "collector: could not read a device block at %p: %s",
-                    reinterpret_cast<void *>(r->dev + off), last_detail());
+            if (r->device->copy_to_host(c->device_copy + off, r->dev + off, n) != adsmSuccess) {
+                ADSM_LOG(warn, "collector: could not read a device block at %p (%s); nothing is freed this time",
+                         reinterpret_cast<void *>(r->dev + off), last_detail());
+                device_copy_missing_ = true;
+            }
         }
     }
 }
@@ -102,6 +104,9 @@ void Collector::take_device_copies() {
 // half-way through it.  What it wrote is then in no copy the collector
 // reads.  (Writes that went to the host copy are read where they landed.)
 bool Collector::device_copies_stale() const {
+    // (A device copy that could not be read is as stale as one written
+    // after it was read: pointers only it holds were not seen.)
+    if (device_copy_missing_) return true;
     for (Chunk *c : heap_.chunks()) {
         const Region *r = c->region;
         if (r->device->integrated()) continue;
@@ -625,6 +630,7 @@ void Collector::collect_locked(Scope scope) {
     bool overflow = !roots_complete || pool_.overflowed();
     for (auto &m : markers_) overflow |= m->overflowed();
     bool stale = !overflow && device_copies_stale();
+    device_copy_missing_ = false;  // (for the next collection, which reads the copies again)
     if (overflow || stale) {
         // Out of memory for the mark stack, or a device copy that may lack
         // a pointer: some objects were not scanned.  Sweeping could free

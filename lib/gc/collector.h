@@ -279,6 +279,9 @@ private:
     // yet finished by a collection).
     bool marking_ = false;
     bool finishing_ = false;  // this collection finishes one
+    // A chunk's device copy could not be read for this collection (or the
+    // concurrent marking it finishes): it frees nothing.
+    bool device_copy_missing_ = false;
     // A thread that allocates is helping the markers, as marker 0.
     std::atomic<bool> assisting_{false};
     // Huge chunks freed meanwhile: given back once no marker may read them.
