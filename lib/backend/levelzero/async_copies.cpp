@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <cstring>
+#include <ctime>
 
 #include "backend/levelzero/copies.h"
 #include "os/futex.h"
@@ -24,11 +25,26 @@ Status AsyncCopies::init(const Driver *d, ze_context_handle_t ctx, ze_device_han
     if (ze_result_t r = d_->zeMemAllocHost(ctx, &hd, kSlots * kChunk, 4096, &staging); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot allocate pinned staging memory (zeMemAllocHost)");
     staging_ = static_cast<unsigned char *>(staging);
-    pthread_t t;
-    if (pthread_create(&t, nullptr, &AsyncCopies::landing_main, this) != 0)
+    if (pthread_create(&landing_, nullptr, &AsyncCopies::landing_main, this) != 0)
         return fail(adsmErrorInitialization, "levelzero: cannot start the copy landing thread");
-    pthread_detach(t);
+    landing_started_ = true;
     return adsmSuccess;
+}
+
+AsyncCopies::~AsyncCopies() {
+    if (!landing_started_) return;
+    // Copies still queued land first; one stuck in the driver (a hung
+    // device) is not waited for long.
+    ending_.store(true, std::memory_order_release);
+    work_.fetch_add(1, std::memory_order_release);
+    os::futex_wake(&work_);
+    timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    if (pthread_timedjoin_np(landing_, nullptr, &until) != 0) {
+        ADSM_LOG(error, "levelzero: the copy landing thread is stuck in the driver; it is left behind");
+        pthread_detach(landing_);
+    }
 }
 
 uint64_t AsyncCopies::to_device(uintptr_t dst, const void *src, size_t n, CopyDone done, void *arg) {
@@ -106,6 +122,7 @@ void *AsyncCopies::landing_main(void *self) {
         uint32_t seen = a->work_.load(std::memory_order_acquire);
         uint64_t next = a->tickets_.landed() + 1;
         if (next > a->tickets_.last()) {
+            if (a->ending_.load(std::memory_order_acquire)) return nullptr;
             os::futex_wait(&a->work_, seen);
             continue;
         }

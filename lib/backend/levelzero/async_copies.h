@@ -13,6 +13,8 @@
 // handler submits too.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +29,9 @@ namespace adsm::levelzero {
 
 class AsyncCopies {
 public:
+    // Ends the landing thread: a device that failed to start, or that ends,
+    // frees what the thread reads.
+    ~AsyncCopies();
     Status init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
                 const gpu::Window *window);
 
@@ -66,7 +71,10 @@ private:
     unsigned char *staging_ = nullptr;   // kSlots chunks
     os::FutexLock submit_mu_;            // ticket order is queue order
     gpu::CopyTickets tickets_;
-    std::atomic<uint32_t> work_{0};      // futex word: bumped at every submission
+    std::atomic<uint32_t> work_{0};      // futex word: bumped at every submission (and at the end)
+    std::atomic<bool> ending_{false};
+    pthread_t landing_{};
+    bool landing_started_ = false;
     std::atomic<int> failure_{ZE_RESULT_SUCCESS};
 };
 
