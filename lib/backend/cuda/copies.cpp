@@ -66,8 +66,21 @@ Status CopyEngine::take_failure() {
 void CUDA_CB CopyEngine::landed(void *p) {
     Pending *job = static_cast<Pending *>(p);
     CopyEngine *e = job->engine;
+    if (job->finished.exchange(true)) return;  // drain_failed finished it
     if (job->done) job->done(job->arg, adsmSuccess);
     e->tickets_.land(job->ticket);
+}
+
+void CopyEngine::drain_failed() {
+    // (Without submit_mu_, which a submitter waiting for room holds: the
+    // slots of issued tickets are not written again until they land.)
+    const uint64_t last = tickets_.last();
+    for (uint64_t t = tickets_.landed() + 1; t <= last; ++t) {
+        Pending &job = ring_[t % kRing];
+        if (job.finished.exchange(true)) continue;
+        if (job.done) job.done(job.arg, adsmErrorDeviceLost);
+    }
+    tickets_.land(last);
 }
 
 uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t n, CopyDone done, void *arg) {
@@ -75,7 +88,11 @@ uint64_t CopyEngine::submit(bool to_device, void *host, CUdeviceptr dev, size_t 
     uint64_t t = tickets_.next();
     if (t > kRing) wait(t - kRing);  // the slot's last user has landed
     Pending *job = &ring_[t % kRing];
-    *job = Pending{this, done, arg, t};
+    job->engine = this;
+    job->done = done;
+    job->arg = arg;
+    job->ticket = t;
+    job->finished.store(false, std::memory_order_release);
     CUresult r = enqueue(stream_, to_device, host, dev, n);
     if (r == CUDA_SUCCESS) r = d_->cuLaunchHostFunc(stream_, &CopyEngine::landed, job);
     if (r != CUDA_SUCCESS) {
@@ -105,6 +122,7 @@ bool CopyEngine::stream_failed() {
     CUresult r = d_->cuStreamQuery(stream_);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return false;
     note_failure(r, "cuda: the copy stream");
+    drain_failed();
     return true;
 }
 

@@ -61,11 +61,15 @@ public:
 
 private:
     struct Pending {
-        CopyEngine *engine;
-        CopyDone done;
-        void *arg;
-        uint64_t ticket;
+        CopyEngine *engine = nullptr;
+        CopyDone done = nullptr;
+        void *arg = nullptr;
+        uint64_t ticket = 0;
+        std::atomic<bool> finished{false};  // its CopyDone ran (by its landing, or by drain_failed)
     };
+    // The stream failed: the driver runs none of its host functions after
+    // that, so the copies still queued are finished here, failed.
+    void drain_failed();
     static constexpr uint64_t kRing = 4096;
     static void CUDA_CB landed(void *p);
     uint64_t submit(bool to_device, void *host, CUdeviceptr dev, size_t n, CopyDone done, void *arg);

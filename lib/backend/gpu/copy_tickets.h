@@ -27,9 +27,13 @@ public:
     uint64_t landed() const { return completed_.load(std::memory_order_acquire); }
     bool all_landed() const { return landed() >= last(); }
 
-    // Every ticket up to `ticket` has landed.
+    // Every ticket up to `ticket` has landed.  (Never backwards: a late
+    // landing of an earlier ticket after a failed engine landed them all.)
     void land(uint64_t ticket) {
-        completed_.store(ticket, std::memory_order_release);
+        uint64_t now = completed_.load(std::memory_order_relaxed);
+        while (now < ticket &&
+               !completed_.compare_exchange_weak(now, ticket, std::memory_order_release, std::memory_order_relaxed)) {
+        }
         wake_.fetch_add(1, std::memory_order_release);
         os::futex_wake(&wake_);
     }
