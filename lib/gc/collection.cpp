@@ -577,6 +577,8 @@ void Collector::collect_locked(Scope scope) {
     uint64_t t1 = os::now_ns();
     if (Status s = world_.stop(marker_tids_.data() + 1, marker_tids_.size() - 1); s != adsmSuccess) {
         ADSM_LOG(error, "collector: could not stop the world (%s); no collection", last_detail());
+        unstoppable_ = s;
+        unstoppable_why_ = last_detail();
         if (finishing_) need_full_ = true;  // the markers' work is half done: no mark can be trusted
         finishing_ = false;
         event(Event::end);

@@ -536,11 +536,17 @@ size_t Collector::run_due(bool asked) {
 }
 
 Status Collector::collect(Scope scope) {
+    Status s;
+    std::string why;
     {
         std::lock_guard<std::mutex> lock(heap_.lock());
+        unstoppable_ = adsmSuccess;
         collect_locked(scope);
+        s = unstoppable_;
+        why = unstoppable_why_;
     }
     run_finalizers();
+    if (s != adsmSuccess) return fail(s, "collector: could not stop the world, so nothing was collected: %s", why.c_str());
     return adsmSuccess;
 }
 

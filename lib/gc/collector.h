@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "adsm.h"
@@ -279,6 +280,10 @@ private:
     // yet finished by a collection).
     bool marking_ = false;
     bool finishing_ = false;  // this collection finishes one
+    // The last collection asked for could not stop the world (adsmGcCollect
+    // says so), and why.
+    Status unstoppable_ = adsmSuccess;
+    std::string unstoppable_why_;
     // A chunk's device copy could not be read for this collection (or the
     // concurrent marking it finishes): it frees nothing.
     bool device_copy_missing_ = false;
