@@ -64,6 +64,14 @@ Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool a
 // the block's state says it has: the next release sends the region's open
 // blocks whole.  No lock here: this may run on the submitter's thread,
 // which holds r.lock.
+// An asynchronous store to the device ended.  A failed one leaves blocks
+// whose state says the device holds their bytes without them: as after a
+// failed background flush, the next release sends the open ones whole.
+// (The program's call that stored them hears of it too.)
+void BlockProtocol::stored(void *arg, Status status) {
+    if (status != adsmSuccess) static_cast<SharedObject *>(arg)->resend.store(true, std::memory_order_release);
+}
+
 void BlockProtocol::flushed(void *arg, Status status) {
     auto *r = static_cast<SharedObject *>(arg);
     if (status != adsmSuccess) r->resend.store(true, std::memory_order_release);
@@ -382,7 +390,7 @@ Status BlockProtocol::write_in(SharedObject &r, size_t off, const void *src, siz
         r, off, len, [&](size_t b, size_t e) { os::real_memcpy(r.alias + b, in + (b - off), e - b); },
         [&](size_t b, size_t e) {
             if (!ticket) return r.device->copy_to_device(r.dev + b, in + (b - off), e - b);
-            uint64_t t = r.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, nullptr, nullptr);
+            uint64_t t = r.device->copy_to_device_async(r.dev + b, in + (b - off), e - b, &BlockProtocol::stored, &r);
             if (t > *ticket) *ticket = t;
             if (t > r.stores_ticket) r.stores_ticket = t;
             return t == 0 ? r.device->wait_copies(0) : adsmSuccess;

@@ -131,6 +131,7 @@ private:
     // the device only (see store()).
     static constexpr size_t kDeviceOnlyStore = size_t{64} << 10;
     static void flushed(void *arg, Status status);
+    static void stored(void *arg, Status status);
 
     ProtocolEnv env_;
     bool whole_object_;

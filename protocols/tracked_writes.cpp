@@ -43,8 +43,14 @@ public:
     bool rewatch(SharedObject &r, uint32_t k, bool *written) override {
         size_t b = r.block_begin(k), e = r.block_end(k);
         *written = r.blocks[k] & kForced;
-        return tracker_->collect(r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; },
-                                 written) == 0;
+        if (tracker_->collect(r.host + b, e - b, [](void *p, uintptr_t, size_t) { *static_cast<bool *>(p) = true; },
+                              written) == 0)
+            return true;
+        // The batches the tracker read before the failure watch afresh, and
+        // their writes would be found by nobody: the block goes whole at the
+        // release.
+        r.blocks[k] |= kForced;
+        return false;
     }
 
 private:
