@@ -117,15 +117,19 @@ public:
         if (!r.own_coherence()) return inner_->read_out(r, off, dst, len, ticket);
         return host_copy_->read_out(r, off, dst, len);
     }
+    // (The version moves after the write: a replica updated while the
+    // write was under way took the version before it, and is updated again.)
     Status write_in(SharedObject &r, size_t off, const void *src, size_t len, uint64_t *ticket = nullptr) override {
         if (!r.own_coherence()) return inner_->write_in(r, off, src, len, ticket);
+        Status s = host_copy_->write_in(r, off, src, len);
         changed(r);
-        return host_copy_->write_in(r, off, src, len);
+        return s;
     }
     Status fill(SharedObject &r, size_t off, int value, size_t len) override {
         if (!r.own_coherence()) return inner_->fill(r, off, value, len);
+        Status s = host_copy_->fill(r, off, value, len);
         changed(r);
-        return host_copy_->fill(r, off, value, len);
+        return s;
     }
 
     // The host copy is current, always: nothing to settle or evict.
