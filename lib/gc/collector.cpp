@@ -546,7 +546,8 @@ Status Collector::collect(Scope scope) {
         why = unstoppable_why_;
     }
     run_finalizers();
-    if (s != adsmSuccess) return fail(s, "collector: could not stop the world, so nothing was collected: %s", why.c_str());
+    if (s != adsmSuccess)
+        return fail(s, "collector: could not stop the world, so nothing was collected: %s", why.c_str());
     return adsmSuccess;
 }
 

@@ -194,7 +194,9 @@ Status Collector::kernel_heap_info(adsmGcKernelHeap *heap, adsmGcKernelHeapInfo 
             if (marking_) {
                 collect_locked();
                 a = kernel_heaps_.find(heap_, reinterpret_cast<uintptr_t>(heap));
-                if (!a) return fail(adsmErrorInvalidPointer, "%s: the kernel heap %p went away", what, static_cast<void *>(heap));
+                if (!a)
+                    return fail(adsmErrorInvalidPointer, "%s: the kernel heap %p went away", what,
+                                static_cast<void *>(heap));
             }
             if (!marking_ && !a->adopted() && a->finished() && !heap_.held(*a->chunk)) adopt_kernel_heap(*a);
         }

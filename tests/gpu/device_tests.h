@@ -6,11 +6,14 @@
 #pragma once
 
 #include <adsm.hpp>
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -301,6 +304,31 @@ inline void a_preferred_device_is_refused_without_a_peer_link() {
         EXPECT_EQ(adsmGetLastError(), adsmErrorNotSupported);
         EXPECT_NE(detail().find("no peer link"), std::string::npos) << detail();
     });
+}
+
+// A start that fails after the device was made (here the trace file cannot
+// be written) leaves none of its threads behind: they would read what the
+// failed start freed.  In a process of its own (the runtime starts once).
+inline void a_failed_start_leaves_no_thread_behind() {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(
+        {
+            auto threads = [] {
+                int n = 0;
+                if (DIR *d = opendir("/proc/self/task")) {
+                    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
+                    closedir(d);
+                }
+                return n;
+            };
+            const int before = threads();
+            setenv("ADSM_TRACE", "/nonexistent-directory/trace.json", 1);
+            const bool failed = adsmAlloc(100) == nullptr;
+            const int after = threads();
+            if (after != before) fprintf(stderr, "%d threads before the start, %d after it failed\n", before, after);
+            exit(failed && after == before ? 0 : 1);
+        },
+        testing::ExitedWithCode(0), "");
 }
 
 }  // namespace device_test
