@@ -533,5 +533,4 @@ TEST(CudaNoDriver, MissingDriverIsAClearNoDeviceError) {
 
 }  // namespace
 
-
 TEST(CudaDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }

@@ -295,5 +295,4 @@ TEST(LevelZeroNoDriver, MissingLoaderIsAClearNoDeviceError) {
 
 }  // namespace
 
-
 TEST(LevelZeroDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }
