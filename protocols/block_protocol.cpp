@@ -36,7 +36,6 @@ Status BlockProtocol::fetch(SharedObject &r, uint32_t first, uint32_t last) {
     return r.device->copy_to_host(r.alias + b, r.dev + b, e - b);
 }
 
-// Sends [begin, end) of the host copy (clipped to the object) to the device.
 // After a store whose device copy failed: the open blocks among [k, j),
 // whose host copy holds their data, go whole at the next release.  (Not the
 // closed ones: their data is the device's, and the host's would overwrite
@@ -50,6 +49,7 @@ void BlockProtocol::resend_open_blocks(SharedObject &r, uint32_t k, uint32_t j) 
     }
 }
 
+// Sends [begin, end) of the host copy (clipped to the object) to the device.
 Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool async) {
     if (end > r.size) end = r.size;
     if (end <= begin) return adsmSuccess;
@@ -60,10 +60,6 @@ Status BlockProtocol::copy_out(SharedObject &r, size_t begin, size_t end, bool a
     return adsmSuccess;
 }
 
-// A background flush ended.  A failed one leaves the device without data
-// the block's state says it has: the next release sends the region's open
-// blocks whole.  No lock here: this may run on the submitter's thread,
-// which holds r.lock.
 // An asynchronous store to the device ended.  A failed one leaves blocks
 // whose state says the device holds their bytes without them: as after a
 // failed background flush, the next release sends the open ones whole.
@@ -72,6 +68,10 @@ void BlockProtocol::stored(void *arg, Status status) {
     if (status != adsmSuccess) static_cast<SharedObject *>(arg)->resend.store(true, std::memory_order_release);
 }
 
+// A background flush ended.  A failed one leaves the device without data
+// the block's state says it has: the next release sends the region's open
+// blocks whole.  No lock here: this may run on the submitter's thread,
+// which holds r.lock.
 void BlockProtocol::flushed(void *arg, Status status) {
     auto *r = static_cast<SharedObject *>(arg);
     if (status != adsmSuccess) r->resend.store(true, std::memory_order_release);
