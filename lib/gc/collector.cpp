@@ -536,19 +536,18 @@ size_t Collector::run_due(bool asked) {
 }
 
 Status Collector::collect(Scope scope) {
-    Status s;
-    std::string why;
+    bool stopped;
     {
         std::lock_guard<std::mutex> lock(heap_.lock());
         unstoppable_ = adsmSuccess;
         collect_locked(scope);
-        s = unstoppable_;
-        why = unstoppable_why_;
+        stopped = unstoppable_ == adsmSuccess;
     }
     run_finalizers();
-    if (s != adsmSuccess)
-        return fail(s, "collector: could not stop the world, so nothing was collected: %s", why.c_str());
-    return adsmSuccess;
+    if (stopped) return adsmSuccess;
+    std::lock_guard<std::mutex> lock(heap_.lock());
+    return fail(unstoppable_, "collector: could not stop the world, so nothing was collected: %s",
+                unstoppable_why_.c_str());
 }
 
 }  // namespace adsm::gc
