@@ -490,6 +490,49 @@ TEST_F(Fixture, KernelsRunOnTheClientsMemoryAtItsAddresses) {
     EXPECT_EQ(back[n - 1], n - 1 + 6);
 }
 
+// Kernels reach the client's committed memory and nothing else: one that
+// strays faults, as on a GPU, instead of making pages past --memory; and
+// the session goes on.
+void expect_kernels_reach_committed_memory_only(Server &s, const std::string &key_text) {
+    Client c(s, key_text);
+    ASSERT_TRUE(c.ok()) << adsm::last_detail();
+    ASSERT_EQ(c.attach().status, adsmSuccess);
+    const uint64_t v = kBase + (4 << 20);
+    const size_t n = 1024;
+    Reply m = c.commit(v, 1 << 20);
+    ASSERT_EQ(m.status, adsmSuccess) << m.message;
+    ASSERT_EQ(c.add(v, n, 1).status, adsmSuccess);
+    ASSERT_EQ(c.sync().status, adsmSuccess);
+    // Just past its end, where nothing was committed.
+    ASSERT_EQ(c.add(v + (1 << 20), n, 1).status, adsmSuccess);
+    Reply past = c.sync();
+    EXPECT_EQ(past.status, adsmErrorLaunchFailure) << past.message;
+    EXPECT_NE(std::string(past.message).find("remote.add"), std::string::npos) << past.message;
+    // Given back, it is gone for kernels too.
+    RangeBody r{v, 1 << 20};
+    ASSERT_EQ(c.request(Op::decommit, &r).status, adsmSuccess);
+    ASSERT_EQ(c.add(v, n, 1).status, adsmSuccess);
+    EXPECT_EQ(c.sync().status, adsmErrorLaunchFailure);
+    // Committed again, it is there (zeroed).
+    Reply again = c.commit(v, 1 << 20);
+    ASSERT_EQ(again.status, adsmSuccess) << again.message;
+    ASSERT_EQ(c.add(v, n, 7).status, adsmSuccess);
+    ASSERT_EQ(c.sync().status, adsmSuccess);
+    std::vector<uint32_t> back(n);
+    ASSERT_EQ(c.ep().read(back.data(), n * 4, 0, again.rma_key, 5000), adsmSuccess);
+    EXPECT_EQ(back, std::vector<uint32_t>(n, 7));
+}
+
+TEST_F(Fixture, KernelsReachOnlyTheClientsCommittedMemory) {
+    Server s(args());
+    expect_kernels_reach_committed_memory_only(s, key_text);
+}
+
+TEST_F(Fixture, OnCpuKernelsReachOnlyTheClientsCommittedMemory) {
+    Server s(args({"--device", "cpu"}));
+    expect_kernels_reach_committed_memory_only(s, key_text);
+}
+
 // Two clients' kernels at the same addresses, on the server's `device`.
 void expect_kernels_on_own_memory(Server &s, const std::string &key_text) {
     Client a(s, key_text), b(s, key_text);

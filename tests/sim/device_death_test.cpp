@@ -124,6 +124,20 @@ TEST(DeviceDeathTest, HostResidentMemoryIsMappedAgainInANewDeviceProcess) {
     EXPECT_EQ(adsmFree(v), adsmSuccess);
 }
 
+// A new device process reaches the objects allocated before it started
+// (it starts with the window closed and is told what is committed).
+TEST(DeviceDeathTest, CommittedMemoryIsReachableInANewDeviceProcess) {
+    adsm::kernel<increment> inc("death.increment");
+    adsm::shared_array<uint32_t> before(5000);
+    for (auto &x : before) x = 1;
+    adsm::kernel<exit_kernel> k("death.exit");
+    k(1, 1, 0);
+    EXPECT_EQ(adsmSync(), adsmErrorDeviceLost);
+    inc(20, 256, before.data(), before.size());
+    ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
+    for (size_t i = 0; i < before.size(); i += 97) ASSERT_EQ(before[i], 2u) << i;
+}
+
 // A wait for a copy ticket the device never issued (one an object brought
 // from a device it has left) waits for the copies so far, not for ever.
 TEST(DeviceDeathTest, AWaitForATicketNeverIssuedReturns) {

@@ -4,6 +4,7 @@
 #include <adsm.hpp>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 
 #include "api/runtime.h"
@@ -72,4 +73,25 @@ TEST(SeparationTest, TheDeviceIsAnotherProcessWithItsOwnMemory) {
     ASSERT_EQ(rt->device->copy_to_host(&back, reinterpret_cast<uintptr_t>(x), sizeof back), adsmSuccess);
     EXPECT_EQ(back, 6u);
     adsmFree(x);
+}
+
+// As on a GPU, kernels find nothing where no device memory is committed: a
+// stray one fails at the sync instead of making pages past ADSM_SIM_MEMORY.
+TEST(SeparationTest, AKernelFaultsWhereNoDeviceMemoryIsCommitted) {
+    adsm::kernel<write_word> k("separation.write_word");
+    auto *gone = static_cast<uint64_t *>(adsmAlloc(1 << 20));
+    ASSERT_NE(gone, nullptr);
+    k(1, 1, gone + 1000, uint64_t(1));
+    ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
+    ASSERT_EQ(adsmFree(gone), adsmSuccess);
+    k(1, 1, gone + 1000, uint64_t(2));
+    EXPECT_EQ(adsmSync(), adsmErrorLaunchFailure);
+    std::string d = adsmGetLastErrorDetail();
+    EXPECT_NE(d.find("separation.write_word"), std::string::npos) << d;
+    EXPECT_NE(d.find("SIGSEGV"), std::string::npos) << d;
+    // The device goes on, and what is allocated now is there.
+    adsm::shared_array<uint64_t> fresh(512);
+    k(1, 1, fresh.data() + 511, uint64_t(3));
+    ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
+    EXPECT_EQ(fresh[511], 3u);
 }

@@ -42,6 +42,11 @@ public:
 
 private:
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply);
+    // Where the kernels of an integrated device run on the window itself:
+    // they reach committed memory only, as a discrete device's do, so one
+    // that strays faults instead of making pages past --memory.
+    Status commit(uint64_t addr, uint64_t len);
+    void decommit(uint64_t addr, uint64_t len);
     Status load_modules();
     Status launch(const remote::LaunchBody &l);
     // A module's kernel: the driver's function and parameter sizes, and
@@ -66,6 +71,7 @@ private:
 
     const Options &options_;
     std::unique_ptr<Device> device_;
+    uint8_t *window_ = nullptr;  // an integrated device's kernels' view
     std::vector<void *> modules_;
     std::map<uint32_t, std::vector<char>> images_;  // coming in
     std::map<uint32_t, void *> client_modules_;
@@ -80,12 +86,14 @@ Status Worker::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     const bool integrated = device_->integrated();
     uint8_t *host = nullptr;
     if (integrated) {
-        // Kernels run here on the window's addresses: the memory is there.
-        void *at = os::map_shared(kWorkerMemoryFd, 0, size, PROT_READ | PROT_WRITE, base);
+        // Kernels run here on the window's addresses: the memory is there,
+        // reachable once committed.
+        void *at = os::map_shared(kWorkerMemoryFd, 0, size, PROT_NONE, base);
         if (at == MAP_FAILED)
             return fail(adsmErrorNoDevice, "the client's window [%#llx, +%llu) cannot be mapped in its device process: %s",
                         static_cast<unsigned long long>(base), static_cast<unsigned long long>(size), strerror(errno));
         host = static_cast<uint8_t *>(at);
+        window_ = host;
     } else {
         uintptr_t got = 0;
         if (Status s = device_->reserve_window(base, size, &got); s != adsmSuccess) return s;
@@ -105,6 +113,25 @@ Status Worker::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     reply->capacity = std::min(options_.memory, device_->capacity());
     reply->flags = (integrated ? 0 : remote::kStagedMemory) | (device_->runs_gpu_code() ? remote::kGpuCode : 0);
     return adsmSuccess;
+}
+
+Status Worker::commit(uint64_t addr, uint64_t len) {
+    if (Status s = device_->commit(addr, len); s != adsmSuccess) return s;
+    // (The server checked the range: whole pages of the window.)
+    if (window_ && mprotect(reinterpret_cast<void *>(addr), len, PROT_READ | PROT_WRITE) != 0) {
+        int e = errno;
+        device_->decommit(addr, len);
+        return fail(adsmErrorMemoryAllocation, "cannot open [%#llx, +%llu) to the client's kernels: %s",
+                    static_cast<unsigned long long>(addr), static_cast<unsigned long long>(len), strerror(e));
+    }
+    return adsmSuccess;
+}
+
+void Worker::decommit(uint64_t addr, uint64_t len) {
+    // Closing can fail only for want of memory to split the mapping; the
+    // range stays reachable then, and its pages go all the same.
+    if (window_) (void)mprotect(reinterpret_cast<void *>(addr), len, PROT_NONE);
+    device_->decommit(addr, len);
 }
 
 Status Worker::load_modules() {
@@ -221,8 +248,8 @@ Status Worker::handle(const remote::Request &r, remote::Reply *reply) {
     void *staged = reinterpret_cast<void *>(range.addr);
     switch (r.header.op) {
     case Op::attach: return attach(r.body.attach.window_base, r.body.attach.window_size, reply);
-    case Op::commit: return device_->commit(range.addr, range.len);
-    case Op::decommit: device_->decommit(range.addr, range.len); return adsmSuccess;
+    case Op::commit: return commit(range.addr, range.len);
+    case Op::decommit: decommit(range.addr, range.len); return adsmSuccess;
     case Op::fill: return device_->fill(r.body.fill.addr, static_cast<int>(r.body.fill.value), r.body.fill.len);
     case Op::push: return device_->copy_to_device(range.addr, staged, range.len);
     case Op::pull: return device_->copy_to_host(staged, range.addr, range.len);

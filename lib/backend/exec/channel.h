@@ -29,9 +29,10 @@ enum class Op : uint32_t {
 // addr+len) from then on.  Ordered with launches, so a kernel queued after
 // it sees the new mapping and one queued before never does.
 enum class MapSource : uint32_t {
-    device = 0,  // the device's own memory (the default everywhere)
+    device = 0,  // the device's own memory (where committed)
     host = 1,    // the host mirror's pages: host-resident memory
     peer = 2,    // another device's memory (MapRecord::peer): a peer link
+    none = 3,    // nothing: a kernel that reaches there faults
 };
 struct MapRecord {
     uint64_t addr;

@@ -105,6 +105,7 @@ void Executor::execute_map(const Command &cmd) {
         snprintf(c_->map_failure, sizeof c_->map_failure, "the device could not map %s memory at %#llx (+%llu): %s",
                  rec.source == MapSource::host   ? "host"
                  : rec.source == MapSource::peer ? "another device's"
+                 : rec.source == MapSource::none ? "no"
                                                  : "its own", static_cast<unsigned long long>(rec.addr),
                  static_cast<unsigned long long>(rec.len), err.c_str());
 }

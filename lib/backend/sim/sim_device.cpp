@@ -68,7 +68,9 @@ SimDevice::SimDevice(const Config &config)
       sync_copy_ns_(static_cast<uint64_t>(config.sync_copy_us * 1000)) {}
 
 void SimDevice::end_device_process() {
-    if (pid_t pid = pid_.load(); pid > 0 && running_.load()) kill(pid, SIGKILL);
+    if (!running_.load()) return;
+    if (int fd = pidfd_.load(); fd >= 0) (void)os::pidfd_kill(fd, SIGKILL);
+    else if (pid_t pid = pid_.load(); pid > 0) kill(pid, SIGKILL);  // (a kernel without pidfds)
 }
 
 void SimDevice::keep_apart() {
@@ -92,6 +94,7 @@ SimDevice::~SimDevice() {
     if (channel_) munmap(channel_, sizeof(exec::Channel));
     if (dev_fd_ >= 0) close(dev_fd_);
     if (channel_fd_ >= 0) close(channel_fd_);
+    if (int fd = pidfd_.exchange(-1); fd >= 0) close(fd);
 }
 
 Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
@@ -140,6 +143,7 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint
 }
 
 Status SimDevice::commit(uintptr_t dev, uint64_t bytes) {
+    if (Status s = check_range(dev, bytes); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_commit, "commit"); s != adsmSuccess) return s;
     uint64_t now = used_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     if (now > capacity_) {
@@ -150,13 +154,53 @@ Status SimDevice::commit(uintptr_t dev, uint64_t bytes) {
                     static_cast<unsigned long long>(capacity_));
     }
     pins_.committed(dev, bytes);
+    uintptr_t lo = os::page_down(dev), hi = os::page_up(dev + bytes);
+    std::shared_lock<os::FutexRwLock> lock(server_mu_);
+    std::lock_guard<std::mutex> g(ranges_mu_);
+    committed_.add(lo, hi);
+    if (running_.load()) show(lo, hi, false);
     return adsmSuccess;
 }
 
 void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
+    {
+        uintptr_t lo = os::page_down(dev), hi = os::page_up(dev + bytes);
+        std::shared_lock<os::FutexRwLock> lock(server_mu_);
+        std::lock_guard<std::mutex> g(ranges_mu_);
+        committed_.remove(lo, hi);
+        if (running_.load()) show(lo, hi, false);
+    }
     if (bytes >= kPunchThreshold) os::punch_hole(dev_fd_, dev - base_, bytes);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
     pins_.decommitted(dev, bytes);
+}
+
+void SimDevice::show(uintptr_t lo, uintptr_t hi, bool fresh) {
+    // (A send that fails means the process is gone; the next one maps
+    // everything again when it starts.)
+    auto own = [&](uintptr_t b, uintptr_t e) {
+        committed_.pieces(b, e, [&](uintptr_t pb, uintptr_t pe, bool committed) {
+            if (committed || !fresh)
+                (void)send_mapping(pb, {pe - pb, committed ? exec::MapSource::device : exec::MapSource::none, 0});
+        });
+    };
+    // Mappings cover whole objects and never overlap.
+    auto it = mappings_.upper_bound(lo);
+    if (it != mappings_.begin() && std::prev(it)->first + std::prev(it)->second.bytes > lo) --it;
+    for (uintptr_t x = lo; x < hi;) {
+        if (it == mappings_.end() || it->first >= hi) {
+            own(x, hi);
+            return;
+        }
+        if (it->first > x) {
+            own(x, it->first);
+            x = it->first;
+        }
+        uintptr_t e = std::min<uintptr_t>(it->first + it->second.bytes, hi);
+        (void)send_mapping(x, {e - x, it->second.source, it->second.peer});
+        x = e;
+        ++it;
+    }
 }
 
 Status SimDevice::send_mapping(uintptr_t dev, const Mapping &m) {
@@ -192,7 +236,7 @@ Status SimDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes)
 void SimDevice::unmap_memory(uintptr_t dev, uint64_t bytes) {
     std::shared_lock<os::FutexRwLock> lock(server_mu_);
     std::lock_guard<std::mutex> g(ranges_mu_);
-    if (mappings_.erase(dev) && running_.load()) (void)send_mapping(dev, {bytes, exec::MapSource::device, 0});
+    if (mappings_.erase(dev) && running_.load()) show(dev, dev + bytes, false);
 }
 
 Status SimDevice::check_range(uintptr_t dev, size_t n) const {
@@ -301,6 +345,7 @@ void SimDevice::detach_after_fork() {
     if (dev_fd_ >= 0) close(dev_fd_);
     if (channel_fd_ >= 0) close(channel_fd_);
     dev_fd_ = channel_fd_ = -1;
+    if (int fd = pidfd_.exchange(-1); fd >= 0) close(fd);
 }
 
 Status SimDevice::create_stream(StreamId *out) { return host_->create_stream(out); }
@@ -376,13 +421,20 @@ Status SimDevice::start_server() {
         }
         os::futex_wait(&channel_->state, st, 20ull * 1000 * 1000);
     }
+    // Taken while the process is known alive: its end of the socket is open.
+    int pidfd = os::pidfd_of(pid);
+    if (pidfd >= 0 && socket_closed(sv[0])) {
+        close(pidfd);
+        pidfd = -1;
+    }
+    if (int old = pidfd_.exchange(pidfd); old >= 0) close(old);
     sock_.store(sv[0]);
     generation_.fetch_add(1);
     running_.store(true);
     {
         // Ahead of any launch: the ring runs in order.
         std::lock_guard<std::mutex> g(ranges_mu_);
-        for (const auto &[dev, m] : mappings_) (void)send_mapping(dev, m);  // a loss shows at the launch
+        show(base_, base_ + size_, /*fresh=*/true);  // a loss shows at the launch
     }
     ADSM_LOG(info, "sim device process %d started (window %p, %llu bytes)", pid, reinterpret_cast<void *>(base_),
              static_cast<unsigned long long>(size_));

@@ -23,6 +23,7 @@
 #include "backend/sim/link_model.h"
 #include "backend/sim/pin_model.h"
 #include "os/futex_rwlock.h"
+#include "support/range_set.h"
 
 namespace adsm {
 
@@ -50,6 +51,8 @@ public:
     void keep_apart();
     // Kills the device process: kernels running there end, and a wait for
     // them returns (the device is lost; the next launch starts another).
+    // Called from synchronize's `waiting`, or while nothing else uses the
+    // device: no new process replaces this one meanwhile.
     void end_device_process();
     Status commit(uintptr_t dev, uint64_t bytes) override;
     void decommit(uintptr_t dev, uint64_t bytes) override;
@@ -102,6 +105,11 @@ private:
     Status add_mapping(uintptr_t dev, const Mapping &m);
     // Tells a running device process what kernels find at a range.
     Status send_mapping(uintptr_t dev, const Mapping &m);
+    // Tells it what kernels find over [lo, hi): a mapping where there is
+    // one, else this device's memory where committed, else nothing.  With
+    // `fresh` (a process that just started, the window all inaccessible)
+    // the inaccessible pieces are not sent.  Under ranges_mu_.
+    void show(uintptr_t lo, uintptr_t hi, bool fresh);
     bool server_alive();
     std::string death_reason() const;
     void handle_death(uint32_t generation);
@@ -127,6 +135,10 @@ private:
     // and ranges_mu_.)
     std::mutex ranges_mu_;
     std::map<uintptr_t, Mapping> mappings_;
+    // Where this device's own memory is committed.  Kernels find nothing
+    // elsewhere, as on a GPU: one that strays there faults instead of
+    // making pages past ADSM_SIM_MEMORY (or a device server's --memory).
+    RangeSet committed_;
     uint8_t *dma_ = nullptr;        // host view of device memory
     int channel_fd_ = -1;
     exec::Channel *channel_ = nullptr;
@@ -137,6 +149,9 @@ private:
     std::atomic<bool> running_{false};
     std::atomic<uint32_t> generation_{0};
     std::atomic<pid_t> pid_{0};
+    // The device process's own descriptor: a signal sent by it reaches that
+    // process or none, never another that took its pid after it ended.
+    std::atomic<int> pidfd_{-1};
     // ADSM_SIM_LAUNCH_US: the earliest time each stream's last kernel may
     // be seen complete.
     static constexpr uint32_t kLaunchSlots = 4096;

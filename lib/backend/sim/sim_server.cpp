@@ -44,11 +44,12 @@ public:
     }
 };
 
+// What kernels find at each window address: device memory where the host
+// committed it, nothing elsewhere (a stray kernel faults, as on a GPU).
 // Host-resident memory: the host mirror's own pages replace device memory
 // at a range, so kernels read and write what the CPU does (over the link,
-// on a real device); the device's pages come back when the range is freed.
-// An object that lives on another simulated device is reached the same way,
-// through that device's memory (a peer link).
+// on a real device).  An object that lives on another simulated device is
+// reached the same way, through that device's memory (a peer link).
 class WindowMapper final : public exec::MemoryMapper {
 public:
     WindowMapper(uint64_t base, uint64_t size, int dev_fd, int host_fd, std::vector<int> peer_fds)
@@ -66,8 +67,8 @@ public:
             *err = "the device process has no descriptor for that memory";
             return false;
         }
-        if (os::map_shared(fd, rec.addr - base_, rec.len, PROT_READ | PROT_WRITE, rec.addr, /*replace=*/true) ==
-            MAP_FAILED) {
+        const int prot = rec.source == exec::MapSource::none ? PROT_NONE : PROT_READ | PROT_WRITE;
+        if (os::map_shared(fd, rec.addr - base_, rec.len, prot, rec.addr, /*replace=*/true) == MAP_FAILED) {
             *err = os::error_text(errno);
             return false;
         }
@@ -127,7 +128,8 @@ unsigned worker_count() {
     if (ch == MAP_FAILED) _exit(1);
     auto *c = static_cast<exec::Channel *>(ch);
     if (c->magic != exec::kChannelMagic) fail_start(c, "%s", "channel layout mismatch between host and device");
-    void *win = os::map_shared(dev_fd, 0, c->window_size, PROT_READ | PROT_WRITE, c->window_base);
+    // Inaccessible until the host says what is committed (map_memory).
+    void *win = os::map_shared(dev_fd, 0, c->window_size, PROT_NONE, c->window_base);
     if (win == MAP_FAILED) fail_start(c, "cannot map device memory at the window's address: %s", os::error_text(errno));
     // Both memories stay open: map_memory commands map ranges of them.
     fcntl(dev_fd, F_SETFD, FD_CLOEXEC);
