@@ -190,4 +190,13 @@ int spawn_detached(const char *path, char *const argv[], char *const envp[], con
     return 0;
 }
 
+int pidfd_of(pid_t pid) {
+    long fd = syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? -errno : static_cast<int>(fd);
+}
+
+int pidfd_kill(int pidfd, int sig) {
+    return syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0 ? 0 : -errno;
+}
+
 }  // namespace adsm::os

@@ -16,4 +16,10 @@ namespace adsm::os {
 int spawn_detached(const char *path, char *const argv[], char *const envp[], const int *keep, int nkeep,
                    pid_t *pid);
 
+// A descriptor naming process `pid` (pidfd_open), or -errno.  Signals sent
+// through it reach that process or none, even once its pid is reused.
+int pidfd_of(pid_t pid);
+// Sends sig through such a descriptor; 0 or -errno (ESRCH once it ended).
+int pidfd_kill(int pidfd, int sig);
+
 }  // namespace adsm::os

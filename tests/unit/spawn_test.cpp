@@ -4,8 +4,11 @@
 // interpose (libc_spy.c counts those).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -92,6 +95,29 @@ TEST(SpawnTest, AProgramThatCannotRunIsAnError) {
     char *envp[] = {nullptr};
     pid_t pid = 0;
     EXPECT_EQ(adsm::os::spawn_detached(prog, argv, envp, nullptr, 0, &pid), -ENOENT);
+}
+
+// A helper is ended through a descriptor of its own: a signal sent by it
+// once the helper is gone reaches nobody, whoever has its pid by then.
+TEST(SpawnTest, ASignalByPidfdReachesThatProcessOrNone) {
+    char sh[] = "/bin/sh", c[] = "-c", script[] = "sleep 600";
+    char *argv[] = {sh, c, script, nullptr};
+    char *envp[] = {nullptr};
+    pid_t pid = 0;
+    // Adopted by this test, so that it can reap it and be sure it is gone.
+    ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    ASSERT_EQ(adsm::os::spawn_detached(sh, argv, envp, nullptr, 0, &pid), 0);
+    int fd = adsm::os::pidfd_of(pid);
+    ASSERT_GE(fd, 0) << strerror(-fd);
+    EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    EXPECT_EQ(adsm::os::pidfd_kill(fd, SIGKILL), 0);
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    EXPECT_EQ(adsm::os::pidfd_kill(fd, SIGKILL), -ESRCH);
+    close(fd);
+    EXPECT_LT(adsm::os::pidfd_of(-1), 0);
 }
 
 }  // namespace
