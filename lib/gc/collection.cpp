@@ -725,7 +725,10 @@ void Collector::after_world_restarts(bool full) {
         auto it = table.find(r.lo);
         if (it == table.end()) continue;
         due_calls_.emplace_back(r.lo, it->second);
-        if (release) due_frees_.push_back(r.lo);
+        if (release) {
+            due_frees_.push_back(r.lo);
+            releasing_.insert(r.lo);
+        }
         if (runs_now(it->second)) calls_due_.store(true, std::memory_order_release);
         else notify_due_.store(true, std::memory_order_relaxed);
         table.erase(it);

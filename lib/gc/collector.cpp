@@ -293,7 +293,7 @@ Status Collector::live_object(void *obj, const char *what, Chunk **cp, Page **pp
     return adsmSuccess;
 }
 
-Status Collector::free(void *obj) {
+Status Collector::free_object(void *obj, bool released) {
     if (!obj) return adsmSuccess;
     bool huge = false;
     {
@@ -303,6 +303,12 @@ Status Collector::free(void *obj) {
         unsigned i;
         if (Status s = live_object(obj, "adsmGcFree", &c, &p, &i); s != adsmSuccess) return s;
         uintptr_t a = reinterpret_cast<uintptr_t>(obj);
+        if (released) releasing_.erase(a);
+        else if (!releasing_.empty() && releasing_.count(a))
+            return fail(adsmErrorInvalidPointer,
+                        "adsmGcFree: %p was given to adsmGcRelease and is unreachable; the collector frees it after "
+                        "its callback (double free?)",
+                        obj);
         registry_.forget(a);
         if (p->kind == PageKind::kernel) {
             KernelArena *arena = p->arena;
@@ -527,7 +533,7 @@ size_t Collector::run_due(bool asked) {
             stats_.finalizers.fetch_add(1, std::memory_order_relaxed);
             ++ran;
         }
-        for (uintptr_t obj : frees) free(reinterpret_cast<void *>(obj));
+        for (uintptr_t obj : frees) (void)free_object(reinterpret_cast<void *>(obj), true);
         std::lock_guard<std::mutex> lock(heap_.lock());
         running_.clear();
     }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "adsm.h"
@@ -64,7 +65,7 @@ public:
         if (void *p = alloc_fast(n, pointers)) return p;
         return alloc_slow(n, pointers);
     }
-    Status free(void *obj);
+    Status free(void *obj) { return free_object(obj, false); }
     // A full collection traces every reachable object.  A minor one (with
     // GcConfig::writes) keeps every object that survived the last
     // collection without tracing it, and traces the objects allocated
@@ -244,6 +245,8 @@ private:
     void run_finalizers();
     // Runs the callbacks that are due; `asked`, those waiting for the
     // program to ask as well (finalization on demand).
+    // `released`: run_due's own free of a released object after its callback.
+    Status free_object(void *obj, bool released);
     size_t run_due(bool asked);
     bool runs_now(const Callback &cb) const { return !cb.on_demand || !on_demand_.load(std::memory_order_relaxed); }
     // Work the marker threads share (markers.cpp), the world stopped.
@@ -309,6 +312,10 @@ private:
     std::atomic<bool> calls_due_{false};
     std::vector<std::pair<uintptr_t, Callback>> running_;  // the batch run_finalizers is calling
     std::vector<uintptr_t> due_frees_;
+    // Released objects found unreachable and not yet freed: only run_due
+    // frees them, after their callbacks (adsmGcFree of one is a double
+    // free, and must not free another object that took its place).
+    std::unordered_set<uintptr_t> releasing_;
     uint64_t live_bytes_ = 0;
 
     // Marker threads: marker 0 is the collecting thread.

@@ -314,6 +314,43 @@ TEST(GcTest, ReleasedBufferIsCalledBackOnceUnpinnedAndUnreachable) {
     EXPECT_EQ(adsmGcBase(unhide(hidden)), nullptr);  // freed after its callback
 }
 
+namespace {
+// A callback that frees its object itself (a double free: the collector
+// frees it after the callback), then allocates objects that could take the
+// slot that free would have given back.
+void *g_refreed;
+adsmError_t g_refree_status;
+std::string g_refree_detail;
+void *g_reuse[256];  // a root: the data segment
+void free_in_callback(void *obj, void *) {
+    g_refreed = obj;
+    g_refree_status = adsmGcFree(obj);
+    g_refree_detail = adsmGetLastErrorDetail();
+    for (auto &p : g_reuse) p = adsmGcAlloc(64);
+}
+__attribute__((noinline)) void make_released_64(void **hidden) {
+    void *p = adsmGcAlloc(64);
+    EXPECT_EQ(adsmGcRelease(p, free_in_callback, nullptr), adsmSuccess);
+    *hidden = reinterpret_cast<void *>(~reinterpret_cast<uintptr_t>(p));
+}
+}  // namespace
+
+TEST(GcTest, FreeingAReleasedObjectInItsCallbackIsADoubleFreeAndFreesNoOther) {
+    void *hidden;
+    make_released_64(&hidden);
+    clobber_stack();
+    collect();
+    ASSERT_EQ(g_refreed, unhide(hidden));
+    EXPECT_EQ(g_refree_status, adsmErrorInvalidPointer);
+    EXPECT_NE(g_refree_detail.find("double free"), std::string::npos) << g_refree_detail;
+    for (void *p : g_reuse) {
+        EXPECT_NE(p, nullptr);
+        EXPECT_EQ(adsmGcBase(p), p) << "a live object was freed in the released one's place";
+    }
+    EXPECT_EQ(adsmGcBase(g_refreed), nullptr);  // freed once, by the collector
+    for (auto &p : g_reuse) p = nullptr;
+}
+
 TEST(GcTest, BadInputGetsAClearError) {
     int local = 0;
     EXPECT_EQ(adsmGcPin(&local), adsmErrorInvalidPointer);
