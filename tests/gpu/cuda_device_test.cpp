@@ -507,6 +507,21 @@ TEST(CudaDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
     device_test::faulting_kernel_is_a_launch_failure_then_the_device_is_lost("CUDA_ERROR_ILLEGAL_ADDRESS");
 }
 
+// Ends the device: run alone.
+TEST(CudaDeviceCopyFault, ACopyThatMeetsAKernelsFaultLosesTheDevice) {
+    device_test::a_copy_that_meets_a_kernels_fault_loses_the_device(
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        [] {
+            // The double's own synchronize returns once the kernel has run.
+            auto sync = double_fn<int (*)()>("cuCtxSynchronize");
+            for (int i = 0; i < 500 && sync() == 0; ++i) usleep(10000);
+        },
+        [] {
+            return double_fn<long (*)(const char *)>("fake_cuda_calls")("cuMemcpyDtoHAsync_v2") +
+                   double_fn<long (*)(const char *)>("fake_cuda_calls")("cuMemcpyDtoH_v2");
+        });
+}
+
 // The host mapped ADSM_VA_BASE before the runtime started: the driver
 // reserves elsewhere and the window follows it.  Run alone.
 TEST(CudaDeviceMoved, WindowFollowsTheDriverWhenTheBaseIsTaken) {

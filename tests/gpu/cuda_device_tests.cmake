@@ -33,9 +33,10 @@ set_tests_properties(cuda.device.two_gpus PROPERTIES TIMEOUT 120
 set_tests_properties(cuda.device.two_gpus.no_peer PROPERTIES TIMEOUT 120
   ENVIRONMENT "${on_double};ADSM_DEVICE=cuda,cuda;FAKE_CUDA_DEVICES=2;FAKE_CUDA_NO_PEER=1")
 add_test(NAME cuda.device.fault COMMAND cuda_device_tests --gtest_filter=CudaDeviceFault.*)
+add_test(NAME cuda.device.copy_fault COMMAND cuda_device_tests --gtest_filter=CudaDeviceCopyFault.*)
 add_test(NAME cuda.device.failed_start COMMAND cuda_device_tests --gtest_filter=CudaDeviceStart.*)
 add_test(NAME cuda.device.moved_window COMMAND cuda_device_tests --gtest_filter=CudaDeviceMoved.*)
-set_tests_properties(cuda.device.fault cuda.device.failed_start cuda.device.moved_window PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double}")
+set_tests_properties(cuda.device.fault cuda.device.copy_fault cuda.device.failed_start cuda.device.moved_window PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double}")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/broken_driver/libcuda.so.1 "not a shared library\n")
 add_test(NAME cuda.no_driver COMMAND cuda_device_tests --gtest_filter=CudaNoDriver.*)
 set_tests_properties(cuda.no_driver PROPERTIES TIMEOUT 60

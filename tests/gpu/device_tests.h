@@ -203,6 +203,45 @@ inline void faulting_kernel_is_a_launch_failure_then_the_device_is_lost(const ch
     EXPECT_EQ(adsmDeviceAlloc(&d, 4096), adsmErrorDeviceLost);
 }
 
+// Ends the device: run alone.  Another context's kernel faults and nobody
+// waits for it; the next copy meets the fault.  The device is lost then,
+// as at a sync: that copy reports the fault (`fault`: the driver's name for
+// it), and every later call is adsmErrorDeviceLost without asking the
+// driver (`copies`: how many copies reached it).  `fault_landed`, where
+// given, returns once the driver has seen the fault.
+inline void a_copy_that_meets_a_kernels_fault_loses_the_device(const char *fault, void (*fault_landed)(),
+                                                                long (*copies)()) {
+    adsmModule_t m = load_module();
+    adsmKernel_t crash;
+    ASSERT_EQ(adsmModuleGetKernelWithParams(m, "crash", 0, nullptr, &crash), adsmSuccess) << detail();
+    void *d = nullptr;
+    ASSERT_EQ(adsmDeviceAlloc(&d, 4096), adsmSuccess) << detail();
+    std::vector<char> buf(4096);
+    ASSERT_EQ(adsmCopyToHost(buf.data(), d, buf.size()), adsmSuccess) << detail();
+    // (The thread stays until the end: its context's end would wait for the kernel.)
+    std::atomic<int> step{0};
+    adsmError_t launched = adsmErrorInvalidValue;  // until it returns
+    std::thread other([&] {
+        launched = adsmCall(crash, {1, 1, 1}, {1, 1, 1}, nullptr);
+        step.store(1);
+        while (step.load() != 2) usleep(1000);
+    });
+    while (step.load() != 1) usleep(1000);
+    EXPECT_EQ(launched, adsmSuccess);
+    if (fault_landed) fault_landed();
+    EXPECT_EQ(adsmCopyToHost(buf.data(), d, buf.size()), adsmErrorLaunchFailure);
+    EXPECT_NE(detail().find(fault), std::string::npos) << detail();
+    const long before = copies();
+    EXPECT_EQ(adsmCopyToHost(buf.data(), d, buf.size()), adsmErrorDeviceLost);
+    EXPECT_NE(detail().find("lost"), std::string::npos) << detail();
+    EXPECT_EQ(copies(), before) << "a lost device was asked to copy again";
+    EXPECT_EQ(adsmCall(crash, {1, 1, 1}, {1, 1, 1}, nullptr), adsmErrorDeviceLost);
+    void *more = nullptr;
+    EXPECT_EQ(adsmDeviceAlloc(&more, 4096), adsmErrorDeviceLost);
+    step.store(2);
+    other.join();
+}
+
 // The host mapped ADSM_VA_BASE before the runtime started: the driver
 // reserves elsewhere and the window follows it.  Run alone.
 inline void window_follows_the_driver_when_the_base_is_taken(bool (*reserved_by_driver)(const void *)) {

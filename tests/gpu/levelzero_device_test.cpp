@@ -6,6 +6,7 @@
 #include <adsm.hpp>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <level_zero/ze_api.h>
 #include <sys/mman.h>
 
 #include <cstdint>
@@ -217,6 +218,30 @@ TEST(LevelZeroDevice, DeviceMemoryCopiesAndFills) {
     adsmDeviceFree(d);
 }
 
+// A piece of a staged copy that the device refuses after an earlier piece
+// went in: the half is still closed by its barrier (else the next transfer
+// could refill staging memory the queued piece still reads), the failure is
+// this copy's alone, and the device goes on.
+TEST(LevelZeroDevice, ARefusedCopyAppendIsClosedByItsBarrierAndTheDeviceGoesOn) {
+    const size_t n = 2u << 20;
+    void *whole = nullptr;
+    ASSERT_EQ(adsmDeviceAlloc(&whole, 2 * n), adsmSuccess) << detail();
+    void *d = static_cast<char *>(whole) + n / 2;  // one staged chunk, in a piece on each granule
+    std::vector<uint8_t> in(n), out(n);
+    for (size_t i = 0; i < n; ++i) in[i] = static_cast<uint8_t>(i * 13 + i / 4096);
+    auto refuse = double_fn<void (*)(int, ze_result_t)>("fake_ze_fail_copy_append");
+    auto barriers = [] { return double_fn<long (*)(const char *)>("fake_ze_calls")("zeCommandListAppendBarrier"); };
+    const long before = barriers();
+    refuse(2, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
+    EXPECT_NE(adsmCopyToDevice(d, in.data(), n), adsmSuccess);
+    EXPECT_NE(detail().find("ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos) << detail();
+    EXPECT_EQ(barriers() - before, 1) << "the half with a queued piece was not closed by its barrier";
+    ASSERT_EQ(adsmCopyToDevice(d, in.data(), n), adsmSuccess) << detail();
+    ASSERT_EQ(adsmCopyToHost(out.data(), d, n), adsmSuccess) << detail();
+    EXPECT_TRUE(in == out) << "the round trip after a refused append changed bytes";
+    adsmDeviceFree(whole);
+}
+
 TEST(LevelZeroDevice, CallocIsZeroOnTheDevice) {
     device_test::calloc_is_zero_on_the_device();
 }
@@ -271,6 +296,14 @@ TEST(LevelZeroTwoGpusNoPeer, APreferredDeviceIsRefusedAndObjectsStillMove) {
 
 TEST(LevelZeroDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
     device_test::faulting_kernel_is_a_launch_failure_then_the_device_is_lost("ZE_RESULT_ERROR_DEVICE_LOST");
+}
+
+// Ends the device: run alone.  (Kernels and copies share the device's
+// queue: the copy waits for the faulting kernel.)
+TEST(LevelZeroDeviceCopyFault, ACopyThatMeetsAKernelsFaultLosesTheDevice) {
+    device_test::a_copy_that_meets_a_kernels_fault_loses_the_device(
+        "ZE_RESULT_ERROR_DEVICE_LOST", nullptr,
+        [] { return double_fn<long (*)(const char *)>("fake_ze_calls")("zeCommandListAppendMemoryCopy"); });
 }
 
 // The host mapped ADSM_VA_BASE before the runtime started: the driver

@@ -27,9 +27,10 @@ add_test(NAME levelzero.device.rolling.4K COMMAND levelzero_device_tests
 set_tests_properties(levelzero.device.rolling.4K PROPERTIES TIMEOUT 300
   ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=rolling;ADSM_BLOCK_SIZE=4K;ADSM_ROLLING_SIZE=2")
 add_test(NAME levelzero.device.fault COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceFault.*)
+add_test(NAME levelzero.device.copy_fault COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceCopyFault.*)
 add_test(NAME levelzero.device.failed_start COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceStart.*)
 add_test(NAME levelzero.device.moved_window COMMAND levelzero_device_tests --gtest_filter=LevelZeroDeviceMoved.*)
-set_tests_properties(levelzero.device.fault levelzero.device.failed_start levelzero.device.moved_window PROPERTIES TIMEOUT 120
+set_tests_properties(levelzero.device.fault levelzero.device.copy_fault levelzero.device.failed_start levelzero.device.moved_window PROPERTIES TIMEOUT 120
   ENVIRONMENT "${on_ze_double}")
 add_test(NAME levelzero.device.two_gpus COMMAND levelzero_device_tests --gtest_filter=LevelZeroTwoGpus.*)
 add_test(NAME levelzero.device.two_gpus.no_peer COMMAND levelzero_device_tests --gtest_filter=LevelZeroTwoGpusNoPeer.*)

@@ -6,9 +6,10 @@
 
 namespace adsm::cuda {
 
-Status CopyEngine::init(const Driver *d, const gpu::Window *window) {
+Status CopyEngine::init(const Driver *d, const gpu::Window *window, gpu::DeviceLoss *loss) {
     d_ = d;
     window_ = window;
+    loss_ = loss;
     if (CUresult r = d_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "cuda: cannot create the copy stream");
     if (CUresult r = d_->cuStreamCreate(&sync_stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
@@ -18,9 +19,13 @@ Status CopyEngine::init(const Driver *d, const gpu::Window *window) {
     return adsmSuccess;
 }
 
+Status CopyEngine::error(CUresult r, const char *what) {
+    if (loss_ && context_is_gone(r)) return loss_->lose(what, d_->describe(r));
+    return cuda_fail(adsmErrorDeviceLost, r, what);
+}
+
 Status CopyEngine::sync_stream(const char *what) {
-    if (CUresult r = d_->cuStreamSynchronize(sync_stream_); r != CUDA_SUCCESS)
-        return cuda_fail(adsmErrorDeviceLost, r, what);
+    if (CUresult r = d_->cuStreamSynchronize(sync_stream_); r != CUDA_SUCCESS) return error(r, what);
     return adsmSuccess;
 }
 
@@ -35,19 +40,19 @@ CUresult CopyEngine::enqueue(CUstream stream, bool to_device, void *host, CUdevi
 
 Status CopyEngine::to_device(CUdeviceptr dst, const void *src, size_t n) {
     if (CUresult r = enqueue(sync_stream_, true, const_cast<void *>(src), dst, n); r != CUDA_SUCCESS)
-        return cuda_fail(adsmErrorDeviceLost, r, "cuda: copy to the device");
+        return error(r, "cuda: copy to the device");
     return sync_stream("cuda: copy to the device");
 }
 
 Status CopyEngine::to_host(void *dst, CUdeviceptr src, size_t n) {
     if (CUresult r = enqueue(sync_stream_, false, dst, src, n); r != CUDA_SUCCESS)
-        return cuda_fail(adsmErrorDeviceLost, r, "cuda: copy to the host");
+        return error(r, "cuda: copy to the host");
     return sync_stream("cuda: copy to the host");
 }
 
 Status CopyEngine::fill(CUdeviceptr dst, int value, size_t n) {
     if (CUresult r = enqueue(sync_stream_, false, nullptr, dst, n, value & 0xff); r != CUDA_SUCCESS)
-        return cuda_fail(adsmErrorDeviceLost, r, "cuda: device memset");
+        return error(r, "cuda: device memset");
     return sync_stream("cuda: device memset");
 }
 
@@ -60,7 +65,7 @@ void CopyEngine::note_failure(CUresult r, const char *what) {
 Status CopyEngine::take_failure() {
     int r = failure_.exchange(CUDA_SUCCESS);
     if (r == CUDA_SUCCESS) return adsmSuccess;
-    return cuda_fail(adsmErrorDeviceLost, static_cast<CUresult>(r), "cuda: an asynchronous copy");
+    return error(static_cast<CUresult>(r), "cuda: an asynchronous copy");
 }
 
 void CUDA_CB CopyEngine::landed(void *p) {
@@ -132,7 +137,7 @@ Status CopyEngine::order_before(CUstream s) {
     CUresult r = d_->cuEventRecord(fence_, stream_);
     if (r == CUDA_SUCCESS) r = d_->cuStreamWaitEvent(s, fence_, 0);
     submit_mu_.unlock();
-    if (r != CUDA_SUCCESS) return cuda_fail(adsmErrorDeviceLost, r, "cuda: ordering a launch after the copies");
+    if (r != CUDA_SUCCESS) return error(r, "cuda: ordering a launch after the copies");
     return adsmSuccess;
 }
 

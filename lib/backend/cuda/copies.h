@@ -24,6 +24,7 @@
 #include "backend/cuda/driver.h"
 #include "backend/device.h"
 #include "backend/gpu/copy_tickets.h"
+#include "backend/gpu/device_loss.h"
 #include "backend/gpu/window.h"
 #include "os/futex_lock.h"
 
@@ -31,7 +32,9 @@ namespace adsm::cuda {
 
 class CopyEngine {
 public:
-    Status init(const Driver *d, const gpu::Window *window);
+    // A copy that meets a sticky error (a kernel's fault poisons the
+    // context) loses the device through `loss`.
+    Status init(const Driver *d, const gpu::Window *window, gpu::DeviceLoss *loss);
 
     Status to_device(CUdeviceptr dst, const void *src, size_t n);
     Status to_host(void *dst, CUdeviceptr src, size_t n);
@@ -76,10 +79,15 @@ private:
     // Queues the copy (fill when value >= 0 and host is null) in pieces.
     CUresult enqueue(CUstream stream, bool to_device, void *host, CUdeviceptr dev, size_t n, int value = -1);
     Status sync_stream(const char *what);
+    // The status for a failed copy or fill: a sticky error loses the device
+    // (adsmErrorLaunchFailure once, adsmErrorDeviceLost after); another
+    // fails this copy alone.
+    Status error(CUresult r, const char *what);
     void note_failure(CUresult r, const char *what);
 
     const Driver *d_ = nullptr;
     const gpu::Window *window_ = nullptr;
+    gpu::DeviceLoss *loss_ = nullptr;
     CUstream stream_ = nullptr;       // asynchronous copies, with their landings
     CUstream sync_stream_ = nullptr;  // synchronous copies and fills
     CUevent fence_ = nullptr;

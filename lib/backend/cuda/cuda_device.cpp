@@ -11,30 +11,6 @@
 #include "support/stats.h"
 
 namespace adsm::cuda {
-namespace {
-
-// Errors after which the CUDA context can do nothing more: a kernel that
-// faulted, trapped or ran too long.
-bool context_is_gone(CUresult r) {
-    switch (r) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_ECC_UNCORRECTABLE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-}  // namespace
-
 // The device's context, current on this thread while the object lives.
 // The program may have a context of its own current: it is pushed aside
 // and comes back, so the runtime never changes what the program sees.
@@ -153,7 +129,7 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
     pins->init(d_, dev_);
     if (Status s = set_->share_window(window_, host_fd, std::move(pins), name(), gpu_name_); s != adsmSuccess) return s;
     if (Status s = memory().warm_up(&granule_driver_); s != adsmSuccess) return s;
-    return copies_.init(d_, &window_);
+    return copies_.init(d_, &window_, &loss_);
 }
 
 Status CudaDevice::commit(uintptr_t dev, uint64_t bytes) {

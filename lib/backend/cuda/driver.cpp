@@ -61,4 +61,22 @@ Status cuda_fail(Status code, CUresult r, const char *what) {
     return fail(code, "%s: %s", what, g_driver.table().describe(r));
 }
 
+bool context_is_gone(CUresult r) {
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 }  // namespace adsm::cuda

@@ -94,4 +94,8 @@ inline CUmemAccessDesc device_access(CUdevice dev, bool allow) {
 // Records a failure of `what` that the driver answered with r.
 Status cuda_fail(Status code, CUresult r, const char *what);
 
+// Errors after which the CUDA context can do nothing more (sticky): a
+// kernel that faulted, trapped or ran too long.
+bool context_is_gone(CUresult r);
+
 }  // namespace adsm::cuda

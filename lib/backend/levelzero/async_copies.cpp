@@ -12,9 +12,10 @@
 namespace adsm::levelzero {
 
 Status AsyncCopies::init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
-                         const gpu::Window *window) {
+                         const gpu::Window *window, gpu::DeviceLoss *loss) {
     d_ = d;
     window_ = window;
+    loss_ = loss;
     if (ze_result_t r = make_immediate_list(d_, ctx, dev, ordinal, &list_); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the asynchronous copy list");
     if (ze_result_t r = make_host_events(d_, ctx, dev, kSlots, &pool_, events_); r != ZE_RESULT_SUCCESS)
@@ -77,15 +78,20 @@ uint64_t AsyncCopies::submit(bool to_device, void *host, uintptr_t dev, size_t n
         ze_event_handle_t ev = events_[t % kSlots];
         ze_result_t r = append_staged_copy(d_, list_, *window_, to_device, dev + off, stage, piece_n);
         // Level Zero orders nothing in a list by itself: the barrier's event
-        // says the piece (and every one before it) has landed.
-        if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, ev, 0, nullptr);
+        // says the piece (and every one before it) has landed.  It goes in
+        // after a failed append too: what went in of the piece uses the
+        // slot's chunk until then.
+        ze_result_t b = d_->zeCommandListAppendBarrier(list_, ev, 0, nullptr);
+        if (r == ZE_RESULT_SUCCESS) r = b;
         if (r != ZE_RESULT_SUCCESS) {
             // Not queued whole: the landing thread reports it in its turn,
             // so that the tickets stay in order.
             p.failed = true;
             int none = ZE_RESULT_SUCCESS;
             failure_.compare_exchange_strong(none, static_cast<int>(r));
-            d_->zeEventHostSignal(ev);
+            // Without a barrier nothing on the device signals the event; if
+            // the host cannot either, the landing must not wait for it.
+            if (b != ZE_RESULT_SUCCESS) p.no_event = d_->zeEventHostSignal(ev) != ZE_RESULT_SUCCESS;
         }
         tickets_.issue(t);
         // The landing thread goes on with it (a long copy's later pieces
@@ -100,9 +106,12 @@ uint64_t AsyncCopies::submit(bool to_device, void *host, uintptr_t dev, size_t n
 
 void AsyncCopies::land_next(uint64_t t) {
     ze_event_handle_t ev = events_[t % kSlots];
-    ze_result_t r = d_->zeEventHostSynchronize(ev, UINT64_MAX);
-    d_->zeEventHostReset(ev);
     const Pending &p = slots_[t % kSlots];
+    ze_result_t r = ZE_RESULT_SUCCESS;
+    if (!p.no_event) {
+        r = d_->zeEventHostSynchronize(ev, UINT64_MAX);
+        d_->zeEventHostReset(ev);
+    }
     bool failed = p.failed || r != ZE_RESULT_SUCCESS || failed_piece_;
     if (r != ZE_RESULT_SUCCESS) {
         int none = ZE_RESULT_SUCCESS;
@@ -134,7 +143,7 @@ void *AsyncCopies::landing_main(void *self) {
 Status AsyncCopies::take_failure() {
     int r = failure_.exchange(ZE_RESULT_SUCCESS);
     if (r == ZE_RESULT_SUCCESS) return adsmSuccess;
-    return ze_fail(adsmErrorDeviceLost, static_cast<ze_result_t>(r), "levelzero: an asynchronous copy");
+    return ze_driver_error(loss_, static_cast<ze_result_t>(r), "levelzero: an asynchronous copy", adsmErrorDeviceLost);
 }
 
 }  // namespace adsm::levelzero

@@ -32,8 +32,9 @@ public:
     // Ends the landing thread: a device that failed to start, or that ends,
     // frees what the thread reads.
     ~AsyncCopies();
+    // A copy that meets a lost device loses it through `loss` too.
     Status init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
-                const gpu::Window *window);
+                const gpu::Window *window, gpu::DeviceLoss *loss);
 
     // The copy's ticket (its last piece's).  Failures reach `done` and
     // take_failure().
@@ -56,6 +57,7 @@ private:
         size_t n = 0;
         bool last = false;
         bool failed = false;      // not queued whole
+        bool no_event = false;    // its event will never be signalled (no barrier, no host signal)
     };
     uint64_t submit(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
     static void *landing_main(void *self);
@@ -64,6 +66,7 @@ private:
 
     const Driver *d_ = nullptr;
     const gpu::Window *window_ = nullptr;
+    gpu::DeviceLoss *loss_ = nullptr;
     ze_command_list_handle_t list_ = nullptr;
     ze_event_pool_handle_t pool_ = nullptr;
     ze_event_handle_t events_[kSlots] = {};

@@ -5,9 +5,10 @@
 namespace adsm::levelzero {
 
 Status CopyEngine::init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
-                        const gpu::Window *window) {
+                        const gpu::Window *window, gpu::DeviceLoss *loss) {
     d_ = d;
     window_ = window;
+    loss_ = loss;
     if (ze_result_t r = make_immediate_list(d_, ctx, dev, ordinal, &list_); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "levelzero: cannot create the copy command list");
     if (ze_result_t r = make_host_events(d_, ctx, dev, 2, &pool_, events_); r != ZE_RESULT_SUCCESS)
@@ -33,9 +34,16 @@ ze_result_t append_staged_copy(const Driver *d, ze_command_list_handle_t list, c
 
 ze_result_t CopyEngine::stage_chunk(int h, bool to_device, uintptr_t dev, size_t n) {
     ze_result_t r = append_staged_copy(d_, list_, *window_, to_device, dev, stage_[h], n);
-    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[h], 0, nullptr);
-    if (r == ZE_RESULT_SUCCESS) pending_[h] = true;
-    return r;
+    return close_half(h, r);
+}
+
+ze_result_t CopyEngine::close_half(int h, ze_result_t r) {
+    // Closed even after a failed append: the pieces that went in use the
+    // half's staging memory until the barrier's event says they are done,
+    // and the failure's wait (failed()) waits for that.
+    ze_result_t b = d_->zeCommandListAppendBarrier(list_, events_[h], 0, nullptr);
+    if (b == ZE_RESULT_SUCCESS) pending_[h] = true;
+    return r != ZE_RESULT_SUCCESS ? r : b;
 }
 
 ze_result_t CopyEngine::wait(int h) {
@@ -52,7 +60,7 @@ Status CopyEngine::failed(ze_result_t r, const char *what) {
     wait(0);
     wait(1);
     mu_.unlock();
-    return ze_fail(adsmErrorDeviceLost, r, what);
+    return ze_driver_error(loss_, r, what, adsmErrorDeviceLost);
 }
 
 Status CopyEngine::to_device(uintptr_t dst, const void *src, size_t n) {
@@ -109,8 +117,7 @@ Status CopyEngine::fill(uintptr_t dst, int value, size_t n) {
 }
 
 Status CopyEngine::finish(ze_result_t r, const char *what) {
-    if (r == ZE_RESULT_SUCCESS) r = d_->zeCommandListAppendBarrier(list_, events_[0], 0, nullptr);
-    if (r == ZE_RESULT_SUCCESS) pending_[0] = true;
+    r = close_half(0, r);
     if (r == ZE_RESULT_SUCCESS) r = wait(0);
     if (r != ZE_RESULT_SUCCESS) return failed(r, what);
     mu_.unlock();

@@ -30,8 +30,9 @@ ze_result_t append_staged_copy(const Driver *d, ze_command_list_handle_t list, c
 
 class CopyEngine {
 public:
+    // A copy that meets a lost device loses it through `loss` too.
     Status init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
-                const gpu::Window *window);
+                const gpu::Window *window, gpu::DeviceLoss *loss);
 
     Status to_device(uintptr_t dst, const void *src, size_t n);
     Status to_host(void *dst, uintptr_t src, size_t n);
@@ -44,6 +45,8 @@ private:
     static constexpr size_t kStage = 4u << 20;  // each half
     // Appends the copy of one chunk between staging half `h` and the device,
     // then the barrier that signals that half's event.
+    // Appends half h's barrier after appends that returned r; r, else the barrier's result.
+    ze_result_t close_half(int h, ze_result_t r);
     ze_result_t stage_chunk(int h, bool to_device, uintptr_t dev, size_t n);
     ze_result_t wait(int h);
     // Closes commands appended since the lock was taken (r: how appending
@@ -53,6 +56,7 @@ private:
 
     const Driver *d_ = nullptr;
     const gpu::Window *window_ = nullptr;
+    gpu::DeviceLoss *loss_ = nullptr;
     ze_command_list_handle_t list_ = nullptr;
     ze_event_pool_handle_t pool_ = nullptr;
     ze_event_handle_t events_[2] = {};

@@ -1,5 +1,7 @@
 #include "backend/levelzero/driver.h"
 
+#include <cstdio>
+
 #include <dlfcn.h>
 
 #include "backend/gpu/load_once.h"
@@ -89,6 +91,17 @@ Status load_driver(const Driver **out) { return g_driver.get(&load, out); }
 
 Status ze_fail(Status code, ze_result_t r, const char *what) {
     return fail(code, "%s: %s (0x%x)", what, Driver::describe(r), static_cast<unsigned>(r));
+}
+
+bool device_is_gone(ze_result_t r) {
+    return r == ZE_RESULT_ERROR_DEVICE_LOST || r == ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET;
+}
+
+Status ze_driver_error(gpu::DeviceLoss *loss, ze_result_t r, const char *what, Status usual) {
+    if (!loss || !device_is_gone(r)) return ze_fail(usual, r, what);
+    char why[96];
+    snprintf(why, sizeof why, "%s (0x%x)", Driver::describe(r), static_cast<unsigned>(r));
+    return loss->lose(what, why);
 }
 
 ze_result_t make_immediate_list(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,

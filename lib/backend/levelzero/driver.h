@@ -6,6 +6,7 @@
 
 #include <level_zero/ze_api.h>
 
+#include "backend/gpu/device_loss.h"
 #include "support/status.h"
 
 namespace adsm::levelzero {
@@ -64,6 +65,12 @@ Status load_driver(const Driver **out);
 
 // Records a failure of `what` that the driver answered with r.
 Status ze_fail(Status code, ze_result_t r, const char *what);
+
+// Errors after which the device can do nothing more.
+bool device_is_gone(ze_result_t r);
+// A failure of `what`: one that ends the device loses it through `loss`
+// (adsmErrorLaunchFailure once, adsmErrorDeviceLost after); another is `usual`.
+Status ze_driver_error(gpu::DeviceLoss *loss, ze_result_t r, const char *what, Status usual);
 
 // An asynchronous immediate command list on queue group `ordinal`.
 ze_result_t make_immediate_list(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,

@@ -12,10 +12,6 @@
 namespace adsm::levelzero {
 namespace {
 
-bool device_is_gone(ze_result_t r) {
-    return r == ZE_RESULT_ERROR_DEVICE_LOST || r == ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET;
-}
-
 // GPU `ordinal` of the first driver that has GPUs (the GPUs of a process
 // share one context, which is one driver's).
 Status find_gpu(const Driver *d, int ordinal, ze_driver_handle_t *driver, ze_device_handle_t *dev) {
@@ -127,10 +123,7 @@ Status LevelZeroDevice::open(const Config &config, int ordinal, std::unique_ptr<
 }
 
 Status LevelZeroDevice::driver_error(ze_result_t r, const char *what, Status usual) {
-    if (!device_is_gone(r)) return ze_fail(usual, r, what);
-    char why[96];
-    snprintf(why, sizeof why, "%s (0x%x)", Driver::describe(r), static_cast<unsigned>(r));
-    return loss_.lose(what, why);
+    return ze_driver_error(&loss_, r, what, usual);
 }
 
 // ---------------------------------------------------------------- memory
@@ -160,8 +153,8 @@ Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd
     pins->init(d_, ctx_, dev_);
     if (Status s = set_->share_window(window_, host_fd, std::move(pins), name(), gpu_name_); s != adsmSuccess) return s;
     if (Status s = memory().warm_up(&granule_driver_); s != adsmSuccess) return s;
-    if (Status s = copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_); s != adsmSuccess) return s;
-    return async_.init(d_, ctx_, dev_, copy_ordinal_, &window_);
+    if (Status s = copies_.init(d_, ctx_, dev_, copy_ordinal_, &window_, &loss_); s != adsmSuccess) return s;
+    return async_.init(d_, ctx_, dev_, copy_ordinal_, &window_, &loss_);
 }
 
 Status LevelZeroDevice::commit(uintptr_t dev, uint64_t bytes) {

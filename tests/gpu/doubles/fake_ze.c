@@ -205,6 +205,23 @@ struct _ze_command_list_handle_t {
 
 EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
 
+/* A copy append the device refuses: the nth from now returns r, queueing
+ * nothing (a test of what the runtime does after a failed append). */
+static atomic_int copy_fails_in;
+static atomic_int copy_fail_result;
+EXPORT void fake_ze_fail_copy_append(int nth, ze_result_t r) {
+    atomic_store(&copy_fail_result, (int)r);
+    atomic_store(&copy_fails_in, nth);
+}
+static int copy_append_refused(ze_result_t *r) {
+    int n = atomic_load(&copy_fails_in);
+    while (n > 0 && !atomic_compare_exchange_weak(&copy_fails_in, &n, n - 1)) {
+    }
+    if (n != 1) return 0;
+    *r = (ze_result_t)atomic_load(&copy_fail_result);
+    return 1;
+}
+
 #define NEED_INIT()                                                       \
     do {                                                                  \
         if (!atomic_load(&initialized)) return ZE_RESULT_ERROR_UNINITIALIZED; \
@@ -933,6 +950,8 @@ ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, c
     COUNT();
     NOT_LOST();
     if (!dst || !src) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    ze_result_t refused;
+    if (copy_append_refused(&refused)) return refused;
     ze_result_t checked = check_append(list, nwait, waits);
     if (checked != ZE_RESULT_SUCCESS) return checked;
     if (!list->immediate) {
