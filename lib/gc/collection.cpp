@@ -587,7 +587,7 @@ void Collector::collect_locked(Scope scope) {
     }
     event(Event::world_stopped);
     uint64_t t_stopped = os::now_ns();
-    bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess;
+    bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess && world_.keep_mapped(&roots_) == adsmSuccess;
     // (A collection that finishes concurrent marking keeps what the
     // markers left, and their overflows.)
     if (!finishing_) {

@@ -89,7 +89,8 @@ bool Collector::start_concurrent() {
     // Without every thread's stack, or with a thread stopped inside the
     // tracker (pages it took may be in no log yet), the finishing
     // collection could not trust what the markers found: no start.
-    bool ok = world_.thread_ranges(&threads_) == adsmSuccess && !config_.writes->collecting();
+    bool ok = world_.thread_ranges(&threads_) == adsmSuccess && world_.keep_mapped(&roots_) == adsmSuccess &&
+              !config_.writes->collecting();
     if (ok) {
         pool_.reset();
         for (auto &m : markers_) m->reset();

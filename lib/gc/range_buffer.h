@@ -59,6 +59,10 @@ public:
         return all;
     }
     void clear() { n_ = 0; }
+    // Entry i becomes [lo, hi) (the buffer's own entries, changed in place).
+    void set(size_t i, uintptr_t lo, uintptr_t hi) {
+        if (i < n_) data_[i] = Range{lo, hi};
+    }
     void truncate(size_t n) {
         if (n < n_) n_ = n;
     }

@@ -356,6 +356,20 @@ extern "C" __attribute__((visibility("hidden"))) Status adsm_gc_thread_ranges(co
     return adsmSuccess;
 }
 
+Status World::keep_mapped(RangeBuffer *ranges) const {
+    if (!g_stopped) return fail(adsmErrorInvalidValue, "collector: mappings asked with the world running");
+    const Mappings &maps = g_state->maps;
+    for (size_t i = 0; i < ranges->size(); ++i) {
+        const Range r = (*ranges)[i];
+        uintptr_t end = r.lo;
+        Range m;
+        while (end < r.hi && maps.find(end, &m)) end = m.hi;
+        ranges->set(i, r.lo, end < r.hi ? end : r.hi);
+    }
+    if (maps.failed()) return fail(adsmErrorInitialization, "collector: /proc/self/maps did not answer");
+    return adsmSuccess;
+}
+
 // The entry is assembly: a compiled function may move a callee-saved
 // register's value into its own frame before any statement of it runs, and
 // that frame is gone when the collector marks.  The callee-saved registers

@@ -4,8 +4,13 @@
 // off, the collection's steps, weak links that move, and the heap's limit.
 #include <adsm.h>
 #include <adsm.hpp>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -521,4 +526,57 @@ TEST(GcExtensionsTest, AWriteAfterTheDeviceCopyWasReadLosesNothing) {
     ASSERT_EQ(adsmGcRemoveRoots(root, sizeof *root), adsmSuccess);
     free(root);
     free(g_source);
+}
+
+namespace {
+void *g_closing_lib;
+uintptr_t g_closing_lo, g_closing_hi;  // the pages of its data and bss
+void *g_guard = MAP_FAILED;
+bool g_closed;
+void close_before_the_stop(Collector::Event e, void *) {
+    if (e != Collector::Event::stop_world || g_closed) return;
+    g_closed = true;
+    EXPECT_EQ(dlclose(g_closing_lib), 0) << dlerror();
+    // Kept unreadable: the next mapping made anywhere could otherwise take
+    // the hole and hide a read of it.
+    g_guard = mmap(reinterpret_cast<void *>(g_closing_lo), g_closing_hi - g_closing_lo, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+}
+}  // namespace
+
+// The data segments are listed before the world stops (listing takes the
+// loader's lock, which a stopped thread may hold); a library dlclose()d in
+// between is gone by the time they are read.  It is not read: no fault,
+// and the collection goes on.
+TEST(GcExtensionsTest, ALibraryClosedBeforeTheWorldStopsIsNotRead) {
+    // A copy, loaded by this test alone, so that dlclose unmaps it.
+    char path[] = "/tmp/adsm-gc-test-lib-XXXXXX.so";
+    int out = mkstemps(path, 3);
+    ASSERT_GE(out, 0);
+    int in = open(ADSM_GC_TEST_LIB, O_RDONLY);
+    ASSERT_GE(in, 0);
+    char buf[65536];
+    for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) ASSERT_EQ(write(out, buf, n), n);
+    close(in);
+    close(out);
+    g_closing_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(g_closing_lib, nullptr) << dlerror();
+    auto data = reinterpret_cast<int *(*)()>(dlsym(g_closing_lib, "gc_test_lib_data"));
+    auto bss = reinterpret_cast<int *(*)()>(dlsym(g_closing_lib, "gc_test_lib_bss"));
+    ASSERT_TRUE(data && bss);
+    ASSERT_EQ(*data(), 42);
+    const uintptr_t page = 4096;
+    uintptr_t a = reinterpret_cast<uintptr_t>(data()), b = reinterpret_cast<uintptr_t>(bss());
+    g_closing_lo = std::min(a, b) & ~(page - 1);
+    g_closing_hi = (std::max(a, b) + sizeof(int) + page - 1) & ~(page - 1);
+    g_closed = false;
+    the_collector()->set_event_hook(close_before_the_stop, nullptr);
+    collect();
+    the_collector()->set_event_hook(nullptr, nullptr);
+    EXPECT_TRUE(g_closed);
+    EXPECT_NE(g_guard, MAP_FAILED) << "the library's pages were not free after dlclose";
+    if (g_guard != MAP_FAILED) munmap(g_guard, g_closing_hi - g_closing_lo);
+    EXPECT_EQ(dlopen(path, RTLD_NOW | RTLD_NOLOAD), nullptr) << "the copy stayed loaded: nothing was unmapped";
+    unlink(path);
+    collect();
 }
