@@ -6,6 +6,7 @@
 
 #include <adsm.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cstdio>
 #include <string>
@@ -43,11 +44,20 @@ inline void crash(const adsmThreadIdx *t, void **) {
     if (t->threadIdx.x == 0) bad[4] = 1;
 }
 
+// Waits (one thread) until *open, a word of host memory shared with the
+// double's kernel processes (MAP_SHARED), is set.
+inline void gate(const adsmThreadIdx *t, void **a) {
+    volatile int *open = *static_cast<int **>(a[0]);
+    if (t->blockIdx.x != 0 || t->threadIdx.x != 0) return;
+    while (!*open) sched_yield();
+}
+
 // The doubles' module format: kernels by address and parameter sizes.
 inline std::string module_image() {
     char buf[512];
-    snprintf(buf, sizeof buf, "fake-module:scale@%p:8,4,4;sum_list@%p:8,8;crash@%p:", reinterpret_cast<void *>(&scale),
-             reinterpret_cast<void *>(&sum_list), reinterpret_cast<void *>(&crash));
+    snprintf(buf, sizeof buf, "fake-module:scale@%p:8,4,4;sum_list@%p:8,8;crash@%p:;gate@%p:8",
+             reinterpret_cast<void *>(&scale), reinterpret_cast<void *>(&sum_list), reinterpret_cast<void *>(&crash),
+             reinterpret_cast<void *>(&gate));
     return buf;
 }
 

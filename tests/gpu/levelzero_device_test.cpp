@@ -9,6 +9,7 @@
 #include <level_zero/ze_api.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -41,6 +42,11 @@ adsmKernel_t scale_kernel(adsmModule_t m) {
 }
 
 std::string detail() { return adsmGetLastErrorDetail(); }
+std::string device_info_protocol() {
+    adsmDeviceInfo info{};
+    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess) << detail();
+    return info.protocol;
+}
 
 TEST(LevelZeroDevice, ReportsItself) {
     adsmDeviceInfo info;
@@ -240,6 +246,39 @@ TEST(LevelZeroDevice, ARefusedCopyAppendIsClosedByItsBarrierAndTheDeviceGoesOn) 
     ASSERT_EQ(adsmCopyToHost(out.data(), d, n), adsmSuccess) << detail();
     EXPECT_TRUE(in == out) << "the round trip after a refused append changed bytes";
     adsmDeviceFree(whole);
+}
+
+// A CPU access racing a kernel waits for it in the fault handler (the
+// default ADSM_ON_RACE=sync).  The faulting thread waits itself; a helper
+// only asks whether the kernel is done: two helpers serve every faulting
+// thread of the process, and one held by a long kernel would stall them.
+TEST(LevelZeroDevice, ARacingAccessWaitsForTheKernelWithoutHoldingAHelper) {
+    auto *open = static_cast<int *>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(open, MAP_FAILED);
+    adsm::module::function<int *> gate(load_module(), "gate");
+    auto *v = static_cast<uint64_t *>(adsmAlloc(4096));
+    ASSERT_NE(v, nullptr) << detail();
+    *v = 7;
+    auto races = [] { return adsm::stats().get(adsm::Counter::race_faults); };
+    const uint64_t races_before = races();
+    gate(adsm::dim3(1), adsm::dim3(1), open);
+    std::atomic<bool> read{false};
+    int blocked = -1;
+    std::thread opener([&] {
+        for (int i = 0; i < 5000 && !read.load() && races() == races_before; ++i) usleep(1000);
+        if (!read.load()) usleep(300 * 1000);  // the fault handler waits meanwhile
+        blocked = double_fn<int (*)()>("fake_ze_blocking_waits")();
+        *open = 1;
+    });
+    const uint64_t seen = *v;  // a race: between the call and the sync
+    read.store(true);
+    opener.join();
+    EXPECT_EQ(seen, 7u);
+    if (races() > races_before) EXPECT_EQ(blocked, 0) << "threads waited in the driver for the kernel";
+    else EXPECT_EQ(std::string(device_info_protocol()), "batch") << "only batch cannot see the access";
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    adsmFree(v);
+    munmap(open, 4096);
 }
 
 TEST(LevelZeroDevice, CallocIsZeroOnTheDevice) {

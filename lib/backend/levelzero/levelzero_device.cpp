@@ -1,5 +1,7 @@
 #include "backend/levelzero/levelzero_device.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -524,7 +526,41 @@ ze_result_t LevelZeroDevice::wait_joins(Stream &st) {
     return first;
 }
 
+ze_result_t LevelZeroDevice::poll_stream(StreamId id, bool *closed) {
+    if (loss_.usable() != adsmSuccess) return ZE_RESULT_ERROR_DEVICE_LOST;
+    Stream *st = id < kMaxStreams ? &streams_[id] : nullptr;
+    ze_command_list_handle_t list = st ? st->list.load(std::memory_order_acquire) : nullptr;
+    if (!list) return ZE_RESULT_ERROR_INVALID_ARGUMENT;  // (synchronize says why)
+    if (!*closed) {
+        if (ze_result_t r = d_->zeCommandListAppendBarrier(list, st->done, 0, nullptr); r != ZE_RESULT_SUCCESS) return r;
+        *closed = true;
+    }
+    {
+        std::lock_guard<std::mutex> lock(st->joins_mu);
+        for (uint32_t i = 0; i < st->joins_used; ++i)
+            if (ze_result_t r = d_->zeEventHostSynchronize(st->joins[i], 0); r != ZE_RESULT_SUCCESS) return r;
+    }
+    if (ze_result_t r = d_->zeEventHostSynchronize(st->done, 0); r != ZE_RESULT_SUCCESS) return r;
+    // Reset before synchronize appends its own barrier, which would
+    // otherwise find the event signalled by this one's, and leave it
+    // signalled for the next synchronisation.
+    d_->zeEventHostReset(st->done);
+    return ZE_RESULT_SUCCESS;
+}
+
 Status LevelZeroDevice::synchronize(StreamId id) {
+    // In the fault handler (a racing access waits for the kernels), a
+    // helper is asked whether they are done, never made to wait for them:
+    // two helpers serve every faulting thread, and one held by a long
+    // kernel stalls the others.  Once they are done, the helper's
+    // synchronisation below returns at once.
+    if (handler_calls_.needed()) {
+        bool closed = false;
+        while (handler_calls_.call([&] { return poll_stream(id, &closed); }) == ZE_RESULT_NOT_READY) {
+            struct timespec pause = {0, 20 * 1000};
+            nanosleep(&pause, nullptr);
+        }
+    }
     ADSM_OFF_HANDLER(synchronize(id));
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
     Stream *st = id < kMaxStreams ? &streams_[id] : nullptr;

@@ -120,6 +120,11 @@ private:
     };
     // Waits for (and resets) the joined lists' events; under joins_mu.
     ze_result_t wait_joins(Stream &st);
+    // Whether context id's kernels are done, without waiting (a helper's
+    // call for the fault handler): its barrier appended the first time
+    // (*closed), then ZE_RESULT_NOT_READY until they are, and the barrier's
+    // event reset once they are.
+    ze_result_t poll_stream(StreamId id, bool *closed);
     ze_result_t join(Stream &st, ze_command_list_handle_t program_list);
     // A kernel's arguments live in the kernel object until the launch is
     // appended: launches of one kernel from several threads take turns.
