@@ -15,6 +15,12 @@ public:
     void remove(uintptr_t lo, uintptr_t hi);
     bool contains(uintptr_t a) const;
     bool empty() const { return ranges_.empty(); }
+    void clear() { ranges_.clear(); }
+    // Calls f(lo, hi) for each range, in address order.
+    template <typename F>
+    void for_each(F &&f) const {
+        for (const auto &[lo, hi] : ranges_) f(lo, hi);
+    }
 
     // Calls f(b, e, inside) for consecutive pieces covering [lo, hi), each
     // wholly inside the set or wholly outside it.

@@ -155,24 +155,37 @@ Status SimDevice::commit(uintptr_t dev, uint64_t bytes) {
     }
     pins_.committed(dev, bytes);
     uintptr_t lo = os::page_down(dev), hi = os::page_up(dev + bytes);
-    std::shared_lock<os::FutexRwLock> lock(server_mu_);
     std::lock_guard<std::mutex> g(ranges_mu_);
     committed_.add(lo, hi);
-    if (running_.load()) show(lo, hi, false);
+    // (A process that starts later is told of everything when it starts.)
+    if (running_.load()) {
+        unshown_.add(lo, hi);
+        unshown_any_.store(true, std::memory_order_release);
+    }
     return adsmSuccess;
 }
 
 void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
     {
         uintptr_t lo = os::page_down(dev), hi = os::page_up(dev + bytes);
-        std::shared_lock<os::FutexRwLock> lock(server_mu_);
         std::lock_guard<std::mutex> g(ranges_mu_);
         committed_.remove(lo, hi);
-        if (running_.load()) show(lo, hi, false);
+        if (running_.load()) {
+            unshown_.add(lo, hi);
+            unshown_any_.store(true, std::memory_order_release);
+        }
     }
     if (bytes >= kPunchThreshold) os::punch_hole(dev_fd_, dev - base_, bytes);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
     pins_.decommitted(dev, bytes);
+}
+
+void SimDevice::show_unshown() {
+    std::lock_guard<std::mutex> g(ranges_mu_);
+    unshown_.for_each([&](uintptr_t lo, uintptr_t hi) { show(lo, hi, false); });
+    unshown_.clear();
+    // Only now: a launch that finds nothing to show is queued after these.
+    unshown_any_.store(false, std::memory_order_release);
 }
 
 void SimDevice::show(uintptr_t lo, uintptr_t hi, bool fresh) {
@@ -435,6 +448,8 @@ Status SimDevice::start_server() {
         // Ahead of any launch: the ring runs in order.
         std::lock_guard<std::mutex> g(ranges_mu_);
         show(base_, base_ + size_, /*fresh=*/true);  // a loss shows at the launch
+        unshown_.clear();
+        unshown_any_.store(false, std::memory_order_release);
     }
     ADSM_LOG(info, "sim device process %d started (window %p, %llu bytes)", pid, reinterpret_cast<void *>(base_),
              static_cast<unsigned long long>(size_));
@@ -448,6 +463,7 @@ Status SimDevice::launch(StreamId id, const LaunchDesc &l) {
             if (running_.load()) {
                 uint32_t gen = generation_.load();
                 if (launch_ns_ && id < kLaunchSlots) done_not_before_[id].store(os::now_ns() + launch_ns_);
+                if (unshown_any_.load(std::memory_order_acquire)) show_unshown();
                 Status s = host_->launch(id, l, gen, [this] { return server_alive(); });
                 if (s == adsmErrorDeviceLost) {
                     lock.unlock();

@@ -139,6 +139,13 @@ private:
     // elsewhere, as on a GPU: one that strays there faults instead of
     // making pages past ADSM_SIM_MEMORY (or a device server's --memory).
     RangeSet committed_;
+    // Commits and decommits a running device process has not been told of:
+    // told at the next launch, whatever came first, so that allocation
+    // costs no message and no mapping change in that process each time.
+    RangeSet unshown_;
+    std::atomic<bool> unshown_any_{false};
+    // Tells the device process of them (before a launch, under server_mu_).
+    void show_unshown();
     uint8_t *dma_ = nullptr;        // host view of device memory
     int channel_fd_ = -1;
     exec::Channel *channel_ = nullptr;
