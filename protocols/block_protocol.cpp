@@ -622,11 +622,19 @@ Status BlockProtocol::fetch_range(SharedObject &r, size_t off, size_t len) {
             // Runs of closed blocks come in one copy.
             while (j < last && r.state(j) == kInvalid && !(r.blocks[j] & kLanded)) ++j;
             result = fetch(r, k, j);
+            // Filled: should the region turn coarse below, it need not
+            // fetch them again.
+            if (result == adsmSuccess)
+                for (uint32_t i = k; i < j; ++i) r.blocks[i] |= kLanded;
         }
         for (uint32_t i = k; i < j && result == adsmSuccess; ++i) {
-            r.blocks[i] &= static_cast<uint8_t>(~kLanded);
+            // Opened already: the region turned coarse at an earlier block.
+            if (r.state(i) != kInvalid) continue;
             bool unused;
+            // (Still marked filled while it opens: a coarsening there keeps
+            // this block's data rather than fetch it again.)
             result = open_block(r, i, false, &unused);
+            r.blocks[i] &= static_cast<uint8_t>(~kLanded);
         }
         k = j;
     }

@@ -482,6 +482,46 @@ TEST_F(PrefetchRaceTest, ARegionTurningCoarseLetsItsPrefetchesLandFirst) {
     EXPECT_EQ(p[bs], 5);
 }
 
+// A fetch of several closed blocks (a fork child's, a prefetch's fallback)
+// whose first opening fails: the region turns coarse, opening every block,
+// and the fetch goes on with the rest open already (a debug build's
+// invariant stopped the program there), without fetching them twice.
+TEST_F(PrefetchRaceTest, AFetchOfSeveralBlocksSurvivesTheRegionTurningCoarse) {
+    const size_t bs = core().config.block_size;
+    uint8_t *p = closed_blocks();
+    uint64_t coarse_before = adsm::stats().get(adsm::Counter::coarsened_regions);
+    core().device.clear();
+    inj::arm(inj::Site::protect, 1);  // block 0's opening fails: coarse
+    ASSERT_EQ(core().manager->fetch_to_host(p, 3 * bs), adsmSuccess) << adsm::last_detail();
+    EXPECT_EQ(adsm::stats().get(adsm::Counter::coarsened_regions), coarse_before + 1);
+    EXPECT_EQ(core().device.bytes(DeviceOp::to_host), 3 * bs) << "blocks fetched twice";
+    cpu([&] { p[2 * bs] = 4; });
+    EXPECT_EQ(g_bus_errors, 0);
+    bool seen = false;
+    ASSERT_EQ(call([&](RecordingDevice &d) {
+                  const uint8_t *q = d.at(reinterpret_cast<uintptr_t>(p));
+                  seen = q[2 * bs] == 4 && q[0] == 1 && q[3 * bs - 1] == 1;
+              }),
+              adsmSuccess);
+    EXPECT_TRUE(seen) << "the kernel did not find the CPU's write after the coarsening";
+}
+
+// The same with no failure during the fetch: a region coarse since an
+// earlier cycle, its blocks closed again by the release.
+TEST_F(PrefetchRaceTest, AFetchIntoARegionCoarseSinceAnEarlierCycle) {
+    const size_t bs = core().config.block_size;
+    uint8_t *p = closed_blocks();
+    inj::arm(inj::Site::protect, 1);
+    cpu([&] { p[bs] = 5; });  // block 1's opening fails: coarse
+    disarm();
+    ASSERT_EQ(call(), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    ASSERT_EQ(core().manager->fetch_to_host(p, 3 * bs), adsmSuccess) << adsm::last_detail();
+    EXPECT_EQ(p[bs], 5);
+    EXPECT_EQ(p[0], 1);
+    EXPECT_EQ(p[3 * bs - 1], 1);
+}
+
 // Random programs with failures injected at random points: after each
 // failure the call is retried; every byte is checked against a model.
 TEST_F(CoreTest, RandomFailuresLoseNothing) {
