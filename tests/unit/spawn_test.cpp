@@ -100,7 +100,7 @@ TEST(SpawnTest, AProgramThatCannotRunIsAnError) {
 // A helper is ended through a descriptor of its own: a signal sent by it
 // once the helper is gone reaches nobody, whoever has its pid by then.
 TEST(SpawnTest, ASignalByPidfdReachesThatProcessOrNone) {
-    char sh[] = "/bin/sh", c[] = "-c", script[] = "sleep 600";
+    char sh[] = "/bin/sh", c[] = "-c", script[] = "exec sleep 600";  // (one process: the one killed)
     char *argv[] = {sh, c, script, nullptr};
     char *envp[] = {nullptr};
     pid_t pid = 0;

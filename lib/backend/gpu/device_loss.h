@@ -28,6 +28,8 @@ public:
     }
     bool lost() const { return lost_.load(std::memory_order_acquire); }
     void forked() { forked_.store(true); }
+    // A fork child's: the driver's objects are the parent's, not to be touched.
+    bool in_fork_child() const { return forked_.load(std::memory_order_relaxed); }
 
     // `what` failed with the driver's `why`, which ends the device.
     Status lose(const char *what, const char *why) {

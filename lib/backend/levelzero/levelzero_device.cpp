@@ -447,15 +447,18 @@ void LevelZeroDevice::destroy_stream(StreamId id) {
     Stream &st = streams_[id];
     ze_command_list_handle_t list = st.list.exchange(nullptr);
     if (!list) return;
-    if (loss_.usable() == adsmSuccess) {
+    // (A lost device runs nothing more: its objects go without a wait.)
+    if (!loss_.in_fork_child()) {
+        const bool usable = loss_.usable() == adsmSuccess;
         // Whatever the context left running ends before its list goes.
-        if (d_->zeCommandListAppendBarrier(list, st.done, 0, nullptr) == ZE_RESULT_SUCCESS)
+        if (usable && d_->zeCommandListAppendBarrier(list, st.done, 0, nullptr) == ZE_RESULT_SUCCESS)
             d_->zeEventHostSynchronize(st.done, UINT64_MAX);
         d_->zeEventDestroy(st.done);
         d_->zeEventPoolDestroy(st.pool);
         d_->zeCommandListDestroy(list);
         std::lock_guard<std::mutex> lock(st.joins_mu);
-        wait_joins(st);
+        if (usable) wait_joins(st);
+        st.joins_used = 0;
         for (ze_event_handle_t &e : st.joins)
             if (e) d_->zeEventDestroy(e), e = nullptr;
         if (st.joins_pool) d_->zeEventPoolDestroy(st.joins_pool);

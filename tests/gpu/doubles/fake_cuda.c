@@ -842,7 +842,7 @@ EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     vmm_host_fn *h = (vmm_host_fn *)calloc(1, sizeof *h);
     h->fn = fn;
     h->data = data;
-    fake_submit_work(queue_of(s), vmm_do_host_fn, h);
+    fake_submit_owned_work(queue_of(s), vmm_do_host_fn, h);
     return CUDA_SUCCESS;
 }
 

@@ -62,8 +62,9 @@ typedef struct fake_job {
     int has_kernel;             /* 0: only a completion flag, or `work` */
     void (*work)(void *);       /* a copy or host function queued in order */
     void *work_arg;
+    int owns_arg;               /* work_arg is the job's (calloc'd): freed if work never runs */
     gpu_dim grid, block;
-    unsigned char argbuf[FAKE_MAX_PARAMS * 64];
+    _Alignas(16) unsigned char argbuf[FAKE_MAX_PARAMS * 64]; /* arguments as a kernel reads them: aligned */
     void *args[FAKE_MAX_PARAMS];
     atomic_int *done_flag;      /* set to 1 when the job has run */
     struct fake_job *next;
@@ -108,6 +109,7 @@ static void *fake_worker(void *arg) {
             }
         }
         if (j->work && !atomic_load(error)) j->work(j->work_arg);
+        else if (j->work && j->owns_arg) free(j->work_arg); /* a lost device runs nothing more */
         if (j->done_flag) atomic_store(j->done_flag, 1);
         free(j);
         pthread_mutex_lock(&d->mu);
@@ -156,6 +158,14 @@ static inline void fake_submit_work(fake_device *d, void (*work)(void *), void *
     fake_job *j = (fake_job *)calloc(1, sizeof *j);
     j->work = work;
     j->work_arg = arg;
+    fake_enqueue(d, j);
+}
+/* The same for an arg of calloc's that work frees. */
+static inline void fake_submit_owned_work(fake_device *d, void (*work)(void *), void *arg) {
+    fake_job *j = (fake_job *)calloc(1, sizeof *j);
+    j->work = work;
+    j->work_arg = arg;
+    j->owns_arg = 1;
     fake_enqueue(d, j);
 }
 

@@ -423,7 +423,7 @@ static inline int vmm_queue(fake_device *d, uintptr_t va, unsigned char *host, s
         if (fill) *c = (vmm_copy){dev, NULL, run, 1, value};
         else if (to_device) *c = (vmm_copy){dev, host + i, run, 0, 0};
         else *c = (vmm_copy){host + i, dev, run, 0, 0};
-        fake_submit_work(d, vmm_do_copy, c);
+        fake_submit_owned_work(d, vmm_do_copy, c);
         i += run;
     }
     return VMM_OK;
@@ -441,7 +441,7 @@ static inline int vmm_queue_between(fake_device *d, uintptr_t dst, uintptr_t src
         if (run > src_run) run = src_run;
         vmm_copy *c = (vmm_copy *)calloc(1, sizeof *c);
         *c = (vmm_copy){to, from, run, 0, 0};
-        fake_submit_work(d, vmm_do_copy, c);
+        fake_submit_owned_work(d, vmm_do_copy, c);
         i += run;
     }
     return VMM_OK;
