@@ -154,27 +154,24 @@ Status SimDevice::commit(uintptr_t dev, uint64_t bytes) {
                     static_cast<unsigned long long>(capacity_));
     }
     pins_.committed(dev, bytes);
+    note_committed(dev, bytes, true);
+    return adsmSuccess;
+}
+
+void SimDevice::note_committed(uintptr_t dev, uint64_t bytes, bool committed) {
     uintptr_t lo = os::page_down(dev), hi = os::page_up(dev + bytes);
     std::lock_guard<std::mutex> g(ranges_mu_);
-    committed_.add(lo, hi);
+    if (committed) committed_.add(lo, hi);
+    else committed_.remove(lo, hi);
     // (A process that starts later is told of everything when it starts.)
     if (running_.load()) {
         unshown_.add(lo, hi);
         unshown_any_.store(true, std::memory_order_release);
     }
-    return adsmSuccess;
 }
 
 void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
-    {
-        uintptr_t lo = os::page_down(dev), hi = os::page_up(dev + bytes);
-        std::lock_guard<std::mutex> g(ranges_mu_);
-        committed_.remove(lo, hi);
-        if (running_.load()) {
-            unshown_.add(lo, hi);
-            unshown_any_.store(true, std::memory_order_release);
-        }
-    }
+    note_committed(dev, bytes, false);
     if (bytes >= kPunchThreshold) os::punch_hole(dev_fd_, dev - base_, bytes);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
     pins_.decommitted(dev, bytes);

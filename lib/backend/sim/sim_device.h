@@ -146,6 +146,8 @@ private:
     std::atomic<bool> unshown_any_{false};
     // Tells the device process of them (before a launch, under server_mu_).
     void show_unshown();
+    // Records [dev, +bytes) committed or not, to be shown.
+    void note_committed(uintptr_t dev, uint64_t bytes, bool committed);
     uint8_t *dma_ = nullptr;        // host view of device memory
     int channel_fd_ = -1;
     exec::Channel *channel_ = nullptr;
