@@ -587,7 +587,11 @@ void Collector::collect_locked(Scope scope) {
     }
     event(Event::world_stopped);
     uint64_t t_stopped = os::now_ns();
-    bool roots_complete = world_.thread_ranges(&threads_) == adsmSuccess && world_.keep_mapped(&roots_) == adsmSuccess;
+    // (Both, whatever the first says: the roots are read even when this
+    // collection is to free nothing.)
+    const bool threads_listed = world_.thread_ranges(&threads_) == adsmSuccess;
+    const bool data_mapped = world_.keep_mapped(&roots_) == adsmSuccess;
+    bool roots_complete = threads_listed && data_mapped;
     // (A collection that finishes concurrent marking keeps what the
     // markers left, and their overflows.)
     if (!finishing_) {

@@ -359,14 +359,30 @@ extern "C" __attribute__((visibility("hidden"))) Status adsm_gc_thread_ranges(co
 Status World::keep_mapped(RangeBuffer *ranges) const {
     if (!g_stopped) return fail(adsmErrorInvalidValue, "collector: mappings asked with the world running");
     const Mappings &maps = g_state->maps;
-    for (size_t i = 0; i < ranges->size(); ++i) {
+    bool kept_all = true;
+    const size_t listed = ranges->size();
+    for (size_t i = 0; i < listed; ++i) {
         const Range r = (*ranges)[i];
-        uintptr_t end = r.lo;
-        Range m;
-        while (end < r.hi && maps.find(end, &m)) end = m.hi;
-        ranges->set(i, r.lo, end < r.hi ? end : r.hi);
+        // Its readable pieces: the first takes its place, the others go at
+        // the end.  (A gone module's pages are stepped over one by one: a
+        // hole may be a guard page with the segment going on past it.)
+        bool first = true;
+        ranges->set(i, r.lo, r.lo);
+        for (uintptr_t x = r.lo; x < r.hi;) {
+            Range m;
+            if (!maps.find(x, &m)) {
+                x = os::page_down(x) + os::kPageSize;
+                continue;
+            }
+            uintptr_t end = m.hi < r.hi ? m.hi : r.hi;
+            if (first) ranges->set(i, x, end);
+            else kept_all &= ranges->push(x, end);
+            first = false;
+            x = end;
+        }
     }
     if (maps.failed()) return fail(adsmErrorInitialization, "collector: /proc/self/maps did not answer");
+    if (!kept_all) return fail(adsmErrorMemoryAllocation, "collector: no memory for the data segments' pieces");
     return adsmSuccess;
 }
 

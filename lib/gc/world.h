@@ -65,11 +65,11 @@ public:
     // this returns.  Fails only when `out` cannot grow (roots would be lost).
     Status thread_ranges(RangeBuffer *out) const;
 
-    // While stopped: cuts each of `ranges`, listed before the stop, to the
-    // part of it still mapped from its start (a module dlclose()d since
-    // the listing is gone: its data holds no roots, and reading it would
-    // fault).  Fails when the mappings could not be read: which parts are
-    // gone is then unknown, and no mark may be trusted.
+    // While stopped: cuts each of `ranges`, listed before the stop, to its
+    // parts still mapped readable (a module dlclose()d since the listing is
+    // gone: its data holds no roots, and reading it would fault).  Fails
+    // when the mappings could not be read, or the pieces kept: which roots
+    // are gone is then unknown, and no mark may be trusted.
     Status keep_mapped(RangeBuffer *ranges) const;
 
     // Lets the stopped threads go on.  Returns at once: each leaves the

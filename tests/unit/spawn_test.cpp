@@ -107,14 +107,25 @@ TEST(SpawnTest, ASignalByPidfdReachesThatProcessOrNone) {
     // Adopted by this test, so that it can reap it and be sure it is gone.
     ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     ASSERT_EQ(adsm::os::spawn_detached(sh, argv, envp, nullptr, 0, &pid), 0);
+    // Whatever fails below, the helper (which holds ctest's output open)
+    // does not outlive the test.
+    // (Our child until reaped: its pid names no other process till then.)
+    struct Reaper {
+        pid_t pid;
+        bool reaped = false;
+        ~Reaper() {
+            if (!reaped && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+            prctl(PR_SET_CHILD_SUBREAPER, 0);
+        }
+    } reaper{pid};
     int fd = adsm::os::pidfd_of(pid);
     ASSERT_GE(fd, 0) << strerror(-fd);
     EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
     EXPECT_EQ(adsm::os::pidfd_kill(fd, SIGKILL), 0);
     int status = 0;
     EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    reaper.reaped = true;
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
-    prctl(PR_SET_CHILD_SUBREAPER, 0);
     EXPECT_EQ(adsm::os::pidfd_kill(fd, SIGKILL), -ESRCH);
     close(fd);
     EXPECT_LT(adsm::os::pidfd_of(-1), 0);

@@ -559,10 +559,14 @@ Status LevelZeroDevice::synchronize(StreamId id) {
     // synchronisation below returns at once.
     if (handler_calls_.needed()) {
         bool closed = false;
-        while (handler_calls_.call([&] { return poll_stream(id, &closed); }) == ZE_RESULT_NOT_READY) {
+        ze_result_t r;
+        while ((r = handler_calls_.call([&] { return poll_stream(id, &closed); })) == ZE_RESULT_NOT_READY) {
             struct timespec pause = {0, 20 * 1000};
             nanosleep(&pause, nullptr);
         }
+        // Failed with its barrier in: no second one (which could find the
+        // event signalled by the first, and leave it so for the next sync).
+        if (r != ZE_RESULT_SUCCESS && closed) return handler_calls_.call([&] { return sync_failed(id, r); });
     }
     ADSM_OFF_HANDLER(synchronize(id));
     if (Status s = loss_.usable(); s != adsmSuccess) return s;
@@ -578,13 +582,15 @@ Status LevelZeroDevice::synchronize(StreamId id) {
         std::lock_guard<std::mutex> lock(st->joins_mu);
         if (ze_result_t j = wait_joins(*st); r == ZE_RESULT_SUCCESS) r = j;
     }
-    if (r != ZE_RESULT_SUCCESS) {
-        const KernelInfo *k = st->last.load();
-        char what[384];
-        snprintf(what, sizeof what, "kernel '%s' on %.200s", k ? k->name.c_str() : "?", gpu_name_);
-        return driver_error(r, what, adsmErrorLaunchFailure);
-    }
+    if (r != ZE_RESULT_SUCCESS) return sync_failed(id, r);
     return async_.take_failure();
+}
+
+Status LevelZeroDevice::sync_failed(StreamId id, ze_result_t r) {
+    const KernelInfo *k = id < kMaxStreams ? streams_[id].last.load() : nullptr;
+    char what[384];
+    snprintf(what, sizeof what, "kernel '%s' on %.200s", k ? k->name.c_str() : "?", gpu_name_);
+    return driver_error(r, what, adsmErrorLaunchFailure);
 }
 
 }  // namespace adsm::levelzero

@@ -125,6 +125,8 @@ private:
     // (*closed), then ZE_RESULT_NOT_READY until they are, and the barrier's
     // event reset once they are.
     ze_result_t poll_stream(StreamId id, bool *closed);
+    // A synchronisation of context id that the driver answered with r.
+    Status sync_failed(StreamId id, ze_result_t r);
     ze_result_t join(Stream &st, ze_command_list_handle_t program_list);
     // A kernel's arguments live in the kernel object until the launch is
     // appended: launches of one kernel from several threads take turns.

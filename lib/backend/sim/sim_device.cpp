@@ -70,7 +70,7 @@ SimDevice::SimDevice(const Config &config)
 void SimDevice::end_device_process() {
     if (!running_.load()) return;
     if (int fd = pidfd_.load(); fd >= 0) (void)os::pidfd_kill(fd, SIGKILL);
-    else if (pid_t pid = pid_.load(); pid > 0) kill(pid, SIGKILL);  // (a kernel without pidfds)
+    else if (pid_t pid = pid_.load(); pid > 0 && kill_by_pid_.load()) kill(pid, SIGKILL);
 }
 
 void SimDevice::keep_apart() {
@@ -163,11 +163,7 @@ void SimDevice::note_committed(uintptr_t dev, uint64_t bytes, bool committed) {
     std::lock_guard<std::mutex> g(ranges_mu_);
     if (committed) committed_.add(lo, hi);
     else committed_.remove(lo, hi);
-    // (A process that starts later is told of everything when it starts.)
-    if (running_.load()) {
-        unshown_.add(lo, hi);
-        unshown_any_.store(true, std::memory_order_release);
-    }
+    mark_unshown(lo, hi);
 }
 
 void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
@@ -178,20 +174,39 @@ void SimDevice::decommit(uintptr_t dev, uint64_t bytes) {
 }
 
 void SimDevice::show_unshown() {
+    // Shows run one at a time, each sending what it planned before the
+    // next plans: the device process takes the records in that order.
+    // The ring may be full (a long kernel, many launches queued): only
+    // launches wait for it then, never an allocation, which needs
+    // ranges_mu_ alone.
+    std::lock_guard<std::mutex> one(show_mu_);
+    std::vector<exec::MapRecord> records;
+    {
+        std::lock_guard<std::mutex> g(ranges_mu_);
+        unshown_.for_each([&](uintptr_t lo, uintptr_t hi) { plan(lo, hi, false, &records); });
+        unshown_.clear();
+    }
+    for (const exec::MapRecord &r : records)
+        if (host_->map_memory(r, [this] { return server_alive(); }) != adsmSuccess)
+            break;  // the process is gone: the next one is told everything when it starts
     std::lock_guard<std::mutex> g(ranges_mu_);
-    unshown_.for_each([&](uintptr_t lo, uintptr_t hi) { show(lo, hi, false); });
-    unshown_.clear();
-    // Only now: a launch that finds nothing to show is queued after these.
-    unshown_any_.store(false, std::memory_order_release);
+    // Only now, and only if nothing came meanwhile: a launch that finds
+    // nothing to show is queued after these records.
+    if (unshown_.empty()) unshown_any_.store(false, std::memory_order_release);
 }
 
-void SimDevice::show(uintptr_t lo, uintptr_t hi, bool fresh) {
-    // (A send that fails means the process is gone; the next one maps
-    // everything again when it starts.)
+void SimDevice::mark_unshown(uintptr_t lo, uintptr_t hi) {
+    // (A process that starts later is told of everything when it starts.)
+    if (!running_.load()) return;
+    unshown_.add(lo, hi);
+    unshown_any_.store(true, std::memory_order_release);
+}
+
+void SimDevice::plan(uintptr_t lo, uintptr_t hi, bool fresh, std::vector<exec::MapRecord> *out) const {
     auto own = [&](uintptr_t b, uintptr_t e) {
         committed_.pieces(b, e, [&](uintptr_t pb, uintptr_t pe, bool committed) {
             if (committed || !fresh)
-                (void)send_mapping(pb, {pe - pb, committed ? exec::MapSource::device : exec::MapSource::none, 0});
+                out->push_back({pb, pe - pb, committed ? exec::MapSource::device : exec::MapSource::none, 0});
         });
     };
     // Mappings cover whole objects and never overlap.
@@ -207,25 +222,17 @@ void SimDevice::show(uintptr_t lo, uintptr_t hi, bool fresh) {
             x = it->first;
         }
         uintptr_t e = std::min<uintptr_t>(it->first + it->second.bytes, hi);
-        (void)send_mapping(x, {e - x, it->second.source, it->second.peer});
+        out->push_back({x, e - x, it->second.source, it->second.peer});
         x = e;
         ++it;
     }
 }
 
-Status SimDevice::send_mapping(uintptr_t dev, const Mapping &m) {
-    exec::MapRecord rec{dev, m.bytes, m.source, m.peer};
-    return host_->map_memory(rec, [this] { return server_alive(); });
-}
-
 Status SimDevice::add_mapping(uintptr_t dev, const Mapping &m) {
     if (Status s = check_range(dev, m.bytes); s != adsmSuccess) return s;
-    std::shared_lock<os::FutexRwLock> lock(server_mu_);
     std::lock_guard<std::mutex> g(ranges_mu_);
     mappings_[dev] = m;
-    // A device process that starts later maps it with the others; one that
-    // dies before this lands maps it when it starts again.
-    if (running_.load()) (void)send_mapping(dev, m);
+    mark_unshown(dev, dev + m.bytes);
     return adsmSuccess;
 }
 
@@ -244,9 +251,8 @@ Status SimDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes)
 }
 
 void SimDevice::unmap_memory(uintptr_t dev, uint64_t bytes) {
-    std::shared_lock<os::FutexRwLock> lock(server_mu_);
     std::lock_guard<std::mutex> g(ranges_mu_);
-    if (mappings_.erase(dev) && running_.load()) show(dev, dev + bytes, false);
+    if (mappings_.erase(dev)) mark_unshown(dev, dev + bytes);
 }
 
 Status SimDevice::check_range(uintptr_t dev, size_t n) const {
@@ -432,7 +438,10 @@ Status SimDevice::start_server() {
         os::futex_wait(&channel_->state, st, 20ull * 1000 * 1000);
     }
     // Taken while the process is known alive: its end of the socket is open.
+    // (Without one, the process ended already, or the kernel has no
+    // pidfds: only then does its pid name it.)
     int pidfd = os::pidfd_of(pid);
+    kill_by_pid_.store(pidfd == -ENOSYS);
     if (pidfd >= 0 && socket_closed(sv[0])) {
         close(pidfd);
         pidfd = -1;
@@ -442,11 +451,16 @@ Status SimDevice::start_server() {
     generation_.fetch_add(1);
     running_.store(true);
     {
-        // Ahead of any launch: the ring runs in order.
-        std::lock_guard<std::mutex> g(ranges_mu_);
-        show(base_, base_ + size_, /*fresh=*/true);  // a loss shows at the launch
-        unshown_.clear();
-        unshown_any_.store(false, std::memory_order_release);
+        // Ahead of any launch: the ring runs in order.  (What changes
+        // meanwhile is marked unshown, and shown at the launch.)
+        std::vector<exec::MapRecord> records;
+        {
+            std::lock_guard<std::mutex> g(ranges_mu_);
+            plan(base_, base_ + size_, /*fresh=*/true, &records);
+            unshown_.clear();
+        }
+        for (const exec::MapRecord &r : records)
+            if (host_->map_memory(r, [this] { return server_alive(); }) != adsmSuccess) break;  // shows at the launch
     }
     ADSM_LOG(info, "sim device process %d started (window %p, %llu bytes)", pid, reinterpret_cast<void *>(base_),
              static_cast<unsigned long long>(size_));

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/device.h"
 #include "backend/exec/channel_host.h"
@@ -103,13 +104,14 @@ private:
         uint32_t peer;
     };
     Status add_mapping(uintptr_t dev, const Mapping &m);
-    // Tells a running device process what kernels find at a range.
-    Status send_mapping(uintptr_t dev, const Mapping &m);
-    // Tells it what kernels find over [lo, hi): a mapping where there is
-    // one, else this device's memory where committed, else nothing.  With
-    // `fresh` (a process that just started, the window all inaccessible)
-    // the inaccessible pieces are not sent.  Under ranges_mu_.
-    void show(uintptr_t lo, uintptr_t hi, bool fresh);
+    // The records that tell a device process what kernels find over
+    // [lo, hi): a mapping where there is one, else this device's memory
+    // where committed, else nothing.  With `fresh` (a process that just
+    // started, the window all inaccessible) the inaccessible pieces are
+    // left out.  Under ranges_mu_.
+    void plan(uintptr_t lo, uintptr_t hi, bool fresh, std::vector<exec::MapRecord> *out) const;
+    // [lo, hi) changed: told at the next launch (under ranges_mu_).
+    void mark_unshown(uintptr_t lo, uintptr_t hi);
     bool server_alive();
     std::string death_reason() const;
     void handle_death(uint32_t generation);
@@ -131,8 +133,7 @@ private:
     uint32_t index_ = 0;            // among the process's simulated devices (peer numbers)
     uint64_t peer_group_ = 0;       // devices that may reach each other's memory (keep_apart)
     // The ranges mapped to other memory, by start: a new device process
-    // maps them again before it runs anything.  (Under server_mu_, shared,
-    // and ranges_mu_.)
+    // maps them again before it runs anything.  (Under ranges_mu_.)
     std::mutex ranges_mu_;
     std::map<uintptr_t, Mapping> mappings_;
     // Where this device's own memory is committed.  Kernels find nothing
@@ -146,6 +147,7 @@ private:
     std::atomic<bool> unshown_any_{false};
     // Tells the device process of them (before a launch, under server_mu_).
     void show_unshown();
+    std::mutex show_mu_;  // one show at a time, planned and sent in order
     // Records [dev, +bytes) committed or not, to be shown.
     void note_committed(uintptr_t dev, uint64_t bytes, bool committed);
     uint8_t *dma_ = nullptr;        // host view of device memory
@@ -161,6 +163,7 @@ private:
     // The device process's own descriptor: a signal sent by it reaches that
     // process or none, never another that took its pid after it ended.
     std::atomic<int> pidfd_{-1};
+    std::atomic<bool> kill_by_pid_{false};  // the kernel has no pidfds: the pid must do
     // ADSM_SIM_LAUNCH_US: the earliest time each stream's last kernel may
     // be seen complete.
     static constexpr uint32_t kLaunchSlots = 4096;
