@@ -301,10 +301,10 @@ Status Collector::free_object(void *obj, bool released) {
         Chunk *c;
         Page *p;
         unsigned i;
-        if (Status s = live_object(obj, "adsmGcFree", &c, &p, &i); s != adsmSuccess) return s;
         uintptr_t a = reinterpret_cast<uintptr_t>(obj);
-        if (released) releasing_.erase(a);
-        else if (!releasing_.empty() && releasing_.count(a))
+        if (released) releasing_.erase(a);  // (whatever comes of it: the mark goes)
+        if (Status s = live_object(obj, "adsmGcFree", &c, &p, &i); s != adsmSuccess) return s;
+        if (!released && !releasing_.empty() && releasing_.count(a))
             return fail(adsmErrorInvalidPointer,
                         "adsmGcFree: %p was given to adsmGcRelease and is unreachable; the collector frees it after "
                         "its callback (double free?)",

@@ -243,10 +243,10 @@ private:
     bool object_at(uintptr_t p, Chunk **c, Page **page, uintptr_t *start, size_t *size, unsigned *idx);
     Status live_object(void *obj, const char *what, Chunk **c = nullptr, Page **page = nullptr, unsigned *idx = nullptr);
     void run_finalizers();
-    // Runs the callbacks that are due; `asked`, those waiting for the
-    // program to ask as well (finalization on demand).
     // `released`: run_due's own free of a released object after its callback.
     Status free_object(void *obj, bool released);
+    // Runs the callbacks that are due; `asked`, those waiting for the
+    // program to ask as well (finalization on demand).
     size_t run_due(bool asked);
     bool runs_now(const Callback &cb) const { return !cb.on_demand || !on_demand_.load(std::memory_order_relaxed); }
     // Work the marker threads share (markers.cpp), the world stopped.
