@@ -230,9 +230,14 @@ void SimDevice::plan(uintptr_t lo, uintptr_t hi, bool fresh, std::vector<exec::M
 
 Status SimDevice::add_mapping(uintptr_t dev, const Mapping &m) {
     if (Status s = check_range(dev, m.bytes); s != adsmSuccess) return s;
-    std::lock_guard<std::mutex> g(ranges_mu_);
-    mappings_[dev] = m;
-    mark_unshown(dev, dev + m.bytes);
+    std::shared_lock<os::FutexRwLock> lock(server_mu_);
+    {
+        std::lock_guard<std::mutex> g(ranges_mu_);
+        mappings_[dev] = m;
+        mark_unshown(dev, dev + m.bytes);
+    }
+    // Told now, in order with the launches queued meanwhile.
+    if (running_.load()) show_unshown();
     return adsmSuccess;
 }
 
@@ -251,8 +256,13 @@ Status SimDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes)
 }
 
 void SimDevice::unmap_memory(uintptr_t dev, uint64_t bytes) {
-    std::lock_guard<std::mutex> g(ranges_mu_);
-    if (mappings_.erase(dev)) mark_unshown(dev, dev + bytes);
+    std::shared_lock<os::FutexRwLock> lock(server_mu_);
+    {
+        std::lock_guard<std::mutex> g(ranges_mu_);
+        if (!mappings_.erase(dev)) return;
+        mark_unshown(dev, dev + bytes);
+    }
+    if (running_.load()) show_unshown();
 }
 
 Status SimDevice::check_range(uintptr_t dev, size_t n) const {
