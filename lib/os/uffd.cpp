@@ -202,7 +202,18 @@ int UffdTracker::arm(uintptr_t addr, size_t len) {
     wp.range.start = addr;
     wp.range.len = len;
     wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
-    return ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0 ? errno : 0;
+    if (ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0) return errno;
+    // Pages another reader found written before and logged for the
+    // protocol too may be those of an object freed since, whose range this
+    // one reuses: found at its first release, they would send its blocks'
+    // host bytes over what it holds on the device.
+    if (std::atomic<uint64_t> *log = logs_[kProtocol].load(std::memory_order_acquire);
+        log && addr >= base_ && addr - base_ < size_) {
+        size_t first = (addr - base_) >> 12, end = (addr - base_ + len + 4095) >> 12;
+        if (end > size_ >> 12) end = size_ >> 12;
+        for_each_word(first, end, [&](size_t w, uint64_t mask) { log[w].fetch_and(~mask, std::memory_order_relaxed); });
+    }
+    return 0;
 }
 
 int UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg, Reader who) {

@@ -121,6 +121,23 @@ TEST_F(UffdReadersTest, ArmingForTheProtocolLeavesTheCollectorsWrites) {
     EXPECT_EQ(found(UffdTracker::kCollector), Pages{6});
 }
 
+// A page the collector found written is logged for the protocol too; if
+// its object is freed before a release asks, an object made later in the
+// same range must not find it (its first release would send host bytes
+// over what the device holds).
+TEST_F(UffdReadersTest, ArmingForTheProtocolForgetsWhatTheCollectorLoggedForIt) {
+    ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
+    found(UffdTracker::kCollector);
+    write(6);
+    write(7);
+    write(40);
+    EXPECT_EQ(found(UffdTracker::kCollector), (Pages{6, 7, 40}));
+    ASSERT_EQ(t_.arm(addr(6), 2 * 4096), 0);
+    EXPECT_EQ(found(UffdTracker::kProtocol), Pages{40});
+    // (Arming counts the range as written for the other readers.)
+    EXPECT_EQ(found(UffdTracker::kCollector), (Pages{6, 7}));
+}
+
 TEST_F(UffdReadersTest, ARangeInsideTheWindowReportsOnlyItsOwnPages) {
     ASSERT_EQ(t_.add_reader(UffdTracker::kCollector), 0);
     found(UffdTracker::kCollector);
