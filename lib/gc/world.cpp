@@ -17,6 +17,7 @@
 #include "os/clock.h"
 #include "os/deferred_signals.h"
 #include "os/error_text.h"
+#include "os/fault_signals.h"
 #include "os/futex.h"
 #include "os/invariant.h"
 #include "os/real_libc.h"
@@ -53,6 +54,7 @@ struct Slot {
     bool idle;  // a runtime thread waiting for work (os::IdleStack)
     // Written by the thread in the handler before it says it stopped.
     uintptr_t sp, uc, tp;
+    os::FaultFrame fault;  // a fault frame left behind on the alternate stack
 };
 
 Slot *g_slots;         // kMaxThreads, written by stop() and the slot's thread
@@ -126,6 +128,7 @@ void stop_here(Slot &s, uint32_t gen, pid_t tid, void *ctx) {
     const stack_t &alt = uc->uc_stack;
     s.on_alt_stack = !(alt.ss_flags & SS_DISABLE) && s.sp - reinterpret_cast<uintptr_t>(alt.ss_sp) < alt.ss_size;
     s.idle = os::idle_stack;
+    s.fault = os::switched_fault_frame;
     __atomic_store_n(&s.state, pack(gen, kStopped), __ATOMIC_RELEASE);
     g_acked.fetch_add(1, std::memory_order_acq_rel);
     os::futex_wake(&g_acked, 1);
@@ -318,6 +321,9 @@ bool push_stopped(RangeBuffer *out, pid_t pid, const Slot &s) {
         if (!out->push(lo, m.hi)) return false;
     }
     if (!regs_in_stack && !out->push(s.uc, s.uc + sizeof(ucontext_t))) return false;
+    // Stopped while the runtime handled a fault off the alternate stack:
+    // the program's registers at that fault are in its frame there.
+    if (s.fault.lo && !out->push(s.fault.lo, s.fault.hi)) return false;
     if (s.on_alt_stack) {
         Range own = maps.main_stack();
         if (s.tid != pid) {

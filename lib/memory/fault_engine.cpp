@@ -120,7 +120,18 @@ bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
     uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
     Region *r = g_table->find(a);
     if (!r || r->kind == RegionKind::device || !r->contains_host(a)) return false;
-    Protocol::FaultOutcome outcome = handle(r, a, uctx);
+    // (Not on a program's small alternate stack, where the handler may run.)
+    struct Fault {
+        Region *r;
+        uintptr_t a;
+        void *uctx;
+        Protocol::FaultOutcome outcome;
+    } f{r, a, uctx, Protocol::FaultOutcome::not_mine};
+    os::run_off_alt_stack(uctx, [](void *p) {
+        auto *f = static_cast<Fault *>(p);
+        f->outcome = handle(f->r, f->a, f->uctx);
+    }, &f);
+    Protocol::FaultOutcome outcome = f.outcome;
     // Outside handle()'s scope: the program's SIGBUS handler may jump away.
     if (outcome == Protocol::FaultOutcome::failed) report_failed_fault(a, is_write(uctx), uctx);
     return outcome != Protocol::FaultOutcome::not_mine;

@@ -1,7 +1,6 @@
 #include "os/fault_signals.h"
 
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -61,6 +60,7 @@ void handler(int sig, siginfo_t *info, void *uctx) {
 
 int install_fault_handler(int sig, bool on_alt_stack) {
     if (sig <= 0 || sig >= NSIG) return -EINVAL;
+    on_alt_stack |= kLeavesAltStack;
     std::lock_guard<std::mutex> lock(g_install_mu);
     ChainTarget &t = g_chain[sig];
     bool owned = t.owned.load(std::memory_order_acquire);
@@ -199,21 +199,6 @@ void deliver_bus_error(void *addr, void *uctx) {
     // Ignoring a bus error would retry the access forever: the default
     // action, as the kernel gives a hardware one.
     take_default_action(SIGBUS, true);
-}
-
-void ensure_alt_stack() {
-    stack_t cur;
-    if (sigaltstack(nullptr, &cur) == 0 && !(cur.ss_flags & SS_DISABLE)) return;
-    const size_t size = 64 * 1024;
-    void *mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return;
-    stack_t ss;
-    ss.ss_sp = mem;
-    ss.ss_size = size;
-    ss.ss_flags = 0;
-    if (sigaltstack(&ss, nullptr) != 0) munmap(mem, size);
-    // The stack lives as long as the thread; threads that get one run kernels
-    // and live as long as the device.
 }
 
 }  // namespace adsm::os

@@ -14,6 +14,8 @@
 
 #include <signal.h>
 
+#include <cstdint>
+
 namespace adsm::os {
 
 // Returns true if it dealt with the fault and execution may resume.
@@ -26,10 +28,12 @@ inline thread_local int fault_handler_depth __attribute__((tls_model("initial-ex
 inline bool in_fault_handler() { return fault_handler_depth > 0; }
 
 // Installs the handler for sig (idempotent), remembering the one it displaces
-// as the chain target.  on_alt_stack makes it run on the thread's alternate
-// signal stack, which only threads that run kernels need (to report a
-// kernel's stack overflow); other threads' handlers run on their own stack,
-// whatever small alternate stack the application (or a sanitizer) set up.
+// as the chain target.  It runs on the thread's alternate signal stack, if
+// the thread has one, where the program's own handler expects to run (to
+// report the program's stack overflow); the runtime's work on a fault it
+// owns leaves that stack (run_off_alt_stack).  Where that cannot be done
+// (kLeavesAltStack false), only on_alt_stack asks for the alternate stack:
+// threads that run kernels, which have the runtime's own (ensure_alt_stack).
 // Returns 0 or -errno.
 int install_fault_handler(int sig, bool on_alt_stack = false);
 
@@ -56,5 +60,26 @@ bool run_program_handler(const struct sigaction &act, int sig, siginfo_t *info, 
 // Gives the calling thread an alternate signal stack, so that a stack
 // overflow still reaches the handler.  Idempotent per thread.
 void ensure_alt_stack();
+
+#if defined(__x86_64__)
+inline constexpr bool kLeavesAltStack = true;
+#else
+inline constexpr bool kLeavesAltStack = false;
+#endif
+
+// From a fault handler: runs fn(arg) on the stack the fault interrupted
+// (below its red zone) when the handler runs on the thread's alternate
+// stack, which stays disabled until fn returns; else runs it here.  fn must
+// return (not jump away).  For the runtime's work on a fault it owns,
+// which a program's small alternate stack cannot hold.
+void run_off_alt_stack(void *ucontext, void (*fn)(void *), void *arg);
+
+// While run_off_alt_stack runs fn on another stack: the signal frame of the
+// fault, on the alternate stack, where the program's registers at the fault
+// are (the collector scans it).  Zero otherwise.
+struct FaultFrame {
+    uintptr_t lo, hi;
+};
+inline thread_local FaultFrame switched_fault_frame __attribute__((tls_model("initial-exec"))) = {0, 0};
 
 }  // namespace adsm::os

@@ -25,6 +25,7 @@
 #include "gc/proc_self.h"
 #include "gc/roots.h"
 #include "os/deferred_signals.h"
+#include "os/fault_signals.h"
 #include "os/stop_signal.h"
 
 using adsm::Status;
@@ -160,6 +161,41 @@ TEST_F(WorldTest, AnIdleRuntimeThreadsStackIsNotScanned) {
     g_release = true;
     a.join();
     b.join();
+}
+
+// A thread stopped while the runtime handles a fault of its off the
+// alternate stack: the fault's frame there, with the program's registers at
+// the fault, is scanned too (here a page no other range covers stands for it).
+TEST_F(WorldTest, AFaultFrameLeftOnTheAlternateStackIsScanned) {
+    g_release = false;
+    auto *frame = static_cast<uint64_t *>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(frame, MAP_FAILED);
+    Holder with, without;
+    with.key = 0x9999999ull;
+    without.key = 0xaaaaaaaull;
+    auto hold = [frame](Holder *h, bool in_fault) {
+        if (in_fault) {
+            auto lo = reinterpret_cast<uintptr_t>(frame);
+            adsm::os::switched_fault_frame = {lo, lo + 4096};
+        }
+        hold_on_stack(h);
+        adsm::os::switched_fault_frame = {};
+    };
+    std::thread a(hold, &with, true), b(hold, &without, false);
+    while (!with.hint.load() || !without.hint.load()) std::this_thread::yield();
+    RangeBuffer rb;
+    ASSERT_TRUE(rb.reserve(4096));
+    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
+    Status st = world().thread_ranges(&rb);
+    world().start();
+    g_release = true;
+    a.join();
+    b.join();
+    ASSERT_EQ(st, adsmSuccess);
+    size_t times = 0;
+    for (const Range &r : rb) times += r.lo <= reinterpret_cast<uintptr_t>(frame) && reinterpret_cast<uintptr_t>(frame + 512) <= r.hi;
+    EXPECT_EQ(times, 1u) << "the fault frame is scanned once, for the one thread in a fault";
+    munmap(frame, 4096);
 }
 
 // A thread stopped in a handler on its alternate signal stack (the runtime's
