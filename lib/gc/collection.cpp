@@ -530,7 +530,7 @@ void Collector::gather_roots() {
     drop_stale_launches();
     roots_.clear();
     threads_.clear();
-    if (Status s = data_segments(&roots_); s != adsmSuccess)
+    if (Status s = data_segments(&roots_, &loaded_); s != adsmSuccess)
         ADSM_LOG(warn, "collector: the loaded objects' data could not all be listed: %s", last_detail());
 }
 
@@ -591,7 +591,10 @@ void Collector::collect_locked(Scope scope) {
     // collection is to free nothing.)
     const bool threads_listed = world_.thread_ranges(&threads_) == adsmSuccess;
     const bool data_mapped = world_.keep_mapped(&roots_) == adsmSuccess;
-    bool roots_complete = threads_listed && data_mapped;
+    // A library loaded since the data segments were listed is not in them:
+    // this collection marks, but frees nothing; the next one lists it.
+    const bool loader_still = loaded_objects_unchanged(loaded_);
+    bool roots_complete = threads_listed && data_mapped && loader_still;
     // (A collection that finishes concurrent marking keeps what the
     // markers left, and their overflows.)
     if (!finishing_) {
@@ -638,10 +641,14 @@ void Collector::collect_locked(Scope scope) {
     bool stale = !overflow && device_copies_stale();
     device_copy_missing_ = false;  // (for the next collection, which reads the copies again)
     if (overflow || stale) {
-        // Out of memory for the mark stack, or a device copy that may lack
-        // a pointer: some objects were not scanned.  Sweeping could free
+        // Out of memory for the mark stack, roots not all listed, or a
+        // device copy that may lack a pointer: some objects were not scanned.  Sweeping could free
         // what they point to, so this collection frees nothing.
-        if (overflow) ADSM_LOG(error, "collector: out of memory while marking; nothing freed this time");
+        if (overflow && !loader_still && threads_listed && data_mapped)
+            ADSM_LOG(info, "collector: a library was loaded or unloaded while the roots were listed; nothing freed "
+                     "this time");
+        else if (overflow)
+            ADSM_LOG(error, "collector: out of memory while marking; nothing freed this time");
         else ADSM_LOG(debug, "collector: a write for the program reached a chunk's device copy after it was read; nothing freed this time");
         stats_.abandoned.fetch_add(1, std::memory_order_relaxed);
         for (Chunk *c : heap_.chunks())

@@ -27,6 +27,7 @@
 #include "gc/kernel_heap.h"
 #include "gc/mark.h"
 #include "gc/range_buffer.h"
+#include "gc/roots.h"
 #include "gc/registry.h"
 #include "gc/thread_cache.h"
 #include "gc/world.h"
@@ -295,6 +296,7 @@ private:
     // Huge chunks freed meanwhile: given back once no marker may read them.
     std::vector<Chunk *> freed_while_marking_;
     RangeBuffer roots_;       // data segments, taken before the world stops
+    LoadedObjects loaded_;    // the objects they belong to
     RangeBuffer threads_;     // stacks and registers, while it is stopped
     RangeBuffer ready_;       // [object, +1): its finalizer is due; [object, +2): its release callback
     RangeBuffer links_;       // [link, +1): weak links to clear once the world runs

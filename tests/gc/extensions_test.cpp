@@ -580,3 +580,59 @@ TEST(GcExtensionsTest, ALibraryClosedBeforeTheWorldStopsIsNotRead) {
     unlink(path);
     collect();
 }
+
+namespace {
+const char *g_opening_path;
+void *g_opened_lib;
+constexpr uint64_t kAdoptMask = 0x5a5a5a5a5a5a5a5aull;
+constexpr uint64_t kAdopted = 0x0ddba11c0ffee000ull;
+void open_before_the_stop(Collector::Event e, void *) {
+    if (e != Collector::Event::stop_world || g_opened_lib) return;
+    g_opened_lib = dlopen(g_opening_path, RTLD_NOW | RTLD_LOCAL);
+}
+// An object no root holds, named to the library by its masked address.
+__attribute__((noinline)) void hand_over_an_object() {
+    auto *o = static_cast<uint64_t *>(adsmGcAlloc(32 * sizeof(uint64_t)));
+    ASSERT_NE(o, nullptr);
+    for (int i = 0; i < 32; ++i) o[i] = kAdopted + i;
+    char masked[32];
+    snprintf(masked, sizeof masked, "%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(o) ^ kAdoptMask));
+    setenv("ADSM_GC_TEST_LIB_ADOPT", masked, 1);
+}
+}  // namespace
+
+// The same window the other way: a library dlopen()ed after the data
+// segments were listed, whose constructor stores the only pointer to an
+// object in its data, which no listed root covers.  The collection notices
+// the loader's list changed and frees nothing; the next one lists it.
+TEST(GcExtensionsTest, ALibraryLoadedBeforeTheWorldStopsKeepsWhatItsConstructorStored) {
+    char path[] = "/tmp/adsm-gc-test-lib-XXXXXX.so";
+    int out = mkstemps(path, 3);
+    ASSERT_GE(out, 0);
+    int in = open(ADSM_GC_TEST_LIB, O_RDONLY);
+    ASSERT_GE(in, 0);
+    char buf[65536];
+    for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) ASSERT_EQ(write(out, buf, n), n);
+    close(in);
+    close(out);
+    hand_over_an_object();
+    clobber_stack();
+    g_opening_path = path;
+    g_opened_lib = nullptr;
+    the_collector()->set_event_hook(open_before_the_stop, nullptr);
+    collect();
+    the_collector()->set_event_hook(nullptr, nullptr);
+    unsetenv("ADSM_GC_TEST_LIB_ADOPT");
+    ASSERT_NE(g_opened_lib, nullptr) << dlerror();
+    auto adopted = reinterpret_cast<void **(*)()>(dlsym(g_opened_lib, "gc_test_lib_adopted"));
+    ASSERT_NE(adopted, nullptr);
+    for (int i = 0; i < 50000; ++i) adsmGcAlloc(32 * sizeof(uint64_t));  // would reuse it, were it freed
+    collect();
+    const auto *o = static_cast<const uint64_t *>(*adopted());
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(adsmGcSize(o), 32 * sizeof(uint64_t)) << "the object the library holds was freed";
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(o[i], kAdopted + i) << "word " << i << " was reused";
+    *adopted() = nullptr;
+    dlclose(g_opened_lib);
+    unlink(path);
+}

@@ -530,7 +530,8 @@ TEST(RootsTest, DataSegmentsAreTheWritableDataOfEveryObject) {
     ASSERT_TRUE(lib_data && lib_bss);
 
     RangeBuffer rb;
-    ASSERT_EQ(adsm::gc::data_segments(&rb), adsmSuccess);
+    adsm::gc::LoadedObjects seen;
+    ASSERT_EQ(adsm::gc::data_segments(&rb, &seen), adsmSuccess);
     EXPECT_TRUE(covered(rb, &g_data, sizeof g_data));
     EXPECT_TRUE(covered(rb, &g_bss, sizeof g_bss));
     EXPECT_TRUE(covered(rb, lib_data(), sizeof(int)));
@@ -544,6 +545,38 @@ TEST(RootsTest, DataSegmentsAreTheWritableDataOfEveryObject) {
     }
     for (const Range &r : rb) EXPECT_TRUE(writable(maps, r.lo, r.hi)) << std::hex << r.lo << "-" << r.hi;
     dlclose(lib);
+}
+
+// A library loaded or unloaded after the data segments were listed is
+// noticed (a collection then frees nothing).
+TEST(RootsTest, ALibraryLoadedOrUnloadedSinceTheListingIsNoticed) {
+    // A copy, so that dlopen maps it afresh and dlclose unmaps it.
+    char path[] = "/tmp/adsm-roots-test-lib-XXXXXX.so";
+    int out = mkstemps(path, 3);
+    ASSERT_GE(out, 0);
+    {
+        std::ifstream in(ADSM_GC_TEST_LIB, std::ios::binary);
+        std::stringstream bytes;
+        bytes << in.rdbuf();
+        const std::string b = bytes.str();
+        ASSERT_EQ(write(out, b.data(), b.size()), ssize_t(b.size()));
+        close(out);
+    }
+    RangeBuffer rb;
+    adsm::gc::LoadedObjects before, loaded;
+    ASSERT_EQ(adsm::gc::data_segments(&rb, &before), adsmSuccess);
+    EXPECT_GT(before.count, 2u);
+    EXPECT_TRUE(adsm::gc::loaded_objects_unchanged(before));
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib, nullptr) << dlerror();
+    EXPECT_FALSE(adsm::gc::loaded_objects_unchanged(before)) << "a library loaded since was not noticed";
+    rb.clear();
+    ASSERT_EQ(adsm::gc::data_segments(&rb, &loaded), adsmSuccess);
+    EXPECT_EQ(loaded.count, before.count + 1);
+    EXPECT_TRUE(adsm::gc::loaded_objects_unchanged(loaded));
+    dlclose(lib);
+    EXPECT_FALSE(adsm::gc::loaded_objects_unchanged(loaded)) << "a library unloaded since was not noticed";
+    unlink(path);
 }
 
 // ---- dynamic TLS: a dlopen()ed library's, the caller's and a stopped thread's
