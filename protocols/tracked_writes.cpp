@@ -62,6 +62,13 @@ private:
     static void found(void *arg, uintptr_t start, size_t len) {
         auto *f = static_cast<Found *>(arg);
         size_t b = start - f->r->host, e = b + len;
+#if ADSM_CHECK_INVARIANTS
+        // The CPU cannot write a closed block: a page found written there
+        // is a stale report, and sending it would put the host copy's
+        // older bytes over the device's.
+        for (uint32_t k = f->r->block_of(b); k <= f->r->block_of(e - 1); ++k)
+            ADSM_INVARIANT(f->r->state(k) != kInvalid, "only an open block's pages are found written");
+#endif
         if (f->unit == Unit::pages) {
             f->runs->emplace_back(b, e);
         } else {
