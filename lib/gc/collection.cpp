@@ -642,8 +642,9 @@ void Collector::collect_locked(Scope scope) {
     device_copy_missing_ = false;  // (for the next collection, which reads the copies again)
     if (overflow || stale) {
         // Out of memory for the mark stack, roots not all listed, or a
-        // device copy that may lack a pointer: some objects were not scanned.  Sweeping could free
-        // what they point to, so this collection frees nothing.
+        // device copy that may lack a pointer: some objects were not
+        // scanned.  Sweeping could free what they point to, so this
+        // collection frees nothing.
         if (overflow && !loader_still && threads_listed && data_mapped)
             ADSM_LOG(info, "collector: a library was loaded or unloaded while the roots were listed; nothing freed "
                      "this time");

@@ -4,12 +4,14 @@
 // The runtime's fault handler is installed with SA_ONSTACK, so that a
 // program whose handler expects its alternate stack (to report its own
 // stack overflow: Rust, Go, the JVM, Python's faulthandler) gets it.  Those
-// stacks are small (8 to 64 KiB), and the runtime's fault path (a
-// protocol, device copies, symbolizing a report) needs more: a fault on
-// shared memory taken there runs on the stack the fault interrupted, as it
-// would without SA_ONSTACK, and the alternate stack stays disabled
-// meanwhile, so that a fault nested in that work is delivered where it is
-// and not over the frames waiting on the alternate stack.
+// stacks are small (8 to 64 KiB, the kernel's signal frame taking up to 3.5
+// KiB of it), and the runtime's work on a fault can need far more than its
+// usual few hundred bytes (a race report with its call stack, profiling's
+// unwinding, a GPU driver's call): a fault on shared memory taken there is
+// handled on the stack the fault interrupted, as without SA_ONSTACK, and
+// the alternate stack stays disabled meanwhile, so that a fault nested in
+// that work is delivered where it is and not over the frames waiting on
+// the alternate stack.
 #include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>

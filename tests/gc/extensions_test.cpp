@@ -529,6 +529,19 @@ TEST(GcExtensionsTest, AWriteAfterTheDeviceCopyWasReadLosesNothing) {
 }
 
 namespace {
+// A copy of the test library at path (a mkstemps template ending in .so),
+// which dlopen maps afresh and dlclose unmaps.
+void copy_test_lib(char *path) {
+    int out = mkstemps(path, 3);
+    ASSERT_GE(out, 0);
+    int in = open(ADSM_GC_TEST_LIB, O_RDONLY);
+    ASSERT_GE(in, 0);
+    char buf[65536];
+    for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) ASSERT_EQ(write(out, buf, n), n);
+    close(in);
+    close(out);
+}
+
 void *g_closing_lib;
 uintptr_t g_closing_lo, g_closing_hi;  // the pages of its data and bss
 void *g_guard = MAP_FAILED;
@@ -551,14 +564,7 @@ void close_before_the_stop(Collector::Event e, void *) {
 TEST(GcExtensionsTest, ALibraryClosedBeforeTheWorldStopsIsNotRead) {
     // A copy, loaded by this test alone, so that dlclose unmaps it.
     char path[] = "/tmp/adsm-gc-test-lib-XXXXXX.so";
-    int out = mkstemps(path, 3);
-    ASSERT_GE(out, 0);
-    int in = open(ADSM_GC_TEST_LIB, O_RDONLY);
-    ASSERT_GE(in, 0);
-    char buf[65536];
-    for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) ASSERT_EQ(write(out, buf, n), n);
-    close(in);
-    close(out);
+    ASSERT_NO_FATAL_FAILURE(copy_test_lib(path));
     g_closing_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(g_closing_lib, nullptr) << dlerror();
     auto data = reinterpret_cast<int *(*)()>(dlsym(g_closing_lib, "gc_test_lib_data"));
@@ -607,14 +613,7 @@ __attribute__((noinline)) void hand_over_an_object() {
 // the loader's list changed and frees nothing; the next one lists it.
 TEST(GcExtensionsTest, ALibraryLoadedBeforeTheWorldStopsKeepsWhatItsConstructorStored) {
     char path[] = "/tmp/adsm-gc-test-lib-XXXXXX.so";
-    int out = mkstemps(path, 3);
-    ASSERT_GE(out, 0);
-    int in = open(ADSM_GC_TEST_LIB, O_RDONLY);
-    ASSERT_GE(in, 0);
-    char buf[65536];
-    for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) ASSERT_EQ(write(out, buf, n), n);
-    close(in);
-    close(out);
+    ASSERT_NO_FATAL_FAILURE(copy_test_lib(path));
     hand_over_an_object();
     clobber_stack();
     g_opening_path = path;
