@@ -17,6 +17,12 @@ statistics.
       adsm-device-server started here on loopback with the workloads' kernels
       (libadsm-workload-kernels.so); the baseline is explicit copies to the
       same remote device.  Writes bench/results/remote.json and remote.svg.
+  --device remote-cuda: adsm-workloads-cuda on a remote GPU, an
+      adsm-device-server on loopback hosting this machine's NVIDIA GPU
+      (--device cuda; the kernels' module goes to it); the baseline is
+      explicit copies to that remote GPU, beside explicit copies from pinned
+      buffers on the same GPU reached directly.  Writes
+      bench/results/remote-cuda.json and remote-cuda.svg.
 
 A protocol in --protocols may carry runtime settings after colons, so that
 settings are compared side by side in one run as protocols are:
@@ -79,7 +85,7 @@ def run_one(exe, module, workload, variant, protocol, env_base, scratch):
 def chart(results, series, path):
     """Grouped bars: time relative to the baseline, per workload and variant."""
     names = list(results["workloads"].keys()) + ["geomean"]
-    colors = {"batch": "#9e9e9e", "lazy": "#64b5f6", "rolling": "#1565c0", "delta": "#2e7d32",
+    colors = {"pinned": "#8e24aa", "batch": "#9e9e9e", "lazy": "#64b5f6", "rolling": "#1565c0", "delta": "#2e7d32",
               "pageable": "#ffb74d", "managed": "#e65100"}
     values = {}
     for w in names[:-1]:
@@ -134,13 +140,22 @@ DEVICES = {
     "sim": ("adsm-workloads", "explicit", "explicit copies", [], "latest"),
     "cuda": ("adsm-workloads-cuda", "pinned", "explicit copies from pinned buffers", ["pageable", "managed"], "cuda"),
     "remote": ("adsm-workloads", "explicit", "explicit copies", [], "remote"),
+    "remote-cuda": ("adsm-workloads-cuda", "explicit", "explicit copies to the same remote GPU", ["pinned"],
+                    "remote-cuda"),
 }
 
 
-class DeviceServer:
-    """adsm-device-server on loopback with the workloads' kernels, for --device remote."""
+def gpu_name():
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout.strip() if shutil.which("nvidia-smi") else ""
+    return gpu.splitlines()[0] if gpu else "no nvidia-smi"
 
-    def __init__(self, build):
+
+class DeviceServer:
+    """adsm-device-server on loopback with the workloads' kernels, for --device remote (and remote-cuda:
+    hosting this machine's GPU)."""
+
+    def __init__(self, build, hosted=None):
         server = os.path.join(build, "tools", "adsm-device-server")
         kernels = os.path.join(build, "tools", "libadsm-workload-kernels.so")
         if not os.access(server, os.X_OK) or not os.path.exists(kernels):
@@ -151,7 +166,8 @@ class DeviceServer:
             f.write(os.urandom(32).hex() + "\n")
         self.log = open(os.path.join(self.dir, "log"), "w")
         self.proc = subprocess.Popen([server, "--key", self.key, "--address", "127.0.0.1", "--port", "0",
-                                      "--memory", "2G", "--kernels", kernels], stdout=subprocess.PIPE,
+                                      "--memory", "2G", "--kernels", kernels] +
+                                     (["--device", hosted] if hosted else []), stdout=subprocess.PIPE,
                                      stderr=self.log, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("listening on"):
@@ -211,17 +227,18 @@ def main():
         setup = ("sim device, link %s GB/s + %s us, synchronous copies %s us at least, launch %s us, "
                  "pinning %s us per MiB" % (args.gbps, args.latency_us, args.sync_copy_us, args.launch_us,
                                              args.pin_us_per_mib))
-    elif args.device == "remote":
-        server = DeviceServer(args.build)
+    elif args.device in ("remote", "remote-cuda"):
+        gpu = args.device == "remote-cuda"
+        server = DeviceServer(args.build, "cuda" if gpu else None)
         atexit.register(server.stop)
         env.update(ADSM_DEVICE="remote", ADSM_REMOTE="127.0.0.1:" + server.port, ADSM_REMOTE_KEY=server.key)
-        setup = "remote device (adsm-device-server on loopback, tcp)"
+        if gpu:
+            env.update(ADSM_GPU_APIS="off")  # CUDA's own variant (pinned) reaches the GPU directly
+        setup = "remote device (adsm-device-server on loopback, tcp%s)" % (", hosting %s" % gpu_name() if gpu else "")
     else:
         # CUDA's own variants reach the driver directly, the adsm one through the cuda device.
         env.update(ADSM_DEVICE="cuda", ADSM_GPU_APIS="off")
-        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True).stdout.strip() if shutil.which("nvidia-smi") else ""
-        setup = "cuda device (%s)" % (gpu.splitlines()[0] if gpu else "no nvidia-smi")
+        setup = "cuda device (%s)" % gpu_name()
     # A directory of this run's own: two suites at once (CTest runs the sim
     # and remote ones side by side) must not share input files.
     scratch = tempfile.mkdtemp(prefix="adsm-bench-",

@@ -1,17 +1,17 @@
-// The hand-written baseline on adsm's own devices (sim, cpu): malloc'd host
-// buffers, device memory from adsmDeviceAlloc, and explicit copies.
+// The hand-written baseline on adsm's devices (sim, cpu, remote; a remote
+// GPU too, its kernels from the module): malloc'd host buffers, device
+// memory from adsmDeviceAlloc, and explicit copies.
 #include <cstdlib>
 #include <new>
-#include <unordered_map>
 
-#include "variant.h"
+#include "device_kernels.h"
 
 namespace wl {
 namespace {
 
 class ExplicitGpu final : public Gpu {
 public:
-    explicit ExplicitGpu(const Options &) { adsm::sync(); }
+    explicit ExplicitGpu(const Options &o) : kernels_(o) {}
     bool unified() const override { return false; }
     void *alloc_host(size_t bytes) override {
         void *p = malloc(bytes);
@@ -31,14 +31,12 @@ public:
     void to_host(void *host, const void *dev, size_t bytes) override { adsm::check(adsmCopyToHost(host, dev, bytes)); }
     void zero(void *p, size_t bytes) override { adsm::check(adsmDeviceMemset(p, 0, bytes)); }
     void launch(const KernelDesc &k, adsm::dim3 grid, adsm::dim3 block, void **args) override {
-        auto it = handles_.find(&k);
-        if (it == handles_.end()) it = handles_.emplace(&k, host_kernel(k)).first;
-        adsm::check(adsmCall(it->second, grid, block, args));
+        adsm::check(adsmCall(kernels_.handle(k), grid, block, args));
     }
     void sync() override { adsm::sync(); }
 
 private:
-    std::unordered_map<const KernelDesc *, adsmKernel_t> handles_;
+    DeviceKernels kernels_;
 };
 
 RegisterVariant reg("explicit", "host buffers, device buffers and explicit copies, written by hand",

@@ -1,7 +1,8 @@
 // The variants a workload runs as: each names a kind of memory and a way of
 // moving data (adsm's shared memory, explicit copies, managed memory), and
-// makes the Gpu that implements it.  Each executable links the variants of
-// its back-ends (adsm-workloads: sim and cpu; adsm-workloads-cuda: CUDA).
+// makes the Gpu that implements it.  Both executables link adsm's variants
+// (adsm, and explicit copies through adsm's device); adsm-workloads-cuda
+// adds CUDA's own (pinned, pageable, managed).
 #pragma once
 
 #include <memory>
