@@ -10,8 +10,12 @@
 // and fi_pingpong (libfabric-bin) on the same provider, 64-byte messages for
 // latency and 1 MiB ones for bandwidth, and plain RMA measured as fabtests'
 // fi_rma_bw does (adsm-bench-rma-baseline: Debian has no fi_rma_bw).
+// With --cuda, the same on a server hosting this machine's NVIDIA GPU (the
+// client's data lands in the server's staging memory by RMA and goes on to
+// the GPU from there) and on the GPU reached directly, with the kernels of
+// FATBIN (the examples' cuda_kernels.fatbin: `scale`, run on no elements).
 //
-//   adsm-bench-remote
+//   adsm-bench-remote [--cuda FATBIN]
 #include <adsm.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -44,22 +48,49 @@ adsmKernel_t kernel(const char *name) {
     return k;
 }
 
-int child() {
-    // The kernels, registered here under the names the server has.
+// The GPU module's `scale` (float *v, float factor, unsigned n), run on no
+// elements; or, without a module, the host functions the server registered
+// by name (bench.empty and bench.touch).
+struct Kernels {
+    adsmKernel_t empty = nullptr, touch = nullptr;
+    bool gpu = false;
+};
+
+bool find_kernels(Kernels *k) {
+    if (const char *path = getenv("ADSM_BENCH_MODULE")) {
+        adsmModule_t m = nullptr;
+        if (adsmLoadModule(path, &m) != adsmSuccess || adsmModuleGetKernel(m, "scale", &k->empty) != adsmSuccess) {
+            fprintf(stderr, "%s: %s\n", path, adsmGetLastErrorDetail());
+            return false;
+        }
+        k->touch = k->empty;
+        k->gpu = true;
+        return true;
+    }
     if (!dlopen(ADSM_BENCH_KERNELS, RTLD_NOW | RTLD_GLOBAL)) {
         fprintf(stderr, "%s\n", dlerror());
-        return 1;
+        return false;
     }
-    adsmKernel_t empty = kernel("bench.empty"), touch = kernel("bench.touch");
+    k->empty = kernel("bench.empty"), k->touch = kernel("bench.touch");
+    return true;
+}
+
+int child() {
+    Kernels k;
+    if (!find_kernels(&k)) return 1;
+    float *none = nullptr, one = 1.0f;
+    unsigned zero = 0;
+    void *empty_args[] = {&none, &one, &zero};
+    void **no_args = k.gpu ? empty_args : nullptr;
     // Latency: nothing to release or acquire.
     // The median of 11 batches: a loaded machine's stalls land in a few.
     const int calls = 200;
-    for (int i = 0; i < 50; ++i) (void)(adsmCallWith(empty, {1, 1, 1}, {1, 1, 1}, nullptr, nullptr, 0) || adsmSync());
+    for (int i = 0; i < 50; ++i) (void)(adsmCallWith(k.empty, {1, 1, 1}, {1, 1, 1}, no_args, nullptr, 0) || adsmSync());
     std::vector<double> batches;
     for (int b = 0; b < 11; ++b) {
         auto t0 = Clock::now();
         for (int i = 0; i < calls; ++i)
-            if (adsmCallWith(empty, {1, 1, 1}, {1, 1, 1}, nullptr, nullptr, 0) != adsmSuccess ||
+            if (adsmCallWith(k.empty, {1, 1, 1}, {1, 1, 1}, no_args, nullptr, 0) != adsmSuccess ||
                 adsmSync() != adsmSuccess)
                 return 1;
         batches.push_back(us_since(t0) / calls);
@@ -71,14 +102,15 @@ int child() {
     auto *v = static_cast<char *>(adsmAlloc(bytes));
     if (!v) return 1;
     memset(v, 1, bytes);
-    void *args[] = {&v};
+    void *host_args[] = {&v}, *gpu_args[] = {&v, &one, &zero};
+    void **args = k.gpu ? gpu_args : host_args;
     adsmObjectUse use = {v, 0};
     const int rounds = 10;
     double call_total = 0, sync_total = 0;
     for (int r = 0; r < rounds + 1; ++r) {
         v[r] = 2;  // written between calls
         auto a = Clock::now();
-        if (adsmCallWith(touch, {1, 1, 1}, {1, 1, 1}, args, &use, 1) != adsmSuccess) return 1;
+        if (adsmCallWith(k.touch, {1, 1, 1}, {1, 1, 1}, args, &use, 1) != adsmSuccess) return 1;
         double c = us_since(a);
         auto b = Clock::now();
         if (adsmSync() != adsmSuccess) return 1;
@@ -206,8 +238,41 @@ std::pair<double, double> rma_alone(const std::string &binary, size_t size, size
 
 }  // namespace
 
+// The GPU's lines: on a server hosting it, against the GPU reached directly
+// and against plain RMA (the bound of the transfers' network leg).
+bool gpu_lines(const char *argv0, const std::string &server_binary, const char *fatbin, double rma_w, double rma_r) {
+    Server gpu_server;
+    if (!gpu_server.start(server_binary, "cuda")) {
+        fprintf(stderr, "adsm-bench-remote: cannot start %s --device cuda\n", server_binary.c_str());
+        return false;
+    }
+    const std::string module = std::string("ADSM_BENCH_MODULE=") + fatbin;
+    auto local = bench::run_child(argv0, {"child"}, {"ADSM_DEVICE=cuda", "ADSM_PROTOCOL=batch", module});
+    auto remote = bench::run_child(argv0, {"child"},
+                                   {"ADSM_DEVICE=remote", "ADSM_PROTOCOL=batch", "ADSM_REMOTE=127.0.0.1:" + gpu_server.port,
+                                    "ADSM_REMOTE_KEY=" + gpu_server.key, module});
+    if (local.empty() || remote.empty()) return false;
+    printf("\na GPU: on a device server hosting it (data staged on the server by RMA, then copied to the GPU) and "
+           "reached directly\n");
+    printf("  %-34s %12s %12s\n", "", "cuda", "remote cuda");
+    printf("  %-34s %10.1fus %10.1fus\n", "empty call + sync (latency)", local["call_us"], remote["call_us"]);
+    printf("  %-34s %9.2fGB/s %9.2fGB/s\n", "64 MiB object to the device", local["h2d_gbps"], remote["h2d_gbps"]);
+    printf("  %-34s %9.2fGB/s %9.2fGB/s\n", "64 MiB object back to the host", local["d2h_gbps"], remote["d2h_gbps"]);
+    if (rma_w > 0 && rma_r > 0)
+        printf("  remote cuda transfers / RMA alone: to the device %.2fx, back %.2fx\n", remote["h2d_gbps"] / rma_w,
+               remote["d2h_gbps"] / rma_r);
+    return true;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "--child")) return child();
+    const char *fatbin = nullptr;
+    if (argc == 3 && !strcmp(argv[1], "--cuda")) {
+        fatbin = argv[2];
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: adsm-bench-remote [--cuda FATBIN]\n");
+        return 2;
+    }
     std::string self = argv[0];
     std::string server_binary = self.substr(0, self.rfind('/') + 1) + "adsm-device-server";
     if (const char *s = getenv("ADSM_DEVICE_SERVER")) server_binary = s;
@@ -268,5 +333,6 @@ int main(int argc, char **argv) {
     if (large.first > 0)
         printf("  remote transfers / fi_pingpong bandwidth: to the device %.2fx, back %.2fx\n",
                remote["h2d_gbps"] / (large.first / 1000), remote["d2h_gbps"] / (large.first / 1000));
+    if (fatbin && !gpu_lines(argv[0], server_binary, fatbin, rma_w, rma_r)) return 1;
     return 0;
 }
