@@ -186,13 +186,18 @@ void SimDevice::show_unshown() {
         unshown_.for_each([&](uintptr_t lo, uintptr_t hi) { plan(lo, hi, false, &records); });
         unshown_.clear();
     }
-    for (const exec::MapRecord &r : records)
-        if (host_->map_memory(r, [this] { return server_alive(); }) != adsmSuccess)
-            break;  // the process is gone: the next one is told everything when it starts
+    send_records(records);  // (a process gone is told everything when the next starts)
     std::lock_guard<std::mutex> g(ranges_mu_);
     // Only now, and only if nothing came meanwhile: a launch that finds
     // nothing to show is queued after these records.
     if (unshown_.empty()) unshown_any_.store(false, std::memory_order_release);
+}
+
+void SimDevice::send_records(const std::vector<exec::MapRecord> &records) {
+    // The first that cannot go means the process is gone: the rest would
+    // not go either.
+    for (const exec::MapRecord &r : records)
+        if (host_->map_memory(r, [this] { return server_alive(); }) != adsmSuccess) return;
 }
 
 void SimDevice::mark_unshown(uintptr_t lo, uintptr_t hi) {
@@ -469,8 +474,7 @@ Status SimDevice::start_server() {
             plan(base_, base_ + size_, /*fresh=*/true, &records);
             unshown_.clear();
         }
-        for (const exec::MapRecord &r : records)
-            if (host_->map_memory(r, [this] { return server_alive(); }) != adsmSuccess) break;  // shows at the launch
+        send_records(records);
     }
     ADSM_LOG(info, "sim device process %d started (window %p, %llu bytes)", pid, reinterpret_cast<void *>(base_),
              static_cast<unsigned long long>(size_));

@@ -147,6 +147,7 @@ private:
     std::atomic<bool> unshown_any_{false};
     // Tells the device process of them (before a launch, under server_mu_).
     void show_unshown();
+    void send_records(const std::vector<exec::MapRecord> &records);  // to the device process, in order
     std::mutex show_mu_;  // one show at a time, planned and sent in order
     // Records [dev, +bytes) committed or not, to be shown.
     void note_committed(uintptr_t dev, uint64_t bytes, bool committed);
