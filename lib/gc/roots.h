@@ -9,8 +9,8 @@
 
 namespace adsm::gc {
 
-// Which objects the loader had loaded (its base namespace's list), to tell
-// whether one came or went since.
+// Which objects the loader had loaded (in every namespace, where glibc
+// chains them: 2.35 and later), to tell whether one came or went since.
 struct LoadedObjects {
     uint64_t count = 0, hash = 0;
     bool operator==(const LoadedObjects &o) const { return count == o.count && hash == o.hash; }

@@ -166,6 +166,24 @@ TEST(GcTest, ObjectsOnlyALoadedLibrarysThreadLocalsHoldSurvive) {
     lib_tls()[0] = nullptr;
 }
 
+// A library dlmopen()ed into a namespace of its own: its data is a root
+// too, though dl_iterate_phdr lists the caller's namespace alone.
+TEST(GcTest, ObjectsOnlyADlmopenedLibrarysDataHoldsSurvive) {
+    void *lib = dlmopen(LM_ID_NEWLM, ADSM_GC_TEST_LIB_PLAIN, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib, nullptr) << dlerror();
+    auto adopted = reinterpret_cast<void **(*)()>(dlsym(lib, "gc_test_lib_adopted"));
+    ASSERT_NE(adopted, nullptr);
+    tree_into(adopted(), 10, 1);
+    clobber_stack();
+    for (int round = 0; round < 3; ++round) {
+        churn(4 << 20);
+        collect();
+        ASSERT_EQ(walk(static_cast<Node *>(*adopted())), (1 << 11) - 1) << "round " << round;
+    }
+    *adopted() = nullptr;
+    dlclose(lib);
+}
+
 TEST(GcTest, UnreachableObjectsAreFinalizedAndFreed) {
     g_finalized = 0;
     make_finalizable(2000);

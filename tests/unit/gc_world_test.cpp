@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -577,6 +578,26 @@ TEST(RootsTest, ALibraryLoadedOrUnloadedSinceTheListingIsNoticed) {
     dlclose(lib);
     EXPECT_FALSE(adsm::gc::loaded_objects_unchanged(loaded)) << "a library unloaded since was not noticed";
     unlink(path);
+}
+
+// So is one dlmopen()ed into a namespace of its own, whose data
+// dl_iterate_phdr lists as roots too (where glibc chains the namespaces'
+// lists: 2.35 and later).
+TEST(RootsTest, ALibraryLoadedIntoANamespaceOfItsOwnIsNoticed) {
+    RangeBuffer rb;
+    adsm::gc::LoadedObjects before;
+    ASSERT_EQ(adsm::gc::data_segments(&rb, &before), adsmSuccess);
+    size_t segments_before = rb.size();
+    void *lib = dlmopen(LM_ID_NEWLM, ADSM_GC_TEST_LIB_PLAIN, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib, nullptr) << dlerror();
+    EXPECT_FALSE(adsm::gc::loaded_objects_unchanged(before)) << "a library in a new namespace was not noticed";
+    adsm::gc::LoadedObjects loaded;
+    rb.clear();
+    ASSERT_EQ(adsm::gc::data_segments(&rb, &loaded), adsmSuccess);
+    EXPECT_GT(loaded.count, before.count);
+    EXPECT_GT(rb.size(), segments_before) << "its data is not listed as roots";
+    EXPECT_TRUE(adsm::gc::loaded_objects_unchanged(loaded));
+    dlclose(lib);
 }
 
 // ---- dynamic TLS: a dlopen()ed library's, the caller's and a stopped thread's
