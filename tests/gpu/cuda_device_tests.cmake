@@ -164,10 +164,17 @@ endif()
 if(ADSM_CUDA_FATBIN)
   add_executable(cuda_gpu_tests cuda_gpu_test.cpp)
   target_link_libraries(cuda_gpu_tests PRIVATE adsm GTest::gtest GTest::gtest_main)
-  # An unmodified CUDA program, with the shared and the static runtime.
-  foreach(rt shared static)
+  # An unmodified CUDA program, with the shared and the static runtime, and
+  # with the static one and a default stream per thread (its copies and
+  # fills reach the driver's _ptsz entry points, where stream 0 means the
+  # calling thread's stream).
+  foreach(rt shared static static_ptsz)
+    set(flags -cudart ${rt})
+    if(rt STREQUAL "static_ptsz")
+      set(flags -cudart static --default-stream per-thread)
+    endif()
     add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/cuda_program_${rt}
-      COMMAND ${ADSM_NVCC} -O2 -cudart ${rt} -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+      COMMAND ${ADSM_NVCC} -O2 ${flags} -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
               -o ${CMAKE_CURRENT_BINARY_DIR}/cuda_program_${rt} ${CMAKE_CURRENT_SOURCE_DIR}/cuda_program.cu
       DEPENDS cuda_program.cu
       COMMENT "nvcc: cuda_program_${rt}")
