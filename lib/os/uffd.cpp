@@ -145,14 +145,30 @@ void for_each_word(size_t first, size_t end, F &&f) {
         pg += n;
     }
 }
+
+// for_each_word over the pages [addr, addr+len) touches in a window of
+// `size` bytes at `base`, cut at the window's end; nothing outside it.
+template <class F>
+void for_each_page_word(uintptr_t base, size_t size, uintptr_t addr, size_t len, F &&f) {
+    if (addr < base || addr - base >= size) return;
+    size_t first = (addr - base) >> 12, end = (addr - base + len + 4095) >> 12;
+    if (end > size >> 12) end = size >> 12;
+    for_each_word(first, end, f);
+}
 }  // namespace
 
 void UffdTracker::log_run(unsigned reader, uintptr_t start, size_t len) {
     std::atomic<uint64_t> *log = logs_[reader].load(std::memory_order_acquire);
-    if (!log || start < base_ || start - base_ >= size_) return;
-    size_t first = (start - base_) >> 12, end = (start - base_ + len + 4095) >> 12;
-    if (end > size_ >> 12) end = size_ >> 12;
-    for_each_word(first, end, [&](size_t w, uint64_t mask) { log[w].fetch_or(mask, std::memory_order_relaxed); });
+    if (!log) return;
+    for_each_page_word(base_, size_, start, len,
+                       [&](size_t w, uint64_t mask) { log[w].fetch_or(mask, std::memory_order_relaxed); });
+}
+
+void UffdTracker::forget_run(unsigned reader, uintptr_t start, size_t len) {
+    std::atomic<uint64_t> *log = logs_[reader].load(std::memory_order_acquire);
+    if (!log) return;
+    for_each_page_word(base_, size_, start, len,
+                       [&](size_t w, uint64_t mask) { log[w].fetch_and(~mask, std::memory_order_relaxed); });
 }
 
 void UffdTracker::note_unseen(uintptr_t addr, size_t len) {
@@ -165,14 +181,12 @@ void UffdTracker::note_unseen(uintptr_t addr, size_t len) {
 // Takes `reader`'s logged pages in [addr, addr+len) and reports them in runs.
 void UffdTracker::report_log(unsigned reader, uintptr_t addr, size_t len, RunFn fn, void *arg) {
     std::atomic<uint64_t> *log = logs_[reader].load(std::memory_order_acquire);
-    size_t first = (addr - base_) >> 12, end = (addr - base_ + len + 4095) >> 12;
-    if (end > size_ >> 12) end = size_ >> 12;
     size_t run = 0, run_len = 0;  // the run being gathered, in pages
     auto flush = [&] {
         if (run_len) fn(arg, base_ + (run << 12), run_len << 12);
         run_len = 0;
     };
-    for_each_word(first, end, [&](size_t w, uint64_t mask) {
+    for_each_page_word(base_, size_, addr, len, [&](size_t w, uint64_t mask) {
         uint64_t bits = log[w].load(std::memory_order_relaxed) & mask;
         if (bits) bits = log[w].fetch_and(~mask, std::memory_order_relaxed) & mask;
         if (!bits) return flush();
@@ -207,12 +221,7 @@ int UffdTracker::arm(uintptr_t addr, size_t len) {
     // protocol too may be those of an object freed since, whose range this
     // one reuses: found at its first release, they would send its blocks'
     // host bytes over what it holds on the device.
-    if (std::atomic<uint64_t> *log = logs_[kProtocol].load(std::memory_order_acquire);
-        log && addr >= base_ && addr - base_ < size_) {
-        size_t first = (addr - base_) >> 12, end = (addr - base_ + len + 4095) >> 12;
-        if (end > size_ >> 12) end = size_ >> 12;
-        for_each_word(first, end, [&](size_t w, uint64_t mask) { log[w].fetch_and(~mask, std::memory_order_relaxed); });
-    }
+    forget_run(kProtocol, addr, len);
     return 0;
 }
 

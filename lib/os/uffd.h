@@ -62,6 +62,7 @@ public:
 
 private:
     void log_run(unsigned reader, uintptr_t start, size_t len);
+    void forget_run(unsigned reader, uintptr_t start, size_t len);
     void report_log(unsigned reader, uintptr_t addr, size_t len, RunFn fn, void *arg);
 
     int uffd_ = -1;

@@ -76,6 +76,14 @@ bool near(uintptr_t a, uintptr_t b) { return (a > b ? a - b : b - a) < 256 * 102
 class WorldTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite() { ASSERT_EQ(World::init(), adsmSuccess) << adsm::last_detail(); }
+    // The stopped threads' ranges, the world started again before any
+    // assertion can leave the test.
+    static Status stopped_thread_ranges(RangeBuffer *rb) {
+        if (Status s = world().stop(nullptr, 0); s != adsmSuccess) return s;
+        Status st = world().thread_ranges(rb);
+        world().start();
+        return st;
+    }
 };
 
 // ---- (a) a value held only by a stopped thread is in its ranges
@@ -122,7 +130,7 @@ TEST_F(WorldTest, AValueOnlyAStoppedThreadHoldsIsInItsRanges) {
     size_t stopped = world().stopped();
     Status st = world().thread_ranges(&rb);
     world().start();
-    ASSERT_EQ(st, adsmSuccess);
+    ASSERT_EQ(st, adsmSuccess) << adsm::last_detail();
     EXPECT_GE(stopped, size_t{kThreads});
 
     for (auto &h : holders) {
@@ -153,10 +161,8 @@ TEST_F(WorldTest, AnIdleRuntimeThreadsStackIsNotScanned) {
     while (!idle.hint.load() || !busy.hint.load()) std::this_thread::yield();
     RangeBuffer rb;
     ASSERT_TRUE(rb.reserve(4096));
-    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
-    Status st = world().thread_ranges(&rb);
-    world().start();
-    ASSERT_EQ(st, adsmSuccess);
+    Status st = stopped_thread_ranges(&rb);
+    ASSERT_EQ(st, adsmSuccess) << adsm::last_detail();
     EXPECT_FALSE(covered(rb, reinterpret_cast<const void *>(idle.hint.load()))) << "an idle worker's stack was scanned";
     EXPECT_TRUE(covered(rb, reinterpret_cast<const void *>(busy.hint.load())));
     g_release = true;
@@ -186,13 +192,11 @@ TEST_F(WorldTest, AFaultFrameLeftOnTheAlternateStackIsScanned) {
     while (!with.hint.load() || !without.hint.load()) std::this_thread::yield();
     RangeBuffer rb;
     ASSERT_TRUE(rb.reserve(4096));
-    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
-    Status st = world().thread_ranges(&rb);
-    world().start();
+    Status st = stopped_thread_ranges(&rb);
     g_release = true;
     a.join();
     b.join();
-    ASSERT_EQ(st, adsmSuccess);
+    ASSERT_EQ(st, adsmSuccess) << adsm::last_detail();
     size_t times = 0;
     for (const Range &r : rb) times += r.lo <= reinterpret_cast<uintptr_t>(frame) && reinterpret_cast<uintptr_t>(frame + 512) <= r.hi;
     EXPECT_EQ(times, 1u) << "the fault frame is scanned once, for the one thread in a fault";
@@ -240,15 +244,13 @@ TEST_F(WorldTest, AThreadOnItsAlternateStackHasItsOwnStackScanned) {
 
     RangeBuffer rb;
     ASSERT_TRUE(rb.reserve(4096));
-    ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
-    Status st = world().thread_ranges(&rb);
-    world().start();
+    Status st = stopped_thread_ranges(&rb);
     bool found = false;  // looked for while the thread's stacks are there
     for (uintptr_t a : find_word(rb, h.key ^ kMask)) found |= near(a, h.hint.load());
     g_release = true;
     t.join();
     sigaction(SIGUSR1, &old, nullptr);
-    ASSERT_EQ(st, adsmSuccess);
+    ASSERT_EQ(st, adsmSuccess) << adsm::last_detail();
     EXPECT_TRUE(found);
 }
 
@@ -268,7 +270,7 @@ TEST_F(WorldTest, TheCallersRegistersAreInItsRanges) {
     ASSERT_EQ(world().stop(nullptr, 0), adsmSuccess) << adsm::last_detail();
     Status st = ranges_with_r15(&rb, 0xfeedf00dull);
     world().start();
-    ASSERT_EQ(st, adsmSuccess);
+    ASSERT_EQ(st, adsmSuccess) << adsm::last_detail();
     EXPECT_TRUE(covered(rb, adsm_gc_caller_regs, 6 * sizeof(uintptr_t)));
     EXPECT_EQ(adsm_gc_caller_regs[5], 0xfeedf00dull ^ kMask);  // r15's place
 }
