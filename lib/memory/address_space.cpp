@@ -47,10 +47,20 @@ Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) 
     }
     base_ = reinterpret_cast<uintptr_t>(user);
     size_ = size;
+    over_device_ = over_device;
     host_fd_ = fd;
     alias_ = static_cast<uint8_t *>(alias);
     ranges_.init(base_, size_);
     return adsmSuccess;
+}
+
+AddressSpace::~AddressSpace() {
+    if (size_ == 0) return;
+    // (Unmapped, the addresses could go to another mapping before the
+    // driver frees its reservation, which may unmap them.)
+    if (over_device_) (void)os::reserve(size_, base_, true);
+    else os::unmap(reinterpret_cast<void *>(base_), size_);
+    detach_after_fork();
 }
 
 Status AddressSpace::allocate(size_t span, uintptr_t *out, size_t align) {

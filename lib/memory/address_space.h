@@ -23,6 +23,10 @@ public:
     // `over_device`, [preferred, +size) is a range the device's driver has
     // reserved already, and the host mirror is mapped over it exactly there.
     Status init(uintptr_t preferred, uint64_t size, bool over_device = false);
+    // Gives the window and its mirror back.  Only a failed start ends a
+    // space; over a device's reservation the window's addresses go back to
+    // what the driver left there, for the device to free.
+    ~AddressSpace();
     // The device pins mirror pages for DMA: freed and zeroed ranges keep
     // their pages (a punched page would leave the device copying from a
     // page the mirror no longer holds).
@@ -62,6 +66,7 @@ private:
     int host_fd_ = -1;
     uint8_t *alias_ = nullptr;
     bool keep_pages_ = false;
+    bool over_device_ = false;
     std::mutex mu_;
     RangeAllocator ranges_;
 };

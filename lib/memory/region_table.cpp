@@ -22,6 +22,18 @@ Status RegionTable::init(uintptr_t base, uint64_t size) {
     return adsmSuccess;
 }
 
+RegionTable::~RegionTable() {
+    if (map_) munmap(map_, os::page_up(pages_ * sizeof(uint32_t)));
+    const size_t bytes = sizeof(Region) << kChunkShift;
+    for (auto &c : chunks_)
+        if (Region *m = c.load(std::memory_order_relaxed)) {
+#if defined(__SANITIZE_ADDRESS__)
+            __lsan_unregister_root_region(m, bytes);
+#endif
+            munmap(m, bytes);
+        }
+}
+
 Region *RegionTable::create() {
     std::lock_guard<std::mutex> lock(mu_);
     uint32_t id;

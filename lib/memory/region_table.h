@@ -26,6 +26,9 @@ public:
     };
 
     Status init(uintptr_t base, uint64_t size);
+    // Only a failed start, before any region, ends a table (the slab is
+    // never returned while the runtime lives).
+    ~RegionTable();
 
     // A fresh slot (id and generation set, everything else default).
     Region *create();

@@ -27,8 +27,9 @@ foreach(p batch lazy rolling delta)
     ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p};ADSM_CUDA_PIN_THREADS=4")
 endforeach()
 add_test(NAME cuda.device.two_gpus COMMAND cuda_device_tests --gtest_filter=CudaTwoGpus.*)
+add_test(NAME cuda.device.two_gpus.failed_start COMMAND cuda_device_tests --gtest_filter=CudaDeviceStart.*)
 add_test(NAME cuda.device.two_gpus.no_peer COMMAND cuda_device_tests --gtest_filter=CudaTwoGpusNoPeer.*)
-set_tests_properties(cuda.device.two_gpus PROPERTIES TIMEOUT 120
+set_tests_properties(cuda.device.two_gpus cuda.device.two_gpus.failed_start PROPERTIES TIMEOUT 120
   ENVIRONMENT "${on_double};ADSM_DEVICE=cuda,cuda;FAKE_CUDA_DEVICES=2")
 set_tests_properties(cuda.device.two_gpus.no_peer PROPERTIES TIMEOUT 120
   ENVIRONMENT "${on_double};ADSM_DEVICE=cuda,cuda;FAKE_CUDA_DEVICES=2;FAKE_CUDA_NO_PEER=1")

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -371,6 +372,53 @@ inline void a_failed_start_leaves_no_thread_behind() {
             _exit(failed && after == before ? 0 : 1);
         },
         testing::ExitedWithCode(0), "");
+}
+
+// Mappings and open files of the runtime's host mirror in this process.
+inline int host_mirrors_left() {
+    int n = 0;
+    char line[512];
+    if (FILE *f = fopen("/proc/self/maps", "r")) {
+        while (fgets(line, sizeof line, f)) n += strstr(line, "memfd:adsm-host") != nullptr;
+        fclose(f);
+    }
+    if (DIR *d = opendir("/proc/self/fd")) {
+        while (dirent *e = readdir(d)) {
+            char path[300];
+            char target[256] = {};
+            snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+            if (readlink(path, target, sizeof target - 1) > 0) n += strstr(target, "adsm-host") != nullptr;
+        }
+        closedir(d);
+    }
+    return n;
+}
+
+// Starts the runtime so that it fails late (the trace file cannot be
+// written) and says whether it gave back all it took: of each of `kinds`,
+// the driver's double holds (`held`: its count, by name) what it held
+// before, and the host mirror is gone.
+inline bool a_late_start_failure_gives_all_back(long (*held)(const char *), const std::vector<const char *> &kinds) {
+    std::vector<long> before;
+    for (const char *k : kinds) before.push_back(held(k));
+    setenv("ADSM_TRACE", "/nonexistent-directory/trace.json", 1);
+    bool ok = adsmAlloc(100) == nullptr;
+    if (!ok) fprintf(stderr, "the start did not fail\n");
+    for (size_t i = 0; i < kinds.size(); ++i)
+        if (held(kinds[i]) != before[i]) {
+            fprintf(stderr, "%s held: %ld before the start, %ld after it failed\n", kinds[i], before[i], held(kinds[i]));
+            ok = false;
+        }
+    if (int n = host_mirrors_left()) {
+        fprintf(stderr, "%d mappings or files of the host mirror left\n", n);
+        ok = false;
+    }
+    return ok;
+}
+
+inline void a_failed_start_gives_back_what_it_took(long (*held)(const char *), const std::vector<const char *> &kinds) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(_exit(a_late_start_failure_gives_all_back(held, kinds) ? 0 : 1), testing::ExitedWithCode(0), "");
 }
 
 }  // namespace device_test

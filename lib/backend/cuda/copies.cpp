@@ -19,6 +19,19 @@ Status CopyEngine::init(const Driver *d, const gpu::Window *window, gpu::DeviceL
     return adsmSuccess;
 }
 
+void CopyEngine::close() {
+    // The wait comes first: a landing queued behind a copy calls into this
+    // engine, which must outlive it.
+    for (CUstream *s : {&stream_, &sync_stream_})
+        if (*s) {
+            d_->cuStreamSynchronize(*s);
+            d_->cuStreamDestroy(*s);
+            *s = nullptr;
+        }
+    if (fence_) d_->cuEventDestroy(fence_);
+    fence_ = nullptr;
+}
+
 Status CopyEngine::error(CUresult r, const char *what) {
     if (loss_ && context_is_gone(r)) return loss_->lose(what, d_->describe(r));
     return cuda_fail(adsmErrorDeviceLost, r, what);

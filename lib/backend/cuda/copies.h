@@ -35,6 +35,9 @@ public:
     // A copy that meets a sticky error (a kernel's fault poisons the
     // context) loses the device through `loss`.
     Status init(const Driver *d, const gpu::Window *window, gpu::DeviceLoss *loss);
+    // Waits for what is queued and gives the streams back (the device's
+    // context current).  The engine is unusable after.
+    void close();
 
     Status to_device(CUdeviceptr dst, const void *src, size_t n);
     Status to_host(void *dst, CUdeviceptr src, size_t n);

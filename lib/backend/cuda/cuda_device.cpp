@@ -99,6 +99,28 @@ Status CudaDevice::open(const Config &config, int ordinal, std::unique_ptr<Devic
     return adsmSuccess;
 }
 
+CudaDevice::~CudaDevice() {
+    handler_calls_.stop();
+    // A fork child's driver is not its own; a device that never got its
+    // context has nothing to give back.
+    if (!ctx_ || loss_.in_fork_child()) return;
+    {
+        Entered in(this);
+        // A lost context frees nothing more: the program resets it.
+        if (in.status() == adsmSuccess) {
+            for (uint32_t i = 0; i < kMaxStreams; ++i)
+                if (streams_[i].s.load(std::memory_order_relaxed)) destroy_stream(i);
+            copies_.close();
+            memory().release(&granule_driver_);
+            if (set_->leave(this) && set_->reserved) {
+                d_->cuMemAddressFree(set_->reserved, set_->reserved_size);
+                set_->reserved = 0;
+            }
+        }
+    }
+    d_->cuDevicePrimaryCtxRelease(dev_);
+}
+
 Status CudaDevice::driver_error(CUresult r, const char *what, Status usual) {
     if (!context_is_gone(r)) return cuda_fail(usual, r, what);
     return loss_.lose(what, d_->describe(r));
@@ -116,6 +138,9 @@ Status CudaDevice::reserve_window(uintptr_t preferred, uint64_t size, uintptr_t 
     if (CUresult r = d_->cuMemAddressReserve(&p, size, granularity, preferred, 0); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorInitialization, r, "cuda: cannot reserve device addresses for the shared window");
     *out = static_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(set_->attach_mu);
+    set_->reserved = *out;
+    set_->reserved_size = size;
     return adsmSuccess;
 }
 

@@ -38,6 +38,10 @@ public:
     // Loads the driver and opens GPU `ordinal` (0: the first of
     // CUDA_VISIBLE_DEVICES).
     static Status open(const Config &config, int ordinal, std::unique_ptr<Device> *out);
+    // Gives back what the device took from the driver.  Only a failed start
+    // ends a device (a started runtime keeps its devices for good); the
+    // program, going on without adsm, may use the GPU itself.
+    ~CudaDevice() override;
 
     const char *name() const override { return "cuda"; }
     bool integrated() const override { return false; }

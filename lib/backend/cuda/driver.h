@@ -18,6 +18,7 @@ namespace adsm::cuda {
     X(cuDeviceGetCount, "cuDeviceGetCount")                                                                  \
     X(cuDeviceGetName, "cuDeviceGetName")                                                                    \
     X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                                                  \
+    X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")                                             \
     X(cuCtxGetCurrent, "cuCtxGetCurrent")                                                                    \
     X(cuCtxPushCurrent, "cuCtxPushCurrent_v2")                                                               \
     X(cuCtxPopCurrent, "cuCtxPopCurrent_v2")                                                                 \

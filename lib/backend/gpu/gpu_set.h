@@ -42,11 +42,22 @@ public:
     }
 
     // A device joins; its place in the set is its index for function_on.
-    // Devices never leave: the set goes with the last of them.
     size_t join(Member *d) {
         std::lock_guard<std::mutex> lock(mu_);
         members_.push_back(d);
         return members_.size() - 1;
+    }
+    // A device goes (only a failed start ends devices: a started runtime
+    // keeps them for the process's life).  True for the last of the set,
+    // which gives back what the set took from the driver: the window's
+    // reservation and the host registrations.
+    bool leave(Member *d) {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto &m : members_)
+            if (m == d) m = nullptr;
+        for (Member *m : members_)
+            if (m) return false;
+        return true;
     }
     std::vector<Member *> members() const {
         std::lock_guard<std::mutex> lock(mu_);
@@ -63,6 +74,10 @@ public:
     // device to open.
     std::mutex attach_mu;
     void *shared_context = nullptr;
+    // The window's addresses as the driver reserved them (reserve_window),
+    // for the last device to give back.
+    uintptr_t reserved = 0;
+    uint64_t reserved_size = 0;
     Window window;
     std::unique_ptr<GranuleDriver> pins;  // registers host memory, for every GPU
     Granules memory;

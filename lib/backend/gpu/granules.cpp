@@ -214,6 +214,25 @@ void Granules::destroy(uint64_t index, Granule &g) {
     });
 }
 
+void Granules::release(GranuleDriver *owner) {
+    if (!initialized()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = granules_.begin(); it != granules_.end();) {
+        if (it->second.users == 0 || it->second.owner != owner) {
+            ++it;
+            continue;
+        }
+        destroy(it->first, it->second);
+        granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
+        it = granules_.erase(it);
+    }
+    // (destroy undoes a registration with its last granule; one of a
+    // granule never backed would stay.)
+    if (granules_in_use_.load(std::memory_order_relaxed) != 0) return;
+    for (auto &[first, r] : registrations_) driver_->unpin(alias_ + first * kPage);
+    registrations_.clear();
+}
+
 void Granules::forget_host(uintptr_t addr, uint64_t bytes) {
     if (bytes == 0 || addr < base_) return;
     const uint64_t p0 = (addr - base_) / kPage, p1 = (addr - base_ + bytes + kPage - 1) / kPage;

@@ -102,6 +102,9 @@ public:
     // GPU holds are left alone.  The host pages stay (an evicted object's
     // host copy is its only one).
     void decommit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner = nullptr);
+    // `owner`'s device goes: lets go of every granule it holds, and once no
+    // granule is left, of every host registration.
+    void release(GranuleDriver *owner);
     // The host copy of [addr, addr+bytes) is garbage (its allocation was
     // freed): gives its pages back to the system, but for pinned ones.
     void forget_host(uintptr_t addr, uint64_t bytes);

@@ -14,6 +14,7 @@ namespace adsm::levelzero {
 Status AsyncCopies::init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
                          const gpu::Window *window, gpu::DeviceLoss *loss) {
     d_ = d;
+    ctx_ = ctx;
     window_ = window;
     loss_ = loss;
     if (ze_result_t r = make_immediate_list(d_, ctx, dev, ordinal, &list_); r != ZE_RESULT_SUCCESS)
@@ -32,8 +33,9 @@ Status AsyncCopies::init(const Driver *d, ze_context_handle_t ctx, ze_device_han
     return adsmSuccess;
 }
 
-AsyncCopies::~AsyncCopies() {
-    if (!landing_started_) return;
+bool AsyncCopies::stop_landing() {
+    if (!landing_started_) return true;
+    landing_started_ = false;
     // Copies still queued land first; one stuck in the driver (a hung
     // device) is not waited for long.
     ending_.store(true, std::memory_order_release);
@@ -42,10 +44,24 @@ AsyncCopies::~AsyncCopies() {
     timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
-    if (pthread_timedjoin_np(landing_, nullptr, &until) != 0) {
-        ADSM_LOG(error, "levelzero: the copy landing thread is stuck in the driver; it is left behind");
-        pthread_detach(landing_);
+    if (pthread_timedjoin_np(landing_, nullptr, &until) == 0) return true;
+    ADSM_LOG(error, "levelzero: the copy landing thread is stuck in the driver; it is left behind");
+    pthread_detach(landing_);
+    return false;
+}
+
+void AsyncCopies::close() {
+    if (!stop_landing()) return;
+    if (pool_) {  // (a failed make_host_events left no events)
+        for (ze_event_handle_t &e : events_)
+            if (e) d_->zeEventDestroy(e), e = nullptr;
+        d_->zeEventPoolDestroy(pool_);
     }
+    if (list_) d_->zeCommandListDestroy(list_);
+    if (staging_) d_->zeMemFree(ctx_, staging_);
+    pool_ = nullptr;
+    list_ = nullptr;
+    staging_ = nullptr;
 }
 
 uint64_t AsyncCopies::to_device(uintptr_t dst, const void *src, size_t n, CopyDone done, void *arg) {

@@ -31,10 +31,14 @@ class AsyncCopies {
 public:
     // Ends the landing thread: a device that failed to start, or that ends,
     // frees what the thread reads.
-    ~AsyncCopies();
+    ~AsyncCopies() { (void)stop_landing(); }
     // A copy that meets a lost device loses it through `loss` too.
     Status init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
                 const gpu::Window *window, gpu::DeviceLoss *loss);
+    // Lands what is queued and gives the driver's objects back (after init,
+    // even a failed one); kept where the landing thread is stuck in the
+    // driver, which may still use them.  Unusable after.
+    void close();
 
     // The copy's ticket (its last piece's).  Failures reach `done` and
     // take_failure().
@@ -61,10 +65,14 @@ private:
     };
     uint64_t submit(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
     static void *landing_main(void *self);
+    // Ends the landing thread once the copies queued have landed; false if
+    // it is stuck in the driver (then left behind).
+    bool stop_landing();
     void land_next(uint64_t ticket);
     bool failed_piece_ = false;  // an earlier piece of the copy landing now failed (landing thread)
 
     const Driver *d_ = nullptr;
+    ze_context_handle_t ctx_ = nullptr;
     const gpu::Window *window_ = nullptr;
     gpu::DeviceLoss *loss_ = nullptr;
     ze_command_list_handle_t list_ = nullptr;

@@ -7,6 +7,7 @@ namespace adsm::levelzero {
 Status CopyEngine::init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
                         const gpu::Window *window, gpu::DeviceLoss *loss) {
     d_ = d;
+    ctx_ = ctx;
     window_ = window;
     loss_ = loss;
     if (ze_result_t r = make_immediate_list(d_, ctx, dev, ordinal, &list_); r != ZE_RESULT_SUCCESS)
@@ -21,6 +22,21 @@ Status CopyEngine::init(const Driver *d, ze_context_handle_t ctx, ze_device_hand
     stage_[0] = static_cast<unsigned char *>(stage);
     stage_[1] = stage_[0] + kStage;
     return adsmSuccess;
+}
+
+void CopyEngine::close() {
+    wait(0);
+    wait(1);
+    if (pool_) {  // (a failed make_host_events left no events)
+        for (ze_event_handle_t &e : events_)
+            if (e) d_->zeEventDestroy(e), e = nullptr;
+        d_->zeEventPoolDestroy(pool_);
+    }
+    if (list_) d_->zeCommandListDestroy(list_);
+    if (stage_[0]) d_->zeMemFree(ctx_, stage_[0]);
+    pool_ = nullptr;
+    list_ = nullptr;
+    stage_[0] = stage_[1] = nullptr;
 }
 
 ze_result_t append_staged_copy(const Driver *d, ze_command_list_handle_t list, const gpu::Window &window,

@@ -33,6 +33,9 @@ public:
     // A copy that meets a lost device loses it through `loss` too.
     Status init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t ordinal,
                 const gpu::Window *window, gpu::DeviceLoss *loss);
+    // Waits for what is queued and gives the driver's objects back (after
+    // init, even a failed one).  The engine is unusable after.
+    void close();
 
     Status to_device(uintptr_t dst, const void *src, size_t n);
     Status to_host(void *dst, uintptr_t src, size_t n);
@@ -55,6 +58,7 @@ private:
     Status failed(ze_result_t r, const char *what);
 
     const Driver *d_ = nullptr;
+    ze_context_handle_t ctx_ = nullptr;
     const gpu::Window *window_ = nullptr;
     gpu::DeviceLoss *loss_ = nullptr;
     ze_command_list_handle_t list_ = nullptr;

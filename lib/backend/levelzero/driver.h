@@ -20,6 +20,7 @@ namespace adsm::levelzero {
     X(zeDeviceGetCommandQueueGroupProperties)                         \
     X(zeDeviceCanAccessPeer)                                          \
     X(zeContextCreate)                                                \
+    X(zeContextDestroy)                                               \
     X(zeVirtualMemQueryPageSize)                                      \
     X(zeVirtualMemReserve)                                            \
     X(zeVirtualMemFree)                                               \

@@ -124,6 +124,25 @@ Status LevelZeroDevice::open(const Config &config, int ordinal, std::unique_ptr<
     return adsmSuccess;
 }
 
+LevelZeroDevice::~LevelZeroDevice() {
+    handler_calls_.stop();
+    // A fork child's driver is not its own, and a lost device's objects
+    // may still be in use by work that never ends: both keep everything.
+    if (loss_.usable() != adsmSuccess) return;
+    for (uint32_t i = 0; i < kMaxStreams; ++i)
+        if (streams_[i].list.load(std::memory_order_relaxed)) destroy_stream(i);
+    async_.close();
+    copies_.close();
+    memory().release(&granule_driver_);
+    // The set's context, and the window's reservation in it, go with the
+    // last device.
+    if (!set_->leave(this) || !ctx_) return;
+    if (set_->reserved) d_->zeVirtualMemFree(ctx_, reinterpret_cast<void *>(set_->reserved), set_->reserved_size);
+    set_->reserved = 0;
+    d_->zeContextDestroy(ctx_);
+    set_->shared_context = nullptr;
+}
+
 Status LevelZeroDevice::driver_error(ze_result_t r, const char *what, Status usual) {
     return ze_driver_error(&loss_, r, what, usual);
 }
@@ -142,6 +161,9 @@ Status LevelZeroDevice::reserve_window(uintptr_t preferred, uint64_t size, uintp
         r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorInitialization, r, "levelzero: cannot reserve device addresses for the shared window");
     *out = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(set_->attach_mu);
+    set_->reserved = *out;
+    set_->reserved_size = size;
     return adsmSuccess;
 }
 

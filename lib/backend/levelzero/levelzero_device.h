@@ -48,6 +48,10 @@ class LevelZeroDevice final : public Device {
 public:
     // Loads the loader and opens GPU `ordinal` of the first driver that has GPUs.
     static Status open(const Config &config, int ordinal, std::unique_ptr<Device> *out);
+    // Gives back what the device took from the driver.  Only a failed start
+    // ends a device (a started runtime keeps its devices for good); the
+    // program, going on without adsm, may use the GPU itself.
+    ~LevelZeroDevice() override;
 
     const char *name() const override { return "levelzero"; }
     bool integrated() const override { return false; }

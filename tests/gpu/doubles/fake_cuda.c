@@ -60,6 +60,7 @@ static int run_kernel(const fake_job *j);
 static fake_device devices[VMM_DEVICES] = {DEVICE_QUEUE(0), DEVICE_QUEUE(1), DEVICE_QUEUE(2), DEVICE_QUEUE(3)};
 static atomic_int initialized;
 static int primary_context[VMM_DEVICES];  /* their addresses are the context handles */
+static atomic_long primary_retained, streams_live, events_live;
 /* The calling thread's context stack (its top is current). */
 static __thread CUcontext context_stack[8];
 static __thread int context_depth;
@@ -127,6 +128,22 @@ EXPORT long fake_cuda_pinned_bytes(void) { return atomic_load(&vmm_pinned); }
 EXPORT long fake_cuda_pinned_made_bytes(void) { return atomic_load(&vmm_pinned_made); }
 EXPORT long fake_cuda_registrations(void) { return atomic_load(&vmm_registrations); }
 EXPORT long fake_cuda_pageable_copies(void) { return atomic_load(&vmm_pageable_copies); }
+/* What the program still holds of the driver's: "contexts" (primary
+   context references), "streams", "events", "reservations" (address
+   ranges), "device bytes" or "pinned bytes"; -1 for another name. */
+EXPORT long fake_cuda_held(const char *what) {
+    if (strcmp(what, "contexts") == 0) return atomic_load(&primary_retained);
+    if (strcmp(what, "streams") == 0) return atomic_load(&streams_live);
+    if (strcmp(what, "events") == 0) return atomic_load(&events_live);
+    if (strcmp(what, "device bytes") == 0) return (long)vmm_used;
+    if (strcmp(what, "pinned bytes") == 0) return atomic_load(&vmm_pinned);
+    if (strcmp(what, "reservations") != 0) return -1;
+    long n = 0;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < 16; ++i) n += vmm_reserved[i].size != 0;
+    pthread_mutex_unlock(&vmm_mu);
+    return n;
+}
 EXPORT int fake_cuda_is_reserved(const void *p) {
     pthread_mutex_lock(&vmm_mu);
     int r = vmm_in_reserved((uintptr_t)p, 1);
@@ -173,6 +190,19 @@ EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     if (d < 0 || d >= gpu_count()) return CUDA_ERROR_INVALID_DEVICE;
     *c = (CUcontext)&primary_context[d];
+    atomic_fetch_add(&primary_retained, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice d) {
+    COUNT();
+    NEED_INIT();
+    if (d < 0 || d >= gpu_count()) return CUDA_ERROR_INVALID_DEVICE;
+    if (atomic_fetch_sub(&primary_retained, 1) <= 0) {
+        atomic_fetch_add(&primary_retained, 1);
+        fprintf(stderr, "fake cuda: cuDevicePrimaryCtxRelease without a retain\n");
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -339,6 +369,7 @@ EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
     st->next = streams;
     streams = st;
     pthread_mutex_unlock(&streams_mu);
+    atomic_fetch_add(&streams_live, 1);
     *s = st;
     return CUDA_SUCCESS;
 }
@@ -346,6 +377,7 @@ EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags) {
 /* The stream's queue drains; its worker stays (parked), so it is never freed. */
 EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) {
     COUNT();
+    if (s) atomic_fetch_sub(&streams_live, 1);
     fake_drain(queue_of(s));
     return CUDA_SUCCESS;
 }
@@ -390,6 +422,7 @@ EXPORT CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
     (void)flags;
     if (!e) return CUDA_ERROR_INVALID_VALUE;
     *e = (CUevent)calloc(1, sizeof(struct CUevent_st));
+    atomic_fetch_add(&events_live, 1);
     atomic_store(&(*e)->done, 1);
     return CUDA_SUCCESS;
 }
@@ -419,6 +452,7 @@ EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
 
 EXPORT CUresult CUDAAPI cuEventDestroy(CUevent e) {
     COUNT();
+    if (e) atomic_fetch_sub(&events_live, 1);
     free(e);
     return CUDA_SUCCESS;
 }

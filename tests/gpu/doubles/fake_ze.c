@@ -90,6 +90,8 @@ static atomic_long unstaged_copies;
 EXPORT size_t fake_ze_device_bytes(void) { return vmm_used; }
 EXPORT size_t fake_ze_device_bytes_on(int gpu) { return gpu >= 0 && gpu < VMM_DEVICES ? vmm_used_on[gpu] : 0; }
 EXPORT long fake_ze_unstaged_copies(void) { return atomic_load(&unstaged_copies); }
+/* Objects made and not yet destroyed, by kind (fake_ze_held). */
+static atomic_long contexts_live, lists_live, pools_live, events_live, host_allocs_live;
 EXPORT int fake_ze_is_reserved(const void *p) {
     pthread_mutex_lock(&vmm_mu);
     int r = vmm_in_reserved((uintptr_t)p, 1);
@@ -204,6 +206,23 @@ struct _ze_command_list_handle_t {
 };
 
 EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
+/* What the program still holds of the driver's: "contexts", "command
+   lists", "event pools", "events", "host allocations", "reservations"
+   (address ranges) or "device bytes"; -1 for another name. */
+EXPORT long fake_ze_held(const char *what) {
+    if (strcmp(what, "contexts") == 0) return atomic_load(&contexts_live);
+    if (strcmp(what, "command lists") == 0) return atomic_load(&lists_live);
+    if (strcmp(what, "event pools") == 0) return atomic_load(&pools_live);
+    if (strcmp(what, "events") == 0) return atomic_load(&events_live);
+    if (strcmp(what, "host allocations") == 0) return atomic_load(&host_allocs_live);
+    if (strcmp(what, "device bytes") == 0) return (long)vmm_used;
+    if (strcmp(what, "reservations") != 0) return -1;
+    long n = 0;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < 16; ++i) n += vmm_reserved[i].size != 0;
+    pthread_mutex_unlock(&vmm_mu);
+    return n;
+}
 
 /* A copy append the device refuses: the nth from now returns r, queueing
  * nothing (a test of what the runtime does after a failed append). */
@@ -281,12 +300,14 @@ ENTRY(zeContextCreate, ze_driver_handle_t driver, const ze_context_desc_t *desc,
     if (!driver) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !ctx) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *ctx = (ze_context_handle_t)&the_context;
+    atomic_fetch_add(&contexts_live, 1);
     return ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeContextDestroy, ze_context_handle_t ctx) {
     COUNT();
-    (void)ctx;
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    atomic_fetch_sub(&contexts_live, 1);
     return ZE_RESULT_SUCCESS;
 }
 
@@ -361,7 +382,13 @@ ENTRY(zeMemFree, ze_context_handle_t ctx, void *p) {
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     drain_all();
+    ze_memory_type_t was = ZE_MEMORY_TYPE_UNKNOWN;
+    pthread_mutex_lock(&kinds_mu);
+    for (int i = 0; i < FAKE_MAX_ALLOCS; ++i)
+        if (kinds[i].p == p) was = kinds[i].type;
+    pthread_mutex_unlock(&kinds_mu);
     if (!fake_free(p)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (was == ZE_MEMORY_TYPE_HOST) atomic_fetch_sub(&host_allocs_live, 1);
     set_kind(p, ZE_MEMORY_TYPE_UNKNOWN);
     return ZE_RESULT_SUCCESS;
 }
@@ -512,6 +539,7 @@ static ze_result_t new_list(ze_context_handle_t ctx, ze_device_handle_t dev, con
     *list = (ze_command_list_handle_t)calloc(1, sizeof(struct _ze_command_list_handle_t));
     (*list)->immediate = immediate;
     (*list)->dev = dev;
+    atomic_fetch_add(&lists_live, 1);
     return ZE_RESULT_SUCCESS;
 }
 
@@ -544,6 +572,7 @@ ENTRY(zeCommandListReset, ze_command_list_handle_t list) {
 
 ENTRY(zeCommandListDestroy, ze_command_list_handle_t list) {
     COUNT();
+    if (list) atomic_fetch_sub(&lists_live, 1);
     drain_all();
     free(list);
     return ZE_RESULT_SUCCESS;
@@ -677,11 +706,13 @@ ENTRY(zeEventPoolCreate, ze_context_handle_t ctx, const ze_event_pool_desc_t *de
     if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !pool) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *pool = (ze_event_pool_handle_t)calloc(1, sizeof(struct _ze_event_pool_handle_t));
+    atomic_fetch_add(&pools_live, 1);
     return ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeEventPoolDestroy, ze_event_pool_handle_t pool) {
     COUNT();
+    if (pool) atomic_fetch_sub(&pools_live, 1);
     free(pool);
     return ZE_RESULT_SUCCESS;
 }
@@ -691,11 +722,13 @@ ENTRY(zeEventCreate, ze_event_pool_handle_t pool, const ze_event_desc_t *desc, z
     if (!pool) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !e) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *e = (ze_event_handle_t)calloc(1, sizeof(struct _ze_event_handle_t));
+    atomic_fetch_add(&events_live, 1);
     return ZE_RESULT_SUCCESS;
 }
 
 ENTRY(zeEventDestroy, ze_event_handle_t e) {
     COUNT();
+    if (e) atomic_fetch_sub(&events_live, 1);
     free(e);
     return ZE_RESULT_SUCCESS;
 }
@@ -889,7 +922,9 @@ ENTRY(zeMemAllocHost, ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *h
       void **p) {
     COUNT();
     if (!hd) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    return alloc(ctx, size, alignment, ZE_MEMORY_TYPE_HOST, p);
+    ze_result_t r = alloc(ctx, size, alignment, ZE_MEMORY_TYPE_HOST, p);
+    if (r == ZE_RESULT_SUCCESS) atomic_fetch_add(&host_allocs_live, 1);
+    return r;
 }
 
 /* ---- copies, fills and barriers: at once on an immediate list, in order
