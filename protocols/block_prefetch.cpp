@@ -120,7 +120,11 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
             size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
             stats().add(Counter::prefetched_blocks, run->last - run->first);
             r.stats.moved(false, e - b);
-            uint64_t t = r.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
+            // (A run past the object's bytes, in the rest of its span, has
+            // nothing to copy: it lands at once.)
+            uint64_t t = 0;
+            if (e > b) t = r.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
+            else prefetched(run, adsmSuccess);
             for (uint64_t seen = r.prefetch_ticket.load(std::memory_order_relaxed);
                  t > seen && !r.prefetch_ticket.compare_exchange_weak(seen, t, std::memory_order_release);) {
             }
@@ -158,27 +162,61 @@ Status BlockProtocol::prefetch_range(SharedObject &r, size_t off, size_t len) {
             if (Status s = open_block(r, k, false, &unused); s != adsmSuccess) return s;
         }
     }
-    // The runs of closed blocks in [lo, hi) that no prefetch fills yet.
-    auto missing = [&](uint32_t k) { return r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded)); };
     uint32_t stopped;
     prefetch_runs(
         r, true,
-        [&](uint32_t from, uint32_t *first, uint32_t *last) {
-            uint32_t k = std::max(from, lo);
-            while (k < hi && !missing(k)) ++k;
-            if (k == hi) return false;
-            uint32_t j = k + 1;
-            while (j < hi && missing(j)) ++j;
-            *first = k;
-            *last = j;
-            return true;
-        },
+        [&](uint32_t from, uint32_t *first, uint32_t *last) { return next_missing_run(r, from, lo, hi, first, last); },
         &stopped);
     if (stopped >= hi) return adsmSuccess;
     // No free run for the rest (a thousand prefetches in flight): it comes
     // in now.
     const size_t rest = std::max(off, r.block_begin(std::max(stopped, lo)));
     return fetch_range(r, rest, off + len - rest);
+}
+
+bool BlockProtocol::next_missing_run(const SharedObject &r, uint32_t from, uint32_t lo, uint32_t hi, uint32_t *first,
+                                     uint32_t *last) {
+    auto missing = [&](uint32_t k) { return r.state(k) == kInvalid && !(r.blocks[k] & (kIncoming | kLanded)); };
+    uint32_t k = std::max(from, lo);
+    while (k < hi && !missing(k)) ++k;
+    if (k >= hi) return false;
+    uint32_t j = k + 1;
+    while (j < hi && missing(j)) ++j;
+    *first = k;
+    *last = j;
+    return true;
+}
+
+bool BlockProtocol::plan_ahead(SharedObject &r, uint32_t k, uint32_t *first, uint32_t *end) {
+    ADSM_HOLDS(r.lock);
+    // Not while a store's asynchronous copy into the device copy may be on
+    // its way: a fetch could overtake it.  Nor where blocks cannot open
+    // alone.
+    const uint64_t bs = r.block_size;
+    if (r.stores_ticket != 0 || r.coarse || bs == 0) return false;
+    // (Blocks past the object's bytes, up to the end of its span, hold none.)
+    const auto with_data = static_cast<uint32_t>(std::min<uint64_t>((r.size + bs - 1) / bs, r.nblocks));
+    const auto most = static_cast<uint32_t>(std::min<uint64_t>(read_ahead_ / bs, with_data));
+    const auto start = static_cast<uint32_t>(std::max<uint64_t>((uint64_t{1} << 20) / bs, 1));
+    if (!plan_read_ahead(r.ahead, k, with_data, start, most, first, end)) return false;
+    uint32_t marker_end;
+    if (!next_missing_run(r, *first, *first, *end, first, &marker_end)) return false;
+    r.ahead.marker = *first;
+    return true;
+}
+
+void BlockProtocol::read_ahead(SharedObject &r, uint32_t first, uint32_t end) {
+    // (Runs that cannot start now cost faults later, nothing more.)
+    uint32_t stopped;
+    stats().add(Counter::read_ahead_windows);
+    prefetch_runs(
+        r, false,
+        [&](uint32_t from, uint32_t *f, uint32_t *l) { return next_missing_run(r, from, first, first + 1, f, l); },
+        &stopped);
+    prefetch_runs(
+        r, true,
+        [&](uint32_t from, uint32_t *f, uint32_t *l) { return next_missing_run(r, from, first + 1, end, f, l); },
+        &stopped);
 }
 
 // Once a prefetch has ended (on the copy engine's thread, or on the spot).

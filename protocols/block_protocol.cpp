@@ -24,7 +24,8 @@ BlockProtocol::BlockProtocol(const ProtocolEnv &env, BlockPolicy policy)
       whole_object_(policy.whole_object),
       writes_(std::move(policy.writes)),
       reads_(std::move(policy.reads)),
-      block_size_(env.config->block_size) {
+      block_size_(env.config->block_size),
+      read_ahead_(env.config->read_ahead) {
     if (env_.devices.empty()) env_.device->start_copy_engine();
     for (Device *d : env_.devices) d->start_copy_engine();
 }
@@ -210,6 +211,7 @@ Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, 
     Status result = adsmSuccess;
     uint8_t st = r.state(k);
     size_t page = off / os::kPageSize;
+    uint32_t ahead = 0, ahead_end = 0;
     if (st == kInvalid) {
         bool landed = r.blocks[k] & kLanded;
         if (!landed) result = fetch(r, k, k + 1);
@@ -218,6 +220,7 @@ Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, 
             reads_->touched(r, k, write);
             result = open_block(r, k, write, &newly_dirty);
         }
+        if (result == adsmSuccess) plan_ahead(r, k, &ahead, &ahead_end);
         if (result == adsmSuccess && write && !r.coarse && writes_->opened_on_write(r, k, page) != adsmSuccess)
             result = coarsen(r);
         (write ? r.stats.write_faults : r.stats.read_faults).fetch_add(1, std::memory_order_relaxed);
@@ -239,6 +242,7 @@ Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, 
     r.lock.unlock();
     if (result != adsmSuccess) return FaultOutcome::failed;
     if (newly_dirty) dirtied(r, k);
+    if (ahead < ahead_end) read_ahead(r, ahead, ahead_end);
     return FaultOutcome::retry;
 }
 

@@ -118,6 +118,15 @@ private:
     Status copy_out(SharedObject &r, size_t begin, size_t end, bool async);
     void keep_open(SharedObject &r, uint32_t first, uint32_t last);
     Status prefetch(SharedObject &r);
+    // The next run [*first, *last) of blocks in [lo, hi) from `from` on
+    // that are closed and that no prefetch fills; false if none.  Under r.lock.
+    static bool next_missing_run(const SharedObject &r, uint32_t from, uint32_t lo, uint32_t hi, uint32_t *first,
+                                 uint32_t *last);
+    // Read-ahead (read_ahead.h) after a fault that needed data in block k:
+    // the blocks to fetch, [*first, *end), the window's first block (left
+    // closed, its marker) first.  Under r.lock.
+    bool plan_ahead(SharedObject &r, uint32_t k, uint32_t *first, uint32_t *end);
+    void read_ahead(SharedObject &r, uint32_t first, uint32_t end);
     // Queues the runs of blocks next_run(from, &first, &last) gives, in
     // batches: marked incoming under r.lock, copied outside it.  Returns
     // the block where it stopped for want of a free PrefetchRun (*stopped,
@@ -138,6 +147,7 @@ private:
     std::unique_ptr<WriteDetection> writes_;
     std::unique_ptr<ReadPrediction> reads_;
     size_t block_size_;
+    uint64_t read_ahead_;  // ADSM_READ_AHEAD
     static constexpr unsigned kRuns = 1024;
     PrefetchRun runs_[kRuns];
     std::atomic<unsigned> next_run_{0};

@@ -13,6 +13,7 @@
 #include "backend/device.h"
 #include "os/futex_lock.h"
 #include "os/invariant.h"
+#include "protocols/read_ahead.h"
 
 namespace adsm {
 
@@ -147,6 +148,7 @@ struct SharedObject {
     // bytes (they run on another queue), so stores write the host copy only
     // and leave the block to the release, which waits for them first.
     std::atomic<uint32_t> flushes_in_flight{0};
+    ReadAhead ahead;  // faults in order fetch what follows (read_ahead.h)
 
     // Clears everything but identity, the lock and the live flag, for a reused slot.
     void reset_object() {
@@ -170,6 +172,7 @@ struct SharedObject {
         coarse = false;
         resend.store(false, std::memory_order_relaxed);
         flushes_in_flight.store(0, std::memory_order_relaxed);
+        ahead = ReadAhead{};
         kernel_reads.store(false, std::memory_order_relaxed);
         stats.clear();
     }

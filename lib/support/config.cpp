@@ -31,6 +31,9 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_PROTOCOL", "batch|lazy|rolling|delta", "coherence protocol (default delta)"},
         {"ADSM_BLOCK_SIZE", "SIZE", "coherence block size, a multiple of the page size (default 256K)"},
         {"ADSM_ROLLING_SIZE", "N", "dirty blocks the rolling protocol keeps before evicting (default 8, at least 2)"},
+        {"ADSM_READ_AHEAD", "SIZE",
+         "most bytes fetched ahead in the background once the CPU faults on blocks of an object one after "
+         "another; the window doubles from 1M (or a block) as the CPU keeps on (0: none; default 8M)"},
         {"ADSM_SIM_MEMORY", "SIZE", "memory of the simulated accelerator (default 16G)"},
         {"ADSM_SIM_LINK_GBPS", "GB/s", "simulated link bandwidth; 0 copies at memory speed (default 0)"},
         {"ADSM_SIM_LINK_LATENCY_US", "us", "simulated latency per transfer (default 0)"},
@@ -255,6 +258,11 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
         if (!parse_uint(v, &n) || n < 2 || n > (1u << 20))
             return bad("ADSM_ROLLING_SIZE", v, "a whole number from 2 to 1048576 (a store can straddle two blocks)");
         c.rolling_size = n;
+    }
+    if (const char *v = lookup("ADSM_READ_AHEAD"); v && *v) {
+        uint64_t s;
+        if (!parse_size(v, &s) || s > (1ull << 32)) return bad("ADSM_READ_AHEAD", v, "a size up to 4G, such as 0 or 16M");
+        c.read_ahead = s;
     }
     if (const char *v = lookup("ADSM_SIM_MEMORY"); v && *v) {
         uint64_t s;

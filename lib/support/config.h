@@ -22,6 +22,7 @@ struct Config {
     std::string protocol = "delta";     // ADSM_PROTOCOL
     size_t block_size = 256 * 1024;     // ADSM_BLOCK_SIZE
     size_t rolling_size = 8;            // ADSM_ROLLING_SIZE: dirty blocks kept before eviction
+    uint64_t read_ahead = 8ull << 20;   // ADSM_READ_AHEAD: most bytes fetched ahead of sequential faults (0: none)
     uint64_t sim_memory = 16ull << 30;  // ADSM_SIM_MEMORY: device capacity
     double link_gbps = 0;               // ADSM_SIM_LINK_GBPS: 0 means memcpy speed
     double link_latency_us = 0;         // ADSM_SIM_LINK_LATENCY_US

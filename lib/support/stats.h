@@ -53,6 +53,7 @@ namespace adsm {
     X(io_bytes, "I/O bytes on shared memory")                     \
     X(evictions, "rolling evictions")                             \
     X(prefetched_blocks, "blocks prefetched")                     \
+    X(read_ahead_windows, "read-ahead windows")                   \
     X(landings_given_up, "prefetch landings given up")            \
     X(chaos_cycles, "chaos release/acquire cycles")               \
     X(coarsened_regions, "regions protected as one block")        \

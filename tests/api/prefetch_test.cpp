@@ -1,7 +1,9 @@
 // adsmPrefetch and adsmAdvise: data moved ahead of use, to the host or to
 // the device, and advice on how kernels use it.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "support/stats.h"
@@ -171,4 +173,75 @@ TEST(AdviseTest, BadAdviceIsRefused) {
     EXPECT_EQ(adsmAdvise(&local, 4, ADSM_ADVISE_READ_MOSTLY), adsmErrorInvalidPointer);
     EXPECT_EQ(adsmAdvise(nullptr, 4, ADSM_ADVISE_READ_MOSTLY), adsmErrorInvalidPointer);
     EXPECT_EQ(adsmAdvise(v.data() + 1000, 4096, ADSM_ADVISE_PREFER_HOST), adsmErrorInvalidValue) << "past the end";
+}
+
+// Sequential read-ahead (ADSM_READ_AHEAD): a result read back in order
+// faults on a few of its blocks, the rest fetched in the background; read
+// out of order, nothing comes ahead.
+namespace {
+
+struct ReadBack {
+    adsmDeviceInfo info{};
+    size_t n = 0, nblocks = 0;
+    bool read_ahead = true;
+    ReadBack() {
+        EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+        // Not a whole number of blocks, nor of a GPU's 2 MiB granules: the
+        // object's span goes on past its bytes.
+        n = (std::max<size_t>(16u << 20, 64 * info.block_size) + 3 * info.block_size + 100) / sizeof(uint32_t);
+        nblocks = (n * sizeof(uint32_t) + info.block_size - 1) / info.block_size;
+        const char *v = getenv("ADSM_READ_AHEAD");
+        read_ahead = !(v && strcmp(v, "0") == 0);
+    }
+    // A kernel leaves every block of v on the device alone.
+    void run_kernel(adsm::shared_array<uint32_t> &v) {
+        auto inc = device_kernel<increment>("prefetch.increment");
+        for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i);
+        inc(adsm::blocks_for(n, 256), 256, v.data(), n);
+        ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    }
+};
+
+}  // namespace
+
+TEST(SequentialReadTest, AnObjectReadInOrderFaultsOnAFewOfItsBlocks) {
+    ReadBack t;
+    adsm::shared_array<uint32_t> v(t.n);
+    t.run_kernel(v);
+    const uint64_t reads = counter(adsm::Counter::read_faults), windows = counter(adsm::Counter::read_ahead_windows);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < t.n; ++i) sum += v[i];
+    EXPECT_EQ(sum, uint64_t(t.n) * (t.n - 1) / 2 + t.n) << "every byte the kernel wrote, read ahead or not";
+    if (!is_discrete()) return;
+    const uint64_t faulted = counter(adsm::Counter::read_faults) - reads;
+    const std::string p = t.info.protocol;
+    if (t.read_ahead) {
+        EXPECT_LE(faulted, std::max<size_t>(1, t.nblocks / 4)) << p << ": " << t.nblocks << " blocks read in order";
+        if (p == "rolling" || p == "delta") {
+            EXPECT_GT(counter(adsm::Counter::read_ahead_windows), windows);
+        }
+    } else if (p == "rolling") {
+        EXPECT_EQ(faulted, t.nblocks) << "ADSM_READ_AHEAD=0: a fault per block";
+        EXPECT_EQ(counter(adsm::Counter::read_ahead_windows), windows);
+    }
+}
+
+TEST(SequentialReadTest, AnObjectReadOutOfOrderGetsNothingAhead) {
+    ReadBack t;
+    adsm::shared_array<uint32_t> v(t.n);
+    t.run_kernel(v);
+    const uint64_t d2h = counter(adsm::Counter::d2h_bytes), windows = counter(adsm::Counter::read_ahead_windows);
+    // Every fourth block, from the last one down.
+    const size_t per_block = t.info.block_size / sizeof(uint32_t);
+    size_t touched = 0;
+    for (size_t b = t.nblocks; b >= 4; b -= 4) {
+        EXPECT_EQ(v[(b - 1) * per_block], static_cast<uint32_t>((b - 1) * per_block + 1));
+        ++touched;
+    }
+    if (!is_discrete() || (std::string(t.info.protocol) != "rolling" && std::string(t.info.protocol) != "delta")) return;
+    EXPECT_EQ(counter(adsm::Counter::read_ahead_windows), windows);
+    // (The last block is partly past the object's end.)
+    const size_t last_block_bytes = t.n * sizeof(uint32_t) - (t.nblocks - 1) * t.info.block_size;
+    EXPECT_EQ(counter(adsm::Counter::d2h_bytes) - d2h, (touched - 1) * t.info.block_size + last_block_bytes)
+        << "only the blocks read came back";
 }
