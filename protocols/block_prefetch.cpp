@@ -20,6 +20,18 @@ using namespace block;
 
 void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
+    // First the copy of the run that holds k, where the ring has one: most
+    // often its landing opens k, and the wait ends well before the later
+    // runs' copies.  (An entry is a hint: a stale one ends the wait early,
+    // and the wait for every prefetch below settles what remains.)
+    if (const SharedObject::IncomingRun *own = r.incoming_run(k)) {
+        const uint64_t t = own->ticket;
+        Device *device = r.device;
+        r.lock.unlock();
+        (void)device->wait_copies(t);
+        r.lock.lock();
+        if (!r.blocks || !(r.blocks[k] & kIncoming)) return;
+    }
     // A run being submitted has no ticket yet: the wait below would end
     // before its copy, which then writes the host copy under whatever the
     // CPU wrote there meanwhile.
@@ -115,8 +127,12 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
                 from = last;
             }
         }
+        SharedObject::IncomingRun submitted[kBatch];
         for (unsigned i = 0; i < n; ++i) {
             PrefetchRun *run = batch[i];
+            // (Once submitted, the run may land and be taken for another.)
+            submitted[i].first = run->first;
+            submitted[i].last = run->last;
             size_t b = r.block_begin(run->first), e = r.block_data_end(run->last - 1);
             stats().add(Counter::prefetched_blocks, run->last - run->first);
             r.stats.moved(false, e - b);
@@ -125,10 +141,18 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
             uint64_t t = 0;
             if (e > b) t = r.device->copy_to_host_async(r.alias + b, r.dev + b, e - b, &BlockProtocol::prefetched, run);
             else prefetched(run, adsmSuccess);
+            submitted[i].ticket = t;
             for (uint64_t seen = r.prefetch_ticket.load(std::memory_order_relaxed);
                  t > seen && !r.prefetch_ticket.compare_exchange_weak(seen, t, std::memory_order_release);) {
             }
             r.prefetches_unticketed.fetch_sub(1, std::memory_order_release);
+        }
+        if (n) {
+            // (After they stop counting as unticketed: a holder of the lock
+            // may be waiting for that.)
+            os::FutexGuard g(r.lock);
+            for (unsigned i = 0; i < n; ++i)
+                if (submitted[i].ticket) r.incoming_runs[r.incoming_next++ % SharedObject::kIncomingRuns] = submitted[i];
         }
         if (n < kBatch || starved) {
             *stopped = starved ? from : UINT32_MAX;
@@ -213,9 +237,17 @@ void BlockProtocol::read_ahead(SharedObject &r, uint32_t first, uint32_t end) {
         r, false,
         [&](uint32_t from, uint32_t *f, uint32_t *l) { return next_missing_run(r, from, first, first + 1, f, l); },
         &stopped);
+    // In two runs: each opens as it lands, and the CPU reading the window
+    // waits for the half it reaches.  (Three runs a window: the object's
+    // ring of tickets holds the last two windows'.)
+    const uint32_t piece = std::max<uint32_t>((end - first) / 2, 1);
     prefetch_runs(
         r, true,
-        [&](uint32_t from, uint32_t *f, uint32_t *l) { return next_missing_run(r, from, first + 1, end, f, l); },
+        [&](uint32_t from, uint32_t *f, uint32_t *l) {
+            if (!next_missing_run(r, from, first + 1, end, f, l)) return false;
+            *l = std::min(*l, *f + piece);
+            return true;
+        },
         &stopped);
 }
 

@@ -132,6 +132,25 @@ struct SharedObject {
     // prefetch_ticket yet (being submitted): until then a wait for
     // prefetch_ticket says nothing about them.
     std::atomic<uint32_t> prefetches_unticketed{0};
+    // The last prefetch runs with their tickets (a ring, newest last, a
+    // hint): a touch of a block still coming waits for its own run's copy
+    // first, not for every prefetch queued since (read-ahead queues the
+    // next window while the CPU reads the last).
+    struct IncomingRun {
+        uint32_t first = 0, last = 0;
+        uint64_t ticket = 0;
+    };
+    static constexpr uint32_t kIncomingRuns = 8;
+    IncomingRun incoming_runs[kIncomingRuns];
+    uint32_t incoming_next = 0;
+    // The newest of incoming_runs that holds block k, or null.
+    const IncomingRun *incoming_run(uint32_t k) const {
+        for (uint32_t i = 1; i <= kIncomingRuns; ++i) {
+            const IncomingRun &run = incoming_runs[(incoming_next - i) % kIncomingRuns];
+            if (run.ticket && k >= run.first && k < run.last) return &run;
+        }
+        return nullptr;
+    }
     // The system refused to split this object's protection (too many
     // mappings): its blocks open and close together from then on.
     bool coarse = false;
@@ -169,6 +188,8 @@ struct SharedObject {
         prefetch_ticket.store(0, std::memory_order_relaxed);
         stores_ticket = 0;
         prefetches_unticketed.store(0, std::memory_order_relaxed);
+        for (IncomingRun &run : incoming_runs) run = IncomingRun{};
+        incoming_next = 0;
         coarse = false;
         resend.store(false, std::memory_order_relaxed);
         flushes_in_flight.store(0, std::memory_order_relaxed);

@@ -2,7 +2,7 @@
 // tables.  Each measurement runs in a child process of its own, because the
 // runtime reads its configuration (protocol, tracker, block size) once.
 //
-//   adsm-bench-protocols [fault|tracking|bytes|delta]...   (default: all)
+//   adsm-bench-protocols [fault|tracking|bytes|delta|readback]...   (default: all)
 #include <adsm.hpp>
 #include <signal.h>
 #include <sys/mman.h>
@@ -240,6 +240,39 @@ int child_delta(const char *workload) {
     return 0;
 }
 
+// A result read back after a kernel, in order, a word of each page (what
+// the CPU does with the bytes is not what is measured): the time from the
+// first read to the last, and the same bytes copied explicitly from device
+// memory into private memory and read there.
+int child_readback() {
+    const size_t n = 64u << 20, words = n / sizeof(uint64_t);
+    auto *p = static_cast<uint64_t *>(adsmAlloc(n));
+    adsm::kernel<touch_all> touch("bench.touch_all");
+    auto grid = adsm::blocks_for(n / 4096, 256);
+    for (size_t i = 0; i < words; ++i) p[i] = i;
+    touch(grid, 256, reinterpret_cast<uint8_t *>(p), n, uint8_t(1));
+    adsm::sync();
+    const uint64_t f0 = counter(adsm::Counter::read_faults), w0 = counter(adsm::Counter::read_ahead_windows);
+    uint64_t check = 0;
+    constexpr size_t kStride = 4096 / sizeof(uint64_t);
+    auto t0 = Clock::now();
+    for (size_t i = 0; i < words; i += kStride) check += p[i];
+    const double ms = ns_since(t0) / 1e6;
+    const uint64_t faults = counter(adsm::Counter::read_faults) - f0;
+    const uint64_t windows = counter(adsm::Counter::read_ahead_windows) - w0;
+    void *dev = nullptr;
+    std::vector<uint64_t> host(words, 1);
+    if (adsmDeviceAlloc(&dev, n) != adsmSuccess || adsmCopyToDevice(dev, host.data(), n) != adsmSuccess) return 1;
+    t0 = Clock::now();
+    if (adsmCopyToHost(host.data(), dev, n) != adsmSuccess) return 1;
+    for (size_t i = 0; i < words; i += kStride) check += host[i];
+    const double explicit_ms = ns_since(t0) / 1e6;
+    printf("ms=%.2f explicit_ms=%.2f faults=%llu windows=%llu check=%llu\n", ms, explicit_ms,
+           static_cast<unsigned long long>(faults), static_cast<unsigned long long>(windows),
+           static_cast<unsigned long long>(check));
+    return 0;
+}
+
 // ---------------------------------------------------------------- parent
 
 std::map<std::string, double> run_child(const char *self, const std::vector<std::string> &args,
@@ -302,6 +335,31 @@ void bench_bytes(const char *self) {
            "   writes everything.  The ratio compares the bytes moved in the scenario's direction.)\n");
 }
 
+void bench_readback(const char *self) {
+    printf("\nreading a 64 MiB result back in order after a kernel, a word a page (block 256 KiB, median of 5 runs),\n"
+           "with and without read-ahead, against copying it explicitly into private memory and reading it there\n");
+    printf("  %-24s %-8s %-12s %8s %8s %8s %12s %10s\n", "link", "protocol", "read-ahead", "ms", "faults", "windows",
+           "explicit ms", "ratio");
+    struct Link {
+        const char *label;
+        std::vector<std::string> env;
+    } links[] = {{"55 GB/s, 9.8 us a copy", {"ADSM_SIM_LINK_GBPS=55", "ADSM_SIM_LINK_LATENCY_US=2.7", "ADSM_SIM_SYNC_COPY_US=9.8"}},
+                 {"12 GB/s + 10 us", {"ADSM_SIM_LINK_GBPS=12", "ADSM_SIM_LINK_LATENCY_US=10"}}};
+    for (const Link &l : links)
+        for (const char *proto : {"rolling", "delta"})
+            for (const char *ahead : {"8M", "0"}) {
+                std::vector<std::string> env = l.env;
+                env.push_back(std::string("ADSM_PROTOCOL=") + proto);
+                env.push_back(std::string("ADSM_READ_AHEAD=") + ahead);
+                std::vector<std::map<std::string, double>> runs;
+                for (int i = 0; i < 5; ++i) runs.push_back(run_child(self, {"readback"}, env));
+                std::sort(runs.begin(), runs.end(), [](auto &a, auto &b) { return a["ms"] < b["ms"]; });
+                auto &kv = runs[2];
+                printf("  %-24s %-8s %-12s %8.2f %8.0f %8.0f %12.2f %9.2fx\n", l.label, proto, ahead, kv["ms"],
+                       kv["faults"], kv["windows"], kv["explicit_ms"], kv["explicit_ms"] > 0 ? kv["ms"] / kv["explicit_ms"] : 0.0);
+            }
+}
+
 void bench_delta(const char *self) {
     printf("\ndelta against rolling (64 MiB, link 12 GB/s + 10 us, 20 iterations, per iteration, median of 3 runs)\n"
            "  sparse: the CPU updates 1%% of the pages, scattered, between kernels;\n"
@@ -345,18 +403,20 @@ int main(int argc, char **argv) {
         if (what == "tracking") return child_tracking();
         if (what == "bytes" && argc == 4) return child_bytes(argv[3]);
         if (what == "delta" && argc == 4) return child_delta(argv[3]);
+        if (what == "readback") return child_readback();
         return 2;
     }
     std::vector<std::string> which(argv + 1, argv + argc);
-    if (which.empty()) which = {"fault", "tracking", "bytes", "delta"};
+    if (which.empty()) which = {"fault", "tracking", "bytes", "delta", "readback"};
     printf("adsm protocol benchmarks (sim device)\n");
     for (const auto &w : which) {
         if (w == "fault") bench_fault(argv[0]);
         else if (w == "tracking") bench_tracking(argv[0]);
         else if (w == "bytes") bench_bytes(argv[0]);
         else if (w == "delta") bench_delta(argv[0]);
+        else if (w == "readback") bench_readback(argv[0]);
         else {
-            fprintf(stderr, "unknown benchmark %s (fault, tracking, bytes, delta)\n", w.c_str());
+            fprintf(stderr, "unknown benchmark %s (fault, tracking, bytes, delta, readback)\n", w.c_str());
             return 2;
         }
     }
