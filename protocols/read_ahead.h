@@ -1,6 +1,6 @@
 // Sequential read-ahead: an object the CPU reads block after block (a
-// result read back whole, a file written out of shared memory) would fault
-// once per block, each fault a synchronous copy.  Once two faults come in
+// result read back whole, an array updated in place from start to end)
+// would fault once per block, each fault a synchronous copy.  Once two faults come in
 // order, the blocks after them are fetched in the background, a window
 // that doubles while the CPU keeps on, as a file system reads ahead.
 //
@@ -9,7 +9,8 @@
 // while it reads the rest, opened as they land.  Faults out of order end
 // it.
 //
-// Everything runs under the object's lock, in the fault handler.
+// The plan is made under the object's lock, in the fault handler: no heap,
+// no locks of its own.
 #pragma once
 
 #include <cstdint>

@@ -549,13 +549,7 @@ TEST(CudaNoDriver, MissingDriverIsAClearNoDeviceError) {
 }  // namespace
 
 TEST(CudaDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }
-// (Asked before the runtime loads the driver: the test loads it first.)
-static long cuda_held(const char *what) {
-    static auto fn = reinterpret_cast<long (*)(const char *)>(dlsym(dlopen("libcuda.so.1", RTLD_NOW), "fake_cuda_held"));
-    if (!fn) fprintf(stderr, "libcuda.so.1 is not the driver double\n");
-    return fn ? fn(what) : -1;
-}
 TEST(CudaDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) {
     device_test::a_failed_start_gives_back_what_it_took(
-        cuda_held, {"contexts", "streams", "events", "reservations", "device bytes", "pinned bytes"});
+        "libcuda.so.1", "fake_cuda_held", {"contexts", "streams", "events", "reservations", "device bytes", "pinned bytes"});
 }

@@ -7,6 +7,7 @@
 
 #include <adsm.hpp>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -396,9 +397,17 @@ inline int host_mirrors_left() {
 
 // Starts the runtime so that it fails late (the trace file cannot be
 // written) and says whether it gave back all it took: of each of `kinds`,
-// the driver's double holds (`held`: its count, by name) what it held
-// before, and the host mirror is gone.
-inline bool a_late_start_failure_gives_all_back(long (*held)(const char *), const std::vector<const char *> &kinds) {
+// the driver's double (`library`) holds what it held before (its function
+// `held` counts them, by name), and the host mirror is gone.  The double is
+// loaded first, to be asked before the runtime loads it.
+inline bool a_late_start_failure_gives_all_back(const char *library, const char *held_fn,
+                                                const std::vector<const char *> &kinds) {
+    auto *fn = reinterpret_cast<long (*)(const char *)>(dlsym(dlopen(library, RTLD_NOW), held_fn));
+    if (!fn) {
+        fprintf(stderr, "%s is not the driver double (no %s)\n", library, held_fn);
+        return false;
+    }
+    auto held = [&](const char *what) { return fn(what); };
     std::vector<long> before;
     for (const char *k : kinds) before.push_back(held(k));
     setenv("ADSM_TRACE", "/nonexistent-directory/trace.json", 1);
@@ -416,9 +425,11 @@ inline bool a_late_start_failure_gives_all_back(long (*held)(const char *), cons
     return ok;
 }
 
-inline void a_failed_start_gives_back_what_it_took(long (*held)(const char *), const std::vector<const char *> &kinds) {
+inline void a_failed_start_gives_back_what_it_took(const char *library, const char *held_fn,
+                                                   const std::vector<const char *> &kinds) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    EXPECT_EXIT(_exit(a_late_start_failure_gives_all_back(held, kinds) ? 0 : 1), testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(_exit(a_late_start_failure_gives_all_back(library, held_fn, kinds) ? 0 : 1), testing::ExitedWithCode(0),
+                "");
 }
 
 }  // namespace device_test

@@ -368,14 +368,8 @@ TEST(LevelZeroNoDriver, MissingLoaderIsAClearNoDeviceError) {
 }  // namespace
 
 TEST(LevelZeroDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }
-// (Asked before the runtime loads the loader: the test loads it first.)
-static long ze_held(const char *what) {
-    static auto fn = reinterpret_cast<long (*)(const char *)>(dlsym(dlopen("libze_loader.so.1", RTLD_NOW), "fake_ze_held"));
-    if (!fn) fprintf(stderr, "libze_loader.so.1 is not the driver double\n");
-    return fn ? fn(what) : -1;
-}
 TEST(LevelZeroDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) {
     device_test::a_failed_start_gives_back_what_it_took(
-        ze_held, {"contexts", "command lists", "event pools", "events", "host allocations", "reservations",
-                  "device bytes"});
+        "libze_loader.so.1", "fake_ze_held",
+        {"contexts", "command lists", "event pools", "events", "host allocations", "reservations", "device bytes"});
 }

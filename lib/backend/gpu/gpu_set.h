@@ -50,7 +50,7 @@ public:
     // A device goes (only a failed start ends devices: a started runtime
     // keeps them for the process's life).  True for the last of the set,
     // which gives back what the set took from the driver: the window's
-    // reservation and the host registrations.
+    // reservation, and a context the set shares.
     bool leave(Member *d) {
         std::lock_guard<std::mutex> lock(mu_);
         for (auto &m : members_)

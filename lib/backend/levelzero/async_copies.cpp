@@ -52,14 +52,9 @@ bool AsyncCopies::stop_landing() {
 
 void AsyncCopies::close() {
     if (!stop_landing()) return;
-    if (pool_) {  // (a failed make_host_events left no events)
-        for (ze_event_handle_t &e : events_)
-            if (e) d_->zeEventDestroy(e), e = nullptr;
-        d_->zeEventPoolDestroy(pool_);
-    }
+    destroy_host_events(d_, kSlots, &pool_, events_);
     if (list_) d_->zeCommandListDestroy(list_);
     if (staging_) d_->zeMemFree(ctx_, staging_);
-    pool_ = nullptr;
     list_ = nullptr;
     staging_ = nullptr;
 }

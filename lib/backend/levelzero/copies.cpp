@@ -27,14 +27,9 @@ Status CopyEngine::init(const Driver *d, ze_context_handle_t ctx, ze_device_hand
 void CopyEngine::close() {
     wait(0);
     wait(1);
-    if (pool_) {  // (a failed make_host_events left no events)
-        for (ze_event_handle_t &e : events_)
-            if (e) d_->zeEventDestroy(e), e = nullptr;
-        d_->zeEventPoolDestroy(pool_);
-    }
+    destroy_host_events(d_, 2, &pool_, events_);
     if (list_) d_->zeCommandListDestroy(list_);
     if (stage_[0]) d_->zeMemFree(ctx_, stage_[0]);
-    pool_ = nullptr;
     list_ = nullptr;
     stage_[0] = stage_[1] = nullptr;
 }

@@ -138,4 +138,12 @@ ze_result_t make_host_events(const Driver *d, ze_context_handle_t ctx, ze_device
     return ZE_RESULT_SUCCESS;
 }
 
+void destroy_host_events(const Driver *d, uint32_t count, ze_event_pool_handle_t *pool, ze_event_handle_t *events) {
+    if (!*pool) return;
+    for (uint32_t i = 0; i < count; ++i)
+        if (events[i]) d->zeEventDestroy(events[i]), events[i] = nullptr;
+    d->zeEventPoolDestroy(*pool);
+    *pool = nullptr;
+}
+
 }  // namespace adsm::levelzero

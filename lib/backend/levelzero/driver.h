@@ -80,5 +80,7 @@ ze_result_t make_immediate_list(const Driver *d, ze_context_handle_t ctx, ze_dev
 // is left made.
 ze_result_t make_host_events(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t count,
                              ze_event_pool_handle_t *pool, ze_event_handle_t *events);
+// Destroys what make_host_events made (nothing if it failed), and nulls it.
+void destroy_host_events(const Driver *d, uint32_t count, ze_event_pool_handle_t *pool, ze_event_handle_t *events);
 
 }  // namespace adsm::levelzero

@@ -137,12 +137,7 @@ EXPORT long fake_cuda_held(const char *what) {
     if (strcmp(what, "events") == 0) return atomic_load(&events_live);
     if (strcmp(what, "device bytes") == 0) return (long)vmm_used;
     if (strcmp(what, "pinned bytes") == 0) return atomic_load(&vmm_pinned);
-    if (strcmp(what, "reservations") != 0) return -1;
-    long n = 0;
-    pthread_mutex_lock(&vmm_mu);
-    for (int i = 0; i < 16; ++i) n += vmm_reserved[i].size != 0;
-    pthread_mutex_unlock(&vmm_mu);
-    return n;
+    return strcmp(what, "reservations") == 0 ? vmm_reservations() : -1;
 }
 EXPORT int fake_cuda_is_reserved(const void *p) {
     pthread_mutex_lock(&vmm_mu);

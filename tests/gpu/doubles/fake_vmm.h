@@ -308,6 +308,15 @@ static inline int vmm_device_at(uintptr_t va) {
     return d;
 }
 
+/* Address ranges reserved and not freed. */
+static inline long vmm_reservations(void) {
+    long n = 0;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < 16; ++i) n += vmm_reserved[i].size != 0;
+    pthread_mutex_unlock(&vmm_mu);
+    return n;
+}
+
 /* Gives back a reserved range with nothing mapped in it any more. */
 static inline int vmm_address_free(uintptr_t va, size_t size) {
     pthread_mutex_lock(&vmm_mu);

@@ -216,12 +216,7 @@ EXPORT long fake_ze_held(const char *what) {
     if (strcmp(what, "events") == 0) return atomic_load(&events_live);
     if (strcmp(what, "host allocations") == 0) return atomic_load(&host_allocs_live);
     if (strcmp(what, "device bytes") == 0) return (long)vmm_used;
-    if (strcmp(what, "reservations") != 0) return -1;
-    long n = 0;
-    pthread_mutex_lock(&vmm_mu);
-    for (int i = 0; i < 16; ++i) n += vmm_reserved[i].size != 0;
-    pthread_mutex_unlock(&vmm_mu);
-    return n;
+    return strcmp(what, "reservations") == 0 ? vmm_reservations() : -1;
 }
 
 /* A copy append the device refuses: the nth from now returns r, queueing
