@@ -42,12 +42,17 @@ Status Link::open(const std::string &host, const std::string &port, const std::s
     return adsmSuccess;
 }
 
+// The program's threads take ranges_mu_ here, the link's thread for every
+// transfer: a handler run meanwhile on this thread that touched shared
+// memory would wait for a fetch that waits for this lock.
 void Link::add_range(uint64_t start, uint64_t len, uint64_t key) {
+    os::DeferredSignals deferred;
     std::lock_guard<std::mutex> g(ranges_mu_);
     ranges_[start] = {len, key};
 }
 
 void Link::remove_range(uint64_t start) {
+    os::DeferredSignals deferred;
     std::lock_guard<std::mutex> g(ranges_mu_);
     ranges_.erase(start);
 }
