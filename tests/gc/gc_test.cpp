@@ -559,12 +559,26 @@ TEST(GcTest, ForkChildKeepsObjectsAndRefusesTheHeap) {
     EXPECT_EQ(walk(t), (1 << 7) - 1);
 }
 
-pthread_t g_forker;
+// The child's end, once the ending thread's exit handlers (the runtime's
+// among them) have all run: a second round of thread-specific destructors
+// starts only after every destructor of the first has returned.  (Not a
+// join: the sanitizer runtime's own thread teardown comes later, and the
+// one in GCC 12's libasan takes allocator locks it does not make safe
+// across fork, which another of the parent's threads may have held.)
+pthread_key_t g_child_end;
+void end_child_after_exit_handlers(void *round) {
+    if (round == reinterpret_cast<void *>(1)) pthread_setspecific(g_child_end, reinterpret_cast<void *>(2));
+    else _exit(0);  // past the process's exit handlers, which would take
+                    // everything the parent's threads held, for a leak
+}
 
 // A child forked from a thread that allocates, while another thread
 // allocates, ends that thread (its start routine returns) without waiting
 // for the heap's lock, which the other thread may have held at the fork.
 TEST(GcTest, AForkChildsThreadEndsWhileTheParentAllocates) {
+    ASSERT_NE(adsmGcAlloc(32), nullptr);  // the runtime's thread keys first
+    static const int key_made = pthread_key_create(&g_child_end, end_child_after_exit_handlers);
+    ASSERT_EQ(key_made, 0);
     std::atomic<bool> stop{false};
     std::thread busy([&] {
         while (!stop.load())
@@ -576,21 +590,9 @@ TEST(GcTest, AForkChildsThreadEndsWhileTheParentAllocates) {
         std::thread forking([&child] {
             ASSERT_NE(adsmGcAlloc(32), nullptr);  // this thread has a cache
             child = fork();
-            if (child == 0) {
-                // In the child this thread ends (its exit handlers run);
-                // another one then ends the child, past the exit handlers
-                // (which would take everything the parent's threads held
-                // for a leak).
-                g_forker = pthread_self();
-                pthread_t ender;
-                pthread_create(
-                    &ender, nullptr,
-                    [](void *) -> void * {
-                        pthread_join(g_forker, nullptr);
-                        _exit(0);
-                    },
-                    nullptr);
-            }
+            // In the child this thread ends (its exit handlers run), then
+            // the child does.
+            if (child == 0) pthread_setspecific(g_child_end, reinterpret_cast<void *>(1));
         });
         forking.join();
         ASSERT_GT(child, 0);
