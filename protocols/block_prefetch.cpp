@@ -94,7 +94,7 @@ PrefetchRun *BlockProtocol::take_run() {
 }
 
 template <class NextRun>
-void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run, uint32_t *stopped) {
+void BlockProtocol::prefetch_runs(SharedObject &r, NextRun &&next_run, uint32_t *stopped) {
     constexpr unsigned kBatch = 16;
     for (uint32_t from = 0;;) {
         PrefetchRun *batch[kBatch];
@@ -107,7 +107,8 @@ void BlockProtocol::prefetch_runs(SharedObject &r, bool open, NextRun &&next_run
                 return;
             }
             uint32_t first, last;
-            while (n < kBatch && next_run(from, &first, &last)) {
+            bool open;
+            while (n < kBatch && next_run(from, &first, &last, &open)) {
                 PrefetchRun *run = take_run();
                 if (!run) {
                     starved = true;
@@ -168,7 +169,11 @@ Status BlockProtocol::prefetch(SharedObject &r) {
     uint32_t stopped;
     // (A prefetch that cannot start costs a fault later.)
     prefetch_runs(
-        r, false, [&](uint32_t from, uint32_t *first, uint32_t *last) { return reads_->next_run(r, from, first, last); },
+        r,
+        [&](uint32_t from, uint32_t *first, uint32_t *last, bool *open) {
+            *open = false;
+            return reads_->next_run(r, from, first, last);
+        },
         &stopped);
     return adsmSuccess;
 }
@@ -188,8 +193,11 @@ Status BlockProtocol::prefetch_range(SharedObject &r, size_t off, size_t len) {
     }
     uint32_t stopped;
     prefetch_runs(
-        r, true,
-        [&](uint32_t from, uint32_t *first, uint32_t *last) { return next_missing_run(r, from, lo, hi, first, last); },
+        r,
+        [&](uint32_t from, uint32_t *first, uint32_t *last, bool *open) {
+            *open = true;
+            return next_missing_run(r, from, lo, hi, first, last);
+        },
         &stopped);
     if (stopped >= hi) return adsmSuccess;
     // No free run for the rest (a thousand prefetches in flight): it comes
@@ -215,9 +223,9 @@ bool BlockProtocol::plan_ahead(SharedObject &r, uint32_t k, uint32_t *first, uin
     ADSM_HOLDS(r.lock);
     // Not while a store's asynchronous copy into the device copy may be on
     // its way: a fetch could overtake it.  Nor where blocks cannot open
-    // alone.
+    // alone.  (Nor when ADSM_READ_AHEAD=0 turned it off.)
     const uint64_t bs = r.block_size;
-    if (r.stores_ticket != 0 || r.coarse || bs == 0) return false;
+    if (read_ahead_ == 0 || r.stores_ticket != 0 || r.coarse || bs == 0) return false;
     // (Blocks past the object's bytes, up to the end of its span, hold none.)
     const auto with_data = static_cast<uint32_t>(std::min<uint64_t>((r.size + bs - 1) / bs, r.nblocks));
     const auto most = static_cast<uint32_t>(std::min<uint64_t>(read_ahead_ / bs, with_data));
@@ -233,17 +241,17 @@ void BlockProtocol::read_ahead(SharedObject &r, uint32_t first, uint32_t end) {
     // (Runs that cannot start now cost faults later, nothing more.)
     uint32_t stopped;
     stats().add(Counter::read_ahead_windows);
-    prefetch_runs(
-        r, false,
-        [&](uint32_t from, uint32_t *f, uint32_t *l) { return next_missing_run(r, from, first, first + 1, f, l); },
-        &stopped);
-    // In two runs: each opens as it lands, and the CPU reading the window
-    // waits for the half it reaches.  (Three runs a window: the object's
-    // ring of tickets holds the last two windows'.)
+    // The marker lands closed; the rest in two runs, each opening as it
+    // lands, so that the CPU reading the window waits for the half it
+    // reaches.  (Three runs a window: the object's ring of tickets holds the
+    // last two windows'.)
     const uint32_t piece = std::max<uint32_t>((end - first) / 2, 1);
     prefetch_runs(
-        r, true,
-        [&](uint32_t from, uint32_t *f, uint32_t *l) {
+        r,
+        [&](uint32_t from, uint32_t *f, uint32_t *l, bool *open) {
+            *open = from > first;
+            if (!*open && next_missing_run(r, from, first, first + 1, f, l)) return true;
+            *open = true;
             if (!next_missing_run(r, from, first + 1, end, f, l)) return false;
             *l = std::min(*l, *f + piece);
             return true;

@@ -127,12 +127,12 @@ private:
     // closed, its marker) first.  Under r.lock.
     bool plan_ahead(SharedObject &r, uint32_t k, uint32_t *first, uint32_t *end);
     void read_ahead(SharedObject &r, uint32_t first, uint32_t end);
-    // Queues the runs of blocks next_run(from, &first, &last) gives, in
-    // batches: marked incoming under r.lock, copied outside it.  Returns
-    // the block where it stopped for want of a free PrefetchRun (*stopped,
-    // else the end of the last run).
+    // Queues the runs of blocks next_run(from, &first, &last, &open) gives
+    // (open: the run's blocks open as they land), in batches: marked
+    // incoming under r.lock, copied outside it.  *stopped: the block where
+    // it stopped for want of a free PrefetchRun, else UINT32_MAX.
     template <class NextRun>
-    void prefetch_runs(SharedObject &r, bool open, NextRun &&next_run, uint32_t *stopped);
+    void prefetch_runs(SharedObject &r, NextRun &&next_run, uint32_t *stopped);
     PrefetchRun *take_run();
     static void prefetched(void *arg, Status status);
     static constexpr uint64_t kLandingPatienceNs = 200000;
