@@ -549,7 +549,14 @@ TEST(CudaNoDriver, MissingDriverIsAClearNoDeviceError) {
 }  // namespace
 
 TEST(CudaDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }
+// What the double counts of what a program holds from the driver.
+const std::vector<const char *> kHeldKinds = {"contexts",     "streams",      "events",
+                                              "reservations", "device bytes", "pinned bytes"};
+
 TEST(CudaDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) {
-    device_test::a_failed_start_gives_back_what_it_took(
-        "libcuda.so.1", "fake_cuda_held", {"contexts", "streams", "events", "reservations", "device bytes", "pinned bytes"});
+    device_test::a_failed_start_gives_back_what_it_took("libcuda.so.1", "fake_cuda", kHeldKinds);
+}
+TEST(CudaDeviceStart, AStartFailingAtAnyDriverCallGivesBackWhatItTook) {
+    device_test::a_start_failing_at_any_driver_call_gives_back_what_it_took(
+        "libcuda.so.1", "fake_cuda", "FAKE_CUDA_FAIL", "CUDA_ERROR_OUT_OF_MEMORY", kHeldKinds);
 }

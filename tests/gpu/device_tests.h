@@ -6,10 +6,9 @@
 #pragma once
 
 #include <adsm.hpp>
-#include <dirent.h>
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +24,7 @@
 #include "backend/device.h"
 #include "device_test_kernels.h"
 #include "os/fault_signals.h"
+#include "start_check.h"
 #include "support/stats.h"
 
 namespace device_test {
@@ -355,18 +355,10 @@ inline void a_failed_start_leaves_no_thread_behind() {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(
         {
-            auto threads = [] {
-                int n = 0;
-                if (DIR *d = opendir("/proc/self/task")) {
-                    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
-                    closedir(d);
-                }
-                return n;
-            };
-            const int before = threads();
+            const int before = threads_in_process();
             setenv("ADSM_TRACE", "/nonexistent-directory/trace.json", 1);
             const bool failed = adsmAlloc(100) == nullptr;
-            const int after = threads();
+            const int after = threads_settled_to(before);
             if (after != before) fprintf(stderr, "%d threads before the start, %d after it failed\n", before, after);
             // (Past the exit handlers: what a failed start leaves of the
             // driver's objects is not this test's business.)
@@ -375,61 +367,78 @@ inline void a_failed_start_leaves_no_thread_behind() {
         testing::ExitedWithCode(0), "");
 }
 
-// Mappings and open files of the runtime's host mirror in this process.
-inline int host_mirrors_left() {
-    int n = 0;
-    char line[512];
-    if (FILE *f = fopen("/proc/self/maps", "r")) {
-        while (fgets(line, sizeof line, f)) n += strstr(line, "memfd:adsm-host") != nullptr;
-        fclose(f);
-    }
-    if (DIR *d = opendir("/proc/self/fd")) {
-        while (dirent *e = readdir(d)) {
-            char path[300];
-            char target[256] = {};
-            snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-            if (readlink(path, target, sizeof target - 1) > 0) n += strstr(target, "adsm-host") != nullptr;
-        }
-        closedir(d);
-    }
-    return n;
+// Runs the start-failure probe (start_failure_probe.cpp, at
+// START_FAILURE_PROBE) with `env` added to the environment: its exit
+// status, and its output in *out.
+inline int run_start_probe(const std::string &env, const std::string &args, std::string *out) {
+    const std::string cmd = env + " timeout -k 5 60 " START_FAILURE_PROBE " " + args + " 2>&1";
+    out->clear();
+    FILE *p = popen(cmd.c_str(), "r");
+    if (!p) return -1;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out->append(buf, n);
+    const int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-// Starts the runtime so that it fails late (the trace file cannot be
-// written) and says whether it gave back all it took: of each of `kinds`,
-// the driver's double (`library`) holds what it held before (its function
-// `held` counts them, by name), and the host mirror is gone.  The double is
-// loaded first, to be asked before the runtime loads it.
-inline bool a_late_start_failure_gives_all_back(const char *library, const char *held_fn,
-                                                const std::vector<const char *> &kinds) {
-    auto *fn = reinterpret_cast<long (*)(const char *)>(dlsym(dlopen(library, RTLD_NOW), held_fn));
-    if (!fn) {
-        fprintf(stderr, "%s is not the driver double (no %s)\n", library, held_fn);
-        return false;
-    }
-    auto held = [&](const char *what) { return fn(what); };
-    std::vector<long> before;
-    for (const char *k : kinds) before.push_back(held(k));
-    setenv("ADSM_TRACE", "/nonexistent-directory/trace.json", 1);
-    bool ok = adsmAlloc(100) == nullptr;
-    if (!ok) fprintf(stderr, "the start did not fail\n");
-    for (size_t i = 0; i < kinds.size(); ++i)
-        if (held(kinds[i]) != before[i]) {
-            fprintf(stderr, "%s held: %ld before the start, %ld after it failed\n", kinds[i], before[i], held(kinds[i]));
-            ok = false;
-        }
-    if (int n = host_mirrors_left()) {
-        fprintf(stderr, "%d mappings or files of the host mirror left\n", n);
-        ok = false;
-    }
-    return ok;
+// The probe's arguments: the double, and what it counts (quoted: "device
+// bytes").
+inline std::string start_probe_args(const char *library, const char *prefix, const std::vector<const char *> &kinds) {
+    std::string args = std::string(library) + " " + prefix;
+    for (const char *k : kinds) args += std::string(" '") + k + "'";
+    return args;
 }
 
-inline void a_failed_start_gives_back_what_it_took(const char *library, const char *held_fn,
+// A start that fails late (the trace file cannot be written) gives back
+// every one of `kinds` it took from the driver (as its double, `library`
+// with functions named from `prefix`, counts them), the host mirror and
+// its threads.
+inline void a_failed_start_gives_back_what_it_took(const char *library, const char *prefix,
                                                    const std::vector<const char *> &kinds) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
-    EXPECT_EXIT(_exit(a_late_start_failure_gives_all_back(library, held_fn, kinds) ? 0 : 1), testing::ExitedWithCode(0),
-                "");
+    std::string out;
+    const std::string args = start_probe_args(library, prefix, kinds);
+    EXPECT_EQ(run_start_probe("ADSM_TRACE=/nonexistent-directory/trace.json", args, &out), 0) << out;
+    EXPECT_NE(out.find("probe: start failed: "), std::string::npos) << out;
+}
+
+// A start made to fail at each driver call it makes, one run for each (the
+// double's variable `fail_env` picks the call): whichever call fails, the
+// start either copes, saying so in the log, or fails with an error naming
+// the driver's (`error_name`), and gives back every one of `kinds` it took,
+// the host mirror and its threads.  Neither a crash nor a hang nor a leak,
+// nor a failure passed over in silence.
+inline void a_start_failing_at_any_driver_call_gives_back_what_it_took(const char *library, const char *prefix,
+                                                                        const char *fail_env, const char *error_name,
+                                                                        const std::vector<const char *> &kinds) {
+    const std::string args = start_probe_args(library, prefix, kinds);
+    std::string out;
+    ASSERT_EQ(run_start_probe("", start_probe_args(library, prefix, {"--list"}), &out), 0) << out;
+    std::vector<std::pair<std::string, long>> calls;
+    char name[128];
+    long n = 0;
+    const size_t started = out.find("probe: started\n");
+    ASSERT_NE(started, std::string::npos) << out;
+    for (const char *line = out.c_str() + started + strlen("probe: started");
+         line && sscanf(line + 1, "%127s %ld", name, &n) == 2; line = strchr(line + 1, '\n'))
+        calls.emplace_back(name, n);
+    ASSERT_GT(calls.size(), 3u) << "the start made hardly any driver call:\n" << out;
+    int failed = 0, coped = 0;
+    for (const auto &[entry, times] : calls)
+        for (long i = 1; i <= times; ++i) {
+            const std::string call = entry + ":" + std::to_string(i);
+            const int rc = run_start_probe(std::string(fail_env) + "=" + call, args, &out);
+            EXPECT_EQ(rc, 0) << "the start with " << call << " failing:\n" << out;
+            if (out.find("probe: start failed: ") != std::string::npos) {
+                ++failed;
+                EXPECT_NE(out.find(error_name), std::string::npos) << "the error does not name the driver's: " << out;
+            } else {
+                ++coped;
+                EXPECT_NE(out.find("adsm "), std::string::npos) << "the start passed over " << call << " failing in silence";
+            }
+        }
+    // (Most of a start's calls cannot fail without failing it.)
+    EXPECT_GT(failed, coped) << failed << " starts failed, " << coped << " coped";
+    printf("%d failing driver calls failed the start, %d were coped with\n", failed, coped);
 }
 
 }  // namespace device_test

@@ -368,8 +368,14 @@ TEST(LevelZeroNoDriver, MissingLoaderIsAClearNoDeviceError) {
 }  // namespace
 
 TEST(LevelZeroDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }
+// What the double counts of what a program holds from the driver.
+const std::vector<const char *> kHeldKinds = {"contexts",         "command lists", "event pools", "events",
+                                              "host allocations", "reservations",  "device bytes"};
+
 TEST(LevelZeroDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) {
-    device_test::a_failed_start_gives_back_what_it_took(
-        "libze_loader.so.1", "fake_ze_held",
-        {"contexts", "command lists", "event pools", "events", "host allocations", "reservations", "device bytes"});
+    device_test::a_failed_start_gives_back_what_it_took("libze_loader.so.1", "fake_ze", kHeldKinds);
+}
+TEST(LevelZeroDeviceStart, AStartFailingAtAnyDriverCallGivesBackWhatItTook) {
+    device_test::a_start_failing_at_any_driver_call_gives_back_what_it_took(
+        "libze_loader.so.1", "fake_ze", "FAKE_ZE_FAIL", "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", kHeldKinds);
 }

@@ -30,7 +30,16 @@ public:
         ++backed;
         return adsmSuccess;
     }
-    void unback(uintptr_t, uint64_t, uint64_t) override { --backed; }
+    bool unback(uintptr_t va, uint64_t, uint64_t) override {
+        if (refused_unmaps > 0) {
+            --refused_unmaps;
+            ++refused;
+            return false;
+        }
+        --backed;
+        unmapped.push_back(va);
+        return true;
+    }
     Status reserve_scratch(uint64_t size, uintptr_t *va) override {
         *va = 0x500000000000;
         scratch = size;
@@ -61,7 +70,8 @@ public:
     std::map<uintptr_t, uint64_t> pinned;
     std::vector<std::pair<uintptr_t, uintptr_t>> remapped;
     uint64_t handles = 0, scratch = 0;
-    int backed = 0, pins = 0, unpins = 0;
+    std::vector<uintptr_t> unmapped;
+    int backed = 0, pins = 0, unpins = 0, refused_unmaps = 0, refused = 0;
 };
 
 class GranulesTest : public ::testing::Test {
@@ -153,6 +163,30 @@ TEST_F(GranulesTest, AnEvictedObjectKeepsItsHostPagesUntilItIsFreed) {
 // What a commit costs the device is its granules not backed yet, whole:
 // a small object in a backed granule costs nothing, one across a boundary
 // into a fresh granule costs that granule.
+// A granule the driver would not unmap keeps its memory (releasing it while
+// mapped would leave the window's addresses on freed memory) and is tried
+// again before the next granule is made and when its device goes.
+TEST_F(GranulesTest, AGranuleTheDriverWouldNotUnmapIsTriedAgain) {
+    start(Pinning::lazy);
+    ASSERT_EQ(g_.commit(kBase, kGranule), adsmSuccess);
+    driver_.refused_unmaps = 1;
+    g_.decommit(kBase, kGranule);
+    EXPECT_EQ(driver_.refused, 1);
+    EXPECT_EQ(driver_.backed, 1) << "its memory went while it was still mapped";
+    // The next granule made, here at the same addresses, unmaps it first.
+    ASSERT_EQ(g_.commit(kBase, kGranule), adsmSuccess);
+    ASSERT_EQ(driver_.unmapped.size(), 1u);
+    EXPECT_EQ(driver_.unmapped[0], kBase);
+    EXPECT_EQ(driver_.backed, 1);
+    // Refused again as the device goes: its release tries once more.
+    driver_.refused_unmaps = 1;
+    g_.decommit(kBase, kGranule);
+    EXPECT_EQ(driver_.backed, 1);
+    g_.release(&driver_);
+    EXPECT_EQ(driver_.backed, 0);
+    EXPECT_EQ(driver_.unmapped.size(), 2u);
+}
+
 TEST_F(GranulesTest, ACommitCostsTheGranulesItBacksWhole) {
     start(Pinning::off);
     EXPECT_EQ(g_.unbacked(kBase, 4096), kGranule);

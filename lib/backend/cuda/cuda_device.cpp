@@ -29,7 +29,9 @@ public:
     }
     ~Entered() {
         CUcontext popped;
-        if (pushed_) d_->cuCtxPopCurrent(&popped);
+        // (A context left on the thread's stack is the program's to see.)
+        if (CUresult r = pushed_ ? d_->cuCtxPopCurrent(&popped) : CUDA_SUCCESS; r != CUDA_SUCCESS)
+            ADSM_LOG(error, "cuda: cannot pop the device's context off the thread: %s", d_->describe(r));
     }
     Entered(const Entered &) = delete;
     Entered &operator=(const Entered &) = delete;
@@ -73,8 +75,10 @@ Status CudaDevice::open(const Config &config, int ordinal, std::unique_ptr<Devic
     dev->memory().set_page_makers(makers);
     if (CUresult r = d->cuDeviceGet(&dev->dev_, ordinal); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cuDeviceGet");
-    if (d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_) != CUDA_SUCCESS)
+    if (CUresult r = d->cuDeviceGetName(dev->gpu_name_, sizeof dev->gpu_name_ - 1, dev->dev_); r != CUDA_SUCCESS) {
         snprintf(dev->gpu_name_, sizeof dev->gpu_name_, "GPU %d", ordinal);
+        ADSM_LOG(warn, "cuda: the driver does not name %s (%s)", dev->gpu_name_, d->describe(r));
+    }
     // The primary context is the one a CUDA runtime in the program uses too.
     if (CUresult r = d->cuDevicePrimaryCtxRetain(&dev->ctx_, dev->dev_); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=cuda: cannot retain the GPU's primary context");
@@ -113,12 +117,14 @@ CudaDevice::~CudaDevice() {
             copies_.close();
             memory().release(&granule_driver_);
             if (set_->leave(this) && set_->reserved) {
-                d_->cuMemAddressFree(set_->reserved, set_->reserved_size);
+                if (CUresult r = d_->cuMemAddressFree(set_->reserved, set_->reserved_size); r != CUDA_SUCCESS)
+                    ADSM_LOG(error, "cuda: cannot give back the window's device addresses: %s", d_->describe(r));
                 set_->reserved = 0;
             }
         }
     }
-    d_->cuDevicePrimaryCtxRelease(dev_);
+    if (CUresult r = d_->cuDevicePrimaryCtxRelease(dev_); r != CUDA_SUCCESS)
+        ADSM_LOG(error, "cuda: cannot release the GPU's primary context: %s", d_->describe(r));
 }
 
 Status CudaDevice::driver_error(CUresult r, const char *what, Status usual) {
@@ -260,7 +266,9 @@ bool CudaDevice::pin_staging(void *p, size_t n) {
 
 void CudaDevice::unpin_staging(void *p) {
     Entered in(this);
-    if (in.status() == adsmSuccess) d_->cuMemHostUnregister(p);
+    if (in.status() != adsmSuccess) return;
+    if (CUresult r = d_->cuMemHostUnregister(p); r != CUDA_SUCCESS)
+        ADSM_LOG(warn, "cuda: cannot unpin the staging memory at %p (%s); it stays pinned", p, d_->describe(r));
 }
 
 const void *CudaDevice::host_for_copy(const void *p, size_t n) {

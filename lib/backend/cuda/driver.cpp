@@ -39,7 +39,8 @@ Status load(Driver *d) {
         Status code = r == CUDA_ERROR_NO_DEVICE ? adsmErrorNoDevice : adsmErrorInitialization;
         return fail(code, "ADSM_DEVICE=cuda: cuInit failed: %s", d->describe(r));
     }
-    d->cuDriverGetVersion(&d->version);
+    if (CUresult r = d->cuDriverGetVersion(&d->version); r != CUDA_SUCCESS)
+        ADSM_LOG(warn, "cuda: the driver does not say its version (%s)", d->describe(r));  // (left 0: unknown)
     return adsmSuccess;
 }
 

@@ -24,9 +24,16 @@ Status GranuleDriver::back(uintptr_t va, uint64_t size, uint64_t *handle) {
     return adsmSuccess;
 }
 
-void GranuleDriver::unback(uintptr_t va, uint64_t size, uint64_t handle) {
-    d_->cuMemUnmap(va, size);
-    d_->cuMemRelease(handle);
+bool GranuleDriver::unback(uintptr_t va, uint64_t size, uint64_t handle) {
+    if (CUresult r = d_->cuMemUnmap(va, size); r != CUDA_SUCCESS) {
+        ADSM_LOG(error, "cuda: cannot unmap the device memory at %p (%s); it stays until a later try",
+                 reinterpret_cast<void *>(va), d_->describe(r));
+        return false;
+    }
+    if (CUresult r = d_->cuMemRelease(handle); r != CUDA_SUCCESS)
+        ADSM_LOG(error, "cuda: cannot free the device memory unmapped from %p (%s)", reinterpret_cast<void *>(va),
+                 d_->describe(r));
+    return true;
 }
 
 bool GranuleDriver::pin(void *host, uint64_t size) {
@@ -37,7 +44,10 @@ bool GranuleDriver::pin(void *host, uint64_t size) {
     return true;
 }
 
-void GranuleDriver::unpin(void *host) { d_->cuMemHostUnregister(host); }
+void GranuleDriver::unpin(void *host) {
+    if (CUresult r = d_->cuMemHostUnregister(host); r != CUDA_SUCCESS)
+        ADSM_LOG(warn, "cuda: cannot unpin the host mirror at %p (%s); it stays pinned", host, d_->describe(r));
+}
 
 Status GranuleDriver::reserve_scratch(uint64_t size, uintptr_t *va) {
     CUdeviceptr p = 0;
@@ -47,7 +57,10 @@ Status GranuleDriver::reserve_scratch(uint64_t size, uintptr_t *va) {
     return adsmSuccess;
 }
 
-void GranuleDriver::free_scratch(uintptr_t va, uint64_t size) { d_->cuMemAddressFree(va, size); }
+void GranuleDriver::free_scratch(uintptr_t va, uint64_t size) {
+    if (CUresult r = d_->cuMemAddressFree(va, size); r != CUDA_SUCCESS)
+        ADSM_LOG(warn, "cuda: cannot free the scratch addresses at %p (%s)", reinterpret_cast<void *>(va), d_->describe(r));
+}
 
 Status GranuleDriver::remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle) {
     d_->cuMemUnmap(from, size);

@@ -35,6 +35,7 @@ void clear_bit(std::vector<uint64_t> &bm, uint64_t i) { bm[i >> 6] &= ~(uint64_t
 }  // namespace
 
 Status Granules::create(uint64_t index, Granule *g, GranuleDriver *owner) {
+    if (!stuck_.empty()) unstick(nullptr);
     if (Status s = owner->back(base_ + index * granularity_, granularity_, &g->handle); s != adsmSuccess) return s;
     g->owner = owner;
     owner->granules.fetch_add(1, std::memory_order_relaxed);
@@ -203,7 +204,7 @@ void Granules::destroy(uint64_t index, Granule &g) {
     uint64_t offset = index * granularity_;
     if (!g.cpu_seen) unseen_.fetch_sub(1, std::memory_order_relaxed);
     if (g.has_unpinned) unpinned_.fetch_sub(1, std::memory_order_relaxed);
-    g.owner->unback(base_ + offset, granularity_, g.handle);
+    if (!g.owner->unback(base_ + offset, granularity_, g.handle)) stuck_.push_back({index, g.handle, g.owner});
     g.owner->granules.fetch_sub(1, std::memory_order_relaxed);
     // The host pages stay: an evicted or migrating object's host copy is
     // its only one now (forget_host gives back a freed object's).
@@ -214,6 +215,24 @@ void Granules::destroy(uint64_t index, Granule &g) {
     });
 }
 
+void Granules::unstick(const GranuleDriver *owner) {
+    for (size_t i = 0; i < stuck_.size();) {
+        const Stuck &s = stuck_[i];
+        if ((owner && s.owner != owner) || !s.owner->unback(base_ + s.index * granularity_, granularity_, s.handle)) {
+            ++i;
+            continue;
+        }
+        stuck_[i] = stuck_.back();
+        stuck_.pop_back();
+    }
+}
+
+Granules::GranuleMap::iterator Granules::drop(GranuleMap::iterator it) {
+    destroy(it->first, it->second);
+    granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
+    return granules_.erase(it);
+}
+
 void Granules::release(GranuleDriver *owner) {
     if (!initialized()) return;
     std::lock_guard<std::mutex> lock(mu_);
@@ -222,10 +241,9 @@ void Granules::release(GranuleDriver *owner) {
             ++it;
             continue;
         }
-        destroy(it->first, it->second);
-        granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
-        it = granules_.erase(it);
+        it = drop(it);
     }
+    unstick(owner);
     // (destroy undoes a registration with its last granule; one of a
     // granule never backed would stay.)
     if (granules_in_use_.load(std::memory_order_relaxed) != 0) return;
@@ -302,14 +320,10 @@ Status Granules::commit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner) {
             if (g.users == 0) granules_.erase(i);
             // Undo this commit's share of the granules before i.
             for (uint64_t j = first; j < i; ++j) {
-                Granule &u = granules_[j];
+                auto u = granules_.find(j);
                 auto [from, to] = pages_in(j, addr, bytes);
-                mark_used(u, from, to, false);
-                if (--u.users == 0) {
-                    destroy(j, u);
-                    granules_.erase(j);
-                    granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
-                }
+                mark_used(u->second, from, to, false);
+                if (--u->second.users == 0) drop(u);
             }
             return s;
         }
@@ -353,11 +367,7 @@ void Granules::decommit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner) {
         // allocations): they go with the granule, or serve the next.
         auto [from, to] = pages_in(i, addr, bytes);
         mark_used(it->second, from, to, false);
-        if (--it->second.users == 0) {
-            destroy(i, it->second);
-            granules_.erase(it);
-            granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
-        }
+        if (--it->second.users == 0) drop(it);
     }
 }
 

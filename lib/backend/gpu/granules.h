@@ -47,7 +47,9 @@ public:
     // Makes device memory for [va, va+size) and maps it there, usable by
     // the device; all or nothing.  *handle is the driver's, for unback.
     virtual Status back(uintptr_t va, uint64_t size, uint64_t *handle) = 0;
-    virtual void unback(uintptr_t va, uint64_t size, uint64_t handle) = 0;
+    // Unmaps and frees what back made; false (said in the log) when the
+    // driver would not unmap it: the memory stays, to be tried again.
+    virtual bool unback(uintptr_t va, uint64_t size, uint64_t handle) = 0;
     // Pins host memory for copies; false when the driver cannot (copies
     // then go through pageable memory from then on).
     virtual bool pin(void *host, uint64_t size) = 0;
@@ -169,6 +171,9 @@ private:
     Status check_hand_over(uint64_t first, uint64_t last, uintptr_t addr, uint64_t bytes,
                            const GranuleDriver *from) const;
     void destroy(uint64_t index, Granule &g);   // under mu_
+    // A granule no allocation uses any more: destroyed and forgotten.
+    using GranuleMap = std::unordered_map<uint64_t, Granule>;
+    GranuleMap::iterator drop(GranuleMap::iterator it);  // under mu_
     // Pins the allocated, unpinned pages of granules [first, last], a
     // registration per run of them (a run goes on across granules).
     // Under mu_.
@@ -210,7 +215,17 @@ private:
     // copy or a launch, and never by code that touches the window (so a
     // fault handler's copy cannot find it held by its own thread).
     std::mutex mu_;
-    std::unordered_map<uint64_t, Granule> granules_;
+    GranuleMap granules_;
+    // Granules the driver would not unmap (GranuleDriver::unback): tried
+    // again before a granule is made, and when their device goes; until
+    // then their addresses hold their old memory.
+    struct Stuck {
+        uint64_t index;
+        uint64_t handle;
+        GranuleDriver *owner;
+    };
+    std::vector<Stuck> stuck_;
+    void unstick(const GranuleDriver *owner);  // under mu_; owner null: all
     std::map<uint64_t, Registration> registrations_;
     std::atomic<uint64_t> granules_in_use_{0};
     std::atomic<uint64_t> unpinned_{0};    // granules with allocated pages not pinned yet: copies skip the lock at 0

@@ -15,34 +15,58 @@ namespace adsm::levelzero {
 namespace {
 
 // GPU `ordinal` of the first driver that has GPUs (the GPUs of a process
-// share one context, which is one driver's).
+// share one context, which is one driver's).  A driver whose devices
+// cannot be listed is passed over, said in the log and in the error if no
+// GPU is found; a device that cannot be described fails the search (passed
+// over, it would shift the ordinals after it onto other GPUs).
 Status find_gpu(const Driver *d, int ordinal, ze_driver_handle_t *driver, ze_device_handle_t *dev) {
     uint32_t ndrivers = 0;
     if (ze_result_t r = d->zeDriverGet(&ndrivers, nullptr); r != ZE_RESULT_SUCCESS)
         return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDriverGet");
     std::vector<ze_driver_handle_t> drivers(ndrivers);
-    if (ndrivers && d->zeDriverGet(&ndrivers, drivers.data()) != ZE_RESULT_SUCCESS) ndrivers = 0;
+    if (ndrivers)
+        if (ze_result_t r = d->zeDriverGet(&ndrivers, drivers.data()); r != ZE_RESULT_SUCCESS)
+            return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDriverGet");
+    const char *failed_call = nullptr;
+    ze_result_t failure = ZE_RESULT_SUCCESS;
+    auto passed_over = [&](const char *call, ze_result_t r) {
+        if (r == ZE_RESULT_SUCCESS) return false;
+        ADSM_LOG(warn, "levelzero: passing over a driver: %s failed: %s", call, Driver::describe(r));
+        failed_call = call;
+        failure = r;
+        return true;
+    };
     for (uint32_t i = 0; i < ndrivers; ++i) {
         uint32_t ndev = 0;
-        if (d->zeDeviceGet(drivers[i], &ndev, nullptr) != ZE_RESULT_SUCCESS || ndev == 0) continue;
+        if (passed_over("zeDeviceGet", d->zeDeviceGet(drivers[i], &ndev, nullptr)) || ndev == 0) continue;
         std::vector<ze_device_handle_t> devs(ndev);
-        if (d->zeDeviceGet(drivers[i], &ndev, devs.data()) != ZE_RESULT_SUCCESS) continue;
+        if (passed_over("zeDeviceGet", d->zeDeviceGet(drivers[i], &ndev, devs.data()))) continue;
         int gpus = 0;
         for (uint32_t j = 0; j < ndev; ++j) {
             ze_device_properties_t p = {};
             p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-            if (d->zeDeviceGetProperties(devs[j], &p) != ZE_RESULT_SUCCESS || p.type != ZE_DEVICE_TYPE_GPU) continue;
+            if (ze_result_t r = d->zeDeviceGetProperties(devs[j], &p); r != ZE_RESULT_SUCCESS)
+                return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDeviceGetProperties");
+            if (p.type != ZE_DEVICE_TYPE_GPU) continue;
             if (gpus++ == ordinal) {
                 *driver = drivers[i];
                 *dev = devs[j];
                 return adsmSuccess;
             }
         }
+        if (gpus && failed_call)
+            return fail(adsmErrorNoDevice,
+                        "ADSM_DEVICE lists %d levelzero devices, but the driver sees %d GPU%s (%s failed: %s (0x%x))",
+                        ordinal + 1, gpus, gpus == 1 ? "" : "s", failed_call, Driver::describe(failure),
+                        static_cast<unsigned>(failure));
         if (gpus)
             return fail(adsmErrorNoDevice,
                         "ADSM_DEVICE lists %d levelzero devices, but the driver sees %d GPU%s (ZE_AFFINITY_MASK?)",
                         ordinal + 1, gpus, gpus == 1 ? "" : "s");
     }
+    if (failed_call)
+        return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: the Level Zero loader sees no GPU (%u drivers; %s failed: %s (0x%x))",
+                    ndrivers, failed_call, Driver::describe(failure), static_cast<unsigned>(failure));
     return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: the Level Zero loader sees no GPU (%u drivers)", ndrivers);
 }
 
@@ -60,7 +84,8 @@ Status LevelZeroDevice::open(const Config &config, int ordinal, std::unique_ptr<
     if (Status s = find_gpu(d, ordinal, &dev->driver_, &dev->dev_); s != adsmSuccess) return s;
     ze_device_properties_t props = {};
     props.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-    d->zeDeviceGetProperties(dev->dev_, &props);
+    if (ze_result_t r = d->zeDeviceGetProperties(dev->dev_, &props); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDeviceGetProperties");
     snprintf(dev->gpu_name_, sizeof dev->gpu_name_, "%s", props.name);
     if (props.flags & ZE_DEVICE_PROPERTY_FLAG_INTEGRATED)
         ADSM_LOG(info, "levelzero: %s is integrated; the runtime treats it as a discrete device (copies)", props.name);
@@ -79,19 +104,26 @@ Status LevelZeroDevice::open(const Config &config, int ordinal, std::unique_ptr<
     }
 
     uint32_t nmem = 0;
-    d->zeDeviceGetMemoryProperties(dev->dev_, &nmem, nullptr);
+    if (ze_result_t r = d->zeDeviceGetMemoryProperties(dev->dev_, &nmem, nullptr); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDeviceGetMemoryProperties");
     std::vector<ze_device_memory_properties_t> mem(nmem);
     for (auto &m : mem) m.stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES;
-    if (nmem && d->zeDeviceGetMemoryProperties(dev->dev_, &nmem, mem.data()) == ZE_RESULT_SUCCESS)
-        for (uint32_t i = 0; i < nmem; ++i) dev->capacity_ = std::max<uint64_t>(dev->capacity_, mem[i].totalSize);
+    if (nmem)
+        if (ze_result_t r = d->zeDeviceGetMemoryProperties(dev->dev_, &nmem, mem.data()); r != ZE_RESULT_SUCCESS)
+            return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDeviceGetMemoryProperties");
+    for (uint32_t i = 0; i < nmem; ++i) dev->capacity_ = std::max<uint64_t>(dev->capacity_, mem[i].totalSize);
     if (dev->capacity_ == 0) return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: %s reports no device memory", props.name);
 
     // Kernels on a compute group; copies on a copy engine when there is one.
     uint32_t ngroups = 0;
-    d->zeDeviceGetCommandQueueGroupProperties(dev->dev_, &ngroups, nullptr);
+    if (ze_result_t r = d->zeDeviceGetCommandQueueGroupProperties(dev->dev_, &ngroups, nullptr); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDeviceGetCommandQueueGroupProperties");
     std::vector<ze_command_queue_group_properties_t> groups(ngroups);
     for (auto &g : groups) g.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
-    if (ngroups) d->zeDeviceGetCommandQueueGroupProperties(dev->dev_, &ngroups, groups.data());
+    if (ngroups)
+        if (ze_result_t r = d->zeDeviceGetCommandQueueGroupProperties(dev->dev_, &ngroups, groups.data());
+            r != ZE_RESULT_SUCCESS)
+            return ze_fail(adsmErrorNoDevice, r, "ADSM_DEVICE=levelzero: zeDeviceGetCommandQueueGroupProperties");
     bool compute = false, copy = false;
     for (uint32_t i = 0; i < ngroups; ++i) {
         bool computes = groups[i].flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE;
@@ -137,9 +169,13 @@ LevelZeroDevice::~LevelZeroDevice() {
     // The set's context, and the window's reservation in it, go with the
     // last device.
     if (!set_->leave(this) || !ctx_) return;
-    if (set_->reserved) d_->zeVirtualMemFree(ctx_, reinterpret_cast<void *>(set_->reserved), set_->reserved_size);
+    if (set_->reserved)
+        if (ze_result_t r = d_->zeVirtualMemFree(ctx_, reinterpret_cast<void *>(set_->reserved), set_->reserved_size);
+            r != ZE_RESULT_SUCCESS)
+            ADSM_LOG(error, "levelzero: cannot give back the window's device addresses: %s", Driver::describe(r));
     set_->reserved = 0;
-    d_->zeContextDestroy(ctx_);
+    if (ze_result_t r = d_->zeContextDestroy(ctx_); r != ZE_RESULT_SUCCESS)
+        ADSM_LOG(error, "levelzero: cannot destroy the context: %s", Driver::describe(r));
     set_->shared_context = nullptr;
 }
 

@@ -1,5 +1,7 @@
 #include "backend/levelzero/memory.h"
 
+#include "support/log.h"
+
 namespace adsm::levelzero {
 
 Status GranuleDriver::back(uintptr_t va, uint64_t size, uint64_t *handle) {
@@ -20,9 +22,17 @@ Status GranuleDriver::back(uintptr_t va, uint64_t size, uint64_t *handle) {
     return adsmSuccess;
 }
 
-void GranuleDriver::unback(uintptr_t va, uint64_t size, uint64_t handle) {
-    d_->zeVirtualMemUnmap(ctx_, reinterpret_cast<void *>(va), size);
-    d_->zePhysicalMemDestroy(ctx_, reinterpret_cast<ze_physical_mem_handle_t>(handle));
+bool GranuleDriver::unback(uintptr_t va, uint64_t size, uint64_t handle) {
+    if (ze_result_t r = d_->zeVirtualMemUnmap(ctx_, reinterpret_cast<void *>(va), size); r != ZE_RESULT_SUCCESS) {
+        ADSM_LOG(error, "levelzero: cannot unmap the device memory at %p (%s); it stays until a later try",
+                 reinterpret_cast<void *>(va), Driver::describe(r));
+        return false;
+    }
+    if (ze_result_t r = d_->zePhysicalMemDestroy(ctx_, reinterpret_cast<ze_physical_mem_handle_t>(handle));
+        r != ZE_RESULT_SUCCESS)
+        ADSM_LOG(error, "levelzero: cannot free the device memory unmapped from %p (%s)", reinterpret_cast<void *>(va),
+                 Driver::describe(r));
+    return true;
 }
 
 Status GranuleDriver::reserve_scratch(uint64_t size, uintptr_t *va) {
@@ -33,10 +43,15 @@ Status GranuleDriver::reserve_scratch(uint64_t size, uintptr_t *va) {
     return adsmSuccess;
 }
 
-void GranuleDriver::free_scratch(uintptr_t va, uint64_t size) { d_->zeVirtualMemFree(ctx_, reinterpret_cast<void *>(va), size); }
+void GranuleDriver::free_scratch(uintptr_t va, uint64_t size) {
+    if (ze_result_t r = d_->zeVirtualMemFree(ctx_, reinterpret_cast<void *>(va), size); r != ZE_RESULT_SUCCESS)
+        ADSM_LOG(warn, "levelzero: cannot free the scratch addresses at %p (%s)", reinterpret_cast<void *>(va),
+                 Driver::describe(r));
+}
 
 Status GranuleDriver::remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle) {
-    d_->zeVirtualMemUnmap(ctx_, reinterpret_cast<void *>(from), size);
+    if (ze_result_t r = d_->zeVirtualMemUnmap(ctx_, reinterpret_cast<void *>(from), size); r != ZE_RESULT_SUCCESS)
+        return ze_fail(adsmErrorDeviceLost, r, "levelzero: unmapping moved device memory from its scratch addresses");
     if (ze_result_t r = d_->zeVirtualMemMap(ctx_, reinterpret_cast<void *>(va), size,
                                             reinterpret_cast<ze_physical_mem_handle_t>(handle), 0,
                                             ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE);

@@ -20,7 +20,7 @@ public:
         dev_ = dev;
     }
     Status back(uintptr_t va, uint64_t size, uint64_t *handle) override;
-    void unback(uintptr_t va, uint64_t size, uint64_t handle) override;
+    bool unback(uintptr_t va, uint64_t size, uint64_t handle) override;
     bool pin(void *, uint64_t) override { return false; }
     void unpin(void *) override {}
     Status reserve_scratch(uint64_t size, uintptr_t *va) override;

@@ -20,6 +20,7 @@
 #define VMM_FAULT CUDA_ERROR_ILLEGAL_ADDRESS
 #define VMM_DRIVER "fake libcuda"
 #define VMM_MEMORY_ENV "FAKE_CUDA_MEMORY"
+#define FAKE_FAIL_ENV "FAKE_CUDA_FAIL"
 #include "fake_vmm.h"
 
 typedef struct vmm_host_fn {
@@ -51,7 +52,13 @@ static void entered(const char *name) {
     void (*hook)(const char *) = entry_hook;
     if (hook) hook(name);
 }
-#define COUNT() (fake_count(__func__), entered(__func__))
+/* Each entry point's first statement: counts the call, tells the hook, and
+ * fails it when FAKE_CUDA_FAIL asks. */
+#define COUNT()                                                    \
+    do {                                                           \
+        if (fake_count(__func__)) return CUDA_ERROR_OUT_OF_MEMORY; \
+        entered(__func__);                                         \
+    } while (0)
 
 static int run_kernel(const fake_job *j);
 /* Each GPU's own queue (the legacy and per-thread default streams). */
@@ -115,6 +122,7 @@ static void drain_all(void) {
 }
 
 EXPORT long fake_cuda_calls(const char *name) { return fake_count_of(name); }
+EXPORT const char *fake_cuda_entry(int i, long *calls) { return fake_entry(i, calls); }
 
 static int run_kernel(const fake_job *j) {
     if (atomic_load(&vmm_active)) return vmm_run_kernel(j, fake_queue_ordinal);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -232,23 +233,72 @@ static int fake_free(void *p) {
 }
 
 /* Calls per entry point, for the tests to see what reached the driver. */
-#define FAKE_COUNTERS 64
+#define FAKE_COUNTERS 128
 static struct {
     const char *name;
     atomic_long n;
 } fake_counters[FAKE_COUNTERS];
 static pthread_mutex_t fake_counters_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void fake_count(const char *name) {
+/* A failure a test asks for in the environment variable FAKE_FAIL_ENV
+ * (defined by the double), "entry:n": the nth call of that entry point
+ * (from 1) fails, once, as the driver fails when it runs out of memory.
+ * The runtime's handling of each call's failure can then be tried in turn. */
+#ifndef FAKE_FAIL_ENV
+#error "a double names the variable that asks it to fail a call (FAKE_FAIL_ENV)"
+#endif
+static struct {
+    char entry[96];
+    long nth;
+} fake_failure = {"", -1};
+static pthread_once_t fake_failure_once = PTHREAD_ONCE_INIT;
+static void fake_read_failure(void) {
+    const char *v = getenv(FAKE_FAIL_ENV);
+    if (!v || !*v) return;
+    const char *colon = strrchr(v, ':');
+    char *end = NULL;
+    long nth = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof fake_failure.entry || *end || nth < 1) {
+        fprintf(stderr, "driver double: %s=%s is not entry:n (n from 1)\n", FAKE_FAIL_ENV, v);
+        abort();
+    }
+    memcpy(fake_failure.entry, v, (size_t)(colon - v));
+    fake_failure.nth = nth;
+}
+static int fake_fails_here(const char *name, long nth) {
+    pthread_once(&fake_failure_once, fake_read_failure);
+    return nth == fake_failure.nth && strcmp(name, fake_failure.entry) == 0;
+}
+
+/* Counts a call of the entry point; true if it is to fail (FAKE_FAIL_ENV). */
+static int fake_count(const char *name) {
+    long n = 0;
     pthread_mutex_lock(&fake_counters_mu);
     for (int i = 0; i < FAKE_COUNTERS; ++i) {
         if (!fake_counters[i].name) fake_counters[i].name = name;
         if (strcmp(fake_counters[i].name, name) == 0) {
-            atomic_fetch_add(&fake_counters[i].n, 1);
+            n = atomic_fetch_add(&fake_counters[i].n, 1) + 1;
             break;
         }
     }
     pthread_mutex_unlock(&fake_counters_mu);
+    if (n == 0) {
+        fprintf(stderr, "driver double: more than %d entry points called; FAKE_COUNTERS is too small\n", FAKE_COUNTERS);
+        abort();
+    }
+    return fake_fails_here(name, n);
+}
+
+/* The ith entry point called so far, and its calls; NULL past the last. */
+static const char *fake_entry(int i, long *calls) {
+    const char *name = NULL;
+    pthread_mutex_lock(&fake_counters_mu);
+    if (i >= 0 && i < FAKE_COUNTERS && fake_counters[i].name) {
+        name = fake_counters[i].name;
+        *calls = atomic_load(&fake_counters[i].n);
+    }
+    pthread_mutex_unlock(&fake_counters_mu);
+    return name;
 }
 
 static long fake_count_of(const char *name) {

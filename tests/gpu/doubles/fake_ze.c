@@ -38,6 +38,7 @@
 #define VMM_FAULT ZE_RESULT_ERROR_DEVICE_LOST
 #define VMM_DRIVER "fake libze_loader"
 #define VMM_MEMORY_ENV "FAKE_ZE_MEMORY"
+#define FAKE_FAIL_ENV "FAKE_ZE_FAIL"
 #include "fake_vmm.h"
 #include "ze_newer.h"
 
@@ -59,7 +60,13 @@ static void entered(const char *name) {
     void (*hook)(const char *) = entry_hook;
     if (hook) hook(name);
 }
-#define COUNT() (fake_count(__func__ + sizeof "fake_" - 1), entered(__func__ + sizeof "fake_" - 1))
+/* Each entry point's first statement: counts the call, tells the hook, and
+ * fails it when FAKE_ZE_FAIL asks. */
+#define COUNT()                                                                                 \
+    do {                                                                                        \
+        if (fake_count(__func__ + sizeof "fake_" - 1)) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY; \
+        entered(__func__ + sizeof "fake_" - 1);                                                 \
+    } while (0)
 
 static int run_kernel(const fake_job *j);
 #define DEVICE_QUEUE(i) \
@@ -206,6 +213,7 @@ struct _ze_command_list_handle_t {
 };
 
 EXPORT long fake_ze_calls(const char *name) { return fake_count_of(name); }
+EXPORT const char *fake_ze_entry(int i, long *calls) { return fake_entry(i, calls); }
 /* What the program still holds of the driver's: "contexts", "command
    lists", "event pools", "events", "host allocations", "reservations"
    (address ranges) or "device bytes"; -1 for another name. */
@@ -1077,7 +1085,7 @@ ENTRY(zeKernelGetProperties, ze_kernel_handle_t k, ze_kernel_properties_t *props
  * getter's name. */
 #define TABLE(getter, Table, ...)                                                         \
     EXPORT ze_result_t ZE_APICALL getter(ze_api_version_t version, Table *t) {            \
-        fake_count(#getter);                                                              \
+        if (fake_count(#getter)) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;             \
         if (!t) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;                              \
         if (version > ZE_API_VERSION_CURRENT) return ZE_RESULT_ERROR_UNSUPPORTED_VERSION; \
         __VA_ARGS__                                                                       \
