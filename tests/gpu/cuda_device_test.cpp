@@ -549,14 +549,24 @@ TEST(CudaNoDriver, MissingDriverIsAClearNoDeviceError) {
 }  // namespace
 
 TEST(CudaDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }
-// What the double counts of what a program holds from the driver.
-const std::vector<const char *> kHeldKinds = {"contexts",     "streams",      "events",
-                                              "reservations", "device bytes", "pinned bytes"};
+// The driver's double, as the start-failure probe uses it.
+const device_test::DriverDouble kDouble = {"libcuda.so.1",
+                                           "fake_cuda",
+                                           "FAKE_CUDA_FAIL",
+                                           "CUDA_ERROR_OUT_OF_MEMORY",
+                                           {"contexts", "streams", "events", "reservations", "device bytes", "pinned bytes"}};
 
-TEST(CudaDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) {
-    device_test::a_failed_start_gives_back_what_it_took("libcuda.so.1", "fake_cuda", kHeldKinds);
-}
+TEST(CudaDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) { device_test::a_failed_start_gives_back_what_it_took(kDouble); }
 TEST(CudaDeviceStart, AStartFailingAtAnyDriverCallGivesBackWhatItTook) {
-    device_test::a_start_failing_at_any_driver_call_gives_back_what_it_took(
-        "libcuda.so.1", "fake_cuda", "FAKE_CUDA_FAIL", "CUDA_ERROR_OUT_OF_MEMORY", kHeldKinds);
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"", "", false, true});
+}
+// An object of two granules and a half, made, filled and freed: the device
+// refusing its memory fails it (ADSM_SPILL=fail) with nothing left mapped;
+// by default the object lives on the host instead, and nothing is lost.
+TEST(CudaDeviceStart, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(
+        kDouble, {"--alloc 5242880", "ADSM_SPILL=fail", true, true});
+}
+TEST(CudaDeviceStart, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--alloc 5242880", "", false, false});
 }

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -381,64 +382,95 @@ inline int run_start_probe(const std::string &env, const std::string &args, std:
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-// The probe's arguments: the double, and what it counts (quoted: "device
-// bytes").
-inline std::string start_probe_args(const char *library, const char *prefix, const std::vector<const char *> &kinds) {
-    std::string args = std::string(library) + " " + prefix;
-    for (const char *k : kinds) args += std::string(" '") + k + "'";
+// A driver's double as the start-failure probe uses it.
+struct DriverDouble {
+    const char *library;     // as the runtime loads it
+    const char *prefix;      // of its functions: PREFIX_held, PREFIX_entry
+    const char *fail_env;    // its variable that fails a call (entry:n, entry:n+)
+    const char *error_name;  // the error a failing call returns
+    std::vector<const char *> held;  // what it counts of what a program holds
+};
+
+// The probe's arguments: the double, the probe's options, and what to
+// count (quoted: "device bytes").
+inline std::string start_probe_args(const DriverDouble &d, const std::string &options, bool counting) {
+    std::string args = std::string(d.library) + " " + d.prefix + " " + options;
+    for (const char *k : counting ? d.held : std::vector<const char *>{}) args += std::string(" '") + k + "'";
     return args;
 }
 
 // A start that fails late (the trace file cannot be written) gives back
-// every one of `kinds` it took from the driver (as its double, `library`
-// with functions named from `prefix`, counts them), the host mirror and
-// its threads.
-inline void a_failed_start_gives_back_what_it_took(const char *library, const char *prefix,
-                                                   const std::vector<const char *> &kinds) {
+// every object it took from the driver that the double counts, the host
+// mirror and its threads.
+inline void a_failed_start_gives_back_what_it_took(const DriverDouble &d) {
     std::string out;
-    const std::string args = start_probe_args(library, prefix, kinds);
-    EXPECT_EQ(run_start_probe("ADSM_TRACE=/nonexistent-directory/trace.json", args, &out), 0) << out;
+    EXPECT_EQ(run_start_probe("ADSM_TRACE=/nonexistent-directory/trace.json", start_probe_args(d, "", true), &out), 0)
+        << out;
     EXPECT_NE(out.find("probe: start failed: "), std::string::npos) << out;
 }
 
-// A start made to fail at each driver call it makes, one run for each (the
-// double's variable `fail_env` picks the call): whichever call fails, the
-// start either copes, saying so in the log, or fails with an error naming
-// the driver's (`error_name`), and gives back every one of `kinds` it took,
-// the host mirror and its threads.  Neither a crash nor a hang nor a leak,
-// nor a failure passed over in silence.
-inline void a_start_failing_at_any_driver_call_gives_back_what_it_took(const char *library, const char *prefix,
-                                                                        const char *fail_env, const char *error_name,
-                                                                        const std::vector<const char *> &kinds) {
-    const std::string args = start_probe_args(library, prefix, kinds);
+// The driver calls the probe lists (--list) after the steps `options` ask
+// for, by entry point.
+inline std::map<std::string, long> start_probe_calls(const DriverDouble &d, const std::string &env,
+                                                     const std::string &options) {
     std::string out;
-    ASSERT_EQ(run_start_probe("", start_probe_args(library, prefix, {"--list"}), &out), 0) << out;
-    std::vector<std::pair<std::string, long>> calls;
+    std::map<std::string, long> calls;
+    EXPECT_EQ(run_start_probe(env, start_probe_args(d, "--list " + options, false), &out), 0) << out;
     char name[128];
     long n = 0;
-    const size_t started = out.find("probe: started\n");
-    ASSERT_NE(started, std::string::npos) << out;
-    for (const char *line = out.c_str() + started + strlen("probe: started");
-         line && sscanf(line + 1, "%127s %ld", name, &n) == 2; line = strchr(line + 1, '\n'))
-        calls.emplace_back(name, n);
-    ASSERT_GT(calls.size(), 3u) << "the start made hardly any driver call:\n" << out;
+    for (size_t at = out.find('\n'); at != std::string::npos; at = out.find('\n', at + 1))
+        if (sscanf(out.c_str() + at + 1, "%127s %ld", name, &n) == 2 && strcmp(name, "probe:") != 0) calls[name] = n;
+    return calls;
+}
+
+// Which driver calls fail, and what of: `step` is "" for a start, or
+// "--alloc BYTES" for an object made, filled and freed after one; `env` is
+// added to the environment; `onward`: the failing call and every later one
+// of its entry point fail (else it alone); `some_fail`: some of the calls
+// must fail the step, not just be coped with.
+struct FailingCalls {
+    std::string step, env;
+    bool onward, some_fail;
+};
+
+// The step made to fail at each driver call it makes, one run for each:
+// whichever call fails, the step either copes, saying so in the log or
+// giving back all it took, or fails with an error naming the driver's,
+// having given back every object of the driver's it took (a start: the
+// host mirror and its threads too).  Neither a crash nor a hang nor a leak,
+// nor a failure passed over in silence.
+inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverDouble &d, const FailingCalls &f) {
+    const std::map<std::string, long> before =
+        f.step.empty() ? std::map<std::string, long>{} : start_probe_calls(d, f.env, "");
+    const std::map<std::string, long> after = start_probe_calls(d, f.env, f.step);
+    const std::string args = start_probe_args(d, f.step, true);
     int failed = 0, coped = 0;
-    for (const auto &[entry, times] : calls)
-        for (long i = 1; i <= times; ++i) {
-            const std::string call = entry + ":" + std::to_string(i);
-            const int rc = run_start_probe(std::string(fail_env) + "=" + call, args, &out);
-            EXPECT_EQ(rc, 0) << "the start with " << call << " failing:\n" << out;
-            if (out.find("probe: start failed: ") != std::string::npos) {
+    std::string out;
+    for (const auto &[entry, times] : after) {
+        const auto was = before.find(entry);
+        for (long i = was == before.end() ? 1 : was->second + 1; i <= times; ++i) {
+            const std::string call = entry + ":" + std::to_string(i) + (f.onward ? "+" : "");
+            const int rc = run_start_probe(f.env + " " + d.fail_env + "=" + call, args, &out);
+            EXPECT_EQ(rc, 0) << "with " << call << " failing:\n" << out;
+            if (out.find("probe: start failed: ") != std::string::npos ||
+                out.find("probe: allocation failed: ") != std::string::npos) {
                 ++failed;
-                EXPECT_NE(out.find(error_name), std::string::npos) << "the error does not name the driver's: " << out;
+                EXPECT_NE(out.find(d.error_name), std::string::npos) << "the error does not name the driver's: " << out;
             } else {
+                // (An allocation the device has no memory for lives on the
+                // host until a call needs it there: nothing to say then.)
                 ++coped;
-                EXPECT_NE(out.find("adsm "), std::string::npos) << "the start passed over " << call << " failing in silence";
+                EXPECT_TRUE(out.find("adsm ") != std::string::npos ||
+                            out.find("probe: freed, all given back") != std::string::npos)
+                    << call << " failing passed in silence and left something held:\n" << out;
             }
         }
-    // (Most of a start's calls cannot fail without failing it.)
-    EXPECT_GT(failed, coped) << failed << " starts failed, " << coped << " coped";
-    printf("%d failing driver calls failed the start, %d were coped with\n", failed, coped);
+    }
+    EXPECT_GT(failed + coped, 0) << "the step made no driver call of its own";
+    if (f.some_fail) {
+        EXPECT_GT(failed, 0) << "no failing call failed the step (" << coped << " coped)";
+    }
+    printf("%d failing driver calls failed the step, %d were coped with\n", failed, coped);
 }
 
 }  // namespace device_test

@@ -368,14 +368,25 @@ TEST(LevelZeroNoDriver, MissingLoaderIsAClearNoDeviceError) {
 }  // namespace
 
 TEST(LevelZeroDeviceStart, AFailedStartLeavesNoThreadBehind) { device_test::a_failed_start_leaves_no_thread_behind(); }
-// What the double counts of what a program holds from the driver.
-const std::vector<const char *> kHeldKinds = {"contexts",         "command lists", "event pools", "events",
-                                              "host allocations", "reservations",  "device bytes"};
+// The driver's double, as the start-failure probe uses it.
+const device_test::DriverDouble kDouble = {
+    "libze_loader.so.1",
+    "fake_ze",
+    "FAKE_ZE_FAIL",
+    "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+    {"contexts", "command lists", "event pools", "events", "host allocations", "reservations", "device bytes"}};
 
-TEST(LevelZeroDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) {
-    device_test::a_failed_start_gives_back_what_it_took("libze_loader.so.1", "fake_ze", kHeldKinds);
-}
+TEST(LevelZeroDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) { device_test::a_failed_start_gives_back_what_it_took(kDouble); }
 TEST(LevelZeroDeviceStart, AStartFailingAtAnyDriverCallGivesBackWhatItTook) {
-    device_test::a_start_failing_at_any_driver_call_gives_back_what_it_took(
-        "libze_loader.so.1", "fake_ze", "FAKE_ZE_FAIL", "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", kHeldKinds);
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"", "", false, true});
+}
+// An object of two granules and a half, made, filled and freed: the device
+// refusing its memory fails it (ADSM_SPILL=fail) with nothing left mapped;
+// by default the object lives on the host instead, and nothing is lost.
+TEST(LevelZeroDeviceStart, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(
+        kDouble, {"--alloc 5242880", "ADSM_SPILL=fail", true, true});
+}
+TEST(LevelZeroDeviceStart, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--alloc 5242880", "", false, false});
 }

@@ -180,6 +180,12 @@ void CudaDevice::decommit(uintptr_t dev, uint64_t bytes) {
     Entered in(this);
     // A lost or forked device keeps its memory: the driver cannot be asked.
     if (in.status() == adsmSuccess) memory().decommit(dev, bytes, &granule_driver_);
+    else say_skipped(in, "freeing device memory");
+}
+
+void CudaDevice::say_skipped(const Entered &in, const char *what) const {
+    if (in.status() != adsmSuccess && usable() == adsmSuccess)
+        ADSM_LOG(error, "cuda: %s skipped: %s", what, last_detail());
 }
 
 // ---------------------------------------------------------------- several GPUs
@@ -235,7 +241,8 @@ Status CudaDevice::map_peer_memory(Device &holder, uintptr_t dev, uint64_t bytes
 void CudaDevice::unmap_memory(uintptr_t dev, uint64_t bytes) {
     ADSM_OFF_HANDLER(unmap_memory(dev, bytes));
     Entered in(this);
-    if (in.status() != adsmSuccess || set_->size() < 2) return;
+    if (set_->size() < 2) return;
+    if (in.status() != adsmSuccess) return say_skipped(in, "unmapping device memory from the other GPUs");
     const uint64_t g = window_.granularity;
     const uintptr_t lo = dev / g * g, hi = (dev + bytes + g - 1) / g * g;
     CUmemAccessDesc access = device_access(dev_, false);
@@ -266,7 +273,7 @@ bool CudaDevice::pin_staging(void *p, size_t n) {
 
 void CudaDevice::unpin_staging(void *p) {
     Entered in(this);
-    if (in.status() != adsmSuccess) return;
+    if (in.status() != adsmSuccess) return say_skipped(in, "unpinning staging memory");
     if (CUresult r = d_->cuMemHostUnregister(p); r != CUDA_SUCCESS)
         ADSM_LOG(warn, "cuda: cannot unpin the staging memory at %p (%s); it stays pinned", p, d_->describe(r));
 }
@@ -486,7 +493,7 @@ void CudaDevice::destroy_stream(StreamId id) {
     if (id >= kMaxStreams) return;
     CUstream s = streams_[id].s.exchange(nullptr);
     CUevent e = streams_[id].joined.exchange(nullptr);
-    if (in.status() != adsmSuccess) return;
+    if (in.status() != adsmSuccess) return say_skipped(in, "destroying a stream");
     if (s) d_->cuStreamDestroy(s);
     if (e) d_->cuEventDestroy(e);
 }

@@ -100,6 +100,10 @@ private:
     // as it lives (the program's own current context comes back after), or
     // says why the device cannot be used (lost, or in a fork child).
     class Entered;
+    // A step no caller hears of, skipped because the context could not be
+    // made current (`in`), said in the log; a lost or forked device's are
+    // not (the loss was reported; a fork child's driver is its parent's).
+    void say_skipped(const Entered &in, const char *what) const;
     Status usable() const { return loss_.usable(); }
     // Turns a driver error into the runtime's, remembering a context error
     // (a faulting kernel) as the end of the device.

@@ -242,15 +242,17 @@ static pthread_mutex_t fake_counters_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* A failure a test asks for in the environment variable FAKE_FAIL_ENV
  * (defined by the double), "entry:n": the nth call of that entry point
- * (from 1) fails, once, as the driver fails when it runs out of memory.
- * The runtime's handling of each call's failure can then be tried in turn. */
+ * (from 1) fails, once, as the driver fails when it runs out of memory;
+ * "entry:n+": that call and every later one fail.  The runtime's handling
+ * of each call's failure can then be tried in turn. */
 #ifndef FAKE_FAIL_ENV
 #error "a double names the variable that asks it to fail a call (FAKE_FAIL_ENV)"
 #endif
 static struct {
     char entry[96];
     long nth;
-} fake_failure = {"", -1};
+    int onward;
+} fake_failure = {"", -1, 0};
 static pthread_once_t fake_failure_once = PTHREAD_ONCE_INIT;
 static void fake_read_failure(void) {
     const char *v = getenv(FAKE_FAIL_ENV);
@@ -258,16 +260,19 @@ static void fake_read_failure(void) {
     const char *colon = strrchr(v, ':');
     char *end = NULL;
     long nth = colon ? strtol(colon + 1, &end, 10) : 0;
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof fake_failure.entry || *end || nth < 1) {
-        fprintf(stderr, "driver double: %s=%s is not entry:n (n from 1)\n", FAKE_FAIL_ENV, v);
+    const int onward = end && *end == '+';
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof fake_failure.entry || end[onward] || nth < 1) {
+        fprintf(stderr, "driver double: %s=%s is not entry:n or entry:n+ (n from 1)\n", FAKE_FAIL_ENV, v);
         abort();
     }
     memcpy(fake_failure.entry, v, (size_t)(colon - v));
     fake_failure.nth = nth;
+    fake_failure.onward = onward;
 }
 static int fake_fails_here(const char *name, long nth) {
     pthread_once(&fake_failure_once, fake_read_failure);
-    return nth == fake_failure.nth && strcmp(name, fake_failure.entry) == 0;
+    const int due = nth == fake_failure.nth || (fake_failure.onward && nth > fake_failure.nth);
+    return due && strcmp(name, fake_failure.entry) == 0;
 }
 
 /* Counts a call of the entry point; true if it is to fail (FAKE_FAIL_ENV). */
