@@ -63,7 +63,8 @@ void GranuleDriver::free_scratch(uintptr_t va, uint64_t size) {
 }
 
 Status GranuleDriver::remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle) {
-    d_->cuMemUnmap(from, size);
+    if (CUresult r = d_->cuMemUnmap(from, size); r != CUDA_SUCCESS)
+        return cuda_fail(adsmErrorDeviceLost, r, "cuda: unmapping moved device memory from its scratch addresses");
     if (CUresult r = d_->cuMemMap(va, size, 0, handle, 0); r != CUDA_SUCCESS)
         return cuda_fail(adsmErrorDeviceLost, r, "cuda: mapping moved device memory into the window");
     CUmemAccessDesc access = device_access(dev_, true);

@@ -36,6 +36,19 @@ Status find_gpu(const Driver *d, int ordinal, ze_driver_handle_t *driver, ze_dev
         failure = r;
         return true;
     };
+    // "N GPUs (why)": a driver passed over says why, else `hint`.
+    char text[192];
+    auto why = [&](int gpus, const char *hint) {
+        int n = snprintf(text, sizeof text, "%d GPU%s", gpus, gpus == 1 ? "" : "s");
+        if (n < 0 || static_cast<size_t>(n) >= sizeof text) return;
+        if (failed_call)
+            snprintf(text + n, sizeof text - n, " (%u drivers; %s failed: %s (0x%x))", ndrivers, failed_call,
+                     Driver::describe(failure), static_cast<unsigned>(failure));
+        else if (*hint)
+            snprintf(text + n, sizeof text - n, " (%s)", hint);
+        else
+            snprintf(text + n, sizeof text - n, " (%u drivers)", ndrivers);
+    };
     for (uint32_t i = 0; i < ndrivers; ++i) {
         uint32_t ndev = 0;
         if (passed_over("zeDeviceGet", d->zeDeviceGet(drivers[i], &ndev, nullptr)) || ndev == 0) continue;
@@ -54,20 +67,15 @@ Status find_gpu(const Driver *d, int ordinal, ze_driver_handle_t *driver, ze_dev
                 return adsmSuccess;
             }
         }
-        if (gpus && failed_call)
-            return fail(adsmErrorNoDevice,
-                        "ADSM_DEVICE lists %d levelzero devices, but the driver sees %d GPU%s (%s failed: %s (0x%x))",
-                        ordinal + 1, gpus, gpus == 1 ? "" : "s", failed_call, Driver::describe(failure),
-                        static_cast<unsigned>(failure));
-        if (gpus)
-            return fail(adsmErrorNoDevice,
-                        "ADSM_DEVICE lists %d levelzero devices, but the driver sees %d GPU%s (ZE_AFFINITY_MASK?)",
-                        ordinal + 1, gpus, gpus == 1 ? "" : "s");
+        if (gpus) {
+            // (Another driver's GPUs are not this one's: one context each.)
+            why(gpus, "ZE_AFFINITY_MASK?");
+            return fail(adsmErrorNoDevice, "ADSM_DEVICE lists %d levelzero devices, but the driver sees %s", ordinal + 1,
+                        text);
+        }
     }
-    if (failed_call)
-        return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: the Level Zero loader sees no GPU (%u drivers; %s failed: %s (0x%x))",
-                    ndrivers, failed_call, Driver::describe(failure), static_cast<unsigned>(failure));
-    return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: the Level Zero loader sees no GPU (%u drivers)", ndrivers);
+    why(0, "");
+    return fail(adsmErrorNoDevice, "ADSM_DEVICE=levelzero: the Level Zero loader sees %s", text);
 }
 
 }  // namespace
