@@ -29,4 +29,16 @@ const char *last_detail() { return tls_detail; }
 
 void clear_detail() { tls_detail[0] = '\0'; }
 
+namespace {
+void copy_text(char *out, unsigned n, const char *text) {
+    unsigned i = 0;
+    for (; n && i + 1 < n && text[i]; ++i) out[i] = text[i];
+    if (n) out[i] = '\0';
+}
+}  // namespace
+
+void set_detail(const char *text) { copy_text(tls_detail, sizeof tls_detail, text); }
+
+void copy_detail(char *out, unsigned n) { copy_text(out, n, tls_detail); }
+
 }  // namespace adsm

@@ -570,3 +570,7 @@ TEST(CudaDeviceStart, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {
 TEST(CudaDeviceStart, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {
     device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--alloc 5242880", "", false, false});
 }
+// A kernel scaling an object, launched, waited for and read back.
+TEST(CudaDeviceStart, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--call", "", false, true});
+}

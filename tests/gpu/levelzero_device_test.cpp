@@ -390,3 +390,7 @@ TEST(LevelZeroDeviceStart, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook
 TEST(LevelZeroDeviceStart, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {
     device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--alloc 5242880", "", false, false});
 }
+// A kernel scaling an object, launched, waited for and read back.
+TEST(LevelZeroDeviceStart, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {
+    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--call", "", false, true});
+}

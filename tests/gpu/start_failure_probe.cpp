@@ -1,7 +1,8 @@
 // Starts the runtime on a driver's double, and with --alloc makes, fills and
-// frees one object, and reports how that went:
+// frees one object, or with --call has a kernel scale one, and reports how
+// that went:
 //
-//   start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES] KIND...
+//   start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES | --call] KIND...
 //
 // LIBRARY is the double as the runtime loads it (libcuda.so.1), PREFIX its
 // functions' prefix (fake_cuda: fake_cuda_held counts what the program
@@ -11,7 +12,10 @@
 // "probe: started" or "probe: start failed: " and the error, then with
 // --alloc "probe: allocated" or "probe: allocation failed: " and the error,
 // and "probe: freed, all given back" when the free left the double holding
-// what it held before the allocation;
+// what it held before the allocation; with --call "probe: called, every
+// element scaled" or "probe: call failed: " and the step and error, the
+// object holding each element scaled or as it was, never anything else (a
+// read the runtime cannot serve raises SIGBUS, saying why);
 // with --list, last, each entry point called and how often, a line each.
 // Exits 0 when each step succeeded, or the one that failed reported an
 // error having given back every KIND it took (a start, its host mirror and
@@ -25,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "device_test_kernels.h"
 #include "start_check.h"
 
 namespace {
@@ -52,6 +57,48 @@ bool gave_back(const std::vector<long> &before, const char *step) {
     return ok;
 }
 
+// A kernel scales an object of n floats by 2 (the doubles run kernels as
+// the host functions their modules name): every step reports an error or
+// succeeds, and the object holds each element either scaled or as it was.
+bool call_a_kernel() {
+    const unsigned n = 1u << 20;  // two granules
+    auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
+    auto failed = [](const char *step) {
+        printf("probe: call failed: %s: %s: %s\n", step, adsmGetErrorString(adsmPeekAtLastError()),
+               adsmGetLastErrorDetail());
+        return *adsmGetLastErrorDetail() != '\0';
+    };
+    if (!x) return failed("allocation");
+    for (unsigned i = 0; i < n; ++i) x[i] = static_cast<float>(i);
+    const std::string image = device_test::module_image();
+    adsmModule_t m = nullptr;
+    adsmKernel_t k = nullptr;
+    float f = 2;
+    unsigned count = n;
+    void *args[] = {&x, &f, &count};
+    const size_t sizes[] = {sizeof x, sizeof f, sizeof count};
+    bool ok = true, done = false;
+    if (adsmLoadModuleData(image.c_str(), image.size() + 1, &m) != adsmSuccess) ok = failed("module");
+    else if (adsmModuleGetKernelWithParams(m, "scale", 3, sizes, &k) != adsmSuccess) ok = failed("kernel");
+    else if (adsmCall(k, {n / 256, 1, 1}, {256, 1, 1}, args) != adsmSuccess) ok = failed("launch");
+    else if (adsmSync() != adsmSuccess) ok = failed("sync");
+    else done = true;
+    unsigned scaled = 0, other = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        scaled += x[i] == 2.0f * static_cast<float>(i) && i;
+        other += x[i] != 2.0f * static_cast<float>(i) && x[i] != static_cast<float>(i);
+    }
+    if (other || (done && scaled != n - 1)) {
+        printf("the object lost data: %u elements are neither scaled nor as they were, %u of %u scaled\n", other,
+               scaled, n - 1);
+        ok = false;
+    }
+    if (done && ok) printf("probe: called, every element scaled\n");
+    if (adsmError_t e = adsmFree(x); e != adsmSuccess)
+        printf("probe: the object cannot be freed: %s: %s\n", adsmGetErrorString(e), adsmGetLastErrorDetail());
+    return ok;
+}
+
 void list_calls() {
     long calls = 0;
     for (int i = 0; g_entry(i, &calls); ++i) printf("%s %ld\n", g_entry(i, &calls), calls);
@@ -61,7 +108,7 @@ void list_calls() {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES] KIND...\n");
+        fprintf(stderr, "usage: start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES | --call] KIND...\n");
         return 2;
     }
     const std::string prefix = argv[2];
@@ -73,6 +120,8 @@ int main(int argc, char **argv) {
         alloc = strtoull(argv[a + 1], nullptr, 0);
         a += 2;
     }
+    const bool call = a < argc && strcmp(argv[a], "--call") == 0;
+    a += call;
     g_kinds.assign(argv + a, argv + argc);
     // Loaded first, to be asked before the runtime loads it.
     void *lib = dlopen(argv[1], RTLD_NOW);
@@ -126,6 +175,7 @@ int main(int argc, char **argv) {
             }
         }
     }
+    if (call) ok = call_a_kernel();
     if (list) list_calls();
     _exit(ok ? 0 : 1);
 }

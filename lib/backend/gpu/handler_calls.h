@@ -61,27 +61,31 @@ public:
     // fault handler, and the helpers run in this process.
     bool needed() const { return os::in_fault_handler() && serving(); }
 
-    // Runs f() on a helper thread and returns what it returned.
+    // Runs f() on a helper thread and returns what it returned.  The
+    // detail of a failure it records (support/status.h) comes back with it:
+    // the faulting thread reports it.
     template <class F>
     auto call(F &&f) -> decltype(f()) {
         using R = decltype(f());
-        if constexpr (std::is_void_v<R>) {
-            post([](void *p) { (*static_cast<std::remove_reference_t<F> *>(p))(); }, &f);
-        } else {
-            struct Call {
-                std::remove_reference_t<F> *f;
-                R result;
-            } call{&f, R{}};
-            post([](void *p) {
-                auto *c = static_cast<Call *>(p);
-                c->result = (*c->f)();
-            }, &call);
-            return call.result;
-        }
+        struct Call {
+            std::remove_reference_t<F> *f;
+            std::conditional_t<std::is_void_v<R>, bool, R> result;
+            char detail[kDetail];
+        } call{&f, {}, {}};
+        post([](void *p) {
+            auto *c = static_cast<Call *>(p);
+            clear_detail();
+            if constexpr (std::is_void_v<R>) (*c->f)();
+            else c->result = (*c->f)();
+            copy_detail(c->detail, sizeof c->detail);
+        }, &call);
+        if (call.detail[0]) set_detail(call.detail);
+        if constexpr (!std::is_void_v<R>) return call.result;
     }
 
 private:
     enum : uint32_t { kFree, kClaimed, kPosted, kRunning, kDone };
+    static constexpr unsigned kDetail = 384;  // of a failure's detail, on the fault handler's stack
     struct Slot {
         std::atomic<uint32_t> state{kFree};  // futex word of the waiting handler
         std::atomic<bool> poster_sleeps{false};
