@@ -34,8 +34,9 @@ add_test(NAME levelzero.device.moved_window COMMAND levelzero_device_tests --gte
 set_tests_properties(levelzero.device.fault levelzero.device.copy_fault levelzero.device.failed_start levelzero.device.moved_window PROPERTIES TIMEOUT 120
   ENVIRONMENT "${on_ze_double}")
 add_test(NAME levelzero.device.two_gpus COMMAND levelzero_device_tests --gtest_filter=LevelZeroTwoGpus.*)
+# (With two GPUs, the starts alone fail call by call, as on cuda.)
 add_test(NAME levelzero.device.two_gpus.failed_start COMMAND levelzero_device_tests
-  --gtest_filter=LevelZeroDeviceStart.*)
+  --gtest_filter=LevelZeroDeviceStart.*Start*)
 add_test(NAME levelzero.device.two_gpus.no_peer COMMAND levelzero_device_tests --gtest_filter=LevelZeroTwoGpusNoPeer.*)
 set_tests_properties(levelzero.device.two_gpus levelzero.device.two_gpus.failed_start PROPERTIES TIMEOUT 120
   ENVIRONMENT "${on_ze_double};ADSM_DEVICE=levelzero,levelzero;FAKE_ZE_DEVICES=2")
