@@ -556,21 +556,4 @@ const device_test::DriverDouble kDouble = {"libcuda.so.1",
                                            "CUDA_ERROR_OUT_OF_MEMORY",
                                            {"contexts", "streams", "events", "reservations", "device bytes", "pinned bytes"}};
 
-TEST(CudaDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) { device_test::a_failed_start_gives_back_what_it_took(kDouble); }
-TEST(CudaDeviceStart, AStartFailingAtAnyDriverCallGivesBackWhatItTook) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"", "", false, true});
-}
-// An object of two granules and a half, made, filled and freed: the device
-// refusing its memory fails it (ADSM_SPILL=fail) with nothing left mapped;
-// by default the object lives on the host instead, and nothing is lost.
-TEST(CudaDeviceStart, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(
-        kDouble, {"--alloc 5242880", "ADSM_SPILL=fail", true, true});
-}
-TEST(CudaDeviceStart, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--alloc 5242880", "", false, false});
-}
-// A kernel scaling an object, launched, waited for and read back.
-TEST(CudaDeviceStart, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--call", "", false, true});
-}
+ADSM_DRIVER_FAILURE_TESTS(CudaDeviceStart, kDouble)

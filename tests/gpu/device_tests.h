@@ -484,3 +484,30 @@ inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverD
 }
 
 }  // namespace device_test
+
+// A back-end's driver-failure tests, on its double `d`: a start failing
+// late, then a start, an allocation (an object of two granules and a half,
+// made, filled and freed: the device refusing its memory fails it with
+// ADSM_SPILL=fail, with nothing left mapped; by default it lives on the
+// host instead) and a kernel call (scaling an object, waited for and read
+// back) made to fail at each of their driver calls in turn.
+#define ADSM_DRIVER_FAILURE_TESTS(Suite, d)                                                  \
+    TEST(Suite, AFailedStartGivesBackWhatItTookFromTheDriver) {                              \
+        device_test::a_failed_start_gives_back_what_it_took(d);                              \
+    }                                                                                        \
+    TEST(Suite, AStartFailingAtAnyDriverCallGivesBackWhatItTook) {                           \
+        device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
+            d, {"", "", false, true});                                                       \
+    }                                                                                        \
+    TEST(Suite, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {                     \
+        device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
+            d, {"--alloc 5242880", "ADSM_SPILL=fail", true, true});                          \
+    }                                                                                        \
+    TEST(Suite, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {                 \
+        device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
+            d, {"--alloc 5242880", "", false, false});                                       \
+    }                                                                                        \
+    TEST(Suite, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {                      \
+        device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
+            d, {"--call", "", false, true});                                                 \
+    }

@@ -376,21 +376,4 @@ const device_test::DriverDouble kDouble = {
     "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
     {"contexts", "command lists", "event pools", "events", "host allocations", "reservations", "device bytes"}};
 
-TEST(LevelZeroDeviceStart, AFailedStartGivesBackWhatItTookFromTheDriver) { device_test::a_failed_start_gives_back_what_it_took(kDouble); }
-TEST(LevelZeroDeviceStart, AStartFailingAtAnyDriverCallGivesBackWhatItTook) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"", "", false, true});
-}
-// An object of two granules and a half, made, filled and freed: the device
-// refusing its memory fails it (ADSM_SPILL=fail) with nothing left mapped;
-// by default the object lives on the host instead, and nothing is lost.
-TEST(LevelZeroDeviceStart, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(
-        kDouble, {"--alloc 5242880", "ADSM_SPILL=fail", true, true});
-}
-TEST(LevelZeroDeviceStart, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--alloc 5242880", "", false, false});
-}
-// A kernel scaling an object, launched, waited for and read back.
-TEST(LevelZeroDeviceStart, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {
-    device_test::each_failing_driver_call_is_reported_and_loses_nothing(kDouble, {"--call", "", false, true});
-}
+ADSM_DRIVER_FAILURE_TESTS(LevelZeroDeviceStart, kDouble)

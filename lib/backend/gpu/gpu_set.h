@@ -12,6 +12,7 @@
 // the program holds the first GPU's handle, which names the others'.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -48,16 +49,14 @@ public:
         return members_.size() - 1;
     }
     // A device goes (only a failed start ends devices: a started runtime
-    // keeps them for the process's life).  True for the last of the set,
+    // keeps them for the process's life, so no index from join moves while
+    // a module's functions are in use).  True for the last of the set,
     // which gives back what the set took from the driver: the window's
     // reservation, and a context the set shares.
     bool leave(Member *d) {
         std::lock_guard<std::mutex> lock(mu_);
-        for (auto &m : members_)
-            if (m == d) m = nullptr;
-        for (Member *m : members_)
-            if (m) return false;
-        return true;
+        members_.erase(std::remove(members_.begin(), members_.end(), d), members_.end());
+        return members_.empty();
     }
     std::vector<Member *> members() const {
         std::lock_guard<std::mutex> lock(mu_);

@@ -71,7 +71,12 @@ public:
             std::remove_reference_t<F> *f;
             std::conditional_t<std::is_void_v<R>, bool, R> result;
             char detail[kDetail];
-        } call{&f, {}, {}};
+        };
+        // Not value-initialised: the helper writes the result and the detail,
+        // and zeroing 384 bytes would be on every fault's path.
+        Call call;
+        call.f = &f;
+        call.detail[0] = '\0';
         post([](void *p) {
             auto *c = static_cast<Call *>(p);
             clear_detail();
