@@ -1,8 +1,6 @@
 # The cuda back-end on the CUDA double (a discrete device), in every protocol;
 # included by CMakeLists.txt in the normal and the sanitizer build.
-add_executable(cuda_device_tests cuda_device_test.cpp)
-target_link_libraries(cuda_device_tests PRIVATE ${ADSM_INTERNAL_LIBS} Threads::Threads ${CMAKE_DL_LIBS}
-  GTest::gtest GTest::gtest_main)
+adsm_test(cuda_device_tests cuda_device_test.cpp)
 adsm_audit_fault_handler(cuda_device_tests)
 add_dependencies(cuda_device_tests fake_cuda start_failure_probe)
 target_compile_definitions(cuda_device_tests PRIVATE START_FAILURE_PROBE="$<TARGET_FILE:start_failure_probe>")
@@ -153,9 +151,8 @@ set_tests_properties(oversubscription.cuda PROPERTIES TIMEOUT 300
 # build, which takes malloc from AddressSanitizer), in the protocols that
 # send whole blocks read from a file straight to the device.
 if(NOT ADSM_SANITIZE)
-  add_executable(cuda_io_tests cuda_io_test.cpp)
-  target_link_libraries(cuda_io_tests PRIVATE ${ADSM_INTERNAL_LIBS} adsm_interpose Threads::Threads ${CMAKE_DL_LIBS}
-    GTest::gtest GTest::gtest_main)
+  adsm_test(cuda_io_tests cuda_io_test.cpp)
+  target_link_libraries(cuda_io_tests PRIVATE adsm_interpose)
   add_dependencies(cuda_io_tests fake_cuda)
   foreach(p rolling delta)
     add_test(NAME cuda.io.${p} COMMAND cuda_io_tests)

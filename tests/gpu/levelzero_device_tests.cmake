@@ -4,9 +4,8 @@
 # The GPU examples' kernels as host functions: what the double runs for a
 # SPIR-V module's kernels (by name), and for the example's own.
 add_library(gpu_example_kernels_host SHARED ${PROJECT_SOURCE_DIR}/tests/examples/gpu_kernels_host.c)
-add_executable(levelzero_device_tests levelzero_device_test.cpp)
-target_link_libraries(levelzero_device_tests PRIVATE ${ADSM_INTERNAL_LIBS} Threads::Threads ${CMAKE_DL_LIBS}
-  GTest::gtest GTest::gtest_main gpu_example_kernels_host)
+adsm_test(levelzero_device_tests levelzero_device_test.cpp)
+target_link_libraries(levelzero_device_tests PRIVATE gpu_example_kernels_host)
 target_link_options(levelzero_device_tests PRIVATE -Wl,--no-as-needed)
 adsm_audit_fault_handler(levelzero_device_tests)
 add_dependencies(levelzero_device_tests fake_ze start_failure_probe)
