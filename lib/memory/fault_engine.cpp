@@ -61,9 +61,24 @@ void report_race(const Region &r, uintptr_t addr, bool write, void *uctx, const 
         .write_stderr();
 }
 
-// The data of the block could not be brought in: the access must not run
-// on what the host copy holds.  The program gets SIGBUS, as for a mapped
-// file whose page could not be read.
+// The data of the block could not be brought in at a first try: it is
+// tried once more (a driver may fail a copy for a moment, as for want of
+// staging memory), saying why.
+void report_retried_fault(uintptr_t addr, bool write) {
+    stats().add(Counter::retried_faults);
+    os::SafeLine()
+        .str("adsm warn: the CPU ")
+        .str(write ? "wrote " : "read ")
+        .hex(addr)
+        .str(" in shared memory that could not be made accessible with its current data: ")
+        .str(last_detail())
+        .str("; trying once more")
+        .write_stderr();
+}
+
+// Nor at the second: the access must not run on what the host copy holds.
+// The program gets SIGBUS, as for a mapped file whose page could not be
+// read.
 void report_failed_fault(uintptr_t addr, bool write, void *uctx) {
     stats().add(Counter::failed_faults);
     os::SafeLine()
@@ -127,10 +142,17 @@ bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
         void *uctx;
         Protocol::FaultOutcome outcome;
     } f{r, a, uctx, Protocol::FaultOutcome::not_mine};
-    os::run_off_alt_stack(uctx, [](void *p) {
+    auto run = [](void *p) {
         auto *f = static_cast<Fault *>(p);
         f->outcome = handle(f->r, f->a, f->uctx);
-    }, &f);
+    };
+    os::run_off_alt_stack(uctx, run, &f);
+    // A failed fault changed nothing the second try depends on: the block
+    // is as it was, closed, with its data where it was.
+    if (f.outcome == Protocol::FaultOutcome::failed) {
+        report_retried_fault(a, is_write(uctx));
+        os::run_off_alt_stack(uctx, run, &f);
+    }
     Protocol::FaultOutcome outcome = f.outcome;
     // Outside handle()'s scope: the program's SIGBUS handler may jump away.
     if (outcome == Protocol::FaultOutcome::failed) report_failed_fault(a, is_write(uctx), uctx);

@@ -271,13 +271,33 @@ TEST_F(CoreTest, AFailedAcquireIsReportedAndASecondSyncBringsTheData) {
     EXPECT_EQ(g_bus_errors, 0);
 }
 
-TEST_F(CoreTest, AFetchThatFailsRaisesSigbusAndLosesNothing) {
+TEST_F(CoreTest, AFetchThatFailsOnceIsTriedAgain) {
+    const size_t n = 8 * kPage;
+    uint8_t *p = object(n);
+    ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), 7, n); }), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    const uint64_t retried_before = adsm::stats().get(adsm::Counter::retried_faults);
+    const uint64_t injected_before = inj::injected(inj::Site::device_copy);
+    inj::arm(inj::Site::device_copy, 1);
+    volatile uint8_t v = 0;
+    cpu([&] { v = p[100]; });
+    disarm();
+    EXPECT_EQ(v, 7) << "the access ran on stale data";
+    EXPECT_EQ(g_bus_errors, 0) << "a fetch that failed once raised SIGBUS";
+    if (faults()) {
+        EXPECT_EQ(inj::injected(inj::Site::device_copy), injected_before + 1) << "no fetch failed";
+        EXPECT_EQ(adsm::stats().get(adsm::Counter::retried_faults), retried_before + 1);
+    }
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 7) << "byte " << i;
+}
+
+TEST_F(CoreTest, AFetchThatFailsTwiceRaisesSigbusAndLosesNothing) {
     const size_t n = 8 * kPage;
     uint8_t *p = object(n);
     ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), 6, n); }), adsmSuccess);
     ASSERT_EQ(sync(), adsmSuccess);
     uint64_t failed_before = adsm::stats().get(adsm::Counter::failed_faults);
-    inj::arm(inj::Site::device_copy, 1);
+    inj::arm(inj::Site::device_copy, 1, 2);
     volatile uint8_t v = 0;
     cpu([&] { v = p[100]; });
     EXPECT_EQ(v, 6) << "the access ran on stale data";
