@@ -61,19 +61,25 @@ void report_race(const Region &r, uintptr_t addr, bool write, void *uctx, const 
         .write_stderr();
 }
 
-// The data of the block could not be brought in at a first try: it is
-// tried once more (a driver may fail a copy for a moment, as for want of
-// staging memory), saying why.
-void report_retried_fault(uintptr_t addr, bool write) {
-    stats().add(Counter::retried_faults);
+// The data of the block could not be brought in (why: the thread's
+// detail); `level` and `then` say what follows.
+void say_unserved(const char *level, uintptr_t addr, bool write, const char *then) {
     os::SafeLine()
-        .str("adsm warn: the CPU ")
+        .str(level)
+        .str(": the CPU ")
         .str(write ? "wrote " : "read ")
         .hex(addr)
         .str(" in shared memory that could not be made accessible with its current data: ")
         .str(last_detail())
-        .str("; trying once more")
+        .str(then)
         .write_stderr();
+}
+
+// At a first try, it is tried once more (a driver may fail a copy for a
+// moment, as for want of staging memory).
+void report_retried_fault(uintptr_t addr, bool write) {
+    stats().add(Counter::retried_faults);
+    say_unserved("adsm warn", addr, write, "; trying once more");
 }
 
 // Nor at the second: the access must not run on what the host copy holds.
@@ -81,14 +87,7 @@ void report_retried_fault(uintptr_t addr, bool write) {
 // read.
 void report_failed_fault(uintptr_t addr, bool write, void *uctx) {
     stats().add(Counter::failed_faults);
-    os::SafeLine()
-        .str("adsm error: the CPU ")
-        .str(write ? "wrote " : "read ")
-        .hex(addr)
-        .str(" in shared memory that could not be made accessible with its current data: ")
-        .str(last_detail())
-        .str("; raising SIGBUS")
-        .write_stderr();
+    say_unserved("adsm error", addr, write, "; raising SIGBUS");
     os::deliver_bus_error(reinterpret_cast<void *>(addr), uctx);
 }
 
