@@ -312,7 +312,6 @@ TEST(LevelZeroDevice, BadModulesAndNamesAreClearErrors) {
     EXPECT_NE(detail().find("no_such_kernel"), std::string::npos) << detail();
 }
 
-// Ends the device: run alone (--gtest_filter), after the others.
 // ---- two GPUs of one context (ADSM_DEVICE=levelzero,levelzero on the
 // double with FAKE_ZE_DEVICES=2; run alone, levelzero.device.two_gpus)
 
@@ -333,6 +332,7 @@ TEST(LevelZeroTwoGpusNoPeer, APreferredDeviceIsRefusedAndObjectsStillMove) {
     device_test::scale_on_one_gpu_then_the_other(double_bytes_on);
 }
 
+// Ends the device: run alone (--gtest_filter), after the others.
 TEST(LevelZeroDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
     device_test::faulting_kernel_is_a_launch_failure_then_the_device_is_lost("ZE_RESULT_ERROR_DEVICE_LOST");
 }
