@@ -40,6 +40,11 @@ struct Context : ReleaseGroup {
         bool written;
     };
     std::vector<Released> released;
+    // The last call whose kernel reached the device (its number in
+    // `calls`).  A call whose launch failed released its objects all the
+    // same (the next sync gives them back), but ran no kernel that a CPU
+    // access could race.  Read without `mu` by the fault handler.
+    std::atomic<uint64_t> launched_call{0};
     bool has_stream = false;
     StreamId stream = 0;
     // adsmPrefetch to the host queued copies of its objects since its last
@@ -59,6 +64,10 @@ struct Context : ReleaseGroup {
     // Between a call and the next sync, the regions that call released
     // belong to the device: every one that existed then, or the ones it
     // named.
+    // Whether a kernel of a call since the last sync may be running.
+    bool kernels_may_run() const {
+        return launched_call.load(std::memory_order_acquire) > synced_calls.load(std::memory_order_acquire);
+    }
     bool holds(const Region &r) const {
         if (unsynced_calls.load(std::memory_order_acquire) == 0 || r.birth_call >= calls.load(std::memory_order_acquire))
             return false;

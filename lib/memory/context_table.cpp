@@ -38,6 +38,7 @@ Context *ContextTable::new_context() {
     c->nobjects = 0;
     c->calls.store(0);
     c->whole_call.store(0);
+    c->launched_call.store(0);
     c->released.clear();
     c->unsynced_calls.store(0);
     c->synced_calls.store(0);

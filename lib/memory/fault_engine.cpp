@@ -100,19 +100,26 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     // (A replicated object's kernels read their own device's copy: the CPU
     // writing the host's is no race.)
     if (c && r->home == Home::device && c->holds(*r)) {
-        stats().add(Counter::race_faults);
-        switch (g_policy) {
-        case RacePolicy::abort:
-            report_race(*r, a, write, uctx, "aborting");
-            abort();
-        case RacePolicy::warn:
-            if (!g_warned.exchange(true)) report_race(*r, a, write, uctx, "going on (further races are not reported)");
-            break;
-        case RacePolicy::sync:
-            if (!g_warned.exchange(true))
-                report_race(*r, a, write, uctx, "waiting for the kernels first (this warning is shown once)");
+        if (!c->kernels_may_run()) {
+            // Every call since the sync failed to launch: no kernel to race,
+            // and the objects come back as at a sync.
             g_manager->settle(c);
-            break;
+        } else {
+            stats().add(Counter::race_faults);
+            switch (g_policy) {
+            case RacePolicy::abort:
+                report_race(*r, a, write, uctx, "aborting");
+                abort();
+            case RacePolicy::warn:
+                if (!g_warned.exchange(true))
+                    report_race(*r, a, write, uctx, "going on (further races are not reported)");
+                break;
+            case RacePolicy::sync:
+                if (!g_warned.exchange(true))
+                    report_race(*r, a, write, uctx, "waiting for the kernels first (this warning is shown once)");
+                g_manager->settle(c);
+                break;
+            }
         }
     }
     // The program starts using this part of the object: pinning its mirror

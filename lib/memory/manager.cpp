@@ -594,7 +594,9 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
     }
     if (Status s = release_for_call(*c, uses, n); s != adsmSuccess) return s;
     stats().add(Counter::kernels);
-    return c->device->launch(c->stream, launch);
+    if (Status s = c->device->launch(c->stream, launch); s != adsmSuccess) return s;
+    c->launched_call.store(c->calls.load(std::memory_order_relaxed), std::memory_order_release);
+    return adsmSuccess;
 }
 
 Status Manager::release_for_call(Context &c, const ObjectUse *uses, size_t n) {
@@ -620,6 +622,8 @@ Status Manager::release_for_driver(Context *in) {
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     ContextGuard lock(*c);
     if (Status s = release_for_call(*c, nullptr, 0); s != adsmSuccess) return s;
+    // (The program's own launch follows: whether it fails is the driver's to say.)
+    c->launched_call.store(c->calls.load(std::memory_order_relaxed), std::memory_order_release);
     for (Device *d : devices_)
         if (Status s = d->wait_copies(Device::kAllCopies); s != adsmSuccess) return s;
     return adsmSuccess;

@@ -554,6 +554,7 @@ const device_test::DriverDouble kDouble = {"libcuda.so.1",
                                            "fake_cuda",
                                            "FAKE_CUDA_FAIL",
                                            "CUDA_ERROR_OUT_OF_MEMORY",
+                                           "cuLaunchKernel",
                                            {"contexts", "streams", "events", "reservations", "device bytes", "pinned bytes"}};
 
 ADSM_DRIVER_FAILURE_TESTS(CudaDeviceStart, kDouble)

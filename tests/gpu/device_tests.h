@@ -389,6 +389,7 @@ struct DriverDouble {
     const char *prefix;      // of its functions: PREFIX_held, PREFIX_entry
     const char *fail_env;    // its variable that fails a call (entry:n, entry:n+)
     const char *error_name;  // the error a failing call returns
+    const char *launch;      // its entry point that launches a kernel
     std::vector<const char *> held;  // what it counts of what a program holds
 };
 
@@ -408,6 +409,17 @@ inline void a_failed_start_gives_back_what_it_took(const DriverDouble &d) {
     EXPECT_EQ(run_start_probe("ADSM_TRACE=/nonexistent-directory/trace.json", start_probe_args(d, "", true), &out), 0)
         << out;
     EXPECT_NE(out.find("probe: start failed: "), std::string::npos) << out;
+}
+
+// A call whose launch the driver refuses ran no kernel: reading its object
+// then is no race, not even under ADSM_ON_RACE=abort (no warning, no
+// abort), and finds it as it was.
+inline void a_failed_launch_is_no_race(const DriverDouble &d) {
+    std::string out;
+    const std::string env = std::string("ADSM_ON_RACE=abort ") + d.fail_env + "=" + d.launch + ":1";
+    EXPECT_EQ(run_start_probe(env, start_probe_args(d, "--call", true), &out), 0) << out;
+    EXPECT_NE(out.find("probe: call failed: launch: "), std::string::npos) << out;
+    EXPECT_EQ(out.find("may still use it"), std::string::npos) << out;
 }
 
 // The driver calls the probe lists (--list) after the steps `options` ask
@@ -490,7 +502,8 @@ inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverD
 // made, filled and freed: the device refusing its memory fails it with
 // ADSM_SPILL=fail, with nothing left mapped; by default it lives on the
 // host instead) and a kernel call (scaling an object, waited for and read
-// back) made to fail at each of their driver calls in turn.
+// back) made to fail at each of their driver calls in turn; and a launch
+// that fails.
 #define ADSM_DRIVER_FAILURE_TESTS(Suite, d)                                                  \
     TEST(Suite, AFailedStartGivesBackWhatItTookFromTheDriver) {                              \
         device_test::a_failed_start_gives_back_what_it_took(d);                              \
@@ -510,4 +523,5 @@ inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverD
     TEST(Suite, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {                      \
         device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
             d, {"--call", "", false, true});                                                 \
-    }
+    }                                                                                        \
+    TEST(Suite, AFailedLaunchIsNoRace) { device_test::a_failed_launch_is_no_race(d); }

@@ -374,6 +374,7 @@ const device_test::DriverDouble kDouble = {
     "fake_ze",
     "FAKE_ZE_FAIL",
     "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+    "zeCommandListAppendLaunchKernel",
     {"contexts", "command lists", "event pools", "events", "host allocations", "reservations", "device bytes"}};
 
 ADSM_DRIVER_FAILURE_TESTS(LevelZeroDeviceStart, kDouble)
