@@ -61,13 +61,13 @@ struct Context : ReleaseGroup {
     std::atomic<int> refs{0};
     std::atomic<bool> live{false};
 
-    // Between a call and the next sync, the regions that call released
-    // belong to the device: every one that existed then, or the ones it
-    // named.
     // Whether a kernel of a call since the last sync may be running.
     bool kernels_may_run() const {
         return launched_call.load(std::memory_order_acquire) > synced_calls.load(std::memory_order_acquire);
     }
+    // Between a call and the next sync, the regions that call released
+    // belong to the device: every one that existed then, or the ones it
+    // named.
     bool holds(const Region &r) const {
         if (unsynced_calls.load(std::memory_order_acquire) == 0 || r.birth_call >= calls.load(std::memory_order_acquire))
             return false;

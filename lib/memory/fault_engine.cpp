@@ -77,10 +77,7 @@ void say_unserved(const char *level, uintptr_t addr, bool write, const char *the
 
 // At a first try, it is tried once more (a driver may fail a copy for a
 // moment, as for want of staging memory).
-void report_retried_fault(uintptr_t addr, bool write) {
-    stats().add(Counter::retried_faults);
-    say_unserved("adsm warn", addr, write, "; trying once more");
-}
+void report_retried_fault(uintptr_t addr, bool write) { say_unserved("adsm warn", addr, write, "; trying once more"); }
 
 // Nor at the second: the access must not run on what the host copy holds.
 // The program gets SIGBUS, as for a mapped file whose page could not be
@@ -158,6 +155,7 @@ bool shared_memory_fault(int sig, siginfo_t *info, void *uctx) {
     if (f.outcome == Protocol::FaultOutcome::failed) {
         report_retried_fault(a, is_write(uctx));
         os::run_off_alt_stack(uctx, run, &f);
+        if (f.outcome != Protocol::FaultOutcome::failed) stats().add(Counter::retried_faults);
     }
     Protocol::FaultOutcome outcome = f.outcome;
     // Outside handle()'s scope: the program's SIGBUS handler may jump away.

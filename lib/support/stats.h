@@ -57,7 +57,7 @@ namespace adsm {
     X(landings_given_up, "prefetch landings given up")            \
     X(chaos_cycles, "chaos release/acquire cycles")               \
     X(coarsened_regions, "regions protected as one block")        \
-    X(retried_faults, "faults served at a second try")          \
+    X(retried_faults, "faults served at a second try")            \
     X(failed_faults, "faults that raised SIGBUS")
 
 enum class Counter : unsigned {
