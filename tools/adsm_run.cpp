@@ -66,6 +66,15 @@ void usage(FILE *out) {
     for (const auto &p : adsm::protocols()) fprintf(out, "  %-8s %s\n", p.name, p.summary);
 }
 
+// Ends the launcher without the runtime's exit reports, which it links:
+// a trace or statistics where a program never started the runtime are the
+// program's to write, not the launcher's.
+[[noreturn]] void leave(int status) {
+    fflush(stdout);
+    fflush(stderr);
+    _exit(status);
+}
+
 [[noreturn]] __attribute__((format(printf, 1, 2))) void die(const char *fmt, ...) {
     fprintf(stderr, "adsm-run: ");
     va_list ap;
@@ -73,7 +82,7 @@ void usage(FILE *out) {
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\n(adsm-run --help lists the options and variables)\n");
-    exit(125);
+    leave(125);
 }
 
 std::string self_dir() {
@@ -98,6 +107,7 @@ std::string find_library() {
 
 bool known_variable(const std::string &name) {
     if (name == "ADSM_SIM_SERVER") return true;  // set by the runtime for its device process
+    if (name == adsm::kLaunchedPidVariable) return true;
     for (const adsm::ConfigVar &v : adsm::config_variables())
         if (name == v.name) return true;
     return false;
@@ -122,7 +132,7 @@ int main(int argc, char **argv) {
         if (a.empty() || a[0] != '-') break;
         if (a == "-h" || a == "--help") {
             usage(stdout);
-            return 0;
+            leave(0);
         }
         if (a == "--protocol") {
             std::string p = value("--protocol");
@@ -213,7 +223,9 @@ int main(int argc, char **argv) {
     const char *old = getenv("LD_PRELOAD");
     std::string preload = library + (old && *old ? ":" + std::string(old) : "");
     setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv(adsm::kLaunchedPidVariable, std::to_string(getpid()).c_str(), 1);
     execvp(argv[i], argv + i);
-    fprintf(stderr, "adsm-run: cannot run %s: %s\n", argv[i], strerror(errno));
-    return errno == ENOENT ? 127 : 126;
+    const int e = errno;
+    fprintf(stderr, "adsm-run: cannot run %s: %s\n", argv[i], strerror(e));
+    leave(e == ENOENT ? 127 : 126);
 }

@@ -24,9 +24,7 @@ bool decide(Api api) {
     } else if (parse_config([](const char *n) { return getenv(n); }, &c) != adsmSuccess) {
         return false;  // the runtime reports the bad setting when it starts
     }
-    if (c.gpu_apis == "on") return true;
-    if (c.gpu_apis == "off") return false;
-    return c.device == (api == Api::cuda ? "cuda" : "levelzero");
+    return routes(c, api);
 }
 
 Status ready(Runtime **rt) {
@@ -40,6 +38,12 @@ Status ready(Runtime **rt) {
     if (Status s_ = ready(&rt); s_ != adsmSuccess) return s_
 
 }  // namespace
+
+bool routes(const Config &c, Api api) {
+    if (c.gpu_apis == "on") return true;
+    if (c.gpu_apis == "off") return false;
+    return c.device == (api == Api::cuda ? "cuda" : "levelzero");
+}
 
 bool routed(Api api) {
     if (forked_child()) return false;  // the child has no accelerator of ours

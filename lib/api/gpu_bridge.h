@@ -10,12 +10,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "support/config.h"
+
 #include "adsm.h"
 #include "support/status.h"
 
 namespace adsm::gpu_bridge {
 
 enum class Api { cuda, level_zero };
+
+// Whether configuration `c` routes `api`: ADSM_GPU_APIS on, or auto with
+// the API's own back-end as the first device.
+bool routes(const Config &c, Api api);
 
 // Whether the program's calls of `api` go through the runtime
 // (ADSM_GPU_APIS; see config.cpp).  Never starts the runtime, so it is safe

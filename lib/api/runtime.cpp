@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 
+#include "api/exit_reports.h"
 #include "api/preload.h"
 #include "backend/device_process.h"
 #include "memory/fault_engine.h"
@@ -18,7 +19,6 @@
 #include "support/inside.h"
 #include "support/log.h"
 #include "support/profile.h"
-#include "support/stats.h"
 #include "support/trace.h"
 
 namespace adsm {
@@ -33,61 +33,6 @@ std::atomic<bool> g_forked{false};
 
 // The granularity of GPU virtual-memory mappings (2 MiB on current NVIDIA GPUs).
 constexpr uint64_t kWindowAlign = 2ull << 20;
-
-void print_stats() {
-    Runtime *rt = g_runtime.load();
-    if (!rt || g_forked.load()) return;
-    Inside in;  // the report's own allocations and writes stay private
-    std::vector<RegionSummary> live;
-    rt->table.for_each_live([&](Region &r) { live.push_back(r.summary<RegionSummary>(false)); });
-    if (!rt->config.stats_json.empty()) {
-        std::string path = file_for_process(rt->config.stats_json);
-        FILE *f = fopen(path.c_str(), "w");
-        if (!f) {
-            ADSM_LOG(error, "cannot write the statistics to %s: %s", path.c_str(), os::error_text(errno));
-            return;
-        }
-        stats().write_json(f,
-                           {{"device", device_names(*rt)},
-                            {"protocol", rt->protocol->name()},
-                            {"block_size", std::to_string(rt->config.block_size)},
-                            {"dirty_tracking", dirty_tracking_name(*rt)}},
-                           live);
-        fclose(f);
-        return;
-    }
-    fflush(stdout);  // the program's own output first, even through a pipe
-    char heading[256];
-    snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", device_names(*rt).c_str(),
-             rt->protocol->name(), rt->config.block_size / 1024, dirty_tracking_name(*rt));
-    stats().print(stderr, heading, live);
-    if (rt->devices.size() > 1)
-        for (size_t i = 0; i < rt->devices.size(); ++i)
-            fprintf(stderr, "  device %zu (%s): %.1f of %.1f MiB in use at exit\n", i, rt->devices[i]->name(),
-                    static_cast<double>(rt->devices[i]->used()) / (1 << 20),
-                    static_cast<double>(rt->devices[i]->capacity()) / (1 << 20));
-    if (gc::Collector *c = rt->collector.load(std::memory_order_acquire)) {
-        adsmGcStats s;
-        c->stats(&s);
-        fprintf(stderr,
-                "  collector: %llu collections (%llu minor), longest pause %.3f ms (minor %.3f ms), %.3f ms in all; "
-                "heap %.1f MiB, %.1f MiB live after the last; %llu objects freed, %llu finalizers run, %llu weak links "
-                "cleared\n",
-                static_cast<unsigned long long>(s.collections), static_cast<unsigned long long>(s.minor_collections),
-                static_cast<double>(s.max_pause_ns) / 1e6, static_cast<double>(s.max_minor_pause_ns) / 1e6,
-                static_cast<double>(s.total_pause_ns) / 1e6, static_cast<double>(s.heap_bytes) / (1 << 20),
-                static_cast<double>(s.live_bytes) / (1 << 20), static_cast<unsigned long long>(s.objects_freed),
-                static_cast<unsigned long long>(s.finalizers_run), static_cast<unsigned long long>(s.weak_cleared));
-    }
-}
-
-// A program that never used shared memory never started the runtime, and
-// would otherwise leave no trace at all where it asked for one.
-void trace_without_runtime() {
-    if (g_runtime.load() || g_forked.load() || in_device_process()) return;
-    if (const char *pattern = getenv("ADSM_TRACE"); pattern && *pattern) trace::write_unused(pattern);
-}
-__attribute__((constructor)) void watch_exit_without_runtime() { atexit(trace_without_runtime); }
 
 // Kernels that ran but were never waited for are drawn too.
 void trace_kernels_at_exit() {
@@ -284,6 +229,7 @@ std::string device_names(const Runtime &rt) {
 }
 
 Runtime *started_runtime() { return g_runtime.load(std::memory_order_acquire); }
+const char *start_failure() { return g_runtime.load(std::memory_order_acquire) || !g_failure ? nullptr : g_failure->c_str(); }
 bool forked_child() { return g_forked.load(std::memory_order_relaxed); }
 
 const char *dirty_tracking_name(const Runtime &rt) {

@@ -43,6 +43,8 @@ Status runtime(Runtime **out);
 // readable there); nullptr otherwise.  Never starts it.
 Runtime *started_runtime();
 bool forked_child();
+// Why the runtime could not start, when a start failed; nullptr otherwise.
+const char *start_failure();
 
 // The runtime's collector, starting it if needed.
 Status collector(Runtime &rt, gc::Collector **out);

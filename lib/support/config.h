@@ -86,6 +86,11 @@ Status parse_config(const EnvLookup &lookup, Config *out);
 // UINT64_MAX means off.  Returns false for a malformed value.
 bool malloc_threshold_from(const char *value, bool preloaded, const char *device, uint64_t *out);
 
+// Set by adsm-run to the id of the process it launches (exec keeps it), so
+// that this process alone says at exit that it has no statistics to print,
+// not every program it starts in turn.
+constexpr const char *kLaunchedPidVariable = "ADSM_RUN_PID";
+
 // A file name from a variable with "%p" replaced by the process id, so that
 // programs that start others under the preload get one file each.
 std::string file_for_process(const std::string &pattern);

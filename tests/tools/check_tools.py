@@ -166,6 +166,41 @@ with tempfile.TemporaryDirectory() as tmp:
           "--stats prints the table on stderr")
     check("kernels launched" in r.stderr, "the table names the counters")
 
+    check("statistics: none" not in r.stderr, "a program that used the runtime says nothing of missing statistics")
+
+    # ---- a program that never started the runtime says so, rather than nothing where statistics were asked
+    # for; only the program adsm-run launched, not every one it starts, and never adsm-run itself
+    r = run(["--stats", "--", "true"])
+    check(r.returncode == 0 and "adsm statistics: none; the runtime did not start in true" in r.stderr
+          and "malloc returns shared memory for 1048576 bytes or more" in r.stderr,
+          "--stats says that a program never started the runtime, and what would have started it")
+    r = run(["--stats", "--device", "cuda", "--", "true"])
+    check("malloc stays the C library's on cuda" in r.stderr and "GPU calls routed: CUDA" in r.stderr,
+          "on cuda the line says that malloc is not shared there by default")
+    # (bash, not dash, which leaves without running the exit handlers)
+    r = run(["--stats", "--", "bash", "-c", '"$0" "$1" && /bin/true && /bin/true; true', APP, scratch])
+    check(r.returncode == 0 and r.stderr.count("adsm statistics") == 2 and "kernels launched" in r.stderr
+          and "did not start in bash" in r.stderr and "did not start in true" not in r.stderr,
+          "of a wrapper's processes, the one adsm-run launched says so, its other children stay silent")
+    r = run(["--stats", "--", os.path.join(tmp, "no-such-program")])
+    check(r.returncode == 127 and "statistics" not in r.stderr, "adsm-run itself reports no statistics")
+    r = run(["--device", "remote", "--remote", "127.0.0.1:1", "--stats", "--", APP, scratch])
+    reason = next((l.split("cannot start: ", 1)[1] for l in r.stderr.splitlines() if "cannot start: " in l), None)
+    check(r.returncode != 0 and reason is not None and
+          any("the runtime could not start in tool_app" in l and l.endswith(": " + reason) for l in r.stderr.splitlines()),
+          "a failed start is the statistics' line, with its reason")
+    unused = os.path.join(tmp, "unused-stats.json")
+    r = run(["--stats=json:" + unused, "--", "true"])
+    stats = json.load(open(unused)) if os.path.exists(unused) else {}
+    check(r.returncode == 0 and stats.get("runtime") == "not started" and stats.get("device") == "sim"
+          and stats.get("totals", {}).get("kernels") == 0 and stats.get("regions") == [],
+          "--stats=json writes a file that says so for a program that never started the runtime")
+    wrapped = os.path.join(tmp, "wrapped-stats.json")
+    r = run(["--stats=json:" + wrapped, "--", "sh", "-c", '"$0" "$1"; true', APP, scratch])
+    stats = json.load(open(wrapped)) if os.path.exists(wrapped) else {}
+    check(r.returncode == 0 and stats.get("runtime") == "started" and stats["totals"]["kernels"] == KERNELS,
+          "a wrapper shell leaves its child's statistics in the one file")
+
     # ---- how writes are found follows the link: a link that moves a page faster than the kernel
     # tracks a write (a GPU's) gets protection faults, a slow one what the kernel offers
     def tracking(extra):

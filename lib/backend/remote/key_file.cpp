@@ -13,7 +13,7 @@ namespace adsm::remote {
 
 Status load_key(const char *path, std::string *key) {
     key->clear();
-    if (!path || !*path) return fail(adsmErrorInvalidValue, "no key file given (ADSM_REMOTE_KEY, --key)");
+    if (!path || !*path) return fail(adsmErrorInvalidValue, "no key file given");
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return fail(adsmErrorInvalidValue, "cannot open the key file %s: %s%s", path, os::error_text(errno),

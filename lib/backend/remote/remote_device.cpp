@@ -19,6 +19,10 @@ Status RemoteDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *
     if (where.empty() || colon == std::string::npos || colon == 0 || colon + 1 == where.size())
         return fail(adsmErrorNoDevice, "ADSM_DEVICE=remote needs ADSM_REMOTE=HOST:PORT (the device server%s)",
                     where.empty() ? "" : ("; not '" + where + "'").c_str());
+    if (config_.remote_key.empty())
+        return fail(adsmErrorNoDevice,
+                    "ADSM_DEVICE=remote needs ADSM_REMOTE_KEY=FILE (adsm-run --remote-key FILE): the key the device "
+                    "server was started with");
     std::string key;
     if (Status s = remote::load_key(config_.remote_key.c_str(), &key); s != adsmSuccess)
         return fail(adsmErrorNoDevice, "ADSM_REMOTE_KEY: %s", std::string(last_detail()).c_str());
