@@ -27,7 +27,15 @@
 #undef cuMemAdvise
 #undef cuMemcpyBatchAsync
 #undef cuMemcpy3DBatchAsync
+#undef cuMemHostRegister
 extern "C" {
+CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
+CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray dst, size_t offset, const void *src, size_t n);
+CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dst, CUarray src, size_t offset, size_t n);
+CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray dst, size_t offset, CUdeviceptr src, size_t n);
+CUresult CUDAAPI cuMemcpyAtoD_v2_ptds(CUdeviceptr dst, CUarray src, size_t offset, size_t n);
+CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray dst, size_t offset, const void *src, size_t n, CUstream s);
+CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void *dst, CUarray src, size_t offset, size_t n, CUstream s);
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
@@ -126,6 +134,18 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemcpyDtoDAsync_v2_ptsz)                                                                                 \
     X(cuMemcpyAsync)                                                                                             \
     X(cuMemcpyAsync_ptsz)                                                                                        \
+    X(cuMemcpyHtoA_v2)                                                                                           \
+    X(cuMemcpyHtoA_v2_ptds)                                                                                      \
+    X(cuMemcpyAtoH_v2)                                                                                           \
+    X(cuMemcpyAtoH_v2_ptds)                                                                                      \
+    X(cuMemcpyDtoA_v2)                                                                                           \
+    X(cuMemcpyDtoA_v2_ptds)                                                                                      \
+    X(cuMemcpyAtoD_v2)                                                                                           \
+    X(cuMemcpyAtoD_v2_ptds)                                                                                      \
+    X(cuMemcpyHtoAAsync_v2)                                                                                      \
+    X(cuMemcpyHtoAAsync_v2_ptsz)                                                                                 \
+    X(cuMemcpyAtoHAsync_v2)                                                                                      \
+    X(cuMemcpyAtoHAsync_v2_ptsz)                                                                                 \
     X(cuMemsetD8_v2)                                                                                             \
     X(cuMemsetD8_v2_ptds)                                                                                        \
     X(cuMemsetD8Async)                                                                                           \
@@ -182,6 +202,10 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemAdvise)                                                                                               \
     X(cuMemAdvise_v2)                                                                                            \
     X(cuMemGetAddressRange_v2)                                                                                   \
+    X(cuMemHostRegister)                                                                                         \
+    X(cuMemHostRegister_v2)                                                                                      \
+    X(cuMemHostUnregister)                                                                                       \
+    X(cuMemHostGetDevicePointer_v2)                                                                              \
     X(cuPointerGetAttribute)                                                                                     \
     X(cuPointerGetAttributes)                                                                                     
 
@@ -294,6 +318,7 @@ Side side_of(CUdeviceptr p) {
 }
 
 void *ptr(CUdeviceptr p) { return reinterpret_cast<void *>(p); }
+CUdeviceptr device_ptr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 // A copy as the program asked for it, or through the protocol when a side
 // is shared memory, after the work queued before it on `stream`.
@@ -305,6 +330,26 @@ CUresult copy(const char *fn, CUstream stream, void *dst, Side ds, const void *s
     Status s = adsmSuccess;
     adsm::interpose::copy_with_shared(dst, ds, src, ss, n, kDriverCopies, &s);
     return to_cu(s, fn);
+}
+
+// A copy between a CUDA array and shared memory: through an ordinary
+// buffer (the driver would take the shared address for device memory),
+// the driver's own host copy of the array on the other side, after the
+// work queued before it on `stream`.  `piece(offset, buffer, len)` is that
+// copy for the piece at `offset`.
+template <class Forward, class Piece>
+CUresult array_copy(const char *fn, CUstream stream, const void *shared, size_t n, bool into_shared,
+                    Forward &&forward, Piece &&piece) {
+    if (!adsm::interpose::gpu_routed(kApi) || !bridge::is_shared(shared)) return forward();
+    if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
+    CUresult own = CUDA_SUCCESS;  // the driver's own error, passed on as it is
+    Status s = adsm::interpose::bounce_shared(
+        const_cast<void *>(shared), n, into_shared, [&](size_t off, unsigned char *buf, size_t len) -> Status {
+            own = piece(off, buf, len);
+            return own == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorInvalidValue, "%s: CUDA error %d", fn, own);
+        });
+    if (own != CUDA_SUCCESS) return own;
+    return s == adsmSuccess ? CUDA_SUCCESS : to_cu(s, fn);
 }
 
 using adsm::interpose::Plane;
@@ -641,6 +686,60 @@ CUDA_WRAPPER(cuMemcpyAsync_ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUs
     s = per_thread(s);
     return UNIFIED(cuMemcpyAsync_ptsz, s, dst, src, n, s);
 }
+// Copies with a CUDA array on one side (shared memory on the other: through
+// the protocol, the array side by the driver's host copies).
+#define TO_ARRAY(fn, name, stream, from, ...)                                          \
+    array_copy(                                                                        \
+        fn, stream, from, n, false, [&] { return FORWARD(name, __VA_ARGS__); },        \
+        [&](size_t off, unsigned char *buf, size_t len) {                              \
+            return FORWARD(cuMemcpyHtoA_v2, dst, offset + off, buf, len);              \
+        })
+#define FROM_ARRAY(fn, name, stream, to, ...)                                          \
+    array_copy(                                                                        \
+        fn, stream, to, n, true, [&] { return FORWARD(name, __VA_ARGS__); },           \
+        [&](size_t off, unsigned char *buf, size_t len) {                              \
+            return FORWARD(cuMemcpyAtoH_v2, buf, src, offset + off, len);              \
+        })
+
+CUDA_WRAPPER(cuMemcpyHtoA_v2, CUarray dst, size_t offset, const void *src, size_t n) {
+    return TO_ARRAY("cuMemcpyHtoA", cuMemcpyHtoA_v2, CU_STREAM_LEGACY, src, dst, offset, src, n);
+}
+CUDA_WRAPPER(cuMemcpyHtoA_v2_ptds, CUarray dst, size_t offset, const void *src, size_t n) {
+    return TO_ARRAY("cuMemcpyHtoA", cuMemcpyHtoA_v2_ptds, CU_STREAM_PER_THREAD, src, dst, offset, src, n);
+}
+CUDA_WRAPPER(cuMemcpyHtoAAsync_v2, CUarray dst, size_t offset, const void *src, size_t n, CUstream s) {
+    return TO_ARRAY("cuMemcpyHtoAAsync", cuMemcpyHtoAAsync_v2, s, src, dst, offset, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyHtoAAsync_v2_ptsz, CUarray dst, size_t offset, const void *src, size_t n, CUstream s) {
+    s = per_thread(s);
+    return TO_ARRAY("cuMemcpyHtoAAsync", cuMemcpyHtoAAsync_v2_ptsz, s, src, dst, offset, src, n, s);
+}
+CUDA_WRAPPER(cuMemcpyDtoA_v2, CUarray dst, size_t offset, CUdeviceptr src, size_t n) {
+    return TO_ARRAY("cuMemcpyDtoA", cuMemcpyDtoA_v2, CU_STREAM_LEGACY, ptr(src), dst, offset, src, n);
+}
+CUDA_WRAPPER(cuMemcpyDtoA_v2_ptds, CUarray dst, size_t offset, CUdeviceptr src, size_t n) {
+    return TO_ARRAY("cuMemcpyDtoA", cuMemcpyDtoA_v2_ptds, CU_STREAM_PER_THREAD, ptr(src), dst, offset, src, n);
+}
+CUDA_WRAPPER(cuMemcpyAtoH_v2, void *dst, CUarray src, size_t offset, size_t n) {
+    return FROM_ARRAY("cuMemcpyAtoH", cuMemcpyAtoH_v2, CU_STREAM_LEGACY, dst, dst, src, offset, n);
+}
+CUDA_WRAPPER(cuMemcpyAtoH_v2_ptds, void *dst, CUarray src, size_t offset, size_t n) {
+    return FROM_ARRAY("cuMemcpyAtoH", cuMemcpyAtoH_v2_ptds, CU_STREAM_PER_THREAD, dst, dst, src, offset, n);
+}
+CUDA_WRAPPER(cuMemcpyAtoHAsync_v2, void *dst, CUarray src, size_t offset, size_t n, CUstream s) {
+    return FROM_ARRAY("cuMemcpyAtoHAsync", cuMemcpyAtoHAsync_v2, s, dst, dst, src, offset, n, s);
+}
+CUDA_WRAPPER(cuMemcpyAtoHAsync_v2_ptsz, void *dst, CUarray src, size_t offset, size_t n, CUstream s) {
+    s = per_thread(s);
+    return FROM_ARRAY("cuMemcpyAtoHAsync", cuMemcpyAtoHAsync_v2_ptsz, s, dst, dst, src, offset, n, s);
+}
+CUDA_WRAPPER(cuMemcpyAtoD_v2, CUdeviceptr dst, CUarray src, size_t offset, size_t n) {
+    return FROM_ARRAY("cuMemcpyAtoD", cuMemcpyAtoD_v2, CU_STREAM_LEGACY, ptr(dst), dst, src, offset, n);
+}
+CUDA_WRAPPER(cuMemcpyAtoD_v2_ptds, CUdeviceptr dst, CUarray src, size_t offset, size_t n) {
+    return FROM_ARRAY("cuMemcpyAtoD", cuMemcpyAtoD_v2_ptds, CU_STREAM_PER_THREAD, ptr(dst), dst, src, offset, n);
+}
+
 // Each fill width comes in four entry points: synchronous and asynchronous,
 // each also with the per-thread default stream.
 #define ADSM_FILL_WRAPPERS(bits, type, value)                                                               \
@@ -803,6 +902,18 @@ bool shared_attribute(void *data, CUpointer_attribute attr, CUdeviceptr p, CUres
     return true;
 }
 
+// Host registration (cudaHostRegister) of shared memory: checked and taken
+// as done (gpu_bridge::accept_host_registration); the driver would refuse
+// it, the window being its own device range on the cuda device.  Its
+// device pointer is the pointer.
+CUresult register_shared(CUdeviceptr p, size_t n, unsigned int flags) {
+    constexpr unsigned int known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                                   CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (flags & ~known) return CUDA_ERROR_INVALID_VALUE;
+    return to_cu(bridge::accept_host_registration(ptr(p), n, flags & CU_MEMHOSTREGISTER_IOMEMORY),
+                 "cuMemHostRegister");
+}
+
 }  // namespace
 
 CUDA_WRAPPER(cuMemPrefetchAsync, CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
@@ -835,6 +946,25 @@ CUDA_WRAPPER(cuMemGetAddressRange_v2, CUdeviceptr *pbase, size_t *psize, CUdevic
         return to_cu(s, "cuMemGetAddressRange");
     if (pbase) *pbase = reinterpret_cast<CUdeviceptr>(base);
     if (psize) *psize = size;
+    return CUDA_SUCCESS;
+}
+
+CUDA_WRAPPER(cuMemHostRegister_v2, void *p, size_t n, unsigned int flags) {
+    if (!routed_shared(device_ptr(p))) return FORWARD(cuMemHostRegister_v2, p, n, flags);
+    return register_shared(device_ptr(p), n, flags);
+}
+CUDA_WRAPPER(cuMemHostRegister, void *p, size_t n, unsigned int flags) {
+    if (!routed_shared(device_ptr(p))) return FORWARD(cuMemHostRegister, p, n, flags);
+    return register_shared(device_ptr(p), n, flags);
+}
+CUDA_WRAPPER(cuMemHostUnregister, void *p) {
+    if (!routed_shared(device_ptr(p))) return FORWARD(cuMemHostUnregister, p);
+    return CUDA_SUCCESS;
+}
+CUDA_WRAPPER(cuMemHostGetDevicePointer_v2, CUdeviceptr *d, void *p, unsigned int flags) {
+    if (!routed_shared(device_ptr(p))) return FORWARD(cuMemHostGetDevicePointer_v2, d, p, flags);
+    if (!d || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    *d = device_ptr(p);
     return CUDA_SUCCESS;
 }
 

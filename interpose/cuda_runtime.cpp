@@ -44,6 +44,9 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
 #define CUDA_RUNTIME_SYMBOLS(X)   \
     X(__cudaRegisterFunction)     \
     X(cudaMallocManaged)          \
+    X(cudaHostRegister)           \
+    X(cudaHostUnregister)         \
+    X(cudaHostGetDevicePointer)   \
     X(cudaFree)                   \
     X(cudaLaunchKernel)           \
     X(cudaLaunchKernel_ptsz)      \
@@ -202,6 +205,25 @@ CUDART_WRAPPER(cudaError_t, cudaMallocManaged, void **devPtr, size_t size, unsig
     if (!devPtr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
         return fail_with(cudaErrorInvalidValue);
     return to_cuda(bridge::alloc(size, 0, devPtr), "cudaMallocManaged");
+}
+
+// Host registration of shared memory: as the driver's (cuda_driver.cpp).
+CUDART_WRAPPER(cudaError_t, cudaHostRegister, void *p, size_t n, unsigned int flags) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(p)) return FORWARD(cudaHostRegister, p, n, flags);
+    constexpr unsigned int known =
+        cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterIoMemory | cudaHostRegisterReadOnly;
+    if (flags & ~known) return fail_with(cudaErrorInvalidValue);
+    return to_cuda(bridge::accept_host_registration(p, n, flags & cudaHostRegisterIoMemory), "cudaHostRegister");
+}
+CUDART_WRAPPER(cudaError_t, cudaHostUnregister, void *p) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(p)) return FORWARD(cudaHostUnregister, p);
+    return cudaSuccess;
+}
+CUDART_WRAPPER(cudaError_t, cudaHostGetDevicePointer, void **d, void *p, unsigned int flags) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(p)) return FORWARD(cudaHostGetDevicePointer, d, p, flags);
+    if (!d || flags != 0) return fail_with(cudaErrorInvalidValue);
+    *d = p;
+    return cudaSuccess;
 }
 
 CUDART_WRAPPER(cudaError_t, cudaFree, void *p) {

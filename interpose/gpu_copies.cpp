@@ -34,35 +34,36 @@ bool copy_with_shared(void *dst, Side dst_side, const void *src, Side src_side, 
         *result = bridge::write_shared(dst, src, n);
         return true;
     }
-    // Shared memory on one side, the driver's device memory on the other:
-    // through a buffer, in pieces.  The buffer (and whatever the driver
-    // allocates meanwhile) must be ordinary memory, never shared: the
-    // driver would take a shared address for device memory.
+    // Shared memory on one side, the driver's device memory on the other.
+    if (ss)
+        *result = bounce_shared(const_cast<void *>(src), n, false, [&](size_t off, unsigned char *buf, size_t len) {
+            return driver.to_device(static_cast<char *>(dst) + off, buf, len);
+        });
+    else
+        *result = bounce_shared(dst, n, true, [&](size_t off, unsigned char *buf, size_t len) {
+            return driver.to_host(buf, static_cast<const char *>(src) + off, len);
+        });
+    return true;
+}
+
+Status bounce_shared(void *shared, size_t n, bool into_shared, const DriverPiece &driver) {
+    // The buffer (and whatever the driver allocates meanwhile) must be
+    // ordinary memory, never shared: the driver would take a shared address
+    // for device memory.
     Inside private_allocations;
     size_t chunk = n < kBounce ? n : kBounce;
-    std::unique_ptr<unsigned char[]> bounce(new (std::nothrow) unsigned char[chunk]);
-    if (!bounce) {
-        *result = fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte copy buffer", chunk);
-        return true;
-    }
+    std::unique_ptr<unsigned char[]> bounce(new (std::nothrow) unsigned char[chunk ? chunk : 1]);
+    if (!bounce) return fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte copy buffer", chunk);
+    char *at = static_cast<char *>(shared);
     for (size_t done = 0; done < n;) {
         size_t len = n - done < chunk ? n - done : chunk;
-        Status s;
-        if (ss) {
-            s = bridge::read_shared(static_cast<const char *>(src) + done, bounce.get(), len);
-            if (s == adsmSuccess) s = driver.to_device(static_cast<char *>(dst) + done, bounce.get(), len);
-        } else {
-            s = driver.to_host(bounce.get(), static_cast<const char *>(src) + done, len);
-            if (s == adsmSuccess) s = bridge::write_shared(static_cast<char *>(dst) + done, bounce.get(), len);
-        }
-        if (s != adsmSuccess) {
-            *result = s;
-            return true;
-        }
+        Status s = into_shared ? driver(done, bounce.get(), len) : bridge::read_shared(at + done, bounce.get(), len);
+        if (s == adsmSuccess)
+            s = into_shared ? bridge::write_shared(at + done, bounce.get(), len) : driver(done, bounce.get(), len);
+        if (s != adsmSuccess) return s;
         done += len;
     }
-    *result = adsmSuccess;
-    return true;
+    return adsmSuccess;
 }
 
 Status fill_shared_pattern(void *dst, const void *pattern, size_t width, size_t count) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 
 #include "support/status.h"
 
@@ -24,6 +25,13 @@ struct DriverCopies {
 // (the driver's call then goes ahead untouched).
 bool copy_with_shared(void *dst, Side dst_side, const void *src, Side src_side, size_t n, const DriverCopies &driver,
                       Status *result);
+
+// Between shared memory [shared, shared+n) and memory only the driver
+// reaches (its device memory, a CUDA array), through an ordinary buffer in
+// pieces: into shared memory, driver(offset, buffer, len) fills the buffer
+// with the driver's bytes from `offset` on; out of it, it takes them.
+using DriverPiece = std::function<Status(size_t offset, unsigned char *buffer, size_t len)>;
+Status bounce_shared(void *shared, size_t n, bool into_shared, const DriverPiece &driver);
 
 // Fills `count` elements of `width` bytes (1, 2 or 4) at shared dst with
 // the element at `pattern`.

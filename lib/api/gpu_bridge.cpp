@@ -223,6 +223,12 @@ Status check_hint_range(const void *p, size_t n) {
     return adsmSuccess;
 }
 
+Status accept_host_registration(const void *p, size_t n, bool io_memory) {
+    if (n == 0) return fail(adsmErrorInvalidValue, "a registration of no bytes at %p", p);
+    if (io_memory) return fail(adsmErrorInvalidValue, "%p is shared memory, not a device's I/O memory", p);
+    return check_hint_range(p, n);
+}
+
 Status sync() {
     ADSM_READY(rt);
     return rt->manager->sync(rt->manager->program_context());

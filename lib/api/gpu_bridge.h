@@ -88,6 +88,11 @@ Status prefetch(const void *p, size_t n, bool to_host);
 // advice stays a hint: CUDA's read-mostly memory may still be written by
 // kernels, which adsm's read-mostly objects may not.
 Status prefer_host(const void *p, size_t n, bool on);
+// A program's registration of shared host memory with its driver
+// (cuMemHostRegister): shared memory is pinned where the runtime's copies
+// need it and reached by kernels at the same address already, so one
+// within an allocation is taken as done; I/O memory it is not.
+Status accept_host_registration(const void *p, size_t n, bool io_memory);
 // The shared allocation around p, for the drivers' address-range queries.
 Status shared_range(const void *p, void **base, size_t *size);
 // A hint names [p, p+n) inside one shared allocation, else a clear error.

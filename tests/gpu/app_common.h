@@ -72,3 +72,13 @@ static inline void check_floats(const float *v, unsigned n, float (*expected)(un
     for (unsigned i = 0; i < n; ++i)
         CHECK(v[i] == expected(i), "%s[%u] = %g, expected %g", what, i, v[i], expected(i));
 }
+
+/* The bytes of the buffer the programs register with the driver: large
+ * enough that the preload's malloc shares it. */
+#define REGISTERED_BYTES (2u << 20)
+
+/* Routed, a malloc'd buffer that large is shared memory, which the
+ * runtime registers as it needs; otherwise the driver's registration holds. */
+static inline void check_registered(enum mode m, const void *p) {
+    if (m == ROUTED || m == ERRORS) CHECK(is_shared(p, REGISTERED_BYTES), "%p should be adsm shared memory", p);
+}

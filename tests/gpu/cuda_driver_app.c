@@ -68,6 +68,64 @@ static void run_errors(CUfunction add, CUfunction unregistered, CUfunction crash
     CU(cuMemFree(out));
 }
 
+/* A CUDA array filled from managed memory and read back into it, every
+ * way (routed, managed memory is shared memory, whose address the driver
+ * would take for device memory). */
+static void run_array(CUstream stream) {
+    enum { COUNT = 4096, BYTES = COUNT * 4 };
+    CUDA_ARRAY_DESCRIPTOR d = {COUNT, 0, CU_AD_FORMAT_FLOAT, 1};
+    CUarray arr;
+    CU(cuArrayCreate(&arr, &d));
+    CUdeviceptr from, to;
+    CU(cuMemAllocManaged(&from, BYTES, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAllocManaged(&to, BYTES, CU_MEM_ATTACH_GLOBAL));
+    float *f = (float *)from, *t = (float *)to;
+    for (unsigned i = 0; i < COUNT; ++i) f[i] = 5.0f * i, t[i] = -1.0f;
+    CU(cuMemcpyHtoA(arr, 0, f, BYTES));
+    CU(cuMemcpyAtoH(t, arr, 0, BYTES));
+    for (unsigned i = 0; i < COUNT; ++i) CHECK(t[i] == 5.0f * i, "cuMemcpyAtoH: %g at %u", t[i], i);
+    for (unsigned i = 0; i < COUNT; ++i) f[i] = 7.0f * i, t[i] = -1.0f;
+    CU(cuMemcpyDtoA(arr, 0, from, BYTES / 2));
+    CU(cuMemcpyHtoAAsync(arr, BYTES / 2, f + COUNT / 2, BYTES / 2, stream));
+    CU(cuMemcpyAtoD(to, arr, 0, BYTES / 2));
+    CU(cuMemcpyAtoHAsync(t + COUNT / 2, arr, BYTES / 2, BYTES / 2, stream));
+    CU(cuStreamSynchronize(stream));
+    for (unsigned i = 0; i < COUNT; ++i) CHECK(t[i] == 7.0f * i, "cuMemcpyAtoD/AtoHAsync: %g at %u", t[i], i);
+    CHECK(cuMemcpyHtoA(arr, BYTES - 4, f, 8) == CUDA_ERROR_INVALID_VALUE, "a copy past the array's end");
+    CU(cuArrayDestroy(arr));
+    CU(cuMemFree(from));
+    CU(cuMemFree(to));
+}
+
+/* A buffer the program pins and maps for its kernels (zero copy): from
+ * malloc, shared memory where the preload shares it (kernels reach it at the
+ * same address; the driver would refuse to register it on the cuda device). */
+static void run_registered(enum mode mode, CUfunction scale) {
+    unsigned n = REGISTERED_BYTES / sizeof(float);
+    float *buf = (float *)malloc(REGISTERED_BYTES);
+    CHECK(buf != NULL, "malloc");
+    for (unsigned i = 0; i < n; ++i) buf[i] = i;
+    check_registered(mode, buf);
+    CUdeviceptr dbuf = 0;
+    if (mode == ERRORS) {
+        CHECK(cuMemHostRegister(buf + 1, REGISTERED_BYTES, CU_MEMHOSTREGISTER_DEVICEMAP) == CUDA_ERROR_INVALID_VALUE,
+              "a registration past the end of shared memory");
+        CHECK(cuMemHostRegister(buf, REGISTERED_BYTES, CU_MEMHOSTREGISTER_IOMEMORY) == CUDA_ERROR_INVALID_VALUE,
+              "shared memory registered as I/O memory");
+        CHECK(cuMemHostRegister(buf, REGISTERED_BYTES, 0x100) == CUDA_ERROR_INVALID_VALUE, "unknown flags");
+        CHECK(cuMemHostGetDevicePointer(&dbuf, buf, 1) == CUDA_ERROR_INVALID_VALUE, "device pointer flags");
+    }
+    CU(cuMemHostRegister(buf, REGISTERED_BYTES, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE));
+    CU(cuMemHostGetDevicePointer(&dbuf, buf, 0));
+    float three = 3.0f;
+    void *params[] = {&dbuf, &three, &n};
+    CU(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    CU(cuCtxSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(buf[i] == 3.0f * i, "registered buf[%u] = %g, expected %g", i, buf[i], 3.0f * i);
+    CU(cuMemHostUnregister(buf));
+    free(buf);
+}
+
 int main(int argc, char **argv) {
     enum mode mode = parse_mode(argc, argv);
     CUdevice dev;
@@ -86,6 +144,7 @@ int main(int argc, char **argv) {
     CU(cuModuleGetFunction(&unregistered, module, "unregistered"));
     if (mode == ERRORS) {
         run_errors(add, unregistered, crash);
+        run_registered(mode, scale);
         printf("cuda-driver errors: ok\n");
         return 0;
     }
@@ -352,6 +411,8 @@ int main(int argc, char **argv) {
     CU(ctx_sync());
     CHECK(*(long *)total == 999 * 1000 / 2, "the list sums to %ld", *(long *)total);
 
+    run_registered(mode, scale);
+    run_array(stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");
     CU(cuMemFree(x));

@@ -159,10 +159,42 @@ static void run_copies(float *out) {
         }
 }
 
+/* A buffer the program pins and maps for its kernels (zero copy): from
+ * malloc, shared memory where the preload shares it (kernels reach it at the
+ * same address; the driver would refuse to register it on the cuda device). */
+static void run_registered(enum mode mode) {
+    const unsigned n = REGISTERED_BYTES / sizeof(float);
+    float *buf = (float *)malloc(REGISTERED_BYTES);
+    CHECK(buf != NULL, "malloc");
+    for (unsigned i = 0; i < n; ++i) buf[i] = i;
+    check_registered(mode, buf);
+    if (mode == ERRORS) {
+        CHECK(cudaHostRegister(buf + 1, REGISTERED_BYTES, cudaHostRegisterMapped) == cudaErrorInvalidValue,
+              "a registration past the end of shared memory");
+        CHECK(cudaHostRegister(buf, REGISTERED_BYTES, cudaHostRegisterIoMemory) == cudaErrorInvalidValue,
+              "shared memory registered as I/O memory");
+        CHECK(cudaHostRegister(buf, 0, cudaHostRegisterMapped) == cudaErrorInvalidValue, "a registration of no bytes");
+        void *d;
+        CHECK(cudaHostGetDevicePointer(&d, buf, 1) == cudaErrorInvalidValue, "device pointer flags");
+        cudaGetLastError();
+    }
+    CUDA(cudaHostRegister(buf, REGISTERED_BYTES, cudaHostRegisterMapped | cudaHostRegisterPortable));
+    float *dbuf = NULL, three = 3.0f;
+    CUDA(cudaHostGetDevicePointer((void **)&dbuf, buf, 0));
+    void *args[] = {&dbuf, &three, (void *)&n};
+    dim3 grid = {n / 256, 1, 1}, block = {256, 1, 1};
+    CUDA(cudaLaunchKernel((const void *)scale_stub, grid, block, args, 0, 0));
+    CUDA(cudaDeviceSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(buf[i] == 3.0f * i, "registered buf[%u] = %g, expected %g", i, buf[i], 3.0f * i);
+    CUDA(cudaHostUnregister(buf));
+    free(buf);
+}
+
 int main(int argc, char **argv) {
     enum mode mode = parse_mode(argc, argv);
     if (mode == ERRORS) {
         run_errors();
+        run_registered(mode);
         printf("cuda-runtime errors: ok\n");
         return 0;
     }
@@ -188,6 +220,7 @@ int main(int argc, char **argv) {
 
     check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernel"), "cuLaunchKernel");
     run_copies(out);
+    run_registered(mode);
     CUDA(cudaFree(x));
     CUDA(cudaFree(y));
     CUDA(cudaFree(out));

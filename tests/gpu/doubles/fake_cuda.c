@@ -658,6 +658,18 @@ EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
     return (CUresult)vmm_unregister(p);
 }
 
+/* Registered (or the double's pinned) host memory, as unified addressing
+ * makes it: the device reaches it at the same address. */
+EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int flags) {
+    COUNT();
+    NEED_CONTEXT();
+    void *base;
+    size_t n;
+    if (!d || !p || flags != 0 || (!vmm_is_registered(p, 1) && !fake_find(p, &base, &n))) return CUDA_ERROR_INVALID_VALUE;
+    *d = (CUdeviceptr)p;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
     COUNT();
     NEED_CONTEXT();
@@ -714,6 +726,97 @@ EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t
 EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     COUNT();
     return sync_copy(dst, (const void *)src, n, 0, 1, "cuMemcpyDtoH");
+}
+
+/* CUDA arrays, 1D and 2D: the double's own pages (never the runtime's
+ * malloc), copied to and from host or device memory, in order with the
+ * work before (the asynchronous forms too). */
+typedef struct {
+    unsigned char *data;
+    size_t bytes;
+} fake_array;
+
+static size_t format_bytes(CUarray_format f) {
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+    }
+}
+
+EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *d) {
+    COUNT();
+    NEED_CONTEXT();
+    size_t element = d ? format_bytes(d->Format) * d->NumChannels : 0;
+    if (!a || !element || !d->Width || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t bytes = d->Width * (d->Height ? d->Height : 1) * element;
+    fake_array *arr = (fake_array *)mmap(NULL, sizeof *arr + bytes, PROT_READ | PROT_WRITE,
+                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (arr == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    arr->data = (unsigned char *)(arr + 1);
+    arr->bytes = bytes;
+    *a = (CUarray)arr;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray a) {
+    COUNT();
+    NEED_CONTEXT();
+    if (!a) return CUDA_ERROR_INVALID_HANDLE;
+    drain_all();
+    fake_array *arr = (fake_array *)a;
+    munmap(arr, sizeof *arr + arr->bytes);
+    return CUDA_SUCCESS;
+}
+
+static CUresult array_at(CUarray a, size_t offset, size_t n, void **at) {
+    fake_array *arr = (fake_array *)a;
+    if (!arr) return CUDA_ERROR_INVALID_HANDLE;
+    if (offset > arr->bytes || n > arr->bytes - offset) return CUDA_ERROR_INVALID_VALUE;
+    *at = arr->data + offset;
+    return CUDA_SUCCESS;
+}
+
+/* dev: whether the other side is a device pointer; to_array: the direction. */
+static CUresult array_copy(CUarray a, size_t offset, void *other, size_t n, int dev, int to_array, const char *fn) {
+    void *at;
+    CUresult r = array_at(a, offset, n, &at);
+    if (r != CUDA_SUCCESS) return r;
+    return to_array ? sync_copy(at, other, n, 0, dev, fn) : sync_copy(other, at, n, dev, 0, fn);
+}
+
+EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2(CUarray dst, size_t offset, const void *src, size_t n) {
+    COUNT();
+    return array_copy(dst, offset, (void *)src, n, 0, 1, "cuMemcpyHtoA");
+}
+EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2(void *dst, CUarray src, size_t offset, size_t n) {
+    COUNT();
+    return array_copy(src, offset, dst, n, 0, 0, "cuMemcpyAtoH");
+}
+EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2(CUarray dst, size_t offset, CUdeviceptr src, size_t n) {
+    COUNT();
+    return array_copy(dst, offset, (void *)src, n, 1, 1, "cuMemcpyDtoA");
+}
+EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2(CUdeviceptr dst, CUarray src, size_t offset, size_t n) {
+    COUNT();
+    return array_copy(src, offset, (void *)dst, n, 1, 0, "cuMemcpyAtoD");
+}
+EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2(CUarray dst, size_t offset, const void *src, size_t n, CUstream s) {
+    COUNT();
+    (void)s;
+    return array_copy(dst, offset, (void *)src, n, 0, 1, "cuMemcpyHtoAAsync");
+}
+EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void *dst, CUarray src, size_t offset, size_t n, CUstream s) {
+    COUNT();
+    (void)s;
+    return array_copy(src, offset, dst, n, 0, 0, "cuMemcpyAtoHAsync");
 }
 
 /* A 3D copy row by row (a 2D copy is one slice of it). */
@@ -1058,6 +1161,9 @@ static const struct {
     {"cuMemcpy3D", NULL, NULL, (void *)cuMemcpy3D_v2, 3020},
     {"cuMemcpyBatchAsync", NULL, NULL, (void *)cuMemcpyBatchAsync_v2, 13000},
     {"cuMemsetD2D8", NULL, NULL, (void *)cuMemsetD2D8_v2, 3020},
+    {"cuMemHostRegister", NULL, NULL, (void *)cuMemHostRegister_v2, 6050},
+    {"cuMemHostUnregister", (void *)cuMemHostUnregister, NULL, NULL, 0},
+    {"cuMemHostGetDevicePointer", NULL, NULL, (void *)cuMemHostGetDevicePointer_v2, 3020},
     {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
 };
 

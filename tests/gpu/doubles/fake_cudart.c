@@ -36,6 +36,9 @@ static struct {
     /* By the names the real static runtime asks for (CUDA 13). */
     CUresult (*copy)(const CUDA_MEMCPY3D *);
     CUresult (*fill)(CUdeviceptr, size_t, unsigned char, size_t, size_t);
+    CUresult (*host_register)(void *, size_t, unsigned);
+    CUresult (*host_unregister)(void *);
+    CUresult (*host_device_pointer)(CUdeviceptr *, void *, unsigned);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -72,6 +75,9 @@ static void start(void) {
     *(void **)&drv.mem_alloc = proc(get, "cuMemAlloc");
     *(void **)&drv.copy = proc(get, "cuMemcpy3D");
     *(void **)&drv.fill = proc(get, "cuMemsetD2D8");
+    *(void **)&drv.host_register = proc(get, "cuMemHostRegister");
+    *(void **)&drv.host_unregister = proc(get, "cuMemHostUnregister");
+    *(void **)&drv.host_device_pointer = proc(get, "cuMemHostGetDevicePointer");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -175,6 +181,26 @@ EXPORT cudaError_t CUDARTAPI cudaMallocManaged(void **p, size_t n, unsigned int 
     CUdeviceptr d;
     cudaError_t e = from_cu(drv.alloc_managed(&d, n, flags));
     if (e == cudaSuccess) *p = (void *)d;
+    return e;
+}
+
+/* (The flags are the driver's, bit for bit.) */
+EXPORT cudaError_t CUDARTAPI cudaHostRegister(void *p, size_t n, unsigned int flags) {
+    READY();
+    return from_cu(drv.host_register(p, n, flags));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaHostUnregister(void *p) {
+    READY();
+    return from_cu(drv.host_unregister(p));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaHostGetDevicePointer(void **d, void *p, unsigned int flags) {
+    READY();
+    if (!d) return last_error = cudaErrorInvalidValue;
+    CUdeviceptr dp;
+    cudaError_t e = from_cu(drv.host_device_pointer(&dp, p, flags));
+    if (e == cudaSuccess) *d = (void *)dp;
     return e;
 }
 

@@ -390,6 +390,17 @@ static inline int vmm_unregister(void *p) {
     return VMM_ENOTREG;
 }
 
+/* Whether [p, p+n) lies in one registration. */
+static inline int vmm_is_registered(const void *p, size_t n) {
+    int found = 0;
+    pthread_mutex_lock(&vmm_mu);
+    for (int i = 0; i < VMM_MAX && !found; ++i)
+        found = vmm_registered[i].n && (uintptr_t)p >= vmm_registered[i].p &&
+                (uintptr_t)p + n <= vmm_registered[i].p + vmm_registered[i].n;
+    pthread_mutex_unlock(&vmm_mu);
+    return found;
+}
+
 /* Copies and fills queued on the device, in order with kernels. */
 typedef struct vmm_copy {
     void *dst;
