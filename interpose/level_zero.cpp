@@ -27,6 +27,8 @@
 // wait is over.  The runtime has one GPU, the driver's first: a program's
 // shared allocations and command lists on another GPU are the driver's
 // alone, passed through untouched.
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -44,6 +46,8 @@
     X(zeContextDestroy)                     \
     X(zeMemAllocShared)                     \
     X(zeMemFree)                            \
+    X(zeMemGetAllocProperties)              \
+    X(zeMemGetAddressRange)                 \
     X(zeKernelCreate)                       \
     X(zeKernelSetArgumentValue)             \
     X(zeKernelSetGroupSize)                 \
@@ -344,6 +348,38 @@ ZE_WRAPPER(zeMemFree, ze_context_handle_t ctx, void *ptr) {
         return to_ze(bridge::free(ptr), "zeMemFree");
     }
     return FORWARD(zeMemFree, ctx, ptr);
+}
+
+// Pointer queries (SYCL's get_pointer_type, a runtime choosing a copy's
+// direction): shared memory is described as the driver describes a shared
+// allocation of its own: that kind, the allocation's base as its id and
+// range, and the runtime's GPU as its device (none on an emulated one, as
+// for a shared allocation made without a device).
+ZE_WRAPPER(zeMemGetAllocProperties, ze_context_handle_t ctx, const void *ptr, ze_memory_allocation_properties_t *props,
+           ze_device_handle_t *device) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(ptr))
+        return FORWARD(zeMemGetAllocProperties, ctx, ptr, props, device);
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    void *base;
+    size_t size;
+    if (Status s = bridge::shared_range(ptr, &base, &size); s != adsmSuccess) return to_ze(s, "zeMemGetAllocProperties");
+    props->type = ZE_MEMORY_TYPE_SHARED;
+    props->id = reinterpret_cast<uintptr_t>(base);
+    props->pageSize = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    if (device) *device = static_cast<ze_device_handle_t>(bridge::native_device());
+    return ZE_RESULT_SUCCESS;
+}
+
+ZE_WRAPPER(zeMemGetAddressRange, ze_context_handle_t ctx, const void *ptr, void **pbase, size_t *psize) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(ptr)) return FORWARD(zeMemGetAddressRange, ctx, ptr, pbase, psize);
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    void *base;
+    size_t size;
+    if (Status s = bridge::shared_range(ptr, &base, &size); s != adsmSuccess) return to_ze(s, "zeMemGetAddressRange");
+    if (pbase) *pbase = base;
+    if (psize) *psize = size;
+    return ZE_RESULT_SUCCESS;
 }
 
 ZE_WRAPPER(zeKernelCreate, ze_module_handle_t module, const ze_kernel_desc_t *desc, ze_kernel_handle_t *kernel) {

@@ -53,6 +53,8 @@ void route_table(ze_context_dditable_t *t) {
 void route_table(ze_mem_dditable_t *t) {
     ROUTE(t, pfnAllocShared, zeMemAllocShared);
     ROUTE(t, pfnFree, zeMemFree);
+    ROUTE(t, pfnGetAllocProperties, zeMemGetAllocProperties);
+    ROUTE(t, pfnGetAddressRange, zeMemGetAddressRange);
 }
 
 void route_table(ze_kernel_dditable_t *t) {

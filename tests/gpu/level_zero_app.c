@@ -120,6 +120,23 @@ static void run_errors(void) {
     ZE(zeMemFree(ctx, out));
 }
 
+/* Pointer queries describe a shared allocation as the driver describes its
+ * own (routed: the runtime's memory, of no device on an emulated GPU). */
+static void check_pointer_queries(enum mode mode, float *x, float *y) {
+    ze_memory_allocation_properties_t px = {ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES, NULL, 0, 0, 0}, py = px;
+    ze_device_handle_t owner = NULL;
+    ZE(zeMemGetAllocProperties(ctx, y + 5, &py, &owner));
+    ZE(zeMemGetAllocProperties(ctx, x, &px, NULL));
+    CHECK(py.type == ZE_MEMORY_TYPE_SHARED && px.type == ZE_MEMORY_TYPE_SHARED, "memory types %d and %d", (int)px.type,
+          (int)py.type);
+    CHECK(px.id != py.id, "two allocations share the id %llu", (unsigned long long)px.id);
+    CHECK((mode == ROUTED && !on_gpu_backend()) == (owner == NULL), "the allocation's device: %p", (void *)owner);
+    void *base = NULL;
+    size_t size = 0;
+    ZE(zeMemGetAddressRange(ctx, y + 5, &base, &size));
+    CHECK(base == y && size == N * 4, "zeMemGetAddressRange: %p + %zu, expected %p + %u", base, size, (void *)y, N * 4);
+}
+
 int main(int argc, char **argv) {
     enum mode mode = parse_mode(argc, argv);
 #ifdef ZE_THROUGH_TABLES
@@ -150,6 +167,7 @@ int main(int argc, char **argv) {
 
     float *x = shared_floats(), *y = shared_floats(), *out = shared_floats();
     check_memory(mode, x, N * 4);
+    check_pointer_queries(mode, x, y);
     for (unsigned i = 0; i < N; ++i) x[i] = i, y[i] = 2.0f * i;
 
     ze_event_pool_desc_t pdesc = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 2};

@@ -22,6 +22,8 @@ static ze_dditable_t ze_ddi;
 #define zeContextDestroy ze_ddi.Context.pfnDestroy
 #define zeMemAllocShared ze_ddi.Mem.pfnAllocShared
 #define zeMemFree ze_ddi.Mem.pfnFree
+#define zeMemGetAllocProperties ze_ddi.Mem.pfnGetAllocProperties
+#define zeMemGetAddressRange ze_ddi.Mem.pfnGetAddressRange
 #define zeModuleCreate ze_ddi.Module.pfnCreate
 #define zeKernelCreate ze_ddi.Kernel.pfnCreate
 #define zeKernelSetArgumentValue ze_ddi.Kernel.pfnSetArgumentValue

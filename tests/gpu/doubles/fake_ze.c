@@ -363,6 +363,19 @@ ENTRY(zeMemGetAllocProperties, ze_context_handle_t ctx, const void *ptr, ze_memo
     return ZE_RESULT_SUCCESS;
 }
 
+ENTRY(zeMemGetAddressRange, ze_context_handle_t ctx, const void *ptr, void **pbase, size_t *psize) {
+    COUNT();
+    NEED_INIT();
+    if (!ctx) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (!ptr) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    void *base = NULL;
+    size_t n = 0;
+    if (!fake_find(ptr, &base, &n)) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (pbase) *pbase = base;
+    if (psize) *psize = n;
+    return ZE_RESULT_SUCCESS;
+}
+
 ENTRY(zeMemAllocShared, ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *dd,
       const ze_host_mem_alloc_desc_t *hd, size_t size, size_t alignment, ze_device_handle_t dev, void **p) {
     COUNT();
@@ -1102,7 +1115,7 @@ TABLE(zeGetContextProcAddrTable, ze_context_dditable_t, t->pfnCreate = fake_zeCo
       t->pfnDestroy = fake_zeContextDestroy;)
 TABLE(zeGetMemProcAddrTable, ze_mem_dditable_t, t->pfnAllocShared = fake_zeMemAllocShared;
       t->pfnAllocDevice = fake_zeMemAllocDevice; t->pfnAllocHost = fake_zeMemAllocHost; t->pfnFree = fake_zeMemFree;
-      t->pfnGetAllocProperties = fake_zeMemGetAllocProperties;)
+      t->pfnGetAllocProperties = fake_zeMemGetAllocProperties; t->pfnGetAddressRange = fake_zeMemGetAddressRange;)
 TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t, t->pfnCreate = fake_zeModuleCreate;
       t->pfnDestroy = fake_zeModuleDestroy;)
 TABLE(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t, t->pfnGetString = fake_zeModuleBuildLogGetString;
