@@ -13,12 +13,17 @@
 // wrapper's name is exported too (lib/adsm.map; interpose.gpu_symbols).
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
 
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
 #include "interpose/handle_map.h"
+#include "support/inside.h"
 #include "support/log.h"
 
 // Entry points the header hides behind its version macros.
@@ -393,16 +398,90 @@ CUresult copy_rows(const char *fn, CUstream stream, const Plane &src, const Plan
     return s == adsmSuccess ? CUDA_SUCCESS : to_cu(s, fn);
 }
 
+// A 2D or 3D copy between a CUDA array and shared memory: rows of the
+// shared side packed into an ordinary buffer, a box of them at a time, and
+// the driver's own 3D copy between that buffer (as host memory) and the
+// array, after the work queued before it on `stream`.
+CUresult array_box(const char *fn, CUstream stream, const CUDA_MEMCPY3D &c, const Plane &shared, bool into_shared) {
+    if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
+    const size_t width = c.WidthInBytes;
+    if (width == 0 || c.Height == 0 || c.Depth == 0) return CUDA_SUCCESS;
+    constexpr size_t kBuffer = 4 << 20;
+    const size_t rows = std::min<size_t>(std::max<size_t>(1, kBuffer / width), c.Height);
+    adsm::Inside private_allocations;  // the buffer must be ordinary memory
+    std::unique_ptr<unsigned char[]> buf(new (std::nothrow) unsigned char[rows * width]);
+    if (!buf) return to_cu(adsm::fail(adsmErrorMemoryAllocation, "no memory for a %zu-byte copy buffer", rows * width), fn);
+    for (size_t z = 0; z < c.Depth; ++z)
+        for (size_t y = 0; y < c.Height; y += rows) {
+            const size_t k = std::min(rows, c.Height - y);
+            char *first = shared.at + z * shared.slice + y * shared.pitch;
+            for (size_t i = 0; i < k && !into_shared; ++i)
+                if (Status s = bridge::read_shared(first + i * shared.pitch, buf.get() + i * width, width); s != adsmSuccess)
+                    return to_cu(s, fn);
+            CUDA_MEMCPY3D piece = c;
+            piece.Height = k;
+            piece.Depth = 1;
+            if (into_shared) {
+                piece.srcY = c.srcY + y;
+                piece.srcZ = c.srcZ + z;
+                piece.dstMemoryType = CU_MEMORYTYPE_HOST;
+                piece.dstHost = buf.get();
+                piece.dstDevice = 0;
+                piece.dstArray = nullptr;
+                piece.dstXInBytes = piece.dstY = piece.dstZ = piece.dstLOD = 0;
+                piece.dstPitch = width;
+                piece.dstHeight = k;
+            } else {
+                piece.dstY = c.dstY + y;
+                piece.dstZ = c.dstZ + z;
+                piece.srcMemoryType = CU_MEMORYTYPE_HOST;
+                piece.srcHost = buf.get();
+                piece.srcDevice = 0;
+                piece.srcArray = nullptr;
+                piece.srcXInBytes = piece.srcY = piece.srcZ = piece.srcLOD = 0;
+                piece.srcPitch = width;
+                piece.srcHeight = k;
+            }
+            if (CUresult r = FORWARD(cuMemcpy3D_v2, &piece); r != CUDA_SUCCESS) return r;
+            for (size_t i = 0; i < k && into_shared; ++i)
+                if (Status s = bridge::write_shared(first + i * shared.pitch, buf.get() + i * width, width); s != adsmSuccess)
+                    return to_cu(s, fn);
+        }
+    return CUDA_SUCCESS;
+}
+
+// The copy's other side when one is a CUDA array and the other shared
+// memory: array_box's work; nullptr otherwise.
+const Plane *array_and_shared(const CUDA_MEMCPY3D &c, const Plane &src, const Plane &dst) {
+    if (c.srcMemoryType == CU_MEMORYTYPE_ARRAY && dst.at && bridge::is_shared(dst.at)) return &dst;
+    if (c.dstMemoryType == CU_MEMORYTYPE_ARRAY && src.at && bridge::is_shared(src.at)) return &src;
+    return nullptr;
+}
+
+CUDA_MEMCPY3D as_3d(const CUDA_MEMCPY2D &c) {
+    CUDA_MEMCPY3D d = {};
+    d.srcXInBytes = c.srcXInBytes, d.srcY = c.srcY, d.srcMemoryType = c.srcMemoryType, d.srcHost = c.srcHost;
+    d.srcDevice = c.srcDevice, d.srcArray = c.srcArray, d.srcPitch = c.srcPitch, d.srcHeight = c.Height;
+    d.dstXInBytes = c.dstXInBytes, d.dstY = c.dstY, d.dstMemoryType = c.dstMemoryType, d.dstHost = c.dstHost;
+    d.dstDevice = c.dstDevice, d.dstArray = c.dstArray, d.dstPitch = c.dstPitch, d.dstHeight = c.Height;
+    d.WidthInBytes = c.WidthInBytes, d.Height = c.Height, d.Depth = 1;
+    return d;
+}
+
 template <class Forward>
 CUresult copy2d(CUstream stream, const CUDA_MEMCPY2D *c, Forward &&forward) {
     if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
     Plane src = plane(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0, c->srcPitch, 0);
     Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0, c->dstPitch, 0);
+    const CUDA_MEMCPY3D box = as_3d(*c);
+    if (const Plane *shared = array_and_shared(box, src, dst))
+        return array_box("cuMemcpy2D", stream, box, *shared, shared == &dst);
     return copy_rows("cuMemcpy2D", stream, src, dst, c->WidthInBytes, c->Height, 1, forward);
 }
 
 // A 3D copy within a context or between two (CUDA_MEMCPY3D_PEER: the same
-// fields, and contexts that one device's shared memory does not need).
+// fields, and contexts that one device's shared memory does not need; one
+// between a CUDA array and shared memory is refused there).
 template <class Memcpy3D, class Forward>
 CUresult copy3d(CUstream stream, const Memcpy3D *c, Forward &&forward) {
     if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
@@ -410,6 +489,9 @@ CUresult copy3d(CUstream stream, const Memcpy3D *c, Forward &&forward) {
                       c->srcHeight);
     Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch,
                       c->dstHeight);
+    if constexpr (std::is_same_v<Memcpy3D, CUDA_MEMCPY3D>)
+        if (const Plane *shared = array_and_shared(*c, src, dst))
+            return array_box("cuMemcpy3D", stream, *c, *shared, shared == &dst);
     return copy_rows("cuMemcpy3D", stream, src, dst, c->WidthInBytes, c->Height, c->Depth, forward);
 }
 

@@ -93,6 +93,41 @@ static void run_array(CUstream stream) {
     for (unsigned i = 0; i < COUNT; ++i) CHECK(t[i] == 7.0f * i, "cuMemcpyAtoD/AtoHAsync: %g at %u", t[i], i);
     CHECK(cuMemcpyHtoA(arr, BYTES - 4, f, 8) == CUDA_ERROR_INVALID_VALUE, "a copy past the array's end");
     CU(cuArrayDestroy(arr));
+
+    /* A 2D array of 64 x 32 floats: rows 8 to 23 from every other row of
+     * managed memory (cuMemcpy2D), then the whole array back into managed
+     * memory at a pitch of its own (cuMemcpy3D, asynchronous 2D). */
+    enum { AW = 64, AH = 32, ROW = AW * 4 };
+    CUDA_ARRAY_DESCRIPTOR d2 = {AW, AH, CU_AD_FORMAT_FLOAT, 1};
+    CU(cuArrayCreate(&arr, &d2));
+    for (unsigned i = 0; i < COUNT; ++i) f[i] = (float)i, t[i] = -1.0f;
+    CUDA_MEMCPY2D in = {0};
+    in.srcMemoryType = CU_MEMORYTYPE_UNIFIED, in.srcDevice = from, in.srcPitch = 2 * ROW;
+    in.dstMemoryType = CU_MEMORYTYPE_ARRAY, in.dstArray = arr, in.dstY = 8;
+    in.WidthInBytes = ROW, in.Height = 16;
+    CU(cuMemcpy2D(&in));
+    CUDA_MEMCPY3D out = {0};
+    out.srcMemoryType = CU_MEMORYTYPE_ARRAY, out.srcArray = arr, out.srcY = 8;
+    out.dstMemoryType = CU_MEMORYTYPE_HOST, out.dstHost = t, out.dstXInBytes = 4, out.dstPitch = ROW + 8,
+    out.dstHeight = AH;
+    out.WidthInBytes = ROW, out.Height = 16, out.Depth = 1;
+    CU(cuMemcpy3D(&out));
+    for (unsigned r = 0; r < 16; ++r)
+        for (unsigned c = 0; c < AW; ++c) {
+            float got = t[r * (AW + 2) + 1 + c], want = (float)(2 * r * AW + c);
+            CHECK(got == want, "2D array row %u, column %u: %g, expected %g", r, c, got, want);
+        }
+    CHECK(t[0] == -1.0f && t[AW + 1] == -1.0f, "the copy out of the array wrote outside its rows");
+    CUDA_MEMCPY2D back = {0};
+    back.srcMemoryType = CU_MEMORYTYPE_ARRAY, back.srcArray = arr, back.srcY = 23;
+    back.dstMemoryType = CU_MEMORYTYPE_DEVICE, back.dstDevice = to, back.dstPitch = ROW;
+    back.WidthInBytes = ROW, back.Height = 1;
+    CU(cuMemcpy2DAsync(&back, stream));
+    CU(cuStreamSynchronize(stream));
+    for (unsigned c = 0; c < AW; ++c) CHECK(t[c] == (float)(30 * AW + c), "the array's last row: %g at %u", t[c], c);
+    in.Height = AH;
+    CHECK(cuMemcpy2D(&in) == CUDA_ERROR_INVALID_VALUE, "a 2D copy past the array's last row");
+    CU(cuArrayDestroy(arr));
     CU(cuMemFree(from));
     CU(cuMemFree(to));
 }

@@ -733,7 +733,7 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
  * work before (the asynchronous forms too). */
 typedef struct {
     unsigned char *data;
-    size_t bytes;
+    size_t bytes, row, rows; /* a row's bytes, and rows: the layout 2D and 3D copies see */
 } fake_array;
 
 static size_t format_bytes(CUarray_format f) {
@@ -762,6 +762,8 @@ EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR
     if (arr == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
     arr->data = (unsigned char *)(arr + 1);
     arr->bytes = bytes;
+    arr->row = d->Width * element;
+    arr->rows = d->Height ? d->Height : 1;
     *a = (CUarray)arr;
     return CUDA_SUCCESS;
 }
@@ -820,18 +822,43 @@ EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void *dst, CUarray src, size_t offs
 }
 
 /* A 3D copy row by row (a 2D copy is one slice of it). */
+/* One side of a box copy: its first byte, pitches, and whether it is device
+ * memory (an array is the double's own memory, and must hold the box). */
+static CUresult box_side(CUmemorytype type, const void *host, CUdeviceptr dev, CUarray array, size_t x, size_t y,
+                         size_t z, size_t pitch, size_t height, const CUDA_MEMCPY3D *c, char **at, size_t *row,
+                         size_t *slice, int *on_device) {
+    *on_device = type != CU_MEMORYTYPE_HOST && type != CU_MEMORYTYPE_ARRAY;
+    if (type == CU_MEMORYTYPE_ARRAY) {
+        const fake_array *arr = (const fake_array *)array;
+        if (!arr) return CUDA_ERROR_INVALID_HANDLE;
+        if (x + c->WidthInBytes > arr->row || y + c->Height > arr->rows || (z + c->Depth) * arr->rows * arr->row > arr->bytes)
+            return CUDA_ERROR_INVALID_VALUE;
+        pitch = arr->row;
+        height = arr->rows;
+        host = arr->data;
+    }
+    *row = pitch;
+    *slice = pitch * height;
+    *at = (char *)(type == CU_MEMORYTYPE_HOST || type == CU_MEMORYTYPE_ARRAY ? host : (const void *)dev) + z * *slice +
+          y * pitch + x;
+    return CUDA_SUCCESS;
+}
+
+/* A 3D copy row by row (a 2D copy is one slice of it). */
 static CUresult copy_box(const CUDA_MEMCPY3D *c, const char *fn) {
-    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
-    const char *src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)c->srcHost : (const char *)c->srcDevice;
-    char *dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)c->dstDevice;
-    size_t src_slice = c->srcPitch * c->srcHeight, dst_slice = c->dstPitch * c->dstHeight;
-    src += c->srcZ * src_slice + c->srcY * c->srcPitch + c->srcXInBytes;
-    dst += c->dstZ * dst_slice + c->dstY * c->dstPitch + c->dstXInBytes;
+    char *src, *dst;
+    size_t src_row, src_slice, dst_row, dst_slice;
+    int src_dev, dst_dev;
+    CUresult r = box_side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY, c->srcZ,
+                          c->srcPitch, c->srcHeight, c, &src, &src_row, &src_slice, &src_dev);
+    if (r == CUDA_SUCCESS)
+        r = box_side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY, c->dstZ,
+                     c->dstPitch, c->dstHeight, c, &dst, &dst_row, &dst_slice, &dst_dev);
+    if (r != CUDA_SUCCESS) return r;
     for (size_t z = 0; z < c->Depth; ++z)
         for (size_t row = 0; row < c->Height; ++row) {
-            CUresult r = sync_copy(dst + z * dst_slice + row * c->dstPitch, src + z * src_slice + row * c->srcPitch,
-                                   c->WidthInBytes, c->dstMemoryType != CU_MEMORYTYPE_HOST,
-                                   c->srcMemoryType != CU_MEMORYTYPE_HOST, fn);
+            r = sync_copy(dst + z * dst_slice + row * dst_row, src + z * src_slice + row * src_row, c->WidthInBytes,
+                          dst_dev, src_dev, fn);
             if (r != CUDA_SUCCESS) return r;
         }
     return CUDA_SUCCESS;
@@ -842,11 +869,16 @@ EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     CUDA_MEMCPY3D b = {0};
     b.srcXInBytes = c->srcXInBytes, b.srcY = c->srcY, b.srcMemoryType = c->srcMemoryType;
-    b.srcHost = c->srcHost, b.srcDevice = c->srcDevice, b.srcPitch = c->srcPitch;
+    b.srcHost = c->srcHost, b.srcDevice = c->srcDevice, b.srcArray = c->srcArray, b.srcPitch = c->srcPitch;
     b.dstXInBytes = c->dstXInBytes, b.dstY = c->dstY, b.dstMemoryType = c->dstMemoryType;
-    b.dstHost = c->dstHost, b.dstDevice = c->dstDevice, b.dstPitch = c->dstPitch;
+    b.dstHost = c->dstHost, b.dstDevice = c->dstDevice, b.dstArray = c->dstArray, b.dstPitch = c->dstPitch;
     b.WidthInBytes = c->WidthInBytes, b.Height = c->Height, b.Depth = 1;
     return copy_box(&b, "cuMemcpy2D");
+}
+
+EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s) {
+    (void)s;
+    return cuMemcpy2D_v2(c);
 }
 
 EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) {
