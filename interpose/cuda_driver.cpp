@@ -35,6 +35,7 @@
 #undef cuMemHostRegister
 extern "C" {
 CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
+CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n, unsigned int flags);
 CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray dst, size_t offset, const void *src, size_t n);
 CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dst, CUarray src, size_t offset, size_t n);
 CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray dst, size_t offset, CUdeviceptr src, size_t n);
@@ -211,6 +212,8 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemHostRegister_v2)                                                                                      \
     X(cuMemHostUnregister)                                                                                       \
     X(cuMemHostGetDevicePointer_v2)                                                                              \
+    X(cuStreamAttachMemAsync)                                                                                    \
+    X(cuStreamAttachMemAsync_ptsz)                                                                               \
     X(cuPointerGetAttribute)                                                                                     \
     X(cuPointerGetAttributes)                                                                                     
 
@@ -996,6 +999,16 @@ CUresult register_shared(CUdeviceptr p, size_t n, unsigned int flags) {
                  "cuMemHostRegister");
 }
 
+// A stream attachment of shared memory: checked as CUDA checks managed
+// memory's, and a hint (gpu_bridge::accept_stream_attach).
+CUresult attach_shared(CUstream stream, CUdeviceptr p, size_t n, unsigned int flags) {
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE)
+        return CUDA_ERROR_INVALID_VALUE;
+    // (The null stream is every stream: no single one.)
+    if (flags == CU_MEM_ATTACH_SINGLE && (!stream || stream == CU_STREAM_LEGACY)) return CUDA_ERROR_INVALID_VALUE;
+    return to_cu(bridge::accept_stream_attach(ptr(p), n), "cuStreamAttachMemAsync");
+}
+
 }  // namespace
 
 CUDA_WRAPPER(cuMemPrefetchAsync, CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
@@ -1048,6 +1061,15 @@ CUDA_WRAPPER(cuMemHostGetDevicePointer_v2, CUdeviceptr *d, void *p, unsigned int
     if (!d || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     *d = device_ptr(p);
     return CUDA_SUCCESS;
+}
+
+CUDA_WRAPPER(cuStreamAttachMemAsync, CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
+    if (!routed_shared(p)) return FORWARD(cuStreamAttachMemAsync, s, p, n, flags);
+    return attach_shared(s, p, n, flags);
+}
+CUDA_WRAPPER(cuStreamAttachMemAsync_ptsz, CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
+    if (!routed_shared(p)) return FORWARD(cuStreamAttachMemAsync_ptsz, s, p, n, flags);
+    return attach_shared(per_thread(s), p, n, flags);
 }
 
 CUDA_WRAPPER(cuPointerGetAttribute, void *data, CUpointer_attribute attr, CUdeviceptr p) {

@@ -47,6 +47,7 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaHostRegister)           \
     X(cudaHostUnregister)         \
     X(cudaHostGetDevicePointer)   \
+    X(cudaStreamAttachMemAsync)   \
     X(cudaFree)                   \
     X(cudaLaunchKernel)           \
     X(cudaLaunchKernel_ptsz)      \
@@ -224,6 +225,15 @@ CUDART_WRAPPER(cudaError_t, cudaHostGetDevicePointer, void **d, void *p, unsigne
     if (!d || flags != 0) return fail_with(cudaErrorInvalidValue);
     *d = p;
     return cudaSuccess;
+}
+
+// A stream attachment of shared memory: as the driver's (cuda_driver.cpp).
+CUDART_WRAPPER(cudaError_t, cudaStreamAttachMemAsync, cudaStream_t stream, void *p, size_t n, unsigned int flags) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(p)) return FORWARD(cudaStreamAttachMemAsync, stream, p, n, flags);
+    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
+        return fail_with(cudaErrorInvalidValue);
+    if (flags == cudaMemAttachSingle && (!stream || stream == cudaStreamLegacy)) return fail_with(cudaErrorInvalidValue);
+    return to_cuda(bridge::accept_stream_attach(p, n), "cudaStreamAttachMemAsync");
 }
 
 CUDART_WRAPPER(cudaError_t, cudaFree, void *p) {

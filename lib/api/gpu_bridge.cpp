@@ -229,6 +229,17 @@ Status accept_host_registration(const void *p, size_t n, bool io_memory) {
     return check_hint_range(p, n);
 }
 
+Status accept_stream_attach(const void *p, size_t n) {
+    void *base;
+    size_t size;
+    if (Status s = shared_range(p, &base, &size); s != adsmSuccess) return s;
+    if (p != base) return fail(adsmErrorInvalidValue, "%p is inside a shared allocation, not its start (%p)", p, base);
+    if (n != 0 && n != size)
+        return fail(adsmErrorInvalidValue, "%zu bytes of a shared allocation of %zu: a whole allocation is attached", n,
+                    size);
+    return adsmSuccess;
+}
+
 Status sync() {
     ADSM_READY(rt);
     return rt->manager->sync(rt->manager->program_context());

@@ -93,6 +93,12 @@ Status prefer_host(const void *p, size_t n, bool on);
 // need it and reached by kernels at the same address already, so one
 // within an allocation is taken as done; I/O memory it is not.
 Status accept_host_registration(const void *p, size_t n, bool io_memory);
+// A program's attaching of shared memory to one of its streams
+// (cuStreamAttachMemAsync): the whole allocation from its base (length 0
+// or its size), as CUDA asks of managed memory.  The runtime takes it as a
+// hint: every routed kernel may use shared memory, and a CPU access while
+// one runs is ADSM_ON_RACE's business, as without it.
+Status accept_stream_attach(const void *p, size_t n);
 // The shared allocation around p, for the drivers' address-range queries.
 Status shared_range(const void *p, void **base, size_t *size);
 // A hint names [p, p+n) inside one shared allocation, else a clear error.

@@ -196,6 +196,14 @@ int main(int argc, char **argv) {
     CUevent done;
     CU(cuStreamCreate(&stream, 0));
     CU(cuEventCreate(&done, 0));
+    /* `out` belongs to `stream` from here (routed: a hint, checked). */
+    CHECK(cuStreamAttachMemAsync(NULL, out, 0, CU_MEM_ATTACH_SINGLE) == CUDA_ERROR_INVALID_VALUE,
+          "a single attachment to the null stream");
+    CHECK(cuStreamAttachMemAsync(stream, out + 4, 0, CU_MEM_ATTACH_SINGLE) == CUDA_ERROR_INVALID_VALUE,
+          "an attachment of part of an allocation");
+    CHECK(cuStreamAttachMemAsync(stream, out, 4, CU_MEM_ATTACH_SINGLE) == CUDA_ERROR_INVALID_VALUE,
+          "an attachment of some of its bytes");
+    CU(cuStreamAttachMemAsync(stream, out, 0, CU_MEM_ATTACH_SINGLE));
     unsigned n = N;
     void *add_params[] = {&x, &y, &out, &n};
     CU(cuLaunchKernel(add, N / 256, 1, 1, 256, 1, 1, 0, stream, add_params, NULL));

@@ -205,8 +205,14 @@ int main(int argc, char **argv) {
     check_memory(mode, x, N * 4);
     for (unsigned i = 0; i < N; ++i) x[i] = i, y[i] = 2.0f * i;
 
-    vec_add(x, y, out, 0);
-    CUDA(cudaStreamSynchronize(0));
+    cudaStream_t own;
+    CUDA(cudaStreamCreate(&own));
+    CHECK(cudaStreamAttachMemAsync(0, out, 0, cudaMemAttachSingle) == cudaErrorInvalidValue,
+          "a single attachment to the null stream");
+    cudaGetLastError();
+    CUDA(cudaStreamAttachMemAsync(own, out, 0, cudaMemAttachSingle));
+    vec_add(x, y, out, own);
+    CUDA(cudaStreamSynchronize(own));
     check_floats(out, N, sum3, "out");
 
     float two = 2.0f;

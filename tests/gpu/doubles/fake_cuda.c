@@ -658,6 +658,21 @@ EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p) {
     return (CUresult)vmm_unregister(p);
 }
 
+/* Managed memory's stream association: checked as the real driver checks
+ * it (the whole allocation; no single attachment to the null stream), and
+ * nothing more on one device that runs every stream. */
+EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
+    COUNT();
+    NEED_CONTEXT();
+    void *base;
+    size_t size;
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags == CU_MEM_ATTACH_SINGLE && (!s || s == CU_STREAM_LEGACY)) return CUDA_ERROR_INVALID_VALUE;
+    if (!fake_find((void *)p, &base, &size) || (void *)p != base || (n && n != size)) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 /* Registered (or the double's pinned) host memory, as unified addressing
  * makes it: the device reaches it at the same address. */
 EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int flags) {
@@ -1195,6 +1210,7 @@ static const struct {
     {"cuMemsetD2D8", NULL, NULL, (void *)cuMemsetD2D8_v2, 3020},
     {"cuMemHostRegister", NULL, NULL, (void *)cuMemHostRegister_v2, 6050},
     {"cuMemHostUnregister", (void *)cuMemHostUnregister, NULL, NULL, 0},
+    {"cuStreamAttachMemAsync", (void *)cuStreamAttachMemAsync, NULL, NULL, 0},
     {"cuMemHostGetDevicePointer", NULL, NULL, (void *)cuMemHostGetDevicePointer_v2, 3020},
     {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
 };

@@ -39,6 +39,8 @@ static struct {
     CUresult (*host_register)(void *, size_t, unsigned);
     CUresult (*host_unregister)(void *);
     CUresult (*host_device_pointer)(CUdeviceptr *, void *, unsigned);
+    CUresult (*attach)(CUstream, CUdeviceptr, size_t, unsigned);
+    CUresult (*stream_create)(CUstream *, unsigned);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -78,6 +80,8 @@ static void start(void) {
     *(void **)&drv.host_register = proc(get, "cuMemHostRegister");
     *(void **)&drv.host_unregister = proc(get, "cuMemHostUnregister");
     *(void **)&drv.host_device_pointer = proc(get, "cuMemHostGetDevicePointer");
+    *(void **)&drv.attach = proc(get, "cuStreamAttachMemAsync");
+    *(void **)&drv.stream_create = proc(get, "cuStreamCreate");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -202,6 +206,17 @@ EXPORT cudaError_t CUDARTAPI cudaHostGetDevicePointer(void **d, void *p, unsigne
     cudaError_t e = from_cu(drv.host_device_pointer(&dp, p, flags));
     if (e == cudaSuccess) *d = (void *)dp;
     return e;
+}
+
+EXPORT cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *s) {
+    READY();
+    if (!s) return last_error = cudaErrorInvalidValue;
+    return from_cu(drv.stream_create((CUstream *)s, 0));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t s, void *p, size_t n, unsigned int flags) {
+    READY();
+    return from_cu(drv.attach((CUstream)s, (CUdeviceptr)p, n, flags));
 }
 
 EXPORT cudaError_t CUDARTAPI cudaMalloc(void **p, size_t n) {
