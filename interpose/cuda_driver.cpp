@@ -19,6 +19,7 @@
 #include <new>
 #include <type_traits>
 
+#include "interpose/cuda_graphs.h"
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
@@ -36,6 +37,7 @@
 extern "C" {
 CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
 CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n, unsigned int flags);
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
 CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray dst, size_t offset, const void *src, size_t n);
 CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dst, CUarray src, size_t offset, size_t n);
 CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray dst, size_t offset, CUdeviceptr src, size_t n);
@@ -214,6 +216,8 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuMemHostGetDevicePointer_v2)                                                                              \
     X(cuStreamAttachMemAsync)                                                                                    \
     X(cuStreamAttachMemAsync_ptsz)                                                                               \
+    X(cuGraphLaunch)                                                                                             \
+    X(cuGraphLaunch_ptsz)                                                                                        \
     X(cuPointerGetAttribute)                                                                                     \
     X(cuPointerGetAttributes)                                                                                     
 
@@ -271,9 +275,15 @@ const char *driver_function_name(CUfunction f) {
     return get(&name, f) == CUDA_SUCCESS ? name : nullptr;
 }
 
+template <class Forward>
 CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, unsigned shared, CUstream stream,
-                void **params, void **extra) {
+                void **params, void **extra, Forward &&forward) {
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (adsm::interpose::cuda_capturing(stream)) {
+        if (bridge::runs_program_kernels()) return forward();  // recorded; its graph's launch releases
+        adsm::interpose::say_capture_unsupported(fn);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     if (extra && extra[0] != CU_LAUNCH_PARAM_END) {
         adsm::log(adsm::LogLevel::warn, "%s: arguments packed in `extra` are not supported when routed; pass kernelParams",
                   fn);
@@ -291,11 +301,38 @@ CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, uns
     return to_cu(s, fn);
 }
 
-CUresult launch_ex(const char *fn, const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+template <class Forward>
+CUresult launch_ex(const char *fn, const CUlaunchConfig *c, CUfunction f, void **params, void **extra,
+                   Forward &&forward) {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     return launch(fn, f, {c->gridDimX, c->gridDimY, c->gridDimZ}, {c->blockDimX, c->blockDimY, c->blockDimZ},
-                  c->sharedMemBytes, c->hStream, params, extra);
+                  c->sharedMemBytes, c->hStream, params, extra, forward);
 }
+
+}  // namespace
+
+namespace adsm::interpose {
+
+bool cuda_capturing(void *stream) {
+    using IsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus *);
+    static const auto is =
+        reinterpret_cast<IsCapturing>(adsm::interpose::driver_function(kLibrary, "cuStreamIsCapturing"));
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!is) return false;
+    GpuForwarding fw;
+    return is(static_cast<CUstream>(stream), &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void say_capture_unsupported(const char *fn) {
+    adsm::log(adsm::LogLevel::error,
+              "%s: a kernel captured into a CUDA graph runs only on the cuda device, where the program's own GPU code "
+              "runs; on this one the runtime runs host functions, which cannot wait for the graph's launch",
+              fn);
+}
+
+}  // namespace adsm::interpose
+
+namespace {
 
 // ---- copies and fills that touch shared memory (gpu_copies.h)
 
@@ -643,24 +680,49 @@ CUDA_WRAPPER(cuModuleGetFunction, CUfunction *hfunc, CUmodule hmod, const char *
 CUDA_WRAPPER(cuLaunchKernel, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
              unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra) {
     if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
-    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, extra);
+    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, extra,
+                  [&] { return FORWARD(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shared, s, params, extra); });
 }
 
 CUDA_WRAPPER(cuLaunchKernel_ptsz, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
              unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra) {
     if (!adsm::interpose::gpu_routed(kApi))
         return FORWARD(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
-    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, extra);
+    return launch("cuLaunchKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, extra,
+                  [&] { return FORWARD(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shared, s, params, extra); });
 }
 
 CUDA_WRAPPER(cuLaunchKernelEx, const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
     if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernelEx, config, f, params, extra);
-    return launch_ex("cuLaunchKernelEx", config, f, params, extra);
+    return launch_ex("cuLaunchKernelEx", config, f, params, extra,
+                     [&] { return FORWARD(cuLaunchKernelEx, config, f, params, extra); });
 }
 
 CUDA_WRAPPER(cuLaunchKernelEx_ptsz, const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
     if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernelEx_ptsz, config, f, params, extra);
-    return launch_ex("cuLaunchKernelEx", config, f, params, extra);
+    return launch_ex("cuLaunchKernelEx", config, f, params, extra,
+                     [&] { return FORWARD(cuLaunchKernelEx_ptsz, config, f, params, extra); });
+}
+
+// A graph's kernels may use shared memory (on the cuda device, launches
+// captured into it went to the driver as they were): its launch releases
+// as a kernel launch does, and the next synchronisation acquires.
+template <class Forward>
+CUresult graph_launch(CUstream stream, Forward &&forward) {
+    if (!adsm::interpose::gpu_routed(kApi) || !bridge::runs_program_kernels()) return forward();
+    CUresult own = CUDA_SUCCESS;  // the driver's own error, passed on as it is
+    Status s = bridge::release_for_driver_launch(stream, [&] {
+        own = forward();
+        return own == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "cuGraphLaunch: CUDA error %d", own);
+    });
+    if (own != CUDA_SUCCESS) return own;
+    return to_cu(s, "cuGraphLaunch");
+}
+CUDA_WRAPPER(cuGraphLaunch, CUgraphExec e, CUstream s) {
+    return graph_launch(s, [&] { return FORWARD(cuGraphLaunch, e, s); });
+}
+CUDA_WRAPPER(cuGraphLaunch_ptsz, CUgraphExec e, CUstream s) {
+    return graph_launch(per_thread(s), [&] { return FORWARD(cuGraphLaunch_ptsz, e, s); });
 }
 
 CUDA_WRAPPER(cuCtxSynchronize, void) { SYNC_THEN_FORWARD(cuCtxSynchronize); }

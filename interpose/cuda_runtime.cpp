@@ -6,6 +6,7 @@
 // makes (__cudaRegisterFunction), or from cudaFuncGetName.
 #include <cuda_runtime_api.h>
 
+#include "interpose/cuda_graphs.h"
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
@@ -48,6 +49,7 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaHostUnregister)         \
     X(cudaHostGetDevicePointer)   \
     X(cudaStreamAttachMemAsync)   \
+    X(cudaGraphLaunch)            \
     X(cudaFree)                   \
     X(cudaLaunchKernel)           \
     X(cudaLaunchKernel_ptsz)      \
@@ -158,8 +160,15 @@ void *driver_function_of(const void *func) {
     return get(&f, func) == cudaSuccess ? f : nullptr;
 }
 
-cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t stream) {
+template <class Forward>
+cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shared, cudaStream_t stream,
+                   Forward &&forward) {
     if (!func) return fail_with(cudaErrorInvalidDeviceFunction);
+    if (adsm::interpose::cuda_capturing(stream)) {
+        if (bridge::runs_program_kernels()) return forward();  // recorded; its graph's launch releases
+        adsm::interpose::say_capture_unsupported("cudaLaunchKernel");
+        return fail_with(cudaErrorNotSupported);
+    }
     adsm::interpose::KernelName *rec = g_stubs.find(func);
     if (bridge::runs_program_kernels()) {
         // The GPU runs the program's own function, on the program's stream.
@@ -244,13 +253,27 @@ CUDART_WRAPPER(cudaError_t, cudaFree, void *p) {
 CUDART_WRAPPER(cudaError_t, cudaLaunchKernel, const void *func, dim3 grid, dim3 block, void **args, size_t shared,
                cudaStream_t stream) {
     if (!gpu_routed(kApi)) return FORWARD(cudaLaunchKernel, func, grid, block, args, shared, stream);
-    return launch(func, grid, block, args, shared, stream);
+    return launch(func, grid, block, args, shared, stream,
+                  [&] { return FORWARD(cudaLaunchKernel, func, grid, block, args, shared, stream); });
 }
 
 CUDART_WRAPPER(cudaError_t, cudaLaunchKernel_ptsz, const void *func, dim3 grid, dim3 block, void **args,
                size_t shared, cudaStream_t stream) {
     if (!gpu_routed(kApi)) return FORWARD(cudaLaunchKernel_ptsz, func, grid, block, args, shared, stream);
-    return launch(func, grid, block, args, shared, stream);
+    return launch(func, grid, block, args, shared, stream,
+                  [&] { return FORWARD(cudaLaunchKernel_ptsz, func, grid, block, args, shared, stream); });
+}
+
+// A graph launch releases first (cuda_graphs.h).
+CUDART_WRAPPER(cudaError_t, cudaGraphLaunch, cudaGraphExec_t e, cudaStream_t s) {
+    if (!gpu_routed(kApi) || !bridge::runs_program_kernels()) return FORWARD(cudaGraphLaunch, e, s);
+    cudaError_t own = cudaSuccess;  // the runtime's own error, passed on as it is
+    Status st = bridge::release_for_driver_launch(s, [&] {
+        own = FORWARD(cudaGraphLaunch, e, s);
+        return own == cudaSuccess ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "cudaGraphLaunch: CUDA error %d", own);
+    });
+    if (own != cudaSuccess) return fail_with(own);
+    return to_cuda(st, "cudaGraphLaunch");
 }
 
 CUDART_WRAPPER(cudaError_t, cudaDeviceSynchronize, void) { SYNC_THEN_FORWARD(cudaDeviceSynchronize); }

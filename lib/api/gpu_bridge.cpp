@@ -143,6 +143,11 @@ Status release_for_driver() {
     return rt->manager->release_for_driver(rt->manager->program_context());
 }
 
+Status release_for_driver_launch(void *stream, const std::function<Status()> &launch) {
+    ADSM_READY(rt);
+    return rt->manager->release_for_driver_launch(rt->manager->program_context(), stream, launch);
+}
+
 void *native_context() {
     Inside in;
     Runtime *rt = nullptr;

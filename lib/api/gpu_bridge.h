@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "support/config.h"
 
@@ -63,6 +64,10 @@ Status launch_program_kernel_sized(void *fn, const char *name, const uint32_t *s
 // regular command list with the program's own kernels, copies and fills in
 // it), before the list is executed; the next sync acquires.
 Status release_for_driver();
+// The same for work the driver queues on the program's `stream` (a CUDA
+// graph's launch, which `launch` makes): the next sync waits for it, on
+// whichever stream the program synchronizes.
+Status release_for_driver_launch(void *stream, const std::function<Status()> &launch);
 // The driver context the runtime's device keeps the window in, when its
 // API's objects must share it (Level Zero), else null.  Starts the runtime.
 void *native_context();

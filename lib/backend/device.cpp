@@ -22,6 +22,10 @@ Status Device::function_params(void *, const char *, std::vector<uint32_t> *) {
     return fail(adsmErrorNotSupported, "the %s device does not run the driver's own kernels", name());
 }
 
+Status Device::follow(StreamId, void *) {
+    return fail(adsmErrorNotSupported, "the %s device runs no work queued on the program's own streams", name());
+}
+
 Status Device::check_kernel(const KernelInfo &k) const {
     if (k.fn) return adsmSuccess;
     return fail(adsmErrorNotSupported,

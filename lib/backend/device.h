@@ -195,6 +195,11 @@ public:
     virtual void destroy_stream(StreamId id) = 0;
     // Queues a kernel; it runs after everything queued on the stream before.
     virtual Status launch(StreamId id, const LaunchDesc &launch) = 0;
+    // Makes the stream wait for what was queued so far on a stream of the
+    // program's own in the device's native API (a CUDA graph's launch), so
+    // that synchronizing it waits for that too.  Devices without native
+    // streams refuse.
+    virtual Status follow(StreamId id, void *native_stream);
     // Waits for the stream; returns (and clears) the first error since the
     // previous synchronize.
     virtual Status synchronize(StreamId id) = 0;

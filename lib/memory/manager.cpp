@@ -616,17 +616,35 @@ Status Manager::release_for_call(Context &c, const ObjectUse *uses, size_t n) {
     return adsmSuccess;
 }
 
+Status Manager::release_driver_work(Context &c) {
+    if (Status s = release_for_call(c, nullptr, 0); s != adsmSuccess) return s;
+    // (The program's own launch follows: whether it fails is the driver's to say.)
+    c.launched_call.store(c.calls.load(std::memory_order_relaxed), std::memory_order_release);
+    for (Device *d : devices_)
+        if (Status s = d->wait_copies(Device::kAllCopies); s != adsmSuccess) return s;
+    return adsmSuccess;
+}
+
 Status Manager::release_for_driver(Context *in) {
     Timed timed(Counter::call_ns, trace::Kind::call, "(the program's command list)");
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     ContextGuard lock(*c);
-    if (Status s = release_for_call(*c, nullptr, 0); s != adsmSuccess) return s;
-    // (The program's own launch follows: whether it fails is the driver's to say.)
-    c->launched_call.store(c->calls.load(std::memory_order_relaxed), std::memory_order_release);
-    for (Device *d : devices_)
-        if (Status s = d->wait_copies(Device::kAllCopies); s != adsmSuccess) return s;
-    return adsmSuccess;
+    return release_driver_work(*c);
+}
+
+Status Manager::release_for_driver_launch(Context *in, void *program_stream, const std::function<Status()> &launch) {
+    Timed timed(Counter::call_ns, trace::Kind::call, "(the program's graph)");
+    Context *c = in ? in : current();
+    if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+    ContextGuard lock(*c);
+    if (!c->has_stream) {
+        if (Status s = c->device->create_stream(&c->stream); s != adsmSuccess) return s;
+        c->has_stream = true;
+    }
+    if (Status s = release_driver_work(*c); s != adsmSuccess) return s;
+    if (Status s = launch(); s != adsmSuccess) return s;
+    return c->device->follow(c->stream, program_stream);
 }
 
 Status Manager::sync(Context *in) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -149,6 +150,11 @@ public:
     // landed when it returns, since nothing orders the driver's work after
     // them.  The next sync acquires as after a call.
     Status release_for_driver(Context *in);
+    // The same for work the driver queues on one of the program's streams
+    // (a CUDA graph's launch, made by `launch`): after it, the context's
+    // stream waits for that stream, so that the next sync, whichever stream
+    // the program synchronizes, and its acquire come after the work.
+    Status release_for_driver_launch(Context *in, void *program_stream, const std::function<Status()> &launch);
     Status sync(Context *in = nullptr);
     // Waits for c's kernels and gives its regions back to the CPU, as a sync
     // would; a kernel error waits for the next adsmSync.  For a CPU access
@@ -233,6 +239,7 @@ private:
     Status gather_objects(Context &c);
     // A call's release of c (named objects, or all of them), counted as a
     // call; c's lock held.
+    Status release_driver_work(Context &c);  // under c's guard
     Status release_for_call(Context &c, const ObjectUse *uses, size_t n);
     // r with device memory on `to` for a call of c, whose objects stamped
     // `needed` (Region::last_release) stay.

@@ -132,6 +132,41 @@ static void run_array(CUstream stream) {
     CU(cuMemFree(to));
 }
 
+/* A kernel captured into a CUDA graph runs at each of the graph's launches,
+ * after the CPU's writes since (routed on the cuda device: the launch
+ * releases, the synchronisation acquires; on sim and cpu, which run host
+ * functions, the captured launch is refused). */
+static void run_graph(enum mode mode, CUfunction scale, CUstream stream) {
+    unsigned n = 4096;
+    CUdeviceptr v;
+    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    float *f = (float *)v, two = 2.0f;
+    void *params[] = {&v, &two, &n};
+    CU(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUresult captured = cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, params, NULL);
+    CUgraph g;
+    CU(cuStreamEndCapture(stream, &g));
+    if (mode == ROUTED && !on_gpu_backend()) {
+        CHECK(captured == CUDA_ERROR_NOT_SUPPORTED, "a launch captured on an emulated device: %d", (int)captured);
+    } else {
+        CU(captured);
+        CUgraphExec e;
+        CU(cuGraphInstantiate(&e, g, 0));
+        for (unsigned i = 0; i < n; ++i) f[i] = (float)i;
+        CU(cuGraphLaunch(e, stream));
+        CU(cuStreamSynchronize(stream));
+        for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 2.0f * i, "after the graph: %g at %u", f[i], i);
+        for (unsigned i = 0; i < n; ++i) f[i] += 1;
+        CU(cuGraphLaunch(e, stream));
+        CU(cuStreamSynchronize(stream));
+        for (unsigned i = 0; i < n; ++i)
+            CHECK(f[i] == (2.0f * i + 1) * 2, "after the graph's second launch: %g at %u", f[i], i);
+        CU(cuGraphExecDestroy(e));
+    }
+    CU(cuGraphDestroy(g));
+    CU(cuMemFree(v));
+}
+
 /* A buffer the program pins and maps for its kernels (zero copy): from
  * malloc, shared memory where the preload shares it (kernels reach it at the
  * same address; the driver would refuse to register it on the cuda device). */
@@ -456,6 +491,7 @@ int main(int argc, char **argv) {
 
     run_registered(mode, scale);
     run_array(stream);
+    run_graph(mode, scale, stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");
     CU(cuMemFree(x));

@@ -224,6 +224,32 @@ int main(int argc, char **argv) {
     check_floats(out, N, times6, "out after scale");
     CUDA(cudaGetLastError());
 
+    /* A kernel captured into a graph runs at the graph's launch, after the
+     * CPU's writes since (cuda_driver_app.c has the same). */
+    cudaGraph_t graph;
+    CUDA(cudaStreamBeginCapture(own, cudaStreamCaptureModeGlobal));
+    cudaError_t captured = cudaLaunchKernel((const void *)scale_stub, grid, block, args, 0, own);
+    CUDA(cudaStreamEndCapture(own, &graph));
+    if (mode == ROUTED && !on_gpu_backend()) {
+        CHECK(captured == cudaErrorNotSupported, "a launch captured on an emulated device: %d", (int)captured);
+        cudaGetLastError();
+    } else {
+        CUDA(captured);
+        cudaGraphExec_t exec;
+        CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        for (unsigned i = 0; i < N; ++i) out[i] = (float)i;
+        CUDA(cudaGraphLaunch(exec, own));
+        CUDA(cudaStreamSynchronize(own));
+        for (unsigned i = 0; i < N; ++i) CHECK(out[i] == 2.0f * i, "after the graph: %g at %u", out[i], i);
+        CUDA(cudaGraphExecDestroy(exec));
+    }
+    CUDA(cudaGraphDestroy(graph));
+    /* out back to 6i for the copies below. */
+    vec_add(x, y, out, own);
+    CUDA(cudaLaunchKernel((const void *)scale_stub, grid, block, args, 0, own));
+    CUDA(cudaStreamSynchronize(own));
+    check_floats(out, N, times6, "out after scale");
+
     check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernel"), "cuLaunchKernel");
     run_copies(out);
     run_registered(mode);

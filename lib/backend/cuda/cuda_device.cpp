@@ -527,6 +527,15 @@ Status CudaDevice::launch(StreamId id, const LaunchDesc &l) {
     return adsmSuccess;
 }
 
+Status CudaDevice::follow(StreamId id, void *native_stream) {
+    ADSM_ENTER();
+    CUstream s = id < kMaxStreams ? streams_[id].s.load() : nullptr;
+    if (!s) return fail(adsmErrorInvalidContext, "cuda: stream %u does not exist", id);
+    if (CUresult r = join(streams_[id], static_cast<CUstream>(native_stream), s); r != CUDA_SUCCESS)
+        return driver_error(r, "cuda: ordering after the program's stream", adsmErrorLaunchFailure);
+    return adsmSuccess;
+}
+
 // The context's stream waits (on the device) for the program's stream, so
 // that a sync of the context waits for the kernel launched there.
 CUresult CudaDevice::join(Stream &slot, CUstream program, CUstream ours) {

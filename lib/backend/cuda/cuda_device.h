@@ -86,6 +86,7 @@ public:
     Status create_stream(StreamId *out) override;
     void destroy_stream(StreamId id) override;
     Status launch(StreamId id, const LaunchDesc &launch) override;
+    Status follow(StreamId id, void *native_stream) override;
     Status synchronize(StreamId id) override;
 
 private:

@@ -96,14 +96,18 @@ struct CUmod_st {
      * hands out one handle per name for the module's life. */
     fake_kernel *functions[64];
 };
+/* An event's records are numbered: a wait or a synchronisation is for the
+ * record last made before it, as the real driver's are, not for whichever
+ * record is the latest when it runs. */
 struct CUevent_st {
-    atomic_int done;
+    _Atomic unsigned long recorded, completed;
 };
 /* Each stream is an in-order queue with a worker of its own, so waiting
  * for one stream never waits for another's host functions; the legacy and
  * per-thread default streams are the device's own queue. */
 struct CUstream_st {
     fake_device q;
+    struct CUgraph_st *capture; /* the graph its launches go into while it captures */
     struct CUstream_st *next;
 };
 static struct CUstream_st *streams;
@@ -306,6 +310,37 @@ EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
     return fake_free((void *)p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* CUDA graphs by stream capture: a capturing stream records its kernel
+ * launches (their arguments copied, as at a launch); a launch of the graph
+ * queues them in order on the stream it names. */
+#define FAKE_GRAPH_NODES 64
+struct CUgraph_st {
+    fake_job *nodes[FAKE_GRAPH_NODES];
+    int n;
+};
+struct CUgraphExec_st {
+    struct CUgraph_st *graph;
+};
+
+static int real_stream(CUstream s) { return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD; }
+
+static CUresult record(struct CUgraph_st *g, const fake_kernel *k, gpu_dim grid, gpu_dim block, void **params) {
+    if (g->n == FAKE_GRAPH_NODES) return CUDA_ERROR_OUT_OF_MEMORY;
+    fake_job *j = (fake_job *)calloc(1, sizeof *j);
+    j->kernel = *k;
+    j->has_kernel = 1;
+    j->grid = grid;
+    j->block = block;
+    size_t off = 0;
+    for (unsigned i = 0; i < k->nparams; ++i) {
+        memcpy(j->argbuf + off, params[i], k->sizes[i]);
+        j->args[i] = j->argbuf + off;
+        off += (k->sizes[i] + 15) / 16 * 16;
+    }
+    g->nodes[g->n++] = j;
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, CUstream s, void **params, void **extra) {
     NEED_INIT();
     STICKY();
@@ -314,7 +349,77 @@ static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, CUstream s, vo
     const fake_kernel *k = (const fake_kernel *)f;
     if (k->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return CUDA_ERROR_INVALID_VALUE;
+    if (real_stream(s) && s->capture) return record(s->capture, k, grid, block, params);
     fake_submit(queue_of(s), k, grid, block, params, NULL);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+    COUNT();
+    NEED_INIT();
+    (void)mode;
+    if (!real_stream(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    s->capture = (struct CUgraph_st *)calloc(1, sizeof *s->capture);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *g) {
+    COUNT();
+    NEED_INIT();
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    if (!real_stream(s) || !s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+    *g = s->capture;
+    s->capture = NULL;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
+    COUNT();
+    NEED_INIT();
+    if (!status) return CUDA_ERROR_INVALID_VALUE;
+    *status = real_stream(s) && s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+    COUNT();
+    NEED_INIT();
+    (void)flags;
+    if (!e || !g) return CUDA_ERROR_INVALID_VALUE;
+    *e = (CUgraphExec)calloc(1, sizeof **e);
+    (*e)->graph = g;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
+    COUNT();
+    NEED_INIT();
+    STICKY();
+    if (!e) return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < e->graph->n; ++i) {
+        const fake_job *node = e->graph->nodes[i];
+        fake_job *j = (fake_job *)malloc(sizeof *j);
+        memcpy(j, node, sizeof *j);
+        for (unsigned a = 0; a < node->kernel.nparams; ++a)
+            j->args[a] = j->argbuf + ((unsigned char *)node->args[a] - node->argbuf);
+        fake_enqueue(queue_of(s), j);
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
+    COUNT();
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
+    COUNT();
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    drain_all(); /* (a launched graph's jobs are copies; this keeps it simple) */
+    for (int i = 0; i < g->n; ++i) free(g->nodes[i]);
+    free(g);
     return CUDA_SUCCESS;
 }
 
@@ -426,7 +531,6 @@ EXPORT CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags) {
     if (!e) return CUDA_ERROR_INVALID_VALUE;
     *e = (CUevent)calloc(1, sizeof(struct CUevent_st));
     atomic_fetch_add(&events_live, 1);
-    atomic_store(&(*e)->done, 1);
     return CUDA_SUCCESS;
 }
 
@@ -434,7 +538,7 @@ EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
     COUNT();
     NEED_INIT();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    fake_submit(queue_of(s), NULL, (gpu_dim){1, 1, 1}, (gpu_dim){1, 1, 1}, NULL, &e->done);
+    fake_submit_marker(queue_of(s), &e->completed, atomic_fetch_add(&e->recorded, 1) + 1);
     return CUDA_SUCCESS;
 }
 
@@ -442,7 +546,8 @@ EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
     COUNT();
     NEED_INIT();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    while (!atomic_load(&e->done)) sched_yield();
+    const unsigned long wanted = atomic_load(&e->recorded);
+    while (atomic_load(&e->completed) < wanted) sched_yield();
     return CUDA_SUCCESS;
 }
 
@@ -450,7 +555,7 @@ EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
     COUNT();
     NEED_INIT();
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    return atomic_load(&e->done) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return atomic_load(&e->completed) >= atomic_load(&e->recorded) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult CUDAAPI cuEventDestroy(CUevent e) {
@@ -1033,10 +1138,17 @@ EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     return CUDA_SUCCESS;
 }
 
-/* The stream's later work waits until the event's marker has run. */
+/* The stream's later work waits until the event's record made before the
+ * wait has run. */
+typedef struct {
+    struct CUevent_st *event;
+    unsigned long record;
+} event_wait;
+
 static void wait_for_event(void *arg) {
-    atomic_int *done = (atomic_int *)arg;
-    while (!atomic_load(done)) sched_yield();
+    event_wait *w = (event_wait *)arg;
+    while (atomic_load(&w->event->completed) < w->record) sched_yield();
+    free(w);
 }
 
 EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
@@ -1045,7 +1157,10 @@ EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl
     STICKY();
     (void)flags;
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
-    fake_submit_work(queue_of(s), wait_for_event, &e->done);
+    event_wait *w = (event_wait *)calloc(1, sizeof *w);
+    w->event = e;
+    w->record = atomic_load(&e->recorded);
+    fake_submit_owned_work(queue_of(s), wait_for_event, w);
     return CUDA_SUCCESS;
 }
 
@@ -1211,6 +1326,13 @@ static const struct {
     {"cuMemHostRegister", NULL, NULL, (void *)cuMemHostRegister_v2, 6050},
     {"cuMemHostUnregister", (void *)cuMemHostUnregister, NULL, NULL, 0},
     {"cuStreamAttachMemAsync", (void *)cuStreamAttachMemAsync, NULL, NULL, 0},
+    {"cuStreamBeginCapture", NULL, NULL, (void *)cuStreamBeginCapture_v2, 10010},
+    {"cuStreamEndCapture", (void *)cuStreamEndCapture, NULL, NULL, 0},
+    {"cuStreamIsCapturing", (void *)cuStreamIsCapturing, NULL, NULL, 0},
+    {"cuGraphInstantiateWithFlags", (void *)cuGraphInstantiateWithFlags, NULL, NULL, 0},
+    {"cuGraphLaunch", (void *)cuGraphLaunch, NULL, NULL, 0},
+    {"cuGraphExecDestroy", (void *)cuGraphExecDestroy, NULL, NULL, 0},
+    {"cuGraphDestroy", (void *)cuGraphDestroy, NULL, NULL, 0},
     {"cuMemHostGetDevicePointer", NULL, NULL, (void *)cuMemHostGetDevicePointer_v2, 3020},
     {"cuGetProcAddress", (void *)cuGetProcAddress, NULL, (void *)cuGetProcAddress_v2, 12000},
 };

@@ -41,6 +41,12 @@ static struct {
     CUresult (*host_device_pointer)(CUdeviceptr *, void *, unsigned);
     CUresult (*attach)(CUstream, CUdeviceptr, size_t, unsigned);
     CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*begin_capture)(CUstream, CUstreamCaptureMode);
+    CUresult (*end_capture)(CUstream, CUgraph *);
+    CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*graph_launch)(CUgraphExec, CUstream);
+    CUresult (*exec_destroy)(CUgraphExec);
+    CUresult (*graph_destroy)(CUgraph);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -82,6 +88,12 @@ static void start(void) {
     *(void **)&drv.host_device_pointer = proc(get, "cuMemHostGetDevicePointer");
     *(void **)&drv.attach = proc(get, "cuStreamAttachMemAsync");
     *(void **)&drv.stream_create = proc(get, "cuStreamCreate");
+    *(void **)&drv.begin_capture = proc(get, "cuStreamBeginCapture");
+    *(void **)&drv.end_capture = proc(get, "cuStreamEndCapture");
+    *(void **)&drv.instantiate = proc(get, "cuGraphInstantiateWithFlags");
+    *(void **)&drv.graph_launch = proc(get, "cuGraphLaunch");
+    *(void **)&drv.exec_destroy = proc(get, "cuGraphExecDestroy");
+    *(void **)&drv.graph_destroy = proc(get, "cuGraphDestroy");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -212,6 +224,37 @@ EXPORT cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *s) {
     READY();
     if (!s) return last_error = cudaErrorInvalidValue;
     return from_cu(drv.stream_create((CUstream *)s, 0));
+}
+
+/* Stream capture and graphs: the driver's, by their public names. */
+EXPORT cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+    READY();
+    return from_cu(drv.begin_capture((CUstream)s, (CUstreamCaptureMode)mode));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+    READY();
+    return from_cu(drv.end_capture((CUstream)s, (CUgraph *)g));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {
+    READY();
+    return from_cu(drv.instantiate((CUgraphExec *)e, (CUgraph)g, flags));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+    READY();
+    return from_cu(drv.graph_launch((CUgraphExec)e, (CUstream)s));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t e) {
+    READY();
+    return from_cu(drv.exec_destroy((CUgraphExec)e));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t g) {
+    READY();
+    return from_cu(drv.graph_destroy((CUgraph)g));
 }
 
 EXPORT cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t s, void *p, size_t n, unsigned int flags) {

@@ -68,6 +68,8 @@ typedef struct fake_job {
     _Alignas(16) unsigned char argbuf[FAKE_MAX_PARAMS * 64]; /* arguments as a kernel reads them: aligned */
     void *args[FAKE_MAX_PARAMS];
     atomic_int *done_flag;      /* set to 1 when the job has run */
+    _Atomic unsigned long *done_gen; /* raised to `gen` when the job has run (an event's record) */
+    unsigned long gen;
     struct fake_job *next;
 } fake_job;
 
@@ -112,6 +114,11 @@ static void *fake_worker(void *arg) {
         if (j->work && !atomic_load(error)) j->work(j->work_arg);
         else if (j->work && j->owns_arg) free(j->work_arg); /* a lost device runs nothing more */
         if (j->done_flag) atomic_store(j->done_flag, 1);
+        if (j->done_gen) {
+            unsigned long seen = atomic_load(j->done_gen);
+            while (seen < j->gen && !atomic_compare_exchange_weak(j->done_gen, &seen, j->gen)) {
+            }
+        }
         free(j);
         pthread_mutex_lock(&d->mu);
         d->busy = 0;
@@ -151,6 +158,15 @@ static void fake_submit(fake_device *d, const fake_kernel *k, gpu_dim grid, gpu_
         j->args[i] = j->argbuf + off;
         off += (k->sizes[i] + 15) / 16 * 16;
     }
+    fake_enqueue(d, j);
+}
+
+/* Queues a marker that raises *done to gen once everything queued before
+ * it has run (an event's record: a wait names the record it waits for). */
+static inline void fake_submit_marker(fake_device *d, _Atomic unsigned long *done, unsigned long gen) {
+    fake_job *j = (fake_job *)calloc(1, sizeof *j);
+    j->done_gen = done;
+    j->gen = gen;
     fake_enqueue(d, j);
 }
 
