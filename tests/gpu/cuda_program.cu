@@ -9,6 +9,10 @@
 //             device memory and malloc'd buffers, with kernels on both, and
 //             a batch of copies (cudaMemcpyBatchAsync) and one of 3D
 //             copies (cudaMemcpy3DBatchAsync)
+//   apis:     a kernel captured into a CUDA graph and launched twice with
+//             the CPU writing between; managed memory attached to a
+//             stream; a malloc'd buffer registered and mapped for a kernel;
+//             a CUDA array filled from managed memory and read back
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -209,6 +213,62 @@ static void pitched() {
     free(plain);
 }
 
+// The CUDA APIs around managed memory that programs use besides kernels
+// and copies: graphs, stream attachment, registered host memory, arrays.
+static void apis(size_t n, unsigned blocks) {
+    const size_t bytes = n * sizeof(float);
+    float *a = managed(bytes), *b = managed(bytes), *out = managed(bytes);
+    for (size_t i = 0; i < n; ++i) a[i] = a_of(i), b[i] = b_of(i);
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    CK(cudaStreamAttachMemAsync(s, out, 0, cudaMemAttachSingle));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    triad<<<blocks, 256, 0, s>>>(out, a, b, 3.0f, n);
+    CK(cudaGetLastError());
+    CK(cudaStreamEndCapture(s, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int round = 0; round < 2; ++round) {
+        if (round == 1)
+            for (size_t i = 0; i < n; ++i) b[i] = 0.0f;  // the CPU writes between the graph's launches
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaStreamSynchronize(s));
+        for (size_t i = 0; i < n; ++i)
+            if (out[i] != (round ? a_of(i) : triad_of(i)))
+                printf("apis: graph launch %d: [%zu] = %g\n", round, i, out[i]), exit(1);
+    }
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+
+    // A malloc'd buffer pinned and mapped for a kernel (zero copy); under
+    // adsm-run --threshold 1M it is shared memory.
+    float *host = static_cast<float *>(malloc(bytes)), *mapped = nullptr;
+    for (size_t i = 0; i < n; ++i) host[i] = b_of(i);
+    CK(cudaHostRegister(host, bytes, cudaHostRegisterMapped));
+    CK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&mapped), host, 0));
+    triad<<<blocks, 256, 0, s>>>(out, a, mapped, 3.0f, n);
+    CK(cudaStreamSynchronize(s));
+    expect(out, n, triad_of, "apis: registered memory");
+    CK(cudaHostUnregister(host));
+    free(host);
+
+    // A 2D CUDA array of 1024 x 64 floats from and back to managed memory.
+    const size_t aw = 1024, ah = 64;
+    cudaChannelFormatDesc f = cudaCreateChannelDesc<float>();
+    cudaArray_t arr;
+    CK(cudaMallocArray(&arr, &f, aw, ah));
+    CK(cudaMemcpy2DToArray(arr, 0, 0, a, aw * sizeof(float), aw * sizeof(float), ah, cudaMemcpyDefault));
+    for (size_t i = 0; i < aw * ah; ++i) out[i] = -1.0f;
+    CK(cudaMemcpy2DFromArray(out, aw * sizeof(float), arr, 0, 0, aw * sizeof(float), ah, cudaMemcpyDefault));
+    CK(cudaDeviceSynchronize());
+    for (size_t i = 0; i < aw * ah; ++i)
+        if (out[i] != a_of(i)) printf("apis: array round trip: [%zu] = %g\n", i, out[i]), exit(1);
+    CK(cudaFreeArray(arr));
+    CK(cudaStreamDestroy(s));
+    cudaFree(a), cudaFree(b), cudaFree(out);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "explicit";
     const size_t n = size_t(8) << 20;
@@ -267,8 +327,10 @@ int main(int argc, char **argv) {
         cudaFree(dev), cudaFree(copy), cudaFree(a), cudaFree(b), cudaFree(out);
     } else if (strcmp(mode, "pitched") == 0) {
         pitched();
+    } else if (strcmp(mode, "apis") == 0) {
+        apis(n, blocks);
     } else {
-        printf("usage: %s explicit|managed|pitched\n", argv[0]);
+        printf("usage: %s explicit|managed|pitched|apis\n", argv[0]);
         return 2;
     }
     printf("cuda program %s: ok\n", mode);
