@@ -58,6 +58,7 @@
     X(zeCommandListAppendMemoryPrefetch)    \
     X(zeCommandListAppendMemAdvise)         \
     X(zeCommandListAppendMemoryCopy)        \
+    X(zeCommandListAppendMemoryCopyRegion)  \
     X(zeCommandListAppendMemoryFill)        \
     X(zeCommandQueueExecuteCommandLists)    \
     X(zeCommandQueueSynchronize)            \
@@ -97,7 +98,7 @@ struct KernelState {
 // arguments as they were at the append, or a copy or fill that touches
 // shared memory.
 struct Launch {
-    enum Kind { kernel_launch, copy, fill } kind = kernel_launch;
+    enum Kind { kernel_launch, copy, copy_region, fill } kind = kernel_launch;
     adsmKernel_t kernel = nullptr;             // a kernel registered under the kernel's name...
     ze_kernel_handle_t program_kernel = nullptr;  // ...or the program's own (a GPU back-end)
     std::string name;
@@ -109,6 +110,8 @@ struct Launch {
     const void *src = nullptr;       // copy
     size_t size = 0;                 // copy, fill
     std::vector<uint8_t> pattern;    // fill
+    adsm::interpose::Plane dst_box, src_box;  // copy_region: each side's first byte and pitches
+    size_t width = 0, height = 0, depth = 0;  // copy_region: bytes, rows, slices
     ze_event_handle_t signal = nullptr;
     std::vector<ze_event_handle_t> waits;
 };
@@ -250,6 +253,12 @@ Status run_memory_command(const Launch &l) {
                                                                           l.size / l.pattern.size());
     using adsm::interpose::Side;
     Status s = adsmSuccess;
+    if (l.kind == Launch::copy_region)
+        return adsm::interpose::copy_box(l.dst_box, l.src_box, l.width, l.height, l.depth, kNoDriverCopies,
+                                         [](void *d, const void *from, size_t n) {
+                                             memmove(d, from, n);
+                                             return adsmSuccess;
+                                         });
     adsm::interpose::copy_with_shared(l.dst, Side::host, l.src, Side::host, l.size, kNoDriverCopies, &s);
     return s;
 }
@@ -483,6 +492,53 @@ ZE_WRAPPER(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *d
     l.dst = dst;
     l.src = src;
     l.size = size;
+    return append(list, ls, std::move(l), signal, nwait, waits, fn);
+}
+
+// A 2D or 3D region: as a copy, row by row (rows of shared memory are not
+// contiguous for the driver).
+ZE_WRAPPER(zeCommandListAppendMemoryCopyRegion, ze_command_list_handle_t list, void *dst,
+           const ze_copy_region_t *dst_region, uint32_t dst_pitch, uint32_t dst_slice, const void *src,
+           const ze_copy_region_t *src_region, uint32_t src_pitch, uint32_t src_slice, ze_event_handle_t signal,
+           uint32_t nwait, ze_event_handle_t *waits) {
+    if (!gpu_routed(kApi) || (!bridge::is_shared(dst) && !bridge::is_shared(src)))
+        return FORWARD(zeCommandListAppendMemoryCopyRegion, list, dst, dst_region, dst_pitch, dst_slice, src, src_region,
+                       src_pitch, src_slice, signal, nwait, waits);
+    constexpr const char *fn = "zeCommandListAppendMemoryCopyRegion";
+    ListState *ls = g_lists.find(list);
+    if (on_other_gpu_list(ls)) return refuse_shared_on_other_gpu(fn);
+    if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
+    if (!dst || !src || !dst_region || !src_region) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    const uint32_t depth = src_region->depth ? src_region->depth : 1;
+    if (dst_region->width != src_region->width || dst_region->height != src_region->height ||
+        dst_region->depth != src_region->depth || src_region->width > src_pitch || dst_region->width > dst_pitch ||
+        (depth > 1 && (src_slice < src_pitch * src_region->height || dst_slice < dst_pitch * dst_region->height)))
+        return refuse(ZE_RESULT_ERROR_INVALID_SIZE, fn,
+                      "regions of one size, rows within their pitch and slices within theirs");
+    if (for_the_driver(ls))
+        return driver_runs(ls, FORWARD(zeCommandListAppendMemoryCopyRegion, list, dst, dst_region, dst_pitch, dst_slice,
+                                       src, src_region, src_pitch, src_slice, signal, nwait, waits));
+    const void *other = bridge::is_shared(dst) ? src : dst;
+    if (!bridge::is_shared(other) && memory_type(ls->ctx, other) == ZE_MEMORY_TYPE_DEVICE)
+        return refuse(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, fn,
+                      "a copy between shared memory and the driver's device memory (zeMemAllocDevice): copy through "
+                      "host memory");
+    auto box = [](const void *base, const ze_copy_region_t &r, uint32_t pitch, uint32_t slice) {
+        adsm::interpose::Plane p;
+        p.at = static_cast<char *>(const_cast<void *>(base)) + size_t(r.originZ) * slice + size_t(r.originY) * pitch +
+               r.originX;
+        p.pitch = pitch;
+        p.slice = slice;
+        return p;
+    };
+    Launch l;
+    l.kind = Launch::copy_region;
+    l.dst_box = box(dst, *dst_region, dst_pitch, dst_slice);
+    l.src_box = box(src, *src_region, src_pitch, src_slice);
+    l.width = src_region->width;
+    l.height = src_region->height;
+    l.depth = depth;
     return append(list, ls, std::move(l), signal, nwait, waits, fn);
 }
 

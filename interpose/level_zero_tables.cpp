@@ -71,6 +71,7 @@ void route_table(ze_command_list_dditable_t *t) {
     ROUTE(t, pfnAppendMemoryPrefetch, zeCommandListAppendMemoryPrefetch);
     ROUTE(t, pfnAppendMemAdvise, zeCommandListAppendMemAdvise);
     ROUTE(t, pfnAppendMemoryCopy, zeCommandListAppendMemoryCopy);
+    ROUTE(t, pfnAppendMemoryCopyRegion, zeCommandListAppendMemoryCopyRegion);
     ROUTE(t, pfnAppendMemoryFill, zeCommandListAppendMemoryFill);
 }
 

@@ -120,6 +120,32 @@ static void run_errors(void) {
     ZE(zeMemFree(ctx, out));
 }
 
+/* A region of 16 rows of 64 floats from every other such row of `from`
+ * (2i there) into `to` at row 2, one float in, at a pitch of 66 floats: on
+ * an immediate list, waited for by `done`, or on a regular one, executed on
+ * queue q. */
+static void check_region(ze_command_list_handle_t list, ze_command_queue_handle_t q, ze_event_handle_t done,
+                         float *from, float *to) {
+    ze_copy_region_t src = {0, 0, 0, 64 * 4, 16, 1}, dst = {4, 2, 0, 64 * 4, 16, 1};
+    for (unsigned i = 0; i < N; ++i) to[i] = -1.0f;
+    ZE(zeCommandListAppendMemoryCopyRegion(list, to, &dst, 66 * 4, 0, from, &src, 128 * 4, 0, q ? NULL : done, 0,
+                                           NULL));
+    if (q) {
+        ZE(zeCommandListClose(list));
+        ZE(zeCommandQueueExecuteCommandLists(q, 1, &list, NULL));
+        ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
+    } else {
+        ZE(zeEventHostSynchronize(done, UINT64_MAX));
+        ZE(zeEventHostReset(done));
+    }
+    for (unsigned r = 0; r < 18; ++r)
+        for (unsigned c = 0; c < 66; ++c) {
+            float want = r >= 2 && c >= 1 && c <= 64 ? 2.0f * ((r - 2) * 128 + c - 1) : -1.0f;
+            CHECK(to[r * 66 + c] == want, "a copied region's row %u, column %u: %g, expected %g", r, c, to[r * 66 + c],
+                  want);
+        }
+}
+
 /* Pointer queries describe a shared allocation as the driver describes its
  * own (routed: the runtime's memory, of no device on an emulated GPU). */
 static void check_pointer_queries(enum mode mode, float *x, float *y) {
@@ -272,6 +298,8 @@ int main(int argc, char **argv) {
     ZE(zeCommandListAppendMemoryFill(imm, out, &half, sizeof half, N * 4, done, 0, NULL));
     ZE(zeEventHostSynchronize(done, UINT64_MAX));
     for (unsigned i = 0; i < N; ++i) CHECK(out[i] == 0.5f, "out[%u] = %g after the fill", i, out[i]);
+    ZE(zeEventHostReset(done));
+    check_region(imm, NULL, done, x, out);
     copies = driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryCopy") +
              driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendMemoryFill") - copies;
     /* (On levelzero the runtime's own transfers are the driver's copies.) */
@@ -292,6 +320,9 @@ int main(int argc, char **argv) {
         ZE(zeCommandQueueExecuteCommandLists(q, 1, &later, NULL));
         ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
         for (unsigned i = 0; i < N; ++i) CHECK(host[i] == 2.0f * i, "host[%u] = %g after the list's copy", i, host[i]);
+        ze_command_list_handle_t region_list;
+        ZE(zeCommandListCreate(ctx, dev, &ldesc, &region_list));
+        check_region(region_list, q, NULL, x, out);
         /* The driver's device memory is not the CPU's: a copy between it
          * and shared memory is refused, not made wrong. */
         void *dmem = NULL;

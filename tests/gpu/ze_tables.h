@@ -38,6 +38,7 @@ static ze_dditable_t ze_ddi;
 #define zeCommandListAppendMemoryPrefetch ze_ddi.CommandList.pfnAppendMemoryPrefetch
 #define zeCommandListAppendMemAdvise ze_ddi.CommandList.pfnAppendMemAdvise
 #define zeCommandListAppendMemoryCopy ze_ddi.CommandList.pfnAppendMemoryCopy
+#define zeCommandListAppendMemoryCopyRegion ze_ddi.CommandList.pfnAppendMemoryCopyRegion
 #define zeCommandListAppendMemoryFill ze_ddi.CommandList.pfnAppendMemoryFill
 #define zeMemAllocDevice ze_ddi.Mem.pfnAllocDevice
 #define zeFenceCreate ze_ddi.Fence.pfnCreate

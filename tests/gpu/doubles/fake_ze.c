@@ -1025,6 +1025,42 @@ ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, c
     return r == ZE_RESULT_SUCCESS ? signal_after(signal, q) : r;
 }
 
+/* A region: one copy per row (depth 1 when the slice pitches are 0). */
+ENTRY(zeCommandListAppendMemoryCopyRegion, ze_command_list_handle_t list, void *dst, const ze_copy_region_t *dst_region,
+      uint32_t dst_pitch, uint32_t dst_slice, const void *src, const ze_copy_region_t *src_region, uint32_t src_pitch,
+      uint32_t src_slice, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    NOT_LOST();
+    if (!dst || !src || !dst_region || !src_region) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (dst_region->width != src_region->width || dst_region->height != src_region->height ||
+        dst_region->depth != src_region->depth || dst_region->width > dst_pitch || src_region->width > src_pitch)
+        return ZE_RESULT_ERROR_INVALID_SIZE;
+    ze_result_t refused;
+    if (copy_append_refused(&refused)) return refused;
+    ze_result_t checked = check_append(list, nwait, waits);
+    if (checked != ZE_RESULT_SUCCESS) return checked;
+    fake_device *q = queue_of(list->dev);
+    const uint32_t rows = src_region->height, slices = src_region->depth ? src_region->depth : 1;
+    for (uint32_t z = 0; z < slices; ++z)
+        for (uint32_t y = 0; y < rows; ++y) {
+            char *d = (char *)dst + (size_t)(dst_region->originZ + z) * dst_slice +
+                      (size_t)(dst_region->originY + y) * dst_pitch + dst_region->originX;
+            const char *s = (const char *)src + (size_t)(src_region->originZ + z) * src_slice +
+                            (size_t)(src_region->originY + y) * src_pitch + src_region->originX;
+            const int last = z + 1 == slices && y + 1 == rows;
+            if (!list->immediate) {
+                command *c = record(list, CMD_COPY, last ? signal : NULL);
+                c->dst = d;
+                c->src = s;
+                c->size = src_region->width;
+                continue;
+            }
+            ze_result_t r = do_copy(d, s, src_region->width, q);
+            if (r != ZE_RESULT_SUCCESS) return r;
+        }
+    return list->immediate ? signal_after(signal, q) : ZE_RESULT_SUCCESS;
+}
+
 static ze_result_t do_fill(void *ptr, const void *pattern, size_t pattern_size, size_t size, fake_device *q) {
     size_t run = 0;
     if (!vmm_view((uintptr_t)ptr, &run)) {
@@ -1133,6 +1169,7 @@ TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t, t->pfnCreate = 
       t->pfnAppendMemoryPrefetch = fake_zeCommandListAppendMemoryPrefetch;
       t->pfnAppendMemAdvise = fake_zeCommandListAppendMemAdvise;
       t->pfnAppendMemoryCopy = fake_zeCommandListAppendMemoryCopy;
+      t->pfnAppendMemoryCopyRegion = fake_zeCommandListAppendMemoryCopyRegion;
       t->pfnAppendMemoryFill = fake_zeCommandListAppendMemoryFill; t->pfnAppendBarrier = fake_zeCommandListAppendBarrier;)
 TABLE(zeGetFenceProcAddrTable, ze_fence_dditable_t, t->pfnCreate = fake_zeFenceCreate;
       t->pfnDestroy = fake_zeFenceDestroy; t->pfnHostSynchronize = fake_zeFenceHostSynchronize;
