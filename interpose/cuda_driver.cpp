@@ -461,26 +461,25 @@ CUresult array_box(const char *fn, CUstream stream, const CUDA_MEMCPY3D &c, cons
             CUDA_MEMCPY3D piece = c;
             piece.Height = k;
             piece.Depth = 1;
+            // The array's side moves on by the rows done; the shared side is the buffer.
+            auto buffer_side = [&](CUmemorytype &type, auto &host, CUdeviceptr &dev, CUarray &array, size_t &x,
+                                   size_t &at_y, size_t &at_z, size_t &lod, size_t &pitch, size_t &height) {
+                type = CU_MEMORYTYPE_HOST;
+                host = buf.get();
+                dev = 0;
+                array = nullptr;
+                x = at_y = at_z = lod = 0;
+                pitch = width;
+                height = k;
+            };
             if (into_shared) {
-                piece.srcY = c.srcY + y;
-                piece.srcZ = c.srcZ + z;
-                piece.dstMemoryType = CU_MEMORYTYPE_HOST;
-                piece.dstHost = buf.get();
-                piece.dstDevice = 0;
-                piece.dstArray = nullptr;
-                piece.dstXInBytes = piece.dstY = piece.dstZ = piece.dstLOD = 0;
-                piece.dstPitch = width;
-                piece.dstHeight = k;
+                piece.srcY += y, piece.srcZ += z;
+                buffer_side(piece.dstMemoryType, piece.dstHost, piece.dstDevice, piece.dstArray, piece.dstXInBytes,
+                            piece.dstY, piece.dstZ, piece.dstLOD, piece.dstPitch, piece.dstHeight);
             } else {
-                piece.dstY = c.dstY + y;
-                piece.dstZ = c.dstZ + z;
-                piece.srcMemoryType = CU_MEMORYTYPE_HOST;
-                piece.srcHost = buf.get();
-                piece.srcDevice = 0;
-                piece.srcArray = nullptr;
-                piece.srcXInBytes = piece.srcY = piece.srcZ = piece.srcLOD = 0;
-                piece.srcPitch = width;
-                piece.srcHeight = k;
+                piece.dstY += y, piece.dstZ += z;
+                buffer_side(piece.srcMemoryType, piece.srcHost, piece.srcDevice, piece.srcArray, piece.srcXInBytes,
+                            piece.srcY, piece.srcZ, piece.srcLOD, piece.srcPitch, piece.srcHeight);
             }
             if (CUresult r = FORWARD(cuMemcpy3D_v2, &piece); r != CUDA_SUCCESS) return r;
             for (size_t i = 0; i < k && into_shared; ++i)
