@@ -11,9 +11,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "support/config.h"
-
 #include "adsm.h"
+#include "support/config.h"
 #include "support/status.h"
 
 namespace adsm::gpu_bridge {

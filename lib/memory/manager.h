@@ -239,8 +239,9 @@ private:
     Status gather_objects(Context &c);
     // A call's release of c (named objects, or all of them), counted as a
     // call; c's lock held.
-    Status release_driver_work(Context &c);  // under c's guard
     Status release_for_call(Context &c, const ObjectUse *uses, size_t n);
+    // The same for the driver's work, its copies landed; c's lock held.
+    Status release_driver_work(Context &c);
     // r with device memory on `to` for a call of c, whose objects stamped
     // `needed` (Region::last_release) stay.
     Status make_resident(Region &r, Device &to, Context &c, uint64_t needed);
