@@ -2,9 +2,10 @@
 // different devices, objects moving between them.  With one device the
 // same tests check that asking for a second one is refused.
 #include <fcntl.h>
-#include <semaphore.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -36,28 +37,42 @@ uint64_t used_on(int device) {
     return info.memory_used;
 }
 
-std::string sem_name(uint64_t key, uint32_t side) {
-    return "/adsm-devices-test-" + std::to_string(key) + "-" + std::to_string(side);
+// Where the two sides of a rendezvous meet: a file both map.
+void rendezvous_path(uint64_t key, char *out, size_t n) {
+    snprintf(out, n, "/dev/shm/adsm-devices-test-%llu", static_cast<unsigned long long>(key));
 }
 
-// Two kernels, one per side, meet or fail: each posts its own semaphore and
-// waits (10 s at most) for the other's, so they pass only if they run at
-// the same time.  *met: 1 met, 2 the other never came, 3 no semaphore.
+// Two kernels, one per side, meet or fail: each raises its flag in the file
+// and waits (10 s at most) for the other's, so they pass only if they run
+// at the same time.  *met: 1 met, 2 the other never came, 3 no file.  Only
+// system calls, no allocation: a kernel of the discrete device doubles runs
+// in a process cloned from a threaded one, where an allocator lock another
+// thread held at the clone stays held.
 void rendezvous(const adsm::thread_index &t, uint64_t key, uint32_t side, uint32_t *met) {
     if (adsm::global_x(t) != 0) return;
-    sem_t *mine = sem_open(sem_name(key, side).c_str(), O_CREAT, 0600, 0);
-    sem_t *theirs = sem_open(sem_name(key, side ^ 1).c_str(), O_CREAT, 0600, 0);
-    if (mine == SEM_FAILED || theirs == SEM_FAILED) {
+    char path[96];
+    rendezvous_path(key, path, sizeof path);
+    int fd = open(path, O_RDWR | O_CREAT, 0600);
+    void *page = fd >= 0 && ftruncate(fd, 4096) == 0 ? mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                                     : MAP_FAILED;
+    if (fd >= 0) close(fd);
+    if (page == MAP_FAILED) {
         *met = 3;
         return;
     }
-    sem_post(mine);
-    timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
+    auto *flags = static_cast<std::atomic<uint32_t> *>(page);
+    flags[side].store(1);
+    timespec now, deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += 10;
-    *met = sem_timedwait(theirs, &deadline) == 0 ? 1 : 2;
-    sem_close(mine);
-    sem_close(theirs);
+    const timespec pause = {0, 1000 * 1000};
+    do {
+        if (flags[side ^ 1].load()) break;
+        nanosleep(&pause, nullptr);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec < deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec < deadline.tv_nsec));
+    *met = flags[side ^ 1].load() ? 1 : 2;
+    munmap(page, 4096);
 }
 
 // A thread whose context lives on `device`, running `body` there.
@@ -113,9 +128,10 @@ TEST(DevicesTest, KernelsOnTwoDevicesRunAtTheSameTime) {
             adsmFree(out);
         });
     for (auto &t : threads) t.join();
-    sem_unlink(sem_name(key, 0).c_str());
-    sem_unlink(sem_name(key, 1).c_str());
-    EXPECT_EQ(met[0], 1u) << "the kernel on device 0 did not meet the one on device 1 (2: never came, 3: no semaphore)";
+    char path[96];
+    rendezvous_path(key, path, sizeof path);
+    unlink(path);
+    EXPECT_EQ(met[0], 1u) << "the kernel on device 0 did not meet the one on device 1 (2: never came, 3: no file to meet in)";
     EXPECT_EQ(met[1], 1u);
 }
 

@@ -94,9 +94,10 @@ static void run_array(CUstream stream) {
     CHECK(cuMemcpyHtoA(arr, BYTES - 4, f, 8) == CUDA_ERROR_INVALID_VALUE, "a copy past the array's end");
     CU(cuArrayDestroy(arr));
 
-    /* A 2D array of 64 x 32 floats: rows 8 to 23 from every other row of
-     * managed memory (cuMemcpy2D), then the whole array back into managed
-     * memory at a pitch of its own (cuMemcpy3D, asynchronous 2D). */
+    /* A 2D array of 64 x 32 floats: its rows 8 to 23 from every other row
+     * of managed memory (cuMemcpy2D), then those rows back into managed
+     * memory at a pitch of its own (cuMemcpy3D), and row 23 alone
+     * (cuMemcpy2DAsync). */
     enum { AW = 64, AH = 32, ROW = AW * 4 };
     CUDA_ARRAY_DESCRIPTOR d2 = {AW, AH, CU_AD_FORMAT_FLOAT, 1};
     CU(cuArrayCreate(&arr, &d2));
@@ -117,14 +118,14 @@ static void run_array(CUstream stream) {
             float got = t[r * (AW + 2) + 1 + c], want = (float)(2 * r * AW + c);
             CHECK(got == want, "2D array row %u, column %u: %g, expected %g", r, c, got, want);
         }
-    CHECK(t[0] == -1.0f && t[AW + 1] == -1.0f, "the copy out of the array wrote outside its rows");
+    CHECK(t[0] == -1.0f && t[AW + 1] == -1.0f, "the copy out of the array wrote outside its columns");
     CUDA_MEMCPY2D back = {0};
     back.srcMemoryType = CU_MEMORYTYPE_ARRAY, back.srcArray = arr, back.srcY = 23;
     back.dstMemoryType = CU_MEMORYTYPE_DEVICE, back.dstDevice = to, back.dstPitch = ROW;
     back.WidthInBytes = ROW, back.Height = 1;
     CU(cuMemcpy2DAsync(&back, stream));
     CU(cuStreamSynchronize(stream));
-    for (unsigned c = 0; c < AW; ++c) CHECK(t[c] == (float)(30 * AW + c), "the array's last row: %g at %u", t[c], c);
+    for (unsigned c = 0; c < AW; ++c) CHECK(t[c] == (float)(30 * AW + c), "the array's row 23: %g at %u", t[c], c);
     in.Height = AH;
     CHECK(cuMemcpy2D(&in) == CUDA_ERROR_INVALID_VALUE, "a 2D copy past the array's last row");
     CU(cuArrayDestroy(arr));
