@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "interpose/cuda_graphs.h"
+#include "interpose/cuda_host_functions.h"
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
@@ -38,6 +39,8 @@ extern "C" {
 CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
 CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n, unsigned int flags);
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
+CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data);
+CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void *data, unsigned int flags);
 CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray dst, size_t offset, const void *src, size_t n);
 CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dst, CUarray src, size_t offset, size_t n);
 CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray dst, size_t offset, CUdeviceptr src, size_t n);
@@ -218,6 +221,10 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuStreamAttachMemAsync_ptsz)                                                                               \
     X(cuGraphLaunch)                                                                                             \
     X(cuGraphLaunch_ptsz)                                                                                        \
+    X(cuLaunchHostFunc)                                                                                          \
+    X(cuLaunchHostFunc_ptsz)                                                                                     \
+    X(cuStreamAddCallback)                                                                                       \
+    X(cuStreamAddCallback_ptsz)                                                                                  \
     X(cuPointerGetAttribute)                                                                                     \
     X(cuPointerGetAttributes)                                                                                     
 
@@ -321,6 +328,10 @@ bool cuda_capturing(void *stream) {
     if (!is) return false;
     GpuForwarding fw;
     return is(static_cast<CUstream>(stream), &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+bool cuda_host_function_runs_here(void *stream) {
+    return gpu_routed(kApi) && bridge::started() && !cuda_capturing(stream);
 }
 
 void say_capture_unsupported(const char *fn) {
@@ -722,6 +733,48 @@ CUDA_WRAPPER(cuGraphLaunch, CUgraphExec e, CUstream s) {
 }
 CUDA_WRAPPER(cuGraphLaunch_ptsz, CUgraphExec e, CUstream s) {
     return graph_launch(per_thread(s), [&] { return FORWARD(cuGraphLaunch_ptsz, e, s); });
+}
+
+// A host function on a routed stream runs here and now (cuda_host_functions.h).
+// An error of the synchronisation (a kernel's fault) is the call's, and the
+// function is not called, as when the driver finds its context's error at
+// the call: a CUDA runtime frees what it wrapped a callback in when the
+// call fails, so the two never go together.
+namespace {
+template <class StreamSync, class Call>
+CUresult run_host_function(const char *fn, StreamSync &&stream_sync, Call &&call) {
+    CUresult ours = to_cu(bridge::sync(), fn);
+    CUresult theirs = stream_sync();
+    CUresult r = ours != CUDA_SUCCESS ? ours : theirs;
+    if (r == CUDA_SUCCESS) call();
+    return r;
+}
+}  // namespace
+CUDA_WRAPPER(cuLaunchHostFunc, CUstream s, CUhostFn f, void *data) {
+    if (!f || !adsm::interpose::cuda_host_function_runs_here(s)) return FORWARD(cuLaunchHostFunc, s, f, data);
+    return run_host_function(
+        "cuLaunchHostFunc", [&] { return FORWARD(cuStreamSynchronize, s); },
+        [&] { f(data); });
+}
+CUDA_WRAPPER(cuLaunchHostFunc_ptsz, CUstream s, CUhostFn f, void *data) {
+    if (!f || !adsm::interpose::cuda_host_function_runs_here(per_thread(s)))
+        return FORWARD(cuLaunchHostFunc_ptsz, s, f, data);
+    return run_host_function(
+        "cuLaunchHostFunc", [&] { return FORWARD(cuStreamSynchronize_ptsz, s); },
+        [&] { f(data); });
+}
+CUDA_WRAPPER(cuStreamAddCallback, CUstream s, CUstreamCallback cb, void *data, unsigned int flags) {
+    if (!cb || flags != 0 || !adsm::interpose::cuda_host_function_runs_here(s))
+        return FORWARD(cuStreamAddCallback, s, cb, data, flags);
+    return run_host_function(
+        "cuStreamAddCallback", [&] { return FORWARD(cuStreamSynchronize, s); }, [&] { cb(s, CUDA_SUCCESS, data); });
+}
+CUDA_WRAPPER(cuStreamAddCallback_ptsz, CUstream s, CUstreamCallback cb, void *data, unsigned int flags) {
+    if (!cb || flags != 0 || !adsm::interpose::cuda_host_function_runs_here(per_thread(s)))
+        return FORWARD(cuStreamAddCallback_ptsz, s, cb, data, flags);
+    return run_host_function(
+        "cuStreamAddCallback", [&] { return FORWARD(cuStreamSynchronize_ptsz, s); },
+        [&] { cb(s, CUDA_SUCCESS, data); });
 }
 
 CUDA_WRAPPER(cuCtxSynchronize, void) { SYNC_THEN_FORWARD(cuCtxSynchronize); }

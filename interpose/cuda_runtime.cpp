@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "interpose/cuda_graphs.h"
+#include "interpose/cuda_host_functions.h"
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
@@ -35,6 +36,9 @@ void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                             size_t sharedMem, cudaStream_t stream);
 cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t CUDARTAPI cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *data);
+cudaError_t CUDARTAPI cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t cb, void *data,
+                                                 unsigned int flags);
 }
 
 namespace {
@@ -50,6 +54,10 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaHostGetDevicePointer)   \
     X(cudaStreamAttachMemAsync)   \
     X(cudaGraphLaunch)            \
+    X(cudaLaunchHostFunc)         \
+    X(cudaLaunchHostFunc_ptsz)    \
+    X(cudaStreamAddCallback)      \
+    X(cudaStreamAddCallback_ptsz) \
     X(cudaFree)                   \
     X(cudaLaunchKernel)           \
     X(cudaLaunchKernel_ptsz)      \
@@ -274,6 +282,48 @@ CUDART_WRAPPER(cudaError_t, cudaGraphLaunch, cudaGraphExec_t e, cudaStream_t s) 
     });
     if (own != cudaSuccess) return fail_with(own);
     return to_cuda(st, "cudaGraphLaunch");
+}
+
+// A host function on a routed stream runs here and now, as the driver's
+// (cuda_host_functions.h, cuda_driver.cpp).
+namespace {
+template <class StreamSync, class Call>
+cudaError_t run_host_function(const char *fn, StreamSync &&stream_sync, Call &&call) {
+    cudaError_t ours = to_cuda(bridge::sync(), fn);
+    cudaError_t theirs = stream_sync();
+    cudaError_t r = ours != cudaSuccess ? ours : theirs;
+    if (r == cudaSuccess) call();
+    return r;
+}
+}  // namespace
+CUDART_WRAPPER(cudaError_t, cudaLaunchHostFunc, cudaStream_t s, cudaHostFn_t f, void *data) {
+    if (!f || !adsm::interpose::cuda_host_function_runs_here(s)) return FORWARD(cudaLaunchHostFunc, s, f, data);
+    return run_host_function(
+        "cudaLaunchHostFunc", [&] { return FORWARD(cudaStreamSynchronize, s); },
+        [&] { f(data); });
+}
+CUDART_WRAPPER(cudaError_t, cudaLaunchHostFunc_ptsz, cudaStream_t s, cudaHostFn_t f, void *data) {
+    if (!f || !adsm::interpose::cuda_host_function_runs_here(per_thread(s)))
+        return FORWARD(cudaLaunchHostFunc_ptsz, s, f, data);
+    return run_host_function(
+        "cudaLaunchHostFunc", [&] { return FORWARD(cudaStreamSynchronize_ptsz, s); },
+        [&] { f(data); });
+}
+CUDART_WRAPPER(cudaError_t, cudaStreamAddCallback, cudaStream_t s, cudaStreamCallback_t cb, void *data,
+               unsigned int flags) {
+    if (!cb || flags != 0 || !adsm::interpose::cuda_host_function_runs_here(s))
+        return FORWARD(cudaStreamAddCallback, s, cb, data, flags);
+    return run_host_function(
+        "cudaStreamAddCallback", [&] { return FORWARD(cudaStreamSynchronize, s); },
+        [&] { cb(s, cudaSuccess, data); });
+}
+CUDART_WRAPPER(cudaError_t, cudaStreamAddCallback_ptsz, cudaStream_t s, cudaStreamCallback_t cb, void *data,
+               unsigned int flags) {
+    if (!cb || flags != 0 || !adsm::interpose::cuda_host_function_runs_here(per_thread(s)))
+        return FORWARD(cudaStreamAddCallback_ptsz, s, cb, data, flags);
+    return run_host_function(
+        "cudaStreamAddCallback", [&] { return FORWARD(cudaStreamSynchronize_ptsz, s); },
+        [&] { cb(s, cudaSuccess, data); });
 }
 
 CUDART_WRAPPER(cudaError_t, cudaDeviceSynchronize, void) { SYNC_THEN_FORWARD(cudaDeviceSynchronize); }

@@ -58,6 +58,8 @@ bool routed(Api api) {
 
 bool any_routed() { return routed(Api::cuda) || routed(Api::level_zero); }
 
+bool started() { return started_runtime() != nullptr && !forked_child(); }
+
 Status alloc(size_t size, size_t alignment, void **out) {
     *out = nullptr;
     if (alignment > os::kPageSize)

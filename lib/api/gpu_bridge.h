@@ -28,6 +28,9 @@ bool routes(const Config &c, Api api);
 // from dlsym and during start-up.
 bool routed(Api api);
 bool any_routed();
+// Whether the runtime has started, so that shared memory may exist.  Never
+// starts it.
+bool started();
 
 // Shared memory for a managed allocation; alignment beyond the page is
 // refused (adsmErrorNotSupported).  Starts the runtime.

@@ -31,6 +31,32 @@ struct node {
     long value;
 };
 
+/* Host functions in stream order: each sees what the kernel before it
+ * wrote, and the kernel after it sees what it wrote (routed, one runs when
+ * it is enqueued, after its stream's work and an acquire). */
+typedef struct {
+    float *v;
+    unsigned n;
+    float mul, add; /* v[i] == mul * i + add when it runs */
+    int calls, seen;
+    CUresult status;
+} host_step;
+
+static void step(host_step *s) {
+    s->calls++;
+    s->seen = 1;
+    for (unsigned i = 0; i < s->n; ++i) {
+        if (s->v[i] != s->mul * i + s->add) s->seen = 0;
+        s->v[i] += 1;
+    }
+}
+static void CUDA_CB host_step_fn(void *arg) { step((host_step *)arg); }
+static void CUDA_CB host_step_callback(CUstream stream, CUresult status, void *arg) {
+    (void)stream;
+    ((host_step *)arg)->status = status;
+    step((host_step *)arg);
+}
+
 static void run_errors(CUfunction add, CUfunction unregistered, CUfunction crash) {
     CUdeviceptr p;
     CHECK(cuMemAllocManaged(&p, 0, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_INVALID_VALUE, "size 0");
@@ -51,6 +77,18 @@ static void run_errors(CUfunction add, CUfunction unregistered, CUfunction crash
     /* A kernel that faults: reported at the synchronisation; the program lives on. */
     CU(cuLaunchKernel(crash, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
     CHECK(cuCtxSynchronize() == CUDA_ERROR_LAUNCH_FAILED, "the fault is reported");
+    CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "reported once");
+    /* ... by a host function or callback enqueued after it, which does
+     * not run (routed, the runtime finds the fault at the call). */
+    host_step after = {NULL, 0, 0, 0, 0, 0, CUDA_SUCCESS};
+    CU(cuLaunchKernel(crash, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cuLaunchHostFunc(NULL, host_step_fn, &after) == CUDA_ERROR_LAUNCH_FAILED, "the fault before a host function");
+    CHECK(after.calls == 0, "a host function ran after the fault");
+    CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "reported once");
+    CU(cuLaunchKernel(crash, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cuStreamAddCallback(NULL, host_step_callback, &after, 0) == CUDA_ERROR_LAUNCH_FAILED,
+          "the fault before a callback");
+    CHECK(after.calls == 0, "a callback ran after the fault");
     CHECK(cuCtxSynchronize() == CUDA_SUCCESS, "reported once");
 
     CUdeviceptr x, y, out;
@@ -165,6 +203,32 @@ static void run_graph(enum mode mode, CUfunction scale, CUstream stream) {
         CU(cuGraphExecDestroy(e));
     }
     CU(cuGraphDestroy(g));
+    CU(cuMemFree(v));
+}
+
+/* Host functions between kernels on one stream. */
+static void run_host_functions(CUfunction scale, CUstream stream) {
+    unsigned n = 4096;
+    CUdeviceptr v;
+    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    float *f = (float *)v, two = 2.0f;
+    for (unsigned i = 0; i < n; ++i) f[i] = (float)i;
+    void *params[] = {&v, &two, &n};
+    host_step first = {f, n, 2, 0, 0, 0, CUDA_SUCCESS}, second = {f, n, 4, 2, 0, 0, CUDA_ERROR_UNKNOWN};
+    CHECK(cuLaunchHostFunc(stream, NULL, NULL) == CUDA_ERROR_INVALID_VALUE, "a null host function");
+    CHECK(cuStreamAddCallback(stream, host_step_callback, &second, 1) == CUDA_ERROR_INVALID_VALUE, "callback flags");
+    CU(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, params, NULL)); /* 2i */
+    CU(cuLaunchHostFunc(stream, host_step_fn, &first));                           /* 2i + 1 */
+    CU(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, params, NULL)); /* 4i + 2 */
+    CU(cuStreamAddCallback(stream, host_step_callback, &second, 0));              /* 4i + 3 */
+    CU(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, params, NULL)); /* 8i + 6 */
+    CU(cuStreamSynchronize(stream));
+    CHECK(first.calls == 1 && first.seen, "the host function ran %d times, saw the kernel's output: %d", first.calls,
+          first.seen);
+    CHECK(second.calls == 1 && second.seen && second.status == CUDA_SUCCESS,
+          "the callback ran %d times, saw the kernels' output: %d, status %d", second.calls, second.seen,
+          (int)second.status);
+    for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 8.0f * i + 6, "after the host functions: %g at %u", f[i], i);
     CU(cuMemFree(v));
 }
 
@@ -493,6 +557,7 @@ int main(int argc, char **argv) {
     run_registered(mode, scale);
     run_array(stream);
     run_graph(mode, scale, stream);
+    run_host_functions(scale, stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");
     CU(cuMemFree(x));

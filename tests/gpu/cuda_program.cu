@@ -12,7 +12,9 @@
 //   apis:     a kernel captured into a CUDA graph and launched twice with
 //             the CPU writing between; managed memory attached to a
 //             stream; a malloc'd buffer registered and mapped for a kernel;
-//             a CUDA array filled from managed memory and read back
+//             a CUDA array filled from managed memory and read back; host
+//             functions between kernels on a stream, reading what the
+//             kernel before wrote and writing what the kernel after reads
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -215,6 +217,29 @@ static void pitched() {
 
 // The CUDA APIs around managed memory that programs use besides kernels
 // and copies: graphs, stream attachment, registered host memory, arrays.
+// A host function's step between kernels: it checks what the kernel before
+// it wrote, then clears `b` for the kernel after it.
+struct HostStep {
+    const float *out;
+    float *b;
+    size_t n;
+    float (*want)(size_t);
+    int calls = 0, seen = 0;
+};
+static void CUDART_CB host_step(void *arg) {
+    HostStep *h = static_cast<HostStep *>(arg);
+    ++h->calls;
+    h->seen = 1;
+    for (size_t i = 0; i < h->n; ++i) {
+        if (h->out[i] != h->want(i)) h->seen = 0;
+        h->b[i] = 0.0f;
+    }
+}
+static void CUDART_CB callback_step(cudaStream_t, cudaError_t status, void *arg) {
+    if (status != cudaSuccess) printf("apis: a callback's status: %s\n", cudaGetErrorString(status)), exit(1);
+    host_step(arg);
+}
+
 static void apis(size_t n, unsigned blocks) {
     const size_t bytes = n * sizeof(float);
     float *a = managed(bytes), *b = managed(bytes), *out = managed(bytes);
@@ -265,6 +290,20 @@ static void apis(size_t n, unsigned blocks) {
     for (size_t i = 0; i < aw * ah; ++i)
         if (out[i] != a_of(i)) printf("apis: array round trip: [%zu] = %g\n", i, out[i]), exit(1);
     CK(cudaFreeArray(arr));
+
+    // Host functions in stream order: each reads the kernel's output before
+    // it and clears b, which the kernel after it reads.
+    for (size_t i = 0; i < n; ++i) b[i] = b_of(i);
+    HostStep first{out, b, n, triad_of}, second{out, b, n, a_of};
+    triad<<<blocks, 256, 0, s>>>(out, a, b, 3.0f, n);
+    CK(cudaLaunchHostFunc(s, host_step, &first));
+    triad<<<blocks, 256, 0, s>>>(out, a, b, 3.0f, n);
+    CK(cudaStreamAddCallback(s, callback_step, &second, 0));
+    CK(cudaStreamSynchronize(s));
+    if (first.calls != 1 || !first.seen || second.calls != 1 || !second.seen)
+        printf("apis: host functions ran %d and %d times, saw their kernels' output: %d and %d\n", first.calls,
+               second.calls, first.seen, second.seen),
+            exit(1);
     CK(cudaStreamDestroy(s));
     cudaFree(a), cudaFree(b), cudaFree(out);
 }

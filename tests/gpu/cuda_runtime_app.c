@@ -55,6 +55,56 @@ static void vec_add(float *x, float *y, float *out, cudaStream_t s) {
     CUDA(cudaLaunchKernel((const void *)vec_add_stub, grid, block, args, 0, s));
 }
 
+/* Host functions in stream order (cuda_driver_app.c has the same). */
+typedef struct {
+    float *v;
+    unsigned n;
+    float mul, add; /* v[i] == mul * i + add when it runs */
+    int calls, seen;
+    cudaError_t status;
+} host_step;
+
+static void step(host_step *s) {
+    s->calls++;
+    s->seen = 1;
+    for (unsigned i = 0; i < s->n; ++i) {
+        if (s->v[i] != s->mul * i + s->add) s->seen = 0;
+        s->v[i] += 1;
+    }
+}
+static void CUDART_CB host_step_fn(void *arg) { step((host_step *)arg); }
+static void CUDART_CB host_step_callback(cudaStream_t stream, cudaError_t status, void *arg) {
+    (void)stream;
+    ((host_step *)arg)->status = status;
+    step((host_step *)arg);
+}
+
+static void run_host_functions(cudaStream_t stream) {
+    unsigned n = 4096;
+    float *v, two = 2.0f;
+    CUDA(cudaMallocManaged((void **)&v, n * 4, cudaMemAttachGlobal));
+    for (unsigned i = 0; i < n; ++i) v[i] = (float)i;
+    void *args[] = {&v, &two, &n};
+    dim3 grid = {n / 256, 1, 1}, block = {256, 1, 1};
+    host_step first = {v, n, 2, 0, 0, 0, cudaSuccess}, second = {v, n, 4, 2, 0, 0, cudaErrorUnknown};
+    CHECK(cudaLaunchHostFunc(stream, NULL, NULL) == cudaErrorInvalidValue, "a null host function");
+    CHECK(cudaStreamAddCallback(stream, host_step_callback, &second, 1) == cudaErrorInvalidValue, "callback flags");
+    cudaGetLastError();
+    CUDA(cudaLaunchKernel((const void *)scale_stub, grid, block, args, 0, stream)); /* 2i */
+    CUDA(cudaLaunchHostFunc(stream, host_step_fn, &first));                        /* 2i + 1 */
+    CUDA(cudaLaunchKernel((const void *)scale_stub, grid, block, args, 0, stream)); /* 4i + 2 */
+    CUDA(cudaStreamAddCallback(stream, host_step_callback, &second, 0));           /* 4i + 3 */
+    CUDA(cudaLaunchKernel((const void *)scale_stub, grid, block, args, 0, stream)); /* 8i + 6 */
+    CUDA(cudaStreamSynchronize(stream));
+    CHECK(first.calls == 1 && first.seen, "the host function ran %d times, saw the kernel's output: %d", first.calls,
+          first.seen);
+    CHECK(second.calls == 1 && second.seen && second.status == cudaSuccess,
+          "the callback ran %d times, saw the kernels' output: %d, status %d", second.calls, second.seen,
+          (int)second.status);
+    for (unsigned i = 0; i < n; ++i) CHECK(v[i] == 8.0f * i + 6, "after the host functions: %g at %u", v[i], i);
+    CUDA(cudaFree(v));
+}
+
 static void run_errors(void) {
     float *p;
     CHECK(cudaMallocManaged((void **)&p, 0, cudaMemAttachGlobal) == cudaErrorInvalidValue, "size 0");
@@ -66,6 +116,17 @@ static void run_errors(void) {
     cudaGetLastError();
     CUDA(cudaLaunchKernel((const void *)crash_stub, one, one, NULL, 0, 0));
     CHECK(cudaDeviceSynchronize() == cudaErrorLaunchFailure, "the fault is reported");
+    cudaGetLastError();
+    /* ... by a host function or callback enqueued after it, which does not
+     * run (routed, the runtime finds the fault at the call). */
+    host_step after = {NULL, 0, 0, 0, 0, 0, cudaSuccess};
+    CUDA(cudaLaunchKernel((const void *)crash_stub, one, one, NULL, 0, 0));
+    CHECK(cudaLaunchHostFunc(0, host_step_fn, &after) == cudaErrorLaunchFailure, "the fault before a host function");
+    CUDA(cudaLaunchKernel((const void *)crash_stub, one, one, NULL, 0, 0));
+    CHECK(cudaStreamAddCallback(0, host_step_callback, &after, 0) == cudaErrorLaunchFailure,
+          "the fault before a callback");
+    CHECK(after.calls == 0, "a host function ran after the fault");
+    CUDA(cudaDeviceSynchronize());
     cudaGetLastError();
 
     float *x, *y, *out;
@@ -250,6 +311,7 @@ int main(int argc, char **argv) {
     CUDA(cudaStreamSynchronize(own));
     check_floats(out, N, times6, "out after scale");
 
+    run_host_functions(own);
     check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernel"), "cuLaunchKernel");
     run_copies(out);
     run_registered(mode);

@@ -23,14 +23,20 @@
 #define FAKE_FAIL_ENV "FAKE_CUDA_FAIL"
 #include "fake_vmm.h"
 
+/* A host function (cuLaunchHostFunc), or a stream callback
+ * (cuStreamAddCallback), which the driver calls with the context's error. */
 typedef struct vmm_host_fn {
     CUhostFn fn;
+    CUstreamCallback callback;
+    CUstream stream;
+    atomic_int *error;
     void *data;
 } vmm_host_fn;
 
 static void vmm_do_host_fn(void *arg) {
     vmm_host_fn *h = (vmm_host_fn *)arg;
-    h->fn(h->data);
+    if (h->callback) h->callback(h->stream, (CUresult)atomic_load(h->error), h->data);
+    else if (!atomic_load(h->error)) h->fn(h->data);
     free(h);
 }
 
@@ -1133,6 +1139,21 @@ EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     if (!fn) return CUDA_ERROR_INVALID_VALUE;
     vmm_host_fn *h = (vmm_host_fn *)calloc(1, sizeof *h);
     h->fn = fn;
+    h->error = &devices[current_gpu()].error;
+    h->data = data;
+    fake_submit_owned_work(queue_of(s), vmm_do_host_fn, h);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *data, unsigned int flags) {
+    COUNT();
+    NEED_CONTEXT();
+    STICKY();
+    if (!cb || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    vmm_host_fn *h = (vmm_host_fn *)calloc(1, sizeof *h);
+    h->callback = cb;
+    h->stream = s;
+    h->error = &devices[current_gpu()].error;
     h->data = data;
     fake_submit_owned_work(queue_of(s), vmm_do_host_fn, h);
     return CUDA_SUCCESS;
@@ -1326,6 +1347,8 @@ static const struct {
     {"cuMemHostRegister", NULL, NULL, (void *)cuMemHostRegister_v2, 6050},
     {"cuMemHostUnregister", (void *)cuMemHostUnregister, NULL, NULL, 0},
     {"cuStreamAttachMemAsync", (void *)cuStreamAttachMemAsync, NULL, NULL, 0},
+    {"cuLaunchHostFunc", (void *)cuLaunchHostFunc, NULL, NULL, 0},
+    {"cuStreamAddCallback", (void *)cuStreamAddCallback, NULL, NULL, 0},
     {"cuStreamBeginCapture", NULL, NULL, (void *)cuStreamBeginCapture_v2, 10010},
     {"cuStreamEndCapture", (void *)cuStreamEndCapture, NULL, NULL, 0},
     {"cuStreamIsCapturing", (void *)cuStreamIsCapturing, NULL, NULL, 0},

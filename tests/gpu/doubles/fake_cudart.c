@@ -47,6 +47,8 @@ static struct {
     CUresult (*graph_launch)(CUgraphExec, CUstream);
     CUresult (*exec_destroy)(CUgraphExec);
     CUresult (*graph_destroy)(CUgraph);
+    CUresult (*host_func)(CUstream, CUhostFn, void *);
+    CUresult (*add_callback)(CUstream, CUstreamCallback, void *, unsigned);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -94,6 +96,8 @@ static void start(void) {
     *(void **)&drv.graph_launch = proc(get, "cuGraphLaunch");
     *(void **)&drv.exec_destroy = proc(get, "cuGraphExecDestroy");
     *(void **)&drv.graph_destroy = proc(get, "cuGraphDestroy");
+    *(void **)&drv.host_func = proc(get, "cuLaunchHostFunc");
+    *(void **)&drv.add_callback = proc(get, "cuStreamAddCallback");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -385,6 +389,46 @@ EXPORT cudaError_t CUDARTAPI cudaLaunchKernel(const void *func, dim3 grid, dim3 
     if (!f) return last_error = cudaErrorInvalidDeviceFunction;
     return from_cu(drv.launch(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)shared, (CUstream)stream,
                               args, NULL));
+}
+
+/* Host functions: the driver's.  A callback gets the runtime's error
+ * code, so the double passes the driver's through a call of its own. */
+EXPORT cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *data) {
+    READY();
+    return from_cu(drv.host_func((CUstream)s, (CUhostFn)fn, data));
+}
+
+typedef struct {
+    cudaStreamCallback_t cb;
+    void *data;
+} runtime_callback;
+
+static cudaError_t error_of(CUresult r) {
+    switch (r) {
+    case CUDA_SUCCESS: return cudaSuccess;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: return cudaErrorIllegalAddress;
+    case CUDA_ERROR_LAUNCH_FAILED: return cudaErrorLaunchFailure;
+    default: return cudaErrorUnknown;
+    }
+}
+
+static void CUDA_CB call_runtime_callback(CUstream s, CUresult status, void *arg) {
+    runtime_callback *c = (runtime_callback *)arg;
+    c->cb((cudaStream_t)s, error_of(status), c->data);
+    free(c);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *data,
+                                                   unsigned int flags) {
+    READY();
+    if (!cb || flags != 0) return last_error = cudaErrorInvalidValue;
+    runtime_callback *c = (runtime_callback *)malloc(sizeof *c);
+    if (!c) return last_error = cudaErrorMemoryAllocation;
+    c->cb = cb;
+    c->data = data;
+    cudaError_t e = from_cu(drv.add_callback((CUstream)s, call_runtime_callback, c, 0));
+    if (e != cudaSuccess) free(c);
+    return e;
 }
 
 EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {

@@ -1,0 +1,24 @@
+// Host functions in a routed CUDA program (cuLaunchHostFunc,
+// cuStreamAddCallback, and the runtime's cudaLaunchHostFunc and
+// cudaStreamAddCallback).  The driver would run one on a thread of its own
+// once the stream's earlier work is done, and from there the runtime could
+// not serve it: a host function may make no CUDA call, so it cannot acquire
+// what the kernels before it wrote, and a CPU access the runtime took for a
+// race would wait for kernels queued after it, which wait for it.  So once
+// the runtime has started (and shared memory may exist), one enqueued on a
+// stream that is not capturing runs at once, on the thread that enqueues it,
+// after a synchronisation of that stream, which acquires: it sees what the
+// kernels before it wrote, and every kernel enqueued after it is released
+// after it returns, so it sees what it wrote.  Stream order holds; the
+// enqueuing thread waits for the stream meanwhile, and a function that waits
+// for a lock that thread holds, or for work it enqueues later, waits forever
+// (README says so).  One captured into a graph goes to the driver as it is.
+#pragma once
+
+namespace adsm::interpose {
+
+// Whether a host function enqueued on `stream` (a CUstream or cudaStream_t,
+// the per-thread one already resolved) runs now, on the calling thread.
+bool cuda_host_function_runs_here(void *stream);
+
+}  // namespace adsm::interpose
