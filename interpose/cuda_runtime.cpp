@@ -12,6 +12,7 @@
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
 #include "interpose/handle_map.h"
+#include "interpose/range_advice.h"
 #include "support/log.h"
 
 extern "C" {
@@ -254,7 +255,11 @@ CUDART_WRAPPER(cudaError_t, cudaStreamAttachMemAsync, cudaStream_t stream, void 
 }
 
 CUDART_WRAPPER(cudaError_t, cudaFree, void *p) {
-    if (gpu_routed(kApi) && bridge::owns(p)) return to_cuda(bridge::free(p), "cudaFree");
+    if (gpu_routed(kApi) && bridge::owns(p)) {
+        cudaError_t e = to_cuda(bridge::free(p), "cudaFree");
+        if (e == cudaSuccess) adsm::interpose::range_advice::forget(reinterpret_cast<uintptr_t>(p));
+        return e;
+    }
     return FORWARD(cudaFree, p);
 }
 

@@ -216,9 +216,9 @@ Status prefer_host(const void *p, size_t n, bool on) {
     return rt->manager->advise(p, n, on ? Manager::Advice::prefer_host : Manager::Advice::no_preference);
 }
 
-Status shared_range(const void *p, void **base, size_t *size) {
+Status shared_range(const void *p, void **base, size_t *size, uint64_t *identity) {
     ADSM_READY(rt);
-    return rt->manager->range_of(p, base, size);
+    return rt->manager->range_of(p, base, size, identity);
 }
 
 Status check_hint_range(const void *p, size_t n) {

@@ -106,8 +106,9 @@ Status accept_host_registration(const void *p, size_t n, bool io_memory);
 // hint: every routed kernel may use shared memory, and a CPU access while
 // one runs is ADSM_ON_RACE's business, as without it.
 Status accept_stream_attach(const void *p, size_t n);
-// The shared allocation around p, for the drivers' address-range queries.
-Status shared_range(const void *p, void **base, size_t *size);
+// The shared allocation around p, for the drivers' address-range queries;
+// `identity` tells it from a later allocation at the same base.
+Status shared_range(const void *p, void **base, size_t *size, uint64_t *identity = nullptr);
 // A hint names [p, p+n) inside one shared allocation, else a clear error.
 Status check_hint_range(const void *p, size_t n);
 // Waits for every launched kernel and acquires; the first kernel error

@@ -498,7 +498,7 @@ bool Manager::allocated_for(const void *p, RegionOrigin origin) {
     return r && r->kind == RegionKind::shared && r->host == a && r->origin == origin;
 }
 
-Status Manager::range_of(const void *p, void **base, size_t *size) {
+Status Manager::range_of(const void *p, void **base, size_t *size, uint64_t *identity) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     Region *r = nullptr;
     if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device || !r->contains_host(a) ||
@@ -506,6 +506,7 @@ Status Manager::range_of(const void *p, void **base, size_t *size) {
         return fail(adsmErrorInvalidPointer, "%p is not inside a live shared allocation", p);
     *base = ptr(r->host);
     *size = r->size;
+    if (identity) *identity = uint64_t{r->id} << 32 | r->generation;
     return adsmSuccess;
 }
 

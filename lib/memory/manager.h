@@ -87,7 +87,9 @@ public:
     Status safe(const void *cpu_addr, void **dev_addr);
     size_t size_of(const void *ptr);
     // The live shared allocation that holds ptr (anywhere inside it).
-    Status range_of(const void *ptr, void **base, size_t *size);
+    // `identity`, if asked for, tells this allocation from a later one at
+    // the same base (its slot's id and generation).
+    Status range_of(const void *ptr, void **base, size_t *size, uint64_t *identity = nullptr);
     // Whether ptr is the start of a live shared allocation made for `origin`.
     bool allocated_for(const void *ptr, RegionOrigin origin);
     Status memset(void *ptr, int value, size_t n);

@@ -363,6 +363,58 @@ int main(int argc, char **argv) {
         void *out[2] = {&managed, &start};
         CU(cuPointerGetAttributes(2, both, out, y + 8));
         CHECK(managed == 1 && start == y, "cuPointerGetAttributes: IS_MANAGED %u, start %p", managed, (void *)start);
+
+        /* The range queries give back the advice and prefetches above, page
+         * by page, as the driver does for its own managed memory (the double
+         * keeps none). */
+        int v = 5, ids[3] = {5, 5, 5};
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, y, N * 4));
+        CHECK(v == 1, "y read-mostly: %d", v);
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, y, N * 4));
+        CHECK(v == CU_DEVICE_INVALID, "y's preferred location, unset: %d", v);
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, y + 64, 8));
+        CHECK(v == CU_DEVICE_CPU, "y's last prefetch: %d", v);
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, x, N * 4));
+        CHECK(v == 0, "x's last prefetch: %d", v);
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, x, N * 4));
+        CHECK(v == 0, "x read-mostly: %d", v);
+        CU(cuMemAdvise(x, N * 2, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, on_cpu));
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, x, N * 4));
+        CHECK(v == CU_DEVICE_INVALID, "x's preferred location, half of it on the CPU: %d", v);
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, x, N * 2));
+        CHECK(v == CU_DEVICE_CPU, "x's first half's preferred location: %d", v);
+        CU(cuMemAdvise(x, N * 4, CU_MEM_ADVISE_SET_ACCESSED_BY, on_gpu));
+        CU(cuMemRangeGetAttribute(ids, sizeof ids, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, x + 4096, 4096));
+        CHECK(ids[0] == 0 && ids[1] == CU_DEVICE_INVALID && ids[2] == CU_DEVICE_INVALID, "x accessed by %d %d %d",
+              ids[0], ids[1], ids[2]);
+        CUmem_range_attribute two_attrs[2] = {CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+                                              CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE};
+        CUmemLocationType types[2] = {CU_MEM_LOCATION_TYPE_INVALID, CU_MEM_LOCATION_TYPE_INVALID};
+        void *types_out[2] = {&types[0], &types[1]};
+        size_t sizes[2] = {sizeof types[0], sizeof types[1]};
+        CU(cuMemRangeGetAttributes(types_out, sizes, two_attrs, 2, x, N * 2));
+        CHECK(types[0] == CU_MEM_LOCATION_TYPE_HOST && types[1] == CU_MEM_LOCATION_TYPE_DEVICE,
+              "cuMemRangeGetAttributes: preferred %d, last prefetch %d", (int)types[0], (int)types[1]);
+        CHECK(cuMemRangeGetAttribute(&v, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, y, N * 4) == CUDA_ERROR_INVALID_VALUE,
+              "an int's answer in 8 bytes");
+        CHECK(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, y + 4, N * 4) != CUDA_SUCCESS,
+              "a range past the allocation");
+        CHECK(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, y, 0) == CUDA_ERROR_INVALID_VALUE,
+              "an empty range");
+        CUmemLocation no_gpu = {CU_MEM_LOCATION_TYPE_DEVICE, 77};
+        CHECK(cuMemAdvise(y, N * 4, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, no_gpu) == CUDA_ERROR_INVALID_DEVICE,
+              "advice naming a device the driver does not have");
+        CHECK(cuMemPrefetchAsync(y, N * 4, no_gpu, 0, stream) == CUDA_ERROR_INVALID_DEVICE,
+              "a prefetch to a device the driver does not have");
+        /* A later allocation at the same address has no advice. */
+        CUdeviceptr z, again;
+        CU(cuMemAllocManaged(&z, N * 4, CU_MEM_ATTACH_GLOBAL));
+        CU(cuMemAdvise(z, N * 4, CU_MEM_ADVISE_SET_READ_MOSTLY, on_gpu));
+        CU(cuMemFree(z));
+        CU(cuMemAllocManaged(&again, N * 4, CU_MEM_ATTACH_GLOBAL));
+        CU(cuMemRangeGetAttribute(&v, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, again, N * 4));
+        CHECK(v == 0, "a new allocation (%s address) read-mostly: %d", again == z ? "the same" : "another", v);
+        CU(cuMemFree(again));
     }
 
     CUdeviceptr dbuf, back, big;

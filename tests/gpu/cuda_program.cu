@@ -9,7 +9,8 @@
 //             device memory and malloc'd buffers, with kernels on both, and
 //             a batch of copies (cudaMemcpyBatchAsync) and one of 3D
 //             copies (cudaMemcpy3DBatchAsync)
-//   apis:     a kernel captured into a CUDA graph and launched twice with
+//   apis:     advice and a prefetch read back by range queries; a kernel
+//             captured into a CUDA graph and launched twice with
 //             the CPU writing between; managed memory attached to a
 //             stream; a malloc'd buffer registered and mapped for a kernel;
 //             a CUDA array filled from managed memory and read back; host
@@ -246,6 +247,26 @@ static void apis(size_t n, unsigned blocks) {
     for (size_t i = 0; i < n; ++i) a[i] = a_of(i), b[i] = b_of(i);
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
+
+    // Advice and a prefetch come back from the range queries.
+    cudaMemLocation gpu = {cudaMemLocationTypeDevice, 0}, cpu = {cudaMemLocationTypeHost, 0};
+    CK(cudaMemAdvise(a, bytes, cudaMemAdviseSetReadMostly, gpu));
+    CK(cudaMemAdvise(b, bytes / 2, cudaMemAdviseSetPreferredLocation, cpu));
+    CK(cudaMemPrefetchAsync(b, bytes, gpu, 0, s));
+    CK(cudaStreamSynchronize(s));
+    int read_mostly = 0, preferred_half = 0, preferred_all = 0, prefetched = 0;
+    CK(cudaMemRangeGetAttribute(&read_mostly, 4, cudaMemRangeAttributeReadMostly, a, bytes));
+    CK(cudaMemRangeGetAttribute(&preferred_half, 4, cudaMemRangeAttributePreferredLocation, b, bytes / 2));
+    CK(cudaMemRangeGetAttribute(&preferred_all, 4, cudaMemRangeAttributePreferredLocation, b, bytes));
+    CK(cudaMemRangeGetAttribute(&prefetched, 4, cudaMemRangeAttributeLastPrefetchLocation, b, bytes));
+    if (read_mostly != 1 || preferred_half != cudaCpuDeviceId || preferred_all != cudaInvalidDeviceId ||
+        prefetched != 0)
+        printf("apis: range attributes: read-mostly %d, preferred %d and %d, last prefetch %d\n", read_mostly,
+               preferred_half, preferred_all, prefetched),
+            exit(1);
+    CK(cudaMemAdvise(a, bytes, cudaMemAdviseUnsetReadMostly, gpu));
+    CK(cudaMemAdvise(b, bytes / 2, cudaMemAdviseUnsetPreferredLocation, cpu));
+
     CK(cudaStreamAttachMemAsync(s, out, 0, cudaMemAttachSingle));
     cudaGraph_t graph;
     cudaGraphExec_t exec;

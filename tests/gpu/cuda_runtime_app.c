@@ -312,6 +312,24 @@ int main(int argc, char **argv) {
     check_floats(out, N, times6, "out after scale");
 
     run_host_functions(own);
+    if (mode == ROUTED) {
+        /* Advice through the runtime comes back from its range queries (the
+         * driver's, which the runtime answers for shared memory). */
+        struct cudaMemLocation host = {cudaMemLocationTypeHost, 0};
+        CUDA(cudaMemAdvise(x, N * 4, cudaMemAdviseSetPreferredLocation, host));
+        CUDA(cudaMemAdvise(x, N * 2, cudaMemAdviseSetReadMostly, host));
+        int where = 5, vals[2] = {5, 5};
+        CUDA(cudaMemRangeGetAttribute(&where, 4, cudaMemRangeAttributePreferredLocation, x, N * 4));
+        CHECK(where == cudaCpuDeviceId, "x's preferred location: %d", where);
+        enum cudaMemRangeAttribute attrs[2] = {cudaMemRangeAttributeReadMostly, cudaMemRangeAttributePreferredLocation};
+        void *outs[2] = {&vals[0], &vals[1]};
+        size_t sizes[2] = {4, 4};
+        CUDA(cudaMemRangeGetAttributes(outs, sizes, attrs, 2, x, N * 2));
+        CHECK(vals[0] == 1 && vals[1] == cudaCpuDeviceId, "x's first half: read-mostly %d, preferred %d", vals[0],
+              vals[1]);
+        CUDA(cudaMemRangeGetAttribute(&where, 4, cudaMemRangeAttributeReadMostly, x, N * 4));
+        CHECK(where == 0, "all of x read-mostly: %d", where);
+    }
     check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernel"), "cuLaunchKernel");
     run_copies(out);
     run_registered(mode);

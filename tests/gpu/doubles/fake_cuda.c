@@ -1234,6 +1234,22 @@ EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise adv
     return hint(p, n);
 }
 
+/* The double keeps no advice, so it answers no range query: a routed
+ * program's queries on shared memory never reach it. */
+EXPORT CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attr, CUdeviceptr p,
+                                               size_t n) {
+    COUNT();
+    (void)data, (void)size, (void)attr, (void)p, (void)n;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *sizes, CUmem_range_attribute *attrs, size_t count,
+                                                CUdeviceptr p, size_t n) {
+    COUNT();
+    (void)data, (void)sizes, (void)attrs, (void)count, (void)p, (void)n;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 /* The range of the allocation (or of the mapped piece of device memory) at p. */
 static int range_of(CUdeviceptr p, CUdeviceptr *base, size_t *size) {
     void *b;
@@ -1348,6 +1364,9 @@ static const struct {
     {"cuMemHostUnregister", (void *)cuMemHostUnregister, NULL, NULL, 0},
     {"cuStreamAttachMemAsync", (void *)cuStreamAttachMemAsync, NULL, NULL, 0},
     {"cuLaunchHostFunc", (void *)cuLaunchHostFunc, NULL, NULL, 0},
+    {"cuMemRangeGetAttribute", (void *)cuMemRangeGetAttribute, NULL, NULL, 0},
+    {"cuMemRangeGetAttributes", (void *)cuMemRangeGetAttributes, NULL, NULL, 0},
+    {"cuMemAdvise", NULL, NULL, (void *)cuMemAdvise_v2, 12020},
     {"cuStreamAddCallback", (void *)cuStreamAddCallback, NULL, NULL, 0},
     {"cuStreamBeginCapture", NULL, NULL, (void *)cuStreamBeginCapture_v2, 10010},
     {"cuStreamEndCapture", (void *)cuStreamEndCapture, NULL, NULL, 0},

@@ -49,6 +49,9 @@ static struct {
     CUresult (*graph_destroy)(CUgraph);
     CUresult (*host_func)(CUstream, CUhostFn, void *);
     CUresult (*add_callback)(CUstream, CUstreamCallback, void *, unsigned);
+    CUresult (*advise)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
+    CUresult (*range_attribute)(void *, size_t, CUmem_range_attribute, CUdeviceptr, size_t);
+    CUresult (*range_attributes)(void **, size_t *, CUmem_range_attribute *, size_t, CUdeviceptr, size_t);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -98,6 +101,9 @@ static void start(void) {
     *(void **)&drv.graph_destroy = proc(get, "cuGraphDestroy");
     *(void **)&drv.host_func = proc(get, "cuLaunchHostFunc");
     *(void **)&drv.add_callback = proc(get, "cuStreamAddCallback");
+    *(void **)&drv.advise = proc(get, "cuMemAdvise");
+    *(void **)&drv.range_attribute = proc(get, "cuMemRangeGetAttribute");
+    *(void **)&drv.range_attributes = proc(get, "cuMemRangeGetAttributes");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -429,6 +435,27 @@ EXPORT cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t s, cudaStreamCal
     cudaError_t e = from_cu(drv.add_callback((CUstream)s, call_runtime_callback, c, 0));
     if (e != cudaSuccess) free(c);
     return e;
+}
+
+/* Advice and range queries: the driver's (CUDA 13's cudaMemAdvise takes a
+ * location, as cuMemAdvise_v2; the attribute values are the driver's). */
+EXPORT cudaError_t CUDARTAPI cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise advice,
+                                           struct cudaMemLocation where) {
+    READY();
+    CUmemLocation at = {(CUmemLocationType)where.type, where.id};
+    return from_cu(drv.advise((CUdeviceptr)p, n, (CUmem_advise)advice, at));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemRangeGetAttribute(void *data, size_t size, enum cudaMemRangeAttribute attr,
+                                                      const void *p, size_t n) {
+    READY();
+    return from_cu(drv.range_attribute(data, size, (CUmem_range_attribute)attr, (CUdeviceptr)p, n));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemRangeGetAttributes(void **data, size_t *sizes, enum cudaMemRangeAttribute *attrs,
+                                                       size_t count, const void *p, size_t n) {
+    READY();
+    return from_cu(drv.range_attributes(data, sizes, (CUmem_range_attribute *)attrs, count, (CUdeviceptr)p, n));
 }
 
 EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
