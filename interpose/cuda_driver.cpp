@@ -337,10 +337,18 @@ bool cuda_host_function_runs_here(void *stream) {
     return gpu_routed(kApi) && bridge::started() && !cuda_capturing(stream);
 }
 
+Captured captured_work(void *stream, const char *fn) {
+    if (!cuda_capturing(stream)) return Captured::no;
+    if (bridge::runs_program_kernels()) return Captured::record;
+    say_capture_unsupported(fn);
+    return Captured::refuse;
+}
+
 void say_capture_unsupported(const char *fn) {
     adsm::log(adsm::LogLevel::error,
-              "%s: a kernel captured into a CUDA graph runs only on the cuda device, where the program's own GPU code "
-              "runs; on this one the runtime runs host functions, which cannot wait for the graph's launch",
+              "%s: work on shared memory captured into a CUDA graph runs only on the cuda device, where the program's "
+              "own GPU code runs; on this one the runtime runs kernels as host functions and moves shared memory "
+              "itself, and neither can wait for the graph's launch",
               fn);
 }
 
@@ -350,6 +358,7 @@ namespace {
 
 // ---- copies and fills that touch shared memory (gpu_copies.h)
 
+using adsm::interpose::Captured;
 using adsm::interpose::Side;
 
 Status driver_to_device(void *dev, const void *host, size_t n) {
@@ -381,10 +390,20 @@ CUdeviceptr device_ptr(const void *p) { return reinterpret_cast<CUdeviceptr>(p);
 
 // A copy as the program asked for it, or through the protocol when a side
 // is shared memory, after the work queued before it on `stream`.
+// Captured, it is the graph's node (cuda_graphs.h), by unified addressing
+// where a shared side is named as host memory.
 template <class Forward>
 CUresult copy(const char *fn, CUstream stream, void *dst, Side ds, const void *src, Side ss, size_t n,
               Forward &&forward) {
     if (!adsm::interpose::gpu_routed(kApi) || (!bridge::is_shared(dst) && !bridge::is_shared(src))) return forward();
+    switch (adsm::interpose::captured_work(stream, fn)) {
+    case Captured::record:
+        if ((ds == Side::host && bridge::is_shared(dst)) || (ss == Side::host && bridge::is_shared(src)))
+            return FORWARD(cuMemcpyAsync, device_ptr(dst), device_ptr(src), n, stream);
+        return forward();
+    case Captured::refuse: return CUDA_ERROR_NOT_SUPPORTED;
+    case Captured::no: break;
+    }
     if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
     Status s = adsmSuccess;
     adsm::interpose::copy_with_shared(dst, ds, src, ss, n, kDriverCopies, &s);
@@ -400,6 +419,13 @@ template <class Forward, class Piece>
 CUresult array_copy(const char *fn, CUstream stream, const void *shared, size_t n, bool into_shared,
                     Forward &&forward, Piece &&piece) {
     if (!adsm::interpose::gpu_routed(kApi) || !bridge::is_shared(shared)) return forward();
+    if (adsm::interpose::cuda_capturing(stream)) {
+        adsm::log(adsm::LogLevel::error,
+                  "%s: a copy between a CUDA array and shared memory cannot be captured into a graph; "
+                  "cuMemcpy3DAsync between them can",
+                  fn);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
     CUresult own = CUDA_SUCCESS;  // the driver's own error, passed on as it is
     Status s = adsm::interpose::bounce_shared(
@@ -521,12 +547,35 @@ CUDA_MEMCPY3D as_3d(const CUDA_MEMCPY2D &c) {
     return d;
 }
 
+bool shared_plane(const Plane &src, const Plane &dst) {
+    return (src.at && bridge::is_shared(src.at)) || (dst.at && bridge::is_shared(dst.at));
+}
+
+// A 2D or 3D copy of shared memory on a stream that is capturing: the
+// graph's node, a shared side named as host memory named as device memory
+// (cuda_graphs.h).  False when the copy is not captured or has no shared side.
+bool captured_box(const char *fn, CUstream stream, CUDA_MEMCPY3D c, const Plane &src, const Plane &dst, CUresult *r) {
+    if (!shared_plane(src, dst)) return false;
+    switch (adsm::interpose::captured_work(stream, fn)) {
+    case Captured::no: return false;
+    case Captured::refuse: *r = CUDA_ERROR_NOT_SUPPORTED; return true;
+    case Captured::record: break;
+    }
+    if (c.srcMemoryType == CU_MEMORYTYPE_HOST && bridge::is_shared(c.srcHost))
+        c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = device_ptr(c.srcHost), c.srcHost = nullptr;
+    if (c.dstMemoryType == CU_MEMORYTYPE_HOST && bridge::is_shared(c.dstHost))
+        c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = device_ptr(c.dstHost), c.dstHost = nullptr;
+    *r = FORWARD(cuMemcpy3DAsync_v2, &c, stream);
+    return true;
+}
+
 template <class Forward>
 CUresult copy2d(CUstream stream, const CUDA_MEMCPY2D *c, Forward &&forward) {
     if (!c || !adsm::interpose::gpu_routed(kApi)) return forward();
     Plane src = plane(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0, c->srcPitch, 0);
     Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0, c->dstPitch, 0);
     const CUDA_MEMCPY3D box = as_3d(*c);
+    if (CUresult r; captured_box("cuMemcpy2D", stream, box, src, dst, &r)) return r;
     if (const Plane *shared = array_and_shared(box, src, dst))
         return array_box("cuMemcpy2D", stream, box, *shared, shared == &dst);
     return copy_rows("cuMemcpy2D", stream, src, dst, c->WidthInBytes, c->Height, 1, forward);
@@ -542,6 +591,12 @@ CUresult copy3d(CUstream stream, const Memcpy3D *c, Forward &&forward) {
                       c->srcHeight);
     Plane dst = plane(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch,
                       c->dstHeight);
+    if constexpr (std::is_same_v<Memcpy3D, CUDA_MEMCPY3D>) {
+        if (CUresult r; captured_box("cuMemcpy3D", stream, *c, src, dst, &r)) return r;
+    } else if (shared_plane(src, dst) && adsm::interpose::cuda_capturing(stream)) {
+        adsm::log(adsm::LogLevel::error, "cuMemcpy3DPeer: a copy of shared memory between contexts cannot be captured");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     if constexpr (std::is_same_v<Memcpy3D, CUDA_MEMCPY3D>)
         if (const Plane *shared = array_and_shared(*c, src, dst))
             return array_box("cuMemcpy3D", stream, *c, *shared, shared == &dst);
@@ -621,6 +676,8 @@ CUresult copy_3d_batch(CUstream stream, size_t nops, CUDA_MEMCPY3D_BATCH_OP *ops
 template <class T, class Forward>
 CUresult fill(const char *fn, CUstream stream, CUdeviceptr dst, T value, size_t n, Forward &&forward) {
     if (!adsm::interpose::gpu_routed(kApi) || !bridge::is_shared(ptr(dst))) return forward();
+    if (Captured c = adsm::interpose::captured_work(stream, fn); c != Captured::no)
+        return c == Captured::record ? forward() : CUDA_ERROR_NOT_SUPPORTED;  // the graph's node (cuda_graphs.h)
     if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
     return to_cu(adsm::interpose::fill_shared_pattern(ptr(dst), &value, sizeof value, n), fn);
 }
@@ -633,6 +690,8 @@ CUresult fill2d(const char *fn, CUstream stream, CUdeviceptr dst, size_t pitch, 
                 Forward &&forward) {
     if (!adsm::interpose::gpu_routed(kApi) || !bridge::is_shared(ptr(dst))) return forward();
     if (height > 1 && width > pitch / sizeof(T)) return CUDA_ERROR_INVALID_VALUE;
+    if (Captured c = adsm::interpose::captured_work(stream, fn); c != Captured::no)
+        return c == Captured::record ? forward() : CUDA_ERROR_NOT_SUPPORTED;  // the graph's node (cuda_graphs.h)
     if (CUresult r = FORWARD(cuStreamSynchronize, stream); r != CUDA_SUCCESS) return r;
     if (pitch == width * sizeof(T)) width *= height, height = 1;  // rows back to back: one fill
     for (size_t row = 0; row < height; ++row)

@@ -399,10 +399,25 @@ void sides(cudaMemcpyKind kind, const void *dst, const void *src, Side *ds, Side
 
 // A copy as the program asked for it, or through the protocol when a side
 // is shared memory, after the work queued before it on `stream`.
+// Copies and fills of shared memory on a stream that is capturing are the
+// graph's nodes (cuda_graphs.h): a copy's kind becomes cudaMemcpyDefault,
+// so that unified addressing names a shared side device memory, whatever
+// the program named it.  `forward(kind)` makes the program's call with that
+// kind.  A refused capture is cudaErrorNotSupported; none: false.
+bool captured(const char *fn, cudaStream_t stream, cudaMemcpyKind *kind, cudaError_t *e) {
+    switch (adsm::interpose::captured_work(stream, fn)) {
+    case adsm::interpose::Captured::no: return false;
+    case adsm::interpose::Captured::refuse: *e = fail_with(cudaErrorNotSupported); return true;
+    case adsm::interpose::Captured::record: *kind = cudaMemcpyDefault; return true;
+    }
+    return false;
+}
+
 template <class Forward>
 cudaError_t copy(const char *fn, cudaStream_t stream, void *dst, const void *src, size_t n, cudaMemcpyKind kind,
                  Forward &&forward) {
-    if (!gpu_routed(kApi) || (!bridge::is_shared(dst) && !bridge::is_shared(src))) return forward();
+    if (!gpu_routed(kApi) || (!bridge::is_shared(dst) && !bridge::is_shared(src))) return forward(kind);
+    if (cudaError_t e = cudaSuccess; captured(fn, stream, &kind, &e)) return e == cudaSuccess ? forward(kind) : e;
     if (cudaError_t e = FORWARD(cudaStreamSynchronize, stream); e != cudaSuccess) return fail_with(e);
     Side ds, ss;
     sides(kind, dst, src, &ds, &ss);
@@ -420,7 +435,8 @@ template <class Forward>
 cudaError_t copy_rows(const char *fn, cudaStream_t stream, Plane dst, Plane src, size_t width, size_t height,
                       size_t depth, cudaMemcpyKind kind, Forward &&forward) {
     bool shared = (dst.at && bridge::is_shared(dst.at)) || (src.at && bridge::is_shared(src.at));
-    if (!gpu_routed(kApi) || !shared) return forward();
+    if (!gpu_routed(kApi) || !shared) return forward(kind);
+    if (cudaError_t e = cudaSuccess; captured(fn, stream, &kind, &e)) return e == cudaSuccess ? forward(kind) : e;
     if (!dst.at || !src.at)
         return to_cuda(adsm::fail(adsmErrorNotSupported, "%s between a CUDA array and shared memory", fn), fn);
     if (height > 1 && (width > dst.pitch || width > src.pitch)) return fail_with(cudaErrorInvalidPitchValue);
@@ -455,14 +471,20 @@ Plane box(cudaArray_t array, const cudaPitchedPtr &ptr, const cudaPos &pos) {
 
 template <class Forward>
 cudaError_t copy3d(const char *fn, cudaStream_t stream, const cudaMemcpy3DParms *p, Forward &&forward) {
-    if (!p) return forward();
+    if (!p) return forward(p);
     return copy_rows(fn, stream, box(p->dstArray, p->dstPtr, p->dstPos), box(p->srcArray, p->srcPtr, p->srcPos),
-                     p->extent.width, p->extent.height, p->extent.depth, p->kind, forward);
+                     p->extent.width, p->extent.height, p->extent.depth, p->kind, [&](cudaMemcpyKind kind) {
+                         cudaMemcpy3DParms q = *p;
+                         q.kind = kind;
+                         return forward(&q);
+                     });
 }
 
 template <class Forward>
 cudaError_t fill(const char *fn, cudaStream_t stream, void *dst, int value, size_t n, Forward &&forward) {
     if (!gpu_routed(kApi) || !bridge::is_shared(dst)) return forward();
+    cudaMemcpyKind unused = cudaMemcpyDefault;
+    if (cudaError_t e = cudaSuccess; captured(fn, stream, &unused, &e)) return e == cudaSuccess ? forward() : e;
     if (cudaError_t e = FORWARD(cudaStreamSynchronize, stream); e != cudaSuccess) return fail_with(e);
     return to_cuda(bridge::fill_shared(dst, value, n), fn);
 }
@@ -473,6 +495,8 @@ cudaError_t fill_box(const char *fn, cudaStream_t stream, cudaPitchedPtr p, int 
                      Forward &&forward) {
     if (!gpu_routed(kApi) || !bridge::is_shared(p.ptr)) return forward();
     if (e.height > 1 && e.width > p.pitch) return fail_with(cudaErrorInvalidPitchValue);
+    cudaMemcpyKind unused = cudaMemcpyDefault;
+    if (cudaError_t r = cudaSuccess; captured(fn, stream, &unused, &r)) return r == cudaSuccess ? forward() : r;
     if (cudaError_t r = FORWARD(cudaStreamSynchronize, stream); r != cudaSuccess) return fail_with(r);
     for (size_t z = 0; z < e.depth; ++z)
         for (size_t row = 0; row < e.height; ++row) {
@@ -488,21 +512,23 @@ cudaExtent rect(size_t width, size_t height) { return cudaExtent{width, height, 
 }  // namespace
 
 CUDART_WRAPPER(cudaError_t, cudaMemcpy, void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
-    return copy("cudaMemcpy", nullptr, dst, src, n, kind, [&] { return FORWARD(cudaMemcpy, dst, src, n, kind); });
+    return copy("cudaMemcpy", nullptr, dst, src, n, kind,
+                [&](cudaMemcpyKind k) { return FORWARD(cudaMemcpy, dst, src, n, k); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy_ptds, void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
     return copy("cudaMemcpy", cudaStreamPerThread, dst, src, n, kind,
-                [&] { return FORWARD(cudaMemcpy_ptds, dst, src, n, kind); });
+                [&](cudaMemcpyKind k) { return FORWARD(cudaMemcpy_ptds, dst, src, n, k); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpyAsync, void *dst, const void *src, size_t n, cudaMemcpyKind kind,
                cudaStream_t s) {
-    return copy("cudaMemcpyAsync", s, dst, src, n, kind, [&] { return FORWARD(cudaMemcpyAsync, dst, src, n, kind, s); });
+    return copy("cudaMemcpyAsync", s, dst, src, n, kind,
+                [&](cudaMemcpyKind k) { return FORWARD(cudaMemcpyAsync, dst, src, n, k, s); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpyAsync_ptsz, void *dst, const void *src, size_t n, cudaMemcpyKind kind,
                cudaStream_t s) {
     s = per_thread(s);
     return copy("cudaMemcpyAsync", s, dst, src, n, kind,
-                [&] { return FORWARD(cudaMemcpyAsync_ptsz, dst, src, n, kind, s); });
+                [&](cudaMemcpyKind k) { return FORWARD(cudaMemcpyAsync_ptsz, dst, src, n, k, s); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemset, void *dst, int value, size_t n) {
     return fill("cudaMemset", nullptr, dst, value, n, [&] { return FORWARD(cudaMemset, dst, value, n); });
@@ -522,38 +548,47 @@ CUDART_WRAPPER(cudaError_t, cudaMemsetAsync_ptsz, void *dst, int value, size_t n
 CUDART_WRAPPER(cudaError_t, cudaMemcpy2D, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                size_t height, cudaMemcpyKind kind) {
     return copy_rows("cudaMemcpy2D", nullptr, rows(dst, dpitch), rows(const_cast<void *>(src), spitch), width, height,
-                     1, kind, [&] { return FORWARD(cudaMemcpy2D, dst, dpitch, src, spitch, width, height, kind); });
+                     1, kind, [&](cudaMemcpyKind k) {
+                         return FORWARD(cudaMemcpy2D, dst, dpitch, src, spitch, width, height, k);
+                     });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy2D_ptds, void *dst, size_t dpitch, const void *src, size_t spitch,
                size_t width, size_t height, cudaMemcpyKind kind) {
     return copy_rows("cudaMemcpy2D", cudaStreamPerThread, rows(dst, dpitch), rows(const_cast<void *>(src), spitch),
-                     width, height, 1, kind,
-                     [&] { return FORWARD(cudaMemcpy2D_ptds, dst, dpitch, src, spitch, width, height, kind); });
+                     width, height, 1, kind, [&](cudaMemcpyKind k) {
+                         return FORWARD(cudaMemcpy2D_ptds, dst, dpitch, src, spitch, width, height, k);
+                     });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy2DAsync, void *dst, size_t dpitch, const void *src, size_t spitch,
                size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t s) {
     return copy_rows("cudaMemcpy2DAsync", s, rows(dst, dpitch), rows(const_cast<void *>(src), spitch), width, height,
-                     1, kind, [&] { return FORWARD(cudaMemcpy2DAsync, dst, dpitch, src, spitch, width, height, kind, s); });
+                     1, kind, [&](cudaMemcpyKind k) {
+                         return FORWARD(cudaMemcpy2DAsync, dst, dpitch, src, spitch, width, height, k, s);
+                     });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy2DAsync_ptsz, void *dst, size_t dpitch, const void *src, size_t spitch,
                size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t s) {
     s = per_thread(s);
     return copy_rows("cudaMemcpy2DAsync", s, rows(dst, dpitch), rows(const_cast<void *>(src), spitch), width, height,
-                     1, kind,
-                     [&] { return FORWARD(cudaMemcpy2DAsync_ptsz, dst, dpitch, src, spitch, width, height, kind, s); });
+                     1, kind, [&](cudaMemcpyKind k) {
+                         return FORWARD(cudaMemcpy2DAsync_ptsz, dst, dpitch, src, spitch, width, height, k, s);
+                     });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy3D, const cudaMemcpy3DParms *p) {
-    return copy3d("cudaMemcpy3D", nullptr, p, [&] { return FORWARD(cudaMemcpy3D, p); });
+    return copy3d("cudaMemcpy3D", nullptr, p, [&](const cudaMemcpy3DParms *q) { return FORWARD(cudaMemcpy3D, q); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy3D_ptds, const cudaMemcpy3DParms *p) {
-    return copy3d("cudaMemcpy3D", cudaStreamPerThread, p, [&] { return FORWARD(cudaMemcpy3D_ptds, p); });
+    return copy3d("cudaMemcpy3D", cudaStreamPerThread, p,
+                  [&](const cudaMemcpy3DParms *q) { return FORWARD(cudaMemcpy3D_ptds, q); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync, const cudaMemcpy3DParms *p, cudaStream_t s) {
-    return copy3d("cudaMemcpy3DAsync", s, p, [&] { return FORWARD(cudaMemcpy3DAsync, p, s); });
+    return copy3d("cudaMemcpy3DAsync", s, p,
+                  [&](const cudaMemcpy3DParms *q) { return FORWARD(cudaMemcpy3DAsync, q, s); });
 }
 CUDART_WRAPPER(cudaError_t, cudaMemcpy3DAsync_ptsz, const cudaMemcpy3DParms *p, cudaStream_t s) {
     s = per_thread(s);
-    return copy3d("cudaMemcpy3DAsync", s, p, [&] { return FORWARD(cudaMemcpy3DAsync_ptsz, p, s); });
+    return copy3d("cudaMemcpy3DAsync", s, p,
+                  [&](const cudaMemcpy3DParms *q) { return FORWARD(cudaMemcpy3DAsync_ptsz, q, s); });
 }
 
 CUDART_WRAPPER(cudaError_t, cudaMemset2D, void *dst, size_t pitch, int value, size_t width, size_t height) {

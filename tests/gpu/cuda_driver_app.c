@@ -206,6 +206,54 @@ static void run_graph(enum mode mode, CUfunction scale, CUstream stream) {
     CU(cuMemFree(v));
 }
 
+/* Copies and a fill captured into a graph with a kernel run at each of the
+ * graph's launches, on the data of then: managed memory copied (as host
+ * memory) into device memory, scaled there, and copied back (as host
+ * memory) over a cleared half (routed to sim or cpu, where the runtime
+ * runs kernels and moves shared memory itself, such captures are refused). */
+static void run_captured_copies(enum mode mode, CUfunction scale, CUstream stream) {
+    unsigned n = 4096, half = n / 2;
+    CUdeviceptr v, dbuf;
+    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAlloc(&dbuf, n * 4));
+    float *f = (float *)v, two = 2.0f;
+    void *params[] = {&dbuf, &two, &n};
+    CU(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUresult in = cuMemcpyHtoDAsync(dbuf, f, n * 4, stream);
+    CUresult kernel = cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, params, NULL);
+    CUresult fill = cuMemsetD8Async(v, 0, n * 4, stream);
+    CUresult out = cuMemcpyDtoHAsync(f + half, dbuf, half * 4, stream);
+    CUgraph g;
+    CU(cuStreamEndCapture(stream, &g));
+    if (mode == ROUTED && !on_gpu_backend()) {
+        CHECK(in == CUDA_ERROR_NOT_SUPPORTED && kernel == CUDA_ERROR_NOT_SUPPORTED &&
+                  fill == CUDA_ERROR_NOT_SUPPORTED && out == CUDA_ERROR_NOT_SUPPORTED,
+              "captured work on an emulated device: copy %d, kernel %d, fill %d, copy %d", (int)in, (int)kernel,
+              (int)fill, (int)out);
+    } else {
+        CU(in);
+        CU(kernel);
+        CU(fill);
+        CU(out);
+        CUgraphExec e;
+        CU(cuGraphInstantiate(&e, g, 0));
+        for (unsigned round = 0; round < 2; ++round) {
+            for (unsigned i = 0; i < n; ++i) f[i] = (float)(i + round);
+            CU(cuGraphLaunch(e, stream));
+            CU(cuStreamSynchronize(stream));
+            for (unsigned i = 0; i < half; ++i) {
+                CHECK(f[i] == 0.0f, "launch %u: the filled half: %g at %u", round, f[i], i);
+                CHECK(f[half + i] == 2.0f * (i + round), "launch %u: the copied half: %g at %u", round, f[half + i],
+                      i);
+            }
+        }
+        CU(cuGraphExecDestroy(e));
+    }
+    CU(cuGraphDestroy(g));
+    CU(cuMemFree(dbuf));
+    CU(cuMemFree(v));
+}
+
 /* Host functions between kernels on one stream. */
 static void run_host_functions(CUfunction scale, CUstream stream) {
     unsigned n = 4096;
@@ -609,6 +657,7 @@ int main(int argc, char **argv) {
     run_registered(mode, scale);
     run_array(stream);
     run_graph(mode, scale, stream);
+    run_captured_copies(mode, scale, stream);
     run_host_functions(scale, stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");

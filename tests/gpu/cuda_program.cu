@@ -11,7 +11,8 @@
 //             copies (cudaMemcpy3DBatchAsync)
 //   apis:     advice and a prefetch read back by range queries; a kernel
 //             captured into a CUDA graph and launched twice with
-//             the CPU writing between; managed memory attached to a
+//             the CPU writing between, and copies and a fill captured
+//             with one; managed memory attached to a
 //             stream; a malloc'd buffer registered and mapped for a kernel;
 //             a CUDA array filled from managed memory and read back; host
 //             functions between kernels on a stream, reading what the
@@ -286,6 +287,33 @@ static void apis(size_t n, unsigned blocks) {
     }
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
+
+    // Copies and a fill captured with a kernel run at each of the graph's
+    // launches, on the data of then: b copied (as host memory) to device
+    // memory, a triad there, out cleared and its first half copied back (as
+    // host memory).
+    float *dev = nullptr;
+    CK(cudaMalloc(&dev, bytes));
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK(cudaMemcpyAsync(dev, b, bytes, cudaMemcpyHostToDevice, s));
+    triad<<<blocks, 256, 0, s>>>(dev, a, dev, 3.0f, n);
+    CK(cudaGetLastError());
+    CK(cudaMemsetAsync(out, 0, bytes, s));
+    CK(cudaMemcpyAsync(out, dev, bytes / 2, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamEndCapture(s, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int round = 0; round < 2; ++round) {
+        for (size_t i = 0; i < n; ++i) b[i] = round ? 0.0f : b_of(i);
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaStreamSynchronize(s));
+        for (size_t i = 0; i < n; ++i) {
+            float want = i >= n / 2 ? 0.0f : round ? a_of(i) : triad_of(i);
+            if (out[i] != want) printf("apis: captured copies, launch %d: [%zu] = %g\n", round, i, out[i]), exit(1);
+        }
+    }
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaFree(dev));
 
     // A malloc'd buffer pinned and mapped for a kernel (zero copy); under
     // adsm-run --threshold 1M it is shared memory.

@@ -114,6 +114,7 @@ struct CUevent_st {
 struct CUstream_st {
     fake_device q;
     struct CUgraph_st *capture; /* the graph its launches go into while it captures */
+    int capture_broken;         /* a call not allowed while it captures was made: the capture fails */
     struct CUstream_st *next;
 };
 static struct CUstream_st *streams;
@@ -317,11 +318,19 @@ EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
 }
 
 /* CUDA graphs by stream capture: a capturing stream records its kernel
- * launches (their arguments copied, as at a launch); a launch of the graph
- * queues them in order on the stream it names. */
+ * launches (their arguments copied, as at a launch), copies and byte fills;
+ * a launch of the graph queues them in order on the stream it names.  A
+ * synchronisation of a capturing stream fails and breaks the capture, as
+ * the real driver's does. */
 #define FAKE_GRAPH_NODES 64
+typedef struct {
+    fake_job *kernel;      /* a kernel, or NULL: a copy (src set) or a fill */
+    CUdeviceptr dst, src;  /* device memory (mapped by the VMM API) or host memory, as the address says */
+    size_t n;
+    unsigned char value;
+} fake_node;
 struct CUgraph_st {
-    fake_job *nodes[FAKE_GRAPH_NODES];
+    fake_node nodes[FAKE_GRAPH_NODES];
     int n;
 };
 struct CUgraphExec_st {
@@ -343,8 +352,34 @@ static CUresult record(struct CUgraph_st *g, const fake_kernel *k, gpu_dim grid,
         j->args[i] = j->argbuf + off;
         off += (k->sizes[i] + 15) / 16 * 16;
     }
-    g->nodes[g->n++] = j;
+    g->nodes[g->n++].kernel = j;
     return CUDA_SUCCESS;
+}
+
+static CUresult record_copy(struct CUgraph_st *g, CUdeviceptr dst, CUdeviceptr src, size_t n, int fill,
+                            unsigned char value) {
+    if (g->n == FAKE_GRAPH_NODES) return CUDA_ERROR_OUT_OF_MEMORY;
+    fake_node node = {NULL, dst, fill ? 0 : src, n, value};
+    g->nodes[g->n++] = node;
+    return CUDA_SUCCESS;
+}
+
+/* The graph a stream-ordered call on s goes into, if s is capturing. */
+static struct CUgraph_st *capturing(CUstream s) { return real_stream(s) ? s->capture : NULL; }
+
+/* Where a node's address lies for the worker: device memory's view, or the
+ * address itself (host memory, or cuMemAlloc's, which is in the process). */
+static unsigned char *resolve(CUdeviceptr p) {
+    size_t run = 0;
+    unsigned char *view = vmm_view((uintptr_t)p, &run);
+    return view ? view : (unsigned char *)p;
+}
+
+static void run_node(void *arg) {
+    fake_node *node = (fake_node *)arg;
+    if (node->src) memmove(resolve(node->dst), resolve(node->src), node->n);
+    else memset(resolve(node->dst), node->value, node->n);
+    free(node);
 }
 
 static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, CUstream s, void **params, void **extra) {
@@ -377,6 +412,12 @@ EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *g) {
     if (!real_stream(s) || !s->capture) return CUDA_ERROR_ILLEGAL_STATE;
     *g = s->capture;
     s->capture = NULL;
+    if (s->capture_broken) {
+        s->capture_broken = 0;
+        cuGraphDestroy(*g);
+        *g = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -404,7 +445,13 @@ EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
     STICKY();
     if (!e) return CUDA_ERROR_INVALID_VALUE;
     for (int i = 0; i < e->graph->n; ++i) {
-        const fake_job *node = e->graph->nodes[i];
+        const fake_job *node = e->graph->nodes[i].kernel;
+        if (!node) {
+            fake_node *copy = (fake_node *)malloc(sizeof *copy);
+            *copy = e->graph->nodes[i];
+            fake_submit_owned_work(queue_of(s), run_node, copy);
+            continue;
+        }
         fake_job *j = (fake_job *)malloc(sizeof *j);
         memcpy(j, node, sizeof *j);
         for (unsigned a = 0; a < node->kernel.nparams; ++a)
@@ -424,7 +471,7 @@ EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
     COUNT();
     if (!g) return CUDA_ERROR_INVALID_VALUE;
     drain_all(); /* (a launched graph's jobs are copies; this keeps it simple) */
-    for (int i = 0; i < g->n; ++i) free(g->nodes[i]);
+    for (int i = 0; i < g->n; ++i) free(g->nodes[i].kernel);
     free(g);
     return CUDA_SUCCESS;
 }
@@ -499,6 +546,10 @@ EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) {
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
     COUNT();
     NEED_INIT();
+    if (capturing(s)) {
+        s->capture_broken = 1;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     fake_drain(queue_of(s));
     return (CUresult)atomic_load(queue_of(s)->shared_error ? queue_of(s)->shared_error : &queue_of(s)->error);
 }
@@ -802,6 +853,7 @@ EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, s
     STICKY();
     if (!src) return CUDA_ERROR_INVALID_VALUE;
     vmm_check_host(src, n, "cuMemcpyHtoDAsync");
+    if (capturing(s)) return record_copy(s->capture, dst, (CUdeviceptr)src, n, 0, 0);
     return (CUresult)vmm_queue(queue_of(s), (uintptr_t)dst, (unsigned char *)src, n, 1, 0, 0);
 }
 
@@ -811,6 +863,7 @@ EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t 
     STICKY();
     if (!dst) return CUDA_ERROR_INVALID_VALUE;
     vmm_check_host(dst, n, "cuMemcpyDtoHAsync");
+    if (capturing(s)) return record_copy(s->capture, (CUdeviceptr)dst, src, n, 0, 0);
     return (CUresult)vmm_queue(queue_of(s), (uintptr_t)src, (unsigned char *)dst, n, 0, 0, 0);
 }
 
@@ -818,6 +871,7 @@ EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, si
     COUNT();
     NEED_CONTEXT();
     STICKY();
+    if (capturing(s)) return record_copy(s->capture, dst, 0, n, 1, value);
     return (CUresult)vmm_queue(queue_of(s), (uintptr_t)dst, NULL, n, 1, 1, value);
 }
 
@@ -1031,13 +1085,28 @@ EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr 
     return sync_copy((void *)dst, (const void *)src, n, 1, 1, "cuMemcpyPeer");
 }
 
+/* Unified addressing: a generic copy's address that device memory is
+ * mapped at is device memory; any other is host memory. */
+static int is_device(CUdeviceptr p) {
+    size_t run = 0;
+    return vmm_view((uintptr_t)p, &run) != NULL;
+}
+
 EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
     COUNT();
-    return sync_copy((void *)dst, (const void *)src, n, 0, 0, "cuMemcpy");
+    return sync_copy((void *)dst, (const void *)src, n, is_device(dst), is_device(src), "cuMemcpy");
 }
 
 EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-    (void)s;
+    if (capturing(s)) {
+        COUNT();
+        NEED_CONTEXT();
+        STICKY();
+        if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+        if (!is_device(dst)) vmm_check_host((const void *)dst, n, "cuMemcpyAsync");
+        if (!is_device(src)) vmm_check_host((const void *)src, n, "cuMemcpyAsync");
+        return record_copy(s->capture, dst, src, n, 0, 0);
+    }
     return cuMemcpy(dst, src, n);
 }
 
