@@ -31,6 +31,14 @@ cudaError_t CUDARTAPI cudaMemset2DAsync_ptsz(void *dst, size_t pitch, int value,
                                              cudaStream_t s);
 cudaError_t CUDARTAPI cudaMemset3D_ptds(cudaPitchedPtr p, int value, cudaExtent e);
 cudaError_t CUDARTAPI cudaMemset3DAsync_ptsz(cudaPitchedPtr p, int value, cudaExtent e, cudaStream_t s);
+cudaError_t CUDARTAPI cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t n, size_t offset,
+                                              cudaMemcpyKind kind);
+cudaError_t CUDARTAPI cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t n, size_t offset,
+                                                cudaMemcpyKind kind);
+cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t n, size_t offset,
+                                                   cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t n, size_t offset,
+                                                     cudaMemcpyKind kind, cudaStream_t s);
 void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                                       const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim,
                                       dim3 *gDim, int *wSize);
@@ -91,7 +99,15 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaMemset3D)               \
     X(cudaMemset3D_ptds)          \
     X(cudaMemset3DAsync)          \
-    X(cudaMemset3DAsync_ptsz)
+    X(cudaMemset3DAsync_ptsz)     \
+    X(cudaMemcpyToSymbol)             \
+    X(cudaMemcpyToSymbol_ptds)        \
+    X(cudaMemcpyFromSymbol)           \
+    X(cudaMemcpyFromSymbol_ptds)      \
+    X(cudaMemcpyToSymbolAsync)        \
+    X(cudaMemcpyToSymbolAsync_ptsz)   \
+    X(cudaMemcpyFromSymbolAsync)      \
+    X(cudaMemcpyFromSymbolAsync_ptsz)
 
 ADSM_GPU_FAMILY(cuda_runtime_family, CUDA_RUNTIME_SYMBOLS)
 
@@ -452,6 +468,40 @@ cudaError_t copy_rows(const char *fn, cudaStream_t stream, Plane dst, Plane src,
     return to_cuda(s, fn);
 }
 
+// A copy between a variable of the program's module (__device__,
+// __constant__) and shared memory: the variable's device address from the
+// runtime, then as any copy with shared memory on a side.  The runtime's own
+// way to the driver may take the shared address for host memory, where the
+// driver copies nothing.
+template <class Forward>
+cudaError_t symbol_copy(const char *fn, cudaStream_t stream, const void *symbol, size_t offset, void *dst,
+                        const void *src, size_t n, bool to_symbol, cudaMemcpyKind kind, Forward &&forward) {
+    if (!gpu_routed(kApi) || !bridge::is_shared(to_symbol ? src : dst)) return forward();
+    using GetAddress = cudaError_t (*)(void **, const void *);
+    using GetSize = cudaError_t (*)(size_t *, const void *);
+    static const auto address =
+        reinterpret_cast<GetAddress>(adsm::interpose::driver_function(kLibrary, "cudaGetSymbolAddress"));
+    static const auto size = reinterpret_cast<GetSize>(adsm::interpose::driver_function(kLibrary, "cudaGetSymbolSize"));
+    if (!address || !size) return no_runtime(fn);
+    void *at = nullptr;
+    size_t bytes = 0;
+    {
+        GpuForwarding fw;
+        if (cudaError_t e = address(&at, symbol); e != cudaSuccess) return fail_with(e);
+        if (cudaError_t e = size(&bytes, symbol); e != cudaSuccess) return fail_with(e);
+    }
+    if (offset > bytes || n > bytes - offset) {
+        adsm::log(adsm::LogLevel::warn, "%s: %zu bytes at offset %zu of a %zu-byte variable", fn, n, offset, bytes);
+        return fail_with(cudaErrorInvalidValue);
+    }
+    char *var = static_cast<char *>(at) + offset;
+    if (to_symbol)
+        return copy(fn, stream, var, src, n, kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyHostToDevice,
+                    [&](cudaMemcpyKind k) { return FORWARD(cudaMemcpyAsync, var, src, n, k, stream); });
+    return copy(fn, stream, dst, var, n, kind == cudaMemcpyDeviceToDevice ? kind : cudaMemcpyDeviceToHost,
+                [&](cudaMemcpyKind k) { return FORWARD(cudaMemcpyAsync, dst, var, n, k, stream); });
+}
+
 Plane rows(void *p, size_t pitch) {
     Plane pl;
     pl.at = static_cast<char *>(p);
@@ -543,6 +593,49 @@ CUDART_WRAPPER(cudaError_t, cudaMemsetAsync, void *dst, int value, size_t n, cud
 CUDART_WRAPPER(cudaError_t, cudaMemsetAsync_ptsz, void *dst, int value, size_t n, cudaStream_t s) {
     s = per_thread(s);
     return fill("cudaMemsetAsync", s, dst, value, n, [&] { return FORWARD(cudaMemsetAsync_ptsz, dst, value, n, s); });
+}
+
+CUDART_WRAPPER(cudaError_t, cudaMemcpyToSymbol, const void *symbol, const void *src, size_t n, size_t offset,
+               cudaMemcpyKind kind) {
+    return symbol_copy("cudaMemcpyToSymbol", nullptr, symbol, offset, nullptr, src, n, true, kind,
+                       [&] { return FORWARD(cudaMemcpyToSymbol, symbol, src, n, offset, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyToSymbol_ptds, const void *symbol, const void *src, size_t n, size_t offset,
+               cudaMemcpyKind kind) {
+    return symbol_copy("cudaMemcpyToSymbol", cudaStreamPerThread, symbol, offset, nullptr, src, n, true, kind,
+                       [&] { return FORWARD(cudaMemcpyToSymbol_ptds, symbol, src, n, offset, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyFromSymbol, void *dst, const void *symbol, size_t n, size_t offset,
+               cudaMemcpyKind kind) {
+    return symbol_copy("cudaMemcpyFromSymbol", nullptr, symbol, offset, dst, nullptr, n, false, kind,
+                       [&] { return FORWARD(cudaMemcpyFromSymbol, dst, symbol, n, offset, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyFromSymbol_ptds, void *dst, const void *symbol, size_t n, size_t offset,
+               cudaMemcpyKind kind) {
+    return symbol_copy("cudaMemcpyFromSymbol", cudaStreamPerThread, symbol, offset, dst, nullptr, n, false, kind,
+                       [&] { return FORWARD(cudaMemcpyFromSymbol_ptds, dst, symbol, n, offset, kind); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyToSymbolAsync, const void *symbol, const void *src, size_t n, size_t offset,
+               cudaMemcpyKind kind, cudaStream_t s) {
+    return symbol_copy("cudaMemcpyToSymbolAsync", s, symbol, offset, nullptr, src, n, true, kind,
+                       [&] { return FORWARD(cudaMemcpyToSymbolAsync, symbol, src, n, offset, kind, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyToSymbolAsync_ptsz, const void *symbol, const void *src, size_t n,
+               size_t offset, cudaMemcpyKind kind, cudaStream_t s) {
+    cudaStream_t own = per_thread(s);
+    return symbol_copy("cudaMemcpyToSymbolAsync", own, symbol, offset, nullptr, src, n, true, kind,
+                       [&] { return FORWARD(cudaMemcpyToSymbolAsync_ptsz, symbol, src, n, offset, kind, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyFromSymbolAsync, void *dst, const void *symbol, size_t n, size_t offset,
+               cudaMemcpyKind kind, cudaStream_t s) {
+    return symbol_copy("cudaMemcpyFromSymbolAsync", s, symbol, offset, dst, nullptr, n, false, kind,
+                       [&] { return FORWARD(cudaMemcpyFromSymbolAsync, dst, symbol, n, offset, kind, s); });
+}
+CUDART_WRAPPER(cudaError_t, cudaMemcpyFromSymbolAsync_ptsz, void *dst, const void *symbol, size_t n, size_t offset,
+               cudaMemcpyKind kind, cudaStream_t s) {
+    cudaStream_t own = per_thread(s);
+    return symbol_copy("cudaMemcpyFromSymbolAsync", own, symbol, offset, dst, nullptr, n, false, kind,
+                       [&] { return FORWARD(cudaMemcpyFromSymbolAsync_ptsz, dst, symbol, n, offset, kind, s); });
 }
 
 CUDART_WRAPPER(cudaError_t, cudaMemcpy2D, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,

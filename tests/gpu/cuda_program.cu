@@ -14,7 +14,8 @@
 //             the CPU writing between, and copies and a fill captured
 //             with one; managed memory attached to a
 //             stream; a malloc'd buffer registered and mapped for a kernel;
-//             a CUDA array filled from managed memory and read back; host
+//             a CUDA array filled from managed memory and read back; a
+//             module variable written from and read into managed memory; host
 //             functions between kernels on a stream, reading what the
 //             kernel before wrote and writing what the kernel after reads
 #include <cuda_runtime.h>
@@ -31,6 +32,8 @@
             exit(1);                                                                              \
         }                                                                                         \
     } while (0)
+
+__device__ float module_variable[4096];
 
 __global__ void triad(float *out, const float *a, const float *b, float s, size_t n) {
     size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -339,6 +342,16 @@ static void apis(size_t n, unsigned blocks) {
     for (size_t i = 0; i < aw * ah; ++i)
         if (out[i] != a_of(i)) printf("apis: array round trip: [%zu] = %g\n", i, out[i]), exit(1);
     CK(cudaFreeArray(arr));
+
+    // A module variable to and from managed memory.
+    const size_t vn = sizeof module_variable / sizeof(float);
+    CK(cudaMemcpyToSymbol(module_variable, a, vn * sizeof(float)));
+    for (size_t i = 0; i < vn; ++i) out[i] = -1.0f;
+    CK(cudaMemcpyFromSymbol(out + 8, module_variable, (vn - 16) * sizeof(float), 8 * sizeof(float)));
+    for (size_t i = 0; i < vn; ++i) {
+        float want = i < 8 || i >= vn - 8 ? -1.0f : a_of(i);
+        if (out[i] != want) printf("apis: module variable: [%zu] = %g\n", i, out[i]), exit(1);
+    }
 
     // Host functions in stream order: each reads the kernel's output before
     // it and clears b, which the kernel after it reads.

@@ -31,7 +31,13 @@ typedef struct {
 } fatbin_wrapper;
 static fatbin_wrapper fatbin = {0x466243b1, 1, MODULE_IMAGE, NULL};
 
+/* What nvcc generates for a __device__ variable: a host shadow, whose
+ * address names it. */
+static float variable[256];
+
 extern void **__cudaRegisterFatBinary(void *fatbin);
+extern void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
+                              size_t size, int constant, int global);
 extern void __cudaRegisterFatBinaryEnd(void **handle);
 extern void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
                                    int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
@@ -42,6 +48,7 @@ __attribute__((constructor)) static void register_module(void) {
     __cudaRegisterFunction(h, (const char *)scale_stub, (char *)"scale", "scale", -1, 0, 0, 0, 0, 0);
     __cudaRegisterFunction(h, (const char *)crash_stub, (char *)"crash", "crash", -1, 0, 0, 0, 0, 0);
     __cudaRegisterFunction(h, (const char *)unregistered_stub, (char *)"unregistered", "unregistered", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterVar(h, (char *)variable, (char *)"variable", "variable", 0, sizeof variable, 0, 0);
     __cudaRegisterFatBinaryEnd(h);
 }
 
@@ -103,6 +110,31 @@ static void run_host_functions(cudaStream_t stream) {
           (int)second.status);
     for (unsigned i = 0; i < n; ++i) CHECK(v[i] == 8.0f * i + 6, "after the host functions: %g at %u", v[i], i);
     CUDA(cudaFree(v));
+}
+
+/* Copies between a module variable and managed memory (routed, shared
+ * memory: the runtime's own way to its driver might take it for host
+ * memory, where the driver copies nothing). */
+static void run_variable(void) {
+    const unsigned n = sizeof variable / sizeof variable[0];
+    float *in, *back;
+    CUDA(cudaMallocManaged((void **)&in, sizeof variable, cudaMemAttachGlobal));
+    CUDA(cudaMallocManaged((void **)&back, sizeof variable, cudaMemAttachGlobal));
+    for (unsigned i = 0; i < n; ++i) in[i] = 0.5f * i, back[i] = -1.0f;
+    CUDA(cudaMemcpyToSymbol(variable, in, 64 * 4, 16 * 4, cudaMemcpyHostToDevice));
+    CUDA(cudaMemcpyToSymbolAsync(variable, in + 64, 16 * 4, 0, cudaMemcpyHostToDevice, 0));
+    CUDA(cudaMemcpyFromSymbol(back, variable, 80 * 4, 0, cudaMemcpyDeviceToHost));
+    CUDA(cudaMemcpyFromSymbolAsync(back + 100, variable, 4 * 4, 16 * 4, cudaMemcpyDeviceToHost, 0));
+    CUDA(cudaDeviceSynchronize());
+    for (unsigned i = 0; i < 16; ++i) CHECK(back[i] == 0.5f * (64 + i), "variable[%u] = %g", i, back[i]);
+    for (unsigned i = 16; i < 80; ++i) CHECK(back[i] == 0.5f * (i - 16), "variable[%u] = %g", i, back[i]);
+    for (unsigned i = 0; i < 4; ++i) CHECK(back[100 + i] == 0.5f * i, "back[%u] = %g", 100 + i, back[100 + i]);
+    CHECK(back[80] == -1.0f && back[99] == -1.0f && back[104] == -1.0f, "bytes past the copies were written");
+    CHECK(cudaMemcpyToSymbol(variable, in, 8, sizeof variable - 4, cudaMemcpyHostToDevice) == cudaErrorInvalidValue,
+          "a copy past the variable's end");
+    cudaGetLastError();
+    CUDA(cudaFree(in));
+    CUDA(cudaFree(back));
 }
 
 static void run_errors(void) {
@@ -312,6 +344,7 @@ int main(int argc, char **argv) {
     check_floats(out, N, times6, "out after scale");
 
     run_host_functions(own);
+    run_variable();
     if (mode == ROUTED) {
         /* Advice through the runtime comes back from its range queries (the
          * driver's, which the runtime answers for shared memory). */

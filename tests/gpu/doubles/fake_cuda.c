@@ -898,6 +898,15 @@ static CUresult sync_copy(void *dst, const void *src, size_t n, int dst_dev, int
     return CUDA_SUCCESS;
 }
 
+/* A copy the CUDA runtime double makes by an entry of the driver's own,
+ * which no preload sees (as a runtime may reach its driver): host memory
+ * one side, device memory the other, as the real driver's own copies take
+ * them. */
+EXPORT CUresult fake_cuda_private_copy(void *dst, const void *src, size_t n, int to_device) {
+    COUNT();
+    return sync_copy(dst, src, n, to_device, !to_device, "the runtime's own copy");
+}
+
 EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     COUNT();
     return sync_copy((void *)dst, src, n, 1, 0, "cuMemcpyHtoD");

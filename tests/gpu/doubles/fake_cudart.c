@@ -177,6 +177,39 @@ EXPORT void CUDARTAPI __cudaRegisterFunction(void **handle, const char *hostFun,
     pthread_mutex_unlock(&stubs_mu);
 }
 
+/* Module variables (__device__, __constant__): device memory of the
+ * variable's size, found by its host shadow's address. */
+#define MAX_VARS 16
+static struct {
+    const void *shadow;
+    CUdeviceptr dev;
+    size_t size;
+} vars[MAX_VARS];
+static int nvars;
+
+EXPORT void CUDARTAPI __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName,
+                                        int ext, size_t size, int constant, int global) {
+    (void)handle, (void)deviceAddress, (void)deviceName, (void)ext, (void)constant, (void)global;
+    CUdeviceptr d;
+    if (ready() != cudaSuccess || drv.mem_alloc(&d, size) != CUDA_SUCCESS) return;
+    pthread_mutex_lock(&stubs_mu);
+    if (nvars < MAX_VARS) {
+        vars[nvars].shadow = hostVar;
+        vars[nvars].dev = d;
+        vars[nvars++].size = size;
+    }
+    pthread_mutex_unlock(&stubs_mu);
+}
+
+static int var_of(const void *symbol, CUdeviceptr *dev, size_t *size) {
+    int found = 0;
+    pthread_mutex_lock(&stubs_mu);
+    for (int i = 0; i < nvars && !found; ++i)
+        if (vars[i].shadow == symbol) *dev = vars[i].dev, *size = vars[i].size, found = 1;
+    pthread_mutex_unlock(&stubs_mu);
+    return found;
+}
+
 static CUfunction function_of(const void *stub) {
     CUfunction f = NULL;
     pthread_mutex_lock(&stubs_mu);
@@ -313,6 +346,69 @@ static cudaError_t copy_box3d(void *dst, size_t dpitch, size_t dheight, const vo
     c.dstPitch = dpitch, c.dstHeight = dheight, c.srcPitch = spitch, c.srcHeight = sheight;
     c.WidthInBytes = width, c.Height = height, c.Depth = depth;
     return from_cu(drv.copy(&c));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGetSymbolAddress(void **p, const void *symbol) {
+    READY();
+    CUdeviceptr dev;
+    size_t size;
+    if (!p || !var_of(symbol, &dev, &size)) return last_error = cudaErrorInvalidSymbol;
+    *p = (void *)dev;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGetSymbolSize(size_t *n, const void *symbol) {
+    READY();
+    CUdeviceptr dev;
+    if (!n || !var_of(symbol, &dev, n)) return last_error = cudaErrorInvalidSymbol;
+    return cudaSuccess;
+}
+
+/* A copy between a variable and host memory: where the runtime is a shared
+ * library, by an entry of the driver's own that no preload sees (as a
+ * runtime may reach its driver); linked in statically, by the driver's
+ * public copy from cuGetProcAddress. */
+static cudaError_t variable_copy(const void *symbol, size_t offset, void *host, size_t n, int to_variable) {
+    READY();
+    CUdeviceptr dev;
+    size_t size;
+    if (!var_of(symbol, &dev, &size)) return last_error = cudaErrorInvalidSymbol;
+    if (offset > size || n > size - offset) return last_error = cudaErrorInvalidValue;
+    void *var = (void *)(dev + offset);
+#ifdef FAKE_CUDART_STATIC
+    return to_variable ? copy_box3d(var, n, 1, host, n, 1, n, 1, 1, cudaMemcpyHostToDevice)
+                       : copy_box3d(host, n, 1, var, n, 1, n, 1, 1, cudaMemcpyDeviceToHost);
+#else
+    typedef CUresult (*PrivateCopy)(void *, const void *, size_t, int);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    PrivateCopy copy = lib ? (PrivateCopy)dlsym(lib, "fake_cuda_private_copy") : NULL;
+    if (!copy) return last_error = cudaErrorInsufficientDriver;
+    return from_cu(to_variable ? copy(var, host, n, 1) : copy(host, var, n, 0));
+#endif
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbol(const void *symbol, const void *src, size_t n, size_t offset,
+                                                enum cudaMemcpyKind kind) {
+    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDefault) return last_error = cudaErrorInvalidMemcpyDirection;
+    return variable_copy(symbol, offset, (void *)src, n, 1);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t n, size_t offset,
+                                                  enum cudaMemcpyKind kind) {
+    if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDefault) return last_error = cudaErrorInvalidMemcpyDirection;
+    return variable_copy(symbol, offset, dst, n, 0);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t n, size_t offset,
+                                                     enum cudaMemcpyKind kind, cudaStream_t s) {
+    (void)s; /* the double's copies are synchronous */
+    return cudaMemcpyToSymbol(symbol, src, n, offset, kind);
+}
+
+EXPORT cudaError_t CUDARTAPI cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t n, size_t offset,
+                                                       enum cudaMemcpyKind kind, cudaStream_t s) {
+    (void)s;
+    return cudaMemcpyFromSymbol(dst, symbol, n, offset, kind);
 }
 
 EXPORT cudaError_t CUDARTAPI cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
