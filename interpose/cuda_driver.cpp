@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 #include "interpose/cuda_graphs.h"
 #include "interpose/cuda_host_functions.h"
@@ -26,6 +28,7 @@
 #include "interpose/gpu_symbols.h"
 #include "interpose/handle_map.h"
 #include "interpose/range_advice.h"
+#include "support/driver_thread.h"
 #include "support/inside.h"
 #include "support/log.h"
 
@@ -816,13 +819,53 @@ CUresult run_host_function(const char *fn, StreamSync &&stream_sync, Call &&call
     return r;
 }
 }  // namespace
+namespace {
+struct HostNode {
+    adsm::interpose::HostFn fn;
+    void *data;
+};
+std::mutex g_host_nodes_mu;
+std::vector<std::unique_ptr<HostNode>> g_host_nodes;
+
+void CUDA_CB run_host_node(void *arg) {
+    const HostNode *node = static_cast<const HostNode *>(arg);
+    adsm::OnDriverThread marked;
+    node->fn(node->data);
+}
+}  // namespace
+
+namespace adsm::interpose {
+
+bool cuda_host_function_captured(void *stream) {
+    return gpu_routed(kApi) && bridge::started() && cuda_capturing(stream);
+}
+
+CapturedHostFn cuda_host_node(HostFn fn, void *data) {
+    adsm::Inside private_allocations;
+    std::lock_guard<std::mutex> lock(g_host_nodes_mu);
+    for (auto &n : g_host_nodes)
+        if (n->fn == fn && n->data == data) return {run_host_node, n.get()};
+    g_host_nodes.push_back(std::unique_ptr<HostNode>(new HostNode{fn, data}));
+    return {run_host_node, g_host_nodes.back().get()};
+}
+
+}  // namespace adsm::interpose
+
 CUDA_WRAPPER(cuLaunchHostFunc, CUstream s, CUhostFn f, void *data) {
+    if (f && adsm::interpose::cuda_host_function_captured(s)) {
+        auto node = adsm::interpose::cuda_host_node(f, data);
+        return FORWARD(cuLaunchHostFunc, s, node.fn, node.data);
+    }
     if (!f || !adsm::interpose::cuda_host_function_runs_here(s)) return FORWARD(cuLaunchHostFunc, s, f, data);
     return run_host_function(
         "cuLaunchHostFunc", [&] { return FORWARD(cuStreamSynchronize, s); },
         [&] { f(data); });
 }
 CUDA_WRAPPER(cuLaunchHostFunc_ptsz, CUstream s, CUhostFn f, void *data) {
+    if (f && adsm::interpose::cuda_host_function_captured(per_thread(s))) {
+        auto node = adsm::interpose::cuda_host_node(f, data);
+        return FORWARD(cuLaunchHostFunc_ptsz, s, node.fn, node.data);
+    }
     if (!f || !adsm::interpose::cuda_host_function_runs_here(per_thread(s)))
         return FORWARD(cuLaunchHostFunc_ptsz, s, f, data);
     return run_host_function(

@@ -12,7 +12,12 @@
 // after it returns, so it sees what it wrote.  Stream order holds; the
 // enqueuing thread waits for the stream meanwhile, and a function that waits
 // for a lock that thread holds, or for work it enqueues later, waits forever
-// (README says so).  One captured into a graph goes to the driver as it is.
+// (README says so).
+//
+// One captured into a graph runs on the driver's thread at each of the
+// graph's launches, marked so (support/driver_thread.h): a CPU access there
+// that races the graph's kernels is reported and aborts, where waiting
+// would never end (the kernels' completion waits for the function).
 #pragma once
 
 namespace adsm::interpose {
@@ -20,5 +25,18 @@ namespace adsm::interpose {
 // Whether a host function enqueued on `stream` (a CUstream or cudaStream_t,
 // the per-thread one already resolved) runs now, on the calling thread.
 bool cuda_host_function_runs_here(void *stream);
+
+// Whether one enqueued on `stream` is captured into a graph of a routed
+// program whose runtime has started; the driver then gets, in its place,
+// the function and data cuda_host_node gives for it.  Their record lives as
+// long as the process: a graph may be launched any number of times, and the
+// runtime is not told when it is destroyed.
+bool cuda_host_function_captured(void *stream);
+using HostFn = void (*)(void *);
+struct CapturedHostFn {
+    HostFn fn;
+    void *data;
+};
+CapturedHostFn cuda_host_node(HostFn fn, void *data);
 
 }  // namespace adsm::interpose

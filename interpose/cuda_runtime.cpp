@@ -318,12 +318,20 @@ cudaError_t run_host_function(const char *fn, StreamSync &&stream_sync, Call &&c
 }
 }  // namespace
 CUDART_WRAPPER(cudaError_t, cudaLaunchHostFunc, cudaStream_t s, cudaHostFn_t f, void *data) {
+    if (f && adsm::interpose::cuda_host_function_captured(s)) {
+        auto node = adsm::interpose::cuda_host_node(f, data);
+        return FORWARD(cudaLaunchHostFunc, s, node.fn, node.data);
+    }
     if (!f || !adsm::interpose::cuda_host_function_runs_here(s)) return FORWARD(cudaLaunchHostFunc, s, f, data);
     return run_host_function(
         "cudaLaunchHostFunc", [&] { return FORWARD(cudaStreamSynchronize, s); },
         [&] { f(data); });
 }
 CUDART_WRAPPER(cudaError_t, cudaLaunchHostFunc_ptsz, cudaStream_t s, cudaHostFn_t f, void *data) {
+    if (f && adsm::interpose::cuda_host_function_captured(per_thread(s))) {
+        auto node = adsm::interpose::cuda_host_node(f, data);
+        return FORWARD(cudaLaunchHostFunc_ptsz, s, node.fn, node.data);
+    }
     if (!f || !adsm::interpose::cuda_host_function_runs_here(per_thread(s)))
         return FORWARD(cudaLaunchHostFunc_ptsz, s, f, data);
     return run_host_function(

@@ -17,6 +17,7 @@
 #include "os/fault_signals.h"
 #include "os/safe_line.h"
 #include "protocols/protocol.h"
+#include "support/driver_thread.h"
 #include "support/inside.h"
 #include "support/log.h"
 #include "support/profile.h"
@@ -103,6 +104,14 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
             g_manager->settle(c);
         } else {
             stats().add(Counter::race_faults);
+            if (on_driver_thread() && g_policy != RacePolicy::warn) {
+                // Waiting here would wait for ever: the kernels' completion
+                // waits for this very function.
+                report_race(*r, a, write, uctx,
+                            "aborting: the access is a host function's that the GPU driver runs (a CUDA graph's host "
+                            "node), where the runtime can neither wait for the kernels nor fetch what they wrote");
+                abort();
+            }
             switch (g_policy) {
             case RacePolicy::abort:
                 report_race(*r, a, write, uctx, "aborting");

@@ -211,6 +211,35 @@ static void run_graph(enum mode mode, CUfunction scale, CUstream stream) {
  * memory) into device memory, scaled there, and copied back (as host
  * memory) over a cleared half (routed to sim or cpu, where the runtime
  * runs kernels and moves shared memory itself, such captures are refused). */
+static void CUDA_CB count_launch(void *arg) { ++*(int *)arg; }
+
+/* A host function captured into a graph after the graph's kernel, reading
+ * what the kernel wrote: CUDA runs it at each launch; routed, the runtime
+ * cannot serve it on the driver's thread (neither wait for the kernel nor
+ * fetch its output there) and says so, where waiting would never end.
+ * Only with APP_GRAPH_HOST_NODE=1: routed, it aborts. */
+static float first_seen;
+static void CUDA_CB read_first(void *arg) { first_seen = *(float *)arg; }
+
+static void run_graph_host_node(CUfunction scale, CUstream stream) {
+    unsigned n = 4096;
+    CUdeviceptr v;
+    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    float *f = (float *)v, two = 2.0f;
+    for (unsigned i = 0; i < n; ++i) f[i] = 1.0f + i;
+    void *params[] = {&v, &two, &n};
+    CU(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, params, NULL));
+    CU(cuLaunchHostFunc(stream, read_first, f));
+    CUgraph g;
+    CUgraphExec e;
+    CU(cuStreamEndCapture(stream, &g));
+    CU(cuGraphInstantiate(&e, g, 0));
+    CU(cuGraphLaunch(e, stream));
+    CU(cuStreamSynchronize(stream));
+    printf("graph host node: read %g\n", first_seen);
+}
+
 static void run_captured_copies(enum mode mode, CUfunction scale, CUstream stream) {
     unsigned n = 4096, half = n / 2;
     CUdeviceptr v, dbuf;
@@ -223,6 +252,8 @@ static void run_captured_copies(enum mode mode, CUfunction scale, CUstream strea
     CUresult kernel = cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, params, NULL);
     CUresult fill = cuMemsetD8Async(v, 0, n * 4, stream);
     CUresult out = cuMemcpyDtoHAsync(f + half, dbuf, half * 4, stream);
+    int launches = 0; /* a host function that touches no shared memory runs at each launch */
+    CU(cuLaunchHostFunc(stream, count_launch, &launches));
     CUgraph g;
     CU(cuStreamEndCapture(stream, &g));
     if (mode == ROUTED && !on_gpu_backend()) {
@@ -248,6 +279,7 @@ static void run_captured_copies(enum mode mode, CUfunction scale, CUstream strea
             }
         }
         CU(cuGraphExecDestroy(e));
+        CHECK(launches == 2, "the captured host function ran %d times in 2 launches", launches);
     }
     CU(cuGraphDestroy(g));
     CU(cuMemFree(dbuf));
@@ -325,6 +357,12 @@ int main(int argc, char **argv) {
     CU(cuModuleGetFunction(&sum_list, module, "sum_list"));
     CU(cuModuleGetFunction(&crash, module, "crash"));
     CU(cuModuleGetFunction(&unregistered, module, "unregistered"));
+    if (getenv("APP_GRAPH_HOST_NODE")) {
+        CUstream own;
+        CU(cuStreamCreate(&own, 0));
+        run_graph_host_node(scale, own);
+        return 0;
+    }
     if (mode == ERRORS) {
         run_errors(add, unregistered, crash);
         run_registered(mode, scale);

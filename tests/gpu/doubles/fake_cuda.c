@@ -324,7 +324,9 @@ EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
  * the real driver's does. */
 #define FAKE_GRAPH_NODES 64
 typedef struct {
-    fake_job *kernel;      /* a kernel, or NULL: a copy (src set) or a fill */
+    fake_job *kernel;      /* a kernel, or NULL: a host function, a copy (src set) or a fill */
+    CUhostFn host;
+    void *host_data;
     CUdeviceptr dst, src;  /* device memory (mapped by the VMM API) or host memory, as the address says */
     size_t n;
     unsigned char value;
@@ -359,7 +361,7 @@ static CUresult record(struct CUgraph_st *g, const fake_kernel *k, gpu_dim grid,
 static CUresult record_copy(struct CUgraph_st *g, CUdeviceptr dst, CUdeviceptr src, size_t n, int fill,
                             unsigned char value) {
     if (g->n == FAKE_GRAPH_NODES) return CUDA_ERROR_OUT_OF_MEMORY;
-    fake_node node = {NULL, dst, fill ? 0 : src, n, value};
+    fake_node node = {NULL, NULL, NULL, dst, fill ? 0 : src, n, value};
     g->nodes[g->n++] = node;
     return CUDA_SUCCESS;
 }
@@ -446,6 +448,14 @@ EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
     if (!e) return CUDA_ERROR_INVALID_VALUE;
     for (int i = 0; i < e->graph->n; ++i) {
         const fake_job *node = e->graph->nodes[i].kernel;
+        if (!node && e->graph->nodes[i].host) {
+            vmm_host_fn *h = (vmm_host_fn *)calloc(1, sizeof *h);
+            h->fn = e->graph->nodes[i].host;
+            h->data = e->graph->nodes[i].host_data;
+            h->error = &devices[current_gpu()].error;
+            fake_submit_owned_work(queue_of(s), vmm_do_host_fn, h);
+            continue;
+        }
         if (!node) {
             fake_node *copy = (fake_node *)malloc(sizeof *copy);
             *copy = e->graph->nodes[i];
@@ -1215,6 +1225,13 @@ EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) {
     NEED_CONTEXT();
     STICKY();
     if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    if (capturing(s)) {
+        struct CUgraph_st *g = s->capture;
+        if (g->n == FAKE_GRAPH_NODES) return CUDA_ERROR_OUT_OF_MEMORY;
+        fake_node node = {NULL, fn, data, 0, 0, 0, 0};
+        g->nodes[g->n++] = node;
+        return CUDA_SUCCESS;
+    }
     vmm_host_fn *h = (vmm_host_fn *)calloc(1, sizeof *h);
     h->fn = fn;
     h->error = &devices[current_gpu()].error;
