@@ -56,6 +56,10 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                      unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
+CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                                unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                                unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                                void **kernelParams);
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream);
 CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
@@ -124,6 +128,8 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuLaunchKernel_ptsz)                                                                                       \
     X(cuLaunchKernelEx)                                                                                          \
     X(cuLaunchKernelEx_ptsz)                                                                                     \
+    X(cuLaunchCooperativeKernel)                                                                                 \
+    X(cuLaunchCooperativeKernel_ptsz)                                                                            \
     X(cuCtxSynchronize)                                                                                          \
     X(cuStreamSynchronize)                                                                                       \
     X(cuStreamSynchronize_ptsz)                                                                                  \
@@ -756,6 +762,34 @@ CUDA_WRAPPER(cuModuleGetFunction, CUfunction *hfunc, CUmodule hmod, const char *
     return r;
 }
 
+// Work the driver launches as the program made it, on the program's
+// stream, after a release: the next synchronisation, of whichever stream,
+// waits for it and acquires (gpu_bridge::release_for_driver_launch).
+namespace {
+template <class Forward>
+CUresult driver_launch(const char *fn, CUstream stream, Forward &&forward) {
+    CUresult own = CUDA_SUCCESS;  // the driver's own error, passed on as it is
+    Status s = bridge::release_for_driver_launch(stream, [&] {
+        own = forward();
+        return own == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "%s: CUDA error %d", fn, own);
+    });
+    if (own != CUDA_SUCCESS) return own;
+    return to_cu(s, fn);
+}
+
+// A launch the runtime's own would not reproduce: cuLaunchKernelEx's
+// attributes (cooperative, clusters, priority, ...) and a cooperative
+// launch.  On the cuda device it goes to the driver as the program made it
+// (after a release, as a graph's launch); on an emulated device, whose
+// kernels are host functions, as an ordinary launch (`ordinary`), which
+// also records one on a capturing stream.
+template <class Ordinary, class Forward>
+CUresult launch_as_made(const char *fn, CUstream stream, Ordinary &&ordinary, Forward &&forward) {
+    if (!bridge::runs_program_kernels() || adsm::interpose::cuda_capturing(stream)) return ordinary();
+    return driver_launch(fn, stream, forward);
+}
+}  // namespace
+
 CUDA_WRAPPER(cuLaunchKernel, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
              unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra) {
     if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
@@ -771,16 +805,44 @@ CUDA_WRAPPER(cuLaunchKernel_ptsz, CUfunction f, unsigned int gx, unsigned int gy
                   [&] { return FORWARD(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shared, s, params, extra); });
 }
 
+// With attributes, a launch the runtime's own would not reproduce (launch_as_made).
 CUDA_WRAPPER(cuLaunchKernelEx, const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
-    if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernelEx, config, f, params, extra);
-    return launch_ex("cuLaunchKernelEx", config, f, params, extra,
-                     [&] { return FORWARD(cuLaunchKernelEx, config, f, params, extra); });
+    auto forward = [&] { return FORWARD(cuLaunchKernelEx, config, f, params, extra); };
+    if (!adsm::interpose::gpu_routed(kApi)) return forward();
+    auto ordinary = [&] { return launch_ex("cuLaunchKernelEx", config, f, params, extra, forward); };
+    if (!config || config->numAttrs == 0 || !f) return ordinary();
+    return launch_as_made("cuLaunchKernelEx", config->hStream, ordinary, forward);
 }
 
 CUDA_WRAPPER(cuLaunchKernelEx_ptsz, const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
-    if (!adsm::interpose::gpu_routed(kApi)) return FORWARD(cuLaunchKernelEx_ptsz, config, f, params, extra);
-    return launch_ex("cuLaunchKernelEx", config, f, params, extra,
-                     [&] { return FORWARD(cuLaunchKernelEx_ptsz, config, f, params, extra); });
+    auto forward = [&] { return FORWARD(cuLaunchKernelEx_ptsz, config, f, params, extra); };
+    if (!adsm::interpose::gpu_routed(kApi)) return forward();
+    auto ordinary = [&] { return launch_ex("cuLaunchKernelEx", config, f, params, extra, forward); };
+    if (!config || config->numAttrs == 0 || !f) return ordinary();
+    return launch_as_made("cuLaunchKernelEx", per_thread(config->hStream), ordinary, forward);
+}
+
+CUDA_WRAPPER(cuLaunchCooperativeKernel, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+             unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params) {
+    auto forward = [&] { return FORWARD(cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shared, s, params); };
+    if (!adsm::interpose::gpu_routed(kApi)) return forward();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    return launch_as_made(
+        "cuLaunchCooperativeKernel", s,
+        [&] { return launch("cuLaunchCooperativeKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, nullptr, forward); },
+        forward);
+}
+CUDA_WRAPPER(cuLaunchCooperativeKernel_ptsz, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+             unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params) {
+    auto forward = [&] {
+        return FORWARD(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, shared, s, params);
+    };
+    if (!adsm::interpose::gpu_routed(kApi)) return forward();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    return launch_as_made(
+        "cuLaunchCooperativeKernel", per_thread(s),
+        [&] { return launch("cuLaunchCooperativeKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, nullptr, forward); },
+        forward);
 }
 
 // A graph's kernels may use shared memory (on the cuda device, launches
@@ -789,13 +851,7 @@ CUDA_WRAPPER(cuLaunchKernelEx_ptsz, const CUlaunchConfig *config, CUfunction f, 
 template <class Forward>
 CUresult graph_launch(CUstream stream, Forward &&forward) {
     if (!adsm::interpose::gpu_routed(kApi) || !bridge::runs_program_kernels()) return forward();
-    CUresult own = CUDA_SUCCESS;  // the driver's own error, passed on as it is
-    Status s = bridge::release_for_driver_launch(stream, [&] {
-        own = forward();
-        return own == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "cuGraphLaunch: CUDA error %d", own);
-    });
-    if (own != CUDA_SUCCESS) return own;
-    return to_cu(s, "cuGraphLaunch");
+    return driver_launch("cuGraphLaunch", stream, forward);
 }
 CUDA_WRAPPER(cuGraphLaunch, CUgraphExec e, CUstream s) {
     return graph_launch(s, [&] { return FORWARD(cuGraphLaunch, e, s); });

@@ -45,6 +45,9 @@ void CUDARTAPI __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun
 cudaError_t CUDARTAPI cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                             size_t sharedMem, cudaStream_t stream);
 cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t CUDARTAPI cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                                       size_t sharedMem, cudaStream_t stream);
+cudaError_t CUDARTAPI cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args);
 cudaError_t CUDARTAPI cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *data);
 cudaError_t CUDARTAPI cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t cb, void *data,
                                                  unsigned int flags);
@@ -70,6 +73,10 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cudaFree)                   \
     X(cudaLaunchKernel)           \
     X(cudaLaunchKernel_ptsz)      \
+    X(cudaLaunchCooperativeKernel)      \
+    X(cudaLaunchCooperativeKernel_ptsz) \
+    X(cudaLaunchKernelExC)              \
+    X(cudaLaunchKernelExC_ptsz)         \
     X(cudaDeviceSynchronize)      \
     X(cudaStreamSynchronize)      \
     X(cudaStreamSynchronize_ptsz) \
@@ -293,16 +300,63 @@ CUDART_WRAPPER(cudaError_t, cudaLaunchKernel_ptsz, const void *func, dim3 grid, 
                   [&] { return FORWARD(cudaLaunchKernel_ptsz, func, grid, block, args, shared, stream); });
 }
 
+// Work the driver launches as the program made it, on the program's
+// stream, after a release (as the driver's wrappers do: cuda_driver.cpp).
+namespace {
+template <class Forward>
+cudaError_t driver_launch(const char *fn, cudaStream_t stream, Forward &&forward) {
+    cudaError_t own = cudaSuccess;  // the runtime's own error, passed on as it is
+    Status st = bridge::release_for_driver_launch(stream, [&] {
+        own = forward();
+        return own == cudaSuccess ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "%s: CUDA error %d", fn, own);
+    });
+    if (own != cudaSuccess) return fail_with(own);
+    return to_cuda(st, fn);
+}
+
+// A launch the runtime's own would not reproduce (a cooperative one,
+// cudaLaunchKernelExC's attributes): on the cuda device as the program made
+// it, after a release; on an emulated device as an ordinary launch.
+template <class Forward>
+cudaError_t launch_as_made(const char *fn, const void *func, dim3 grid, dim3 block, void **args, size_t shared,
+                           cudaStream_t stream, Forward &&forward) {
+    if (!bridge::runs_program_kernels() || adsm::interpose::cuda_capturing(stream))
+        return launch(func, grid, block, args, shared, stream, forward);
+    if (!func) return fail_with(cudaErrorInvalidDeviceFunction);
+    return driver_launch(fn, stream, forward);
+}
+}  // namespace
+
+CUDART_WRAPPER(cudaError_t, cudaLaunchCooperativeKernel, const void *func, dim3 grid, dim3 block, void **args,
+               size_t shared, cudaStream_t stream) {
+    auto forward = [&] { return FORWARD(cudaLaunchCooperativeKernel, func, grid, block, args, shared, stream); };
+    if (!gpu_routed(kApi)) return forward();
+    return launch_as_made("cudaLaunchCooperativeKernel", func, grid, block, args, shared, stream, forward);
+}
+CUDART_WRAPPER(cudaError_t, cudaLaunchCooperativeKernel_ptsz, const void *func, dim3 grid, dim3 block, void **args,
+               size_t shared, cudaStream_t stream) {
+    auto forward = [&] { return FORWARD(cudaLaunchCooperativeKernel_ptsz, func, grid, block, args, shared, stream); };
+    if (!gpu_routed(kApi)) return forward();
+    return launch_as_made("cudaLaunchCooperativeKernel", func, grid, block, args, shared, per_thread(stream), forward);
+}
+CUDART_WRAPPER(cudaError_t, cudaLaunchKernelExC, const cudaLaunchConfig_t *config, const void *func, void **args) {
+    auto forward = [&] { return FORWARD(cudaLaunchKernelExC, config, func, args); };
+    if (!gpu_routed(kApi) || !config) return forward();
+    return launch_as_made("cudaLaunchKernelExC", func, config->gridDim, config->blockDim, args,
+                          config->dynamicSmemBytes, config->stream, forward);
+}
+CUDART_WRAPPER(cudaError_t, cudaLaunchKernelExC_ptsz, const cudaLaunchConfig_t *config, const void *func,
+               void **args) {
+    auto forward = [&] { return FORWARD(cudaLaunchKernelExC_ptsz, config, func, args); };
+    if (!gpu_routed(kApi) || !config) return forward();
+    return launch_as_made("cudaLaunchKernelExC", func, config->gridDim, config->blockDim, args,
+                          config->dynamicSmemBytes, per_thread(config->stream), forward);
+}
+
 // A graph launch releases first (cuda_graphs.h).
 CUDART_WRAPPER(cudaError_t, cudaGraphLaunch, cudaGraphExec_t e, cudaStream_t s) {
     if (!gpu_routed(kApi) || !bridge::runs_program_kernels()) return FORWARD(cudaGraphLaunch, e, s);
-    cudaError_t own = cudaSuccess;  // the runtime's own error, passed on as it is
-    Status st = bridge::release_for_driver_launch(s, [&] {
-        own = FORWARD(cudaGraphLaunch, e, s);
-        return own == cudaSuccess ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "cudaGraphLaunch: CUDA error %d", own);
-    });
-    if (own != cudaSuccess) return fail_with(own);
-    return to_cuda(st, "cudaGraphLaunch");
+    return driver_launch("cudaGraphLaunch", s, [&] { return FORWARD(cudaGraphLaunch, e, s); });
 }
 
 // A host function on a routed stream runs here and now, as the driver's

@@ -286,6 +286,39 @@ static void run_captured_copies(enum mode mode, CUfunction scale, CUstream strea
     CU(cuMemFree(v));
 }
 
+/* A cooperative launch and one with attributes: the runtime's own launch
+ * would drop what makes them so, so that on the cuda device they reach the
+ * driver as the program made them, after a release; routed to sim or cpu
+ * they run as ordinary launches there. */
+static void run_launches_as_made(enum mode mode, CUfunction scale) {
+    unsigned n = 4096;
+    CUdeviceptr v;
+    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    float *f = (float *)v, two = 2.0f;
+    for (unsigned i = 0; i < n; ++i) f[i] = (float)i;
+    void *params[] = {&v, &two, &n};
+    long cooperative = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernel");
+    long with_attributes = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx with attributes");
+    CU(cuLaunchCooperativeKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, NULL, params));
+    CU(cuCtxSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 2.0f * i, "after a cooperative launch: %g at %u", f[i], i);
+    for (unsigned i = 0; i < n; ++i) f[i] += 1;
+    CUlaunchAttribute priority;
+    memset(&priority, 0, sizeof priority);
+    priority.id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    priority.value.priority = 0;
+    CUlaunchConfig config = {n / 256, 1, 1, 256, 1, 1, 0, NULL, &priority, 1};
+    CU(cuLaunchKernelEx(&config, scale, params, NULL));
+    CU(cuCtxSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 4.0f * i + 2, "after a launch with attributes: %g at %u", f[i], i);
+    check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernel") - cooperative,
+                   "cuLaunchCooperativeKernel");
+    check_launches(mode,
+                   driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx with attributes") - with_attributes,
+                   "cuLaunchKernelEx with attributes");
+    CU(cuMemFree(v));
+}
+
 /* Host functions between kernels on one stream. */
 static void run_host_functions(CUfunction scale, CUstream stream) {
     unsigned n = 4096;
@@ -696,6 +729,7 @@ int main(int argc, char **argv) {
     run_array(stream);
     run_graph(mode, scale, stream);
     run_captured_copies(mode, scale, stream);
+    run_launches_as_made(mode, scale);
     run_host_functions(scale, stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");

@@ -137,6 +137,42 @@ static void run_variable(void) {
     CUDA(cudaFree(back));
 }
 
+/* A cooperative launch and one with attributes (cuda_driver_app.c has the
+ * same through the driver). */
+static void run_launches_as_made(enum mode mode) {
+    unsigned n = 4096;
+    float *v, two = 2.0f;
+    CUDA(cudaMallocManaged((void **)&v, n * 4, cudaMemAttachGlobal));
+    for (unsigned i = 0; i < n; ++i) v[i] = (float)i;
+    void *args[] = {&v, &two, &n};
+    dim3 grid = {n / 256, 1, 1}, block = {256, 1, 1};
+    long cooperative = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernel");
+    long with_attributes = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx with attributes");
+    CUDA(cudaLaunchCooperativeKernel((const void *)scale_stub, grid, block, args, 0, 0));
+    CUDA(cudaDeviceSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(v[i] == 2.0f * i, "after a cooperative launch: %g at %u", v[i], i);
+    for (unsigned i = 0; i < n; ++i) v[i] += 1;
+    cudaLaunchAttribute priority;
+    memset(&priority, 0, sizeof priority);
+    priority.id = cudaLaunchAttributePriority;
+    priority.val.priority = 0;
+    cudaLaunchConfig_t config;
+    memset(&config, 0, sizeof config);
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.attrs = &priority;
+    config.numAttrs = 1;
+    CUDA(cudaLaunchKernelExC(&config, (const void *)scale_stub, args));
+    CUDA(cudaDeviceSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(v[i] == 4.0f * i + 2, "after a launch with attributes: %g at %u", v[i], i);
+    check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernel") - cooperative,
+                   "cuLaunchCooperativeKernel");
+    check_launches(mode,
+                   driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx with attributes") - with_attributes,
+                   "cuLaunchKernelEx with attributes");
+    CUDA(cudaFree(v));
+}
+
 static void run_errors(void) {
     float *p;
     CHECK(cudaMallocManaged((void **)&p, 0, cudaMemAttachGlobal) == cudaErrorInvalidValue, "size 0");
@@ -345,6 +381,7 @@ int main(int argc, char **argv) {
 
     run_host_functions(own);
     run_variable();
+    run_launches_as_made(mode);
     if (mode == ROUTED) {
         /* Advice through the runtime comes back from its range queries (the
          * driver's, which the runtime answers for shared memory). */

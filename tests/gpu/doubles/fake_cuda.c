@@ -502,10 +502,21 @@ EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsig
     return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, s, params, extra);
 }
 
+/* Launches whose attributes (or kind) the double keeps no use for are
+ * counted apart, so that a test sees them reach it as the program made them. */
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (c->numAttrs && fake_count("cuLaunchKernelEx with attributes")) return CUDA_ERROR_OUT_OF_MEMORY;
     return launch(f, (gpu_dim){c->gridDimX, c->gridDimY, c->gridDimZ}, (gpu_dim){c->blockDimX, c->blockDimY, c->blockDimZ},
                   c->hStream, params, extra);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                                  unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                                  CUstream s, void **params) {
+    COUNT();
+    (void)shared;
+    return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, s, params, NULL);
 }
 
 EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
@@ -1443,6 +1454,7 @@ static const struct {
     {"cuMemFree", NULL, NULL, (void *)cuMemFree, 3020},
     {"cuLaunchKernel", (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz, NULL, 0},
     {"cuLaunchKernelEx", (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx_ptsz, NULL, 0},
+    {"cuLaunchCooperativeKernel", (void *)cuLaunchCooperativeKernel, NULL, NULL, 0},
     {"cuCtxSynchronize", (void *)cuCtxSynchronize, NULL, NULL, 0},
     {"cuStreamCreate", (void *)cuStreamCreate, NULL, NULL, 0},
     {"cuStreamSynchronize", (void *)cuStreamSynchronize, (void *)cuStreamSynchronize_ptsz, NULL, 0},

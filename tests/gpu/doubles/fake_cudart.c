@@ -52,6 +52,9 @@ static struct {
     CUresult (*advise)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
     CUresult (*range_attribute)(void *, size_t, CUmem_range_attribute, CUdeviceptr, size_t);
     CUresult (*range_attributes)(void **, size_t *, CUmem_range_attribute *, size_t, CUdeviceptr, size_t);
+    CUresult (*launch_cooperative)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   CUstream, void **);
+    CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -104,6 +107,8 @@ static void start(void) {
     *(void **)&drv.advise = proc(get, "cuMemAdvise");
     *(void **)&drv.range_attribute = proc(get, "cuMemRangeGetAttribute");
     *(void **)&drv.range_attributes = proc(get, "cuMemRangeGetAttributes");
+    *(void **)&drv.launch_cooperative = proc(get, "cuLaunchCooperativeKernel");
+    *(void **)&drv.launch_ex = proc(get, "cuLaunchKernelEx");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -552,6 +557,27 @@ EXPORT cudaError_t CUDARTAPI cudaMemRangeGetAttributes(void **data, size_t *size
                                                        size_t count, const void *p, size_t n) {
     READY();
     return from_cu(drv.range_attributes(data, sizes, (CUmem_range_attribute *)attrs, count, (CUdeviceptr)p, n));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args,
+                                                         size_t shared, cudaStream_t stream) {
+    READY();
+    CUfunction f = function_of(func);
+    if (!f) return last_error = cudaErrorInvalidDeviceFunction;
+    return from_cu(drv.launch_cooperative(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)shared,
+                                          (CUstream)stream, args));
+}
+
+/* (A launch attribute is laid out as the driver's.) */
+EXPORT cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
+    READY();
+    CUfunction f = function_of(func);
+    if (!f) return last_error = cudaErrorInvalidDeviceFunction;
+    if (!config) return last_error = cudaErrorInvalidValue;
+    CUlaunchConfig c = {config->gridDim.x, config->gridDim.y, config->gridDim.z, config->blockDim.x,
+                        config->blockDim.y, config->blockDim.z, (unsigned)config->dynamicSmemBytes,
+                        (CUstream)config->stream, (CUlaunchAttribute *)config->attrs, config->numAttrs};
+    return from_cu(drv.launch_ex(&c, f, args, NULL));
 }
 
 EXPORT cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
