@@ -55,6 +55,9 @@
     X(zeCommandListCreateImmediate)         \
     X(zeCommandListReset)                   \
     X(zeCommandListAppendLaunchKernel)      \
+    X(zeCommandListAppendLaunchCooperativeKernel)        \
+    X(zeCommandListAppendLaunchKernelIndirect)           \
+    X(zeCommandListAppendLaunchMultipleKernelsIndirect)  \
     X(zeCommandListAppendMemoryPrefetch)    \
     X(zeCommandListAppendMemAdvise)         \
     X(zeCommandListAppendMemoryCopy)        \
@@ -467,6 +470,65 @@ ZE_WRAPPER(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_ke
     Launch l;
     if (ze_result_t r = capture(kernel, groups, &l); r != ZE_RESULT_SUCCESS) return r;
     return append(list, ls, std::move(l), signal, nwait, waits, fn);
+}
+
+// A cooperative launch on a GPU back-end's regular list is the driver's, as
+// any command there (the list's execution releases first); on an emulated
+// device, an ordinary launch of the host-function kernel.  On the back-end's
+// immediate list the runtime makes the launch itself, and not cooperative:
+// refused, with a message.
+ZE_WRAPPER(zeCommandListAppendLaunchCooperativeKernel, ze_command_list_handle_t list, ze_kernel_handle_t kernel,
+           const ze_group_count_t *groups, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    auto forward = [&] {
+        return FORWARD(zeCommandListAppendLaunchCooperativeKernel, list, kernel, groups, signal, nwait, waits);
+    };
+    if (!gpu_routed(kApi)) return forward();
+    constexpr const char *fn = "zeCommandListAppendLaunchCooperativeKernel";
+    ListState *ls = g_lists.find(list);
+    if (on_other_gpu_list(ls)) return forward();
+    if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (for_the_driver(ls)) return driver_runs(ls, forward());
+    if (bridge::runs_program_kernels())
+        return refuse(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, fn,
+                      "a cooperative launch on an immediate command list, which the runtime launches itself (not "
+                      "cooperatively): append it to a regular command list");
+    Launch l;
+    if (ze_result_t r = capture(kernel, groups, &l); r != ZE_RESULT_SUCCESS) return r;
+    return append(list, ls, std::move(l), signal, nwait, waits, fn);
+}
+
+// Launches whose group counts the device reads when they run: the driver's
+// on a GPU back-end's regular list; elsewhere the runtime, which makes the
+// launch itself, would need the counts at the append (earlier commands may
+// still write them): refused, with a message.
+template <class Forward>
+ze_result_t indirect_launch(const char *fn, ze_command_list_handle_t list, uint32_t nwait, ze_event_handle_t *waits,
+                            Forward &&forward) {
+    if (!gpu_routed(kApi)) return forward();
+    ListState *ls = g_lists.find(list);
+    if (on_other_gpu_list(ls)) return forward();
+    if (!ls) return refuse(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, fn, "a command list the preload did not see created");
+    if (nwait && !waits) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (for_the_driver(ls)) return driver_runs(ls, forward());
+    return refuse(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, fn,
+                  "group counts read by the device at launch, on a list whose launches the runtime makes itself: "
+                  "append it to a regular command list on the levelzero device, or pass the counts to "
+                  "zeCommandListAppendLaunchKernel");
+}
+ZE_WRAPPER(zeCommandListAppendLaunchKernelIndirect, ze_command_list_handle_t list, ze_kernel_handle_t kernel,
+           const ze_group_count_t *groups, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    return indirect_launch("zeCommandListAppendLaunchKernelIndirect", list, nwait, waits, [&] {
+        return FORWARD(zeCommandListAppendLaunchKernelIndirect, list, kernel, groups, signal, nwait, waits);
+    });
+}
+ZE_WRAPPER(zeCommandListAppendLaunchMultipleKernelsIndirect, ze_command_list_handle_t list, uint32_t count,
+           ze_kernel_handle_t *kernels, const uint32_t *count_buffer, const ze_group_count_t *groups,
+           ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    return indirect_launch("zeCommandListAppendLaunchMultipleKernelsIndirect", list, nwait, waits, [&] {
+        return FORWARD(zeCommandListAppendLaunchMultipleKernelsIndirect, list, count, kernels, count_buffer, groups,
+                       signal, nwait, waits);
+    });
 }
 
 ZE_WRAPPER(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, const void *src, size_t size,

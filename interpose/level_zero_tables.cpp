@@ -68,6 +68,9 @@ void route_table(ze_command_list_dditable_t *t) {
     ROUTE(t, pfnCreateImmediate, zeCommandListCreateImmediate);
     ROUTE(t, pfnReset, zeCommandListReset);
     ROUTE(t, pfnAppendLaunchKernel, zeCommandListAppendLaunchKernel);
+    ROUTE(t, pfnAppendLaunchCooperativeKernel, zeCommandListAppendLaunchCooperativeKernel);
+    ROUTE(t, pfnAppendLaunchKernelIndirect, zeCommandListAppendLaunchKernelIndirect);
+    ROUTE(t, pfnAppendLaunchMultipleKernelsIndirect, zeCommandListAppendLaunchMultipleKernelsIndirect);
     ROUTE(t, pfnAppendMemoryPrefetch, zeCommandListAppendMemoryPrefetch);
     ROUTE(t, pfnAppendMemAdvise, zeCommandListAppendMemAdvise);
     ROUTE(t, pfnAppendMemoryCopy, zeCommandListAppendMemoryCopy);

@@ -249,6 +249,46 @@ int main(int argc, char **argv) {
     check_launches(mode, driver_calls("libze_loader.so.1", "fake_ze_calls", "zeCommandListAppendLaunchKernel"),
                    "zeCommandListAppendLaunchKernel");
 
+    /* A cooperative launch on a regular list runs at the list's execution,
+     * on the data of then (routed to the levelzero device, the driver's
+     * after a release).  On an immediate list there the runtime, which makes
+     * that launch itself and not cooperatively, refuses it, and an indirect
+     * launch (group counts read by the device) wherever it makes them. */
+    {
+        float *v = shared_floats();
+        for (unsigned i = 0; i < N; ++i) v[i] = (float)i;
+        ze_kernel_handle_t twice = kernel("scale");
+        ZE(zeKernelSetGroupSize(twice, 128, 1, 1));
+        ZE(zeKernelSetArgumentValue(twice, 0, sizeof v, &v));
+        ZE(zeKernelSetArgumentValue(twice, 1, sizeof two, &two));
+        ZE(zeKernelSetArgumentValue(twice, 2, sizeof n, &n));
+        ze_command_list_handle_t coop;
+        ZE(zeCommandListCreate(ctx, dev, &ldesc, &coop));
+        ZE(zeCommandListAppendLaunchCooperativeKernel(coop, twice, &scale_groups, NULL, 0, NULL));
+        ZE(zeCommandListClose(coop));
+        for (unsigned i = 0; i < N; ++i) v[i] += 1; /* after the append, before the execution */
+        ZE(zeCommandQueueExecuteCommandLists(q, 1, &coop, NULL));
+        ZE(zeCommandQueueSynchronize(q, UINT64_MAX));
+        for (unsigned i = 0; i < N; ++i) CHECK(v[i] == 2.0f * (i + 1), "after a cooperative launch: %g at %u", v[i], i);
+        ze_result_t imm_coop = zeCommandListAppendLaunchCooperativeKernel(imm, twice, &scale_groups, done, 0, NULL);
+        if (mode == ROUTED && on_gpu_backend()) {
+            CHECK(imm_coop == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, "a cooperative launch on an immediate list: %d",
+                  (int)imm_coop);
+        } else {
+            CHECK(imm_coop == ZE_RESULT_SUCCESS, "a cooperative launch on an immediate list: %d", (int)imm_coop);
+            ZE(zeEventHostSynchronize(done, UINT64_MAX));
+            ZE(zeEventHostReset(done));
+            for (unsigned i = 0; i < N; ++i)
+                CHECK(v[i] == 4.0f * (i + 1), "after a cooperative launch on an immediate list: %g at %u", v[i], i);
+        }
+        if (mode == ROUTED) {
+            ze_result_t indirect = zeCommandListAppendLaunchKernelIndirect(imm, twice, &scale_groups, NULL, 0, NULL);
+            CHECK(indirect == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, "an indirect launch on an immediate list: %d",
+                  (int)indirect);
+        }
+        ZE(zeMemFree(ctx, v));
+    }
+
     /* Hints on shared memory: routed, the runtime takes them (the data
      * goes to the device ahead of the next launch, or prefers the host when
      * device memory runs short) and the driver never sees them. */

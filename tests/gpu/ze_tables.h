@@ -35,6 +35,8 @@ static ze_dditable_t ze_ddi;
 #define zeCommandListCreateImmediate ze_ddi.CommandList.pfnCreateImmediate
 #define zeCommandListClose ze_ddi.CommandList.pfnClose
 #define zeCommandListAppendLaunchKernel ze_ddi.CommandList.pfnAppendLaunchKernel
+#define zeCommandListAppendLaunchCooperativeKernel ze_ddi.CommandList.pfnAppendLaunchCooperativeKernel
+#define zeCommandListAppendLaunchKernelIndirect ze_ddi.CommandList.pfnAppendLaunchKernelIndirect
 #define zeCommandListAppendMemoryPrefetch ze_ddi.CommandList.pfnAppendMemoryPrefetch
 #define zeCommandListAppendMemAdvise ze_ddi.CommandList.pfnAppendMemAdvise
 #define zeCommandListAppendMemoryCopy ze_ddi.CommandList.pfnAppendMemoryCopy

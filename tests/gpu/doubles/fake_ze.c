@@ -1004,6 +1004,34 @@ static ze_result_t do_copy(void *dst, const void *src, size_t size, fake_device 
     return r;
 }
 
+/* The double's kernels are host functions: a cooperative launch is an
+ * ordinary one, and an indirect one reads its group counts at the append. */
+ENTRY(zeCommandListAppendLaunchCooperativeKernel, ze_command_list_handle_t list, ze_kernel_handle_t k,
+      const ze_group_count_t *groups, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    return fake_zeCommandListAppendLaunchKernel(list, k, groups, signal, nwait, waits);
+}
+
+ENTRY(zeCommandListAppendLaunchKernelIndirect, ze_command_list_handle_t list, ze_kernel_handle_t k,
+      const ze_group_count_t *groups, ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    return fake_zeCommandListAppendLaunchKernel(list, k, groups, signal, nwait, waits);
+}
+
+ENTRY(zeCommandListAppendLaunchMultipleKernelsIndirect, ze_command_list_handle_t list, uint32_t count,
+      ze_kernel_handle_t *kernels, const uint32_t *count_buffer, const ze_group_count_t *groups,
+      ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
+    COUNT();
+    if (!kernels || !count_buffer || !groups) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    uint32_t n = *count_buffer < count ? *count_buffer : count;
+    for (uint32_t i = 0; i < n; ++i) {
+        ze_result_t r = fake_zeCommandListAppendLaunchKernel(list, kernels[i], &groups[i], i + 1 == n ? signal : NULL,
+                                                             i == 0 ? nwait : 0, i == 0 ? waits : NULL);
+        if (r != ZE_RESULT_SUCCESS) return r;
+    }
+    return ZE_RESULT_SUCCESS;
+}
+
 ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, const void *src, size_t size,
       ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *waits) {
     COUNT();
@@ -1166,6 +1194,9 @@ TABLE(zeGetCommandListProcAddrTable, ze_command_list_dditable_t, t->pfnCreate = 
       t->pfnCreateImmediate = fake_zeCommandListCreateImmediate; t->pfnClose = fake_zeCommandListClose;
       t->pfnReset = fake_zeCommandListReset; t->pfnDestroy = fake_zeCommandListDestroy;
       t->pfnAppendLaunchKernel = fake_zeCommandListAppendLaunchKernel;
+      t->pfnAppendLaunchCooperativeKernel = fake_zeCommandListAppendLaunchCooperativeKernel;
+      t->pfnAppendLaunchKernelIndirect = fake_zeCommandListAppendLaunchKernelIndirect;
+      t->pfnAppendLaunchMultipleKernelsIndirect = fake_zeCommandListAppendLaunchMultipleKernelsIndirect;
       t->pfnAppendMemoryPrefetch = fake_zeCommandListAppendMemoryPrefetch;
       t->pfnAppendMemAdvise = fake_zeCommandListAppendMemAdvise;
       t->pfnAppendMemoryCopy = fake_zeCommandListAppendMemoryCopy;
