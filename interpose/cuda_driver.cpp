@@ -861,18 +861,11 @@ CUDA_WRAPPER(cuGraphLaunch_ptsz, CUgraphExec e, CUstream s) {
 }
 
 // A host function on a routed stream runs here and now (cuda_host_functions.h).
-// An error of the synchronisation (a kernel's fault) is the call's, and the
-// function is not called, as when the driver finds its context's error at
-// the call: a CUDA runtime frees what it wrapped a callback in when the
-// call fails, so the two never go together.
 namespace {
 template <class StreamSync, class Call>
 CUresult run_host_function(const char *fn, StreamSync &&stream_sync, Call &&call) {
-    CUresult ours = to_cu(bridge::sync(), fn);
-    CUresult theirs = stream_sync();
-    CUresult r = ours != CUDA_SUCCESS ? ours : theirs;
-    if (r == CUDA_SUCCESS) call();
-    return r;
+    return adsm::interpose::run_host_function_now(
+        CUDA_SUCCESS, [&] { return to_cu(bridge::sync(), fn); }, stream_sync, call);
 }
 }  // namespace
 namespace {

@@ -39,4 +39,19 @@ struct CapturedHostFn {
 };
 CapturedHostFn cuda_host_node(HostFn fn, void *data);
 
+// Runs one that runs here: the synchronisation of the runtime's kernels
+// (`ours`, which acquires) and of the stream (`theirs`), then `call` when
+// both succeeded.  An error of either (a kernel's fault) is the result, and
+// the function is not called, as when the driver finds its context's error
+// at the call: a CUDA runtime frees what it wrapped a callback in when the
+// call fails, so the two never go together.
+template <class Result, class Ours, class Theirs, class Call>
+Result run_host_function_now(Result ok, Ours &&ours, Theirs &&theirs, Call &&call) {
+    Result mine = ours();
+    Result stream = theirs();
+    Result r = mine != ok ? mine : stream;
+    if (r == ok) call();
+    return r;
+}
+
 }  // namespace adsm::interpose

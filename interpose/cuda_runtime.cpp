@@ -360,15 +360,12 @@ CUDART_WRAPPER(cudaError_t, cudaGraphLaunch, cudaGraphExec_t e, cudaStream_t s) 
 }
 
 // A host function on a routed stream runs here and now, as the driver's
-// (cuda_host_functions.h, cuda_driver.cpp).
+// (cuda_host_functions.h).
 namespace {
 template <class StreamSync, class Call>
 cudaError_t run_host_function(const char *fn, StreamSync &&stream_sync, Call &&call) {
-    cudaError_t ours = to_cuda(bridge::sync(), fn);
-    cudaError_t theirs = stream_sync();
-    cudaError_t r = ours != cudaSuccess ? ours : theirs;
-    if (r == cudaSuccess) call();
-    return r;
+    return adsm::interpose::run_host_function_now(
+        cudaSuccess, [&] { return to_cuda(bridge::sync(), fn); }, stream_sync, call);
 }
 }  // namespace
 CUDART_WRAPPER(cudaError_t, cudaLaunchHostFunc, cudaStream_t s, cudaHostFn_t f, void *data) {

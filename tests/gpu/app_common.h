@@ -82,3 +82,23 @@ static inline void check_floats(const float *v, unsigned n, float (*expected)(un
 static inline void check_registered(enum mode m, const void *p) {
     if (m == ROUTED || m == ERRORS) CHECK(is_shared(p, REGISTERED_BYTES), "%p should be adsm shared memory", p);
 }
+
+/* A host function's step between kernels on a stream (the CUDA programs):
+ * it checks that v[i] == mul * i + add, what the kernel before it wrote,
+ * then adds 1, which the kernel after it must see.  `status` is a
+ * callback's (a CUresult or cudaError_t). */
+typedef struct {
+    float *v;
+    unsigned n;
+    float mul, add;
+    int calls, seen, status;
+} host_step;
+
+static inline void host_step_run(host_step *s) {
+    s->calls++;
+    s->seen = 1;
+    for (unsigned i = 0; i < s->n; ++i) {
+        if (s->v[i] != s->mul * i + s->add) s->seen = 0;
+        s->v[i] += 1;
+    }
+}

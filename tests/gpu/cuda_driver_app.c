@@ -34,27 +34,11 @@ struct node {
 /* Host functions in stream order: each sees what the kernel before it
  * wrote, and the kernel after it sees what it wrote (routed, one runs when
  * it is enqueued, after its stream's work and an acquire). */
-typedef struct {
-    float *v;
-    unsigned n;
-    float mul, add; /* v[i] == mul * i + add when it runs */
-    int calls, seen;
-    CUresult status;
-} host_step;
-
-static void step(host_step *s) {
-    s->calls++;
-    s->seen = 1;
-    for (unsigned i = 0; i < s->n; ++i) {
-        if (s->v[i] != s->mul * i + s->add) s->seen = 0;
-        s->v[i] += 1;
-    }
-}
-static void CUDA_CB host_step_fn(void *arg) { step((host_step *)arg); }
+static void CUDA_CB host_step_fn(void *arg) { host_step_run((host_step *)arg); }
 static void CUDA_CB host_step_callback(CUstream stream, CUresult status, void *arg) {
     (void)stream;
-    ((host_step *)arg)->status = status;
-    step((host_step *)arg);
+    ((host_step *)arg)->status = (int)status;
+    host_step_run((host_step *)arg);
 }
 
 static void run_errors(CUfunction add, CUfunction unregistered, CUfunction crash) {

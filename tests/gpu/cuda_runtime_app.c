@@ -63,27 +63,11 @@ static void vec_add(float *x, float *y, float *out, cudaStream_t s) {
 }
 
 /* Host functions in stream order (cuda_driver_app.c has the same). */
-typedef struct {
-    float *v;
-    unsigned n;
-    float mul, add; /* v[i] == mul * i + add when it runs */
-    int calls, seen;
-    cudaError_t status;
-} host_step;
-
-static void step(host_step *s) {
-    s->calls++;
-    s->seen = 1;
-    for (unsigned i = 0; i < s->n; ++i) {
-        if (s->v[i] != s->mul * i + s->add) s->seen = 0;
-        s->v[i] += 1;
-    }
-}
-static void CUDART_CB host_step_fn(void *arg) { step((host_step *)arg); }
+static void CUDART_CB host_step_fn(void *arg) { host_step_run((host_step *)arg); }
 static void CUDART_CB host_step_callback(cudaStream_t stream, cudaError_t status, void *arg) {
     (void)stream;
-    ((host_step *)arg)->status = status;
-    step((host_step *)arg);
+    ((host_step *)arg)->status = (int)status;
+    host_step_run((host_step *)arg);
 }
 
 static void run_host_functions(cudaStream_t stream) {
