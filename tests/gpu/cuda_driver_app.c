@@ -31,6 +31,14 @@ struct node {
     long value;
 };
 
+/* n floats of managed memory holding 0, 1, 2, ... */
+static CUdeviceptr managed_ramp(unsigned n) {
+    CUdeviceptr v;
+    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    for (unsigned i = 0; i < n; ++i) ((float *)v)[i] = (float)i;
+    return v;
+}
+
 /* Host functions in stream order: each sees what the kernel before it
  * wrote, and the kernel after it sees what it wrote (routed, one runs when
  * it is enqueued, after its stream's work and an acquire). */
@@ -276,10 +284,8 @@ static void run_captured_copies(enum mode mode, CUfunction scale, CUstream strea
  * they run as ordinary launches there. */
 static void run_launches_as_made(enum mode mode, CUfunction scale) {
     unsigned n = 4096;
-    CUdeviceptr v;
-    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    CUdeviceptr v = managed_ramp(n);
     float *f = (float *)v, two = 2.0f;
-    for (unsigned i = 0; i < n; ++i) f[i] = (float)i;
     void *params[] = {&v, &two, &n};
     long cooperative = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernel");
     long with_attributes = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx with attributes");
@@ -306,10 +312,8 @@ static void run_launches_as_made(enum mode mode, CUfunction scale) {
 /* Host functions between kernels on one stream. */
 static void run_host_functions(CUfunction scale, CUstream stream) {
     unsigned n = 4096;
-    CUdeviceptr v;
-    CU(cuMemAllocManaged(&v, n * 4, CU_MEM_ATTACH_GLOBAL));
+    CUdeviceptr v = managed_ramp(n);
     float *f = (float *)v, two = 2.0f;
-    for (unsigned i = 0; i < n; ++i) f[i] = (float)i;
     void *params[] = {&v, &two, &n};
     host_step first = {f, n, 2, 0, 0, 0, CUDA_SUCCESS}, second = {f, n, 4, 2, 0, 0, CUDA_ERROR_UNKNOWN};
     CHECK(cuLaunchHostFunc(stream, NULL, NULL) == CUDA_ERROR_INVALID_VALUE, "a null host function");

@@ -62,6 +62,14 @@ static void vec_add(float *x, float *y, float *out, cudaStream_t s) {
     CUDA(cudaLaunchKernel((const void *)vec_add_stub, grid, block, args, 0, s));
 }
 
+/* n floats of managed memory holding 0, 1, 2, ... */
+static float *managed_ramp(unsigned n) {
+    float *v;
+    CUDA(cudaMallocManaged((void **)&v, n * 4, cudaMemAttachGlobal));
+    for (unsigned i = 0; i < n; ++i) v[i] = (float)i;
+    return v;
+}
+
 /* Host functions in stream order (cuda_driver_app.c has the same). */
 static void CUDART_CB host_step_fn(void *arg) { host_step_run((host_step *)arg); }
 static void CUDART_CB host_step_callback(cudaStream_t stream, cudaError_t status, void *arg) {
@@ -72,9 +80,7 @@ static void CUDART_CB host_step_callback(cudaStream_t stream, cudaError_t status
 
 static void run_host_functions(cudaStream_t stream) {
     unsigned n = 4096;
-    float *v, two = 2.0f;
-    CUDA(cudaMallocManaged((void **)&v, n * 4, cudaMemAttachGlobal));
-    for (unsigned i = 0; i < n; ++i) v[i] = (float)i;
+    float *v = managed_ramp(n), two = 2.0f;
     void *args[] = {&v, &two, &n};
     dim3 grid = {n / 256, 1, 1}, block = {256, 1, 1};
     host_step first = {v, n, 2, 0, 0, 0, cudaSuccess}, second = {v, n, 4, 2, 0, 0, cudaErrorUnknown};
@@ -125,9 +131,7 @@ static void run_variable(void) {
  * same through the driver). */
 static void run_launches_as_made(enum mode mode) {
     unsigned n = 4096;
-    float *v, two = 2.0f;
-    CUDA(cudaMallocManaged((void **)&v, n * 4, cudaMemAttachGlobal));
-    for (unsigned i = 0; i < n; ++i) v[i] = (float)i;
+    float *v = managed_ramp(n), two = 2.0f;
     void *args[] = {&v, &two, &n};
     dim3 grid = {n / 256, 1, 1}, block = {256, 1, 1};
     long cooperative = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernel");
