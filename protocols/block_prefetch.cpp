@@ -30,6 +30,7 @@ void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
         r.lock.unlock();
         (void)device->wait_copies(t);
         r.lock.lock();
+        land_handed_off(r);
         if (!r.blocks || !(r.blocks[k] & kIncoming)) return;
     }
     // A run being submitted has no ticket yet: the wait below would end
@@ -48,6 +49,7 @@ void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     // A failure shows below as a landing that never ran.
     (void)device->wait_copies(t);
     r.lock.lock();
+    land_handed_off(r);
     // A run submitted meanwhile (ticketed or not yet) is still coming: its
     // blocks must stay incoming, or one could open before the copy lands
     // over what the CPU writes there.  The caller waits again.  (No run is
@@ -57,9 +59,9 @@ void BlockProtocol::wait_incoming(SharedObject &r, uint32_t k) {
     if (!r.blocks || !(r.blocks[k] & kIncoming) || r.prefetches_unticketed.load(std::memory_order_acquire) ||
         r.prefetch_ticket.load(std::memory_order_acquire) != t)
         return;
-    // Every copy up to t has ended and this one's landing never took the
-    // lock (its copy failed, or the lock stayed taken past its patience):
-    // the block stays Invalid for a fetch of its own.
+    // Every copy up to t has ended and landed, yet the block is still
+    // marked (no landing should leave it so): it stays Invalid for a fetch
+    // of its own.
     for (uint32_t i = 0; i < r.nblocks; ++i) r.blocks[i] &= static_cast<uint8_t>(~kIncoming);
 }
 
@@ -102,6 +104,7 @@ void BlockProtocol::prefetch_runs(SharedObject &r, NextRun &&next_run, uint32_t 
         bool starved = false;
         {
             os::FutexGuard g(r.lock);
+            land_handed_off(r);  // (their runs are free again)
             if (!r.blocks) {
                 *stopped = from;
                 return;
@@ -263,9 +266,10 @@ void BlockProtocol::read_ahead(SharedObject &r, uint32_t first, uint32_t end) {
 // Its lock may be held by a thread that waits for this very landing: one
 // that submits a copy and waits for a free slot on the copy queue (rolling's
 // background flush holds the victim's lock while it submits), or coarsen().
-// After a short while the landing gives up, leaving its blocks incoming,
-// and whoever needs one next finds every copy up to the ticket done and
-// fetches it again (wait_incoming).
+// After a short while the landing hands itself to the lock's next holder:
+// the bytes are in the host copy already, and whoever next needs one of its
+// blocks, or settles the object, opens them (land_handed_off).  Nothing is
+// fetched twice, however long the lock stays taken.
 void BlockProtocol::prefetched(void *arg, Status status) {
     auto *run = static_cast<PrefetchRun *>(arg);
     SharedObject &r = *run->region;
@@ -274,26 +278,51 @@ void BlockProtocol::prefetched(void *arg, Status status) {
         sched_yield();
         locked = r.lock.try_lock();
     }
-    if (locked) {
+    if (!locked) {
+        // (Published before the copy's ticket lands: a holder that waited
+        // for the ticket finds it.  The run stays busy until landed.)
+        run->handed_off_status = status;
+        run->handed_off.store(true, std::memory_order_release);
+        r.handed_off_runs.fetch_add(1, std::memory_order_release);
+        stats().add(Counter::landings_handed_off);
+        return;
+    }
+    {
         std::lock_guard<os::FutexLock> g(r.lock, std::adopt_lock);
-        if (r.blocks && r.live.load() && r.id == run->id && r.generation == run->generation) {
-            for (uint32_t k = run->first; k < run->last; ++k) {
-                if (!(r.blocks[k] & kIncoming)) continue;
-                r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
-                // A failed prefetch leaves the block Invalid: a touch fetches it.
-                if (status != adsmSuccess || r.state(k) != kInvalid) continue;
-                // (Where the block cannot open by itself, the CPU's touch
-                // opens it.)
-                if (run->open || run->protocol->reads_->open_on_landing(r, k)) {
-                    if (!run->protocol->open_alone(r, k, false)) r.blocks[k] |= kLanded;
-                } else {
-                    r.blocks[k] |= kLanded;
-                }
-            }
+        land(*run, status);
+    }
+    run->busy.store(false, std::memory_order_release);
+}
+
+void BlockProtocol::land(PrefetchRun &run, Status status) {
+    SharedObject &r = *run.region;
+    ADSM_HOLDS(r.lock);
+    if (!r.blocks || !r.live.load() || r.id != run.id || r.generation != run.generation) return;
+    for (uint32_t k = run.first; k < run.last; ++k) {
+        if (!(r.blocks[k] & kIncoming)) continue;
+        r.blocks[k] &= static_cast<uint8_t>(~kIncoming);
+        // A failed prefetch leaves the block Invalid: a touch fetches it.
+        if (status != adsmSuccess || r.state(k) != kInvalid) continue;
+        // (Where the block cannot open by itself, the CPU's touch opens it.)
+        if (run.open || run.protocol->reads_->open_on_landing(r, k)) {
+            if (!run.protocol->open_alone(r, k, false)) r.blocks[k] |= kLanded;
+        } else {
+            r.blocks[k] |= kLanded;
         }
     }
-    if (!locked) stats().add(Counter::landings_given_up);
-    run->busy.store(false, std::memory_order_release);
+}
+
+void BlockProtocol::land_handed_off(SharedObject &r) {
+    ADSM_HOLDS(r.lock);
+    if (r.handed_off_runs.load(std::memory_order_acquire) == 0) return;
+    // (Rare: a scan of the pool costs less than one copy of a block.)
+    for (PrefetchRun &run : runs_) {
+        if (!run.handed_off.load(std::memory_order_acquire) || run.region != &r) continue;
+        run.handed_off.store(false, std::memory_order_relaxed);
+        land(run, run.handed_off_status);
+        r.handed_off_runs.fetch_sub(1, std::memory_order_relaxed);
+        run.busy.store(false, std::memory_order_release);
+    }
 }
 
 }  // namespace adsm

@@ -129,6 +129,7 @@ void BlockProtocol::on_free(SharedObject &r) {
     // they did no longer matters.
     (void)r.device->wait_copies(Device::kAllCopies);
     os::FutexGuard g(r.lock);
+    land_handed_off(r);  // (giving their runs back)
     if (r.blocks != r.inline_blocks) delete[] r.blocks;
     delete[] r.dirty_pages;
     r.blocks = nullptr;
@@ -139,14 +140,16 @@ Status BlockProtocol::coarsen(SharedObject &r) {
     ADSM_HOLDS(r.lock);
     // A prefetch still under way writes its blocks when its copy ends,
     // which may be after the CPU wrote them once the region is open: every
-    // one lands first.  (Their landings give up on the lock held here,
-    // leaving their blocks Invalid, and the fetches below find them so.)
+    // one lands first.  (Their landings find the lock held here and leave
+    // it to land them: their blocks are landed, or Invalid where a copy
+    // failed, for the fetches below.)
     bool incoming = false;
     for (uint32_t k = 0; k < r.nblocks && !incoming; ++k) incoming = r.blocks[k] & kIncoming;
     if (incoming) {
         while (r.prefetches_unticketed.load(std::memory_order_acquire)) sched_yield();
         (void)r.device->wait_copies(r.prefetch_ticket.load(std::memory_order_acquire));
     }
+    land_handed_off(r);
     // Every block's data goes into the host copy first, then the whole
     // region opens in one protection change, which needs no new mapping.
     for (uint32_t k = 0; k < r.nblocks; ++k) {

@@ -45,6 +45,10 @@ struct PrefetchRun {
     uint32_t id, generation, first, last;
     bool open;  // each block opens as it lands (adsmPrefetch), whatever the read prediction says
     std::atomic<bool> busy{false};
+    // Landed while its object stayed locked: the copy is in the host copy,
+    // and the next holder of the lock opens its blocks (handed_off_status).
+    std::atomic<bool> handed_off{false};
+    Status handed_off_status = adsmSuccess;
 };
 
 class BlockProtocol : public Protocol {
@@ -135,6 +139,11 @@ private:
     void prefetch_runs(SharedObject &r, NextRun &&next_run, uint32_t *stopped);
     PrefetchRun *take_run();
     static void prefetched(void *arg, Status status);
+    // What a landing does to its blocks, under r.lock.
+    static void land(PrefetchRun &run, Status status);
+    // With r.lock held: lands the runs whose landings found it taken, and
+    // gives their slots back.
+    void land_handed_off(SharedObject &r);
     static constexpr uint64_t kLandingPatienceNs = 200000;
     // A store this large into a block whose host copy is not wanted goes to
     // the device only (see store()).

@@ -132,6 +132,10 @@ struct SharedObject {
     // prefetch_ticket yet (being submitted): until then a wait for
     // prefetch_ticket says nothing about them.
     std::atomic<uint32_t> prefetches_unticketed{0};
+    // Prefetch runs whose copies landed while the lock was held, waiting for
+    // its next holder to open their blocks (BlockProtocol::land_handed_off).
+    // Kept across a reuse of the slot: a late one finds a new generation.
+    std::atomic<uint32_t> handed_off_runs{0};
     // The last prefetch runs with their tickets (a ring, newest last, a
     // hint): a touch of a block still coming waits for its own run's copy
     // first, not for every prefetch queued since (read-ahead queues the

@@ -54,7 +54,7 @@ namespace adsm {
     X(evictions, "rolling evictions")                             \
     X(prefetched_blocks, "blocks prefetched")                     \
     X(read_ahead_windows, "read-ahead windows")                   \
-    X(landings_given_up, "prefetch landings given up")            \
+    X(landings_handed_off, "prefetch landings deferred")          \
     X(chaos_cycles, "chaos release/acquire cycles")               \
     X(coarsened_regions, "regions protected as one block")        \
     X(retried_faults, "faults served at a second try")            \

@@ -469,6 +469,68 @@ TEST_F(PrefetchRaceTest, ABlockStaysClosedUntilItsPrefetchLandsWhateverElseEnds)
     EXPECT_EQ(p[0], 1);
 }
 
+// A landing that finds its object locked past its patience (its holder
+// busy for longer, as on a loaded machine) is left to the lock's next
+// holder: its bytes are in the host copy already, so nothing is fetched
+// twice.
+TEST_F(PrefetchRaceTest, ALandingThatFindsTheObjectLockedIsNotFetchedAgain) {
+    RecordingDevice &dev = core().device;
+    const size_t bs = core().config.block_size;
+    uint8_t *p = closed_blocks();
+    adsm::Region *r = core().table.find(reinterpret_cast<uintptr_t>(p));
+    ASSERT_NE(r, nullptr);
+    const uint64_t deferred = adsm::stats().get(adsm::Counter::landings_handed_off);
+    dev.hold_to_host = true;
+    ASSERT_EQ(core().manager->prefetch(p, 2 * bs, adsm::Manager::kHost), adsmSuccess);
+    dev.clear();
+    r->lock.lock();
+    dev.land();  // its landing cannot take the lock
+    r->lock.unlock();
+    dev.hold_to_host = false;
+    EXPECT_GT(adsm::stats().get(adsm::Counter::landings_handed_off), deferred);
+    EXPECT_EQ(p[0], 1);
+    EXPECT_EQ(p[2 * bs - 1], 1);
+    EXPECT_EQ(dev.bytes(DeviceOp::to_host), 2 * bs) << "the landed blocks were fetched again";
+}
+
+// A deferred landing whose blocks a release closed before anyone landed it
+// must never put its bytes, older than the kernel's, in the host copy; and
+// its run goes back to the pool (more cycles than the pool has runs, each
+// prefetch still in the background).
+TEST_F(PrefetchRaceTest, ADeferredLandingNeverOutlivesItsBlocks) {
+    RecordingDevice &dev = core().device;
+    const size_t bs = core().config.block_size;
+    uint8_t *p = closed_blocks();
+    adsm::Region *r = core().table.find(reinterpret_cast<uintptr_t>(p));
+    ASSERT_NE(r, nullptr);
+    const uint64_t deferred = adsm::stats().get(adsm::Counter::landings_handed_off);
+    const int cycles = 1100;  // the pool holds 1024
+    uint64_t prefetched = 0;
+    for (int i = 0; i < cycles; ++i) {
+        // Block 0 closed again, the device's copy current; a protocol that
+        // predicts reads may have fetched it ahead already at the sync.
+        ASSERT_EQ(call(), adsmSuccess);
+        ASSERT_EQ(sync(), adsmSuccess);
+        r->lock.lock();
+        prefetched += r->state(0) == adsm::block::kInvalid &&
+                      !(r->blocks[0] & (adsm::block::kLanded | adsm::block::kIncoming));
+        r->lock.unlock();
+        dev.hold_to_host = true;
+        ASSERT_EQ(core().manager->prefetch(p, 1, adsm::Manager::kHost), adsmSuccess);
+        r->lock.lock();
+        dev.land();
+        r->lock.unlock();
+        dev.hold_to_host = false;
+        const auto v = static_cast<uint8_t>(2 + i % 200);
+        ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), v, bs); }), adsmSuccess);
+        ASSERT_EQ(sync(), adsmSuccess);
+        ASSERT_EQ(p[0], v) << "cycle " << i << ": a deferred landing put bytes older than the kernel's";
+    }
+    EXPECT_GT(prefetched, 0u);
+    EXPECT_EQ(adsm::stats().get(adsm::Counter::landings_handed_off), deferred + prefetched)
+        << "prefetches stopped going to the background: deferred runs were never given back";
+}
+
 // A region whose protection cannot be split any more opens whole: a
 // prefetch still on its way into one of its blocks must land before that,
 // or it lands over what the CPU writes there once the region is open.
