@@ -23,6 +23,7 @@
 
 #include "interpose/cuda_graphs.h"
 #include "interpose/cuda_host_functions.h"
+#include "interpose/cuda_packed_params.h"
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
 #include "interpose/gpu_symbols.h"
@@ -303,10 +304,15 @@ CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, uns
         adsm::interpose::say_capture_unsupported(fn);
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    if (extra && extra[0] != CU_LAUNCH_PARAM_END) {
-        adsm::log(adsm::LogLevel::warn, "%s: arguments packed in `extra` are not supported when routed; pass kernelParams",
-                  fn);
-        return CUDA_ERROR_NOT_SUPPORTED;
+    adsm::interpose::UnpackedParams unpacked;  // (arguments packed in `extra`: pointers into its buffer)
+    if (adsm::interpose::cuda_extra_given(extra)) {
+        const void *buffer = nullptr;
+        size_t size = 0;
+        if (CUresult r = adsm::interpose::cuda_extra_buffer(fn, params, extra, &buffer, &size); r != CUDA_SUCCESS)
+            return r;
+        if (CUresult r = adsm::interpose::cuda_unpack_params(fn, f, buffer, size, &unpacked); r != CUDA_SUCCESS)
+            return r;
+        params = unpacked.at;
     }
     adsm::interpose::KernelName *rec = g_functions.find(f);
     if (bridge::runs_program_kernels()) {

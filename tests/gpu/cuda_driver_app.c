@@ -63,7 +63,11 @@ static void run_errors(CUfunction add, CUfunction unregistered, CUfunction crash
           "a kernel with no implementation on the runtime's accelerator");
     unsigned n = 1;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &n, CU_LAUNCH_PARAM_END};
-    CHECK(cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra) == CUDA_ERROR_NOT_SUPPORTED, "packed arguments");
+    CHECK(cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra) == CUDA_ERROR_INVALID_VALUE,
+          "packed arguments without their size");
+    void *unknown[] = {(void *)0x77, &n, CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel(add, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, unknown) == CUDA_ERROR_INVALID_VALUE,
+          "an unknown key in extra");
     CHECK(cuLaunchKernel(add, 0, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE, "empty grid");
 
     /* A kernel that faults: reported at the synchronisation; the program lives on. */
@@ -306,6 +310,40 @@ static void run_launches_as_made(enum mode mode, CUfunction scale) {
     check_launches(mode,
                    driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx with attributes") - with_attributes,
                    "cuLaunchKernelEx with attributes");
+    CU(cuMemFree(v));
+}
+
+/* Arguments packed in one buffer (cuLaunchKernel's `extra`, as PyCUDA
+ * passes them), laid out at the offsets the driver reports. */
+static void run_packed_arguments(CUfunction scale) {
+    unsigned n = 4096;
+    CUdeviceptr v = managed_ramp(n);
+    float *f = (float *)v, three = 3.0f;
+    size_t off[3], size[3];
+    for (int i = 0; i < 3; ++i) CU(cuFuncGetParamInfo(scale, i, &off[i], &size[i]));
+    CHECK(size[0] == sizeof v && size[1] == sizeof three && size[2] == sizeof n, "scale's parameter sizes");
+    char buffer[64];
+    memset(buffer, 0, sizeof buffer);
+    memcpy(buffer + off[0], &v, sizeof v);
+    memcpy(buffer + off[1], &three, sizeof three);
+    memcpy(buffer + off[2], &n, sizeof n);
+    size_t bytes = off[2] + size[2];
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END};
+    CU(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+    CU(cuCtxSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 3.0f * i, "after a launch with packed arguments: %g at %u", f[i], i);
+    /* A buffer too short for the parameters, and arguments given twice,
+     * are refused and launch nothing. */
+    size_t too_few = off[2];
+    void *short_extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &too_few,
+                           CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, NULL, NULL, short_extra) == CUDA_ERROR_INVALID_VALUE,
+          "a packed buffer too short for the parameters");
+    void *params[] = {&v, &three, &n};
+    CHECK(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, NULL, params, extra) == CUDA_ERROR_INVALID_VALUE,
+          "arguments both in kernelParams and in extra");
+    CU(cuCtxSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 3.0f * i, "after refused launches: %g at %u", f[i], i);
     CU(cuMemFree(v));
 }
 
@@ -718,6 +756,7 @@ int main(int argc, char **argv) {
     run_graph(mode, scale, stream);
     run_captured_copies(mode, scale, stream);
     run_launches_as_made(mode, scale);
+    run_packed_arguments(scale);
     run_host_functions(scale, stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");

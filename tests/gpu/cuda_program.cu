@@ -17,7 +17,9 @@
 //             a CUDA array filled from managed memory and read back; a
 //             module variable written from and read into managed memory; host
 //             functions between kernels on a stream, reading what the
-//             kernel before wrote and writing what the kernel after reads
+//             kernel before wrote and writing what the kernel after reads;
+//             the driver's launch with arguments packed in one buffer
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -366,6 +368,40 @@ static void apis(size_t n, unsigned blocks) {
         printf("apis: host functions ran %d and %d times, saw their kernels' output: %d and %d\n", first.calls,
                second.calls, first.seen, second.seen),
             exit(1);
+
+    // The driver's launch with the arguments packed in one buffer (`extra`,
+    // as PyCUDA passes them), reached through the runtime's entry point.
+    using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                CUstream, void **, void **);
+    using ParamInfo = CUresult (*)(CUfunction, size_t, size_t *, size_t *);
+    void *launch_fn = nullptr, *info_fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    CK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &launch_fn, 12000, cudaEnableDefault, &found));
+    CK(cudaGetDriverEntryPointByVersion("cuFuncGetParamInfo", &info_fn, 12040, cudaEnableDefault, &found));
+    cudaFunction_t fn;
+    CK(cudaGetFuncBySymbol(&fn, reinterpret_cast<const void *>(triad)));
+    CUfunction triad_fn = reinterpret_cast<CUfunction>(fn);
+    float three = 3.0f;
+    const void *args[] = {&out, &a, &b, &three, &n};
+    const size_t sizes[] = {sizeof out, sizeof a, sizeof b, sizeof three, sizeof n};
+    alignas(8) char packed[64] = {};
+    size_t packed_bytes = 0;
+    for (size_t i = 0; i < 5; ++i) {
+        size_t offset = 0, size = 0;
+        if (reinterpret_cast<ParamInfo>(info_fn)(triad_fn, i, &offset, &size) != CUDA_SUCCESS || size != sizes[i])
+            printf("apis: triad's parameter %zu: size %zu\n", i, size), exit(1);
+        memcpy(packed + offset, args[i], size);
+        packed_bytes = offset + size;
+    }
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_bytes,
+                     CU_LAUNCH_PARAM_END};
+    for (size_t i = 0; i < n; ++i) out[i] = -1.0f;
+    if (CUresult r = reinterpret_cast<Launch>(launch_fn)(triad_fn, blocks, 1, 1, 256, 1, 1, 0, nullptr, nullptr, extra);
+        r != CUDA_SUCCESS)
+        printf("apis: a launch with packed arguments: CUDA error %d\n", int(r)), exit(1);
+    CK(cudaDeviceSynchronize());
+    expect(out, n, triad_of, "apis: packed arguments");
+
     CK(cudaStreamDestroy(s));
     cudaFree(a), cudaFree(b), cudaFree(out);
 }

@@ -384,12 +384,44 @@ static void run_node(void *arg) {
     free(node);
 }
 
+/* The offset of parameter `index` in a packed argument buffer (the
+ * double's layout: each parameter 8-byte aligned). */
+static size_t param_offset(const fake_kernel *k, size_t index) {
+    size_t off = 0;
+    for (size_t i = 0; i < index; ++i) off = (off + k->sizes[i] + 7) / 8 * 8;
+    return off;
+}
+
+/* Arguments packed in `extra` (a buffer and its size), as the driver reads
+ * them: pointers into the buffer, one per parameter. */
+static CUresult unpack_extra(const fake_kernel *k, void **params, void **extra, void **out) {
+    const char *buffer = NULL;
+    const size_t *size = NULL;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = (const char *)extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = (const size_t *)extra[i + 1];
+        else return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (params || !buffer || !size) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < k->nparams; ++i) {
+        size_t off = param_offset(k, i);
+        if (off + k->sizes[i] > *size) return CUDA_ERROR_INVALID_VALUE;
+        out[i] = (void *)(buffer + off);
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction f, gpu_dim grid, gpu_dim block, CUstream s, void **params, void **extra) {
     NEED_INIT();
     STICKY();
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
-    if (extra && extra[0] != CU_LAUNCH_PARAM_END) return CUDA_ERROR_NOT_SUPPORTED;
     const fake_kernel *k = (const fake_kernel *)f;
+    void *unpacked[FAKE_MAX_PARAMS];
+    if (extra && extra[0] != CU_LAUNCH_PARAM_END) {
+        CUresult r = unpack_extra(k, params, extra, unpacked);
+        if (r != CUDA_SUCCESS) return r;
+        params = unpacked;
+    }
     if (k->nparams && !params) return CUDA_ERROR_INVALID_VALUE;
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return CUDA_ERROR_INVALID_VALUE;
     if (real_stream(s) && s->capture) return record(s->capture, k, grid, block, params);
@@ -1308,9 +1340,7 @@ EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t *o
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
     const fake_kernel *k = (const fake_kernel *)f;
     if (index >= k->nparams) return CUDA_ERROR_INVALID_VALUE;
-    size_t off = 0;
-    for (size_t i = 0; i < index; ++i) off = (off + k->sizes[i] + 7) / 8 * 8;
-    if (offset) *offset = off;
+    if (offset) *offset = param_offset(k, index);
     if (size) *size = k->sizes[index];
     return CUDA_SUCCESS;
 }
