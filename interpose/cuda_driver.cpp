@@ -11,6 +11,8 @@
 // A statically linked CUDA runtime reaches the driver only through
 // cuGetProcAddress; its answers are rewritten to the wrappers here.  Every
 // wrapper's name is exported too (lib/adsm.map; interpose.gpu_symbols).
+// The deprecated launch's entry points are wrapped as any other (cuda_legacy_launch.h).
+#define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 
 #include "interpose/cuda_graphs.h"
 #include "interpose/cuda_host_functions.h"
+#include "interpose/cuda_legacy_launch.h"
 #include "interpose/cuda_packed_params.h"
 #include "interpose/gpu_copies.h"
 #include "interpose/gpu_kernels.h"
@@ -131,6 +134,16 @@ constexpr adsm::gpu_bridge::Api kApi = adsm::gpu_bridge::Api::cuda;
     X(cuLaunchKernelEx_ptsz)                                                                                     \
     X(cuLaunchCooperativeKernel)                                                                                 \
     X(cuLaunchCooperativeKernel_ptsz)                                                                            \
+    X(cuLaunchCooperativeKernelMultiDevice)                                                                      \
+    X(cuFuncSetBlockShape)                                                                                       \
+    X(cuFuncSetSharedSize)                                                                                       \
+    X(cuParamSetSize)                                                                                            \
+    X(cuParamSeti)                                                                                               \
+    X(cuParamSetf)                                                                                               \
+    X(cuParamSetv)                                                                                               \
+    X(cuLaunch)                                                                                                  \
+    X(cuLaunchGrid)                                                                                              \
+    X(cuLaunchGridAsync)                                                                                         \
     X(cuCtxSynchronize)                                                                                          \
     X(cuStreamSynchronize)                                                                                       \
     X(cuStreamSynchronize_ptsz)                                                                                  \
@@ -250,6 +263,8 @@ using adsm::interpose::GpuForwarding;
 namespace bridge = adsm::gpu_bridge;
 
 adsm::interpose::HandleMap<adsm::interpose::KernelName, 8192> g_functions;
+// The deprecated launch's settings per function, where a program made any.
+adsm::interpose::HandleMap<adsm::interpose::LegacyLaunchSetup, 1024> g_legacy;
 
 // In a _ptsz call stream 0 is the calling thread's default stream, not the
 // legacy one: what the runtime waits for before it touches the memory.
@@ -297,8 +312,10 @@ const char *driver_function_name(CUfunction f) {
 
 template <class Forward>
 CUresult launch(const char *fn, CUfunction f, adsmDim3 grid, adsmDim3 block, unsigned shared, CUstream stream,
-                void **params, void **extra, Forward &&forward) {
+                void **params, void **extra, Forward &&forward, bool from_legacy = false) {
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    // (Any launch but the deprecated one ends the function's deprecated settings.)
+    if (auto *legacy = g_legacy.find(f); legacy && !from_legacy) legacy->reset();
     if (adsm::interpose::cuda_capturing(stream)) {
         if (bridge::runs_program_kernels()) return forward();  // recorded; its graph's launch releases
         adsm::interpose::say_capture_unsupported(fn);
@@ -765,6 +782,8 @@ CUDA_WRAPPER(cuModuleGetFunction, CUfunction *hfunc, CUmodule hmod, const char *
     CUresult r = FORWARD(cuModuleGetFunction, hfunc, hmod, name);
     if (r == CUDA_SUCCESS && hfunc && name && bridge::routed(kApi))
         if (auto *rec = g_functions.obtain(*hfunc)) rec->set(name);
+    if (r == CUDA_SUCCESS && hfunc)
+        if (auto *legacy = g_legacy.find(*hfunc)) legacy->reset();  // a handle given out again
     return r;
 }
 
@@ -849,6 +868,119 @@ CUDA_WRAPPER(cuLaunchCooperativeKernel_ptsz, CUfunction f, unsigned int gx, unsi
         "cuLaunchCooperativeKernel", per_thread(s),
         [&] { return launch("cuLaunchCooperativeKernel", f, {gx, gy, gz}, {bx, by, bz}, shared, s, params, nullptr, forward); },
         forward);
+}
+
+// A cooperative launch on several devices: on the cuda device the driver's
+// as made (its streams' contexts follow the first's); on an emulated device
+// each an ordinary launch, in order.
+CUDA_WRAPPER(cuLaunchCooperativeKernelMultiDevice, CUDA_LAUNCH_PARAMS *list, unsigned int count, unsigned int flags) {
+    auto forward = [&] { return FORWARD(cuLaunchCooperativeKernelMultiDevice, list, count, flags); };
+    if (!adsm::interpose::gpu_routed(kApi)) return forward();
+    if (!list || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    auto ordinary = [&] {
+        for (unsigned i = 0; i < count; ++i) {
+            const CUDA_LAUNCH_PARAMS &l = list[i];
+            auto forward_one = [&] {  // (recorded into a graph: each as a cooperative launch)
+                return FORWARD(cuLaunchCooperativeKernel, l.function, l.gridDimX, l.gridDimY, l.gridDimZ, l.blockDimX,
+                               l.blockDimY, l.blockDimZ, l.sharedMemBytes, l.hStream, l.kernelParams);
+            };
+            if (CUresult r = launch("cuLaunchCooperativeKernelMultiDevice", l.function, {l.gridDimX, l.gridDimY, l.gridDimZ},
+                                    {l.blockDimX, l.blockDimY, l.blockDimZ}, l.sharedMemBytes, l.hStream, l.kernelParams,
+                                    nullptr, forward_one);
+                r != CUDA_SUCCESS)
+                return r;
+        }
+        return CUDA_SUCCESS;
+    };
+    return launch_as_made("cuLaunchCooperativeKernelMultiDevice", list[0].hStream, ordinary, forward);
+}
+
+// The deprecated launch (cuda_legacy_launch.h): each setting goes to the
+// driver, and is kept once the driver took it.
+namespace {
+template <class Forward, class Keep>
+CUresult legacy_setting(const char *fn, CUfunction f, Forward &&forward, Keep &&keep) {
+    CUresult r = forward();
+    if (r != CUDA_SUCCESS || !adsm::interpose::gpu_routed(kApi)) return r;
+    adsm::interpose::LegacyLaunchSetup *setup = g_legacy.obtain(f);
+    if (!setup) {
+        adsm::log(adsm::LogLevel::error, "%s: no room to keep the settings of another function", fn);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!keep(*setup)) {
+        adsm::log(adsm::LogLevel::error, "%s: a kernel's arguments take at most %zu bytes", fn,
+                  adsm::interpose::LegacyLaunchSetup::kMostBytes);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+template <class Forward>
+CUresult legacy_launch(const char *fn, CUfunction f, int width, int height, CUstream stream, Forward &&forward) {
+    if (!adsm::interpose::gpu_routed(kApi)) return forward();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (width <= 0 || height <= 0) return CUDA_ERROR_INVALID_VALUE;
+    adsm::interpose::LegacyLaunchSetup::Launch l;
+    const adsm::interpose::LegacyLaunchSetup *setup = g_legacy.find(f);
+    if (!setup || !setup->take(&l)) {
+        adsm::log(adsm::LogLevel::error, "%s: the function has no block shape (cuFuncSetBlockShape comes first)", fn);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t size = l.params.size();
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, l.params.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    return launch(fn, f, {static_cast<unsigned>(width), static_cast<unsigned>(height), 1},
+                  {l.block[0], l.block[1], l.block[2]}, l.shared, stream, nullptr, size ? extra : nullptr, forward,
+                  true);
+}
+}  // namespace
+
+CUDA_WRAPPER(cuFuncSetBlockShape, CUfunction f, int x, int y, int z) {
+    return legacy_setting(
+        "cuFuncSetBlockShape", f, [&] { return FORWARD(cuFuncSetBlockShape, f, x, y, z); },
+        [&](adsm::interpose::LegacyLaunchSetup &l) {
+            l.set_block(static_cast<unsigned>(x), static_cast<unsigned>(y), static_cast<unsigned>(z));
+            return true;
+        });
+}
+CUDA_WRAPPER(cuFuncSetSharedSize, CUfunction f, unsigned int bytes) {
+    return legacy_setting(
+        "cuFuncSetSharedSize", f, [&] { return FORWARD(cuFuncSetSharedSize, f, bytes); },
+        [&](adsm::interpose::LegacyLaunchSetup &l) {
+            l.set_shared(bytes);
+            return true;
+        });
+}
+CUDA_WRAPPER(cuParamSetSize, CUfunction f, unsigned int bytes) {
+    return legacy_setting(
+        "cuParamSetSize", f, [&] { return FORWARD(cuParamSetSize, f, bytes); },
+        [&](adsm::interpose::LegacyLaunchSetup &l) { return l.set_size(bytes); });
+}
+CUDA_WRAPPER(cuParamSeti, CUfunction f, int offset, unsigned int value) {
+    return legacy_setting(
+        "cuParamSeti", f, [&] { return FORWARD(cuParamSeti, f, offset, value); },
+        [&](adsm::interpose::LegacyLaunchSetup &l) { return offset >= 0 && l.set(offset, &value, sizeof value); });
+}
+CUDA_WRAPPER(cuParamSetf, CUfunction f, int offset, float value) {
+    return legacy_setting(
+        "cuParamSetf", f, [&] { return FORWARD(cuParamSetf, f, offset, value); },
+        [&](adsm::interpose::LegacyLaunchSetup &l) { return offset >= 0 && l.set(offset, &value, sizeof value); });
+}
+CUDA_WRAPPER(cuParamSetv, CUfunction f, int offset, void *value, unsigned int bytes) {
+    return legacy_setting(
+        "cuParamSetv", f, [&] { return FORWARD(cuParamSetv, f, offset, value, bytes); },
+        [&](adsm::interpose::LegacyLaunchSetup &l) { return offset >= 0 && (value || !bytes) && l.set(offset, value, bytes); });
+}
+CUDA_WRAPPER(cuLaunch, CUfunction f) {
+    return legacy_launch("cuLaunch", f, 1, 1, nullptr, [&] { return FORWARD(cuLaunch, f); });
+}
+CUDA_WRAPPER(cuLaunchGrid, CUfunction f, int width, int height) {
+    return legacy_launch("cuLaunchGrid", f, width, height, nullptr,
+                         [&] { return FORWARD(cuLaunchGrid, f, width, height); });
+}
+CUDA_WRAPPER(cuLaunchGridAsync, CUfunction f, int width, int height, CUstream s) {
+    return legacy_launch("cuLaunchGridAsync", f, width, height, s,
+                         [&] { return FORWARD(cuLaunchGridAsync, f, width, height, s); });
 }
 
 // A graph's kernels may use shared memory (on the cuda device, launches

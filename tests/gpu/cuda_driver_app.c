@@ -5,6 +5,7 @@
  * synchronisation, a linked list whose pointers a kernel follows.  In
  * `errors` mode it makes the mistakes a program makes and checks the codes.
  */
+#define CUDA_ENABLE_DEPRECATED 1 /* the deprecated launch, as an old program makes it */
 #include <cuda.h>
 
 #include "app_common.h"
@@ -305,8 +306,17 @@ static void run_launches_as_made(enum mode mode, CUfunction scale) {
     CU(cuLaunchKernelEx(&config, scale, params, NULL));
     CU(cuCtxSynchronize());
     for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 4.0f * i + 2, "after a launch with attributes: %g at %u", f[i], i);
+    /* The same on a list of devices (one here). */
+    long multi = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernelMultiDevice");
+    CUDA_LAUNCH_PARAMS one = {scale, n / 256, 1, 1, 256, 1, 1, 0, NULL, params};
+    CU(cuLaunchCooperativeKernelMultiDevice(&one, 1, 0));
+    CU(cuCtxSynchronize());
+    for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 8.0f * i + 4, "after a launch on a list of devices: %g at %u", f[i], i);
     check_launches(mode, driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernel") - cooperative,
                    "cuLaunchCooperativeKernel");
+    check_launches(mode,
+                   driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchCooperativeKernelMultiDevice") - multi,
+                   "cuLaunchCooperativeKernelMultiDevice");
     check_launches(mode,
                    driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchKernelEx with attributes") - with_attributes,
                    "cuLaunchKernelEx with attributes");
@@ -344,6 +354,40 @@ static void run_packed_arguments(CUfunction scale) {
           "arguments both in kernelParams and in extra");
     CU(cuCtxSynchronize());
     for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 3.0f * i, "after refused launches: %g at %u", f[i], i);
+    CU(cuMemFree(v));
+}
+
+/* The deprecated launch, as a program from CUDA's first years makes it:
+ * the block shape and the arguments set on the function, then cuLaunchGrid
+ * (routed, the runtime makes the launch: nothing reaches the driver's). */
+static float times5(unsigned i) { return 5.0f * i; }
+static float plus1_times5(unsigned i) { return 5.0f * (5.0f * i + 1); }
+static void run_legacy_launch(enum mode mode, CUfunction scale, CUstream stream) {
+    unsigned n = 4096;
+    CUdeviceptr v = managed_ramp(n);
+    float *f = (float *)v;
+    size_t off[3];
+    for (int i = 0; i < 3; ++i) CU(cuFuncGetParamInfo(scale, i, &off[i], NULL));
+    long grids = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchGrid") +
+                 driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchGridAsync");
+    CU(cuFuncSetBlockShape(scale, 256, 1, 1));
+    CU(cuFuncSetSharedSize(scale, 0));
+    CU(cuParamSetv(scale, (int)off[0], &v, sizeof v));
+    CU(cuParamSetf(scale, (int)off[1], 5.0f));
+    CU(cuParamSeti(scale, (int)off[2], n));
+    CU(cuParamSetSize(scale, (unsigned)(off[2] + sizeof n)));
+    CU(cuLaunchGrid(scale, n / 256, 1));
+    CU(cuCtxSynchronize());
+    check_floats(f, n, times5, "after cuLaunchGrid");
+    /* The CPU writes between kernels: the next launch, on a stream, sees it. */
+    for (unsigned i = 0; i < n; ++i) f[i] += 1;
+    CU(cuLaunchGridAsync(scale, n / 256, 1, stream));
+    CU(cuStreamSynchronize(stream));
+    check_floats(f, n, plus1_times5, "after cuLaunchGridAsync");
+    CHECK(cuLaunchGrid(scale, 0, 1) == CUDA_ERROR_INVALID_VALUE, "an empty grid");
+    long reached = driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchGrid") +
+                   driver_calls("libcuda.so.1", "fake_cuda_calls", "cuLaunchGridAsync") - grids;
+    CHECK((mode == ROUTED) == (reached == 0), "%ld deprecated launches reached the driver", reached);
     CU(cuMemFree(v));
 }
 
@@ -757,6 +801,7 @@ int main(int argc, char **argv) {
     run_captured_copies(mode, scale, stream);
     run_launches_as_made(mode, scale);
     run_packed_arguments(scale);
+    run_legacy_launch(mode, scale, stream);
     run_host_functions(scale, stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");

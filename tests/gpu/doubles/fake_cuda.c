@@ -7,6 +7,7 @@
  * (fake_vmm.h).  Kernels are host functions found by name.
  * fake_cuda_calls(name) says how many calls of an entry point reached it.
  */
+#define CUDA_ENABLE_DEPRECATED 1 /* the deprecated launch is defined here too */
 #include <cuda.h>
 
 #include <stdio.h>
@@ -549,6 +550,134 @@ EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx,
     COUNT();
     (void)shared;
     return launch(f, (gpu_dim){gx, gy, gz}, (gpu_dim){bx, by, bz}, s, params, NULL);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *list, unsigned int count,
+                                                             unsigned int flags) {
+    COUNT();
+    (void)flags;
+    if (!list || !count) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; ++i) {
+        const CUDA_LAUNCH_PARAMS *l = &list[i];
+        CUresult r = launch(l->function, (gpu_dim){l->gridDimX, l->gridDimY, l->gridDimZ},
+                            (gpu_dim){l->blockDimX, l->blockDimY, l->blockDimZ}, l->hStream, l->kernelParams, NULL);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The deprecated launch: a function's block shape and argument buffer,
+ * kept between calls (a few functions suffice for the tests). */
+typedef struct legacy_setup {
+    CUfunction f;
+    int shaped;
+    gpu_dim block;
+    size_t size;
+    char params[4096];
+} legacy_setup;
+static legacy_setup legacy[16];
+static pthread_mutex_t legacy_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static legacy_setup *legacy_of(CUfunction f) {
+    for (unsigned i = 0; i < sizeof legacy / sizeof legacy[0]; ++i)
+        if (legacy[i].f == f || !legacy[i].f) {
+            legacy[i].f = f;
+            return &legacy[i];
+        }
+    return NULL;
+}
+
+static CUresult legacy_set(CUfunction f, int offset, const void *v, size_t n) {
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (offset < 0 || offset + n > sizeof legacy[0].params) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&legacy_mu);
+    legacy_setup *l = legacy_of(f);
+    if (l) {
+        memcpy(l->params + offset, v, n);
+        if (l->size < offset + n) l->size = offset + n;
+    }
+    pthread_mutex_unlock(&legacy_mu);
+    return l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult CUDAAPI cuFuncSetBlockShape(CUfunction f, int x, int y, int z) {
+    COUNT();
+    NEED_INIT();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (x <= 0 || y <= 0 || z <= 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&legacy_mu);
+    legacy_setup *l = legacy_of(f);
+    if (l) l->shaped = 1, l->block = (gpu_dim){(unsigned)x, (unsigned)y, (unsigned)z};
+    pthread_mutex_unlock(&legacy_mu);
+    return l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult CUDAAPI cuFuncSetSharedSize(CUfunction f, unsigned int bytes) {
+    COUNT();
+    NEED_INIT();
+    (void)bytes;
+    return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult CUDAAPI cuParamSetSize(CUfunction f, unsigned int bytes) {
+    COUNT();
+    NEED_INIT();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (bytes > sizeof legacy[0].params) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&legacy_mu);
+    legacy_setup *l = legacy_of(f);
+    if (l) l->size = bytes;
+    pthread_mutex_unlock(&legacy_mu);
+    return l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult CUDAAPI cuParamSeti(CUfunction f, int offset, unsigned int value) {
+    COUNT();
+    NEED_INIT();
+    return legacy_set(f, offset, &value, sizeof value);
+}
+
+EXPORT CUresult CUDAAPI cuParamSetf(CUfunction f, int offset, float value) {
+    COUNT();
+    NEED_INIT();
+    return legacy_set(f, offset, &value, sizeof value);
+}
+
+EXPORT CUresult CUDAAPI cuParamSetv(CUfunction f, int offset, void *ptr, unsigned int bytes) {
+    COUNT();
+    NEED_INIT();
+    if (!ptr && bytes) return CUDA_ERROR_INVALID_VALUE;
+    return legacy_set(f, offset, ptr, bytes);
+}
+
+static CUresult legacy_launch(CUfunction f, int width, int height, CUstream s) {
+    NEED_INIT();
+    if (!f) return CUDA_ERROR_INVALID_HANDLE;
+    if (width <= 0 || height <= 0) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&legacy_mu);
+    legacy_setup *l = legacy_of(f), copy;
+    if (l) copy = *l;
+    pthread_mutex_unlock(&legacy_mu);
+    if (!l || !copy.shaped) return CUDA_ERROR_INVALID_VALUE;
+    size_t size = copy.size;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, copy.params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    return launch(f, (gpu_dim){(unsigned)width, (unsigned)height, 1}, copy.block, s, NULL, size ? extra : NULL);
+}
+
+EXPORT CUresult CUDAAPI cuLaunch(CUfunction f) {
+    COUNT();
+    return legacy_launch(f, 1, 1, NULL);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchGrid(CUfunction f, int width, int height) {
+    COUNT();
+    return legacy_launch(f, width, height, NULL);
+}
+
+EXPORT CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int width, int height, CUstream s) {
+    COUNT();
+    return legacy_launch(f, width, height, s);
 }
 
 EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
