@@ -1,5 +1,5 @@
 // The CUDA runtime API, for programs that link it dynamically (a static one
-// is reached through the driver: see cuda_driver.cpp).  The runtime's own
+// is reached through the driver: see cuda_driver*.cpp).  The runtime's own
 // launch path goes through private driver entry points, so the launch and
 // synchronisation calls are wrapped here too, with the same meaning as the
 // driver's.  Kernel names come from the registrations nvcc's start-up code
@@ -249,7 +249,7 @@ CUDART_WRAPPER(cudaError_t, cudaMallocManaged, void **devPtr, size_t size, unsig
     return to_cuda(bridge::alloc(size, 0, devPtr), "cudaMallocManaged");
 }
 
-// Host registration of shared memory: as the driver's (cuda_driver.cpp).
+// Host registration of shared memory: as the driver's (cuda_driver_hints.cpp).
 CUDART_WRAPPER(cudaError_t, cudaHostRegister, void *p, size_t n, unsigned int flags) {
     if (!gpu_routed(kApi) || !bridge::is_shared(p)) return FORWARD(cudaHostRegister, p, n, flags);
     constexpr unsigned int known =
@@ -268,7 +268,7 @@ CUDART_WRAPPER(cudaError_t, cudaHostGetDevicePointer, void **d, void *p, unsigne
     return cudaSuccess;
 }
 
-// A stream attachment of shared memory: as the driver's (cuda_driver.cpp).
+// A stream attachment of shared memory: as the driver's (cuda_driver_hints.cpp).
 CUDART_WRAPPER(cudaError_t, cudaStreamAttachMemAsync, cudaStream_t stream, void *p, size_t n, unsigned int flags) {
     if (!gpu_routed(kApi) || !bridge::is_shared(p)) return FORWARD(cudaStreamAttachMemAsync, stream, p, n, flags);
     if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle)
@@ -301,7 +301,7 @@ CUDART_WRAPPER(cudaError_t, cudaLaunchKernel_ptsz, const void *func, dim3 grid, 
 }
 
 // Work the driver launches as the program made it, on the program's
-// stream, after a release (as the driver's wrappers do: cuda_driver.cpp).
+// stream, after a release (as the driver's wrappers do: cuda_driver_launches.cpp).
 namespace {
 template <class Forward>
 cudaError_t driver_launch(const char *fn, cudaStream_t stream, Forward &&forward) {

@@ -15,6 +15,9 @@ GpuSymbol *search(F &&match) {
     const GpuFamily families[] = {
 #ifdef ADSM_HAVE_CUDA
         cuda_driver_family(),
+        cuda_launch_family(),
+        cuda_copy_family(),
+        cuda_hint_family(),
         cuda_runtime_family(),
 #endif
         level_zero_family(),
@@ -57,6 +60,11 @@ void *gpu_real(GpuSymbol &s) {
 
 GpuSymbol *find_gpu_symbol(const char *name) {
     return search([name](const GpuSymbol &s) { return strcmp(s.name, name) == 0; });
+}
+
+void *gpu_wrapper_of(const char *library, void *real) {
+    GpuSymbol *s = search([&](GpuSymbol &s) { return strcmp(s.library, library) == 0 && gpu_real(s) == real; });
+    return s ? s->wrapper : nullptr;
 }
 
 void adopt_table_entry(GpuSymbol &s, void *entry) {

@@ -34,6 +34,9 @@ struct GpuFamily {
     size_t count;
 };
 GpuFamily cuda_driver_family();
+GpuFamily cuda_launch_family();
+GpuFamily cuda_copy_family();
+GpuFamily cuda_hint_family();
 GpuFamily cuda_runtime_family();
 GpuFamily level_zero_family();
 GpuFamily level_zero_table_family();
@@ -45,6 +48,10 @@ void *driver_function(const char *library, const char *name, bool *library_loade
 
 // The table entry for a name.
 GpuSymbol *find_gpu_symbol(const char *name);
+
+// The wrapper of a function of `library` that the driver handed out (by
+// cuGetProcAddress, say), or nullptr when the preload does not wrap it.
+void *gpu_wrapper_of(const char *library, void *real);
 
 // The driver's function for s as its own function table holds it: it
 // becomes the one every path to the wrapper calls, in place of one found

@@ -1,7 +1,7 @@
 // The CUDA Driver API as one table of entry points, loaded from
 // libcuda.so.1 at run time: the library loads on machines without a
 // driver, and the back-end reaches the driver's own functions, never the
-// preload's wrappers of them (interpose/cuda_driver.cpp), whichever way the
+// preload's wrappers of them (interpose/cuda_driver*.cpp), whichever way the
 // program found the driver.
 #pragma once
 
