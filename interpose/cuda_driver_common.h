@@ -20,6 +20,10 @@
 #undef cuMemcpyBatchAsync
 #undef cuMemcpy3DBatchAsync
 #undef cuMemHostRegister
+#undef cuGraphAddKernelNode
+#undef cuGraphKernelNodeSetParams
+#undef cuGraphExecKernelNodeSetParams
+#undef cuGraphAddNode
 extern "C" {
 CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
 CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n, unsigned int flags);
@@ -94,6 +98,19 @@ CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstr
 CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation where, unsigned int flags,
                                             CUstream s);
 CUresult CUDAAPI cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice dev);
+// The graph API's first versions, which older programs still call.
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                      const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                         const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult CUDAAPI cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                CUgraphNodeParams *p);
+CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                                   size_t ndeps, CUgraphNodeParams *p);
 }
 
 namespace adsm::interpose::cuda_driver {
@@ -115,6 +132,26 @@ CUresult to_cu(Status s, const char *fn);
 // The driver's own stream synchronisation: copies and fills wait for the
 // work queued before them on their stream.
 CUresult driver_stream_synchronize(CUstream s);
+
+// Whether a 2D or 3D copy has shared memory on a side.
+inline bool copies_shared(const CUDA_MEMCPY3D &c) {
+    auto side = [](CUmemorytype type, const void *host, CUdeviceptr dev) {
+        if (type == CU_MEMORYTYPE_HOST) return gpu_bridge::is_shared(host);
+        return (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) && gpu_bridge::is_shared(ptr(dev));
+    };
+    return side(c.srcMemoryType, c.srcHost, c.srcDevice) || side(c.dstMemoryType, c.dstHost, c.dstDevice);
+}
+
+// A copy the driver makes later, as a graph's node, works on the device
+// copy at the shared address: a shared side it names as host memory is
+// named as device memory, or the driver would take the address for host
+// memory and copy nothing there.
+inline void name_shared_as_device(CUDA_MEMCPY3D *c) {
+    if (c->srcMemoryType == CU_MEMORYTYPE_HOST && gpu_bridge::is_shared(c->srcHost))
+        c->srcMemoryType = CU_MEMORYTYPE_DEVICE, c->srcDevice = device_ptr(c->srcHost), c->srcHost = nullptr;
+    if (c->dstMemoryType == CU_MEMORYTYPE_HOST && gpu_bridge::is_shared(c->dstHost))
+        c->dstMemoryType = CU_MEMORYTYPE_DEVICE, c->dstDevice = device_ptr(c->dstHost), c->dstHost = nullptr;
+}
 
 }  // namespace adsm::interpose::cuda_driver
 

@@ -18,6 +18,7 @@ GpuSymbol *search(F &&match) {
         cuda_launch_family(),
         cuda_copy_family(),
         cuda_hint_family(),
+        cuda_graph_family(),
         cuda_runtime_family(),
 #endif
         level_zero_family(),

@@ -37,6 +37,7 @@ GpuFamily cuda_driver_family();
 GpuFamily cuda_launch_family();
 GpuFamily cuda_copy_family();
 GpuFamily cuda_hint_family();
+GpuFamily cuda_graph_family();
 GpuFamily cuda_runtime_family();
 GpuFamily level_zero_family();
 GpuFamily level_zero_table_family();

@@ -391,6 +391,92 @@ static void run_legacy_launch(enum mode mode, CUfunction scale, CUstream stream)
     CU(cuMemFree(v));
 }
 
+/* A graph built node by node: a copy from managed memory the program
+ * names as host memory into device memory, a kernel on that, a copy back
+ * into managed memory named as host memory, a fill of managed memory and a
+ * host node, launched three times with the CPU writing between and a copy
+ * node changed in the instantiated graph.  Routed on the cuda device the
+ * copies work on the device copy at the shared address, the launch
+ * releasing it and the synchronisation acquiring; on sim and cpu the
+ * kernel node and the nodes on shared memory are refused. */
+static void run_built_graph(enum mode mode, CUfunction scale, CUstream stream) {
+    unsigned n = 4096;
+    CUdeviceptr v = managed_ramp(n), w = managed_ramp(n), z, d;
+    CU(cuMemAllocManaged(&z, n, CU_MEM_ATTACH_GLOBAL));
+    CU(cuMemAlloc(&d, n * 4));
+    float *f = (float *)v, two = 2.0f;
+    void *params[] = {&d, &two, &n};
+    CUcontext ctx;
+    CU(cuCtxGetCurrent(&ctx));
+    CUDA_MEMCPY3D in, out;
+    memset(&in, 0, sizeof in);
+    in.srcMemoryType = CU_MEMORYTYPE_HOST;
+    in.srcHost = (const void *)v;
+    in.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    in.dstDevice = d;
+    in.WidthInBytes = n * 4;
+    in.Height = in.Depth = 1;
+    memset(&out, 0, sizeof out);
+    out.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    out.srcDevice = d;
+    out.dstMemoryType = CU_MEMORYTYPE_HOST;
+    out.dstHost = (void *)v;
+    out.WidthInBytes = n * 4;
+    out.Height = out.Depth = 1;
+    CUDA_KERNEL_NODE_PARAMS kernel;
+    memset(&kernel, 0, sizeof kernel);
+    kernel.func = scale;
+    kernel.gridDimX = n / 256, kernel.gridDimY = kernel.gridDimZ = 1;
+    kernel.blockDimX = 256, kernel.blockDimY = kernel.blockDimZ = 1;
+    kernel.kernelParams = params;
+    CUDA_MEMSET_NODE_PARAMS fill = {z, 0, 7, 1, n, 1};
+    int host_runs = 0;
+    CUDA_HOST_NODE_PARAMS host = {count_launch, &host_runs};
+    CUgraph g;
+    CUgraphNode copy_in, run, copy_out, filled, counted;
+    CU(cuGraphCreate(&g, 0));
+    CUresult r_in = cuGraphAddMemcpyNode(&copy_in, g, NULL, 0, &in, ctx);
+    CUresult r_run = cuGraphAddKernelNode(&run, g, NULL, 0, &kernel);
+    CUresult r_out = cuGraphAddMemcpyNode(&copy_out, g, NULL, 0, &out, ctx);
+    CUresult r_fill = cuGraphAddMemsetNode(&filled, g, NULL, 0, &fill, ctx);
+    CU(cuGraphAddHostNode(&counted, g, NULL, 0, &host));
+    if (mode == ROUTED && !on_gpu_backend()) {
+        CHECK(r_in == CUDA_ERROR_NOT_SUPPORTED && r_run == CUDA_ERROR_NOT_SUPPORTED &&
+                  r_out == CUDA_ERROR_NOT_SUPPORTED && r_fill == CUDA_ERROR_NOT_SUPPORTED,
+              "nodes on shared memory built on an emulated device: %d %d %d %d", (int)r_in, (int)r_run, (int)r_out,
+              (int)r_fill);
+    } else {
+        CU(r_in);
+        CU(r_run);
+        CU(r_out);
+        CU(r_fill);
+        CUgraphExec e;
+        CU(cuGraphInstantiate(&e, g, 0));
+        CU(cuGraphLaunch(e, stream));
+        CU(cuStreamSynchronize(stream));
+        for (unsigned i = 0; i < n; ++i) CHECK(f[i] == 2.0f * i, "after the built graph: %g at %u", f[i], i);
+        for (unsigned i = 0; i < n; ++i) CHECK(((unsigned char *)z)[i] == 7, "the fill node: %u at %u", ((unsigned char *)z)[i], i);
+        for (unsigned i = 0; i < n; ++i) f[i] += 1;
+        CU(cuGraphLaunch(e, stream));
+        CU(cuStreamSynchronize(stream));
+        for (unsigned i = 0; i < n; ++i)
+            CHECK(f[i] == 4.0f * i + 2, "after the built graph's second launch: %g at %u", f[i], i);
+        in.srcHost = (const void *)w;
+        CU(cuGraphExecMemcpyNodeSetParams(e, copy_in, &in, ctx));
+        CU(cuGraphLaunch(e, stream));
+        CU(cuStreamSynchronize(stream));
+        for (unsigned i = 0; i < n; ++i)
+            CHECK(f[i] == 2.0f * i, "after a copy node took another source: %g at %u", f[i], i);
+        CHECK(host_runs == 3, "the host node ran %d times", host_runs);
+        CU(cuGraphExecDestroy(e));
+    }
+    CU(cuGraphDestroy(g));
+    CU(cuMemFree(d));
+    CU(cuMemFree(z));
+    CU(cuMemFree(w));
+    CU(cuMemFree(v));
+}
+
 /* Host functions between kernels on one stream. */
 static void run_host_functions(CUfunction scale, CUstream stream) {
     unsigned n = 4096;
@@ -802,6 +888,7 @@ int main(int argc, char **argv) {
     run_launches_as_made(mode, scale);
     run_packed_arguments(scale);
     run_legacy_launch(mode, scale, stream);
+    run_built_graph(mode, scale, stream);
     run_host_functions(scale, stream);
     check_launches(mode, driver_launches(), "launch");
     CHECK(driver_calls("libcuda.so.1", "fake_cuda_calls", "cuCtxSynchronize") > 0, "synchronisations reach the driver");

@@ -504,6 +504,101 @@ EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
     return CUDA_SUCCESS;
 }
 
+/* Graphs built node by node: nodes run in the order they were added (the
+ * tests add each after the one before).  A copy node takes a contiguous
+ * copy (one row); a fill node bytes. */
+EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *g, unsigned int flags) {
+    COUNT();
+    NEED_INIT();
+    if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
+    *g = (struct CUgraph_st *)calloc(1, sizeof **g);
+    return CUDA_SUCCESS;
+}
+
+static CUgraphNode last_node(CUgraph g) { return (CUgraphNode)&g->nodes[g->n - 1]; }
+
+EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                                const CUDA_KERNEL_NODE_PARAMS *p) {
+    COUNT();
+    NEED_INIT();
+    (void)deps, (void)ndeps;
+    if (!node || !g || !p || !p->func) return CUDA_ERROR_INVALID_VALUE;
+    const fake_kernel *k = (const fake_kernel *)p->func;
+    if (k->nparams && !p->kernelParams) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = record(g, k, (gpu_dim){p->gridDimX, p->gridDimY, p->gridDimZ},
+                        (gpu_dim){p->blockDimX, p->blockDimY, p->blockDimZ}, p->kernelParams);
+    if (r == CUDA_SUCCESS) *node = last_node(g);
+    return r;
+}
+
+/* A copy node's sides, checked as the driver's pitfalls would bite. */
+static CUresult copy_sides(const CUDA_MEMCPY3D *c, const char *fn, CUdeviceptr *dst, CUdeviceptr *src, size_t *n) {
+    if (!c || c->Height > 1 || c->Depth > 1 || c->srcXInBytes || c->dstXInBytes || c->srcY || c->dstY ||
+        c->srcZ || c->dstZ)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    *n = c->WidthInBytes;
+    if (c->srcMemoryType == CU_MEMORYTYPE_HOST) vmm_check_host(c->srcHost, *n, fn), *src = (CUdeviceptr)c->srcHost;
+    else if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE) *src = c->srcDevice;
+    else return CUDA_ERROR_NOT_SUPPORTED;
+    if (c->dstMemoryType == CU_MEMORYTYPE_HOST) vmm_check_host(c->dstHost, *n, fn), *dst = (CUdeviceptr)c->dstHost;
+    else if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE) *dst = c->dstDevice;
+    else return CUDA_ERROR_NOT_SUPPORTED;
+    return *src && *dst ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                             const CUDA_MEMCPY3D *p, CUcontext ctx) {
+    COUNT();
+    NEED_INIT();
+    (void)deps, (void)ndeps, (void)ctx;
+    CUdeviceptr dst, src;
+    size_t n;
+    if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = copy_sides(p, "cuGraphAddMemcpyNode", &dst, &src, &n);
+    if (r == CUDA_SUCCESS) r = record_copy(g, dst, src, n, 0, 0);
+    if (r == CUDA_SUCCESS) *node = last_node(g);
+    return r;
+}
+
+EXPORT CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode node, const CUDA_MEMCPY3D *p,
+                                                       CUcontext ctx) {
+    COUNT();
+    NEED_INIT();
+    (void)ctx;
+    fake_node *at = (fake_node *)node;
+    CUdeviceptr dst, src;
+    size_t n;
+    if (!e || !at || at->kernel || at->host || !at->src) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = copy_sides(p, "cuGraphExecMemcpyNodeSetParams", &dst, &src, &n);
+    if (r == CUDA_SUCCESS) at->dst = dst, at->src = src, at->n = n;
+    return r;
+}
+
+EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                             const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
+    COUNT();
+    NEED_INIT();
+    (void)deps, (void)ndeps, (void)ctx;
+    if (!node || !g || !p || !p->dst) return CUDA_ERROR_INVALID_VALUE;
+    if (p->elementSize != 1 || p->height > 1) return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = record_copy(g, p->dst, 0, p->width, 1, (unsigned char)p->value);
+    if (r == CUDA_SUCCESS) *node = last_node(g);
+    return r;
+}
+
+EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                           const CUDA_HOST_NODE_PARAMS *p) {
+    COUNT();
+    NEED_INIT();
+    (void)deps, (void)ndeps;
+    if (!node || !g || !p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+    if (g->n == FAKE_GRAPH_NODES) return CUDA_ERROR_OUT_OF_MEMORY;
+    fake_node host = {NULL, p->fn, p->userData, 0, 0, 0, 0};
+    g->nodes[g->n++] = host;
+    *node = last_node(g);
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
     COUNT();
     free(e);
