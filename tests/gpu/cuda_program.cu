@@ -18,7 +18,8 @@
 //             module variable written from and read into managed memory; host
 //             functions between kernels on a stream, reading what the
 //             kernel before wrote and writing what the kernel after reads;
-//             the driver's launch with arguments packed in one buffer
+//             the driver's launch with arguments packed in one buffer;
+//             a graph built node by node with copies of managed memory
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -315,6 +316,33 @@ static void apis(size_t n, unsigned blocks) {
             float want = i >= n / 2 ? 0.0f : round ? a_of(i) : triad_of(i);
             if (out[i] != want) printf("apis: captured copies, launch %d: [%zu] = %g\n", round, i, out[i]), exit(1);
         }
+    }
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+
+    // The same graph built node by node: b copied (as host memory) to
+    // device memory, a triad kernel node there, the result copied back into
+    // out (as host memory), launched with the CPU writing b between.
+    CK(cudaGraphCreate(&graph, 0));
+    cudaGraphNode_t copy_in, run, copy_out;
+    CK(cudaGraphAddMemcpyNode1D(&copy_in, graph, nullptr, 0, dev, b, bytes, cudaMemcpyHostToDevice));
+    float triad_scale = 3.0f;
+    void *triad_args[] = {&dev, &a, &dev, &triad_scale, &n};
+    cudaKernelNodeParams triad_node = {};
+    triad_node.func = reinterpret_cast<void *>(triad);
+    triad_node.gridDim = dim3(blocks);
+    triad_node.blockDim = dim3(256);
+    triad_node.kernelParams = triad_args;
+    CK(cudaGraphAddKernelNode(&run, graph, &copy_in, 1, &triad_node));
+    CK(cudaGraphAddMemcpyNode1D(&copy_out, graph, &run, 1, out, dev, bytes, cudaMemcpyDeviceToHost));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int round = 0; round < 2; ++round) {
+        for (size_t i = 0; i < n; ++i) b[i] = round ? 0.0f : b_of(i);
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaStreamSynchronize(s));
+        for (size_t i = 0; i < n; ++i)
+            if (out[i] != (round ? a_of(i) : triad_of(i)))
+                printf("apis: built graph, launch %d: [%zu] = %g\n", round, i, out[i]), exit(1);
     }
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
