@@ -166,6 +166,19 @@ protected:
     static void within(const std::atomic<bool> &done) {
         for (int i = 0; i < 100 && !done; ++i) usleep(1000);
     }
+    // A prefetch of [p, p+n) whose copy lands while the object is locked
+    // (past the landing's patience).
+    static void land_on_a_locked_object(uint8_t *p, size_t n) {
+        RecordingDevice &dev = core().device;
+        adsm::Region *r = core().table.find(reinterpret_cast<uintptr_t>(p));
+        ASSERT_NE(r, nullptr);
+        dev.hold_to_host = true;
+        ASSERT_EQ(core().manager->prefetch(p, n, adsm::Manager::kHost), adsmSuccess);
+        r->lock.lock();
+        dev.land();
+        r->lock.unlock();
+        dev.hold_to_host = false;
+    }
 };
 
 TEST_F(CoreTest, ACycleSendsWhatTheProtocolPromises) {
@@ -477,16 +490,9 @@ TEST_F(PrefetchRaceTest, ALandingThatFindsTheObjectLockedIsNotFetchedAgain) {
     RecordingDevice &dev = core().device;
     const size_t bs = core().config.block_size;
     uint8_t *p = closed_blocks();
-    adsm::Region *r = core().table.find(reinterpret_cast<uintptr_t>(p));
-    ASSERT_NE(r, nullptr);
     const uint64_t deferred = adsm::stats().get(adsm::Counter::landings_handed_off);
-    dev.hold_to_host = true;
-    ASSERT_EQ(core().manager->prefetch(p, 2 * bs, adsm::Manager::kHost), adsmSuccess);
     dev.clear();
-    r->lock.lock();
-    dev.land();  // its landing cannot take the lock
-    r->lock.unlock();
-    dev.hold_to_host = false;
+    land_on_a_locked_object(p, 2 * bs);
     EXPECT_GT(adsm::stats().get(adsm::Counter::landings_handed_off), deferred);
     EXPECT_EQ(p[0], 1);
     EXPECT_EQ(p[2 * bs - 1], 1);
@@ -498,7 +504,6 @@ TEST_F(PrefetchRaceTest, ALandingThatFindsTheObjectLockedIsNotFetchedAgain) {
 // its run goes back to the pool (more cycles than the pool has runs, each
 // prefetch still in the background).
 TEST_F(PrefetchRaceTest, ADeferredLandingNeverOutlivesItsBlocks) {
-    RecordingDevice &dev = core().device;
     const size_t bs = core().config.block_size;
     uint8_t *p = closed_blocks();
     adsm::Region *r = core().table.find(reinterpret_cast<uintptr_t>(p));
@@ -515,12 +520,7 @@ TEST_F(PrefetchRaceTest, ADeferredLandingNeverOutlivesItsBlocks) {
         prefetched += r->state(0) == adsm::block::kInvalid &&
                       !(r->blocks[0] & (adsm::block::kLanded | adsm::block::kIncoming));
         r->lock.unlock();
-        dev.hold_to_host = true;
-        ASSERT_EQ(core().manager->prefetch(p, 1, adsm::Manager::kHost), adsmSuccess);
-        r->lock.lock();
-        dev.land();
-        r->lock.unlock();
-        dev.hold_to_host = false;
+        land_on_a_locked_object(p, 1);
         const auto v = static_cast<uint8_t>(2 + i % 200);
         ASSERT_EQ(call([&](RecordingDevice &d) { memset(d.at(reinterpret_cast<uintptr_t>(p)), v, bs); }), adsmSuccess);
         ASSERT_EQ(sync(), adsmSuccess);
