@@ -161,6 +161,52 @@ static void run_launches_as_made(enum mode mode) {
     CUDA(cudaFree(v));
 }
 
+/* A graph built node by node (cuda_driver_app.c has the same through the
+ * driver): managed memory copied as host memory to device memory, a kernel
+ * node there, the result copied back into managed memory as host memory.
+ * The runtime makes these nodes with the driver's calls. */
+static void run_built_graph(enum mode mode, cudaStream_t stream) {
+    unsigned n = 4096;
+    float *v = managed_ramp(n), *d = NULL, two = 2.0f;
+    CUDA(cudaMalloc((void **)&d, n * 4));
+    void *args[] = {&d, &two, &n};
+    struct cudaKernelNodeParams kernel;
+    memset(&kernel, 0, sizeof kernel);
+    kernel.func = (void *)scale_stub;
+    kernel.gridDim.x = n / 256, kernel.gridDim.y = kernel.gridDim.z = 1;
+    kernel.blockDim.x = 256, kernel.blockDim.y = kernel.blockDim.z = 1;
+    kernel.kernelParams = args;
+    cudaGraph_t g;
+    cudaGraphNode_t copy_in, run, copy_out;
+    CUDA(cudaGraphCreate(&g, 0));
+    cudaError_t r_in = cudaGraphAddMemcpyNode1D(&copy_in, g, NULL, 0, d, v, n * 4, cudaMemcpyHostToDevice);
+    cudaError_t r_run = cudaGraphAddKernelNode(&run, g, &copy_in, 1, &kernel);
+    cudaError_t r_out = cudaGraphAddMemcpyNode1D(&copy_out, g, &run, 1, v, d, n * 4, cudaMemcpyDeviceToHost);
+    if (mode == ROUTED && !on_gpu_backend()) {
+        CHECK(r_in == cudaErrorNotSupported && r_run == cudaErrorNotSupported && r_out == cudaErrorNotSupported,
+              "nodes on shared memory built on an emulated device: %d %d %d", (int)r_in, (int)r_run, (int)r_out);
+        cudaGetLastError();
+    } else {
+        CUDA(r_in);
+        CUDA(r_run);
+        CUDA(r_out);
+        cudaGraphExec_t e;
+        CUDA(cudaGraphInstantiate(&e, g, 0));
+        for (int round = 0; round < 2; ++round) {
+            if (round == 1)
+                for (unsigned i = 0; i < n; ++i) v[i] = (float)i + 1;
+            CUDA(cudaGraphLaunch(e, stream));
+            CUDA(cudaStreamSynchronize(stream));
+            for (unsigned i = 0; i < n; ++i)
+                CHECK(v[i] == 2.0f * (i + round), "after the built graph's launch %d: %g at %u", round, v[i], i);
+        }
+        CUDA(cudaGraphExecDestroy(e));
+    }
+    CUDA(cudaGraphDestroy(g));
+    CUDA(cudaFree(d));
+    CUDA(cudaFree(v));
+}
+
 static void run_errors(void) {
     float *p;
     CHECK(cudaMallocManaged((void **)&p, 0, cudaMemAttachGlobal) == cudaErrorInvalidValue, "size 0");
@@ -370,6 +416,7 @@ int main(int argc, char **argv) {
     run_host_functions(own);
     run_variable();
     run_launches_as_made(mode);
+    run_built_graph(mode, own);
     if (mode == ROUTED) {
         /* Advice through the runtime comes back from its range queries (the
          * driver's, which the runtime answers for shared memory). */

@@ -55,6 +55,9 @@ static struct {
     CUresult (*launch_cooperative)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                    CUstream, void **);
     CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*graph_create)(CUgraph *, unsigned);
+    CUresult (*add_kernel_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+    CUresult (*add_memcpy_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
 } drv;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -109,6 +112,9 @@ static void start(void) {
     *(void **)&drv.range_attributes = proc(get, "cuMemRangeGetAttributes");
     *(void **)&drv.launch_cooperative = proc(get, "cuLaunchCooperativeKernel");
     *(void **)&drv.launch_ex = proc(get, "cuLaunchKernelEx");
+    *(void **)&drv.graph_create = proc(get, "cuGraphCreate");
+    *(void **)&drv.add_kernel_node = proc(get, "cuGraphAddKernelNode");
+    *(void **)&drv.add_memcpy_node = proc(get, "cuGraphAddMemcpyNode");
     CUdevice dev;
     CUcontext ctx;
     if (drv.init(0) != CUDA_SUCCESS || drv.device_get(&dev, 0) != CUDA_SUCCESS || drv.retain(&ctx, dev) != CUDA_SUCCESS ||
@@ -303,6 +309,53 @@ EXPORT cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t e) {
 EXPORT cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t g) {
     READY();
     return from_cu(drv.graph_destroy((CUgraph)g));
+}
+
+/* Graphs built node by node: the driver's, as the runtime converts them
+ * (a 1D copy's sides typed by its kind). */
+EXPORT cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t *g, unsigned int flags) {
+    READY();
+    return from_cu(drv.graph_create((CUgraph *)g, flags));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGraphAddKernelNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                                    size_t ndeps, const struct cudaKernelNodeParams *p) {
+    READY();
+    if (!p) return last_error = cudaErrorInvalidValue;
+    CUDA_KERNEL_NODE_PARAMS k;
+    memset(&k, 0, sizeof k);
+    k.func = function_of(p->func);
+    if (!k.func) return last_error = cudaErrorInvalidDeviceFunction;
+    k.gridDimX = p->gridDim.x, k.gridDimY = p->gridDim.y, k.gridDimZ = p->gridDim.z;
+    k.blockDimX = p->blockDim.x, k.blockDimY = p->blockDim.y, k.blockDimZ = p->blockDim.z;
+    k.sharedMemBytes = p->sharedMemBytes;
+    k.kernelParams = p->kernelParams;
+    k.extra = p->extra;
+    return from_cu(drv.add_kernel_node((CUgraphNode *)node, (CUgraph)g, (const CUgraphNode *)deps, ndeps, &k));
+}
+
+EXPORT cudaError_t CUDARTAPI cudaGraphAddMemcpyNode1D(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                                      size_t ndeps, void *dst, const void *src, size_t count,
+                                                      enum cudaMemcpyKind kind) {
+    READY();
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    int host_src = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost;
+    int host_dst = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost;
+    if (kind == cudaMemcpyDefault) {
+        c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+        c.srcDevice = (CUdeviceptr)src, c.dstDevice = (CUdeviceptr)dst;
+    } else {
+        c.srcMemoryType = host_src ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        c.dstMemoryType = host_dst ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        if (host_src) c.srcHost = src;
+        else c.srcDevice = (CUdeviceptr)src;
+        if (host_dst) c.dstHost = dst;
+        else c.dstDevice = (CUdeviceptr)dst;
+    }
+    c.WidthInBytes = count;
+    c.Height = c.Depth = 1;
+    return from_cu(drv.add_memcpy_node((CUgraphNode *)node, (CUgraph)g, (const CUgraphNode *)deps, ndeps, &c, NULL));
 }
 
 EXPORT cudaError_t CUDARTAPI cudaStreamAttachMemAsync(cudaStream_t s, void *p, size_t n, unsigned int flags) {
