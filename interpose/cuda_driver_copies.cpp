@@ -303,10 +303,7 @@ bool captured_box(const char *fn, CUstream stream, CUDA_MEMCPY3D c, const Plane 
     case Captured::refuse: *r = CUDA_ERROR_NOT_SUPPORTED; return true;
     case Captured::record: break;
     }
-    if (c.srcMemoryType == CU_MEMORYTYPE_HOST && bridge::is_shared(c.srcHost))
-        c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = device_ptr(c.srcHost), c.srcHost = nullptr;
-    if (c.dstMemoryType == CU_MEMORYTYPE_HOST && bridge::is_shared(c.dstHost))
-        c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = device_ptr(c.dstHost), c.dstHost = nullptr;
+    name_shared_as_device(&c);
     *r = FORWARD(cuMemcpy3DAsync_v2, &c, stream);
     return true;
 }
