@@ -114,13 +114,9 @@ CUDA_WRAPPER(cuModuleGetFunction, CUfunction *hfunc, CUmodule hmod, const char *
 namespace {
 template <class Forward>
 CUresult driver_launch(const char *fn, CUstream stream, Forward &&forward) {
-    CUresult own = CUDA_SUCCESS;  // the driver's own error, passed on as it is
-    Status s = bridge::release_for_driver_launch(stream, [&] {
-        own = forward();
-        return own == CUDA_SUCCESS ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "%s: CUDA error %d", fn, own);
-    });
-    if (own != CUDA_SUCCESS) return own;
-    return to_cu(s, fn);
+    CUresult own;
+    Status s = bridge::release_for_driver_launch(fn, stream, CUDA_SUCCESS, own, forward);
+    return own != CUDA_SUCCESS ? own : to_cu(s, fn);
 }
 
 // A launch the runtime's own would not reproduce: cuLaunchKernelEx's

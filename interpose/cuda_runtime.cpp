@@ -305,13 +305,9 @@ CUDART_WRAPPER(cudaError_t, cudaLaunchKernel_ptsz, const void *func, dim3 grid, 
 namespace {
 template <class Forward>
 cudaError_t driver_launch(const char *fn, cudaStream_t stream, Forward &&forward) {
-    cudaError_t own = cudaSuccess;  // the runtime's own error, passed on as it is
-    Status st = bridge::release_for_driver_launch(stream, [&] {
-        own = forward();
-        return own == cudaSuccess ? adsmSuccess : adsm::fail(adsmErrorLaunchFailure, "%s: CUDA error %d", fn, own);
-    });
-    if (own != cudaSuccess) return fail_with(own);
-    return to_cuda(st, fn);
+    cudaError_t own;
+    Status st = bridge::release_for_driver_launch(fn, stream, cudaSuccess, own, forward);
+    return own != cudaSuccess ? fail_with(own) : to_cuda(st, fn);
 }
 
 // A launch the runtime's own would not reproduce (a cooperative one,

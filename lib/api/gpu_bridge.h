@@ -70,6 +70,19 @@ Status release_for_driver();
 // graph's launch, which `launch` makes): the next sync waits for it, on
 // whichever stream the program synchronizes.
 Status release_for_driver_launch(void *stream, const std::function<Status()> &launch);
+// The same for a launch `forward` makes through the program's own API,
+// whose result code (CUresult, cudaError_t) comes back in `own` as the
+// driver gave it: the wrapper must return the driver's own error, not a
+// translation of it.  A failure of the runtime's release is the Status.
+template <class Code, class Forward>
+Status release_for_driver_launch(const char *fn, void *stream, Code success, Code &own, Forward &&forward) {
+    own = success;
+    return release_for_driver_launch(stream, [&] {
+        own = forward();
+        if (own == success) return Status(adsmSuccess);
+        return fail(adsmErrorLaunchFailure, "%s: CUDA error %d", fn, static_cast<int>(own));
+    });
+}
 // The driver context the runtime's device keeps the window in, when its
 // API's objects must share it (Level Zero), else null.  Starts the runtime.
 void *native_context();
