@@ -6,8 +6,9 @@ A system call cannot take the runtime's page fault, so a read into shared
 memory whose data is on the device, through a name the runtime does not
 interpose, fails with EFAULT.  This lists the C library's dynamic symbols of
 the read, write, receive, send and stdio block families (every offset width,
-every fortified form, every second name) and checks each against what
-libadsm.so exports.
+every fortified form, every second name), and of the other calls whose
+buffers the kernel fills or reads (getrandom, getentropy, poll, ppoll and
+the epoll waits), and checks each against what libadsm.so exports.
 
   check_io_symbols.py LIBADSM
 """
@@ -36,7 +37,9 @@ LEFT_OUT = {
     "__pread64_nocancel": "GLIBC_PRIVATE: called only inside the C library",
 }
 
-FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite)")
+# The I/O families, and the other calls whose buffers the kernel fills or
+# reads (random bytes, readiness arrays: interpose/kernel_buffers.cpp).
+FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getrandom|getentropy|poll|ppoll|epoll_wait|epoll_pwait)")
 
 
 def dynamic_symbols(path):

@@ -1,6 +1,6 @@
 # A deterministic, allocation-heavy Python workload: big lists, dicts and
 # strings, byte buffers, json, hashing, sorting, regular expressions and file
-# I/O through a temporary file.  Prints digests of everything it computed.
+# I/O through a temporary file, and random bytes from the kernel.  Prints digests of everything it computed.
 import hashlib, json, os, random, re, sys, tempfile, zlib
 
 rng = random.Random(20261122)
@@ -46,6 +46,11 @@ with tempfile.TemporaryDirectory() as d:
     n = os.readv(fd, [memoryview(buf)[:1_000_000], memoryview(buf)[1_000_000:]])
     os.close(fd)
     out.append(("readv", n, hashlib.md5(buf).hexdigest()))
+
+# Random bytes the kernel writes into a large buffer (getrandom): only
+# their count and spread are deterministic.
+noise = os.urandom(3_000_000)
+out.append(("urandom", len(noise), len(set(noise)) == 256, noise.count(0) < 20_000))
 
 for line in out:
     print(*line)

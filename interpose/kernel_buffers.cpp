@@ -1,0 +1,195 @@
+// System calls outside the I/O families whose buffers the kernel fills or
+// reads: random bytes (getrandom, getentropy) and readiness arrays (poll,
+// ppoll, epoll_wait, epoll_pwait, epoll_pwait2, with their fortified and
+// second names).  As for read (staging.h), the kernel cannot take the
+// runtime's fault: a buffer of shared memory whose block is closed made
+// these calls fail with EFAULT (Python's os.urandom of a shared buffer did,
+// under every protocol that closes blocks).  A buffer that touches shared
+// memory goes through the thread's staging buffer for one real call, whose
+// result and errno are the program's.
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/uio.h>
+
+#include <climits>
+
+#include "api/preload.h"
+#include "interpose/interceptor.h"
+#include "interpose/staging.h"
+
+extern "C" [[noreturn]] void __chk_fail(void);
+
+namespace {
+
+using adsm::interpose::Staged;
+using adsm::interpose::StagingCall;
+
+bool touches_shared(const void *p, size_t n) {
+    return adsm::preload::touches_window(p, n) && reinterpret_cast<uintptr_t>(p) <= UINTPTR_MAX - n &&
+           !adsm::inside_runtime();
+}
+
+// One program buffer on staging for one call.  The array calls need it in
+// one piece: one that straddles shared and other memory (which no single
+// allocation does) goes to the kernel as it is, and its result is the
+// kernel's.
+class OnStaging {
+public:
+    // (Accounted as a read: each of these calls fills the buffer.)
+    OnStaging(void *buf, size_t n) : bracket_(true, n), whole_{buf, n} { st_.layout(&whole_, 1, 0, 0); }
+    const Staged &staged() const { return st_; }
+    void *whole() const {
+        return st_.iovcnt() == 1 && st_.requested() == whole_.iov_len ? st_.iov()[0].iov_base : nullptr;
+    }
+    // The program's bytes into staging, for a call that reads them.
+    bool gather() {
+        uint64_t ticket = 0;
+        return st_.gather(&ticket) && adsm::preload::wait_copies(ticket) == adsmSuccess;
+    }
+    // The first n staged bytes into the program's buffer; false when some
+    // did not reach shared memory.
+    bool scatter(size_t n) {
+        bool failed = false;
+        st_.scatter(n, false, &failed);
+        bracket_.set_result(failed ? 0 : n);
+        return !failed;
+    }
+
+private:
+    StagingCall bracket_;  // first: it owns the staging buffer while the call lasts
+    struct iovec whole_;
+    Staged st_;
+};
+
+// How the kernel uses a readiness array: poll's it reads, then writes
+// whole; epoll's it only writes, one entry per event it returns.
+enum class Use { read_then_written, entry_per_result };
+
+// call(array) makes the real call on `array`: the staged copy, or the
+// program's own when it cannot be staged in one piece.
+template <class Call>
+int staged_array(void *array, size_t entries, size_t entry, Use use, Call &&call) {
+    const size_t bytes = entries * entry;
+    OnStaging on(array, bytes);
+    void *staged = on.whole();
+    if (!staged) return call(array);
+    if (use == Use::read_then_written && !on.gather()) {
+        errno = EFAULT;  // the array's bytes could not be read
+        return -1;
+    }
+    int r = call(staged);
+    if (r < 0) return r;  // (the kernel wrote nothing back)
+    int saved = errno;
+    bool stored = on.scatter(use == Use::read_then_written ? bytes : static_cast<size_t>(r) * entry);
+    errno = saved;
+    if (!stored) {
+        errno = EFAULT;  // what the kernel wrote could not be stored
+        return -1;
+    }
+    return r;
+}
+
+// Counts the kernel refuses (EINVAL) go to it unchanged.
+bool stageable(const void *array, size_t entries, size_t entry) {
+    return entries > 0 && entries <= INT_MAX / entry && touches_shared(array, entries * entry);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- random bytes
+
+INTERCEPTOR(ssize_t, getrandom, void *buf, size_t n, unsigned int flags) {
+    if (n > SSIZE_MAX || !touches_shared(buf, n)) return REAL(getrandom)(buf, n, flags);
+    // One staging round at most (4 MiB): a shorter count than asked is
+    // getrandom's own behaviour for large requests.
+    OnStaging on(buf, n);
+    const Staged &st = on.staged();
+    if (st.requested() == 0) return REAL(getrandom)(buf, n, flags);  // no staging: the kernel's answer
+    size_t done = 0;
+    for (int i = 0; i < st.iovcnt(); ++i) {
+        ssize_t r = REAL(getrandom)(st.iov()[i].iov_base, st.iov()[i].iov_len, flags);
+        if (r < 0) {
+            if (done == 0) return -1;
+            break;
+        }
+        done += static_cast<size_t>(r);
+        if (static_cast<size_t>(r) < st.iov()[i].iov_len) break;
+    }
+    int saved = errno;
+    if (!on.scatter(done)) {
+        errno = EIO;  // as a read whose bytes could not be stored
+        return -1;
+    }
+    errno = saved;
+    return static_cast<ssize_t>(done);
+}
+
+INTERCEPTOR(int, getentropy, void *buf, size_t n) {
+    // (More than 256 bytes is refused before anything is written.)
+    if (n > 256 || !touches_shared(buf, n)) return REAL(getentropy)(buf, n);
+    OnStaging on(buf, n);
+    const Staged &st = on.staged();
+    if (st.requested() != n) return REAL(getentropy)(buf, n);
+    for (int i = 0; i < st.iovcnt(); ++i)
+        if (REAL(getentropy)(st.iov()[i].iov_base, st.iov()[i].iov_len) != 0) return -1;
+    if (!on.scatter(n)) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------- readiness arrays
+
+INTERCEPTOR(int, poll, struct pollfd *fds, nfds_t nfds, int timeout) {
+    if (!stageable(fds, nfds, sizeof *fds)) return REAL(poll)(fds, nfds, timeout);
+    return staged_array(fds, nfds, sizeof *fds, Use::read_then_written,
+                        [&](void *a) { return REAL(poll)(static_cast<struct pollfd *>(a), nfds, timeout); });
+}
+
+INTERCEPTOR(int, ppoll, struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask) {
+    if (!stageable(fds, nfds, sizeof *fds)) return REAL(ppoll)(fds, nfds, timeout, mask);
+    return staged_array(fds, nfds, sizeof *fds, Use::read_then_written,
+                        [&](void *a) { return REAL(ppoll)(static_cast<struct pollfd *>(a), nfds, timeout, mask); });
+}
+
+INTERCEPTOR(int, epoll_wait, int epfd, struct epoll_event *events, int maxevents, int timeout) {
+    if (!stageable(events, static_cast<size_t>(maxevents), sizeof *events))
+        return REAL(epoll_wait)(epfd, events, maxevents, timeout);
+    return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
+        return REAL(epoll_wait)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout);
+    });
+}
+
+INTERCEPTOR(int, epoll_pwait, int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask) {
+    if (!stageable(events, static_cast<size_t>(maxevents), sizeof *events))
+        return REAL(epoll_pwait)(epfd, events, maxevents, timeout, mask);
+    return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
+        return REAL(epoll_pwait)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout, mask);
+    });
+}
+
+INTERCEPTOR(int, epoll_pwait2, int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
+            const sigset_t *mask) {
+    if (!stageable(events, static_cast<size_t>(maxevents), sizeof *events))
+        return REAL(epoll_pwait2)(epfd, events, maxevents, timeout, mask);
+    return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
+        return REAL(epoll_pwait2)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout, mask);
+    });
+}
+
+// The C library's second name and the _FORTIFY_SOURCE forms, which check
+// the array's size as the C library's do.
+INTERCEPTOR(int, __poll, struct pollfd *fds, nfds_t nfds, int timeout) { return poll(fds, nfds, timeout); }
+INTERCEPTOR(int, __poll_chk, struct pollfd *fds, nfds_t nfds, int timeout, size_t fdslen) {
+    if (fdslen / sizeof *fds < nfds) __chk_fail();
+    return poll(fds, nfds, timeout);
+}
+INTERCEPTOR(int, __ppoll_chk, struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask,
+            size_t fdslen) {
+    if (fdslen / sizeof *fds < nfds) __chk_fail();
+    return ppoll(fds, nfds, timeout, mask);
+}
