@@ -83,6 +83,13 @@ int install_fault_handler(int sig, bool on_alt_stack) {
         t.owned.store(true, std::memory_order_release);
     }
     t.alt_stack = on_alt_stack;
+    // A program started with the signal blocked (exec keeps the mask) would
+    // be ended by the kernel at the first fault the runtime owns; the
+    // interposed masks keep it open from here on (interpose/signals.cpp).
+    sigset_t fault;
+    sigemptyset(&fault);
+    sigaddset(&fault, sig);
+    pthread_sigmask(SIG_UNBLOCK, &fault, nullptr);
     return 0;
 }
 

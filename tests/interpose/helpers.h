@@ -4,6 +4,7 @@
 
 #include <adsm.hpp>
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <cstdint>
 #include <cstring>
@@ -44,5 +45,12 @@ inline void close_on_device(uint8_t *p, size_t n, uint8_t v) {
 }
 
 inline uint8_t pattern(size_t i, uint8_t v) { return static_cast<uint8_t>(v + i * 7); }
+
+// Fills an array of pollfd on the device: every entry watches `fd` for
+// input, with revents left as 0x7777 for the kernel to overwrite.
+inline void device_pollfds(const adsm::thread_index &t, struct pollfd *a, size_t n, int fd) {
+    size_t i = adsm::global_x(t);
+    if (i < n) a[i] = {fd, POLLIN, static_cast<short>(0x7777)};
+}
 
 }  // namespace interpose_test

@@ -17,12 +17,6 @@ using namespace interpose_test;
 
 namespace {
 
-// Fills an array of pollfd on the device: every entry watches `fd` for input.
-void device_pollfds(const adsm::thread_index &t, struct pollfd *a, size_t n, int fd) {
-    size_t i = adsm::global_x(t);
-    if (i < n) a[i] = {fd, POLLIN, static_cast<short>(0x7777)};
-}
-
 // How many of [p, p+n) still hold close_on_device's pattern.
 size_t untouched(const uint8_t *base, size_t from, size_t n, uint8_t v) {
     size_t same = 0;
