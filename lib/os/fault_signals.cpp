@@ -84,8 +84,8 @@ int install_fault_handler(int sig, bool on_alt_stack) {
     }
     t.alt_stack = on_alt_stack;
     // A program started with the signal blocked (exec keeps the mask) would
-    // be ended by the kernel at the first fault the runtime owns; the
-    // interposed masks keep it open from here on (interpose/signals.cpp).
+    // be ended by the kernel at the first fault the runtime owns.  (Preloaded,
+    // the program's later masks leave SIGSEGV open too.)
     sigset_t fault;
     sigemptyset(&fault);
     sigaddset(&fault, sig);
