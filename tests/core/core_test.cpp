@@ -212,6 +212,31 @@ TEST_F(CoreTest, ACycleSendsWhatTheProtocolPromises) {
     }
 }
 
+// The CPU writes all over an object of more blocks than rolling's list
+// holds, again and again, between two calls: whatever a protocol sends
+// ahead, no block crosses more than twice (once ahead, once at the call).
+TEST_F(CoreTest, WritesAllOverAnObjectSendEachBlockAtMostTwicePerCall) {
+    const size_t bs = core().config.block_size;
+    const size_t blocks = core().config.rolling_size + 4, n = blocks * bs;
+    uint8_t *p = object(n);
+    ASSERT_EQ(call(), adsmSuccess);
+    ASSERT_EQ(sync(), adsmSuccess);
+    core().device.clear();
+    const int rounds = 20;
+    for (int round = 0; round < rounds; ++round)
+        for (size_t k = 0; k < blocks; ++k) p[k * bs + static_cast<size_t>(round)] = static_cast<uint8_t>(round + k);
+    bool seen = true;
+    ASSERT_EQ(call([&](RecordingDevice &d) {
+                  const uint8_t *dev = d.at(reinterpret_cast<uintptr_t>(p));
+                  for (size_t k = 0; k < blocks; ++k)
+                      for (int round = 0; round < rounds; ++round)
+                          seen &= dev[k * bs + static_cast<size_t>(round)] == static_cast<uint8_t>(round + k);
+              }),
+              adsmSuccess);
+    EXPECT_TRUE(seen) << "the kernel did not find every write in device memory";
+    EXPECT_LE(core().device.bytes(DeviceOp::to_device), 2 * n) << protocol();
+}
+
 TEST_F(CoreTest, AKernelsResultsReachTheCpu) {
     const size_t n = 10 * kPage + 123;
     uint8_t *p = object(n);
