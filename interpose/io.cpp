@@ -12,6 +12,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/staged_calls.h"
 #include "interpose/staging.h"
 
 extern "C" [[noreturn]] void __chk_fail(void);
@@ -29,147 +30,9 @@ DECLARE_REAL(sendmsg)
 namespace {
 
 using adsm::interpose::Staged;
-
-// A length the kernel refuses anyway (more than SSIZE_MAX, or wrapping
-// around the address space) goes to it unchanged, so the error is its own.
-bool plausible(const void *buf, size_t n) {
-    return n <= SSIZE_MAX && reinterpret_cast<uintptr_t>(buf) <= UINTPTR_MAX - n;
-}
-
-// Cheapest test first: most calls are nowhere near the window.
-bool staged_call(const void *buf, size_t n) {
-    return adsm::preload::touches_window(buf, n) && plausible(buf, n) && !adsm::inside_runtime();
-}
-bool staged_call(const struct iovec *iov, int iovcnt) {
-    if (adsm::preload::g_window_size.load(std::memory_order_relaxed) == 0 || !iov || adsm::inside_runtime()) return false;
-    size_t total = 0;
-    for (int i = 0; i < iovcnt; ++i) {
-        if (!plausible(iov[i].iov_base, iov[i].iov_len) || iov[i].iov_len > SSIZE_MAX - total) return false;
-        total += iov[i].iov_len;
-    }
-    return adsm::interpose::touches_shared(iov, iovcnt);
-}
-
-size_t total_of(const struct iovec *iov, int iovcnt) {
-    size_t t = 0;
-    for (int i = 0; i < iovcnt; ++i) t += iov[i].iov_len;
-    return t;
-}
-
-void tick() {
-    if (adsm::preload::g_chaos.load(std::memory_order_relaxed)) adsm::preload::chaos_tick();
-}
-
-// Data into memory.  call(iov, iovcnt, done) makes one real call; with
-// `rounds` a complete round is followed by another (regular files), and the
-// rounds alternate staging buffers so that one round's copies to the device
-// overlap the next round's call.
-template <class Call>
-ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call) {
-    tick();
-    const size_t want = total_of(iov, iovcnt);
-    adsm::interpose::StagingCall bracket(true, want);
-    size_t done = 0;
-    ssize_t result = -1;
-    int err = 0;
-    uint64_t pending[2] = {0, 0};
-    Staged st[2];
-    // Bytes whose copy into shared memory failed were read from the file but
-    // are not in the program's buffer: the call fails with EIO.
-    bool lost = false;
-    for (int round = 0;; ++round) {
-        int b = round & 1;
-        lost |= adsm::preload::wait_copies(pending[b]) != adsmSuccess;  // this buffer's last round has landed
-        pending[b] = 0;
-        if (lost) break;
-        st[b].layout(iov, iovcnt, done, b);
-        if (st[b].requested() == 0) {
-            if (st[b].out_of_staging() && done == 0) err = ENOMEM;  // not an end of file
-            result = err ? -1 : static_cast<ssize_t>(done);
-            break;
-        }
-        ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
-        if (r < 0) {
-            err = errno;
-            result = done ? static_cast<ssize_t>(done) : -1;
-            break;
-        }
-        bool more = rounds && r > 0 && static_cast<size_t>(r) == st[b].requested() && done + static_cast<size_t>(r) < want;
-        bool failed;
-        pending[b] = st[b].scatter(static_cast<size_t>(r), more, &failed);
-        lost |= failed;
-        done += static_cast<size_t>(r);
-        if (!more) {
-            result = static_cast<ssize_t>(done);
-            break;
-        }
-    }
-    // The data is in place when the call returns.
-    lost |= adsm::preload::wait_copies(pending[0]) != adsmSuccess;
-    lost |= adsm::preload::wait_copies(pending[1]) != adsmSuccess;
-    if (lost) {
-        result = -1;
-        err = EIO;
-    }
-    bracket.set_result(lost ? 0 : done);
-    if (result < 0) errno = err;
-    return result;
-}
-
-// Data out of memory: rounds go on while each one was taken whole, which is
-// what one big blocking call does; the next round is gathered from the
-// device while this round's call runs.
-template <class Call>
-ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
-    tick();
-    const size_t want = total_of(iov, iovcnt);
-    adsm::interpose::StagingCall bracket(false, want);
-    size_t done = 0;
-    Staged st[2];
-    uint64_t ticket[2] = {0, 0};
-    st[0].layout(iov, iovcnt, 0, 0);
-    if (st[0].requested() == 0) {
-        if (!st[0].out_of_staging()) return 0;
-        errno = ENOMEM;  // (returning 0 would leave the program retrying for ever)
-        return -1;
-    }
-    if (!st[0].gather(&ticket[0])) {
-        errno = EFAULT;
-        return -1;
-    }
-    ssize_t result = -1;
-    int err = 0;
-    for (int round = 0;; ++round) {
-        int b = round & 1, n = 1 - b;
-        size_t next_at = done + st[b].requested();
-        bool prefetched = false;
-        if (next_at < want) {
-            st[n].layout(iov, iovcnt, next_at, n);
-            prefetched = st[n].requested() > 0 && st[n].gather(&ticket[n]);
-        }
-        if (adsm::preload::wait_copies(ticket[b]) != adsmSuccess) {
-            // This round's bytes never came from the device: write none of them.
-            err = EIO;
-            result = done ? static_cast<ssize_t>(done) : -1;
-            break;
-        }
-        ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
-        if (r < 0) {
-            err = errno;
-            result = done ? static_cast<ssize_t>(done) : -1;
-            break;
-        }
-        done += static_cast<size_t>(r);
-        if (static_cast<size_t>(r) < st[b].requested() || done >= want || !prefetched) {
-            result = static_cast<ssize_t>(done);
-            break;
-        }
-    }
-    adsm::preload::wait_copies(ticket[0] > ticket[1] ? ticket[0] : ticket[1]);
-    bracket.set_result(done);
-    if (result < 0) errno = err;
-    return result;
-}
+using adsm::interpose::staged_in;
+using adsm::interpose::staged_out;
+using adsm::interpose::stages;
 
 struct iovec one(const void *buf, size_t n) { return {const_cast<void *>(buf), n}; }
 
@@ -219,14 +82,14 @@ ssize_t sendmsg_staged(int fd, const struct msghdr *msg, int flags) {
 // ---------------------------------------------------------------- read family
 
 INTERCEPTOR(ssize_t, read, int fd, void *buf, size_t n) {
-    if (!staged_call(buf, n)) return REAL(read)(fd, buf, n);
+    if (!stages(buf, n)) return REAL(read)(fd, buf, n);
     struct iovec v = one(buf, n);
     return staged_in(&v, 1, adsm::interpose::is_regular(fd),
                      [&](const struct iovec *iov, int cnt, size_t) { return REAL(readv)(fd, iov, cnt); });
 }
 
 INTERCEPTOR(ssize_t, pread, int fd, void *buf, size_t n, off_t off) {
-    if (!staged_call(buf, n)) return REAL(pread)(fd, buf, n, off);
+    if (!stages(buf, n)) return REAL(pread)(fd, buf, n, off);
     struct iovec v = one(buf, n);
     return staged_in(&v, 1, adsm::interpose::is_regular(fd), [&](const struct iovec *iov, int cnt, size_t done) {
         return REAL(preadv)(fd, iov, cnt, off + static_cast<off_t>(done));
@@ -234,7 +97,7 @@ INTERCEPTOR(ssize_t, pread, int fd, void *buf, size_t n, off_t off) {
 }
 
 INTERCEPTOR(ssize_t, pread64, int fd, void *buf, size_t n, off64_t off) {
-    if (!staged_call(buf, n)) return REAL(pread64)(fd, buf, n, off);
+    if (!stages(buf, n)) return REAL(pread64)(fd, buf, n, off);
     struct iovec v = one(buf, n);
     return staged_in(&v, 1, adsm::interpose::is_regular(fd), [&](const struct iovec *iov, int cnt, size_t done) {
         return REAL(preadv64)(fd, iov, cnt, off + static_cast<off64_t>(done));
@@ -242,27 +105,27 @@ INTERCEPTOR(ssize_t, pread64, int fd, void *buf, size_t n, off64_t off) {
 }
 
 INTERCEPTOR(ssize_t, readv, int fd, const struct iovec *iov, int iovcnt) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(readv)(fd, iov, iovcnt);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(readv)(fd, iov, iovcnt);
     return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd),
                      [&](const struct iovec *v, int cnt, size_t) { return REAL(readv)(fd, v, cnt); });
 }
 
 INTERCEPTOR(ssize_t, preadv, int fd, const struct iovec *iov, int iovcnt, off_t off) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv)(fd, iov, iovcnt, off);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(preadv)(fd, iov, iovcnt, off);
     return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(preadv)(fd, v, cnt, off + static_cast<off_t>(done));
     });
 }
 
 INTERCEPTOR(ssize_t, preadv64, int fd, const struct iovec *iov, int iovcnt, off64_t off) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv64)(fd, iov, iovcnt, off);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(preadv64)(fd, iov, iovcnt, off);
     return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(preadv64)(fd, v, cnt, off + static_cast<off64_t>(done));
     });
 }
 
 INTERCEPTOR(ssize_t, preadv2, int fd, const struct iovec *iov, int iovcnt, off_t off, int flags) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv2)(fd, iov, iovcnt, off, flags);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(preadv2)(fd, iov, iovcnt, off, flags);
     // Offset -1 reads at the file position: each round moves it on.
     return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(preadv2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off_t>(done), flags);
@@ -271,7 +134,7 @@ INTERCEPTOR(ssize_t, preadv2, int fd, const struct iovec *iov, int iovcnt, off_t
 
 // What preadv2 binds to in a program built with -D_FILE_OFFSET_BITS=64.
 INTERCEPTOR(ssize_t, preadv64v2, int fd, const struct iovec *iov, int iovcnt, off64_t off, int flags) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(preadv64v2)(fd, iov, iovcnt, off, flags);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(preadv64v2)(fd, iov, iovcnt, off, flags);
     return staged_in(iov, iovcnt, adsm::interpose::is_regular(fd), [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(preadv64v2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off64_t>(done), flags);
     });
@@ -280,13 +143,13 @@ INTERCEPTOR(ssize_t, preadv64v2, int fd, const struct iovec *iov, int iovcnt, of
 // ---------------------------------------------------------------- write family
 
 INTERCEPTOR(ssize_t, write, int fd, const void *buf, size_t n) {
-    if (!staged_call(buf, n)) return REAL(write)(fd, buf, n);
+    if (!stages(buf, n)) return REAL(write)(fd, buf, n);
     struct iovec v = one(buf, n);
     return staged_out(&v, 1, [&](const struct iovec *iov, int cnt, size_t) { return REAL(writev)(fd, iov, cnt); });
 }
 
 INTERCEPTOR(ssize_t, pwrite, int fd, const void *buf, size_t n, off_t off) {
-    if (!staged_call(buf, n)) return REAL(pwrite)(fd, buf, n, off);
+    if (!stages(buf, n)) return REAL(pwrite)(fd, buf, n, off);
     struct iovec v = one(buf, n);
     return staged_out(&v, 1, [&](const struct iovec *iov, int cnt, size_t done) {
         return REAL(pwritev)(fd, iov, cnt, off + static_cast<off_t>(done));
@@ -294,7 +157,7 @@ INTERCEPTOR(ssize_t, pwrite, int fd, const void *buf, size_t n, off_t off) {
 }
 
 INTERCEPTOR(ssize_t, pwrite64, int fd, const void *buf, size_t n, off64_t off) {
-    if (!staged_call(buf, n)) return REAL(pwrite64)(fd, buf, n, off);
+    if (!stages(buf, n)) return REAL(pwrite64)(fd, buf, n, off);
     struct iovec v = one(buf, n);
     return staged_out(&v, 1, [&](const struct iovec *iov, int cnt, size_t done) {
         return REAL(pwritev64)(fd, iov, cnt, off + static_cast<off64_t>(done));
@@ -302,33 +165,33 @@ INTERCEPTOR(ssize_t, pwrite64, int fd, const void *buf, size_t n, off64_t off) {
 }
 
 INTERCEPTOR(ssize_t, writev, int fd, const struct iovec *iov, int iovcnt) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(writev)(fd, iov, iovcnt);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(writev)(fd, iov, iovcnt);
     return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t) { return REAL(writev)(fd, v, cnt); });
 }
 
 INTERCEPTOR(ssize_t, pwritev, int fd, const struct iovec *iov, int iovcnt, off_t off) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(pwritev)(fd, iov, iovcnt, off);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(pwritev)(fd, iov, iovcnt, off);
     return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(pwritev)(fd, v, cnt, off + static_cast<off_t>(done));
     });
 }
 
 INTERCEPTOR(ssize_t, pwritev64, int fd, const struct iovec *iov, int iovcnt, off64_t off) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(pwritev64)(fd, iov, iovcnt, off);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(pwritev64)(fd, iov, iovcnt, off);
     return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(pwritev64)(fd, v, cnt, off + static_cast<off64_t>(done));
     });
 }
 
 INTERCEPTOR(ssize_t, pwritev2, int fd, const struct iovec *iov, int iovcnt, off_t off, int flags) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt)) return REAL(pwritev2)(fd, iov, iovcnt, off, flags);
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt)) return REAL(pwritev2)(fd, iov, iovcnt, off, flags);
     return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(pwritev2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off_t>(done), flags);
     });
 }
 
 INTERCEPTOR(ssize_t, pwritev64v2, int fd, const struct iovec *iov, int iovcnt, off64_t off, int flags) {
-    if (iovcnt < 0 || iovcnt > IOV_MAX || !staged_call(iov, iovcnt))
+    if (iovcnt < 0 || iovcnt > IOV_MAX || !stages(iov, iovcnt))
         return REAL(pwritev64v2)(fd, iov, iovcnt, off, flags);
     return staged_out(iov, iovcnt, [&](const struct iovec *v, int cnt, size_t done) {
         return REAL(pwritev64v2)(fd, v, cnt, off == -1 ? -1 : off + static_cast<off64_t>(done), flags);
@@ -338,7 +201,7 @@ INTERCEPTOR(ssize_t, pwritev64v2, int fd, const struct iovec *iov, int iovcnt, o
 // ---------------------------------------------------------------- sockets
 
 INTERCEPTOR(ssize_t, recv, int fd, void *buf, size_t n, int flags) {
-    if (!staged_call(buf, n)) return REAL(recv)(fd, buf, n, flags);
+    if (!stages(buf, n)) return REAL(recv)(fd, buf, n, flags);
     struct iovec v = one(buf, n);
     struct msghdr m = {};
     m.msg_iov = &v;
@@ -347,7 +210,7 @@ INTERCEPTOR(ssize_t, recv, int fd, void *buf, size_t n, int flags) {
 }
 
 INTERCEPTOR(ssize_t, recvfrom, int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *addrlen) {
-    if (!staged_call(buf, n)) return REAL(recvfrom)(fd, buf, n, flags, addr, addrlen);
+    if (!stages(buf, n)) return REAL(recvfrom)(fd, buf, n, flags, addr, addrlen);
     struct iovec v = one(buf, n);
     struct msghdr m = {};
     m.msg_iov = &v;
@@ -360,13 +223,13 @@ INTERCEPTOR(ssize_t, recvfrom, int fd, void *buf, size_t n, int flags, struct so
 }
 
 INTERCEPTOR(ssize_t, recvmsg, int fd, struct msghdr *msg, int flags) {
-    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !staged_call(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
+    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !stages(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
         return REAL(recvmsg)(fd, msg, flags);
     return recvmsg_staged(fd, msg, flags);
 }
 
 INTERCEPTOR(ssize_t, send, int fd, const void *buf, size_t n, int flags) {
-    if (!staged_call(buf, n)) return REAL(send)(fd, buf, n, flags);
+    if (!stages(buf, n)) return REAL(send)(fd, buf, n, flags);
     struct iovec v = one(buf, n);
     struct msghdr m = {};
     m.msg_iov = &v;
@@ -376,7 +239,7 @@ INTERCEPTOR(ssize_t, send, int fd, const void *buf, size_t n, int flags) {
 
 INTERCEPTOR(ssize_t, sendto, int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
             socklen_t addrlen) {
-    if (!staged_call(buf, n)) return REAL(sendto)(fd, buf, n, flags, addr, addrlen);
+    if (!stages(buf, n)) return REAL(sendto)(fd, buf, n, flags, addr, addrlen);
     struct iovec v = one(buf, n);
     struct msghdr m = {};
     m.msg_iov = &v;
@@ -387,7 +250,7 @@ INTERCEPTOR(ssize_t, sendto, int fd, const void *buf, size_t n, int flags, const
 }
 
 INTERCEPTOR(ssize_t, sendmsg, int fd, const struct msghdr *msg, int flags) {
-    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !staged_call(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
+    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !stages(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
         return REAL(sendmsg)(fd, msg, flags);
     return sendmsg_staged(fd, msg, flags);
 }
@@ -399,7 +262,7 @@ INTERCEPTOR(int, sendmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int f
     bool any = false;
     for (unsigned int i = 0; vec && i < vlen && !any; ++i) {
         const struct msghdr &m = vec[i].msg_hdr;
-        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && staged_call(m.msg_iov, static_cast<int>(m.msg_iovlen));
+        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && stages(m.msg_iov, static_cast<int>(m.msg_iovlen));
     }
     if (!any) return REAL(sendmmsg)(fd, vec, vlen, flags);
     for (unsigned int i = 0; i < vlen; ++i) {
@@ -418,7 +281,7 @@ INTERCEPTOR(int, recvmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int f
     bool any = false;
     for (unsigned int i = 0; vec && i < vlen && !any; ++i) {
         const struct msghdr &m = vec[i].msg_hdr;
-        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && staged_call(m.msg_iov, static_cast<int>(m.msg_iovlen));
+        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && stages(m.msg_iov, static_cast<int>(m.msg_iovlen));
     }
     if (!any) return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
     struct timespec start = {};
@@ -466,7 +329,7 @@ bool via_stream_buffer(FILE *stream, size_t n) {
 }
 
 bool stdio_direct(const void *ptr, size_t size, size_t nmemb, FILE *stream) {
-    return size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !staged_call(ptr, size * nmemb) ||
+    return size == 0 || nmemb == 0 || nmemb > SIZE_MAX / size || !stages(ptr, size * nmemb) ||
            via_stream_buffer(stream, size * nmemb);
 }
 
@@ -513,7 +376,7 @@ size_t stdio_pieces(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real)
 
 template <class Real>
 size_t stdio_staged(void *ptr, size_t bytes, FILE *stream, bool in, Real &&real) {
-    tick();
+    adsm::interpose::chaos_tick();
     adsm::interpose::StagingCall bracket(in, bytes);
     size_t done = stdio_pieces(ptr, bytes, stream, in, real);
     bracket.set_result(done);

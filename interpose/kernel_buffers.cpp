@@ -18,6 +18,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/staged_calls.h"
 #include "interpose/staging.h"
 
 extern "C" [[noreturn]] void __chk_fail(void);
@@ -26,11 +27,8 @@ namespace {
 
 using adsm::interpose::Staged;
 using adsm::interpose::StagingCall;
-
-bool touches_shared(const void *p, size_t n) {
-    return adsm::preload::touches_window(p, n) && reinterpret_cast<uintptr_t>(p) <= UINTPTR_MAX - n &&
-           !adsm::inside_runtime();
-}
+using adsm::interpose::staged_in;
+using adsm::interpose::stages;
 
 // One program buffer on staging for one call.  The array calls need it in
 // one piece: one that straddles shared and other memory (which no single
@@ -69,9 +67,11 @@ private:
 enum class Use { read_then_written, entry_per_result };
 
 // call(array) makes the real call on `array`: the staged copy, or the
-// program's own when it cannot be staged in one piece.
+// program's own when it does not touch shared memory, cannot be staged in
+// one piece, or has a count the kernel refuses (EINVAL: its answer then).
 template <class Call>
 int staged_array(void *array, size_t entries, size_t entry, Use use, Call &&call) {
+    if (entries == 0 || entries > INT_MAX / entry || !stages(array, entries * entry)) return call(array);
     const size_t bytes = entries * entry;
     OnStaging on(array, bytes);
     void *staged = on.whole();
@@ -92,44 +92,30 @@ int staged_array(void *array, size_t entries, size_t entry, Use use, Call &&call
     return r;
 }
 
-// Counts the kernel refuses (EINVAL) go to it unchanged.
-bool stageable(const void *array, size_t entries, size_t entry) {
-    return entries > 0 && entries <= INT_MAX / entry && touches_shared(array, entries * entry);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- random bytes
 
 INTERCEPTOR(ssize_t, getrandom, void *buf, size_t n, unsigned int flags) {
-    if (n > SSIZE_MAX || !touches_shared(buf, n)) return REAL(getrandom)(buf, n, flags);
+    if (!stages(buf, n)) return REAL(getrandom)(buf, n, flags);
     // One staging round at most (4 MiB): a shorter count than asked is
     // getrandom's own behaviour for large requests.
-    OnStaging on(buf, n);
-    const Staged &st = on.staged();
-    if (st.requested() == 0) return REAL(getrandom)(buf, n, flags);  // no staging: the kernel's answer
-    size_t done = 0;
-    for (int i = 0; i < st.iovcnt(); ++i) {
-        ssize_t r = REAL(getrandom)(st.iov()[i].iov_base, st.iov()[i].iov_len, flags);
-        if (r < 0) {
-            if (done == 0) return -1;
-            break;
+    struct iovec whole = {buf, n};
+    return staged_in(&whole, 1, false, [&](const struct iovec *iov, int cnt, size_t) -> ssize_t {
+        size_t got = 0;
+        for (int i = 0; i < cnt; ++i) {
+            ssize_t r = REAL(getrandom)(iov[i].iov_base, iov[i].iov_len, flags);
+            if (r < 0) return got ? static_cast<ssize_t>(got) : r;
+            got += static_cast<size_t>(r);
+            if (static_cast<size_t>(r) < iov[i].iov_len) break;
         }
-        done += static_cast<size_t>(r);
-        if (static_cast<size_t>(r) < st.iov()[i].iov_len) break;
-    }
-    int saved = errno;
-    if (!on.scatter(done)) {
-        errno = EIO;  // as a read whose bytes could not be stored
-        return -1;
-    }
-    errno = saved;
-    return static_cast<ssize_t>(done);
+        return static_cast<ssize_t>(got);
+    });
 }
 
 INTERCEPTOR(int, getentropy, void *buf, size_t n) {
     // (More than 256 bytes is refused before anything is written.)
-    if (n > 256 || !touches_shared(buf, n)) return REAL(getentropy)(buf, n);
+    if (n > 256 || !stages(buf, n)) return REAL(getentropy)(buf, n);
     OnStaging on(buf, n);
     const Staged &st = on.staged();
     if (st.requested() != n) return REAL(getentropy)(buf, n);
@@ -145,28 +131,22 @@ INTERCEPTOR(int, getentropy, void *buf, size_t n) {
 // ---------------------------------------------------------------- readiness arrays
 
 INTERCEPTOR(int, poll, struct pollfd *fds, nfds_t nfds, int timeout) {
-    if (!stageable(fds, nfds, sizeof *fds)) return REAL(poll)(fds, nfds, timeout);
     return staged_array(fds, nfds, sizeof *fds, Use::read_then_written,
                         [&](void *a) { return REAL(poll)(static_cast<struct pollfd *>(a), nfds, timeout); });
 }
 
 INTERCEPTOR(int, ppoll, struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask) {
-    if (!stageable(fds, nfds, sizeof *fds)) return REAL(ppoll)(fds, nfds, timeout, mask);
     return staged_array(fds, nfds, sizeof *fds, Use::read_then_written,
                         [&](void *a) { return REAL(ppoll)(static_cast<struct pollfd *>(a), nfds, timeout, mask); });
 }
 
 INTERCEPTOR(int, epoll_wait, int epfd, struct epoll_event *events, int maxevents, int timeout) {
-    if (!stageable(events, static_cast<size_t>(maxevents), sizeof *events))
-        return REAL(epoll_wait)(epfd, events, maxevents, timeout);
     return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
         return REAL(epoll_wait)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout);
     });
 }
 
 INTERCEPTOR(int, epoll_pwait, int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask) {
-    if (!stageable(events, static_cast<size_t>(maxevents), sizeof *events))
-        return REAL(epoll_pwait)(epfd, events, maxevents, timeout, mask);
     return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
         return REAL(epoll_pwait)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout, mask);
     });
@@ -174,8 +154,6 @@ INTERCEPTOR(int, epoll_pwait, int epfd, struct epoll_event *events, int maxevent
 
 INTERCEPTOR(int, epoll_pwait2, int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
             const sigset_t *mask) {
-    if (!stageable(events, static_cast<size_t>(maxevents), sizeof *events))
-        return REAL(epoll_pwait2)(epfd, events, maxevents, timeout, mask);
     return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
         return REAL(epoll_pwait2)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout, mask);
     });

@@ -1,0 +1,161 @@
+// A whole interposed call through staging (staging.h): whether a
+// program's buffers need it, and the rounds of a call that fills memory
+// (staged_in) or reads it (staged_out).  The read and write families use
+// both; the other calls whose buffers the kernel fills (random bytes)
+// use staged_in.
+#pragma once
+
+#include <errno.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "api/preload.h"
+#include "interpose/staging.h"
+
+namespace adsm::interpose {
+
+// A length the kernel refuses anyway (more than SSIZE_MAX, or wrapping
+// around the address space) goes to it unchanged, so the error is its own.
+inline bool plausible(const void *buf, size_t n) {
+    return n <= SSIZE_MAX && reinterpret_cast<uintptr_t>(buf) <= UINTPTR_MAX - n;
+}
+
+// Cheapest test first: most calls are nowhere near the window.
+inline bool stages(const void *buf, size_t n) {
+    return adsm::preload::touches_window(buf, n) && plausible(buf, n) && !adsm::inside_runtime();
+}
+inline bool stages(const struct iovec *iov, int iovcnt) {
+    if (adsm::preload::g_window_size.load(std::memory_order_relaxed) == 0 || !iov || adsm::inside_runtime()) return false;
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+        if (!plausible(iov[i].iov_base, iov[i].iov_len) || iov[i].iov_len > SSIZE_MAX - total) return false;
+        total += iov[i].iov_len;
+    }
+    return touches_shared(iov, iovcnt);
+}
+
+inline size_t total_of(const struct iovec *iov, int iovcnt) {
+    size_t t = 0;
+    for (int i = 0; i < iovcnt; ++i) t += iov[i].iov_len;
+    return t;
+}
+
+inline void chaos_tick() {
+    if (adsm::preload::g_chaos.load(std::memory_order_relaxed)) adsm::preload::chaos_tick();
+}
+
+// Data into memory.  call(iov, iovcnt, done) makes one real call; with
+// `rounds` a complete round is followed by another (regular files), and the
+// rounds alternate staging buffers so that one round's copies to the device
+// overlap the next round's call.
+template <class Call>
+inline ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call) {
+    chaos_tick();
+    const size_t want = total_of(iov, iovcnt);
+    StagingCall bracket(true, want);
+    size_t done = 0;
+    ssize_t result = -1;
+    int err = 0;
+    uint64_t pending[2] = {0, 0};
+    Staged st[2];
+    // Bytes whose copy into shared memory failed were read from the file but
+    // are not in the program's buffer: the call fails with EIO.
+    bool lost = false;
+    for (int round = 0;; ++round) {
+        int b = round & 1;
+        lost |= adsm::preload::wait_copies(pending[b]) != adsmSuccess;  // this buffer's last round has landed
+        pending[b] = 0;
+        if (lost) break;
+        st[b].layout(iov, iovcnt, done, b);
+        if (st[b].requested() == 0) {
+            if (st[b].out_of_staging() && done == 0) err = ENOMEM;  // not an end of file
+            result = err ? -1 : static_cast<ssize_t>(done);
+            break;
+        }
+        ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
+        if (r < 0) {
+            err = errno;
+            result = done ? static_cast<ssize_t>(done) : -1;
+            break;
+        }
+        bool more = rounds && r > 0 && static_cast<size_t>(r) == st[b].requested() && done + static_cast<size_t>(r) < want;
+        bool failed;
+        pending[b] = st[b].scatter(static_cast<size_t>(r), more, &failed);
+        lost |= failed;
+        done += static_cast<size_t>(r);
+        if (!more) {
+            result = static_cast<ssize_t>(done);
+            break;
+        }
+    }
+    // The data is in place when the call returns.
+    lost |= adsm::preload::wait_copies(pending[0]) != adsmSuccess;
+    lost |= adsm::preload::wait_copies(pending[1]) != adsmSuccess;
+    if (lost) {
+        result = -1;
+        err = EIO;
+    }
+    bracket.set_result(lost ? 0 : done);
+    if (result < 0) errno = err;
+    return result;
+}
+
+// Data out of memory: rounds go on while each one was taken whole, which is
+// what one big blocking call does; the next round is gathered from the
+// device while this round's call runs.
+template <class Call>
+inline ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
+    chaos_tick();
+    const size_t want = total_of(iov, iovcnt);
+    StagingCall bracket(false, want);
+    size_t done = 0;
+    Staged st[2];
+    uint64_t ticket[2] = {0, 0};
+    st[0].layout(iov, iovcnt, 0, 0);
+    if (st[0].requested() == 0) {
+        if (!st[0].out_of_staging()) return 0;
+        errno = ENOMEM;  // (returning 0 would leave the program retrying for ever)
+        return -1;
+    }
+    if (!st[0].gather(&ticket[0])) {
+        errno = EFAULT;
+        return -1;
+    }
+    ssize_t result = -1;
+    int err = 0;
+    for (int round = 0;; ++round) {
+        int b = round & 1, n = 1 - b;
+        size_t next_at = done + st[b].requested();
+        bool prefetched = false;
+        if (next_at < want) {
+            st[n].layout(iov, iovcnt, next_at, n);
+            prefetched = st[n].requested() > 0 && st[n].gather(&ticket[n]);
+        }
+        if (adsm::preload::wait_copies(ticket[b]) != adsmSuccess) {
+            // This round's bytes never came from the device: write none of them.
+            err = EIO;
+            result = done ? static_cast<ssize_t>(done) : -1;
+            break;
+        }
+        ssize_t r = call(st[b].iov(), st[b].iovcnt(), done);
+        if (r < 0) {
+            err = errno;
+            result = done ? static_cast<ssize_t>(done) : -1;
+            break;
+        }
+        done += static_cast<size_t>(r);
+        if (static_cast<size_t>(r) < st[b].requested() || done >= want || !prefetched) {
+            result = static_cast<ssize_t>(done);
+            break;
+        }
+    }
+    adsm::preload::wait_copies(ticket[0] > ticket[1] ? ticket[0] : ticket[1]);
+    bracket.set_result(done);
+    if (result < 0) errno = err;
+    return result;
+}
+
+}  // namespace adsm::interpose
