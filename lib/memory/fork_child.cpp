@@ -61,6 +61,12 @@ void Manager::become_fork_child() {
                      reinterpret_cast<void *>(r.host), os::error_text(errno));
             return;
         }
+        // Both sides' pages made in one call each: a fork leaves a shared
+        // mapping's page tables empty, and a fault per page of a copy and of
+        // its source made a child of a program with a 10 MiB heap take 150 ms
+        // to start.  (A side that cannot be made now faults as before.)
+        os::populate(pages, r.span, true);
+        if (r.alias) os::populate(r.alias, r.span, false);
         if (protocol_.snapshot(r, static_cast<uint8_t *>(pages)) != adsmSuccess)
             ADSM_LOG(error, "fork: the child's copy of the shared object at %p lacks what the device held: %s",
                      reinterpret_cast<void *>(r.host), last_detail());
