@@ -52,7 +52,7 @@ set_tests_properties(levelzero.no_loader PROPERTIES TIMEOUT 60
 # The API tests on the double, in every protocol, with what cannot run on a
 # GPU back-end left out as on cuda (cuda_device_tests.cmake says why).
 set(api_on_ze "-KernelsTest.CallByName:ErrorsTest.KernelCrashIsReportedAtSyncAndTheProgramGoesOn:StressTest.*:SignalFaultsTest.*")
-foreach(p batch lazy rolling delta)
+foreach(p ${ADSM_GPU_DOUBLE_PROTOCOLS})
   add_test(NAME api.levelzero.${p} COMMAND api_tests --gtest_filter=${api_on_ze})
   set_tests_properties(api.levelzero.${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=${p}")
 endforeach()
@@ -61,6 +61,10 @@ endforeach()
 # read and write travels to and from separate device memory.
 set(seed 300)
 foreach(cfg "batch|256K" "lazy|256K" "rolling|64K" "rolling|4K" "delta|64K" "delta|1M")
+  if(ADSM_SANITIZE AND NOT cfg MATCHES "^(rolling.64K|delta.64K)")
+    math(EXPR seed "${seed} + 1")
+    continue()
+  endif()
   string(REPLACE "|" ";" parts "${cfg}")
   list(GET parts 0 p)
   list(GET parts 1 bs)
@@ -92,7 +96,7 @@ foreach(cfg "batch|256K|auto|" "delta|64K|uffd|" "lazy|64K|auto|evicting" "rolli
   set(name model.levelzero2.${p}.${bs}.${tr})
   if(kind)
     set(name model.levelzero2.${kind}.${p}.${bs}.${tr})
-    set(env "${env};FAKE_ZE_MEMORY=8388608;ADSM_MODEL_OBJECTS=16;ADSM_MODEL_NAMED_CALLS=1")
+    set(env "${env};FAKE_ZE_MEMORY=8388608;ADSM_MODEL_OBJECTS=16;ADSM_MODEL_NAMED_CALLS=1;${ADSM_EVICTING_PHASES}")
   endif()
   add_test(NAME ${name} COMMAND protocol_tests --gtest_filter=ModelTest.*)
   set_tests_properties(${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "${env}")
@@ -102,7 +106,7 @@ endforeach()
 # One GPU too small for the objects, as model.cuda.evicting.*.
 add_test(NAME model.levelzero.evicting.delta.64K COMMAND protocol_tests --gtest_filter=ModelTest.*)
 set_tests_properties(model.levelzero.evicting.delta.64K PROPERTIES TIMEOUT 300 ENVIRONMENT
-  "${on_ze_double};ADSM_PROTOCOL=delta;ADSM_BLOCK_SIZE=64K;ADSM_MODEL_SEED=${seed};FAKE_ZE_MEMORY=12582912;ADSM_MODEL_OBJECTS=32;ADSM_MODEL_NAMED_CALLS=1")
+  "${on_ze_double};ADSM_PROTOCOL=delta;ADSM_BLOCK_SIZE=64K;ADSM_MODEL_SEED=${seed};FAKE_ZE_MEMORY=12582912;ADSM_MODEL_OBJECTS=32;ADSM_MODEL_NAMED_CALLS=1;${ADSM_EVICTING_PHASES}")
 math(EXPR seed "${seed} + 1")
 
 # The Level Zero example program itself on the double, in every protocol:
