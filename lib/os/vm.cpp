@@ -131,6 +131,28 @@ int populate(void *addr, size_t len, bool for_write) {
     return r < 0 ? -errno : 0;
 }
 
+void populate_made_pages(void *addr, size_t len) {
+    int saved = errno;
+    uintptr_t at = reinterpret_cast<uintptr_t>(addr), run = 0;
+    const uintptr_t end = at + len;
+    unsigned char made[512];
+    auto flush = [&](uintptr_t to) {
+        if (run && to > run) (void)populate(reinterpret_cast<void *>(run), to - run, /*for_write=*/true);
+        run = 0;
+    };
+    while (at < end) {
+        size_t pages = (end - at) / kPageSize;
+        if (pages > sizeof made) pages = sizeof made;
+        if (syscall(SYS_mincore, at, pages * kPageSize, made) != 0) break;
+        for (size_t i = 0; i < pages; ++i, at += kPageSize) {
+            if (!(made[i] & 1)) flush(at);
+            else if (!run) run = at;
+        }
+    }
+    flush(at);
+    errno = saved;
+}
+
 int punch_hole(int fd, uint64_t off, uint64_t len) {
     if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(off), static_cast<off_t>(len)) != 0)
         return -errno;

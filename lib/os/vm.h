@@ -60,6 +60,10 @@ int remap_fixed(void *from, size_t len, void *to);
 // (or a read) fault would, without a fault per page (MADV_POPULATE_WRITE,
 // MADV_POPULATE_READ; Linux 5.14); 0 or -errno.
 int populate(void *addr, size_t len, bool for_write);
+// Populates for writing the pages of [addr, addr+len) (whole pages, of a
+// shared mapping) that already exist, and makes none: another process
+// wrote them.  Best effort.
+void populate_made_pages(void *addr, size_t len);
 
 // Gives the pages of [off, off+len) in fd back to the system; they read as zeros after.
 int punch_hole(int fd, uint64_t off, uint64_t len);

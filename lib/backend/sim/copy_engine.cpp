@@ -10,6 +10,7 @@
 #include "os/fault_injection.h"
 #include "os/futex.h"
 #include "os/real_libc.h"
+#include "os/vm.h"
 #include "support/trace.h"
 
 namespace adsm {
@@ -22,10 +23,23 @@ namespace {
 // a race detector can be told this read races by design (tests/tsan.supp)
 // and still see every other access of the engine.
 __attribute__((noinline)) void read_host_toward_device(void *dst, const void *src, size_t n) {
-    os::real_memcpy(dst, src, n);
+    copy_into_device_memory(dst, src, n);
 }
 
+// Below this, the pages a copy lacks cost less in faults than a system call.
+constexpr size_t kPopulateFrom = 64 * 1024;
+
 }  // namespace
+
+void copy_into_device_memory(void *dst, const void *src, size_t n) {
+    if (n >= kPopulateFrom) {
+        const uintptr_t lo = os::page_up(reinterpret_cast<uintptr_t>(dst));
+        const uintptr_t hi = os::page_down(reinterpret_cast<uintptr_t>(dst) + n);
+        // (Best effort: a kernel without MADV_POPULATE_WRITE makes them by faults.)
+        if (hi > lo) (void)os::populate(reinterpret_cast<void *>(lo), hi - lo, /*for_write=*/true);
+    }
+    os::real_memcpy(dst, src, n);
+}
 
 CopyEngine::CopyEngine(LinkModel &link) : link_(link) {}
 

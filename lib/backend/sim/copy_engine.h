@@ -18,6 +18,13 @@ namespace adsm {
 
 using CopyDone = void (*)(void *arg, Status status);  // as in backend/device.h
 
+// dst <- src where dst is the simulated device's memory: a range the device
+// gave back (a freed or evicted object's) has no pages, and filling it by
+// faults costs a fault per page (about 13 us each in a VM, as much as the
+// link model gives 250 KiB).  Large copies make the pages first, in one
+// call.  Async-signal-safe.
+void copy_into_device_memory(void *dst, const void *src, size_t n);
+
 class CopyEngine {
 public:
     explicit CopyEngine(LinkModel &link);

@@ -290,7 +290,7 @@ Status SimDevice::copy_to_device(uintptr_t dev, const void *src, size_t n) {
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to the device"); s != adsmSuccess) return s;
     pins_.use_for_copy(src, n);
     uint64_t t0 = link_.enabled() || trace::enabled() || sync_copy_ns_ ? os::now_ns() : 0;
-    os::real_memcpy(dma_ + (dev - base_), src, n);
+    copy_into_device_memory(dma_ + (dev - base_), src, n);
     transfer_done(Direction::to_device, n, dev, t0);
     sync_floor(t0);
     stats().transfer(true, n);
@@ -321,7 +321,7 @@ Status SimDevice::copy_to_peer(Device &to, uintptr_t dev, size_t n) {
     if (Status s = injected_failure(os::injection::Site::device_copy, "copy to another device"); s != adsmSuccess)
         return s;
     uint64_t t0 = link_.enabled() || peer->link_.enabled() ? os::now_ns() : 0;
-    os::real_memcpy(peer->dma_ + (dev - peer->base_), dma_ + (dev - base_), n);
+    copy_into_device_memory(peer->dma_ + (dev - peer->base_), dma_ + (dev - base_), n);
     uint64_t end = 0;
     if (link_.enabled()) end = link_.reserve(Direction::to_host, n, t0);
     if (peer->link_.enabled()) end = std::max(end, peer->link_.reserve(Direction::to_device, n, t0));

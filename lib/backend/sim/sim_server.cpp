@@ -77,6 +77,10 @@ public:
             *err = os::error_text(errno);
             return false;
         }
+        // A fresh mapping has no page tables: each page a kernel touches
+        // would fault once in this process, though the host wrote it (a
+        // range brought back to the device).  Those are mapped in one call.
+        if (!none) os::populate_made_pages(reinterpret_cast<void *>(rec.addr), rec.len);
         return true;
     }
 
