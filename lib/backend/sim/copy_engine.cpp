@@ -31,13 +31,16 @@ constexpr size_t kPopulateFrom = 64 * 1024;
 
 }  // namespace
 
+void make_device_pages(void *dst, size_t n) {
+    if (n < kPopulateFrom) return;
+    const uintptr_t lo = os::page_up(reinterpret_cast<uintptr_t>(dst));
+    const uintptr_t hi = os::page_down(reinterpret_cast<uintptr_t>(dst) + n);
+    // (Best effort: a kernel without MADV_POPULATE_WRITE makes them by faults.)
+    if (hi > lo) (void)os::populate(reinterpret_cast<void *>(lo), hi - lo, /*for_write=*/true);
+}
+
 void copy_into_device_memory(void *dst, const void *src, size_t n) {
-    if (n >= kPopulateFrom) {
-        const uintptr_t lo = os::page_up(reinterpret_cast<uintptr_t>(dst));
-        const uintptr_t hi = os::page_down(reinterpret_cast<uintptr_t>(dst) + n);
-        // (Best effort: a kernel without MADV_POPULATE_WRITE makes them by faults.)
-        if (hi > lo) (void)os::populate(reinterpret_cast<void *>(lo), hi - lo, /*for_write=*/true);
-    }
+    make_device_pages(dst, n);
     os::real_memcpy(dst, src, n);
 }
 

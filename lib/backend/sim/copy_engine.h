@@ -18,11 +18,13 @@ namespace adsm {
 
 using CopyDone = void (*)(void *arg, Status status);  // as in backend/device.h
 
-// dst <- src where dst is the simulated device's memory: a range the device
-// gave back (a freed or evicted object's) has no pages, and filling it by
-// faults costs a fault per page (about 13 us each in a VM, as much as the
-// link model gives 250 KiB).  Large copies make the pages first, in one
-// call.  Async-signal-safe.
+// Before n bytes at dst, the simulated device's memory, are written: a
+// range the device gave back (a freed or evicted object's) has no pages,
+// and writing it makes them a fault at a time (about 13 us each in a VM, as
+// much as the link model gives 250 KiB).  A large range's pages are made in
+// one call.  Async-signal-safe.
+void make_device_pages(void *dst, size_t n);
+// dst <- src where dst is the simulated device's memory (make_device_pages first).
 void copy_into_device_memory(void *dst, const void *src, size_t n);
 
 class CopyEngine {

@@ -336,10 +336,12 @@ Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
     if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
     // Zeroing a large range by giving its pages back costs nothing when,
     // as for fresh allocations, it holds none.
-    if (value == 0 && n >= kPunchThreshold && (dev - base_) % os::kPageSize == 0 && n % os::kPageSize == 0)
+    if (value == 0 && n >= kPunchThreshold && (dev - base_) % os::kPageSize == 0 && n % os::kPageSize == 0) {
         os::punch_hole(dev_fd_, dev - base_, n);
-    else
+    } else {
+        make_device_pages(dma_ + (dev - base_), n);
         os::real_memset(dma_ + (dev - base_), value, n);
+    }
     stats().add(Counter::device_fills);
     return adsmSuccess;
 }
