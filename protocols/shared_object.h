@@ -115,6 +115,10 @@ struct SharedObject {
     // ---- coherence: changed under `lock` by the protocol
     os::FutexLock lock;
     bool on_device = false;     // batch: the device holds the newest copy
+    // The userfaultfd tracker has not protected its pages yet: it had none
+    // when it was made, and protects them at its first release
+    // (protocols/tracked_writes.cpp).
+    bool unwatched_pages = false;
     uint64_t block_size = 0;    // bytes per block (a page multiple; lazy: the whole object, past 4 GiB too)
     uint32_t nblocks = 0;
     uint8_t *blocks = nullptr;  // nblocks states (inline_blocks when few)

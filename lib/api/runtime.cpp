@@ -54,6 +54,8 @@ void fork_child() {
     gc::tls_cache = nullptr;  // the child's one thread: its pages are not the collector's here
     trace::disable_in_child();
     profile::disable_in_child();
+    for (os::UffdTracker *t : {rt->tracker.get(), rt->gc_tracker.get()})
+        if (t) t->detach_after_fork();
     rt->manager->become_fork_child();
 }
 
@@ -69,7 +71,7 @@ Status new_tracker(Runtime &rt, const char *required, const char *without, std::
     }
     auto t = std::make_unique<os::UffdTracker>();
     const char *step = "";
-    if (int e = t->init(rt.space.base(), rt.space.size(), &step)) {
+    if (int e = t->init(rt.space.base(), rt.space.size(), &step, rt.space.host_fd())) {
         if (required) return fail(adsmErrorInitialization, "%s: %s: %s", required, step, os::error_text(e));
         ADSM_LOG(info, "%s: %s: %s", without, step, os::error_text(e));
         return adsmSuccess;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 // Debian 12's headers predate these (Linux 6.7); the values are the kernel ABI.
@@ -86,7 +87,7 @@ bool UffdTracker::available(const char **why) {
     return verdict == 1;
 }
 
-int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step) {
+int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step, int backing) {
     int fd = open_uffd();
     if (fd < 0) {
         *failed_step = "userfaultfd";
@@ -112,10 +113,28 @@ int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step) {
     }
     uffd_ = fd;
     pagemap_ = pm;
+    if (backing >= 0) {
+        char path[48];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", backing);
+        backing_ = open(path, O_RDONLY | O_CLOEXEC);  // (-1: collect_made is collect)
+    }
     pid_ = getpid();
     base_ = base;
     size_ = size;
     return 0;
+}
+
+UffdTracker::~UffdTracker() {
+    for (int fd : {uffd_, pagemap_, backing_})
+        if (fd >= 0) close(fd);
+    const size_t bytes = ((size_ >> 12) + 63) / 64 * sizeof(uint64_t);
+    for (auto &log : logs_)
+        if (std::atomic<uint64_t> *l = log.load(std::memory_order_acquire)) munmap(l, bytes);
+}
+
+void UffdTracker::detach_after_fork() {
+    if (backing_ >= 0) close(backing_);
+    backing_ = -1;
 }
 
 bool UffdTracker::usable() const { return uffd_ >= 0 && getpid() == pid_; }
@@ -273,6 +292,47 @@ int UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg, Reader
         report_log(who, addr, len, fn, arg);
     }
     return 0;
+}
+
+}  // namespace adsm::os
+
+namespace adsm::os {
+
+int UffdTracker::collect_made(uintptr_t addr, size_t len, RunFn fn, void *arg) {
+    if (backing_ < 0) return collect(addr, len, fn, arg);
+    struct Made {
+        const UffdTracker *tracker;
+        RunFn fn;
+        void *arg;
+    } made{this, fn, arg};
+    return collect(
+        addr, len,
+        [](void *p, uintptr_t start, size_t n) {
+            auto *m = static_cast<Made *>(p);
+            m->tracker->report_data(start, n, m->fn, m->arg);
+        },
+        &made);
+}
+
+// Calls fn for the parts of [start, start+len) the backing file holds
+// data for; for all of it where the file will not say.
+void UffdTracker::report_data(uintptr_t start, size_t len, RunFn fn, void *arg) const {
+    int saved = errno;
+    const off_t end = static_cast<off_t>(start - base_ + len);
+    for (off_t at = static_cast<off_t>(start - base_); at < end;) {
+        off_t data = lseek(backing_, at, SEEK_DATA);
+        if (data < 0 && errno == ENXIO) break;  // no data from `at` to the file's end
+        if (data < 0) {
+            fn(arg, base_ + static_cast<uintptr_t>(at), static_cast<size_t>(end - at));
+            break;
+        }
+        if (data >= end) break;
+        off_t hole = lseek(backing_, data, SEEK_HOLE);
+        if (hole < 0 || hole > end) hole = end;
+        fn(arg, base_ + static_cast<uintptr_t>(data), static_cast<size_t>(hole - data));
+        at = hole;
+    }
+    errno = saved;
 }
 
 }  // namespace adsm::os

@@ -27,21 +27,37 @@ public:
     // Whether this kernel offers what the tracker needs (probed once).
     static bool available(const char **why);
 
+    UffdTracker() = default;
+    UffdTracker(const UffdTracker &) = delete;
+    UffdTracker &operator=(const UffdTracker &) = delete;
+    // (A start that fails gives back every descriptor and mapping it took.)
+    ~UffdTracker();
+
     // Each call returns 0 or the errno that stopped it; init also names the
     // step that failed.
 
-    // Registers the window [base, base+size) for write tracking.
-    int init(uintptr_t base, size_t size, const char **failed_step);
+    // Registers the window [base, base+size) for write tracking.  `backing`
+    // is the file the window maps (offset addr - base), for collect_made.
+    int init(uintptr_t base, size_t size, const char **failed_step, int backing = -1);
 
     // Forgets earlier writes to [addr, addr+len) for the protocol: every
     // page counts as clean.  (Other readers still find them written.)
     int arm(uintptr_t addr, size_t len);
+    // Forgets for the protocol what other readers logged of [addr,
+    // addr+len), protecting nothing (arm() does this too): for memory whose
+    // pages do not exist yet, left unprotected, which collect_made reads.
+    void forget(uintptr_t addr, size_t len) { forget_run(kProtocol, addr, len); }
 
     // Calls fn(arg, start, len) for each run of pages written in [addr,
     // addr+len) since `who` last collected them, and arms them again.
     // Async-signal-safe.  Page-aligned ranges only, once readers share.
     using RunFn = void (*)(void *arg, uintptr_t start, size_t len);
     int collect(uintptr_t addr, size_t len, RunFn fn, void *arg, Reader who = kProtocol);
+    // As collect, for the protocol, over memory not armed since its pages
+    // were given back: the kernel counts an unprotected page that does not
+    // exist as written, and only the pages the backing file holds (swapped
+    // out ones too) can have been.  Without a backing file, as collect.
+    int collect_made(uintptr_t addr, size_t len, RunFn fn, void *arg);
 
     // `who` reads the written bits from now on, beside the protocol.  What
     // the protocol found before is not in its log: it must ask only about
@@ -59,14 +75,19 @@ public:
     // Whether the tracker works in this process: a fork child has no
     // registration, and its pagemap file is still the parent's.
     bool usable() const;
+    // In a fork child: lets go of the parent's host mirror file, which the
+    // child must not keep alive.
+    void detach_after_fork();
 
 private:
     void log_run(unsigned reader, uintptr_t start, size_t len);
     void forget_run(unsigned reader, uintptr_t start, size_t len);
     void report_log(unsigned reader, uintptr_t addr, size_t len, RunFn fn, void *arg);
+    void report_data(uintptr_t start, size_t len, RunFn fn, void *arg) const;
 
     int uffd_ = -1;
     int pagemap_ = -1;
+    int backing_ = -1;  // its own open file: seeking moves no one else's offset
     pid_t pid_ = 0;
     uintptr_t base_ = 0;
     size_t size_ = 0;

@@ -1,0 +1,102 @@
+// Fresh memory under every protocol and tracker of the model test: the
+// CPU's first writes reach the device, a page the CPU only reads back after
+// a kernel wrote it is not sent again, and where the userfaultfd tracker
+// leaves open blocks writable (lazy, delta) a fresh page's first write
+// faults once, not twice.
+#include <adsm.hpp>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <string>
+
+#include "support/stats.h"
+
+namespace {
+
+constexpr size_t kPage = 4096;
+
+void fill_pages(const adsm::thread_index &t, uint8_t *p, size_t pages, uint8_t v) {
+    size_t i = adsm::global_x(t);
+    if (i < pages) p[i * kPage + 3] = static_cast<uint8_t>(v + i);
+}
+
+void copy_pages(const adsm::thread_index &t, const uint8_t *src, uint8_t *dst, size_t pages) {
+    size_t i = adsm::global_x(t);
+    if (i < pages) dst[i] = src[i * kPage + 1];
+}
+
+adsm::kernel<fill_pages> &fill_k() {
+    static adsm::kernel<fill_pages> k("fresh.fill");
+    return k;
+}
+
+adsmDeviceInfo device_info() {
+    adsmDeviceInfo info;
+    adsmGetDeviceInfo(&info);
+    return info;
+}
+
+long minor_faults_of_this_thread() {
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_minflt;
+}
+
+uint64_t sent() { return adsm::stats().get(adsm::Counter::h2d_bytes); }
+
+TEST(FreshMemoryTest, NeitherUntouchedMemoryNorAKernelsOutputReadBackGoesToTheDevice) {
+    const size_t pages = 64;
+    auto *out = static_cast<uint8_t *>(adsmAlloc(pages * kPage));
+    auto *other = static_cast<uint8_t *>(adsmAlloc(kPage));
+    ASSERT_TRUE(out && other);
+    const bool batch = std::string(device_info().protocol) == "batch";
+    // The objects' first release: the CPU never touched them, so nothing
+    // goes (batch sends every object, as it says).
+    const uint64_t at_first = sent();
+    fill_k()(adsm::blocks_for(pages, 64), 64, out, pages, uint8_t{7});
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    if (batch)
+        EXPECT_GE(sent() - at_first, pages * kPage);
+    else
+        EXPECT_EQ(sent() - at_first, 0u) << "fresh memory the CPU never touched went to the device";
+    unsigned wrong = 0;
+    for (size_t i = 0; i < pages; ++i) wrong += out[i * kPage + 3] != static_cast<uint8_t>(7 + i);
+    EXPECT_EQ(wrong, 0u);
+    // Another call that releases the whole context: the CPU wrote nothing
+    // since the last one.
+    const uint64_t before = sent();
+    fill_k()(1, 64, other, size_t{1}, uint8_t{1});
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    if (batch)
+        EXPECT_GE(sent() - before, pages * kPage);
+    else
+        EXPECT_EQ(sent() - before, 0u) << "pages the CPU only read went to the device again";
+    EXPECT_EQ(adsmFree(out), adsmSuccess);
+    EXPECT_EQ(adsmFree(other), adsmSuccess);
+}
+
+TEST(FreshMemoryTest, TheFirstWritesReachTheDeviceAndFaultOncePerPageWhereBlocksOpenWritable) {
+    const size_t pages = 512;
+    auto *in = static_cast<uint8_t *>(adsmAlloc(pages * kPage));
+    auto *out = static_cast<uint8_t *>(adsmAlloc(pages));
+    ASSERT_TRUE(in && out);
+    const long before = minor_faults_of_this_thread();
+    for (size_t i = 0; i < pages; ++i) in[i * kPage + 1] = static_cast<uint8_t>(i * 3 + 1);
+    const long faults = minor_faults_of_this_thread() - before;
+    adsm::kernel<copy_pages> copy("fresh.copy");
+    copy(adsm::blocks_for(pages, 64), 64, in, out, pages);
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    unsigned wrong = 0;
+    for (size_t i = 0; i < pages; ++i) wrong += out[i] != static_cast<uint8_t>(i * 3 + 1);
+    EXPECT_EQ(wrong, 0u) << "writes to fresh pages did not reach the device";
+    const adsmDeviceInfo info = device_info();
+    const std::string protocol = info.protocol;
+    if (std::string(info.dirty_tracking) == "uffd" && (protocol == "lazy" || protocol == "delta")) {
+        EXPECT_LE(faults, static_cast<long>(pages + pages / 8)) << "a fresh page's first write faulted twice";
+    }
+    EXPECT_EQ(adsmFree(in), adsmSuccess);
+    EXPECT_EQ(adsmFree(out), adsmSuccess);
+}
+
+}  // namespace
