@@ -27,7 +27,7 @@ public:
         // the CPU's first write there then faults twice: once to make the
         // page, mapped protected, and once more to note the write (a loop
         // that mallocs, fills and frees an 8 MiB buffer took 68 ms a round,
-        // against 46 without markers).  Fresh memory is left unprotected
+        // against 33 without markers).  Fresh memory is left unprotected
         // until its first release, which asks about the pages that exist
         // (collect_made): a page made meanwhile counts as written, as one
         // the CPU only read does too (the zeros it read go once).  A device

@@ -294,10 +294,6 @@ int UffdTracker::collect(uintptr_t addr, size_t len, RunFn fn, void *arg, Reader
     return 0;
 }
 
-}  // namespace adsm::os
-
-namespace adsm::os {
-
 int UffdTracker::collect_made(uintptr_t addr, size_t len, RunFn fn, void *arg) {
     if (backing_ < 0) return collect(addr, len, fn, arg);
     struct Made {

@@ -93,7 +93,8 @@ TEST(FreshMemoryTest, TheFirstWritesReachTheDeviceAndFaultOncePerPageWhereBlocks
     const adsmDeviceInfo info = device_info();
     const std::string protocol = info.protocol;
     if (std::string(info.dirty_tracking) == "uffd" && (protocol == "lazy" || protocol == "delta")) {
-        EXPECT_LE(faults, static_cast<long>(pages + pages / 8)) << "a fresh page's first write faulted twice";
+        // (A sanitizer build adds a fault per 8 pages: the shadow of what is written.)
+        EXPECT_LE(faults, static_cast<long>(pages + pages / 4)) << "a fresh page's first write faulted twice";
     }
     EXPECT_EQ(adsmFree(in), adsmSuccess);
     EXPECT_EQ(adsmFree(out), adsmSuccess);
