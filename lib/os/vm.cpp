@@ -90,23 +90,38 @@ int readable(const void *addr) {
     return verdict;
 }
 
+namespace {
+// Calls run(lo, hi) for each run of pages of [page_down(addr), addr+len)
+// that exist, as mincore sees them, until it returns false.  False if the
+// kernel would not say (then nothing more is called).
+template <class Run>
+bool for_each_made_run(const void *addr, size_t len, Run &&run) {
+    uintptr_t at = page_down(reinterpret_cast<uintptr_t>(addr)), start = 0;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(addr) + len;
+    unsigned char made[512];
+    while (at < end) {
+        size_t pages = (end - at + kPageSize - 1) / kPageSize;
+        if (pages > sizeof made) pages = sizeof made;
+        if (syscall(SYS_mincore, at, pages * kPageSize, made) != 0) return false;
+        for (size_t i = 0; i < pages; ++i, at += kPageSize) {
+            if (made[i] & 1) {
+                if (!start) start = at;
+            } else if (start) {
+                if (!run(start, at)) return true;
+                start = 0;
+            }
+        }
+    }
+    if (start) run(start, at);
+    return true;
+}
+}  // namespace
+
 bool any_page_made(const void *addr, size_t len) {
     if (len == 0) return false;
     int saved = errno;
-    uintptr_t at = page_down(reinterpret_cast<uintptr_t>(addr));
-    const uintptr_t end = reinterpret_cast<uintptr_t>(addr) + len;
-    unsigned char made[512];
     bool any = false;
-    while (at < end && !any) {
-        size_t pages = (end - at + kPageSize - 1) / kPageSize;
-        if (pages > sizeof made) pages = sizeof made;
-        if (syscall(SYS_mincore, at, pages * kPageSize, made) != 0) {
-            any = true;
-            break;
-        }
-        for (size_t i = 0; i < pages && !any; ++i) any = made[i] & 1;
-        at += pages * kPageSize;
-    }
+    if (!for_each_made_run(addr, len, [&](uintptr_t, uintptr_t) { return !(any = true); })) any = true;
     errno = saved;
     return any;
 }
@@ -133,23 +148,10 @@ int populate(void *addr, size_t len, bool for_write) {
 
 void populate_made_pages(void *addr, size_t len) {
     int saved = errno;
-    uintptr_t at = reinterpret_cast<uintptr_t>(addr), run = 0;
-    const uintptr_t end = at + len;
-    unsigned char made[512];
-    auto flush = [&](uintptr_t to) {
-        if (run && to > run) (void)populate(reinterpret_cast<void *>(run), to - run, /*for_write=*/true);
-        run = 0;
-    };
-    while (at < end) {
-        size_t pages = (end - at) / kPageSize;
-        if (pages > sizeof made) pages = sizeof made;
-        if (syscall(SYS_mincore, at, pages * kPageSize, made) != 0) break;
-        for (size_t i = 0; i < pages; ++i, at += kPageSize) {
-            if (!(made[i] & 1)) flush(at);
-            else if (!run) run = at;
-        }
-    }
-    flush(at);
+    for_each_made_run(addr, len, [](uintptr_t lo, uintptr_t hi) {
+        (void)populate(reinterpret_cast<void *>(lo), hi - lo, /*for_write=*/true);
+        return true;
+    });
     errno = saved;
 }
 
