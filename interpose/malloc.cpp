@@ -29,6 +29,7 @@
 #include "interpose/bootstrap_arena.h"
 #include "interpose/interceptor.h"
 #include "interpose/page_aligned.h"
+#include "os/real_libc.h"
 #include "os/vm.h"
 #include "support/config.h"
 #include "support/log.h"
@@ -96,7 +97,7 @@ bool gpu_library_caller(void *ret) {
 // Preloaded (rather than linked by a program that uses the API): the
 // library's file is named in LD_PRELOAD.
 bool preloaded() {
-    const char *list = getenv("LD_PRELOAD");
+    const char *list = adsm::os::env("LD_PRELOAD");
     Dl_info info;
     if (!list || !dladdr(reinterpret_cast<void *>(&preloaded), &info) || !info.dli_fname) return false;
     const char *self = strrchr(info.dli_fname, '/');
@@ -114,9 +115,9 @@ __attribute__((constructor(102))) void init_threshold() {
     adsm::interpose::find_page_aligned_owner(adsm::os::real(real::free), adsm::os::real(real::memalign),
                                              adsm::os::real(real::valloc), adsm::os::real(real::pvalloc));
     dl_iterate_phdr(find_libc_code, nullptr);
-    if (getenv("ADSM_SIM_SERVER")) return;  // the device process keeps to the C library
+    if (adsm::os::env("ADSM_SIM_SERVER")) return;  // the device process keeps to the C library
     uint64_t t;
-    if (!adsm::malloc_threshold_from(getenv("ADSM_MALLOC_THRESHOLD"), preloaded(), getenv("ADSM_DEVICE"), &t))
+    if (!adsm::malloc_threshold_from(adsm::os::env("ADSM_MALLOC_THRESHOLD"), preloaded(), adsm::os::env("ADSM_DEVICE"), &t))
         t = UINT64_MAX;
     g_threshold.store(t > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(t), std::memory_order_relaxed);
 }
@@ -137,10 +138,10 @@ void tick() {
 }
 
 // Shared memory for the program's request, or nullptr; `caller` is the
-// program's return address.
-void *shared_or_libc(size_t n, bool zero, void *caller) {
+// program's return address.  (`room`: see adsm::preload::alloc.)
+void *shared_or_libc(size_t n, bool zero, void *caller, size_t room = 0) {
     if (wants_shared(n) && !private_caller(caller) && !gpu_library_caller(caller)) {
-        if (void *p = adsm::preload::alloc(n, zero)) {
+        if (void *p = adsm::preload::alloc(n, zero, room)) {
             tick();
             return p;
         }
@@ -170,6 +171,11 @@ size_t next_usable_size(void *p) {
 // An alignment that is not a power of two goes to the C library, which
 // answers it as it would without the preload (rounds it up, or EINVAL).
 bool shareable_alignment(size_t align) { return align && !(align & (align - 1)) && align <= adsm::os::kPageSize; }
+
+// Room past a block that realloc moves to grow: half its size, so that
+// growing it by small steps moves it O(log n) times, but no more than
+// 64 MiB, which device memory holds for it.
+size_t room_to_grow(size_t n) { return n / 2 < (size_t{64} << 20) ? n / 2 : size_t{64} << 20; }
 
 }  // namespace
 
@@ -208,7 +214,12 @@ INTERCEPTOR(void *, realloc, void *p, size_t n) {
             free(p);
             return nullptr;
         }
-        void *q = shared_or_libc(n, false, CALLER);
+        if (adsm::preload::resize(p, n)) return p;
+        // A block that grew past its pages gets room to grow again in
+        // place, as glibc's mremap gives its large blocks: growing a buffer
+        // a little at a time copied all of it each time (bash building a
+        // string ran 45 times slower).
+        void *q = shared_or_libc(n, false, CALLER, n > old ? room_to_grow(n) : 0);
         if (!q) q = next_malloc(n);
         if (!q) return nullptr;  // p stays valid, as realloc promises
         // Through the program's view: the protocol fetches what it must.

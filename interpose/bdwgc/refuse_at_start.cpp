@@ -8,11 +8,12 @@
 #include <cstdlib>
 
 #include "interpose/bdwgc/foreign_imports.h"
+#include "os/real_libc.h"
 
 namespace {
 
 __attribute__((constructor)) void refuse_mixed_collectors() {
-    if (getenv("ADSM_SIM_SERVER")) return;  // the runtime's own device process
+    if (adsm::os::env("ADSM_SIM_SERVER")) return;  // the runtime's own device process
     char program[512];
     ssize_t n = readlink("/proc/self/exe", program, sizeof program - 1);
     program[n > 0 ? n : 0] = '\0';

@@ -9,6 +9,7 @@
 
 #include "api/runtime.h"
 #include "interpose/bdwgc/threads.h"
+#include "os/real_libc.h"
 #include "support/config.h"
 #include "support/status.h"
 
@@ -64,7 +65,7 @@ void on_collection(gc::Collector::Event e, void *) {
 // whether to collect at all; a value that is no size is reported and ignored.
 void read_bdwgc_environment(gc::Collector &c) {
     auto size_of = [](const char *name, uint64_t *out) {
-        const char *v = getenv(name);
+        const char *v = adsm::os::env(name);
         if (!v || !*v) return false;
         if (parse_size(v, out)) return true;
         fprintf(stderr, "adsm: %s=%s is not a size (such as 64M); ignored\n", name, v);
@@ -74,7 +75,7 @@ void read_bdwgc_environment(gc::Collector &c) {
     if (size_of("GC_MAXIMUM_HEAP_SIZE", &n)) c.set_max_heap(n);
     if (size_of("GC_INITIAL_HEAP_SIZE", &n) && !c.expand(n))
         fprintf(stderr, "adsm: GC_INITIAL_HEAP_SIZE is more than the heap's limit; ignored\n");
-    if (const char *v = getenv("GC_DONT_GC"); v && *v) c.disable();
+    if (const char *v = adsm::os::env("GC_DONT_GC"); v && *v) c.disable();
 }
 
 void start() {

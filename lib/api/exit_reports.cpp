@@ -15,6 +15,7 @@
 #include "backend/device_process.h"
 #include "gc/collector.h"
 #include "os/error_text.h"
+#include "os/real_libc.h"
 #include "support/config.h"
 #include "support/inside.h"
 #include "support/log.h"
@@ -74,7 +75,7 @@ void print_stats() {
 namespace {
 
 bool launched_by_adsm_run() {
-    const char *pid = getenv(kLaunchedPidVariable);
+    const char *pid = os::env(kLaunchedPidVariable);
     return pid && strtoll(pid, nullptr, 10) == static_cast<long long>(getpid());
 }
 
@@ -96,10 +97,10 @@ void say_no_statistics(const Config &c, const char *failure) {
             "no adsm call\n",
             program_invocation_short_name, static_cast<int>(getpid()));
     uint64_t threshold = UINT64_MAX;
-    malloc_threshold_from(getenv("ADSM_MALLOC_THRESHOLD"), true, c.device.c_str(), &threshold);
+    malloc_threshold_from(os::env("ADSM_MALLOC_THRESHOLD"), true, c.device.c_str(), &threshold);
     if (threshold == UINT64_MAX)
         fprintf(stderr, "  malloc stays the C library's on %s (ADSM_MALLOC_THRESHOLD=off%s; --threshold 1M shares it)",
-                c.device.c_str(), getenv("ADSM_MALLOC_THRESHOLD") ? "" : ", the default there");
+                c.device.c_str(), os::env("ADSM_MALLOC_THRESHOLD") ? "" : ", the default there");
     else
         fprintf(stderr, "  malloc returns shared memory for %llu bytes or more (ADSM_MALLOC_THRESHOLD)",
                 static_cast<unsigned long long>(threshold));
@@ -135,10 +136,10 @@ void write_unstarted_json(const Config &c, const char *failure) {
 // all where it asked for them.
 void report_without_runtime() {
     if (started_runtime() || forked_child() || in_device_process()) return;
-    if (const char *pattern = getenv("ADSM_TRACE"); pattern && *pattern) trace::write_unused(pattern);
+    if (const char *pattern = os::env("ADSM_TRACE"); pattern && *pattern) trace::write_unused(pattern);
     Config c;
     // (A malformed variable was reported where the program first read it.)
-    if (parse_config(getenv, &c) != adsmSuccess || !c.stats) return;
+    if (parse_config(os::env, &c) != adsmSuccess || !c.stats) return;
     const char *failure = start_failure();
     if (!c.stats_json.empty()) write_unstarted_json(c, failure);
     else if (launched_by_adsm_run()) say_no_statistics(c, failure);

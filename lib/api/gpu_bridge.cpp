@@ -5,6 +5,7 @@
 
 #include "api/launch.h"
 #include "api/runtime.h"
+#include "os/real_libc.h"
 #include "os/vm.h"
 #include "support/inside.h"
 #include "support/log.h"
@@ -21,7 +22,7 @@ bool decide(Api api) {
     Config c;
     if (Runtime *rt = started_runtime()) {
         c = rt->config;
-    } else if (parse_config([](const char *n) { return getenv(n); }, &c) != adsmSuccess) {
+    } else if (parse_config(os::env, &c) != adsmSuccess) {
         return false;  // the runtime reports the bad setting when it starts
     }
     return routes(c, api);

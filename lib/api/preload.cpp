@@ -26,7 +26,7 @@ Runtime *ready_runtime() {
 
 bool detached() { return forked_child(); }
 
-void *alloc(size_t n, bool zero) {
+void *alloc(size_t n, bool zero, size_t room) {
     // The runtime's bookkeeping allocates from the C library here.
     os::DeferredSignals deferred;
     Scope in;
@@ -36,11 +36,26 @@ void *alloc(size_t n, bool zero) {
     // A routed GPU API releases the program context at its launches, so
     // memory the program allocates for its kernels must be there too.
     Context *ctx = gpu_bridge::any_routed() ? rt->manager->program_context() : nullptr;
+    // The room first, then the size asked for within it (kept whole should
+    // that fail: a block larger than asked for keeps every promise of
+    // malloc); without the room where it does not fit.
+    if (room && room <= SIZE_MAX - n && rt->manager->alloc(n + room, zero, &p, ctx, RegionOrigin::malloc) == adsmSuccess) {
+        (void)rt->manager->resize(p, n);
+        return p;
+    }
     if (rt->manager->alloc(n, zero, &p, ctx, RegionOrigin::malloc) != adsmSuccess) {
         ADSM_LOG(debug, "shared allocation of %zu bytes failed (%s); using the C library", n, last_detail());
         return nullptr;
     }
     return p;
+}
+
+bool resize(void *p, size_t n) {
+    os::DeferredSignals deferred;  // as in alloc
+    Scope in;
+    // (A fork child's objects are ordinary memory the runtime no longer keeps.)
+    Runtime *rt = forked_child() ? nullptr : started_runtime();
+    return rt && in_window(p) && rt->manager->resize(p, n);
 }
 
 Release release(void *p) {

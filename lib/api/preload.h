@@ -37,8 +37,13 @@ using Scope = adsm::Inside;
 inline bool inside() { return inside_runtime(); }
 
 // Shared memory for an interposed allocation, or nullptr (the caller then
-// uses the C library).  Starts the runtime if needed.
-void *alloc(size_t n, bool zero);
+// uses the C library).  Starts the runtime if needed.  `room`: bytes past n
+// reserved for it to grow into (resize), where there is memory for them.
+void *alloc(size_t n, bool zero, size_t room = 0);
+
+// realloc of the shared allocation at p without moving it: whether its size
+// is now n (see Manager::resize).
+bool resize(void *p, size_t n);
 
 enum class Release { freed, not_shared, invalid };
 // Frees shared memory; waits for kernels that may still use it.

@@ -15,6 +15,7 @@
 #include "backend/device_process.h"
 #include "memory/fault_engine.h"
 #include "os/error_text.h"
+#include "os/real_libc.h"
 #include "os/vm.h"
 #include "support/inside.h"
 #include "support/log.h"
@@ -105,7 +106,7 @@ Status start(Runtime **out) {
     if (in_device_process())
         return fail(adsmErrorNotSupported, "the adsm API cannot be called from inside a kernel");
     auto rt = std::make_unique<Runtime>();
-    if (Status s = parse_config([](const char *n) { return static_cast<const char *>(getenv(n)); }, &rt->config);
+    if (Status s = parse_config(os::env, &rt->config);
         s != adsmSuccess)
         return s;
     set_log_level(rt->config.log_level);

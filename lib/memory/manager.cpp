@@ -64,16 +64,20 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
 
 // ---------------------------------------------------------------- regions
 
+bool Manager::span_for(size_t size, size_t *span) const {
+    if (!os::page_round(size, span)) return false;
+    if (!apart_) return true;
+    // Whole granules: no other device's object may share one.
+    if (*span > UINT64_MAX - apart_) return false;
+    *span = (*span + apart_ - 1) / apart_ * apart_;
+    return true;
+}
+
 Status Manager::carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align, Placement place) {
     if (size == 0) return fail(adsmErrorInvalidValue, "size is zero");
     size_t span;
-    if (!os::page_round(size, &span)) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up to pages", size);
-    if (apart_) {
-        // Whole granules: no other device's object may share one.
-        if (span > UINT64_MAX - apart_) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up", size);
-        span = (span + apart_ - 1) / apart_ * apart_;
-        align = std::max<size_t>(align, apart_);
-    }
+    if (!span_for(size, &span)) return fail(adsmErrorSizeOverflow, "size %zu overflows when rounded up", size);
+    if (apart_) align = std::max<size_t>(align, apart_);
     if (span > space_.size())
         return fail(adsmErrorMemoryAllocation, "size %zu is larger than the shared window (%llu bytes, ADSM_VA_SIZE)", size,
                     static_cast<unsigned long long>(space_.size()));
@@ -478,6 +482,33 @@ Status Manager::free(void *p, bool wait, bool collector) {
     contexts_.unref(owner);
     stats().add(Counter::frees);
     return adsmSuccess;
+}
+
+bool Manager::resize(void *p, size_t n) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    size_t fresh;
+    Region *r = table_.find(a);
+    if (n == 0 || !span_for(n, &fresh) || !r || r->kind != RegionKind::shared || r->host != a) return false;
+    OwnerLock lock(r, p);
+    // Only an object that is the malloc family's, whose size nothing but
+    // its owner's calls reads meanwhile: not one a kernel may be using
+    // (moving it waits for the kernel), nor one in parts or with a
+    // coherence of its own, whose device copies know their extent.
+    if (!lock.valid() || r->host != a || r->origin != RegionOrigin::malloc || lock.owner()->holds(*r) ||
+        r->own_coherence() || r->split)
+        return false;
+    // Within its pages, and not so far below them that a new object would
+    // give most of them back.
+    if (n > r->span || fresh <= r->span / 2) return false;
+    // The blocks and their states cover the whole span, and every copy
+    // stops at `size`: only the bytes between the two sizes change hands.
+    // Those a larger size takes in hold whatever either copy held (realloc
+    // promises nothing for them), and the first write to them opens their
+    // block as any write does.
+    os::FutexGuard g(r->lock);
+    r->size = n;
+    stats().add(Counter::resizes);
+    return true;
 }
 
 // ---------------------------------------------------------------- lookups

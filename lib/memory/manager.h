@@ -85,6 +85,10 @@ public:
     // The collector's chunks are refused unless `collector` says it frees them.
     Status free(void *ptr, bool wait = false, bool collector = false);
     Status safe(const void *cpu_addr, void **dev_addr);
+    // realloc within the pages a malloc'd object already spans: whether its
+    // size is now n.  Not where a kernel may be using it, nor where n would
+    // leave most of its pages unused (the caller moves it then).
+    bool resize(void *ptr, size_t n);
     size_t size_of(const void *ptr);
     // The live shared allocation that holds ptr (anywhere inside it).
     // `identity`, if asked for, tells this allocation from a later one at
@@ -201,6 +205,8 @@ private:
     // (A replicated one on every device, a host-resident one on none.)
     Status carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align = 0,
                  Placement place = Placement());
+    // The bytes carve reserves for `size` (false: they overflow).
+    bool span_for(size_t size, size_t *span) const;
     // Device memory for a new object at [dev, dev+span) as `place` says;
     // may change place->home (spill::next) and sets *resident.
     // (*split: the object's memory split in equal parts, Spill::split.)

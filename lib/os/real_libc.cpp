@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "os/real_table.h"
 
@@ -25,6 +26,13 @@ void *real_memcpy(void *dst, const void *src, size_t n) { return fn<decltype(&::
 void *real_memmove(void *dst, const void *src, size_t n) { return fn<decltype(&::memmove)>(g_memmove)(dst, src, n); }
 
 void *real_memset(void *dst, int value, size_t n) { return fn<decltype(&::memset)>(g_memset)(dst, value, n); }
+
+const char *env(const char *name) {
+    size_t len = strlen(name);
+    for (char **e = environ; e && *e; ++e)
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
+    return nullptr;
+}
 
 int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     auto f = fn<decltype(&::sigaction)>(g_sigaction);

@@ -15,6 +15,13 @@ void *real_memmove(void *dst, const void *src, size_t n);
 void *real_memset(void *dst, int value, size_t n);
 int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
+// The environment variable `name`, read from the process's environment
+// (environ) itself: a program may define a getenv of its own, which then
+// answers the runtime's lookups too.  bash's looks in its shell variables,
+// and while bash starts (when its first large allocation starts the
+// runtime) it has not imported them yet: every ADSM_ setting was lost.
+const char *env(const char *name);
+
 // dlsym past the preload's own (which hands out GPU wrappers), for the
 // back-ends that need a driver's functions themselves.  RTLD_NEXT means
 // after libadsm.

@@ -18,6 +18,7 @@ namespace adsm {
 #define ADSM_COUNTERS(X)                                          \
     X(allocs, "allocations")                                      \
     X(frees, "frees")                                             \
+    X(resizes, "reallocs in place")                               \
     X(bytes_allocated, "bytes allocated")                         \
     X(kernels, "kernels launched")                                \
     X(syncs, "syncs")                                             \

@@ -46,6 +46,19 @@ inline void close_on_device(uint8_t *p, size_t n, uint8_t v) {
 
 inline uint8_t pattern(size_t i, uint8_t v) { return static_cast<uint8_t>(v + i * 7); }
 
+inline void device_add(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_t v) {
+    size_t i = adsm::global_x(t);
+    if (i < n) p[i] = static_cast<uint8_t>(p[i] + v);
+}
+
+// A kernel adds v to every byte of p: it reads what the CPU wrote, and the
+// CPU then reads what it wrote.
+inline void add_on_device(uint8_t *p, size_t n, uint8_t v) {
+    static adsm::kernel<device_add> k("interpose.device_add");
+    k(adsm::blocks_for(n, 256), 256, p, n, v);
+    adsm::sync();
+}
+
 // Fills an array of pollfd on the device: every entry watches `fd` for
 // input, with revents left as 0x7777 for the kernel to overwrite.
 inline void device_pollfds(const adsm::thread_index &t, struct pollfd *a, size_t n, int fd) {

@@ -72,6 +72,65 @@ TEST(MallocTest, ReallocKeepsTheDataAcrossTheThresholdBothWays) {
     EXPECT_EQ(realloc(p, 0), nullptr);  // frees
 }
 
+// realloc within the pages a shared block spans leaves it where it is, both
+// ways, and the CPU and kernels see it at its new size.
+TEST(MallocTest, ReallocWithinTheBlocksPagesKeepsItInPlace) {
+    const size_t first = kThreshold + 100, grown = kThreshold + 4000, shrunk = kThreshold + 10;  // all 17 pages
+    auto *p = static_cast<uint8_t *>(malloc(first));
+    ASSERT_TRUE(shared(p));
+    close_on_device(p, first, 3);  // its data on the device
+    const uint64_t before = counter(adsm::Counter::resizes);
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    p = static_cast<uint8_t *>(realloc(opaque(p), grown));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p), at);
+    EXPECT_EQ(adsmGetSize(p), grown);
+    EXPECT_EQ(malloc_usable_size(p), grown);
+    for (size_t i = 0; i < first; ++i) ASSERT_EQ(p[i], pattern(i, 3)) << i;
+    for (size_t i = first; i < grown; ++i) p[i] = static_cast<uint8_t>(i * 5);
+    add_on_device(p, grown, 1);
+    for (size_t i = 0; i < first; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(pattern(i, 3) + 1)) << i;
+    for (size_t i = first; i < grown; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(i * 5 + 1)) << i;
+    p = static_cast<uint8_t *>(realloc(opaque(p), shrunk));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p), at);
+    EXPECT_EQ(adsmGetSize(p), shrunk);
+    add_on_device(p, shrunk, 1);
+    for (size_t i = 0; i < shrunk; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(pattern(i, 3) + 2)) << i;
+    EXPECT_EQ(counter(adsm::Counter::resizes) - before, 2u);
+    free(p);
+}
+
+// A block that outgrows its pages moves with room to grow: growing it by
+// small steps (a string appended to, a file read into a buffer) moves it a
+// few times, not once every few steps.  Shrunk to under half its pages, it
+// moves again and gives them back.
+TEST(MallocTest, ReallocThatOutgrowsItsPagesLeavesRoomToGrowInPlace) {
+    size_t n = kThreshold;
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(i % 251);
+    int moves = 0;
+    while (n < (size_t{4} << 20)) {
+        const auto at = reinterpret_cast<uintptr_t>(p);
+        p = static_cast<uint8_t *>(realloc(opaque(p), n + 1000));
+        ASSERT_NE(p, nullptr);
+        moves += reinterpret_cast<uintptr_t>(p) != at;
+        for (size_t i = n; i < n + 1000; ++i) p[i] = static_cast<uint8_t>(i % 251);
+        n += 1000;
+    }
+    EXPECT_TRUE(shared(p));
+    EXPECT_EQ(adsmGetSize(p), n);
+    // From 64 KiB to 4 MiB with half again as room each time: ten moves.
+    EXPECT_LE(moves, 12) << "of " << (n - kThreshold) / 1000 << " reallocs";
+    add_on_device(p, n, 2);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(i % 251 + 2)) << i;
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    auto *small = static_cast<uint8_t *>(realloc(opaque(p), kThreshold));
+    EXPECT_NE(reinterpret_cast<uintptr_t>(small), at);
+    EXPECT_TRUE(shared(small));
+    for (size_t i = 0; i < kThreshold; ++i) ASSERT_EQ(small[i], static_cast<uint8_t>(i % 251 + 2)) << i;
+    free(small);
+}
+
 TEST(MallocTest, CppNewAndDeleteGoThroughIt) {
     auto v = std::make_unique<uint8_t[]>(kThreshold * 2);
     EXPECT_TRUE(shared(v.get()));

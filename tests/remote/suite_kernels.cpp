@@ -15,6 +15,7 @@ using namespace adsm_test;
 #define ADSM_REGISTER(fn, name) const adsm::kernel<fn> ADSM_CAT(registered_, __COUNTER__){name};
 ADSM_API_TEST_KERNELS(ADSM_REGISTER)
 ADSM_REGISTER(interpose_test::device_write, "interpose.device_write")
+ADSM_REGISTER(interpose_test::device_add, "interpose.device_add")
 ADSM_REGISTER(interpose_test::device_pollfds, "interpose.device_pollfds")
 
 struct CKernels {

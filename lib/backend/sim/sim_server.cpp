@@ -26,6 +26,7 @@
 #include "os/error_text.h"
 #include "os/fault_signals.h"
 #include "os/futex.h"
+#include "os/real_libc.h"
 #include "os/vm.h"
 #include "support/config.h"
 
@@ -123,7 +124,7 @@ bool on_unguarded_fault(int sig, siginfo_t *, void *) {
 
 unsigned worker_count() {
     Config c;
-    if (parse_config([](const char *n) { return getenv(n); }, &c) == adsmSuccess && c.sim_workers) return c.sim_workers;
+    if (parse_config(os::env, &c) == adsmSuccess && c.sim_workers) return c.sim_workers;
     unsigned n = std::thread::hardware_concurrency();
     return n ? n : 1;
 }
@@ -177,7 +178,7 @@ unsigned worker_count() {
 }
 
 __attribute__((constructor(101))) void sim_device_entry() {
-    const char *spec = getenv("ADSM_SIM_SERVER");
+    const char *spec = os::env("ADSM_SIM_SERVER");
     if (!spec) return;
     int sock = -1, channel_fd = -1, dev_fd = -1, host_fd = -1, used = 0;
     if (sscanf(spec, "%d,%d,%d,%d%n", &sock, &channel_fd, &dev_fd, &host_fd, &used) != 4) _exit(1);
