@@ -17,14 +17,14 @@ namespace {
 // Blocks of ADSM_BLOCK_SIZE.  Written pages: the kernel says, or each page's
 // first write faults (and a block's second opens it whole).  Fetched ahead:
 // what the CPU read after earlier syncs.
-BlockPolicy policy(const ProtocolEnv &env) {
+BlockPolicy delta_policy(const ProtocolEnv &env) {
     return {.writes = env.tracker ? track_written_pages(env.tracker) : fault_on_written_pages(),
             .reads = predict_repeated_reads()};
 }
 
 class Delta final : public BlockProtocol {
 public:
-    explicit Delta(const ProtocolEnv &env) : BlockProtocol(env, policy(env)) {}
+    explicit Delta(const ProtocolEnv &env) : BlockProtocol(env, delta_policy(env)) {}
     const char *name() const override { return "delta"; }
 };
 

@@ -9,13 +9,13 @@ namespace {
 
 // Which objects were written: the kernel says, or the first write to each
 // faults.  Nothing is fetched ahead.
-BlockPolicy policy(const ProtocolEnv &env) {
+BlockPolicy lazy_policy(const ProtocolEnv &env) {
     return {.whole_object = true, .writes = env.tracker ? track_written_blocks(env.tracker) : fault_on_first_write()};
 }
 
 class Lazy final : public BlockProtocol {
 public:
-    explicit Lazy(const ProtocolEnv &env) : BlockProtocol(env, policy(env)) {}
+    explicit Lazy(const ProtocolEnv &env) : BlockProtocol(env, lazy_policy(env)) {}
     const char *name() const override { return "lazy"; }
 };
 

@@ -17,7 +17,7 @@ namespace {
 // with a tracker, so that dirtied() learns the order in which blocks turn
 // dirty; the tracker then tells whether a block sent ahead was written
 // again.  Nothing is fetched ahead.
-BlockPolicy policy(const ProtocolEnv &env) {
+BlockPolicy rolling_policy(const ProtocolEnv &env) {
     return {.writes = env.tracker ? fault_on_first_write_then_track(env.tracker) : fault_on_first_write()};
 }
 
@@ -80,7 +80,7 @@ public:
     // At least two (the configuration refuses less): one store can straddle
     // two blocks, and with room for one only, each of its faults would evict
     // the other block, forever.
-    explicit Rolling(const ProtocolEnv &env) : BlockProtocol(env, policy(env)), capacity_(env.config->rolling_size) {
+    explicit Rolling(const ProtocolEnv &env) : BlockProtocol(env, rolling_policy(env)), capacity_(env.config->rolling_size) {
         assert(capacity_ >= 2);
     }
     const char *name() const override { return "rolling"; }

@@ -33,7 +33,7 @@ struct LongBitmap {
 };
 LongBitmap g_long[kLongBitmaps];
 std::atomic<size_t> g_nlong{0};
-std::mutex g_mu;
+std::mutex g_descriptors_mu;
 
 // The marker a mark procedure on this thread works for, and its stack.
 __attribute__((tls_model("initial-exec"))) thread_local gc::Marker *t_marker = nullptr;
@@ -148,7 +148,7 @@ void scan_described(gc::Marker &m, const uintptr_t *view, size_t bytes, GC_word 
 }
 
 unsigned add_mark_proc(GC_mark_proc proc) {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::lock_guard<std::mutex> lock(g_descriptors_mu);
     unsigned n = g_nprocs.load();
     if (n >= GC_MAX_MARK_PROCS) return 0;
     g_procs[n].store(proc, std::memory_order_release);
@@ -157,7 +157,7 @@ unsigned add_mark_proc(GC_mark_proc proc) {
 }
 
 long add_long_bitmap(const GC_word *bitmap, size_t words) {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::lock_guard<std::mutex> lock(g_descriptors_mu);
     size_t n = g_nlong.load();
     if (n >= kLongBitmaps) return -1;
     size_t nwords = (words + 8 * kWord - 1) / (8 * kWord);

@@ -27,7 +27,7 @@ constexpr int kPredefined = 4;  // atomic, normal, uncollectable, atomic uncolle
 constexpr int kMaxKinds = 24;
 Kind g_kinds[kMaxKinds];
 std::atomic<int> g_nkinds{kPredefined};
-std::mutex g_mu;
+std::mutex g_kinds_mu;
 
 void scan_kind(gc::Marker &m, const uintptr_t *view, size_t bytes, uintptr_t, uintptr_t kind) {
     const Kind &k = g_kinds[kind];
@@ -92,7 +92,7 @@ void **GC_new_free_list(void) {
 void **GC_new_free_list_inner(void) { return GC_new_free_list(); }
 
 unsigned GC_new_kind(void **free_list, GC_word descr, int add_size, int) {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::lock_guard<std::mutex> lock(g_kinds_mu);
     int n = g_nkinds.load();
     if (n >= kMaxKinds) too_many("GC_new_kind");
     Kind &k = g_kinds[n];

@@ -18,7 +18,6 @@
 namespace adsm::gc {
 
 namespace {
-unsigned popcount(uint64_t m) { return static_cast<unsigned>(__builtin_popcountll(m)); }
 
 // f(i, j) for each run [i, j) of marked slots among a page's first n.
 template <class F>

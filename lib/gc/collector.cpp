@@ -21,7 +21,6 @@ __thread ThreadCache *tls_cache __attribute__((tls_model("initial-exec"))) = nul
 
 namespace {
 pid_t gettid_raw() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-unsigned popcount(uint64_t m) { return static_cast<unsigned>(__builtin_popcountll(m)); }
 }  // namespace
 
 Collector::Collector(Manager &manager, RegionTable &table, AddressSpace &space, GcConfig config)

@@ -20,6 +20,9 @@ namespace adsm::gc {
 
 struct Space;
 
+// Objects a mask word counts.
+inline unsigned popcount(uint64_t m) { return static_cast<unsigned>(__builtin_popcountll(m)); }
+
 struct CacheSlot {
     uintptr_t base = 0;  // the page's address
     uint32_t size = 0;   // bytes per object

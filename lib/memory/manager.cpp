@@ -18,8 +18,6 @@
 namespace adsm {
 namespace {
 
-void *ptr(uintptr_t a) { return reinterpret_cast<void *>(a); }
-
 // Counts the time a call spends in the runtime, draws it on the trace and
 // makes the program's calling code the cause of its work.
 class Timed {

@@ -49,6 +49,9 @@ struct Placement {
     Device *preferred = nullptr;
 };
 
+// A region's address as the pointer that calls and messages take.
+inline void *ptr(uintptr_t a) { return reinterpret_cast<void *>(a); }
+
 struct Region : SharedObject {
     uint64_t birth_call = 0;  // owner's call count when allocated
     // The release clock at its owner's last call that released it (or at

@@ -17,8 +17,6 @@ namespace {
 
 constexpr size_t kBounce = 1 << 20;
 
-void *ptr(uintptr_t a) { return reinterpret_cast<void *>(a); }
-
 // The protocol moves a region's bytes only to or from plain memory, so a
 // copy between a region and another region or device memory goes through a
 // buffer, a chunk at a time to keep the buffer small.  Each chunk is the

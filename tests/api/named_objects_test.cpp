@@ -3,16 +3,10 @@
 #include <chrono>
 #include <thread>
 
-#include "support/stats.h"
+#include "counters.h"
 #include "test_kernels.h"
 
 using namespace adsm_test;
-
-namespace {
-
-uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
-
-}  // namespace
 
 TEST(NamedObjectsTest, OnlyTheNamedObjectsAreReleased) {
     auto inc = device_kernel<increment>("named.increment");

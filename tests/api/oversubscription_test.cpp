@@ -5,14 +5,12 @@
 #include <vector>
 
 #include "api/runtime.h"
-#include "support/stats.h"
+#include "counters.h"
 #include "test_kernels.h"
 
 using namespace adsm_test;
 
 namespace {
-
-uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
 
 // Whether the object at p has device memory behind it now.
 bool resident(const void *p) {

@@ -7,14 +7,12 @@
 #include <thread>
 #include <vector>
 
-#include "support/stats.h"
+#include "counters.h"
 #include "test_kernels.h"
 
 using namespace adsm_test;
 
 namespace {
-
-uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
 
 int device_count() {
     int n = 0;

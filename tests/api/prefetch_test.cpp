@@ -6,14 +6,13 @@
 #include <cstring>
 #include <string>
 
-#include "support/stats.h"
+#include "counters.h"
 #include "test_kernels.h"
 
 using namespace adsm_test;
 
 namespace {
 
-uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
 uint64_t faults() { return counter(adsm::Counter::read_faults) + counter(adsm::Counter::write_faults); }
 
 std::string protocol() {

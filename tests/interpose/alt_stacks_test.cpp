@@ -18,7 +18,7 @@ constexpr size_t kDataBytes = 2 * kThreshold;
 
 uint8_t *g_data;
 volatile uintptr_t g_handler_sp;
-volatile size_t g_handler_wrong = ~size_t(0);
+volatile size_t g_alt_handler_wrong = ~size_t(0);
 
 // On the alternate stack: notes where it runs and reads closed shared memory.
 void on_alt_stack(int) {
@@ -26,7 +26,7 @@ void on_alt_stack(int) {
     g_handler_sp = reinterpret_cast<uintptr_t>(&here);
     size_t wrong = 0;
     for (size_t i = 0; i < kDataBytes; ++i) wrong += g_data[i] != pattern(i, 21);
-    g_handler_wrong = wrong;
+    g_alt_handler_wrong = wrong;
 }
 
 size_t differing(const uint8_t *p, size_t n, uint8_t v) {
@@ -63,7 +63,7 @@ TEST(AltStacksTest, AStackInClosedSharedMemoryTakesTheRuntimesFaultsAndTheProgra
     g_handler_sp = 0;
     ASSERT_EQ(raise(SIGUSR1), 0);
     EXPECT_NE(g_handler_sp, 0u) << "the handler ran";
-    EXPECT_EQ(g_handler_wrong, 0u);
+    EXPECT_EQ(g_alt_handler_wrong, 0u);
     // Ran on an alternate stack, not on the thread's own.
     int here = 0;
     const auto sp = reinterpret_cast<uintptr_t>(&here);

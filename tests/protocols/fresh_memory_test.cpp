@@ -26,7 +26,7 @@ void copy_pages(const adsm::thread_index &t, const uint8_t *src, uint8_t *dst, s
     if (i < pages) dst[i] = src[i * kPage + 1];
 }
 
-adsm::kernel<fill_pages> &fill_k() {
+adsm::kernel<fill_pages> &fill_pages_k() {
     static adsm::kernel<fill_pages> k("fresh.fill");
     return k;
 }
@@ -54,7 +54,7 @@ TEST(FreshMemoryTest, NeitherUntouchedMemoryNorAKernelsOutputReadBackGoesToTheDe
     // The objects' first release: the CPU never touched them, so nothing
     // goes (batch sends every object, as it says).
     const uint64_t at_first = sent();
-    fill_k()(adsm::blocks_for(pages, 64), 64, out, pages, uint8_t{7});
+    fill_pages_k()(adsm::blocks_for(pages, 64), 64, out, pages, uint8_t{7});
     ASSERT_EQ(adsmSync(), adsmSuccess);
     if (batch)
         EXPECT_GE(sent() - at_first, pages * kPage);
@@ -66,7 +66,7 @@ TEST(FreshMemoryTest, NeitherUntouchedMemoryNorAKernelsOutputReadBackGoesToTheDe
     // Another call that releases the whole context: the CPU wrote nothing
     // since the last one.
     const uint64_t before = sent();
-    fill_k()(1, 64, other, size_t{1}, uint8_t{1});
+    fill_pages_k()(1, 64, other, size_t{1}, uint8_t{1});
     ASSERT_EQ(adsmSync(), adsmSuccess);
     if (batch)
         EXPECT_GE(sent() - before, pages * kPage);

@@ -17,29 +17,29 @@ namespace {
 using adsm::os::UffdTracker;
 using Pages = std::set<size_t>;
 
-constexpr size_t kPages = 96;
-constexpr size_t kBytes = kPages * 4096;
+constexpr size_t kMirrorPages = 96;
+constexpr size_t kMirrorBytes = kMirrorPages * 4096;
 
 class UffdMadePagesTest : public ::testing::Test {
 protected:
     void SetUp() override {
         const char *why = "";
         if (!UffdTracker::available(&why)) GTEST_SKIP() << "no write tracking on this kernel: " << why;
-        fd_ = adsm::os::memfd_sized("uffd-made-pages-test", kBytes);
+        fd_ = adsm::os::memfd_sized("uffd-made-pages-test", kMirrorBytes);
         ASSERT_GE(fd_, 0);
-        void *p = adsm::os::map_shared(fd_, 0, kBytes, PROT_READ | PROT_WRITE);
-        void *q = adsm::os::map_shared(fd_, 0, kBytes, PROT_READ | PROT_WRITE);
+        void *p = adsm::os::map_shared(fd_, 0, kMirrorBytes, PROT_READ | PROT_WRITE);
+        void *q = adsm::os::map_shared(fd_, 0, kMirrorBytes, PROT_READ | PROT_WRITE);
         ASSERT_NE(p, MAP_FAILED);
         ASSERT_NE(q, MAP_FAILED);
         view_ = static_cast<volatile uint8_t *>(p);
         alias_ = static_cast<uint8_t *>(q);
         const char *step = "";
         // Registered, never armed: as fresh memory is until its first release.
-        ASSERT_EQ(t_.init(addr(0), kBytes, &step, fd_), 0) << step;
+        ASSERT_EQ(t_.init(addr(0), kMirrorBytes, &step, fd_), 0) << step;
     }
     void TearDown() override {
-        if (view_) adsm::os::unmap(const_cast<uint8_t *>(view_), kBytes);
-        if (alias_) adsm::os::unmap(alias_, kBytes);
+        if (view_) adsm::os::unmap(const_cast<uint8_t *>(view_), kMirrorBytes);
+        if (alias_) adsm::os::unmap(alias_, kMirrorBytes);
         if (fd_ >= 0) close(fd_);
     }
     uintptr_t addr(size_t page) const { return reinterpret_cast<uintptr_t>(view_) + page * 4096; }
@@ -53,7 +53,7 @@ protected:
             auto *g = static_cast<Arg *>(a);
             for (size_t p = (start - g->base) / 4096; p < (start - g->base + len) / 4096; ++p) g->pages->insert(p);
         };
-        EXPECT_EQ(made_only ? t_.collect_made(addr(0), kBytes, note, &arg) : t_.collect(addr(0), kBytes, note, &arg),
+        EXPECT_EQ(made_only ? t_.collect_made(addr(0), kMirrorBytes, note, &arg) : t_.collect(addr(0), kMirrorBytes, note, &arg),
                   0);
         return pages;
     }
@@ -68,8 +68,8 @@ TEST_F(UffdMadePagesTest, OnlyPagesThatExistAreFoundAndTheRangeIsArmedAfter) {
     view_[3 * 4096] = 1;                            // written
     (void)view_[7 * 4096];                          // read: made, counts as written
     for (size_t p = 20; p < 23; ++p) alias_[p * 4096] = 2;  // made through another view
-    view_[kPages * 4096 - 1] = 3;                   // the last page
-    EXPECT_EQ(found(true), (Pages{3, 7, 20, 21, 22, kPages - 1}));
+    view_[kMirrorPages * 4096 - 1] = 3;                   // the last page
+    EXPECT_EQ(found(true), (Pages{3, 7, 20, 21, 22, kMirrorPages - 1}));
     // Armed now, holes too: a page read is not written, one written is.
     (void)view_[50 * 4096];
     (void)view_[3 * 4096];
