@@ -214,7 +214,10 @@ INTERCEPTOR(void *, realloc, void *p, size_t n) {
             free(p);
             return nullptr;
         }
-        if (adsm::preload::resize(p, n)) return p;
+        if (adsm::preload::resize(p, n)) {
+            tick();
+            return p;
+        }
         // A block that grew past its pages gets room to grow again in
         // place, as glibc's mremap gives its large blocks: growing a buffer
         // a little at a time copied all of it each time (bash building a

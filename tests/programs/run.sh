@@ -7,7 +7,7 @@
 # it; ADSM_PROGRAM_PROTOCOLS picks a subset of the protocols.
 #
 #   run.sh PROGRAM LIBADSM WORKDIR [ALLOCATOR after|before]
-#   PROGRAM: python3 sqlite3 gzip xz sort copy
+#   PROGRAM: python3 sqlite3 gzip xz sort copy bash
 set -euo pipefail
 program=$1 lib=$2 work=$3 allocator=${4:-} order=${5:-after}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +52,7 @@ run() {
         # (With faulthandler, as pytest runs: its alternate signal stack is
         # malloc'd, so shared at this threshold.)
         python3) /usr/bin/python3 -X faulthandler "$here/workload.py" ;;
+        bash) /usr/bin/bash "$here/workload.sh" ;;
         sqlite3) rm -f "$work/db.$1"; /usr/bin/sqlite3 "$work/db.$1" <"$here/workload.sql" ;;
         gzip) /usr/bin/gzip -c -6 "$big" | /usr/bin/gzip -dc | /usr/bin/md5sum ;;
         # Two compressing threads, which liblzma starts with every signal
