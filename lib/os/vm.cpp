@@ -120,8 +120,13 @@ bool for_each_made_run(const void *addr, size_t len, Run &&run) {
 bool any_page_made(const void *addr, size_t len) {
     if (len == 0) return false;
     int saved = errno;
+    // The first run found ends the walk; a kernel that will not say counts as made.
     bool any = false;
-    if (!for_each_made_run(addr, len, [&](uintptr_t, uintptr_t) { return !(any = true); })) any = true;
+    auto found = [&](uintptr_t, uintptr_t) {
+        any = true;
+        return false;
+    };
+    if (!for_each_made_run(addr, len, found)) any = true;
     errno = saved;
     return any;
 }
