@@ -555,6 +555,7 @@ const device_test::DriverDouble kDouble = {"libcuda.so.1",
                                            "FAKE_CUDA_FAIL",
                                            "CUDA_ERROR_OUT_OF_MEMORY",
                                            "cuLaunchKernel",
+                                           "FAKE_CUDA_GRANULE",
                                            {"contexts", "streams", "events", "reservations", "device bytes", "pinned bytes"}};
 
 ADSM_DRIVER_FAILURE_TESTS(CudaDeviceStart, kDouble)

@@ -390,6 +390,7 @@ struct DriverDouble {
     const char *fail_env;    // its variable that fails a call (entry:n, entry:n+)
     const char *error_name;  // the error a failing call returns
     const char *launch;      // its entry point that launches a kernel
+    const char *granule_env;  // its variable that sets the allocation granularity
     std::vector<const char *> held;  // what it counts of what a program holds
 };
 
@@ -417,7 +418,7 @@ inline void a_failed_start_gives_back_what_it_took(const DriverDouble &d) {
 inline void a_failed_launch_is_no_race(const DriverDouble &d) {
     std::string out;
     const std::string env = std::string("ADSM_ON_RACE=abort ") + d.fail_env + "=" + d.launch + ":1";
-    EXPECT_EQ(run_start_probe(env, start_probe_args(d, "--call", true), &out), 0) << out;
+    EXPECT_EQ(run_start_probe(env, start_probe_args(d, "--call 1048576", true), &out), 0) << out;
     EXPECT_NE(out.find("probe: call failed: launch: "), std::string::npos) << out;
     EXPECT_EQ(out.find("may still use it"), std::string::npos) << out;
 }
@@ -438,7 +439,7 @@ inline std::map<std::string, long> start_probe_calls(const DriverDouble &d, cons
 
 // Which driver calls fail, and what of: `step` is "" for a start,
 // "--alloc BYTES" for an object made, filled and freed after one, or
-// "--call" for a kernel scaling an object after one; `env` is
+// "--call FLOATS" for a kernel scaling an object after one; `env` is
 // added to the environment; `onward`: the failing call and every later one
 // of its entry point fail (else it alone); `some_fail`: some of the calls
 // must fail the step, not just be coped with.
@@ -447,6 +448,19 @@ struct FailingCalls {
     bool onward, some_fail;
 };
 
+// The sweeps' granularity (the runtime asks the driver for it, as it would
+// a GPU's other than 2 MiB): a quarter of the doubles' default, so that each
+// of their hundreds of processes makes and copies a quarter of the bytes,
+// and a kernel's object of two still fills more than one asynchronous copy
+// when it is read back (smaller, it takes one synchronous copy, and the
+// sweep would never fail a copy's completion callback).
+inline constexpr size_t kSweepGranule = 512 << 10;
+
+// A sweep's step `options` with its sizes in the sweep's granules: an object
+// of two granules and a half, or a kernel's of two.
+inline std::string sweep_alloc() { return "--alloc " + std::to_string(kSweepGranule * 5 / 2); }
+inline std::string sweep_call() { return "--call " + std::to_string(kSweepGranule * 2 / sizeof(float)); }
+
 // The step made to fail at each driver call it makes, one run for each:
 // whichever call fails, the step either copes, saying so in the log or
 // losing nothing, or fails with an error naming the driver's, having given
@@ -454,7 +468,8 @@ struct FailingCalls {
 // its threads too; a call: each element of its object scaled or as it
 // was).  Neither a crash (but SIGBUS for a read that cannot be served,
 // saying why) nor a hang nor a leak, nor a failure passed over in silence.
-inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverDouble &d, const FailingCalls &f) {
+inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverDouble &d, FailingCalls f) {
+    f.env += std::string(" ") + d.granule_env + "=" + std::to_string(kSweepGranule);
     const std::map<std::string, long> before =
         f.step.empty() ? std::map<std::string, long>{} : start_probe_calls(d, f.env, "");
     const std::map<std::string, long> after = start_probe_calls(d, f.env, f.step);
@@ -514,14 +529,14 @@ inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverD
     }                                                                                        \
     TEST(Suite, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {                     \
         device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
-            d, {"--alloc 5242880", "ADSM_SPILL=fail", true, true});                          \
+            d, {device_test::sweep_alloc(), "ADSM_SPILL=fail", true, true});             \
     }                                                                                        \
     TEST(Suite, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {                 \
         device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
-            d, {"--alloc 5242880", "", false, false});                                       \
+            d, {device_test::sweep_alloc(), "", false, false});                          \
     }                                                                                        \
     TEST(Suite, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {                      \
         device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
-            d, {"--call", "", false, true});                                                 \
+            d, {device_test::sweep_call(), "", false, true});                            \
     }                                                                                        \
     TEST(Suite, AFailedLaunchIsNoRace) { device_test::a_failed_launch_is_no_race(d); }

@@ -375,6 +375,7 @@ const device_test::DriverDouble kDouble = {
     "FAKE_ZE_FAIL",
     "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
     "zeCommandListAppendLaunchKernel",
+    "FAKE_ZE_GRANULE",
     {"contexts", "command lists", "event pools", "events", "host allocations", "reservations", "device bytes"}};
 
 ADSM_DRIVER_FAILURE_TESTS(LevelZeroDeviceStart, kDouble)

@@ -1,8 +1,8 @@
 // Starts the runtime on a driver's double, and with --alloc makes, fills and
-// frees one object, or with --call has a kernel scale one, and reports how
-// that went:
+// frees one object, or with --call has a kernel scale one of FLOATS floats,
+// and reports how that went:
 //
-//   start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES | --call] KIND...
+//   start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES | --call FLOATS] KIND...
 //
 // LIBRARY is the double as the runtime loads it (libcuda.so.1), PREFIX its
 // functions' prefix (fake_cuda: fake_cuda_held counts what the program
@@ -60,8 +60,7 @@ bool gave_back(const std::vector<long> &before, const char *step) {
 // A kernel scales an object of n floats by 2 (the doubles run kernels as
 // the host functions their modules name): every step reports an error or
 // succeeds, and the object holds each element either scaled or as it was.
-bool call_a_kernel() {
-    const unsigned n = 1u << 20;  // two granules
+bool call_a_kernel(unsigned n) {
     auto *x = static_cast<float *>(adsmAlloc(n * sizeof(float)));
     auto failed = [](const char *step) {
         printf("probe: call failed: %s: %s: %s\n", step, adsmGetErrorString(adsmPeekAtLastError()),
@@ -108,7 +107,7 @@ void list_calls() {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES | --call] KIND...\n");
+        fprintf(stderr, "usage: start_failure_probe LIBRARY PREFIX [--list] [--alloc BYTES | --call FLOATS] KIND...\n");
         return 2;
     }
     const std::string prefix = argv[2];
@@ -120,8 +119,11 @@ int main(int argc, char **argv) {
         alloc = strtoull(argv[a + 1], nullptr, 0);
         a += 2;
     }
-    const bool call = a < argc && strcmp(argv[a], "--call") == 0;
-    a += call;
+    unsigned call = 0;
+    if (a + 1 < argc && strcmp(argv[a], "--call") == 0) {
+        call = static_cast<unsigned>(strtoul(argv[a + 1], nullptr, 0));
+        a += 2;
+    }
     g_kinds.assign(argv + a, argv + argc);
     // Loaded first, to be asked before the runtime loads it.
     void *lib = dlopen(argv[1], RTLD_NOW);
@@ -175,7 +177,7 @@ int main(int argc, char **argv) {
             }
         }
     }
-    if (call) ok = call_a_kernel();
+    if (call) ok = call_a_kernel(call);
     if (list) list_calls();
     _exit(ok ? 0 : 1);
 }

@@ -21,6 +21,7 @@
 #define VMM_FAULT CUDA_ERROR_ILLEGAL_ADDRESS
 #define VMM_DRIVER "fake libcuda"
 #define VMM_MEMORY_ENV "FAKE_CUDA_MEMORY"
+#define VMM_GRANULE_ENV "FAKE_CUDA_GRANULE"
 #define FAKE_FAIL_ENV "FAKE_CUDA_FAIL"
 #include "fake_vmm.h"
 

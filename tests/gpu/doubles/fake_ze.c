@@ -38,6 +38,7 @@
 #define VMM_FAULT ZE_RESULT_ERROR_DEVICE_LOST
 #define VMM_DRIVER "fake libze_loader"
 #define VMM_MEMORY_ENV "FAKE_ZE_MEMORY"
+#define VMM_GRANULE_ENV "FAKE_ZE_GRANULE"
 #define FAKE_FAIL_ENV "FAKE_ZE_FAIL"
 #include "fake_vmm.h"
 #include "ze_newer.h"
