@@ -39,8 +39,8 @@ add_test(NAME cuda.device.copy_fault COMMAND cuda_device_tests --gtest_filter=Cu
 add_test(NAME cuda.device.failed_start COMMAND cuda_device_tests --gtest_filter=CudaDeviceStart.*)
 add_test(NAME cuda.device.moved_window COMMAND cuda_device_tests --gtest_filter=CudaDeviceMoved.*)
 set_tests_properties(cuda.device.fault cuda.device.copy_fault cuda.device.failed_start cuda.device.moved_window PROPERTIES TIMEOUT 120 ENVIRONMENT "${on_double}")
-# (A start failed at each driver call in turn: a process each, 24 s alone, 96 s
-# beside the suite's heaviest tests on 2 cores.)
+# (A start failed at each driver call in turn: a process each, 7 s alone, up
+# to four times that beside the suite's heaviest tests on 2 cores.)
 set_tests_properties(cuda.device.failed_start PROPERTIES TIMEOUT 300)
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/broken_driver/libcuda.so.1 "not a shared library\n")
 add_test(NAME cuda.no_driver COMMAND cuda_device_tests --gtest_filter=CudaNoDriver.*)
