@@ -52,7 +52,8 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
       spill_(config.spill == "evict"  ? Spill::evict
              : config.spill == "fail" ? Spill::fail
              : config.spill == "next" ? Spill::next
-                                      : Spill::host) {
+                                      : Spill::host),
+      kept_(config.malloc_keep) {
     for (size_t i = 0; i < devices_.size(); ++i) victims_.push_back(std::make_unique<VictimList>());
     one_memory_ = all_integrated(devices_);
     for (Device *a : devices_)
@@ -370,6 +371,13 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
         chosen.preferred = nullptr;
         if (chosen.spill == Spill::next || chosen.spill == Spill::split) chosen.spill = Spill::host;
     }
+    // (A kept block's bytes are what they were: not for calloc.)
+    if (origin == RegionOrigin::malloc && !zero && !align && !place)
+        if (void *p = reuse_kept(size, *c)) {
+            *out = p;
+            timed.set(size, reinterpret_cast<uintptr_t>(p));
+            return adsmSuccess;
+        }
     Device &on = chosen.preferred ? *chosen.preferred : *c->device;
     if (Status s = carve(size, RegionKind::shared, on, &r, align, chosen); s != adsmSuccess) return s;
     r->origin = origin;
@@ -455,6 +463,7 @@ Status Manager::free(void *p, bool wait, bool collector) {
         return fail(adsmErrorInvalidPointer, "%p points %zu bytes into the allocation at %p; adsmFree takes the start", p,
                     static_cast<size_t>(a - r->host), ptr(r->host));
     Context *owner = nullptr;
+    KeptBlocks::Entry kept;
     for (;;) {
         Context *busy = nullptr;
         {
@@ -467,6 +476,8 @@ Status Manager::free(void *p, bool wait, bool collector) {
                     return fail(adsmErrorBusy,
                                 "%p is in use by a kernel its context launched; call adsmSync before adsmFree", p);
                 busy = owner;
+            } else if (keeps(*r)) {
+                kept = keep_locked(*r, *owner);
             } else {
                 owner->unlink(r);
                 r->live.store(false, std::memory_order_release);
@@ -476,9 +487,13 @@ Status Manager::free(void *p, bool wait, bool collector) {
         if (!busy) break;
         settle(busy);  // then look again: another call may have come meanwhile
     }
+    stats().add(Counter::frees);
+    if (kept.r) {
+        keep(kept);
+        return adsmSuccess;
+    }
     retire(r);
     contexts_.unref(owner);
-    stats().add(Counter::frees);
     return adsmSuccess;
 }
 

@@ -13,6 +13,7 @@
 #include "memory/address_space.h"
 #include "memory/context.h"
 #include "memory/context_table.h"
+#include "memory/kept_blocks.h"
 #include "memory/region_table.h"
 #include "memory/victims.h"
 #include "protocols/protocol.h"
@@ -201,6 +202,17 @@ public:
     void set_write_log(os::UffdTracker *t) { write_log_.store(t, std::memory_order_release); }
 
 private:
+    // Freed blocks of the malloc family kept for reuse (kept_blocks.h).
+    // Whether free may keep r; keeps it (r's owner locked): its entry.
+    bool keeps(const Region &r) const;
+    KeptBlocks::Entry keep_locked(Region &r, Context &owner);
+    // Lists a block kept, freeing those it pushes out.
+    void keep(const KeptBlocks::Entry &e);
+    // Frees a kept block (none of its owner's locks held).
+    void drop_kept(const KeptBlocks::Entry &e);
+    // A kept block of c's for a malloc of `size`, or nullptr.
+    void *reuse_kept(size_t size, Context &c);
+
     // A region's addresses, with device memory committed on `on`.
     // (A replicated one on every device, a host-resident one on none.)
     Status carve(size_t size, RegionKind kind, Device &on, Region **out, size_t align = 0,
@@ -318,6 +330,7 @@ private:
     std::atomic<os::UffdTracker *> write_log_{nullptr};
     std::atomic<uint64_t> release_clock_{0};
     Spill spill_;
+    KeptBlocks kept_;
 };
 
 }  // namespace adsm

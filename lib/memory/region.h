@@ -84,6 +84,10 @@ struct Region : SharedObject {
     // of its mirror a device pinned earlier into the view then).
     std::atomic<bool> touched{false};
 
+    // A freed block of the malloc family kept for the next malloc
+    // (kept_blocks.h): no object, nothing of it to move.
+    bool kept() const { return size == 0; }
+
     // The context whose calls release this region (context.h defines it).
     Context *owner() const;
     // Bytes of its device copy in d's memory (split_device.h for a split one).

@@ -152,9 +152,12 @@ Status Manager::commit_split(Region &r, Context &c, uint64_t needed) {
 Status Manager::gather_objects(Context &c) {
     Device &to = *c.device;
     const uint64_t now = release_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
-    for (SharedObject *o = c.objects; o; o = o->next) static_cast<Region *>(o)->last_release = now;
+    // (Kept blocks stay unstamped, the first to go when a device is full.)
     for (SharedObject *o = c.objects; o; o = o->next)
-        if (Status s = make_resident(static_cast<Region &>(*o), to, c, now); s != adsmSuccess) return s;
+        if (!static_cast<Region *>(o)->kept()) static_cast<Region *>(o)->last_release = now;
+    for (SharedObject *o = c.objects; o; o = o->next)
+        if (Region &r = static_cast<Region &>(*o); !r.kept())
+            if (Status s = make_resident(r, to, c, now); s != adsmSuccess) return s;
     return adsmSuccess;
 }
 

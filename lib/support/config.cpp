@@ -69,6 +69,10 @@ const std::vector<ConfigVar> &config_variables() {
         {"ADSM_MALLOC_THRESHOLD", "SIZE|off",
          "preloaded: malloc and friends of at least this many bytes return shared memory (default 1M when "
          "preloaded, off when linked or on the cuda device)"},
+        {"ADSM_MALLOC_KEEP", "SIZE",
+         "freed shared blocks of the malloc family kept, pages and device memory, for the next malloc of about "
+         "their size, as the C library keeps freed memory warm; up to 8 blocks (0: none, every freed block's "
+         "addresses stay unused a while so that a stale pointer faults; default 64M)"},
         {"ADSM_GPU_APIS", "auto|on|off",
          "preloaded: route the program's CUDA and Level Zero calls through the runtime (managed memory is shared "
          "memory, a launch releases and runs the program's own kernel on cuda and levelzero, else the kernel "
@@ -352,6 +356,11 @@ Status parse_config(const EnvLookup &lookup, Config *out) {
     if (const char *v = lookup("ADSM_MALLOC_THRESHOLD"); v && *v) {
         if (!malloc_threshold_from(v, false, nullptr, &c.malloc_threshold))
             return bad("ADSM_MALLOC_THRESHOLD", v, "a size of at least 1 byte, such as 64K, or off");
+    }
+    if (const char *v = lookup("ADSM_MALLOC_KEEP"); v && *v) {
+        uint64_t s;
+        if (!parse_size(v, &s) || s > (1ull << 40)) return bad("ADSM_MALLOC_KEEP", v, "a size up to 1T, such as 0 or 256M");
+        c.malloc_keep = s;
     }
     if (const char *v = lookup("ADSM_GPU_APIS"); v && *v) {
         if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off")) return bad("ADSM_GPU_APIS", v, "auto, on or off");

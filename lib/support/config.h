@@ -38,6 +38,7 @@ struct Config {
     std::string dirty_tracking = "auto";  // ADSM_DIRTY_TRACKING: auto|uffd|mprotect
     std::string on_race = "sync";       // ADSM_ON_RACE: sync|warn|abort
     uint64_t malloc_threshold = UINT64_MAX;  // ADSM_MALLOC_THRESHOLD (see malloc_threshold_from_env)
+    uint64_t malloc_keep = 64ull << 20;  // ADSM_MALLOC_KEEP: bytes of freed malloc blocks kept for reuse (0: none)
     std::string gpu_apis = "auto";      // ADSM_GPU_APIS: auto|on|off
     std::string remote;                 // ADSM_REMOTE: HOST:PORT of the device server
     std::string remote_key;             // ADSM_REMOTE_KEY: the shared key's file

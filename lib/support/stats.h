@@ -19,6 +19,7 @@ namespace adsm {
     X(allocs, "allocations")                                      \
     X(frees, "frees")                                             \
     X(resizes, "reallocs in place")                               \
+    X(kept_reuses, "mallocs reusing a freed block")               \
     X(bytes_allocated, "bytes allocated")                         \
     X(kernels, "kernels launched")                                \
     X(syncs, "syncs")                                             \

@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/preload.h"
 #include "api/runtime.h"
 #include "counters.h"
 #include "test_kernels.h"
@@ -153,6 +154,45 @@ TEST_F(OversubscriptionTest, ACallThatCannotFitFailsAndLosesNothing) {
     inc_.with({{objs[4], 0}}, adsm::blocks_for(n, 256), 256, objs[4], n);
     adsm::sync();
     for (size_t k = 0; k < n; ++k) ASSERT_EQ(objs[4][k], 5u);
+    for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
+}
+
+// A freed malloc block kept for reuse (memory/kept_blocks.h) holds no
+// object: once evicted, a release leaves it on the host, where the next
+// malloc of its size still finds it.
+TEST_F(OversubscriptionTest, AKeptMallocBlockIsNotBroughtBackByARelease) {
+    const size_t n = words();
+    auto *kept = static_cast<uint32_t *>(adsm::preload::alloc(n * sizeof(uint32_t), false));
+    ASSERT_NE(kept, nullptr) << detail();
+    for (size_t k = 0; k < n; ++k) kept[k] = 5;
+    ASSERT_EQ(adsm::preload::release(kept), adsm::preload::Release::freed);
+    std::vector<uint32_t *> objs;
+    for (int i = 0; i < 4; ++i) {
+        objs.push_back(static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t))));
+        ASSERT_NE(objs.back(), nullptr) << detail();
+        for (size_t k = 0; k < n; ++k) objs.back()[k] = 100;
+    }
+    // Each call names its object: the fourth evicts the coldest, the kept
+    // block.
+    for (uint32_t *p : objs) {
+        inc_.with({{p, 0}}, adsm::blocks_for(n, 256), 256, p, n);
+        adsm::sync();
+    }
+    ASSERT_FALSE(resident(kept)) << "the kept block, released never, is the coldest";
+    // A call of the whole context makes every object resident: not it.
+    inc_(adsm::blocks_for(n, 256), 256, objs[0], n);
+    adsm::sync();
+    EXPECT_FALSE(resident(kept)) << "a release brought the kept block back to the device";
+    // (On a GPU the malloc family's objects are the program context's, not
+    // this thread's: the malloc tests run kernels on a reused block.)
+    auto *again = static_cast<uint32_t *>(adsm::preload::alloc(n * sizeof(uint32_t), false));
+    ASSERT_EQ(again, kept);
+    for (size_t k = 0; k < n; ++k) again[k] = static_cast<uint32_t>(k);
+    for (size_t k = 0; k < n; k += 991) ASSERT_EQ(again[k], k) << k;
+    for (size_t k = 0; k < n; k += 991) ASSERT_EQ(objs[0][k], 102u) << k;
+    for (int i = 1; i < 4; ++i)
+        for (size_t k = 0; k < n; k += 991) ASSERT_EQ(objs[i][k], 101u) << i;
+    EXPECT_EQ(adsm::preload::release(again), adsm::preload::Release::freed);
     for (uint32_t *p : objs) EXPECT_EQ(adsmFree(p), adsmSuccess);
 }
 

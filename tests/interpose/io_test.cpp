@@ -447,20 +447,23 @@ struct EdgeBuffers {
         mprotect(static_cast<uint8_t *>(map) + kThreshold, 4096, PROT_NONE);
         ordinary = static_cast<uint8_t *>(map);
         // Two allocations in a row; the second is freed, so it stays
-        // inaccessible (and quarantined, so not reused soon).
-        std::vector<void *> misses;
+        // inaccessible (and quarantined, so not reused soon).  (adsmAlloc's:
+        // a freed malloc block may be kept for the next malloc, open.)
+        std::vector<std::pair<void *, void *>> misses;
         for (int i = 0; i < 200; ++i) {
             auto *a = static_cast<uint8_t *>(malloc(kThreshold));
-            void *after = malloc(kThreshold);
+            void *after = adsmAlloc(kThreshold);
             if (after == a + kThreshold) {
                 shared_mem = a;
-                free(after);
+                adsmFree(after);
                 break;
             }
-            misses.push_back(a);
-            misses.push_back(after);
+            misses.emplace_back(a, after);
         }
-        for (void *m : misses) free(m);
+        for (auto [m, a] : misses) {
+            free(m);
+            adsmFree(a);
+        }
         EXPECT_NE(shared_mem, nullptr);
         close_on_device(shared_mem, kThreshold, 4);
     }

@@ -131,6 +131,56 @@ TEST(MallocTest, ReallocThatOutgrowsItsPagesLeavesRoomToGrowInPlace) {
     free(small);
 }
 
+// A freed block serves the next malloc of about its size where it is, with
+// the pages and device memory it had (malloc'ing a buffer per file paid
+// fresh pages on both sides each time); while kept, a release moves none of
+// it, and the block it becomes is an object as any other, to the CPU and to
+// kernels.
+TEST(MallocTest, AFreedBlockServesTheNextMallocOfItsSizeWhereItIs) {
+    const size_t n = (size_t{3} << 20) + 5 * 4096 + 123;  // a span no other test's blocks have
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    close_on_device(p, n, 4);
+    for (size_t i = 0; i < n; i += 4096) p[i] = 7;  // written again: the CPU's now
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    uint8_t *stale = opaque(p);
+    free(p);
+    EXPECT_EQ(adsmGetSize(stale), 0u) << "a kept block is no object";
+    const uint64_t sent = counter(adsm::Counter::h2d_bytes);
+    auto *other = static_cast<uint8_t *>(malloc(kThreshold));
+    memset(other, 1, kThreshold);
+    add_on_device(other, kThreshold, 1);
+    EXPECT_LT(counter(adsm::Counter::h2d_bytes) - sent, n) << "the freed block went to the device at a release";
+    EXPECT_EQ(other[kThreshold - 1], 2);
+    free(other);
+
+    const uint64_t reused = counter(adsm::Counter::kept_reuses);
+    auto *q = static_cast<uint8_t *>(malloc(n - 100));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(q), at);
+    EXPECT_EQ(counter(adsm::Counter::kept_reuses) - reused, 1u);
+    EXPECT_EQ(adsmGetSize(q), n - 100);
+    EXPECT_EQ(malloc_usable_size(q), n - 100);
+    for (size_t i = 0; i < n - 100; ++i) q[i] = static_cast<uint8_t>(i * 3);
+    add_on_device(q, n - 100, 2);
+    for (size_t i = 0; i < n - 100; ++i) ASSERT_EQ(q[i], static_cast<uint8_t>(i * 3 + 2)) << i;
+    free(q);
+}
+
+// calloc's memory is zeros: never a kept block's bytes.
+TEST(MallocTest, CallocNeverGetsAKeptBlock) {
+    const size_t n = (size_t{2} << 20) + 7 * 4096;
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    memset(p, 0xa5, n);
+    free(p);
+    const uint64_t reused = counter(adsm::Counter::kept_reuses);
+    auto *q = static_cast<uint8_t *>(calloc(1, n));
+    ASSERT_TRUE(shared(q));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(q[i], 0) << i;
+    EXPECT_EQ(counter(adsm::Counter::kept_reuses), reused);
+    free(q);
+}
+
 TEST(MallocTest, CppNewAndDeleteGoThroughIt) {
     auto v = std::make_unique<uint8_t[]>(kThreshold * 2);
     EXPECT_TRUE(shared(v.get()));

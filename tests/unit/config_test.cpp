@@ -62,6 +62,7 @@ TEST(ConfigTest, DefaultsWithEmptyEnvironment) {
     EXPECT_EQ(c.block_size, 256u * 1024);
     EXPECT_EQ(c.sim_memory, 16ull << 30);
     EXPECT_EQ(c.remote_spin_us, -1) << "auto";
+    EXPECT_EQ(c.malloc_keep, 64ull << 20);
     EXPECT_FALSE(c.stats);
 }
 
@@ -84,6 +85,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
                      {"ADSM_VA_SIZE", "128G"},
                      {"ADSM_DIRTY_TRACKING", "mprotect"},
                      {"ADSM_ON_RACE", "abort"},
+                     {"ADSM_MALLOC_KEEP", "0"},
                      {"ADSM_REMOTE_SPIN_US", "0"}},
                     &c),
               adsmSuccess);
@@ -108,6 +110,7 @@ TEST(ConfigTest, ReadsEveryVariable) {
     EXPECT_EQ(c.va_size, 128ull << 30);
     EXPECT_EQ(c.dirty_tracking, "mprotect");
     EXPECT_EQ(c.on_race, "abort");
+    EXPECT_EQ(c.malloc_keep, 0u);
 }
 
 TEST(ConfigTest, MinorCollectionSettings) {
@@ -150,7 +153,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
         {"ADSM_PROFILE", "20000"},       {"ADSM_GC_GENERATIONAL", "yes"}, {"ADSM_GC_FULL_EVERY", "0"},
         {"ADSM_SPILL", "disk"},          {"ADSM_DEVICE", "sim,,sim"},    {"ADSM_VISIBLE_DEVICES", "x"},
         {"ADSM_CUDA_PIN", "always"},     {"ADSM_GPU_FAULT_CALLS", "inline"}, {"ADSM_REMOTE_SPIN_US", "-5"}, {"ADSM_SIM_PIN_US_PER_MIB", "-1"},
-        {"ADSM_REMOTE_SPIN_US", "200000"},
+        {"ADSM_REMOTE_SPIN_US", "200000"}, {"ADSM_MALLOC_KEEP", "lots"},  {"ADSM_MALLOC_KEEP", "2T"},
     };
     for (const Case &k : cases) {
         Config c;

@@ -1,0 +1,63 @@
+// The list of freed malloc blocks kept for reuse (memory/kept_blocks.h):
+// which block a malloc gets, and which ones the bounds push out.
+#include <gtest/gtest.h>
+
+#include "memory/kept_blocks.h"
+
+using adsm::KeptBlocks;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// Stand-ins: the list only compares the pointers.
+adsm::Region *region(int i) { return reinterpret_cast<adsm::Region *>(uintptr_t{0x1000} * (i + 1)); }
+adsm::Context *context(int i) { return reinterpret_cast<adsm::Context *>(uintptr_t{0x100000} * (i + 1)); }
+
+KeptBlocks::Entry block(int i, uint64_t span, int owner = 0) { return {region(i), 1, context(owner), span}; }
+
+}  // namespace
+
+TEST(KeptBlocksTest, AMallocGetsTheSmallestOfItsOwnersBlocksThatHoldsIt) {
+    KeptBlocks k(64 * kMiB);
+    KeptBlocks::Entry out[KeptBlocks::kMax];
+    EXPECT_EQ(k.add(block(0, 8 * kMiB), out), 0);
+    EXPECT_EQ(k.add(block(1, 5 * kMiB), out), 0);
+    EXPECT_EQ(k.add(block(2, 4 * kMiB, 1), out), 0);  // another context's
+    EXPECT_EQ(k.add(block(3, 6 * kMiB), out), 0);
+    KeptBlocks::Entry e;
+    ASSERT_TRUE(k.take(context(0), 4 * kMiB, &e));
+    EXPECT_EQ(e.r, region(1)) << "5 MiB: the smallest of its own that holds 4";
+    ASSERT_TRUE(k.take(context(0), 4 * kMiB, &e));
+    EXPECT_EQ(e.r, region(3));
+    EXPECT_FALSE(k.take(context(0), 4 * kMiB, &e)) << "8 MiB is twice 4 or more: a new block gives its pages back";
+    ASSERT_TRUE(k.take(context(0), 4 * kMiB + 4096, &e));
+    EXPECT_EQ(e.r, region(0));
+    ASSERT_TRUE(k.take(context(1), 4 * kMiB, &e));
+    EXPECT_EQ(e.r, region(2));
+    EXPECT_FALSE(k.take(context(1), 4 * kMiB, &e)) << "each block is taken once";
+}
+
+TEST(KeptBlocksTest, TheOldestGoWhenTheBoundsWouldBePassed) {
+    KeptBlocks k(10 * kMiB);
+    KeptBlocks::Entry out[KeptBlocks::kMax];
+    EXPECT_EQ(k.add(block(0, 4 * kMiB), out), 0);
+    EXPECT_EQ(k.add(block(1, 4 * kMiB), out), 0);
+    ASSERT_EQ(k.add(block(2, 4 * kMiB), out), 1) << "12 MiB kept would pass 10";
+    EXPECT_EQ(out[0].r, region(0));
+    ASSERT_EQ(k.add(block(3, 10 * kMiB), out), 2);
+    EXPECT_EQ(out[0].r, region(1));
+    EXPECT_EQ(out[1].r, region(2));
+    EXPECT_FALSE(k.takes(10 * kMiB + 1)) << "a block larger than the bound is never kept";
+    EXPECT_TRUE(k.takes(10 * kMiB));
+
+    KeptBlocks many(64 * kMiB);
+    for (int i = 0; i < KeptBlocks::kMax; ++i) EXPECT_EQ(many.add(block(i, kMiB), out), 0);
+    ASSERT_EQ(many.add(block(KeptBlocks::kMax, kMiB), out), 1) << "at most kMax blocks";
+    EXPECT_EQ(out[0].r, region(0));
+}
+
+TEST(KeptBlocksTest, NoneKeptWithABoundOfZero) {
+    KeptBlocks k(0);
+    EXPECT_FALSE(k.takes(4096));
+}
