@@ -298,6 +298,14 @@ INTERCEPTOR(void *, pvalloc, size_t n) {
     return nullptr;
 }
 
+// The C library gives its free memory back here: the runtime gives back
+// the freed shared blocks it keeps for reuse.
+INTERCEPTOR(int, malloc_trim, size_t pad) {
+    bool gave = adsm::preload::trim();
+    auto fn = REAL(malloc_trim);
+    return (fn && fn(pad)) || gave ? 1 : 0;
+}
+
 INTERCEPTOR(size_t, malloc_usable_size, void *p) {
     if (in_window(p)) return adsm::preload::size_of(p);
     return next_usable_size(p);

@@ -58,6 +58,13 @@ bool resize(void *p, size_t n) {
     return rt && in_window(p) && rt->manager->resize(p, n);
 }
 
+bool trim() {
+    os::DeferredSignals deferred;  // as in alloc
+    Scope in;
+    Runtime *rt = forked_child() ? nullptr : started_runtime();
+    return rt && rt->manager->trim_kept() > 0;
+}
+
 Release release(void *p) {
     os::DeferredSignals deferred;  // as in alloc
     Scope in;

@@ -45,6 +45,10 @@ void *alloc(size_t n, bool zero, size_t room = 0);
 // is now n (see Manager::resize).
 bool resize(void *p, size_t n);
 
+// malloc_trim: gives back the freed blocks kept for reuse; whether there
+// were any.
+bool trim();
+
 enum class Release { freed, not_shared, invalid };
 // Frees shared memory; waits for kernels that may still use it.
 Release release(void *p);

@@ -36,6 +36,15 @@ bool KeptBlocks::take(const Context *owner, uint64_t span, Entry *out) {
     return true;
 }
 
+int KeptBlocks::take_all(Entry *out) {
+    std::lock_guard<std::mutex> g(mu_);
+    int n = n_;
+    for (int i = 0; i < n; ++i) out[i] = kept_[i];
+    n_ = 0;
+    bytes_ = 0;
+    return n;
+}
+
 // ---------------------------------------------------------------- the Manager's part
 
 bool Manager::keeps(const Region &r) const {
@@ -75,6 +84,13 @@ void Manager::drop_kept(const KeptBlocks::Entry &e) {
     }
     retire(r);
     contexts_.unref(owner);
+}
+
+int Manager::trim_kept() {
+    KeptBlocks::Entry out[KeptBlocks::kMax];
+    int n = kept_.take_all(out);
+    for (int i = 0; i < n; ++i) drop_kept(out[i]);
+    return n;
 }
 
 void *Manager::reuse_kept(size_t size, Context &c) {

@@ -45,6 +45,8 @@ public:
     // bytes and is less than twice that (a small malloc must not hold a
     // large block's pages); false if none.
     bool take(const Context *owner, uint64_t span, Entry *out);
+    // Takes every kept block into out[] (room for kMax): returns how many.
+    int take_all(Entry *out);
 
 private:
     std::mutex mu_;

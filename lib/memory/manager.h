@@ -90,6 +90,8 @@ public:
     // size is now n.  Not where a kernel may be using it, nor where n would
     // leave most of its pages unused (the caller moves it then).
     bool resize(void *ptr, size_t n);
+    // Frees the blocks free() kept for reuse (kept_blocks.h): how many.
+    int trim_kept();
     size_t size_of(const void *ptr);
     // The live shared allocation that holds ptr (anywhere inside it).
     // `identity`, if asked for, tells this allocation from a later one at

@@ -166,6 +166,24 @@ TEST(MallocTest, AFreedBlockServesTheNextMallocOfItsSizeWhereItIs) {
     free(q);
 }
 
+// malloc_trim gives the kept blocks back, as the C library gives back its
+// free memory: the next malloc of that size gets fresh addresses.
+TEST(MallocTest, MallocTrimGivesTheKeptBlocksBack) {
+    const size_t n = (size_t{2} << 20) + 11 * 4096;
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    memset(p, 3, n);
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    free(p);
+    EXPECT_EQ(malloc_trim(0), 1);
+    const uint64_t reused = counter(adsm::Counter::kept_reuses);
+    auto *q = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(q));
+    EXPECT_NE(reinterpret_cast<uintptr_t>(q), at) << "a kept block outlived malloc_trim";
+    EXPECT_EQ(counter(adsm::Counter::kept_reuses), reused);
+    free(q);
+}
+
 // calloc's memory is zeros: never a kept block's bytes.
 TEST(MallocTest, CallocNeverGetsAKeptBlock) {
     const size_t n = (size_t{2} << 20) + 7 * 4096;

@@ -57,6 +57,20 @@ TEST(KeptBlocksTest, TheOldestGoWhenTheBoundsWouldBePassed) {
     EXPECT_EQ(out[0].r, region(0));
 }
 
+TEST(KeptBlocksTest, TakeAllEmptiesTheList) {
+    KeptBlocks k(64 * kMiB);
+    KeptBlocks::Entry out[KeptBlocks::kMax];
+    EXPECT_EQ(k.add(block(0, kMiB), out), 0);
+    EXPECT_EQ(k.add(block(1, 2 * kMiB, 1), out), 0);
+    ASSERT_EQ(k.take_all(out), 2);
+    EXPECT_EQ(out[0].r, region(0));
+    EXPECT_EQ(out[1].r, region(1));
+    KeptBlocks::Entry e;
+    EXPECT_FALSE(k.take(context(0), kMiB, &e));
+    EXPECT_EQ(k.take_all(out), 0);
+    for (int i = 0; i < KeptBlocks::kMax; ++i) EXPECT_EQ(k.add(block(i, 8 * kMiB), out), 0) << "its bytes were reset";
+}
+
 TEST(KeptBlocksTest, NoneKeptWithABoundOfZero) {
     KeptBlocks k(0);
     EXPECT_FALSE(k.takes(4096));
