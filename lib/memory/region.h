@@ -114,13 +114,16 @@ struct Region : SharedObject {
     Summary summary(bool freed) const {
         Summary s;
         s.address = host ? host : dev;
-        s.size = size;
+        // (A kept block is freed to the program: its pages, whose traffic
+        // is that of every object it held.)
+        s.size = kept() ? span : size;
+        s.kept = kept();
         s.read_faults = stats.read_faults.load(std::memory_order_relaxed);
         s.write_faults = stats.write_faults.load(std::memory_order_relaxed);
         s.h2d_bytes = stats.h2d_bytes.load(std::memory_order_relaxed);
         s.d2h_bytes = stats.d2h_bytes.load(std::memory_order_relaxed);
         s.transfers = stats.transfers.load(std::memory_order_relaxed);
-        s.freed = freed;
+        s.freed = freed || kept();
         return s;
     }
 };

@@ -82,7 +82,8 @@ void Stats::print(FILE *out, const char *heading, const std::vector<RegionSummar
             fprintf(out, "  %-16p %12zu %9llu %9llu %14llu %14llu %9llu%s\n", reinterpret_cast<void *>(r.address), r.size,
                     static_cast<unsigned long long>(r.read_faults), static_cast<unsigned long long>(r.write_faults),
                     static_cast<unsigned long long>(r.h2d_bytes), static_cast<unsigned long long>(r.d2h_bytes),
-                    static_cast<unsigned long long>(r.transfers), r.freed ? "  (freed)" : "");
+                    static_cast<unsigned long long>(r.transfers),
+                    r.kept ? "  (freed, kept for reuse)" : r.freed ? "  (freed)" : "");
     }
     fflush(out);
 }
@@ -102,11 +103,11 @@ void Stats::write_json(FILE *out, const std::vector<std::pair<std::string, std::
         const RegionSummary &r = all[i];
         fprintf(out,
                 "%s\n    {\"address\": \"%p\", \"size\": %zu, \"read_faults\": %llu, \"write_faults\": %llu, "
-                "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"transfers\": %llu, \"freed\": %s}",
+                "\"h2d_bytes\": %llu, \"d2h_bytes\": %llu, \"transfers\": %llu, \"freed\": %s, \"kept\": %s}",
                 i ? "," : "", reinterpret_cast<void *>(r.address), r.size, static_cast<unsigned long long>(r.read_faults),
                 static_cast<unsigned long long>(r.write_faults), static_cast<unsigned long long>(r.h2d_bytes),
                 static_cast<unsigned long long>(r.d2h_bytes), static_cast<unsigned long long>(r.transfers),
-                r.freed ? "true" : "false");
+                r.freed ? "true" : "false", r.kept ? "true" : "false");
     }
     fputs(all.empty() ? "]\n}\n" : "\n  ]\n}\n", out);
     fflush(out);

@@ -75,6 +75,7 @@ struct RegionSummary {
     size_t size = 0;
     uint64_t read_faults = 0, write_faults = 0, h2d_bytes = 0, d2h_bytes = 0, transfers = 0;
     bool freed = false;
+    bool kept = false;  // freed, and kept for the next malloc (memory/kept_blocks.h)
     uint64_t traffic() const { return h2d_bytes + d2h_bytes; }
 };
 

@@ -2,7 +2,13 @@
 // which block a malloc gets, and which ones the bounds push out.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "memory/kept_blocks.h"
+#include "memory/region.h"
+#include "support/stats.h"
 
 using adsm::KeptBlocks;
 
@@ -74,4 +80,29 @@ TEST(KeptBlocksTest, TakeAllEmptiesTheList) {
 TEST(KeptBlocksTest, NoneKeptWithABoundOfZero) {
     KeptBlocks k(0);
     EXPECT_FALSE(k.takes(4096));
+}
+
+// The statistics' busiest regions: a kept block is a freed one, with its
+// pages' size (its traffic is that of every object it held), said to be kept.
+TEST(KeptBlocksTest, TheStatisticsShowAKeptBlockAsFreedAndKept) {
+    adsm::Region r;
+    r.host = 0x300000000000;
+    r.span = 4 * kMiB;
+    r.size = 0;
+    r.stats.h2d_bytes.store(8 * kMiB);  // (regions that moved nothing are not listed)
+    const auto s = r.summary<adsm::RegionSummary>(false);
+    EXPECT_TRUE(s.kept);
+    EXPECT_TRUE(s.freed);
+    EXPECT_EQ(s.size, 4 * kMiB);
+    r.size = 100;
+    EXPECT_FALSE(r.summary<adsm::RegionSummary>(false).kept);
+    char *text = nullptr;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    ASSERT_NE(out, nullptr);
+    adsm::Stats().print(out, "test", {s});
+    fclose(out);
+    EXPECT_NE(std::string(text).find("4194304"), std::string::npos) << text;
+    EXPECT_NE(std::string(text).find("(freed, kept for reuse)"), std::string::npos) << text;
+    free(text);
 }
