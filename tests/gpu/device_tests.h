@@ -529,14 +529,14 @@ inline void each_failing_driver_call_is_reported_and_loses_nothing(const DriverD
     }                                                                                        \
     TEST(Suite, AnAllocationFailingAtAnyDriverCallGivesBackWhatItTook) {                     \
         device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
-            d, {device_test::sweep_alloc(), "ADSM_SPILL=fail", true, true});             \
+            d, {device_test::sweep_alloc(), "ADSM_SPILL=fail", true, true});                 \
     }                                                                                        \
     TEST(Suite, AnAllocationLeftOnTheHostByAFailingDriverCallLosesNothing) {                 \
         device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
-            d, {device_test::sweep_alloc(), "", false, false});                          \
+            d, {device_test::sweep_alloc(), "", false, false});                              \
     }                                                                                        \
     TEST(Suite, ACallFailingAtAnyDriverCallIsReportedAndLosesNothing) {                      \
         device_test::each_failing_driver_call_is_reported_and_loses_nothing(                 \
-            d, {device_test::sweep_call(), "", false, true});                            \
+            d, {device_test::sweep_call(), "", false, true});                                \
     }                                                                                        \
     TEST(Suite, AFailedLaunchIsNoRace) { device_test::a_failed_launch_is_no_race(d); }
