@@ -10,12 +10,7 @@ namespace adsm {
 int KeptBlocks::add(const Entry &e, Entry *out) {
     std::lock_guard<std::mutex> g(mu_);
     int pushed = 0;
-    while (n_ > 0 && (n_ == kMax || bytes_ + e.span > max_bytes_)) {
-        out[pushed++] = kept_[0];
-        bytes_ -= kept_[0].span;
-        for (int i = 1; i < n_; ++i) kept_[i - 1] = kept_[i];
-        --n_;
-    }
+    while (n_ > 0 && (n_ == kMax || bytes_ + e.span > max_bytes_)) out[pushed++] = remove(0);
     kept_[n_++] = e;
     bytes_ += e.span;
     return pushed;
@@ -29,11 +24,16 @@ bool KeptBlocks::take(const Context *owner, uint64_t span, Entry *out) {
             (best < 0 || kept_[i].span < kept_[best].span))
             best = i;
     if (best < 0) return false;
-    *out = kept_[best];
-    bytes_ -= out->span;
-    for (int i = best + 1; i < n_; ++i) kept_[i - 1] = kept_[i];
-    --n_;
+    *out = remove(best);
     return true;
+}
+
+KeptBlocks::Entry KeptBlocks::remove(int i) {
+    Entry e = kept_[i];
+    bytes_ -= e.span;
+    for (int j = i + 1; j < n_; ++j) kept_[j - 1] = kept_[j];
+    --n_;
+    return e;
 }
 
 int KeptBlocks::take_all(Entry *out) {
@@ -78,9 +78,7 @@ void Manager::drop_kept(const KeptBlocks::Entry &e) {
         // (Kept blocks leave the list only here and in reuse_kept: it is
         // still kept unless the runtime freed it otherwise, with its context.)
         if (!owner || !r->live.load() || r->generation != e.generation || !r->kept()) return;
-        owner->unlink(r);
-        r->live.store(false, std::memory_order_release);
-        protocol_.on_free(*r);
+        end_locked(*r, *owner);
     }
     retire(r);
     contexts_.unref(owner);

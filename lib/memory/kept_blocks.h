@@ -49,6 +49,8 @@ public:
     int take_all(Entry *out);
 
 private:
+    Entry remove(int i);  // mu_ held
+
     std::mutex mu_;
     Entry kept_[kMax];
     int n_ = 0;

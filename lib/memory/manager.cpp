@@ -479,9 +479,7 @@ Status Manager::free(void *p, bool wait, bool collector) {
             } else if (keeps(*r)) {
                 kept = keep_locked(*r, *owner);
             } else {
-                owner->unlink(r);
-                r->live.store(false, std::memory_order_release);
-                protocol_.on_free(*r);
+                end_locked(*r, *owner);
             }
         }
         if (!busy) break;
@@ -495,6 +493,12 @@ Status Manager::free(void *p, bool wait, bool collector) {
     retire(r);
     contexts_.unref(owner);
     return adsmSuccess;
+}
+
+void Manager::end_locked(Region &r, Context &owner) {
+    owner.unlink(&r);
+    r.live.store(false, std::memory_order_release);
+    protocol_.on_free(r);
 }
 
 bool Manager::resize(void *p, size_t n) {

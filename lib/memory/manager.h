@@ -204,6 +204,9 @@ public:
     void set_write_log(os::UffdTracker *t) { write_log_.store(t, std::memory_order_release); }
 
 private:
+    // Takes r, which no kernel uses, out of its owner's objects and the
+    // protocol's (owner locked); retire and unref follow, unlocked.
+    void end_locked(Region &r, Context &owner);
     // Freed blocks of the malloc family kept for reuse (kept_blocks.h).
     // Whether free may keep r; keeps it (r's owner locked): its entry.
     bool keeps(const Region &r) const;
