@@ -114,6 +114,9 @@ private:
     // filling block k.  One that ended without landing (its copy failed)
     // leaves k Invalid and closed, for a fetch of its own.
     void wait_incoming(SharedObject &r, uint32_t k);
+    // Writes bytes [b, e) of r's host copy with put(alias + b, e - b).
+    template <class Put>
+    void put_on_host(SharedObject &r, size_t b, size_t e, Put &&put);
     // write_in and fill: `put(dst, begin, end)` writes bytes [begin, end) of
     // the region at dst (the alias or the device view).
     template <class HostPut, class DevicePut>
