@@ -416,7 +416,7 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
 template <class Put>
 void BlockProtocol::put_on_host(SharedObject &r, size_t b, size_t e, Put &&put) {
     const uintptr_t first = os::page_up(r.host + b), last = os::page_down(r.host + e);
-    const bool big = last >= first + kDeviceOnlyStore;
+    const bool big = last >= first + kPagesInOneCall;
     if (big) (void)os::populate(r.alias + (first - r.host), last - first, true);
     put(r.alias + b, e - b);
     if (big) (void)os::populate(reinterpret_cast<void *>(first), last - first, false);

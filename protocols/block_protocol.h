@@ -151,6 +151,9 @@ private:
     // A store this large into a block whose host copy is not wanted goes to
     // the device only (see store()).
     static constexpr size_t kDeviceOnlyStore = size_t{64} << 10;
+    // A store into the host copy this large makes and maps its pages in one
+    // call each (put_on_host); smaller ones fault them in.
+    static constexpr size_t kPagesInOneCall = size_t{64} << 10;
     static void flushed(void *arg, Status status);
     static void stored(void *arg, Status status);
 
