@@ -52,7 +52,7 @@ PROTOCOLS = ["batch", "lazy", "rolling", "delta"]
 TIME_PARTS = ["memory", "fault", "pin", "prefault", "call", "sync", "tracking", "kernel"]
 
 
-def run_one(exe, module, workload, variant, protocol, env_base, scratch):
+def run_one(exe, module, scale, workload, variant, protocol, env_base, scratch):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         stats_path = f.name
     env = dict(env_base, ADSM_STATS="json:" + stats_path)
@@ -64,7 +64,8 @@ def run_one(exe, module, workload, variant, protocol, env_base, scratch):
             if not eq or not var.startswith("ADSM_"):
                 sys.exit("bench: '%s' in protocol '%s' is not ADSM_NAME=VALUE" % (setting, protocol))
             env[var] = value
-    cmd = [exe] + (["--module", module] if module else []) + [workload, variant, scratch]
+    cmd = [exe] + (["--module", module] if module else []) + (["--scale", str(scale)] if scale != 1 else []) + \
+        [workload, variant, scratch]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
         if p.returncode != 0:
@@ -171,8 +172,11 @@ class DeviceServer:
                                      stderr=self.log, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("listening on"):
+            self.log.flush()
+            with open(os.path.join(self.dir, "log")) as f:
+                said = f.read()
             self.stop()
-            sys.exit("bench: the device server did not start: " + open(os.path.join(self.dir, "log")).read())
+            sys.exit("bench: the device server did not start: " + said)
         self.port = line.strip().rsplit(":", 1)[1]
 
     def stop(self):
@@ -190,6 +194,9 @@ def main():
                     help="cuda: the kernels' module (default: the fatbin built with adsm-workloads-cuda; "
                          "driver-double for the tests' CUDA driver double)")
     ap.add_argument("--runs", type=int, default=5, help="runs per variant (median taken)")
+    ap.add_argument("--scale", type=float, default=1,
+                    help="the workloads' sizes as a fraction of the full ones (default 1; the test suite "
+                         "checks them smaller, and ratios measured so are not the workloads')")
     ap.add_argument("--gbps", default="12", help="sim: link bandwidth, GB/s (ADSM_SIM_LINK_GBPS)")
     ap.add_argument("--latency-us", default="10", help="sim: link latency (ADSM_SIM_LINK_LATENCY_US)")
     ap.add_argument("--launch-us", default="0", help="sim: kernel launch latency (ADSM_SIM_LAUNCH_US)")
@@ -203,6 +210,8 @@ def main():
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--out", default=None, help="results directory (default: bench/results)")
     args = ap.parse_args()
+    if not 0 < args.scale <= 1:
+        sys.exit("bench: --scale takes a fraction in (0, 1], not %g" % args.scale)
     if args.preset == "h100":
         args.gbps, args.latency_us, args.launch_us, args.sync_copy_us = "55", "2.7", "9.7", "9.8"
         args.pin_us_per_mib = "75"
@@ -245,10 +254,13 @@ def main():
                                dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir())
     atexit.register(shutil.rmtree, scratch, True)
     setup += ", %d runs each (median), %d CPUs, %s" % (args.runs, os.cpu_count(), platform.release())
+    if args.scale != 1:
+        setup += ", workloads at %g of their sizes" % args.scale
     print("adsm bench:", setup)
     started = time.time()
     results = {"setup": setup, "device": args.device, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-               "baseline": baseline, "baseline_what": baseline_what, "runs": args.runs, "workloads": {}}
+               "baseline": baseline, "baseline_what": baseline_what, "runs": args.runs, "scale": args.scale,
+               "workloads": {}}
     if args.device == "sim":
         results.update(link_gbps=float(args.gbps), link_latency_us=float(args.latency_us))
     variants = [(baseline, None)] + [(o, None) for o in others] + [("adsm", p) for p in protocols]
@@ -266,7 +278,7 @@ def main():
         outside = {v: [] for v in variants}
         for _ in range(args.runs):
             for v in variants:
-                secs, totals = run_one(exe, args.module, w, v[0], v[1], env, scratch)
+                secs, totals = run_one(exe, args.module, args.scale, w, v[0], v[1], env, scratch)
                 times[v].append(secs)
                 stats[v] = totals
                 if totals:

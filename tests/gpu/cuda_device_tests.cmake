@@ -47,14 +47,15 @@ add_test(NAME cuda.no_driver COMMAND cuda_device_tests --gtest_filter=CudaNoDriv
 set_tests_properties(cuda.no_driver PROPERTIES TIMEOUT 60
   ENVIRONMENT "ADSM_DEVICE=cuda;LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/broken_driver")
 
-# The API tests on the double, in every protocol.  Left out: host-function
+# The API tests on the double (under ADSM_OTHER_DEVICE_API_PROTOCOLS,
+# tests/CMakeLists.txt says why).  Left out: host-function
 # launches (refused on cuda), a faulting kernel (it ends the context for the
 # tests after it: cuda.device.fault has it), and the stress tests (a million
 # regions are 4 GiB of device pages; each of 100k alloc/free cycles maps and
 # unmaps a 2 MiB granule of the double's), and the signal-handler test (each of its
 # thousands of kernels is a process of the double's; sim runs it in every protocol).
 set(api_on_cuda "-KernelsTest.CallByName:ErrorsTest.KernelCrashIsReportedAtSyncAndTheProgramGoesOn:StressTest.*:SignalFaultsTest.*")
-foreach(p ${ADSM_GPU_DOUBLE_PROTOCOLS})
+foreach(p ${ADSM_OTHER_DEVICE_API_PROTOCOLS})
   add_test(NAME api.cuda.${p} COMMAND api_tests --gtest_filter=${api_on_cuda})
   set_tests_properties(api.cuda.${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${on_double};ADSM_PROTOCOL=${p}")
 endforeach()

@@ -49,10 +49,10 @@ add_test(NAME levelzero.no_loader COMMAND levelzero_device_tests --gtest_filter=
 set_tests_properties(levelzero.no_loader PROPERTIES TIMEOUT 60
   ENVIRONMENT "ADSM_DEVICE=levelzero;LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/broken_loader")
 
-# The API tests on the double, in every protocol, with what cannot run on a
+# The API tests on the double, as on cuda, with what cannot run on a
 # GPU back-end left out as on cuda (cuda_device_tests.cmake says why).
 set(api_on_ze "-KernelsTest.CallByName:ErrorsTest.KernelCrashIsReportedAtSyncAndTheProgramGoesOn:StressTest.*:SignalFaultsTest.*")
-foreach(p ${ADSM_GPU_DOUBLE_PROTOCOLS})
+foreach(p ${ADSM_OTHER_DEVICE_API_PROTOCOLS})
   add_test(NAME api.levelzero.${p} COMMAND api_tests --gtest_filter=${api_on_ze})
   set_tests_properties(api.levelzero.${p} PROPERTIES TIMEOUT 600 ENVIRONMENT "${on_ze_double};ADSM_PROTOCOL=${p}")
 endforeach()

@@ -7,7 +7,11 @@
 
 namespace {
 
-constexpr size_t kN = size_t{4} << 20;
+// 4M options at full size.
+size_t options() {
+    static const size_t n = wl::scaled(size_t{4} << 20, 256);
+    return n;
+}
 constexpr float kRate = 0.02f, kVol = 0.30f;
 
 float cnd(float d) {
@@ -35,7 +39,7 @@ const wl::kernel<black_scholes> k("black_scholes");
 
 void fill(float *s, float *x, float *t) {
     wl::Lcg g(3);
-    for (size_t i = 0; i < kN; ++i) {
+    for (size_t i = 0; i < options(); ++i) {
         s[i] = 5.0f + 25.0f * g.unit();
         x[i] = 1.0f + 99.0f * g.unit();
         t[i] = 0.25f + 9.75f * g.unit();
@@ -44,36 +48,36 @@ void fill(float *s, float *x, float *t) {
 
 double consume(const float *call, const float *put) {
     double sum = 0;
-    for (size_t i = 0; i < kN; ++i) sum += call[i] + 0.5 * put[i];
+    for (size_t i = 0; i < options(); ++i) sum += call[i] + 0.5 * put[i];
     return sum;
 }
 
 double reference() {
-    std::vector<float> s(kN), x(kN), t(kN), call(kN), put(kN);
+    std::vector<float> s(options()), x(options()), t(options()), call(options()), put(options());
     fill(s.data(), x.data(), t.data());
-    for (size_t i = 0; i < kN; ++i) price(s.data(), x.data(), t.data(), call.data(), put.data(), i);
+    for (size_t i = 0; i < options(); ++i) price(s.data(), x.data(), t.data(), call.data(), put.data(), i);
     return consume(call.data(), put.data());
 }
 
 wl::Result run(wl::Gpu &g, const std::string &) {
-    constexpr size_t bytes = kN * sizeof(float);
+    const size_t bytes = options() * sizeof(float);
     wl::Result r;
     r.tolerance = 1e-6;
     r.reference = reference();
     wl::timed_begin();
-    wl::host_buffer<float> s(g, kN), x(g, kN), t(g, kN), call(g, kN), put(g, kN);
+    wl::host_buffer<float> s(g, options()), x(g, options()), t(g, options()), call(g, options()), put(g, options());
     fill(s.data(), x.data(), t.data());
     if (g.unified()) {
-        k(g, adsm::blocks_for(kN, 256), 256, s.data(), x.data(), t.data(), call.data(), put.data(), kN);
+        k(g, adsm::blocks_for(options(), 256), 256, s.data(), x.data(), t.data(), call.data(), put.data(), options());
         g.sync();
         r.checksum = consume(call.data(), put.data());
         wl::timed_end();
     } else {
-        wl::device_buffer<float> ds(g, kN), dx(g, kN), dt(g, kN), dcall(g, kN), dput(g, kN);
+        wl::device_buffer<float> ds(g, options()), dx(g, options()), dt(g, options()), dcall(g, options()), dput(g, options());
         g.to_device(ds.data(), s.data(), bytes);
         g.to_device(dx.data(), x.data(), bytes);
         g.to_device(dt.data(), t.data(), bytes);
-        k(g, adsm::blocks_for(kN, 256), 256, ds.data(), dx.data(), dt.data(), dcall.data(), dput.data(), kN);
+        k(g, adsm::blocks_for(options(), 256), 256, ds.data(), dx.data(), dt.data(), dcall.data(), dput.data(), options());
         g.to_host(call.data(), dcall.data(), bytes);
         g.to_host(put.data(), dput.data(), bytes);
         r.checksum = consume(call.data(), put.data());

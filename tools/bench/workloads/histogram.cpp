@@ -7,7 +7,12 @@
 
 namespace {
 
-constexpr size_t kKeys = size_t{16} << 20, kBins = size_t{1} << 20;
+constexpr size_t kBins = size_t{1} << 20;
+// 16M keys at full size (the bins stay: the CPU reads the same ones).
+size_t keys_count() {
+    static const size_t n = wl::scaled(size_t{16} << 20, size_t{256} * 256);
+    return n;
+}
 constexpr size_t kQueryFirst = 300000, kQueryBins = kBins / 100;
 constexpr size_t kPerThread = 256;
 
@@ -20,7 +25,7 @@ const wl::kernel<count> k("histogram");
 
 void fill(uint32_t *keys) {
     wl::Lcg g(11);
-    for (size_t i = 0; i < kKeys; ++i) keys[i] = g.next();
+    for (size_t i = 0; i < keys_count(); ++i) keys[i] = g.next();
 }
 
 double consume(const uint32_t *bins) {
@@ -30,32 +35,32 @@ double consume(const uint32_t *bins) {
 }
 
 double reference() {
-    std::vector<uint32_t> keys(kKeys), bins(kBins, 0);
+    std::vector<uint32_t> keys(keys_count()), bins(kBins, 0);
     fill(keys.data());
     for (uint32_t k : keys) bins[k % kBins]++;
     return consume(bins.data());
 }
 
 wl::Result run(wl::Gpu &g, const std::string &) {
-    const size_t threads = kKeys / kPerThread;
+    const size_t threads = keys_count() / kPerThread;
     wl::Result r;
     r.reference = reference();
     wl::timed_begin();
-    wl::host_buffer<uint32_t> keys(g, kKeys);
+    wl::host_buffer<uint32_t> keys(g, keys_count());
     fill(keys.data());
     if (g.unified()) {
         wl::host_buffer<uint32_t> bins(g, kBins);
         g.zero(bins.data(), kBins * sizeof(uint32_t));
-        k(g, adsm::blocks_for(threads, 256), 256, keys.data(), bins.data(), kKeys, kPerThread);
+        k(g, adsm::blocks_for(threads, 256), 256, keys.data(), bins.data(), keys_count(), kPerThread);
         g.sync();
         r.checksum = consume(bins.data());
         wl::timed_end();
     } else {
         wl::host_buffer<uint32_t> part(g, kQueryBins);
-        wl::device_buffer<uint32_t> dkeys(g, kKeys), dbins(g, kBins);
-        g.to_device(dkeys.data(), keys.data(), kKeys * sizeof(uint32_t));
+        wl::device_buffer<uint32_t> dkeys(g, keys_count()), dbins(g, kBins);
+        g.to_device(dkeys.data(), keys.data(), keys_count() * sizeof(uint32_t));
         g.zero(dbins.data(), kBins * sizeof(uint32_t));
-        k(g, adsm::blocks_for(threads, 256), 256, dkeys.data(), dbins.data(), kKeys, kPerThread);
+        k(g, adsm::blocks_for(threads, 256), 256, dkeys.data(), dbins.data(), keys_count(), kPerThread);
         // Only the bins the query reads come back.
         g.to_host(part.data(), dbins.data() + kQueryFirst, kQueryBins * sizeof(uint32_t));
         // consume() indexes absolute bins: shift the copied part into place.

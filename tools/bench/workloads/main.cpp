@@ -2,7 +2,7 @@
 // with its timed wall-clock seconds and whether its output verified.
 //
 //   adsm-workloads --list | --variants
-//   adsm-workloads [--module FILE|driver-double] WORKLOAD VARIANT [SCRATCH_DIR]
+//   adsm-workloads [--module FILE|driver-double] [--scale FRACTION] WORKLOAD VARIANT [SCRATCH_DIR]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +30,7 @@ std::vector<const KernelDesc *> &kernels() {
     return v;
 }
 std::chrono::steady_clock::time_point g_begin, g_end;
+double g_scale = 1;
 
 std::string read_file(const std::string &path) {
     std::ifstream f(path, std::ios::binary);
@@ -52,6 +53,10 @@ RegisterVariant::RegisterVariant(const char *name, const char *what, std::unique
 void register_kernel(const KernelDesc *k) { kernels().push_back(k); }
 void timed_begin() { g_begin = std::chrono::steady_clock::now(); }
 void timed_end() { g_end = std::chrono::steady_clock::now(); }
+size_t scaled(size_t full, size_t unit) {
+    size_t n = static_cast<size_t>(static_cast<double>(full) * g_scale) / unit * unit;
+    return n < unit ? unit : n;
+}
 
 adsmKernel_t host_kernel(const KernelDesc &k) {
     adsmKernel_t h = nullptr;
@@ -78,7 +83,7 @@ namespace {
 
 int usage() {
     fprintf(stderr, "usage: adsm-workloads --list | --variants\n"
-                    "       adsm-workloads [--module FILE|driver-double] WORKLOAD VARIANT [SCRATCH_DIR]\n");
+                    "       adsm-workloads [--module FILE|driver-double] [--scale FRACTION] WORKLOAD VARIANT [SCRATCH_DIR]\n");
     return 2;
 }
 
@@ -101,6 +106,15 @@ int main(int argc, char **argv) {
     int a = 1;
     if (a + 1 < argc && !strcmp(argv[a], "--module")) {
         module_path = argv[a + 1];
+        a += 2;
+    }
+    if (a + 1 < argc && !strcmp(argv[a], "--scale")) {
+        char *end = nullptr;
+        wl::g_scale = strtod(argv[a + 1], &end);
+        if (*end || !(wl::g_scale > 0 && wl::g_scale <= 1)) {
+            fprintf(stderr, "adsm-workloads: --scale takes a fraction in (0, 1], not '%s'\n", argv[a + 1]);
+            return 2;
+        }
         a += 2;
     }
     if (argc - a < 2 || argc - a > 3) return usage();

@@ -11,7 +11,12 @@
 
 namespace {
 
-constexpr size_t kK = 512, kX = 32 << 10;
+constexpr size_t kK = 512;
+// 32K voxels at full size.
+size_t voxels() {
+    static const size_t n = wl::scaled(32 << 10, 128);
+    return n;
+}
 constexpr float kTwoPi = 6.2831853071795864769f;
 
 void compute_q(const adsm::thread_index &t, const float *k, const float *xyz, float *qr, float *qi, size_t nk,
@@ -32,7 +37,7 @@ const wl::kernel<compute_q> kq("mriq");
 
 std::string input_file(const std::string &dir) {
     std::string path = dir + "/mriq.input";
-    std::vector<float> data(4 * kK + 3 * kX);
+    std::vector<float> data(4 * kK + 3 * voxels());
     wl::Lcg g(5);
     for (float &f : data) f = g.unit() - 0.5f;
     FILE *f = fopen(path.c_str(), "wb");
@@ -44,25 +49,25 @@ std::string input_file(const std::string &dir) {
 void read_input(const std::string &path, float *k, float *xyz) {
     FILE *f = fopen(path.c_str(), "rb");
     if (!f) throw std::runtime_error("cannot open " + path);
-    bool ok = fread(k, sizeof(float), 4 * kK, f) == 4 * kK && fread(xyz, sizeof(float), 3 * kX, f) == 3 * kX;
+    bool ok = fread(k, sizeof(float), 4 * kK, f) == 4 * kK && fread(xyz, sizeof(float), 3 * voxels(), f) == 3 * voxels();
     fclose(f);
     if (!ok) throw std::runtime_error("short read from " + path);
 }
 
 double consume(const float *qr, const float *qi) {
     double s = 0;
-    for (size_t i = 0; i < kX; ++i) s += std::fabs(qr[i]) + std::fabs(qi[i]);
+    for (size_t i = 0; i < voxels(); ++i) s += std::fabs(qr[i]) + std::fabs(qi[i]);
     return s;
 }
 
 double reference(const std::string &path) {
-    std::vector<float> k(4 * kK), xyz(3 * kX), qr(kX), qi(kX);
+    std::vector<float> k(4 * kK), xyz(3 * voxels()), qr(voxels()), qi(voxels());
     read_input(path, k.data(), xyz.data());
     adsm::thread_index t{};
     t.blockDim = {1, 1, 1};
-    for (size_t v = 0; v < kX; ++v) {
+    for (size_t v = 0; v < voxels(); ++v) {
         t.blockIdx.x = static_cast<unsigned>(v);
-        compute_q(t, k.data(), xyz.data(), qr.data(), qi.data(), kK, kX);
+        compute_q(t, k.data(), xyz.data(), qr.data(), qi.data(), kK, voxels());
     }
     return consume(qr.data(), qi.data());
 }
@@ -73,20 +78,20 @@ wl::Result run(wl::Gpu &g, const std::string &scratch) {
     r.tolerance = 1e-5;
     r.reference = reference(path);
     wl::timed_begin();
-    wl::host_buffer<float> k(g, 4 * kK), xyz(g, 3 * kX), qr(g, kX), qi(g, kX);
+    wl::host_buffer<float> k(g, 4 * kK), xyz(g, 3 * voxels()), qr(g, voxels()), qi(g, voxels());
     read_input(path, k.data(), xyz.data());
     if (g.unified()) {
-        kq(g, adsm::blocks_for(kX, 128), 128, k.data(), xyz.data(), qr.data(), qi.data(), kK, kX);
+        kq(g, adsm::blocks_for(voxels(), 128), 128, k.data(), xyz.data(), qr.data(), qi.data(), kK, voxels());
         g.sync();
         r.checksum = consume(qr.data(), qi.data());
         wl::timed_end();
     } else {
-        wl::device_buffer<float> dk(g, 4 * kK), dxyz(g, 3 * kX), dqr(g, kX), dqi(g, kX);
+        wl::device_buffer<float> dk(g, 4 * kK), dxyz(g, 3 * voxels()), dqr(g, voxels()), dqi(g, voxels());
         g.to_device(dk.data(), k.data(), 4 * kK * sizeof(float));
-        g.to_device(dxyz.data(), xyz.data(), 3 * kX * sizeof(float));
-        kq(g, adsm::blocks_for(kX, 128), 128, dk.data(), dxyz.data(), dqr.data(), dqi.data(), kK, kX);
-        g.to_host(qr.data(), dqr.data(), kX * sizeof(float));
-        g.to_host(qi.data(), dqi.data(), kX * sizeof(float));
+        g.to_device(dxyz.data(), xyz.data(), 3 * voxels() * sizeof(float));
+        kq(g, adsm::blocks_for(voxels(), 128), 128, dk.data(), dxyz.data(), dqr.data(), dqi.data(), kK, voxels());
+        g.to_host(qr.data(), dqr.data(), voxels() * sizeof(float));
+        g.to_host(qi.data(), dqi.data(), voxels() * sizeof(float));
         r.checksum = consume(qr.data(), qi.data());
         wl::timed_end();  // before the buffers' frees
     }

@@ -4,7 +4,11 @@
 
 namespace {
 
-constexpr size_t kN = size_t{8} << 20;
+// 8M floats at full size.
+size_t count() {
+    static const size_t n = wl::scaled(size_t{8} << 20, 256);
+    return n;
+}
 constexpr float kA = 1.5f;
 
 void saxpy(const adsm::thread_index &t, float a, const float *x, float *y, size_t n) {
@@ -14,7 +18,7 @@ void saxpy(const adsm::thread_index &t, float a, const float *x, float *y, size_
 const wl::kernel<saxpy> k("saxpy");
 
 void fill(float *x, float *y) {
-    for (size_t i = 0; i < kN; ++i) {
+    for (size_t i = 0; i < count(); ++i) {
         x[i] = static_cast<float>(i % 1000) * 0.001f;
         y[i] = static_cast<float>(i % 7);
     }
@@ -22,28 +26,28 @@ void fill(float *x, float *y) {
 
 double consume(const float *y) {
     double s = 0;
-    for (size_t i = 0; i < kN; ++i) s += y[i];
+    for (size_t i = 0; i < count(); ++i) s += y[i];
     return s;
 }
 
 wl::Result run(wl::Gpu &g, const std::string &) {
     wl::Result r;
     r.tolerance = 1e-6;
-    for (size_t i = 0; i < kN; ++i) r.reference += kA * (static_cast<float>(i % 1000) * 0.001f) + static_cast<float>(i % 7);
+    for (size_t i = 0; i < count(); ++i) r.reference += kA * (static_cast<float>(i % 1000) * 0.001f) + static_cast<float>(i % 7);
     wl::timed_begin();
-    wl::host_buffer<float> x(g, kN), y(g, kN);
+    wl::host_buffer<float> x(g, count()), y(g, count());
     fill(x.data(), y.data());
     if (g.unified()) {
-        k(g, adsm::blocks_for(kN, 256), 256, kA, x.data(), y.data(), kN);
+        k(g, adsm::blocks_for(count(), 256), 256, kA, x.data(), y.data(), count());
         g.sync();
         r.checksum = consume(y.data());
         wl::timed_end();
     } else {
-        wl::device_buffer<float> dx(g, kN), dy(g, kN);
-        g.to_device(dx.data(), x.data(), kN * sizeof(float));
-        g.to_device(dy.data(), y.data(), kN * sizeof(float));
-        k(g, adsm::blocks_for(kN, 256), 256, kA, dx.data(), dy.data(), kN);
-        g.to_host(y.data(), dy.data(), kN * sizeof(float));
+        wl::device_buffer<float> dx(g, count()), dy(g, count());
+        g.to_device(dx.data(), x.data(), count() * sizeof(float));
+        g.to_device(dy.data(), y.data(), count() * sizeof(float));
+        k(g, adsm::blocks_for(count(), 256), 256, kA, dx.data(), dy.data(), count());
+        g.to_host(y.data(), dy.data(), count() * sizeof(float));
         r.checksum = consume(y.data());
         wl::timed_end();  // before the buffers' frees
     }

@@ -17,5 +17,6 @@ void register_kernel(const KernelDesc *k) {
 Register::Register(const char *, const char *, Result (*)(Gpu &, const std::string &)) {}
 void timed_begin() {}
 void timed_end() {}
+size_t scaled(size_t full, size_t) { return full; }
 
 }  // namespace wl

@@ -147,6 +147,10 @@ struct Register {
 
 // The part of a run that is timed.
 void timed_begin();
+// A size scaled by --scale (a fraction of the full problem, 1 unless given),
+// rounded down to a multiple of `unit` and at least one unit: the suite's
+// tests run the workloads smaller, the measurements full size.
+size_t scaled(size_t full, size_t unit);
 void timed_end();
 
 // A deterministic pseudo-random stream for inputs.
