@@ -6,9 +6,12 @@ A system call cannot take the runtime's page fault, so a read into shared
 memory whose data is on the device, through a name the runtime does not
 interpose, fails with EFAULT.  This lists the C library's dynamic symbols of
 the read, write, receive, send and stdio block families (every offset width,
-every fortified form, every second name), and of the other calls whose
+every fortified form, every second name), of the other calls whose
 buffers the kernel fills or reads (getrandom, getentropy, poll, ppoll and
-the epoll waits), and checks each against what libadsm.so exports.
+the epoll waits), and of those that fill or read one structure (the stat
+families, pipe, socketpair, the waits, select, epoll_ctl, socket addresses
+and options, the limits, getrusage, uname, sysinfo, times), and checks
+each against what libadsm.so exports.
 
   check_io_symbols.py LIBADSM
 """
@@ -35,11 +38,19 @@ LEFT_OUT = {
     "__read_nocancel": "GLIBC_PRIVATE: called only inside the C library",
     "__write_nocancel": "GLIBC_PRIVATE: called only inside the C library",
     "__pread64_nocancel": "GLIBC_PRIVATE: called only inside the C library",
+    "__fstat64": "GLIBC_PRIVATE: called only inside the C library",
 }
 
 # The I/O families, and the other calls whose buffers the kernel fills or
 # reads (random bytes, readiness arrays: interpose/kernel_buffers.cpp).
 FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getrandom|getentropy|poll|ppoll|epoll_wait|epoll_pwait)")
+# Calls that fill or read one structure of the program's
+# (interpose/kernel_structs.cpp), by whole name: file and file system status,
+# descriptor pairs, a child's status and usage, readiness sets, socket
+# addresses and options, the process's facts.
+STRUCTS = re.compile(r"^(__)?((f|l)?x?stat(at)?(64)?|statx|f?statv?fs(64)?|pipe2?|socketpair|wait(pid|3|4|id)?|"
+                     r"p?select|epoll_ctl|accept4?|getsockname|getpeername|getsockopt|"
+                     r"getrusage|getrlimit(64)?|prlimit(64)?|uname|sysinfo|times)$")
 
 
 def dynamic_symbols(path):
@@ -65,7 +76,7 @@ def main():
     libadsm = sys.argv[1]
     libc = libc_of(libadsm)
     ours = dynamic_symbols(libadsm)
-    family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n))
+    family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n) or STRUCTS.match(n))
     missing = [n for n in family if n not in ours and n not in LEFT_OUT]
     interposed = [n for n in family if n in ours]
     left_out = [n for n in family if n not in ours and n in LEFT_OUT]

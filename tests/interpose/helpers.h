@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "api/preload.h"
 #include "support/stats.h"
@@ -30,6 +31,12 @@ inline bool shared(const void *p) {
 }
 
 inline uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
+
+inline std::string protocol_in_use() {
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    return info.protocol;
+}
 
 inline void device_write(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_t v) {
     size_t i = adsm::global_x(t);

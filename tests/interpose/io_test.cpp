@@ -43,11 +43,6 @@ uint8_t file_byte(size_t i) { return static_cast<uint8_t>(i * 13 + 5); }
 
 // The coherence protocol the runtime runs ("batch" writes a read's bytes
 // to the host copy, the others to the device).
-std::string protocol_in_use() {
-    adsmDeviceInfo info;
-    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
-    return info.protocol;
-}
 
 }  // namespace
 

@@ -1,0 +1,362 @@
+// Single structures the kernel fills or reads in calls outside the I/O
+// families: file and file system status (the stat families), descriptor
+// pairs (pipe, socketpair), a child's status and usage (the wait family),
+// readiness sets (select, pselect) and epoll_ctl's event, socket addresses
+// and options (accept, getsockname, getpeername, getsockopt), and the
+// process's facts (getrusage, getrlimit, prlimit, uname, sysinfo, times).
+// As for random bytes and readiness arrays (kernel_buffers.cpp), the
+// kernel cannot take the runtime's fault: a structure in shared memory
+// whose block was closed (its data on the device) made these calls fail
+// with EFAULT.  Each is small, so the call gets a copy of it on the stack:
+// loaded from the program's memory first (a call may leave parts as they
+// were: a wait that reaps no child writes no status) and stored back after
+// a call that did not fail.
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysinfo.h>
+#include <sys/times.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "api/preload.h"
+#include "interpose/interceptor.h"
+#include "interpose/staged_calls.h"
+
+namespace {
+
+using adsm::interpose::stages;
+
+// The program's structure [p, p+n) for one call: a copy on the stack when it
+// is one piece of shared memory, else p itself (the kernel's to use or
+// refuse, as without the runtime).
+class Local {
+public:
+    // `out`: the call may write it (else it only reads it, and nothing is
+    // stored back).
+    Local(const void *p, size_t n, bool out = true) : p_(const_cast<void *>(p)), n_(n), out_(out) {
+        if (!p || n > sizeof copy_ || !stages(p, n)) return;
+        adsm::preload::Piece piece;
+        if (adsm::preload::split(p, n, &piece, 1) != 1 || !piece.shared || piece.n != n) return;
+        copied_ = true;
+        loaded_ = adsm::preload::read_shared(p, copy_, n) == adsmSuccess;
+    }
+    Local(const Local &) = delete;
+    Local &operator=(const Local &) = delete;
+
+    template <class T>
+    T *get() {
+        return static_cast<T *>(copied_ ? static_cast<void *>(copy_) : p_);
+    }
+    // False when the program's bytes could not be read.
+    bool loaded() const { return !copied_ || loaded_; }
+    // False when the kernel's bytes could not be stored.
+    bool store() { return !copied_ || !out_ || adsm::preload::write_shared(p_, copy_, n_) == adsmSuccess; }
+
+private:
+    void *p_;
+    size_t n_;
+    bool out_;
+    bool copied_ = false, loaded_ = false;
+    // (The largest: struct utsname, 390 bytes.)
+    alignas(16) unsigned char copy_[512];
+};
+
+// Makes call() on the structures' copies.  A structure that cannot be
+// loaded or stored fails the call with EFAULT, as the kernel's own copy
+// would have; then undo(r) gives back what the call made (descriptors), as
+// the kernel does when its copy fails.  A call that failed stores nothing
+// back, errno its own.
+template <class R, class Call, class Undo, class... Locals>
+R filled_or_undone(Call &&call, Undo &&undo, Locals &...locals) {
+    if (!(locals.loaded() && ...)) {
+        errno = EFAULT;
+        return static_cast<R>(-1);
+    }
+    R r = call();
+    if (r == static_cast<R>(-1)) return r;
+    const int saved = errno;
+    if (!(locals.store() & ...)) {
+        undo(r);
+        errno = EFAULT;
+        return static_cast<R>(-1);
+    }
+    errno = saved;
+    return r;
+}
+template <class R, class Call, class... Locals>
+R filled(Call &&call, Locals &...locals) {
+    return filled_or_undone<R>(call, [](R) {}, locals...);
+}
+
+// The common case: one structure at p, which call(copy) fills.
+template <class R = int, class T, class Call>
+R one(T *p, Call &&call) {
+    Local l(p, sizeof *p);
+    return filled<R>([&] { return call(l.get<T>()); }, l);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- file status
+
+INTERCEPTOR(int, stat, const char *path, struct stat *st) {
+    return one(st, [&](struct stat *c) { return REAL(stat)(path, c); });
+}
+INTERCEPTOR(int, lstat, const char *path, struct stat *st) {
+    return one(st, [&](struct stat *c) { return REAL(lstat)(path, c); });
+}
+INTERCEPTOR(int, fstat, int fd, struct stat *st) {
+    return one(st, [&](struct stat *c) { return REAL(fstat)(fd, c); });
+}
+INTERCEPTOR(int, fstatat, int dirfd, const char *path, struct stat *st, int flags) {
+    return one(st, [&](struct stat *c) { return REAL(fstatat)(dirfd, path, c, flags); });
+}
+// (On 64-bit Linux the 64 names take the same structure.)
+INTERCEPTOR(int, stat64, const char *path, struct stat64 *st) {
+    return one(st, [&](struct stat64 *c) { return REAL(stat64)(path, c); });
+}
+INTERCEPTOR(int, lstat64, const char *path, struct stat64 *st) {
+    return one(st, [&](struct stat64 *c) { return REAL(lstat64)(path, c); });
+}
+INTERCEPTOR(int, fstat64, int fd, struct stat64 *st) {
+    return one(st, [&](struct stat64 *c) { return REAL(fstat64)(fd, c); });
+}
+INTERCEPTOR(int, fstatat64, int dirfd, const char *path, struct stat64 *st, int flags) {
+    return one(st, [&](struct stat64 *c) { return REAL(fstatat64)(dirfd, path, c, flags); });
+}
+INTERCEPTOR(int, statx, int dirfd, const char *path, int flags, unsigned int mask, struct statx *st) {
+    return one(st, [&](struct statx *c) { return REAL(statx)(dirfd, path, flags, mask, c); });
+}
+INTERCEPTOR(int, statfs, const char *path, struct statfs *st) {
+    return one(st, [&](struct statfs *c) { return REAL(statfs)(path, c); });
+}
+INTERCEPTOR(int, fstatfs, int fd, struct statfs *st) {
+    return one(st, [&](struct statfs *c) { return REAL(fstatfs)(fd, c); });
+}
+INTERCEPTOR(int, statfs64, const char *path, struct statfs64 *st) {
+    return one(st, [&](struct statfs64 *c) { return REAL(statfs64)(path, c); });
+}
+INTERCEPTOR(int, fstatfs64, int fd, struct statfs64 *st) {
+    return one(st, [&](struct statfs64 *c) { return REAL(fstatfs64)(fd, c); });
+}
+
+INTERCEPTOR(int, statvfs, const char *path, struct statvfs *st) {
+    return one(st, [&](struct statvfs *c) { return REAL(statvfs)(path, c); });
+}
+INTERCEPTOR(int, fstatvfs, int fd, struct statvfs *st) {
+    return one(st, [&](struct statvfs *c) { return REAL(fstatvfs)(fd, c); });
+}
+INTERCEPTOR(int, statvfs64, const char *path, struct statvfs64 *st) {
+    return one(st, [&](struct statvfs64 *c) { return REAL(statvfs64)(path, c); });
+}
+INTERCEPTOR(int, fstatvfs64, int fd, struct statvfs64 *st) {
+    return one(st, [&](struct statvfs64 *c) { return REAL(fstatvfs64)(fd, c); });
+}
+// The C library's second name.
+INTERCEPTOR(int, __statfs, const char *path, struct statfs *st) { return statfs(path, st); }
+
+// Programs built against a C library older than 2.33 reach the stat family
+// through these (the first argument the structure's version).
+extern "C" {
+int __xstat(int ver, const char *path, struct stat *st);
+int __lxstat(int ver, const char *path, struct stat *st);
+int __fxstat(int ver, int fd, struct stat *st);
+int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+int __xstat64(int ver, const char *path, struct stat64 *st);
+int __lxstat64(int ver, const char *path, struct stat64 *st);
+int __fxstat64(int ver, int fd, struct stat64 *st);
+int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
+}
+INTERCEPTOR(int, __xstat, int ver, const char *path, struct stat *st) {
+    return one(st, [&](struct stat *c) { return REAL(__xstat)(ver, path, c); });
+}
+INTERCEPTOR(int, __lxstat, int ver, const char *path, struct stat *st) {
+    return one(st, [&](struct stat *c) { return REAL(__lxstat)(ver, path, c); });
+}
+INTERCEPTOR(int, __fxstat, int ver, int fd, struct stat *st) {
+    return one(st, [&](struct stat *c) { return REAL(__fxstat)(ver, fd, c); });
+}
+INTERCEPTOR(int, __fxstatat, int ver, int dirfd, const char *path, struct stat *st, int flags) {
+    return one(st, [&](struct stat *c) { return REAL(__fxstatat)(ver, dirfd, path, c, flags); });
+}
+INTERCEPTOR(int, __xstat64, int ver, const char *path, struct stat64 *st) {
+    return one(st, [&](struct stat64 *c) { return REAL(__xstat64)(ver, path, c); });
+}
+INTERCEPTOR(int, __lxstat64, int ver, const char *path, struct stat64 *st) {
+    return one(st, [&](struct stat64 *c) { return REAL(__lxstat64)(ver, path, c); });
+}
+INTERCEPTOR(int, __fxstat64, int ver, int fd, struct stat64 *st) {
+    return one(st, [&](struct stat64 *c) { return REAL(__fxstat64)(ver, fd, c); });
+}
+INTERCEPTOR(int, __fxstatat64, int ver, int dirfd, const char *path, struct stat64 *st, int flags) {
+    return one(st, [&](struct stat64 *c) { return REAL(__fxstatat64)(ver, dirfd, path, c, flags); });
+}
+
+// ---------------------------------------------------------------- descriptor pairs
+
+namespace {
+// call(pair) makes a pair of descriptors into the copy of fds.
+template <class Call>
+int pair(int fds[2], Call &&call) {
+    Local f(fds, 2 * sizeof(int));
+    int *made = f.get<int>();
+    return filled_or_undone<int>([&] { return call(made); }, [&](int) { close(made[0]), close(made[1]); }, f);
+}
+}  // namespace
+
+INTERCEPTOR(int, pipe, int fds[2]) {
+    return pair(fds, [](int *c) { return REAL(pipe)(c); });
+}
+INTERCEPTOR(int, pipe2, int fds[2], int flags) {
+    return pair(fds, [&](int *c) { return REAL(pipe2)(c, flags); });
+}
+INTERCEPTOR(int, __pipe, int fds[2]) { return pipe(fds); }
+INTERCEPTOR(int, socketpair, int domain, int type, int protocol, int fds[2]) {
+    return pair(fds, [&](int *c) { return REAL(socketpair)(domain, type, protocol, c); });
+}
+
+// ---------------------------------------------------------------- children
+
+INTERCEPTOR(pid_t, wait, int *status) {
+    return one<pid_t>(status, [&](int *c) { return REAL(wait)(c); });
+}
+INTERCEPTOR(pid_t, waitpid, pid_t pid, int *status, int options) {
+    return one<pid_t>(status, [&](int *c) { return REAL(waitpid)(pid, c, options); });
+}
+INTERCEPTOR(pid_t, wait3, int *status, int options, struct rusage *usage) {
+    Local s(status, sizeof *status), u(usage, sizeof *usage);
+    return filled<pid_t>([&] { return REAL(wait3)(s.get<int>(), options, u.get<struct rusage>()); }, s, u);
+}
+INTERCEPTOR(pid_t, wait4, pid_t pid, int *status, int options, struct rusage *usage) {
+    Local s(status, sizeof *status), u(usage, sizeof *usage);
+    return filled<pid_t>([&] { return REAL(wait4)(pid, s.get<int>(), options, u.get<struct rusage>()); }, s, u);
+}
+// The C library's second names.
+INTERCEPTOR(pid_t, __wait, int *status) { return wait(status); }
+INTERCEPTOR(pid_t, __waitpid, pid_t pid, int *status, int options) { return waitpid(pid, status, options); }
+INTERCEPTOR(int, waitid, idtype_t idtype, id_t id, siginfo_t *info, int options) {
+    return one(info, [&](siginfo_t *c) { return REAL(waitid)(idtype, id, c, options); });
+}
+
+// ---------------------------------------------------------------- the process's facts
+
+INTERCEPTOR(int, getrusage, __rusage_who_t who, struct rusage *usage) {
+    return one(usage, [&](struct rusage *c) { return REAL(getrusage)(who, c); });
+}
+INTERCEPTOR(int, uname, struct utsname *name) {
+    return one(name, [&](struct utsname *c) { return REAL(uname)(c); });
+}
+INTERCEPTOR(int, sysinfo, struct sysinfo *info) {
+    return one(info, [&](struct sysinfo *c) { return REAL(sysinfo)(c); });
+}
+INTERCEPTOR(clock_t, times, struct tms *t) {
+    return one<clock_t>(t, [&](struct tms *c) { return REAL(times)(c); });
+}
+
+INTERCEPTOR(int, getrlimit, __rlimit_resource_t resource, struct rlimit *limit) {
+    return one(limit, [&](struct rlimit *c) { return REAL(getrlimit)(resource, c); });
+}
+INTERCEPTOR(int, getrlimit64, __rlimit_resource_t resource, struct rlimit64 *limit) {
+    return one(limit, [&](struct rlimit64 *c) { return REAL(getrlimit64)(resource, c); });
+}
+INTERCEPTOR(int, __getrlimit, __rlimit_resource_t resource, struct rlimit *limit) { return getrlimit(resource, limit); }
+INTERCEPTOR(int, prlimit, pid_t pid, enum __rlimit_resource resource, const struct rlimit *limit, struct rlimit *old) {
+    Local l(limit, sizeof *limit, false), o(old, sizeof *old);
+    return filled<int>(
+        [&] { return REAL(prlimit)(pid, resource, l.get<const struct rlimit>(), o.get<struct rlimit>()); }, l, o);
+}
+INTERCEPTOR(int, prlimit64, pid_t pid, enum __rlimit_resource resource, const struct rlimit64 *limit,
+            struct rlimit64 *old) {
+    Local l(limit, sizeof *limit, false), o(old, sizeof *old);
+    return filled<int>(
+        [&] { return REAL(prlimit64)(pid, resource, l.get<const struct rlimit64>(), o.get<struct rlimit64>()); }, l,
+        o);
+}
+
+// ---------------------------------------------------------------- readiness sets
+
+namespace {
+// The bytes of a descriptor set the kernel reads and writes for nfds: whole
+// longs, as few as hold nfds bits (a program may allocate no more).
+size_t set_bytes(int nfds) {
+    const size_t bits = 8 * sizeof(long);
+    return nfds <= 0 ? 0 : (static_cast<size_t>(nfds) + bits - 1) / bits * sizeof(long);
+}
+}  // namespace
+
+INTERCEPTOR(int, select, int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout) {
+    const size_t n = set_bytes(nfds);
+    Local lr(r, n), lw(w, n), le(e, n), lt(timeout, sizeof *timeout);
+    return filled<int>(
+        [&] {
+            return REAL(select)(nfds, lr.get<fd_set>(), lw.get<fd_set>(), le.get<fd_set>(), lt.get<struct timeval>());
+        },
+        lr, lw, le, lt);
+}
+INTERCEPTOR(int, __select, int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout) {
+    return select(nfds, r, w, e, timeout);
+}
+INTERCEPTOR(int, pselect, int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
+            const sigset_t *mask) {
+    const size_t n = set_bytes(nfds);
+    Local lr(r, n), lw(w, n), le(e, n), lt(timeout, sizeof *timeout, false), lm(mask, sizeof *mask, false);
+    return filled<int>(
+        [&] {
+            return REAL(pselect)(nfds, lr.get<fd_set>(), lw.get<fd_set>(), le.get<fd_set>(),
+                                 lt.get<const struct timespec>(), lm.get<const sigset_t>());
+        },
+        lr, lw, le, lt, lm);
+}
+INTERCEPTOR(int, epoll_ctl, int epfd, int op, int fd, struct epoll_event *event) {
+    Local ev(event, sizeof *event, false);
+    return filled<int>([&] { return REAL(epoll_ctl)(epfd, op, fd, ev.get<struct epoll_event>()); }, ev);
+}
+
+// ---------------------------------------------------------------- socket addresses and options
+
+namespace {
+// A socket address and its length, which the call reads (the room there is)
+// and writes (the address's size).
+struct Address {
+    Local len;
+    Local addr;
+    Address(void *a, socklen_t *l) : len(l, sizeof *l), addr(a, a && l && len.loaded() ? *len.get<socklen_t>() : 0) {}
+};
+}  // namespace
+
+INTERCEPTOR(int, accept, int fd, struct sockaddr *addr, socklen_t *addrlen) {
+    Address a(addr, addrlen);
+    return filled_or_undone<int>(
+        [&] { return REAL(accept)(fd, a.addr.get<struct sockaddr>(), a.len.get<socklen_t>()); },
+        [](int made) { close(made); }, a.len, a.addr);
+}
+INTERCEPTOR(int, accept4, int fd, struct sockaddr *addr, socklen_t *addrlen, int flags) {
+    Address a(addr, addrlen);
+    return filled_or_undone<int>(
+        [&] { return REAL(accept4)(fd, a.addr.get<struct sockaddr>(), a.len.get<socklen_t>(), flags); },
+        [](int made) { close(made); }, a.len, a.addr);
+}
+INTERCEPTOR(int, getsockname, int fd, struct sockaddr *addr, socklen_t *addrlen) {
+    Address a(addr, addrlen);
+    return filled<int>([&] { return REAL(getsockname)(fd, a.addr.get<struct sockaddr>(), a.len.get<socklen_t>()); },
+                       a.len, a.addr);
+}
+INTERCEPTOR(int, getpeername, int fd, struct sockaddr *addr, socklen_t *addrlen) {
+    Address a(addr, addrlen);
+    return filled<int>([&] { return REAL(getpeername)(fd, a.addr.get<struct sockaddr>(), a.len.get<socklen_t>()); },
+                       a.len, a.addr);
+}
+INTERCEPTOR(int, getsockopt, int fd, int level, int name, void *value, socklen_t *len) {
+    Address a(value, len);
+    return filled<int>(
+        [&] { return REAL(getsockopt)(fd, level, name, a.addr.get<void>(), a.len.get<socklen_t>()); }, a.len, a.addr);
+}

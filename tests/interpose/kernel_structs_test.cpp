@@ -1,0 +1,351 @@
+// Calls that fill one structure of the program's, with the structure in a
+// shared buffer whose blocks are closed (their data on the device): each
+// works as on ordinary memory (the kernel alone would fail it with EFAULT),
+// and only the structure's bytes change.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysinfo.h>
+#include <sys/times.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "helpers.h"
+#include "os/fault_injection.h"
+
+using namespace interpose_test;
+
+namespace {
+
+// A shared buffer of three blocks closed on the device, and a structure at
+// a block's end (so that it spans two blocks where it can).
+struct ClosedBuffer {
+    static constexpr size_t kSize = 3 * kThreshold;
+    uint8_t *p = static_cast<uint8_t *>(malloc(kSize));
+    ClosedBuffer() { close(); }
+    ~ClosedBuffer() { free(p); }
+    // The device's pattern in every byte again, every block closed.
+    void close() { close_on_device(p, kSize, 9); }
+    // Every block closed, with the bytes the CPU left there.
+    void keep_on_device() { add_on_device(p, kSize, 0); }
+    template <class T>
+    T *at_block_end() {
+        return reinterpret_cast<T *>(p + kThreshold - sizeof(T) / 2 / alignof(T) * alignof(T));
+    }
+    // Whether some byte of [s, s+n) no longer holds the device's pattern.
+    bool written(const void *s, size_t n) const {
+        const size_t from = static_cast<const uint8_t *>(s) - p;
+        for (size_t i = from; i < from + n; ++i)
+            if (p[i] != pattern(i, 9)) return true;
+        return false;
+    }
+    // Whether every byte outside [s, s+n) still holds the device's pattern.
+    bool kept_outside(const void *s, size_t n) const {
+        const size_t from = static_cast<const uint8_t *>(s) - p;
+        for (size_t i = 0; i < kSize; ++i)
+            if ((i < from || i >= from + n) && p[i] != pattern(i, 9)) return false;
+        return true;
+    }
+};
+
+}  // namespace
+
+TEST(KernelStructsTest, FileStatusLandsInClosedBlocks) {
+    char path[] = "/tmp/adsm-kernel-structs-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "twelve bytes", 12), 12);
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+
+    auto *st = b.at_block_end<struct stat>();
+    ASSERT_EQ(fstat(fd, st), 0) << strerror(errno);
+    EXPECT_EQ(st->st_size, 12);
+    EXPECT_TRUE(S_ISREG(st->st_mode));
+    EXPECT_TRUE(b.kept_outside(st, sizeof *st));
+
+    b.close();
+    ASSERT_EQ(stat(path, st), 0) << strerror(errno);
+    EXPECT_EQ(st->st_size, 12);
+    b.close();
+    ASSERT_EQ(lstat(path, st), 0) << strerror(errno);
+    EXPECT_EQ(st->st_size, 12);
+    b.close();
+    ASSERT_EQ(fstatat(AT_FDCWD, path, st, 0), 0) << strerror(errno);
+    EXPECT_EQ(st->st_size, 12);
+    EXPECT_TRUE(b.kept_outside(st, sizeof *st));
+
+    b.close();
+    auto *sx = b.at_block_end<struct statx>();
+    ASSERT_EQ(statx(fd, "", AT_EMPTY_PATH, STATX_SIZE, sx), 0) << strerror(errno);
+    EXPECT_EQ(sx->stx_size, 12u);
+    EXPECT_TRUE(b.kept_outside(sx, sizeof *sx));
+
+    b.close();
+    auto *fs = b.at_block_end<struct statfs>();
+    ASSERT_EQ(fstatfs(fd, fs), 0) << strerror(errno);
+    EXPECT_GT(fs->f_bsize, 0);
+    b.close();
+    auto *vfs = b.at_block_end<struct statvfs>();
+    ASSERT_EQ(statvfs(path, vfs), 0) << strerror(errno);
+    EXPECT_GT(vfs->f_bsize, 0u);
+    EXPECT_TRUE(b.kept_outside(vfs, sizeof *vfs));
+
+    // A failing call stores nothing and keeps its own errno.
+    b.close();
+    errno = 0;
+    EXPECT_EQ(stat("/nonexistent/adsm", st), -1);
+    EXPECT_EQ(errno, ENOENT);
+    EXPECT_TRUE(b.kept_outside(st, 0));
+    close(fd);
+    unlink(path);
+}
+
+TEST(KernelStructsTest, DescriptorPairsLandInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    int *fds = b.at_block_end<int[2]>()[0];
+    ASSERT_EQ(pipe(fds), 0) << strerror(errno);
+    EXPECT_TRUE(b.kept_outside(fds, 2 * sizeof(int)));
+    char c = 0;
+    ASSERT_EQ(write(fds[1], "p", 1), 1);
+    ASSERT_EQ(read(fds[0], &c, 1), 1);
+    EXPECT_EQ(c, 'p');
+    close(fds[0]);
+    close(fds[1]);
+
+    b.close();
+    ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0) << strerror(errno);
+    EXPECT_EQ(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    close(fds[0]);
+    close(fds[1]);
+
+    b.close();
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0) << strerror(errno);
+    ASSERT_EQ(write(fds[0], "s", 1), 1);
+    ASSERT_EQ(read(fds[1], &c, 1), 1);
+    EXPECT_EQ(c, 's');
+    EXPECT_TRUE(b.kept_outside(fds, 2 * sizeof(int)));
+    close(fds[0]);
+    close(fds[1]);
+}
+
+// A pair whose copy into shared memory fails (the device copy fails on the
+// spot): the call fails with EFAULT, as the kernel's own copy would, and
+// leaves no descriptor behind.
+TEST(KernelStructsTest, APairThatCannotBeStoredFailsAndLeavesNoDescriptor) {
+    namespace inj = adsm::os::injection;
+    // (Batch reads and writes the host copy, which cannot fail.)
+    const bool can_fail = protocol_in_use() != "batch";
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    int *fds = b.at_block_end<int[2]>()[0];
+    const int lowest_free = dup(0);
+    ASSERT_GE(lowest_free, 0);
+    close(lowest_free);
+    // The first copy reads the program's bytes, the second stores the pair.
+    for (uint64_t nth : {1, 2}) {
+        SCOPED_TRACE(nth);
+        b.close();
+        inj::arm(inj::Site::device_copy, nth);
+        errno = 0;
+        int r = pipe(fds);
+        int err = errno;
+        inj::arm(inj::Site::device_copy, 0);
+        if (can_fail) {
+            EXPECT_EQ(r, -1);
+            EXPECT_EQ(err, EFAULT);
+        } else {
+            ASSERT_EQ(r, 0) << strerror(err);
+            close(fds[0]);
+            close(fds[1]);
+        }
+        int probe = dup(0);
+        EXPECT_EQ(probe, lowest_free) << "a descriptor of the failed call was left open";
+        close(probe);
+    }
+    // The memory stays usable.
+    b.close();
+    ASSERT_EQ(pipe(fds), 0) << strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+TEST(KernelStructsTest, AChildsStatusLandsInAClosedBlockAndOnlyWhenOneEnded) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    int *status = b.at_block_end<int>();
+    int pipe_fds[2];
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        char c;
+        (void)!read(pipe_fds[0], &c, 1);  // till the parent says
+        _exit(7);
+    }
+    // (Closed after the fork, which brings shared objects to the host.)
+    b.close();
+    // Nothing to reap yet: the status is left as it was.
+    EXPECT_EQ(waitpid(child, status, WNOHANG), 0);
+    EXPECT_TRUE(b.kept_outside(status, 0));
+    ASSERT_EQ(write(pipe_fds[1], "go", 1), 1);
+    b.close();
+    ASSERT_EQ(waitpid(child, status, 0), child) << strerror(errno);
+    EXPECT_TRUE(WIFEXITED(*status));
+    EXPECT_EQ(WEXITSTATUS(*status), 7);
+    EXPECT_TRUE(b.kept_outside(status, sizeof *status));
+
+    // wait4's status and usage, both in closed blocks.
+    child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) _exit(3);
+    b.close();
+    auto *usage = reinterpret_cast<struct rusage *>(b.p + 2 * kThreshold - 64);
+    ASSERT_EQ(wait4(child, status, 0, usage), child) << strerror(errno);
+    EXPECT_EQ(WEXITSTATUS(*status), 3);
+    EXPECT_TRUE(b.written(usage, sizeof *usage));
+    EXPECT_GE(usage->ru_maxrss, 0);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+}
+
+TEST(KernelStructsTest, TheProcesssFactsLandInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    auto *name = b.at_block_end<struct utsname>();
+    ASSERT_EQ(uname(name), 0) << strerror(errno);
+    EXPECT_STREQ(name->sysname, "Linux");
+    EXPECT_TRUE(b.kept_outside(name, sizeof *name));
+
+    b.close();
+    auto *usage = b.at_block_end<struct rusage>();
+    ASSERT_EQ(getrusage(RUSAGE_SELF, usage), 0) << strerror(errno);
+    EXPECT_GT(usage->ru_maxrss, 0);
+
+    b.close();
+    auto *info = b.at_block_end<struct sysinfo>();
+    ASSERT_EQ(sysinfo(info), 0) << strerror(errno);
+    EXPECT_GT(info->totalram, 0u);
+
+    b.close();
+    auto *t = b.at_block_end<struct tms>();
+    EXPECT_NE(times(t), static_cast<clock_t>(-1)) << strerror(errno);
+    EXPECT_TRUE(b.written(t, sizeof *t));
+    EXPECT_TRUE(b.kept_outside(t, sizeof *t));
+}
+
+TEST(KernelStructsTest, ReadinessSetsAndEventsTheDeviceHoldsAreReadAndWritten) {
+    int ready[2], idle[2];
+    ASSERT_EQ(pipe(ready), 0);
+    ASSERT_EQ(pipe(idle), 0);
+    ASSERT_EQ(write(ready[1], "r", 1), 1);
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    // Sets the program filled, their bytes then on the device.
+    auto *set = b.at_block_end<fd_set>();
+    FD_ZERO(set);
+    FD_SET(ready[0], set);
+    FD_SET(idle[0], set);
+    b.keep_on_device();
+    struct timeval no_wait = {0, 0};
+    const int nfds = std::max(ready[0], idle[0]) + 1;
+    ASSERT_EQ(select(nfds, set, nullptr, nullptr, &no_wait), 1) << strerror(errno);
+    EXPECT_TRUE(FD_ISSET(ready[0], set));
+    EXPECT_FALSE(FD_ISSET(idle[0], set)) << "the kernel's answer, written back";
+
+    FD_ZERO(set);
+    FD_SET(ready[0], set);
+    b.keep_on_device();
+    struct timespec no_wait_ns = {0, 0};
+    ASSERT_EQ(pselect(nfds, set, nullptr, nullptr, &no_wait_ns, nullptr), 1) << strerror(errno);
+    EXPECT_TRUE(FD_ISSET(ready[0], set));
+
+    auto *ev = b.at_block_end<struct epoll_event>();
+    ev->events = EPOLLIN;
+    ev->data.u64 = 42;
+    b.keep_on_device();
+    int ep = epoll_create1(0);
+    ASSERT_GE(ep, 0);
+    ASSERT_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, ready[0], ev), 0) << strerror(errno);
+    struct epoll_event got = {};
+    ASSERT_EQ(epoll_wait(ep, &got, 1, 0), 1);
+    EXPECT_EQ(got.data.u64, 42u) << "the event the kernel read was the program's";
+    for (int fd : {ep, ready[0], ready[1], idle[0], idle[1]}) close(fd);
+}
+
+TEST(KernelStructsTest, SocketAddressesAndOptionsLandInClosedBlocks) {
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(listener, 0);
+    struct sockaddr_in any = {};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(listener, reinterpret_cast<struct sockaddr *>(&any), sizeof any), 0);
+    ASSERT_EQ(listen(listener, 1), 0);
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    auto *addr = b.at_block_end<struct sockaddr_in>();
+    auto *len = reinterpret_cast<socklen_t *>(b.p + 2 * kThreshold);
+    *len = sizeof *addr;
+    b.keep_on_device();
+    ASSERT_EQ(getsockname(listener, reinterpret_cast<struct sockaddr *>(addr), len), 0) << strerror(errno);
+    EXPECT_EQ(*len, sizeof *addr);
+    EXPECT_EQ(addr->sin_family, AF_INET);
+    const in_port_t port = addr->sin_port;
+    EXPECT_NE(port, 0);
+
+    int client = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(client, reinterpret_cast<struct sockaddr *>(addr), sizeof *addr), 0) << strerror(errno);
+    b.close();
+    *len = sizeof *addr;
+    b.keep_on_device();
+    int served = accept(listener, reinterpret_cast<struct sockaddr *>(addr), len);
+    ASSERT_GE(served, 0) << strerror(errno);
+    EXPECT_EQ(addr->sin_family, AF_INET);
+    EXPECT_EQ(addr->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+
+    b.close();
+    *len = sizeof *addr;
+    b.keep_on_device();
+    ASSERT_EQ(getpeername(client, reinterpret_cast<struct sockaddr *>(addr), len), 0) << strerror(errno);
+    EXPECT_EQ(addr->sin_port, port);
+
+    b.close();
+    auto *type = b.at_block_end<int>();
+    *len = sizeof *type;
+    b.keep_on_device();
+    ASSERT_EQ(getsockopt(client, SOL_SOCKET, SO_TYPE, type, len), 0) << strerror(errno);
+    EXPECT_EQ(*type, SOCK_STREAM);
+    EXPECT_EQ(*len, sizeof(int));
+    for (int fd : {served, client, listener}) close(fd);
+}
+
+TEST(KernelStructsTest, LimitsLandInClosedBlocks) {
+    struct rlimit own;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    auto *limit = b.at_block_end<struct rlimit>();
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, limit), 0) << strerror(errno);
+    EXPECT_EQ(limit->rlim_cur, own.rlim_cur);
+    EXPECT_EQ(limit->rlim_max, own.rlim_max);
+
+    b.close();
+    ASSERT_EQ(prlimit(0, RLIMIT_NOFILE, nullptr, limit), 0) << strerror(errno);
+    EXPECT_EQ(limit->rlim_cur, own.rlim_cur);
+    // A new limit the kernel reads from a closed block: the same as now.
+    b.keep_on_device();
+    ASSERT_EQ(prlimit(0, RLIMIT_NOFILE, limit, nullptr), 0) << strerror(errno);
+    EXPECT_TRUE(b.kept_outside(limit, sizeof *limit));
+}
