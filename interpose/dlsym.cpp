@@ -35,12 +35,12 @@ Found gpu_lookup(void *handle, const char *name) {
     // The lookup found libadsm's export first (RTLD_DEFAULT, the program's
     // handle): the driver's is the next one, and without a driver there is
     // none, as without the preload.
-    if (real == s->wrapper) real = adsm::os::real_dlsym(RTLD_NEXT, name);
+    if (real == s->wrapper()) real = adsm::os::real_dlsym(RTLD_NEXT, name);
     if (!real) return {true, nullptr};
     if (!adsm::gpu_bridge::routed(s->api)) return {true, real};
     void *none = nullptr;
     s->real.compare_exchange_strong(none, real, std::memory_order_acq_rel);
-    return {true, s->wrapper};
+    return {true, s->wrapper()};
 }
 
 }  // namespace

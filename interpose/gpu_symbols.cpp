@@ -52,7 +52,7 @@ void *gpu_real(GpuSymbol &s) {
     if (s.absent.load(std::memory_order_relaxed)) return nullptr;
     bool loaded = false;
     void *p = driver_function(s.library, s.name, &loaded);
-    if (p == s.wrapper) p = nullptr;
+    if (p == s.wrapper()) p = nullptr;
     // The driver is loaded and lacks it (an older version): final.
     if (!p && loaded) s.absent.store(true, std::memory_order_relaxed);
     if (p) s.real.store(p, std::memory_order_release);
@@ -65,11 +65,11 @@ GpuSymbol *find_gpu_symbol(const char *name) {
 
 void *gpu_wrapper_of(const char *library, void *real) {
     GpuSymbol *s = search([&](GpuSymbol &s) { return strcmp(s.library, library) == 0 && gpu_real(s) == real; });
-    return s ? s->wrapper : nullptr;
+    return s ? s->wrapper() : nullptr;
 }
 
 void adopt_table_entry(GpuSymbol &s, void *entry) {
-    if (!entry || entry == s.wrapper || s.from_table.exchange(true, std::memory_order_acq_rel)) return;
+    if (!entry || entry == s.wrapper() || s.from_table.exchange(true, std::memory_order_acq_rel)) return;
     s.real.store(entry, std::memory_order_release);
 }
 

@@ -18,14 +18,24 @@
 
 namespace adsm::interpose {
 
+// The address of function F, as the table keeps it: a function that
+// returns it, since a cast to void * cannot be made at compile time, and a
+// table built by code at load cost every process under the preload a page
+// fault per page of it.
+template <auto F>
+void *address_of() {
+    return reinterpret_cast<void *>(F);
+}
+
 struct GpuSymbol {
     const char *name;
-    void *wrapper;
+    void *(*wrapper_address)();
     const char *library;  // the driver library's soname
     gpu_bridge::Api api;
     std::atomic<void *> real{nullptr};
     std::atomic<bool> absent{false};  // the driver is loaded and lacks it
     std::atomic<bool> from_table{false};
+    void *wrapper() const { return wrapper_address(); }
 };
 
 // A family's table, defined next to its wrappers.
@@ -81,11 +91,11 @@ inline bool gpu_routed(gpu_bridge::Api api) { return !GpuForwarding::active() &&
 // A family file lists its wrappers once, X(name) each, and gets from that an
 // index per wrapper, the table, its GpuFamily accessor, and GPU_REAL(name).
 #define ADSM_GPU_ID(name) name,
-#define ADSM_GPU_ENTRY(name) {#name, reinterpret_cast<void *>(&::name), kLibrary, kApi},
+#define ADSM_GPU_ENTRY(name) {#name, &::adsm::interpose::address_of<&::name>, kLibrary, kApi},
 #define ADSM_GPU_FAMILY(accessor, list)                                                       \
     namespace {                                                                              \
     enum class GpuId : size_t { list(ADSM_GPU_ID) };                                         \
-    ::adsm::interpose::GpuSymbol g_gpu_symbols[] = {list(ADSM_GPU_ENTRY)};                   \
+    constinit ::adsm::interpose::GpuSymbol g_gpu_symbols[] = {list(ADSM_GPU_ENTRY)};         \
     }                                                                                        \
     ::adsm::interpose::GpuFamily adsm::interpose::accessor() {                              \
         return {g_gpu_symbols, sizeof g_gpu_symbols / sizeof g_gpu_symbols[0]};              \

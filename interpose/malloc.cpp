@@ -29,6 +29,7 @@
 #include "interpose/bootstrap_arena.h"
 #include "interpose/interceptor.h"
 #include "interpose/page_aligned.h"
+#include "os/loaded_objects.h"
 #include "os/real_libc.h"
 #include "os/vm.h"
 #include "support/config.h"
@@ -83,13 +84,13 @@ bool private_caller(void *ret) {
 // A GPU driver's own buffers stay private as well, once its API is routed:
 // the CUDA driver hands them to its copy engine as host memory, and inside
 // the window an address is a device address to it.  Asked only of large
-// requests (dladdr costs about a microsecond).
+// requests.
 bool gpu_library_caller(void *ret) {
     if (!adsm::gpu_bridge::any_routed()) return false;
-    Dl_info info;
-    if (!dladdr(ret, &info) || !info.dli_fname) return false;
-    const char *name = strrchr(info.dli_fname, '/');
-    name = name ? name + 1 : info.dli_fname;
+    const char *file = adsm::os::object_file(ret);
+    if (!file) return false;
+    const char *name = strrchr(file, '/');
+    name = name ? name + 1 : file;
     return !strncmp(name, "libcuda.so", 10) || !strncmp(name, "libcudart.so", 12) || !strncmp(name, "libnvidia-", 10) ||
            !strncmp(name, "libze_", 6);
 }
@@ -98,10 +99,10 @@ bool gpu_library_caller(void *ret) {
 // library's file is named in LD_PRELOAD.
 bool preloaded() {
     const char *list = adsm::os::env("LD_PRELOAD");
-    Dl_info info;
-    if (!list || !dladdr(reinterpret_cast<void *>(&preloaded), &info) || !info.dli_fname) return false;
-    const char *self = strrchr(info.dli_fname, '/');
-    self = self ? self + 1 : info.dli_fname;
+    const char *file = list ? adsm::os::object_file(reinterpret_cast<void *>(&preloaded)) : nullptr;
+    if (!file) return false;
+    const char *self = strrchr(file, '/');
+    self = self ? self + 1 : file;
     size_t len = strcspn(self, ".");  // "libadsm" of "libadsm.so.0"
     if (len == 0) return false;
     for (const char *p = list; *p; ++p)

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "os/loaded_objects.h"
 #include "os/real_libc.h"
 
 namespace adsm::interpose {
@@ -12,8 +13,8 @@ namespace {
 std::atomic<MemalignFn> g_valloc_from{nullptr}, g_pvalloc_from{nullptr};
 
 bool same_library(void *a, void *b) {
-    Dl_info x, y;
-    return a && b && dladdr(a, &x) && dladdr(b, &y) && x.dli_fbase == y.dli_fbase;
+    const void *x = a ? os::object_of(a) : nullptr;
+    return x && x == os::object_of(b);
 }
 
 }  // namespace

@@ -80,14 +80,27 @@ struct Walk {
     char program[512];
 };
 
+// The program's file into buf, read only when something is reported (most
+// processes import nothing of the collector's: a readlink saved at every
+// start).
+const char *program_file(char (&buf)[512]) {
+    if (!buf[0]) {
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        if (n <= 0) snprintf(buf, sizeof buf, "the program");
+    }
+    return buf;
+}
+
 int visit(dl_phdr_info *info, size_t, void *p) {
     auto *w = static_cast<Walk *>(p);
     if (holds(info, reinterpret_cast<uintptr_t>(w->self)) || is_vdso(info)) return 0;
-    const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : w->program;
+    const bool named = info->dlpi_name && *info->dlpi_name;
     for_each_symbol(info, [&](const ElfW(Sym) &s, const char *sym) {
         unsigned bind = ELF64_ST_BIND(s.st_info);
         if (s.st_shndx != SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK)) return;
-        if (strncmp(sym, "GC_", 3) == 0) w->fn(GcImport{name, sym, bind == STB_WEAK}, w->arg);
+        if (strncmp(sym, "GC_", 3) == 0)
+            w->fn(GcImport{named ? info->dlpi_name : program_file(w->program), sym, bind == STB_WEAK}, w->arg);
     });
     return 0;
 }
@@ -125,8 +138,9 @@ bool in_program(const void *p) {
 
 struct Check {
     const void *self;
-    const char *what;
+    const char *what;  // null: the program
     int refused;
+    char program[512];
 };
 
 void check_one(const GcImport &import, void *p) {
@@ -134,7 +148,8 @@ void check_one(const GcImport &import, void *p) {
     const char *why = nullptr;
     if (served_by(c->self, import, &why)) return;
     if (c->refused++ == 0)
-        fprintf(stderr, "adsm: refusing %s: it would run two garbage collectors in one heap.\n", c->what);
+        fprintf(stderr, "adsm: refusing %s: it would run two garbage collectors in one heap.\n",
+                c->what ? c->what : program_file(c->program));
     fprintf(stderr, "adsm:   %s imports %s, %s\n", import.object, import.symbol, why);
 }
 
@@ -144,9 +159,6 @@ void self_marker() {}
 
 void for_each_gc_import(const void *self, void (*fn)(const GcImport &, void *), void *arg) {
     Walk w{self, fn, arg, {}};
-    ssize_t n = readlink("/proc/self/exe", w.program, sizeof w.program - 1);
-    w.program[n > 0 ? n : 0] = '\0';
-    if (n <= 0) snprintf(w.program, sizeof w.program, "the program");
     dl_iterate_phdr(visit, &w);
 }
 
@@ -166,7 +178,7 @@ bool served_by(const void *self, const GcImport &import, const char **why) {
 }
 
 bool check_gc_imports(const char *what) {
-    Check c{reinterpret_cast<const void *>(&self_marker), what, 0};
+    Check c{reinterpret_cast<const void *>(&self_marker), what, 0, {}};
     for_each_gc_import(c.self, check_one, &c);
     if (c.refused)
         fprintf(stderr, "adsm: (adsm's collector serves most of bdwgc's API, not all of it: see the README's \"bdwgc programs\")\n");

@@ -35,7 +35,7 @@ void for_each_gc_import(const void *self, void (*fn)(const GcImport &, void *), 
 bool served_by(const void *self, const GcImport &import, const char **why);
 
 // Checks every loaded object; prints a message for each import the runtime
-// does not serve (`what` names what is refused: the program, a dlopen) and
+// does not serve (`what` names what is refused, a dlopen; null: the program) and
 // returns false if there was one.
 bool check_gc_imports(const char *what);
 

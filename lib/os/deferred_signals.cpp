@@ -21,11 +21,11 @@ namespace {
 // trampoline: two copies and an index, so the trampoline always reads a
 // complete one.
 struct ProgramAction {
-    struct sigaction slot[2];
+    struct sigaction slot[2] = {};
     std::atomic<int> current{0};
     std::atomic<bool> wrapped{false};
 };
-ProgramAction g_actions[NSIG];
+constinit ProgramAction g_actions[NSIG];  // (as g_chain in fault_signals.cpp: no code at load)
 FutexLock g_actions_lock;  // writers only, with signals held back
 
 uint64_t bit(int sig) { return uint64_t{1} << (sig - 1); }

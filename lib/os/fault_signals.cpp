@@ -24,12 +24,14 @@ std::atomic<int> g_nhooks{0};
 // The handler the application wants for a signal we own: two copies and an
 // index, so the signal handler always reads a complete one.
 struct ChainTarget {
-    struct sigaction slot[2];
+    struct sigaction slot[2] = {};
     std::atomic<int> current{0};
     std::atomic<bool> owned{false};
     bool alt_stack = false;
 };
-ChainTarget g_chain[NSIG];
+// Constant-initialized: zeroes need no code at load, and a table written
+// at load cost a page fault per page in every process under the preload.
+constinit ChainTarget g_chain[NSIG];
 FutexLock g_chain_lock;  // writers only
 // Held across a fork, so that the child's one thread finds the program's
 // fault handlers whole and the lock free.
