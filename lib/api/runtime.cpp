@@ -14,6 +14,7 @@
 #include "api/preload.h"
 #include "backend/device_process.h"
 #include "memory/fault_engine.h"
+#include "os/call_stack.h"
 #include "os/error_text.h"
 #include "os/real_libc.h"
 #include "os/vm.h"
@@ -152,6 +153,9 @@ Status start(Runtime **out) {
         if (Status s = trace::start(rt->config.trace_file.c_str(), device_names(*rt).c_str()); s != adsmSuccess) return s;
         trace::before_writing(trace_kernels_at_exit);
     }
+    // (Names fault sites in race reports and the profile; without it they
+    // say "(unknown code)".)
+    os::load_unwinder();
     // The last step that can fail: the fault handler keeps what it is given
     // here for good, and a failed start frees all of it.
     if (rt->protocol->uses_faults()) {

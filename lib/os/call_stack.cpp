@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <map>
 
 #include "os/safe_format.h"
@@ -25,6 +26,25 @@ extern char **environ;
 
 namespace adsm::os {
 namespace {
+
+// libunwind, loaded when the runtime starts (load_unwinder) rather than
+// with the library: most processes under the preload (those a program
+// starts) never start the runtime, and loading the unwinder and its
+// dependencies was a part of what the preload added to each one's start.
+// Written once, before any fault can need it; read in signal handlers.
+#define ADSM_UNW_STRING(name) #name
+#define ADSM_UNW_NAME(name) ADSM_UNW_STRING(name)
+struct Unwinder {
+    decltype(&unw_tdep_getcontext) getcontext;  // (unw_getcontext is a macro with arguments)
+    decltype(&unw_init_local) init_local;
+    decltype(&unw_init_local2) init_local2;
+    decltype(&unw_step) step;
+    decltype(&unw_get_reg) get_reg;
+};
+Unwinder g_unwinder_storage;
+std::atomic<const Unwinder *> g_unwinder{nullptr};
+
+const Unwinder *unwinder() { return g_unwinder.load(std::memory_order_acquire); }
 
 // The runtime's own code, as [lo, hi) ranges of its executable segments.
 constexpr int kMaxRanges = 8;
@@ -194,7 +214,7 @@ std::string basename_of(const std::string &path) {
 size_t describe_frame(unw_cursor_t *c, bool innermost, char *buf, size_t len) {
     unpoison_stack_below_here();
     unw_word_t ip = 0;
-    unw_get_reg(c, UNW_REG_IP, &ip);
+    unwinder()->get_reg(c, UNW_REG_IP, &ip);
     CodeName name;
     // (An outer frame's address is where its call returns to.)
     if (!name_code_address(ip, innermost ? ip : ip - 1, &name)) name.module[0] = '\0';
@@ -236,28 +256,46 @@ void find_runtime_code() {
         &ctx);
 }
 
+bool load_unwinder() {
+    if (unwinder()) return true;
+    void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+    Unwinder &u = g_unwinder_storage;
+    u.getcontext = reinterpret_cast<decltype(u.getcontext)>(dlsym(lib, ADSM_UNW_NAME(unw_tdep_getcontext)));
+    u.init_local = reinterpret_cast<decltype(u.init_local)>(dlsym(lib, ADSM_UNW_NAME(unw_init_local)));
+    u.init_local2 = reinterpret_cast<decltype(u.init_local2)>(dlsym(lib, ADSM_UNW_NAME(unw_init_local2)));
+    u.step = reinterpret_cast<decltype(u.step)>(dlsym(lib, ADSM_UNW_NAME(unw_step)));
+    u.get_reg = reinterpret_cast<decltype(u.get_reg)>(dlsym(lib, ADSM_UNW_NAME(unw_get_reg)));
+    if (!u.getcontext || !u.init_local || !u.init_local2 || !u.step || !u.get_reg) return false;
+    g_unwinder.store(&u, std::memory_order_release);
+    return true;
+}
+
 int program_stack(void *ucontext, uintptr_t *ips, int max) {
+    const Unwinder *u = unwinder();
+    if (!u) return 0;
     unw_context_t here;
     unw_cursor_t c;
     bool from_signal = ucontext != nullptr;
     if (from_signal) {
-        if (unw_init_local2(&c, static_cast<unw_context_t *>(ucontext), UNW_INIT_SIGNAL_FRAME) != 0) return 0;
+        if (u->init_local2(&c, static_cast<unw_context_t *>(ucontext), UNW_INIT_SIGNAL_FRAME) != 0) return 0;
     } else {
-        unw_getcontext(&here);
-        if (unw_init_local(&c, &here) != 0) return 0;
+        u->getcontext(&here);
+        if (u->init_local(&c, &here) != 0) return 0;
     }
     int n = 0;
     bool first = true;
     do {
         unw_word_t ip = 0;
-        unw_get_reg(&c, UNW_REG_IP, &ip);
+        u->get_reg(&c, UNW_REG_IP, &ip);
         if (ip == 0) break;
         // Every frame but a signal's first holds a return address.
         uintptr_t at = from_signal && first ? ip : ip - 1;
         first = false;
         if (n == 0 && in_runtime(at)) continue;  // the runtime's own frames, up to the program's
         ips[n++] = at;
-    } while (n < max && unw_step(&c) > 0);
+    } while (n < max && u->step(&c) > 0);
     return n;
 }
 
@@ -293,8 +331,9 @@ std::vector<std::string> describe_code(const std::vector<uintptr_t> &ips) {
 void describe_fault_site(void *ucontext, int frames, char *buf, size_t len) {
     if (len == 0) return;
     buf[0] = '\0';
+    const Unwinder *u = unwinder();
     unw_cursor_t c;
-    if (unw_init_local2(&c, static_cast<unw_context_t *>(ucontext), UNW_INIT_SIGNAL_FRAME) != 0) {
+    if (!u || u->init_local2(&c, static_cast<unw_context_t *>(ucontext), UNW_INIT_SIGNAL_FRAME) != 0) {
         safe_format(buf, len, "(unknown code)");
         return;
     }
@@ -302,7 +341,7 @@ void describe_fault_site(void *ucontext, int frames, char *buf, size_t len) {
     for (int f = 0; f < frames && used + 8 < len; ++f) {
         if (f > 0) used += safe_format(buf + used, len - used, " <- ");
         used += describe_frame(&c, f == 0, buf + used, len - used);
-        if (unw_step(&c) <= 0) break;
+        if (u->step(&c) <= 0) break;
     }
 }
 

@@ -12,6 +12,11 @@
 
 namespace adsm::os {
 
+// Loads libunwind, which program_stack and describe_fault_site unwind with
+// (without it they find no frames).  The runtime's start calls it, outside
+// any signal handler; false when the library cannot be loaded.
+bool load_unwinder();
+
 // Finds the runtime's own code (the loaded module holding this function),
 // to be skipped by program_stack.  Call once before program_stack.
 void find_runtime_code();

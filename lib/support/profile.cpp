@@ -89,6 +89,8 @@ void start(unsigned top) {
     }
     g_sites = static_cast<Site *>(m);
     g_top = top;
+    if (!os::load_unwinder())
+        fprintf(stderr, "adsm: ADSM_PROFILE: libunwind cannot be loaded; the work is not charged to the program's code\n");
     os::find_runtime_code();
     atexit(report_at_exit);
     detail::g_on.store(true, std::memory_order_release);
