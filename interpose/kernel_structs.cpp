@@ -2,8 +2,9 @@
 // families: file and file system status (the stat families), descriptor
 // pairs (pipe, socketpair), a child's status and usage (the wait family),
 // readiness sets (select, pselect) and epoll_ctl's event, socket addresses
-// and options (accept, getsockname, getpeername, getsockopt), and the
-// process's facts (getrusage, getrlimit, prlimit, uname, sysinfo, times).
+// and options (accept, getsockname, getpeername, getsockopt, connect, bind,
+// setsockopt), and the process's facts and settings (getrusage, the limits,
+// the interval timers, uname, sysinfo, times).
 // As for random bytes and readiness arrays (kernel_buffers.cpp), the
 // kernel cannot take the runtime's fault: a structure in shared memory
 // whose block was closed (its data on the device) made these calls fail
@@ -20,6 +21,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <sys/time.h>
 #include <sys/times.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -269,6 +271,22 @@ INTERCEPTOR(int, getrlimit64, __rlimit_resource_t resource, struct rlimit64 *lim
     return one(limit, [&](struct rlimit64 *c) { return REAL(getrlimit64)(resource, c); });
 }
 INTERCEPTOR(int, __getrlimit, __rlimit_resource_t resource, struct rlimit *limit) { return getrlimit(resource, limit); }
+INTERCEPTOR(int, setrlimit, __rlimit_resource_t resource, const struct rlimit *limit) {
+    Local l(limit, sizeof *limit, false);
+    return filled<int>([&] { return REAL(setrlimit)(resource, l.get<const struct rlimit>()); }, l);
+}
+INTERCEPTOR(int, setrlimit64, __rlimit_resource_t resource, const struct rlimit64 *limit) {
+    Local l(limit, sizeof *limit, false);
+    return filled<int>([&] { return REAL(setrlimit64)(resource, l.get<const struct rlimit64>()); }, l);
+}
+INTERCEPTOR(int, getitimer, __itimer_which_t which, struct itimerval *value) {
+    return one(value, [&](struct itimerval *c) { return REAL(getitimer)(which, c); });
+}
+INTERCEPTOR(int, setitimer, __itimer_which_t which, const struct itimerval *value, struct itimerval *old) {
+    Local v(value, sizeof *value, false), o(old, sizeof *old);
+    return filled<int>(
+        [&] { return REAL(setitimer)(which, v.get<const struct itimerval>(), o.get<struct itimerval>()); }, v, o);
+}
 INTERCEPTOR(int, prlimit, pid_t pid, enum __rlimit_resource resource, const struct rlimit *limit, struct rlimit *old) {
     Local l(limit, sizeof *limit, false), o(old, sizeof *old);
     return filled<int>(
@@ -354,6 +372,20 @@ INTERCEPTOR(int, getpeername, int fd, struct sockaddr *addr, socklen_t *addrlen)
     Address a(addr, addrlen);
     return filled<int>([&] { return REAL(getpeername)(fd, a.addr.get<struct sockaddr>(), a.len.get<socklen_t>()); },
                        a.len, a.addr);
+}
+// Addresses and options the call only reads.
+INTERCEPTOR(int, connect, int fd, const struct sockaddr *addr, socklen_t len) {
+    Local a(addr, len, false);
+    return filled<int>([&] { return REAL(connect)(fd, a.get<const struct sockaddr>(), len); }, a);
+}
+INTERCEPTOR(int, __connect, int fd, const struct sockaddr *addr, socklen_t len) { return connect(fd, addr, len); }
+INTERCEPTOR(int, bind, int fd, const struct sockaddr *addr, socklen_t len) {
+    Local a(addr, len, false);
+    return filled<int>([&] { return REAL(bind)(fd, a.get<const struct sockaddr>(), len); }, a);
+}
+INTERCEPTOR(int, setsockopt, int fd, int level, int name, const void *value, socklen_t len) {
+    Local v(value, len, false);
+    return filled<int>([&] { return REAL(setsockopt)(fd, level, name, v.get<const void>(), len); }, v);
 }
 INTERCEPTOR(int, getsockopt, int fd, int level, int name, void *value, socklen_t *len) {
     Address a(value, len);

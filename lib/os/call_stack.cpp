@@ -12,11 +12,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <map>
 
 #include "os/safe_format.h"
@@ -31,7 +31,8 @@ namespace {
 // with the library: most processes under the preload (those a program
 // starts) never start the runtime, and loading the unwinder and its
 // dependencies was a part of what the preload added to each one's start.
-// Written once, before any fault can need it; read in signal handlers.
+// Written once, by the runtime's start (one thread), before any fault can
+// need it; read in signal handlers.
 #define ADSM_UNW_STRING(name) #name
 #define ADSM_UNW_NAME(name) ADSM_UNW_STRING(name)
 struct Unwinder {

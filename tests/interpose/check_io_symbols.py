@@ -49,8 +49,8 @@ FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getr
 # descriptor pairs, a child's status and usage, readiness sets, socket
 # addresses and options, the process's facts.
 STRUCTS = re.compile(r"^(__)?((f|l)?x?stat(at)?(64)?|statx|f?statv?fs(64)?|pipe2?|socketpair|wait(pid|3|4|id)?|"
-                     r"p?select|epoll_ctl|accept4?|getsockname|getpeername|getsockopt|"
-                     r"getrusage|getrlimit(64)?|prlimit(64)?|uname|sysinfo|times)$")
+                     r"p?select|epoll_ctl|accept4?|getsockname|getpeername|[gs]etsockopt|connect|bind|"
+                     r"getrusage|[gs]etrlimit(64)?|prlimit(64)?|[gs]etitimer|uname|sysinfo|times)$")
 
 
 def dynamic_symbols(path):

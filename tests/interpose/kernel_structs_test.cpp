@@ -13,6 +13,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <sys/time.h>
 #include <sys/times.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "helpers.h"
 #include "os/fault_injection.h"
@@ -288,14 +290,27 @@ TEST(KernelStructsTest, ReadinessSetsAndEventsTheDeviceHoldsAreReadAndWritten) {
 TEST(KernelStructsTest, SocketAddressesAndOptionsLandInClosedBlocks) {
     int listener = socket(AF_INET, SOCK_STREAM, 0);
     ASSERT_GE(listener, 0);
-    struct sockaddr_in any = {};
-    any.sin_family = AF_INET;
-    any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(listener, reinterpret_cast<struct sockaddr *>(&any), sizeof any), 0);
-    ASSERT_EQ(listen(listener, 1), 0);
     ClosedBuffer b;
     ASSERT_TRUE(shared(b.p));
+    // What the kernel reads: the address to bind and an option's value, the
+    // program's bytes on the device.
     auto *addr = b.at_block_end<struct sockaddr_in>();
+    *addr = {};
+    addr->sin_family = AF_INET;
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    auto *one = reinterpret_cast<int *>(b.p + 2 * kThreshold + 64);
+    *one = 1;
+    const std::vector<uint8_t> before(b.p, b.p + b.kSize);
+    b.keep_on_device();
+    ASSERT_EQ(setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, one, sizeof *one), 0) << strerror(errno);
+    int reuse = 0;
+    socklen_t reuse_len = sizeof reuse;
+    ASSERT_EQ(getsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, &reuse_len), 0);
+    EXPECT_EQ(reuse, 1) << "the option's value was the program's";
+    ASSERT_EQ(bind(listener, reinterpret_cast<struct sockaddr *>(addr), sizeof *addr), 0) << strerror(errno);
+    ASSERT_EQ(listen(listener, 1), 0);
+    EXPECT_EQ(memcmp(before.data(), b.p, b.kSize), 0) << "nothing changed where the kernel only read";
+    b.close();
     auto *len = reinterpret_cast<socklen_t *>(b.p + 2 * kThreshold);
     *len = sizeof *addr;
     b.keep_on_device();
@@ -306,6 +321,7 @@ TEST(KernelStructsTest, SocketAddressesAndOptionsLandInClosedBlocks) {
     EXPECT_NE(port, 0);
 
     int client = socket(AF_INET, SOCK_STREAM, 0);
+    b.keep_on_device();  // the address to connect to, on the device
     ASSERT_EQ(connect(client, reinterpret_cast<struct sockaddr *>(addr), sizeof *addr), 0) << strerror(errno);
     b.close();
     *len = sizeof *addr;
@@ -348,4 +364,30 @@ TEST(KernelStructsTest, LimitsLandInClosedBlocks) {
     b.keep_on_device();
     ASSERT_EQ(prlimit(0, RLIMIT_NOFILE, limit, nullptr), 0) << strerror(errno);
     EXPECT_TRUE(b.kept_outside(limit, sizeof *limit));
+    // Lowered from a closed block: the kernel read the program's value.
+    limit->rlim_cur = own.rlim_cur - 1;
+    b.keep_on_device();
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, limit), 0) << strerror(errno);
+    struct rlimit now;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &now), 0);
+    EXPECT_EQ(now.rlim_cur, own.rlim_cur - 1);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &own), 0);
+}
+
+TEST(KernelStructsTest, IntervalTimersAreReadAndWrittenInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    auto *timer = b.at_block_end<struct itimerval>();
+    *timer = {};
+    timer->it_value.tv_sec = 1000;  // far enough never to fire here
+    b.keep_on_device();
+    auto *old = reinterpret_cast<struct itimerval *>(b.p + 2 * kThreshold + 128);
+    ASSERT_EQ(setitimer(ITIMER_REAL, timer, old), 0) << strerror(errno);
+    EXPECT_EQ(old->it_value.tv_sec, 0) << "no timer was set before";
+    b.close();
+    ASSERT_EQ(getitimer(ITIMER_REAL, timer), 0) << strerror(errno);
+    EXPECT_GT(timer->it_value.tv_sec, 990) << "the timer the kernel read was the program's";
+    EXPECT_TRUE(b.kept_outside(timer, sizeof *timer));
+    struct itimerval off = {};
+    ASSERT_EQ(setitimer(ITIMER_REAL, &off, nullptr), 0);
 }

@@ -1,6 +1,7 @@
 // Which loaded object holds an address: the C library's functions share
 // one, the test program's are another, and memory of no object has none.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -18,16 +19,18 @@ bool ends_with(const char *s, const char *tail) {
 
 }  // namespace
 
+// (Functions no sanitizer intercepts: under AddressSanitizer `&strlen` is
+// its runtime's.)
 TEST(LoadedObjectsTest, TheCLibrarysFunctionsShareAnObjectApartFromTheProgram) {
-    const void *libc = adsm::os::object_of(reinterpret_cast<void *>(&strlen));
+    const void *libc = adsm::os::object_of(reinterpret_cast<void *>(&getpid));
     ASSERT_NE(libc, nullptr);
-    EXPECT_EQ(adsm::os::object_of(reinterpret_cast<void *>(&strcmp)), libc);
+    EXPECT_EQ(adsm::os::object_of(reinterpret_cast<void *>(&getppid)), libc);
     const void *program = adsm::os::object_of(reinterpret_cast<void *>(&in_the_program));
     ASSERT_NE(program, nullptr);
     EXPECT_NE(program, libc);
-    ASSERT_NE(adsm::os::object_file(reinterpret_cast<void *>(&strlen)), nullptr);
-    EXPECT_TRUE(ends_with(adsm::os::object_file(reinterpret_cast<void *>(&strlen)), "libc.so.6"))
-        << adsm::os::object_file(reinterpret_cast<void *>(&strlen));
+    const char *file = adsm::os::object_file(reinterpret_cast<void *>(&getpid));
+    ASSERT_NE(file, nullptr);
+    EXPECT_TRUE(ends_with(file, "libc.so.6")) << file;
     EXPECT_STREQ(adsm::os::object_file(reinterpret_cast<void *>(&in_the_program)), "") << "the program's own name";
 }
 
