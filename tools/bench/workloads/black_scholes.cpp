@@ -38,8 +38,9 @@ void black_scholes(const adsm::thread_index &t, const float *s, const float *x, 
 const wl::kernel<black_scholes> k("black_scholes");
 
 void fill(float *s, float *x, float *t) {
+    const size_t n = options();
     wl::Lcg g(3);
-    for (size_t i = 0; i < options(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
         s[i] = 5.0f + 25.0f * g.unit();
         x[i] = 1.0f + 99.0f * g.unit();
         t[i] = 0.25f + 9.75f * g.unit();
@@ -47,37 +48,40 @@ void fill(float *s, float *x, float *t) {
 }
 
 double consume(const float *call, const float *put) {
+    const size_t n = options();
     double sum = 0;
-    for (size_t i = 0; i < options(); ++i) sum += call[i] + 0.5 * put[i];
+    for (size_t i = 0; i < n; ++i) sum += call[i] + 0.5 * put[i];
     return sum;
 }
 
 double reference() {
-    std::vector<float> s(options()), x(options()), t(options()), call(options()), put(options());
+    const size_t n = options();
+    std::vector<float> s(n), x(n), t(n), call(n), put(n);
     fill(s.data(), x.data(), t.data());
-    for (size_t i = 0; i < options(); ++i) price(s.data(), x.data(), t.data(), call.data(), put.data(), i);
+    for (size_t i = 0; i < n; ++i) price(s.data(), x.data(), t.data(), call.data(), put.data(), i);
     return consume(call.data(), put.data());
 }
 
 wl::Result run(wl::Gpu &g, const std::string &) {
-    const size_t bytes = options() * sizeof(float);
+    const size_t n = options();
+    const size_t bytes = n * sizeof(float);
     wl::Result r;
     r.tolerance = 1e-6;
     r.reference = reference();
     wl::timed_begin();
-    wl::host_buffer<float> s(g, options()), x(g, options()), t(g, options()), call(g, options()), put(g, options());
+    wl::host_buffer<float> s(g, n), x(g, n), t(g, n), call(g, n), put(g, n);
     fill(s.data(), x.data(), t.data());
     if (g.unified()) {
-        k(g, adsm::blocks_for(options(), 256), 256, s.data(), x.data(), t.data(), call.data(), put.data(), options());
+        k(g, adsm::blocks_for(n, 256), 256, s.data(), x.data(), t.data(), call.data(), put.data(), n);
         g.sync();
         r.checksum = consume(call.data(), put.data());
         wl::timed_end();
     } else {
-        wl::device_buffer<float> ds(g, options()), dx(g, options()), dt(g, options()), dcall(g, options()), dput(g, options());
+        wl::device_buffer<float> ds(g, n), dx(g, n), dt(g, n), dcall(g, n), dput(g, n);
         g.to_device(ds.data(), s.data(), bytes);
         g.to_device(dx.data(), x.data(), bytes);
         g.to_device(dt.data(), t.data(), bytes);
-        k(g, adsm::blocks_for(options(), 256), 256, ds.data(), dx.data(), dt.data(), dcall.data(), dput.data(), options());
+        k(g, adsm::blocks_for(n, 256), 256, ds.data(), dx.data(), dt.data(), dcall.data(), dput.data(), n);
         g.to_host(call.data(), dcall.data(), bytes);
         g.to_host(put.data(), dput.data(), bytes);
         r.checksum = consume(call.data(), put.data());

@@ -24,8 +24,9 @@ void count(const adsm::thread_index &t, const uint32_t *keys, uint32_t *bins, si
 const wl::kernel<count> k("histogram");
 
 void fill(uint32_t *keys) {
+    const size_t keys_n = keys_count();
     wl::Lcg g(11);
-    for (size_t i = 0; i < keys_count(); ++i) keys[i] = g.next();
+    for (size_t i = 0; i < keys_n; ++i) keys[i] = g.next();
 }
 
 double consume(const uint32_t *bins) {
@@ -35,32 +36,34 @@ double consume(const uint32_t *bins) {
 }
 
 double reference() {
-    std::vector<uint32_t> keys(keys_count()), bins(kBins, 0);
+    const size_t keys_n = keys_count();
+    std::vector<uint32_t> keys(keys_n), bins(kBins, 0);
     fill(keys.data());
     for (uint32_t k : keys) bins[k % kBins]++;
     return consume(bins.data());
 }
 
 wl::Result run(wl::Gpu &g, const std::string &) {
-    const size_t threads = keys_count() / kPerThread;
+    const size_t keys_n = keys_count();
+    const size_t threads = keys_n / kPerThread;
     wl::Result r;
     r.reference = reference();
     wl::timed_begin();
-    wl::host_buffer<uint32_t> keys(g, keys_count());
+    wl::host_buffer<uint32_t> keys(g, keys_n);
     fill(keys.data());
     if (g.unified()) {
         wl::host_buffer<uint32_t> bins(g, kBins);
         g.zero(bins.data(), kBins * sizeof(uint32_t));
-        k(g, adsm::blocks_for(threads, 256), 256, keys.data(), bins.data(), keys_count(), kPerThread);
+        k(g, adsm::blocks_for(threads, 256), 256, keys.data(), bins.data(), keys_n, kPerThread);
         g.sync();
         r.checksum = consume(bins.data());
         wl::timed_end();
     } else {
         wl::host_buffer<uint32_t> part(g, kQueryBins);
-        wl::device_buffer<uint32_t> dkeys(g, keys_count()), dbins(g, kBins);
-        g.to_device(dkeys.data(), keys.data(), keys_count() * sizeof(uint32_t));
+        wl::device_buffer<uint32_t> dkeys(g, keys_n), dbins(g, kBins);
+        g.to_device(dkeys.data(), keys.data(), keys_n * sizeof(uint32_t));
         g.zero(dbins.data(), kBins * sizeof(uint32_t));
-        k(g, adsm::blocks_for(threads, 256), 256, dkeys.data(), dbins.data(), keys_count(), kPerThread);
+        k(g, adsm::blocks_for(threads, 256), 256, dkeys.data(), dbins.data(), keys_n, kPerThread);
         // Only the bins the query reads come back.
         g.to_host(part.data(), dbins.data() + kQueryFirst, kQueryBins * sizeof(uint32_t));
         // consume() indexes absolute bins: shift the copied part into place.

@@ -26,45 +26,49 @@ void transform(const adsm::thread_index &t, const uint32_t *in, uint32_t *out, s
 const wl::kernel<transform> k("transform");
 
 std::string make_input(const std::string &dir) {
+    const size_t bytes = file_bytes();
     std::string path = dir + "/io_pipeline.in";
-    std::vector<uint32_t> data(file_bytes() / 4);
+    std::vector<uint32_t> data(bytes / 4);
     wl::Lcg g(9);
     for (uint32_t &w : data) w = g.next();
     FILE *f = fopen(path.c_str(), "wb");
-    if (!f || fwrite(data.data(), 1, file_bytes(), f) != file_bytes() || fclose(f) != 0)
+    if (!f || fwrite(data.data(), 1, bytes, f) != bytes || fclose(f) != 0)
         throw std::runtime_error("cannot write " + path);
     return path;
 }
 
 void read_all(const std::string &path, void *buf) {
+    const size_t bytes = file_bytes();
     int fd = open(path.c_str(), O_RDONLY);
     if (fd < 0) throw std::runtime_error("cannot open " + path);
     size_t done = 0;
-    while (done < file_bytes()) {
-        ssize_t n = read(fd, static_cast<char *>(buf) + done, file_bytes() - done);
+    while (done < bytes) {
+        ssize_t n = read(fd, static_cast<char *>(buf) + done, bytes - done);
         if (n <= 0) break;
         done += static_cast<size_t>(n);
     }
     close(fd);
-    if (done != file_bytes()) throw std::runtime_error("short read from " + path);
+    if (done != bytes) throw std::runtime_error("short read from " + path);
 }
 
 void write_all(const std::string &path, const void *buf) {
+    const size_t bytes = file_bytes();
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) throw std::runtime_error("cannot create " + path);
     size_t done = 0;
-    while (done < file_bytes()) {
-        ssize_t n = write(fd, static_cast<const char *>(buf) + done, file_bytes() - done);
+    while (done < bytes) {
+        ssize_t n = write(fd, static_cast<const char *>(buf) + done, bytes - done);
         if (n <= 0) break;
         done += static_cast<size_t>(n);
     }
     close(fd);
-    if (done != file_bytes()) throw std::runtime_error("short write to " + path);
+    if (done != bytes) throw std::runtime_error("short write to " + path);
 }
 
 // The checksum of the output file, read back outside the timed part.
 double file_checksum(const std::string &path) {
-    std::vector<uint32_t> data(file_bytes() / 4);
+    const size_t bytes = file_bytes();
+    std::vector<uint32_t> data(bytes / 4);
     read_all(path, data.data());
     double s = 0;
     for (size_t i = 0; i < data.size(); i += 7) s += data[i] % 1000;
@@ -72,7 +76,8 @@ double file_checksum(const std::string &path) {
 }
 
 double reference(const std::string &in) {
-    std::vector<uint32_t> data(file_bytes() / 4);
+    const size_t bytes = file_bytes();
+    std::vector<uint32_t> data(bytes / 4);
     read_all(in, data.data());
     double s = 0;
     for (size_t i = 0; i < data.size(); i += 7) s += ((data[i] ^ 0x5a5a5a5au) * 2654435761u) % 1000;
@@ -80,7 +85,8 @@ double reference(const std::string &in) {
 }
 
 wl::Result run(wl::Gpu &g, const std::string &scratch) {
-    const size_t n = file_bytes() / 4;
+    const size_t bytes = file_bytes();
+    const size_t n = bytes / 4;
     std::string in = make_input(scratch), out = scratch + "/io_pipeline.out";
     wl::Result r;
     r.reference = reference(in);
@@ -96,9 +102,9 @@ wl::Result run(wl::Gpu &g, const std::string &scratch) {
         wl::host_buffer<uint32_t> host(g, n);
         wl::device_buffer<uint32_t> a(g, n), b(g, n);
         read_all(in, host.data());
-        g.to_device(a.data(), host.data(), file_bytes());
+        g.to_device(a.data(), host.data(), bytes);
         k(g, adsm::blocks_for(n, 256), 256, a.data(), b.data(), n);
-        g.to_host(host.data(), b.data(), file_bytes());
+        g.to_host(host.data(), b.data(), bytes);
         write_all(out, host.data());
         wl::timed_end();  // before the buffers' frees
     }

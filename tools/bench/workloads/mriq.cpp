@@ -36,8 +36,9 @@ void compute_q(const adsm::thread_index &t, const float *k, const float *xyz, fl
 const wl::kernel<compute_q> kq("mriq");
 
 std::string input_file(const std::string &dir) {
+    const size_t nx = voxels();
     std::string path = dir + "/mriq.input";
-    std::vector<float> data(4 * kK + 3 * voxels());
+    std::vector<float> data(4 * kK + 3 * nx);
     wl::Lcg g(5);
     for (float &f : data) f = g.unit() - 0.5f;
     FILE *f = fopen(path.c_str(), "wb");
@@ -47,51 +48,55 @@ std::string input_file(const std::string &dir) {
 }
 
 void read_input(const std::string &path, float *k, float *xyz) {
+    const size_t nx = voxels();
     FILE *f = fopen(path.c_str(), "rb");
     if (!f) throw std::runtime_error("cannot open " + path);
-    bool ok = fread(k, sizeof(float), 4 * kK, f) == 4 * kK && fread(xyz, sizeof(float), 3 * voxels(), f) == 3 * voxels();
+    bool ok = fread(k, sizeof(float), 4 * kK, f) == 4 * kK && fread(xyz, sizeof(float), 3 * nx, f) == 3 * nx;
     fclose(f);
     if (!ok) throw std::runtime_error("short read from " + path);
 }
 
 double consume(const float *qr, const float *qi) {
+    const size_t nx = voxels();
     double s = 0;
-    for (size_t i = 0; i < voxels(); ++i) s += std::fabs(qr[i]) + std::fabs(qi[i]);
+    for (size_t i = 0; i < nx; ++i) s += std::fabs(qr[i]) + std::fabs(qi[i]);
     return s;
 }
 
 double reference(const std::string &path) {
-    std::vector<float> k(4 * kK), xyz(3 * voxels()), qr(voxels()), qi(voxels());
+    const size_t nx = voxels();
+    std::vector<float> k(4 * kK), xyz(3 * nx), qr(nx), qi(nx);
     read_input(path, k.data(), xyz.data());
     adsm::thread_index t{};
     t.blockDim = {1, 1, 1};
-    for (size_t v = 0; v < voxels(); ++v) {
+    for (size_t v = 0; v < nx; ++v) {
         t.blockIdx.x = static_cast<unsigned>(v);
-        compute_q(t, k.data(), xyz.data(), qr.data(), qi.data(), kK, voxels());
+        compute_q(t, k.data(), xyz.data(), qr.data(), qi.data(), kK, nx);
     }
     return consume(qr.data(), qi.data());
 }
 
 wl::Result run(wl::Gpu &g, const std::string &scratch) {
+    const size_t nx = voxels();
     std::string path = input_file(scratch);
     wl::Result r;
     r.tolerance = 1e-5;
     r.reference = reference(path);
     wl::timed_begin();
-    wl::host_buffer<float> k(g, 4 * kK), xyz(g, 3 * voxels()), qr(g, voxels()), qi(g, voxels());
+    wl::host_buffer<float> k(g, 4 * kK), xyz(g, 3 * nx), qr(g, nx), qi(g, nx);
     read_input(path, k.data(), xyz.data());
     if (g.unified()) {
-        kq(g, adsm::blocks_for(voxels(), 128), 128, k.data(), xyz.data(), qr.data(), qi.data(), kK, voxels());
+        kq(g, adsm::blocks_for(nx, 128), 128, k.data(), xyz.data(), qr.data(), qi.data(), kK, nx);
         g.sync();
         r.checksum = consume(qr.data(), qi.data());
         wl::timed_end();
     } else {
-        wl::device_buffer<float> dk(g, 4 * kK), dxyz(g, 3 * voxels()), dqr(g, voxels()), dqi(g, voxels());
+        wl::device_buffer<float> dk(g, 4 * kK), dxyz(g, 3 * nx), dqr(g, nx), dqi(g, nx);
         g.to_device(dk.data(), k.data(), 4 * kK * sizeof(float));
-        g.to_device(dxyz.data(), xyz.data(), 3 * voxels() * sizeof(float));
-        kq(g, adsm::blocks_for(voxels(), 128), 128, dk.data(), dxyz.data(), dqr.data(), dqi.data(), kK, voxels());
-        g.to_host(qr.data(), dqr.data(), voxels() * sizeof(float));
-        g.to_host(qi.data(), dqi.data(), voxels() * sizeof(float));
+        g.to_device(dxyz.data(), xyz.data(), 3 * nx * sizeof(float));
+        kq(g, adsm::blocks_for(nx, 128), 128, dk.data(), dxyz.data(), dqr.data(), dqi.data(), kK, nx);
+        g.to_host(qr.data(), dqr.data(), nx * sizeof(float));
+        g.to_host(qi.data(), dqi.data(), nx * sizeof(float));
         r.checksum = consume(qr.data(), qi.data());
         wl::timed_end();  // before the buffers' frees
     }
