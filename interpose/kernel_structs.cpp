@@ -3,8 +3,9 @@
 // pairs (pipe, socketpair), a child's status and usage (the wait family),
 // readiness sets (select, pselect) and epoll_ctl's event, socket addresses
 // and options (accept, getsockname, getpeername, getsockopt, connect, bind,
-// setsockopt), and the process's facts and settings (getrusage, the limits,
-// the interval timers, uname, sysinfo, times).
+// setsockopt), the process's facts and settings (getrusage, the limits,
+// the interval timers, uname, sysinfo, times), and sleeps (nanosleep,
+// clock_nanosleep).
 // As for random bytes and readiness arrays (kernel_buffers.cpp), the
 // kernel cannot take the runtime's fault: a structure in shared memory
 // whose block was closed (its data on the device) made these calls fail
@@ -25,6 +26,7 @@
 #include <sys/times.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -391,4 +393,28 @@ INTERCEPTOR(int, getsockopt, int fd, int level, int name, void *value, socklen_t
     Address a(value, len);
     return filled<int>(
         [&] { return REAL(getsockopt)(fd, level, name, a.addr.get<void>(), a.len.get<socklen_t>()); }, a.len, a.addr);
+}
+
+// ---------------------------------------------------------------- sleeps
+
+// The remainder is written when a signal cuts the sleep short: a call that
+// fails (nanosleep) or returns EINTR (clock_nanosleep, which returns its
+// error rather than setting errno).
+INTERCEPTOR(int, nanosleep, const struct timespec *req, struct timespec *rem) {
+    Local q(req, sizeof *req, false), r(rem, sizeof *rem);
+    if (!q.loaded() || !r.loaded()) {
+        errno = EFAULT;
+        return -1;
+    }
+    int ret = REAL(nanosleep)(q.get<const struct timespec>(), r.get<struct timespec>());
+    if (ret == -1 && errno == EINTR && !r.store()) errno = EFAULT;
+    return ret;
+}
+INTERCEPTOR(int, __nanosleep, const struct timespec *req, struct timespec *rem) { return nanosleep(req, rem); }
+INTERCEPTOR(int, clock_nanosleep, clockid_t clock, int flags, const struct timespec *req, struct timespec *rem) {
+    Local q(req, sizeof *req, false), r(rem, sizeof *rem);
+    if (!q.loaded() || !r.loaded()) return EFAULT;
+    int ret = REAL(clock_nanosleep)(clock, flags, q.get<const struct timespec>(), r.get<struct timespec>());
+    if (ret == EINTR && !(flags & TIMER_ABSTIME) && !r.store()) return EFAULT;
+    return ret;
 }

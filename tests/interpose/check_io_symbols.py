@@ -50,7 +50,8 @@ FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getr
 # addresses and options, the process's facts.
 STRUCTS = re.compile(r"^(__)?((f|l)?x?stat(at)?(64)?|statx|f?statv?fs(64)?|pipe2?|socketpair|wait(pid|3|4|id)?|"
                      r"p?select|epoll_ctl|accept4?|getsockname|getpeername|[gs]etsockopt|connect|bind|"
-                     r"getrusage|[gs]etrlimit(64)?|prlimit(64)?|[gs]etitimer|uname|sysinfo|times)$")
+                     r"getrusage|[gs]etrlimit(64)?|prlimit(64)?|[gs]etitimer|uname|sysinfo|times|"
+                     r"(clock_)?nanosleep)$")
 
 
 def dynamic_symbols(path):

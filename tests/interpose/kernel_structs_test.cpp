@@ -5,9 +5,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/select.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -17,10 +19,12 @@
 #include <sys/times.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "helpers.h"
@@ -390,4 +394,42 @@ TEST(KernelStructsTest, IntervalTimersAreReadAndWrittenInClosedBlocks) {
     EXPECT_TRUE(b.kept_outside(timer, sizeof *timer));
     struct itimerval off = {};
     ASSERT_EQ(setitimer(ITIMER_REAL, &off, nullptr), 0);
+}
+
+namespace {
+void on_wake(int) {}
+}  // namespace
+
+TEST(KernelStructsTest, ASleepReadsItsLengthAndWritesItsRemainderInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    auto *req = b.at_block_end<struct timespec>();
+    auto *rem = reinterpret_cast<struct timespec *>(b.p + 2 * kThreshold + 32);
+    *req = {0, 1000000};  // 1 ms
+    b.keep_on_device();
+    EXPECT_EQ(nanosleep(req, rem), 0) << strerror(errno);
+    EXPECT_EQ(clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem), 0);
+
+    // Cut short by a signal: the remainder is the kernel's, in the closed block.
+    struct sigaction sa = {}, old;
+    sa.sa_handler = on_wake;
+    sigemptyset(&sa.sa_mask);
+    ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+    for (bool clock : {false, true}) {
+        SCOPED_TRACE(clock ? "clock_nanosleep" : "nanosleep");
+        *req = {100, 0};
+        *rem = {0, 0};
+        b.keep_on_device();
+        pthread_t sleeper = pthread_self();
+        std::thread waker([sleeper] {
+            usleep(50000);
+            pthread_kill(sleeper, SIGUSR2);
+        });
+        int r = clock ? clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem) : nanosleep(req, rem);
+        int err = clock ? r : errno;
+        waker.join();
+        EXPECT_EQ(err, EINTR);
+        EXPECT_GT(rem->tv_sec, 90) << "the remainder of a 100 s sleep cut short after 50 ms";
+    }
+    sigaction(SIGUSR2, &old, nullptr);
 }
