@@ -24,6 +24,7 @@
 #include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/times.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -60,6 +61,8 @@ public:
     T *get() {
         return static_cast<T *>(copied_ ? static_cast<void *>(copy_) : p_);
     }
+    // Whether the call gets the copy (the structure is shared memory).
+    bool copied() const { return copied_; }
     // False when the program's bytes could not be read.
     bool loaded() const { return !copied_ || loaded_; }
     // False when the kernel's bytes could not be stored.
@@ -349,7 +352,19 @@ namespace {
 struct Address {
     Local len;
     Local addr;
-    Address(void *a, socklen_t *l) : len(l, sizeof *l), addr(a, a && l && len.loaded() ? *len.get<socklen_t>() : 0) {}
+    Address(void *a, socklen_t *l) : len(l, sizeof *l), addr(a, room(a, l, len)) {}
+
+private:
+    // The room at a, when a is shared memory: the length's copy, or the
+    // length read as the kernel would, so that a bad pointer is the
+    // kernel's to report, not a crash here.
+    static size_t room(const void *a, socklen_t *l, Local &len) {
+        if (!a || !l || !stages(a, 1)) return 0;
+        if (len.copied()) return len.loaded() ? *len.get<socklen_t>() : 0;
+        socklen_t n = 0;
+        struct iovec mine = {&n, sizeof n}, theirs = {l, sizeof n};
+        return process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0) == sizeof n ? n : 0;
+    }
 };
 }  // namespace
 

@@ -348,6 +348,12 @@ TEST(KernelStructsTest, SocketAddressesAndOptionsLandInClosedBlocks) {
     ASSERT_EQ(getsockopt(client, SOL_SOCKET, SO_TYPE, type, len), 0) << strerror(errno);
     EXPECT_EQ(*type, SOCK_STREAM);
     EXPECT_EQ(*len, sizeof(int));
+    // A bad length pointer with a shared address: the kernel's EFAULT, not a
+    // crash in the runtime.
+    errno = 0;
+    EXPECT_EQ(getsockname(listener, reinterpret_cast<struct sockaddr *>(addr), opaque(reinterpret_cast<socklen_t *>(8))),
+              -1);
+    EXPECT_EQ(errno, EFAULT);
     for (int fd : {served, client, listener}) close(fd);
 }
 
