@@ -12,6 +12,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/kernel_structs.h"
 #include "interpose/staged_calls.h"
 #include "interpose/staging.h"
 
@@ -29,6 +30,9 @@ DECLARE_REAL(sendmsg)
 
 namespace {
 
+using adsm::interpose::Address;
+using adsm::interpose::filled;
+using adsm::interpose::Local;
 using adsm::interpose::Staged;
 using adsm::interpose::staged_in;
 using adsm::interpose::staged_out;
@@ -75,6 +79,50 @@ ssize_t sendmsg_staged(int fd, const struct msghdr *msg, int flags) {
         m.msg_iovlen = static_cast<size_t>(cnt);
         return REAL(sendmsg)(fd, &m, flags);
     });
+}
+
+bool iov_staged(const struct msghdr *msg) {
+    return static_cast<int>(msg->msg_iovlen) <= IOV_MAX && stages(msg->msg_iov, static_cast<int>(msg->msg_iovlen));
+}
+
+// A message's own parts: its header, its address and its control data (the
+// descriptors and credentials passed with it).  The kernel reads them, and
+// on a receive writes them, itself: where any is shared memory the call
+// gets copies of them (kernel_structs.h), stored back after a receive.
+bool parts_shared(const struct msghdr *msg) {
+    return stages(msg, sizeof *msg) || (msg->msg_name && stages(msg->msg_name, msg->msg_namelen)) ||
+           (msg->msg_control && stages(msg->msg_control, msg->msg_controllen));
+}
+
+template <class Call>
+ssize_t with_parts(struct msghdr *msg, bool receiving, Call &&call) {
+    Local hdr(msg, sizeof *msg, receiving);
+    if (!hdr.loaded()) {
+        errno = EFAULT;
+        return -1;
+    }
+    struct msghdr m = *hdr.get<struct msghdr>();
+    Local name(m.msg_name, m.msg_namelen, receiving), control(m.msg_control, m.msg_controllen, receiving);
+    m.msg_name = name.get<void>();
+    m.msg_control = control.get<void>();
+    ssize_t r = filled<ssize_t>([&] { return call(&m); }, name, control);
+    if (r < 0 || !receiving) return r;
+    struct msghdr *theirs = hdr.get<struct msghdr>();
+    theirs->msg_namelen = m.msg_namelen;
+    theirs->msg_controllen = m.msg_controllen;
+    theirs->msg_flags = m.msg_flags;
+    if (hdr.store()) return r;
+    errno = EFAULT;
+    return -1;
+}
+
+// Whether several messages need their calls one by one: some buffer or
+// part is shared memory (a vector in shared memory has its headers there).
+bool any_staged(const struct mmsghdr *vec, unsigned int vlen) {
+    if (!vec) return false;
+    for (unsigned int i = 0; i < vlen; ++i)
+        if (iov_staged(&vec[i].msg_hdr) || parts_shared(&vec[i].msg_hdr)) return true;
+    return false;
 }
 
 }  // namespace
@@ -210,21 +258,32 @@ INTERCEPTOR(ssize_t, recv, int fd, void *buf, size_t n, int flags) {
 }
 
 INTERCEPTOR(ssize_t, recvfrom, int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *addrlen) {
-    if (!stages(buf, n)) return REAL(recvfrom)(fd, buf, n, flags, addr, addrlen);
-    struct iovec v = one(buf, n);
-    struct msghdr m = {};
-    m.msg_iov = &v;
-    m.msg_iovlen = 1;
-    m.msg_name = addr;
-    m.msg_namelen = addrlen ? *addrlen : 0;
-    ssize_t r = recvmsg_staged(fd, &m, flags);
-    if (r >= 0 && addrlen) *addrlen = m.msg_namelen;
-    return r;
+    Address a(addr, addrlen);
+    return filled<ssize_t>(
+        [&]() -> ssize_t {
+            struct sockaddr *from = a.addr.get<struct sockaddr>();
+            socklen_t *len = a.len.get<socklen_t>();
+            if (!stages(buf, n)) return REAL(recvfrom)(fd, buf, n, flags, from, len);
+            struct iovec v = one(buf, n);
+            struct msghdr m = {};
+            m.msg_iov = &v;
+            m.msg_iovlen = 1;
+            m.msg_name = from;
+            m.msg_namelen = from && len ? *len : 0;
+            ssize_t r = recvmsg_staged(fd, &m, flags);
+            if (r >= 0 && from && len) *len = m.msg_namelen;
+            return r;
+        },
+        a.len, a.addr);
 }
 
 INTERCEPTOR(ssize_t, recvmsg, int fd, struct msghdr *msg, int flags) {
-    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !stages(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
-        return REAL(recvmsg)(fd, msg, flags);
+    if (!msg) return REAL(recvmsg)(fd, msg, flags);
+    if (parts_shared(msg))
+        return with_parts(msg, true, [&](struct msghdr *m) {
+            return iov_staged(m) ? recvmsg_staged(fd, m, flags) : REAL(recvmsg)(fd, m, flags);
+        });
+    if (!iov_staged(msg)) return REAL(recvmsg)(fd, msg, flags);
     return recvmsg_staged(fd, msg, flags);
 }
 
@@ -239,19 +298,29 @@ INTERCEPTOR(ssize_t, send, int fd, const void *buf, size_t n, int flags) {
 
 INTERCEPTOR(ssize_t, sendto, int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
             socklen_t addrlen) {
-    if (!stages(buf, n)) return REAL(sendto)(fd, buf, n, flags, addr, addrlen);
-    struct iovec v = one(buf, n);
-    struct msghdr m = {};
-    m.msg_iov = &v;
-    m.msg_iovlen = 1;
-    m.msg_name = const_cast<struct sockaddr *>(addr);
-    m.msg_namelen = addrlen;
-    return sendmsg_staged(fd, &m, flags);
+    Local a(addr, addrlen, false);
+    return filled<ssize_t>(
+        [&]() -> ssize_t {
+            const struct sockaddr *to = a.get<const struct sockaddr>();
+            if (!stages(buf, n)) return REAL(sendto)(fd, buf, n, flags, to, addrlen);
+            struct iovec v = one(buf, n);
+            struct msghdr m = {};
+            m.msg_iov = &v;
+            m.msg_iovlen = 1;
+            m.msg_name = const_cast<struct sockaddr *>(to);
+            m.msg_namelen = addrlen;
+            return sendmsg_staged(fd, &m, flags);
+        },
+        a);
 }
 
 INTERCEPTOR(ssize_t, sendmsg, int fd, const struct msghdr *msg, int flags) {
-    if (!msg || static_cast<int>(msg->msg_iovlen) > IOV_MAX || !stages(msg->msg_iov, static_cast<int>(msg->msg_iovlen)))
-        return REAL(sendmsg)(fd, msg, flags);
+    if (!msg) return REAL(sendmsg)(fd, msg, flags);
+    if (parts_shared(msg))
+        return with_parts(const_cast<struct msghdr *>(msg), false, [&](struct msghdr *m) {
+            return iov_staged(m) ? sendmsg_staged(fd, m, flags) : REAL(sendmsg)(fd, m, flags);
+        });
+    if (!iov_staged(msg)) return REAL(sendmsg)(fd, msg, flags);
     return sendmsg_staged(fd, msg, flags);
 }
 
@@ -259,12 +328,7 @@ INTERCEPTOR(ssize_t, sendmsg, int fd, const struct msghdr *msg, int flags) {
 // sendmmsg stops at the first message that fails (reporting the ones sent,
 // or the error when it was the first), as the system call does.
 INTERCEPTOR(int, sendmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int flags) {
-    bool any = false;
-    for (unsigned int i = 0; vec && i < vlen && !any; ++i) {
-        const struct msghdr &m = vec[i].msg_hdr;
-        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && stages(m.msg_iov, static_cast<int>(m.msg_iovlen));
-    }
-    if (!any) return REAL(sendmmsg)(fd, vec, vlen, flags);
+    if (!any_staged(vec, vlen)) return REAL(sendmmsg)(fd, vec, vlen, flags);
     for (unsigned int i = 0; i < vlen; ++i) {
         ssize_t r = sendmsg(fd, &vec[i].msg_hdr, flags);
         if (r < 0) return i > 0 ? static_cast<int>(i) : -1;
@@ -278,12 +342,7 @@ INTERCEPTOR(int, sendmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int f
 // messages received (the socket reports it again on the next call), and the
 // timeout is checked after each message, as the kernel does.
 INTERCEPTOR(int, recvmmsg, int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *timeout) {
-    bool any = false;
-    for (unsigned int i = 0; vec && i < vlen && !any; ++i) {
-        const struct msghdr &m = vec[i].msg_hdr;
-        any = static_cast<int>(m.msg_iovlen) <= IOV_MAX && stages(m.msg_iov, static_cast<int>(m.msg_iovlen));
-    }
-    if (!any) return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
+    if (!any_staged(vec, vlen)) return REAL(recvmmsg)(fd, vec, vlen, flags, timeout);
     struct timespec start = {};
     if (timeout) clock_gettime(CLOCK_MONOTONIC, &start);
     int f = flags & ~MSG_WAITFORONE;

@@ -1,18 +1,12 @@
-// Single structures the kernel fills or reads in calls outside the I/O
-// families: file and file system status (the stat families), descriptor
-// pairs (pipe, socketpair), a child's status and usage (the wait family),
-// readiness sets (select, pselect) and epoll_ctl's event, socket addresses
-// and options (accept, getsockname, getpeername, getsockopt, connect, bind,
-// setsockopt), the process's facts and settings (getrusage, the limits,
-// the interval timers, uname, sysinfo, times), and sleeps (nanosleep,
-// clock_nanosleep).
-// As for random bytes and readiness arrays (kernel_buffers.cpp), the
-// kernel cannot take the runtime's fault: a structure in shared memory
-// whose block was closed (its data on the device) made these calls fail
-// with EFAULT.  Each is small, so the call gets a copy of it on the stack:
-// loaded from the program's memory first (a call may leave parts as they
-// were: a wait that reaps no child writes no status) and stored back after
-// a call that did not fail.
+// Single structures the kernel fills or reads (kernel_structs.h) in calls
+// outside the I/O families: file and file system status (the stat
+// families), descriptor pairs (pipe, socketpair), a child's status and
+// usage (the wait family), readiness sets (select, pselect) and
+// epoll_ctl's event, socket addresses and options (accept, getsockname,
+// getpeername, getsockopt, connect, bind, setsockopt), the process's facts
+// and settings (getrusage, the limits, the interval timers, uname,
+// sysinfo, times), and sleeps (nanosleep, clock_nanosleep).  Paths these
+// calls take go as kernel_paths.h says.
 #include <errno.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -34,136 +28,91 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/kernel_paths.h"
+#include "interpose/kernel_structs.h"
 #include "interpose/staged_calls.h"
 
-namespace {
-
+using adsm::interpose::Address;
+using adsm::interpose::filled;
+using adsm::interpose::filled_or_undone;
+using adsm::interpose::Local;
+using adsm::interpose::one;
 using adsm::interpose::stages;
-
-// The program's structure [p, p+n) for one call: a copy on the stack when it
-// is one piece of shared memory, else p itself (the kernel's to use or
-// refuse, as without the runtime).
-class Local {
-public:
-    // `out`: the call may write it (else it only reads it, and nothing is
-    // stored back).
-    Local(const void *p, size_t n, bool out = true) : p_(const_cast<void *>(p)), n_(n), out_(out) {
-        if (!p || n > sizeof copy_ || !stages(p, n)) return;
-        adsm::preload::Piece piece;
-        if (adsm::preload::split(p, n, &piece, 1) != 1 || !piece.shared || piece.n != n) return;
-        copied_ = true;
-        loaded_ = adsm::preload::read_shared(p, copy_, n) == adsmSuccess;
-    }
-    Local(const Local &) = delete;
-    Local &operator=(const Local &) = delete;
-
-    template <class T>
-    T *get() {
-        return static_cast<T *>(copied_ ? static_cast<void *>(copy_) : p_);
-    }
-    // Whether the call gets the copy (the structure is shared memory).
-    bool copied() const { return copied_; }
-    // False when the program's bytes could not be read.
-    bool loaded() const { return !copied_ || loaded_; }
-    // False when the kernel's bytes could not be stored.
-    bool store() { return !copied_ || !out_ || adsm::preload::write_shared(p_, copy_, n_) == adsmSuccess; }
-
-private:
-    void *p_;
-    size_t n_;
-    bool out_;
-    bool copied_ = false, loaded_ = false;
-    // (The largest: struct utsname, 390 bytes.)
-    alignas(16) unsigned char copy_[512];
-};
-
-// Makes call() on the structures' copies.  A structure that cannot be
-// loaded or stored fails the call with EFAULT, as the kernel's own copy
-// would have; then undo(r) gives back what the call made (descriptors), as
-// the kernel does when its copy fails.  A call that failed stores nothing
-// back, errno its own.
-template <class R, class Call, class Undo, class... Locals>
-R filled_or_undone(Call &&call, Undo &&undo, Locals &...locals) {
-    if (!(locals.loaded() && ...)) {
-        errno = EFAULT;
-        return static_cast<R>(-1);
-    }
-    R r = call();
-    if (r == static_cast<R>(-1)) return r;
-    const int saved = errno;
-    if (!(locals.store() & ...)) {
-        undo(r);
-        errno = EFAULT;
-        return static_cast<R>(-1);
-    }
-    errno = saved;
-    return r;
-}
-template <class R, class Call, class... Locals>
-R filled(Call &&call, Locals &...locals) {
-    return filled_or_undone<R>(call, [](R) {}, locals...);
-}
-
-// The common case: one structure at p, which call(copy) fills.
-template <class R = int, class T, class Call>
-R one(T *p, Call &&call) {
-    Local l(p, sizeof *p);
-    return filled<R>([&] { return call(l.get<T>()); }, l);
-}
-
-}  // namespace
+using adsm::interpose::with_path;
 
 // ---------------------------------------------------------------- file status
 
 INTERCEPTOR(int, stat, const char *path, struct stat *st) {
-    return one(st, [&](struct stat *c) { return REAL(stat)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat *c) { return REAL(stat)(p, c); });
+    });
 }
 INTERCEPTOR(int, lstat, const char *path, struct stat *st) {
-    return one(st, [&](struct stat *c) { return REAL(lstat)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat *c) { return REAL(lstat)(p, c); });
+    });
 }
 INTERCEPTOR(int, fstat, int fd, struct stat *st) {
     return one(st, [&](struct stat *c) { return REAL(fstat)(fd, c); });
 }
 INTERCEPTOR(int, fstatat, int dirfd, const char *path, struct stat *st, int flags) {
-    return one(st, [&](struct stat *c) { return REAL(fstatat)(dirfd, path, c, flags); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat *c) { return REAL(fstatat)(dirfd, p, c, flags); });
+    });
 }
 // (On 64-bit Linux the 64 names take the same structure.)
 INTERCEPTOR(int, stat64, const char *path, struct stat64 *st) {
-    return one(st, [&](struct stat64 *c) { return REAL(stat64)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat64 *c) { return REAL(stat64)(p, c); });
+    });
 }
 INTERCEPTOR(int, lstat64, const char *path, struct stat64 *st) {
-    return one(st, [&](struct stat64 *c) { return REAL(lstat64)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat64 *c) { return REAL(lstat64)(p, c); });
+    });
 }
 INTERCEPTOR(int, fstat64, int fd, struct stat64 *st) {
     return one(st, [&](struct stat64 *c) { return REAL(fstat64)(fd, c); });
 }
 INTERCEPTOR(int, fstatat64, int dirfd, const char *path, struct stat64 *st, int flags) {
-    return one(st, [&](struct stat64 *c) { return REAL(fstatat64)(dirfd, path, c, flags); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat64 *c) { return REAL(fstatat64)(dirfd, p, c, flags); });
+    });
 }
 INTERCEPTOR(int, statx, int dirfd, const char *path, int flags, unsigned int mask, struct statx *st) {
-    return one(st, [&](struct statx *c) { return REAL(statx)(dirfd, path, flags, mask, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct statx *c) { return REAL(statx)(dirfd, p, flags, mask, c); });
+    });
 }
 INTERCEPTOR(int, statfs, const char *path, struct statfs *st) {
-    return one(st, [&](struct statfs *c) { return REAL(statfs)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct statfs *c) { return REAL(statfs)(p, c); });
+    });
 }
 INTERCEPTOR(int, fstatfs, int fd, struct statfs *st) {
     return one(st, [&](struct statfs *c) { return REAL(fstatfs)(fd, c); });
 }
 INTERCEPTOR(int, statfs64, const char *path, struct statfs64 *st) {
-    return one(st, [&](struct statfs64 *c) { return REAL(statfs64)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct statfs64 *c) { return REAL(statfs64)(p, c); });
+    });
 }
 INTERCEPTOR(int, fstatfs64, int fd, struct statfs64 *st) {
     return one(st, [&](struct statfs64 *c) { return REAL(fstatfs64)(fd, c); });
 }
 
 INTERCEPTOR(int, statvfs, const char *path, struct statvfs *st) {
-    return one(st, [&](struct statvfs *c) { return REAL(statvfs)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct statvfs *c) { return REAL(statvfs)(p, c); });
+    });
 }
 INTERCEPTOR(int, fstatvfs, int fd, struct statvfs *st) {
     return one(st, [&](struct statvfs *c) { return REAL(fstatvfs)(fd, c); });
 }
 INTERCEPTOR(int, statvfs64, const char *path, struct statvfs64 *st) {
-    return one(st, [&](struct statvfs64 *c) { return REAL(statvfs64)(path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct statvfs64 *c) { return REAL(statvfs64)(p, c); });
+    });
 }
 INTERCEPTOR(int, fstatvfs64, int fd, struct statvfs64 *st) {
     return one(st, [&](struct statvfs64 *c) { return REAL(fstatvfs64)(fd, c); });
@@ -184,28 +133,40 @@ int __fxstat64(int ver, int fd, struct stat64 *st);
 int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
 }
 INTERCEPTOR(int, __xstat, int ver, const char *path, struct stat *st) {
-    return one(st, [&](struct stat *c) { return REAL(__xstat)(ver, path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat *c) { return REAL(__xstat)(ver, p, c); });
+    });
 }
 INTERCEPTOR(int, __lxstat, int ver, const char *path, struct stat *st) {
-    return one(st, [&](struct stat *c) { return REAL(__lxstat)(ver, path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat *c) { return REAL(__lxstat)(ver, p, c); });
+    });
 }
 INTERCEPTOR(int, __fxstat, int ver, int fd, struct stat *st) {
     return one(st, [&](struct stat *c) { return REAL(__fxstat)(ver, fd, c); });
 }
 INTERCEPTOR(int, __fxstatat, int ver, int dirfd, const char *path, struct stat *st, int flags) {
-    return one(st, [&](struct stat *c) { return REAL(__fxstatat)(ver, dirfd, path, c, flags); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat *c) { return REAL(__fxstatat)(ver, dirfd, p, c, flags); });
+    });
 }
 INTERCEPTOR(int, __xstat64, int ver, const char *path, struct stat64 *st) {
-    return one(st, [&](struct stat64 *c) { return REAL(__xstat64)(ver, path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat64 *c) { return REAL(__xstat64)(ver, p, c); });
+    });
 }
 INTERCEPTOR(int, __lxstat64, int ver, const char *path, struct stat64 *st) {
-    return one(st, [&](struct stat64 *c) { return REAL(__lxstat64)(ver, path, c); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat64 *c) { return REAL(__lxstat64)(ver, p, c); });
+    });
 }
 INTERCEPTOR(int, __fxstat64, int ver, int fd, struct stat64 *st) {
     return one(st, [&](struct stat64 *c) { return REAL(__fxstat64)(ver, fd, c); });
 }
 INTERCEPTOR(int, __fxstatat64, int ver, int dirfd, const char *path, struct stat64 *st, int flags) {
-    return one(st, [&](struct stat64 *c) { return REAL(__fxstatat64)(ver, dirfd, path, c, flags); });
+    return with_path(path, [&](const char *p) {
+        return one(st, [&](struct stat64 *c) { return REAL(__fxstatat64)(ver, dirfd, p, c, flags); });
+    });
 }
 
 // ---------------------------------------------------------------- descriptor pairs
@@ -345,28 +306,6 @@ INTERCEPTOR(int, epoll_ctl, int epfd, int op, int fd, struct epoll_event *event)
 }
 
 // ---------------------------------------------------------------- socket addresses and options
-
-namespace {
-// A socket address and its length, which the call reads (the room there is)
-// and writes (the address's size).
-struct Address {
-    Local len;
-    Local addr;
-    Address(void *a, socklen_t *l) : len(l, sizeof *l), addr(a, room(a, l, len)) {}
-
-private:
-    // The room at a, when a is shared memory: the length's copy, or the
-    // length read as the kernel would, so that a bad pointer is the
-    // kernel's to report, not a crash here.
-    static size_t room(const void *a, socklen_t *l, Local &len) {
-        if (!a || !l || !stages(a, 1)) return 0;
-        if (len.copied()) return len.loaded() ? *len.get<socklen_t>() : 0;
-        socklen_t n = 0;
-        struct iovec mine = {&n, sizeof n}, theirs = {l, sizeof n};
-        return process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0) == sizeof n ? n : 0;
-    }
-};
-}  // namespace
 
 INTERCEPTOR(int, accept, int fd, struct sockaddr *addr, socklen_t *addrlen) {
     Address a(addr, addrlen);

@@ -7,6 +7,7 @@
 #include <poll.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -72,5 +73,36 @@ inline void device_pollfds(const adsm::thread_index &t, struct pollfd *a, size_t
     size_t i = adsm::global_x(t);
     if (i < n) a[i] = {fd, POLLIN, static_cast<short>(0x7777)};
 }
+
+// A shared buffer of three blocks closed on the device, and a structure at
+// a block's end (so that it spans two blocks where it can).
+struct ClosedBuffer {
+    static constexpr size_t kSize = 3 * kThreshold;
+    uint8_t *p = static_cast<uint8_t *>(malloc(kSize));
+    ClosedBuffer() { close(); }
+    ~ClosedBuffer() { free(p); }
+    // The device's pattern in every byte again, every block closed.
+    void close() { close_on_device(p, kSize, 9); }
+    // Every block closed, with the bytes the CPU left there.
+    void keep_on_device() { add_on_device(p, kSize, 0); }
+    template <class T>
+    T *at_block_end() {
+        return reinterpret_cast<T *>(p + kThreshold - sizeof(T) / 2 / alignof(T) * alignof(T));
+    }
+    // Whether some byte of [s, s+n) no longer holds the device's pattern.
+    bool written(const void *s, size_t n) const {
+        const size_t from = static_cast<const uint8_t *>(s) - p;
+        for (size_t i = from; i < from + n; ++i)
+            if (p[i] != pattern(i, 9)) return true;
+        return false;
+    }
+    // Whether every byte outside [s, s+n) still holds the device's pattern.
+    bool kept_outside(const void *s, size_t n) const {
+        const size_t from = static_cast<const uint8_t *>(s) - p;
+        for (size_t i = 0; i < kSize; ++i)
+            if ((i < from || i >= from + n) && p[i] != pattern(i, 9)) return false;
+        return true;
+    }
+};
 
 }  // namespace interpose_test

@@ -32,41 +32,6 @@
 
 using namespace interpose_test;
 
-namespace {
-
-// A shared buffer of three blocks closed on the device, and a structure at
-// a block's end (so that it spans two blocks where it can).
-struct ClosedBuffer {
-    static constexpr size_t kSize = 3 * kThreshold;
-    uint8_t *p = static_cast<uint8_t *>(malloc(kSize));
-    ClosedBuffer() { close(); }
-    ~ClosedBuffer() { free(p); }
-    // The device's pattern in every byte again, every block closed.
-    void close() { close_on_device(p, kSize, 9); }
-    // Every block closed, with the bytes the CPU left there.
-    void keep_on_device() { add_on_device(p, kSize, 0); }
-    template <class T>
-    T *at_block_end() {
-        return reinterpret_cast<T *>(p + kThreshold - sizeof(T) / 2 / alignof(T) * alignof(T));
-    }
-    // Whether some byte of [s, s+n) no longer holds the device's pattern.
-    bool written(const void *s, size_t n) const {
-        const size_t from = static_cast<const uint8_t *>(s) - p;
-        for (size_t i = from; i < from + n; ++i)
-            if (p[i] != pattern(i, 9)) return true;
-        return false;
-    }
-    // Whether every byte outside [s, s+n) still holds the device's pattern.
-    bool kept_outside(const void *s, size_t n) const {
-        const size_t from = static_cast<const uint8_t *>(s) - p;
-        for (size_t i = 0; i < kSize; ++i)
-            if ((i < from || i >= from + n) && p[i] != pattern(i, 9)) return false;
-        return true;
-    }
-};
-
-}  // namespace
-
 TEST(KernelStructsTest, FileStatusLandsInClosedBlocks) {
     char path[] = "/tmp/adsm-kernel-structs-XXXXXX";
     int fd = mkstemp(path);
@@ -355,6 +320,132 @@ TEST(KernelStructsTest, SocketAddressesAndOptionsLandInClosedBlocks) {
               -1);
     EXPECT_EQ(errno, EFAULT);
     for (int fd : {served, client, listener}) close(fd);
+}
+
+TEST(KernelStructsTest, MessageAddressesAndControlDataLandInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    int rx = socket(AF_INET, SOCK_DGRAM, 0), tx = socket(AF_INET, SOCK_DGRAM, 0);
+    ASSERT_GE(rx, 0);
+    ASSERT_GE(tx, 0);
+    struct sockaddr_in rx_addr = {}, tx_addr = {};
+    rx_addr.sin_family = tx_addr.sin_family = AF_INET;
+    rx_addr.sin_addr.s_addr = tx_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(rx, reinterpret_cast<struct sockaddr *>(&rx_addr), sizeof rx_addr), 0);
+    ASSERT_EQ(bind(tx, reinterpret_cast<struct sockaddr *>(&tx_addr), sizeof tx_addr), 0);
+    socklen_t n = sizeof rx_addr;
+    ASSERT_EQ(getsockname(rx, reinterpret_cast<struct sockaddr *>(&rx_addr), &n), 0);
+    n = sizeof tx_addr;
+    ASSERT_EQ(getsockname(tx, reinterpret_cast<struct sockaddr *>(&tx_addr), &n), 0);
+
+    // sendto reads its destination from the device's blocks...
+    auto *addr = b.at_block_end<struct sockaddr_in>();
+    *addr = rx_addr;
+    b.keep_on_device();
+    ASSERT_EQ(sendto(tx, "ping", 4, 0, reinterpret_cast<struct sockaddr *>(addr), sizeof *addr), 4) << strerror(errno);
+    // ...and recvfrom writes the sender's there, its data on the stack or,
+    // staged, in shared memory too.
+    auto *len = reinterpret_cast<socklen_t *>(b.p + 2 * kThreshold);
+    char *data = reinterpret_cast<char *>(b.p + 2 * kThreshold + 256);
+    for (bool staged : {false, true}) {
+        SCOPED_TRACE(staged);
+        if (staged) {
+            ASSERT_EQ(sendto(tx, "ping", 4, 0, reinterpret_cast<struct sockaddr *>(&rx_addr), sizeof rx_addr), 4);
+        }
+        b.close();
+        *len = sizeof *addr;
+        b.keep_on_device();
+        char mine[8] = {};
+        char *into = staged ? data : mine;
+        ASSERT_EQ(recvfrom(rx, into, 4, 0, reinterpret_cast<struct sockaddr *>(addr), len), 4) << strerror(errno);
+        EXPECT_EQ(std::string(into, 4), "ping");
+        EXPECT_EQ(*len, sizeof *addr);
+        EXPECT_EQ(addr->sin_port, tx_addr.sin_port);
+    }
+
+    // sendmmsg and recvmmsg with their vector in the device's blocks: each
+    // message's length lands there.
+    b.close();
+    char one[] = "one", two[] = "two!";
+    struct iovec iov[2] = {{one, 3}, {two, 4}};
+    auto *vec = reinterpret_cast<struct mmsghdr *>(b.p + kThreshold - sizeof(struct mmsghdr));
+    memset(vec, 0, 2 * sizeof *vec);
+    for (int i = 0; i < 2; ++i) {
+        vec[i].msg_hdr.msg_iov = &iov[i];
+        vec[i].msg_hdr.msg_iovlen = 1;
+        vec[i].msg_hdr.msg_name = &rx_addr;
+        vec[i].msg_hdr.msg_namelen = sizeof rx_addr;
+    }
+    b.keep_on_device();
+    ASSERT_EQ(sendmmsg(tx, vec, 2, 0), 2) << strerror(errno);
+    EXPECT_EQ(vec[0].msg_len, 3u);
+    EXPECT_EQ(vec[1].msg_len, 4u);
+    char got[2][8] = {};
+    struct iovec in[2] = {{got[0], 8}, {got[1], 8}};
+    for (int i = 0; i < 2; ++i) {
+        vec[i].msg_hdr.msg_iov = &in[i];
+        vec[i].msg_hdr.msg_name = nullptr;
+        vec[i].msg_hdr.msg_namelen = 0;
+        vec[i].msg_len = 0;
+    }
+    b.keep_on_device();
+    ASSERT_EQ(recvmmsg(rx, vec, 2, 0, nullptr), 2) << strerror(errno);
+    EXPECT_EQ(vec[0].msg_len, 3u);
+    EXPECT_EQ(vec[1].msg_len, 4u);
+    EXPECT_EQ(std::string(got[1], 4), "two!");
+    close(rx);
+    close(tx);
+
+    // A descriptor passed in control data, the message's header and control
+    // data in the device's blocks at both ends.
+    int sv[2], pipe_fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    union Control {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    };
+    b.close();
+    auto *mh = reinterpret_cast<struct msghdr *>(b.p + 2 * kThreshold - sizeof(struct msghdr) / 2 / 8 * 8);
+    auto *control = b.at_block_end<Control>();
+    char byte = 'x';
+    struct iovec v = {&byte, 1};
+    *mh = {};
+    mh->msg_iov = &v;
+    mh->msg_iovlen = 1;
+    mh->msg_control = control->buf;
+    mh->msg_controllen = sizeof control->buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pipe_fds[1], sizeof(int));
+    b.keep_on_device();
+    ASSERT_EQ(sendmsg(sv[0], mh, 0), 1) << strerror(errno);
+
+    b.close();
+    char received = 0;
+    v = {&received, 1};
+    *mh = {};
+    mh->msg_iov = &v;
+    mh->msg_iovlen = 1;
+    mh->msg_control = control->buf;
+    mh->msg_controllen = sizeof control->buf;
+    b.keep_on_device();
+    ASSERT_EQ(recvmsg(sv[1], mh, 0), 1) << strerror(errno);
+    EXPECT_EQ(received, 'x');
+    ASSERT_GE(mh->msg_controllen, CMSG_LEN(sizeof(int)));
+    c = CMSG_FIRSTHDR(mh);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(c->cmsg_type, SCM_RIGHTS);
+    int passed = -1;
+    memcpy(&passed, CMSG_DATA(c), sizeof passed);
+    ASSERT_GE(passed, 0);
+    ASSERT_EQ(write(passed, "!", 1), 1) << "the descriptor passed is the pipe's";
+    char bang = 0;
+    ASSERT_EQ(read(pipe_fds[0], &bang, 1), 1);
+    EXPECT_EQ(bang, '!');
+    for (int fd : {passed, pipe_fds[0], pipe_fds[1], sv[0], sv[1]}) close(fd);
 }
 
 TEST(KernelStructsTest, LimitsLandInClosedBlocks) {
