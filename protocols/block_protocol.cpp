@@ -306,9 +306,12 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
     // bytes sent ahead would cross the link twice (a file read into a new
     // buffer went twice; sort sent every byte it read to a device no
     // kernel of its used).
+    // Nor before the program may launch a kernel (ProtocolEnv::kernels_expected):
+    // the device's bytes may never be read.
     const bool flushing = r.flushes_in_flight.load(std::memory_order_acquire) != 0;
+    const bool for_kernels = kernels_expected();
     auto both_sides = [&](uint32_t k) {
-        if (flushing || r.unwatched_pages) return false;
+        if (flushing || r.unwatched_pages || !for_kernels) return false;
         return r.state(k) == kReadOnly || (r.state(k) == kDirty && !dirty_whole && !(r.blocks[k] & kForced));
     };
     // Bytes for the device alone: a store of kDeviceOnlyStore or more into a
@@ -329,7 +332,8 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
                !r.kernel_reads.load(std::memory_order_acquire) &&
                !os::any_page_made(r.alias + r.block_begin(k), r.block_end(k) - r.block_begin(k));
     };
-    auto device_only = [&](uint32_t k) { return big(k) && (closed(k) || unmade(k)); };
+    // (Closed blocks are on the device whatever comes: a release happened.)
+    auto device_only = [&](uint32_t k) { return big(k) && (closed(k) || (for_kernels && unmade(k))); };
     // Adjacent blocks opened for the bytes take them in one piece (small
     // blocks would each be too small for put_on_host to make their pages).
     size_t on_host_begin = 0, on_host_end = 0;

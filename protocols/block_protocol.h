@@ -85,6 +85,10 @@ protected:
     void flush_block_async(SharedObject &r, uint32_t k);
 
     const ProtocolEnv &env() const { return env_; }
+    // (ProtocolEnv::kernels_expected.)
+    bool kernels_expected() const {
+        return !env_.kernels_expected || env_.kernels_expected->load(std::memory_order_relaxed);
+    }
 
 private:
     Status fetch(SharedObject &r, uint32_t first, uint32_t last);

@@ -106,7 +106,7 @@ protected:
     void dirtied(SharedObject &r, uint32_t block) override {
         ReleaseGroup *c = r.group;
         auto *l = c ? static_cast<DirtyList *>(c->protocol_state) : nullptr;
-        if (!l) return;
+        if (!l || !kernels_expected()) return;
         Entry victim{};
         bool evict = false;
         {

@@ -28,9 +28,12 @@ bool decide(Api api) {
     return routes(c, api);
 }
 
+// (A routed GPU call: the program launches kernels.)
 Status ready(Runtime **rt) {
     if (forked_child()) return fail(adsmErrorNoDevice, "the accelerator stays with the parent after fork");
-    return runtime(rt);
+    if (Status s = runtime(rt); s != adsmSuccess) return s;
+    expect_kernels(**rt);
+    return adsmSuccess;
 }
 
 #define ADSM_READY(rt)       \

@@ -146,7 +146,7 @@ Status start(Runtime **out) {
             s != adsmSuccess)
             return s;
     if (Status s = choose_tracker(*rt); s != adsmSuccess) return s;
-    ProtocolEnv env{rt->device, &rt->config, rt->tracker.get(), devices};
+    ProtocolEnv env{rt->device, &rt->config, rt->tracker.get(), devices, &rt->kernels_expected};
     if (Status s = make_protocol(rt->config.protocol, env, &rt->protocol); s != adsmSuccess) return s;
     rt->manager = std::make_unique<Manager>(rt->config, rt->space, rt->table, devices, *rt->protocol);
     if (!rt->config.trace_file.empty()) {
@@ -167,6 +167,8 @@ Status start(Runtime **out) {
     if (rt->config.profile_top) profile::start(rt->config.profile_top);
     pthread_atfork(fork_prepare, nullptr, fork_child);
     preload::g_chaos.store(rt->config.chaos_every > 0, std::memory_order_relaxed);
+    // (Chaos mode's releases stand for kernel calls at any moment.)
+    if (rt->config.chaos_every > 0) expect_kernels(*rt);
     preload::g_window_size.store(rt->space.size(), std::memory_order_relaxed);
     preload::g_window_base.store(rt->space.base(), std::memory_order_release);
 

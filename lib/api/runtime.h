@@ -32,7 +32,16 @@ struct Runtime {
     KernelRegistry kernels;
     // The collector, started by the first call that needs it.
     std::atomic<gc::Collector *> collector{nullptr};
+    // Set by the program's first API call (or routed GPU call) and by any
+    // release: ProtocolEnv::kernels_expected.
+    std::atomic<bool> kernels_expected{false};
 };
+
+// The program may launch kernels from now on.  (Read first: API calls on
+// many threads need not write the flag's line each time.)
+inline void expect_kernels(Runtime &rt) {
+    if (!rt.kernels_expected.load(std::memory_order_relaxed)) rt.kernels_expected.store(true, std::memory_order_relaxed);
+}
 
 // The runtime, starting it if needed.  A failed start is remembered: every
 // later call fails the same way, with the same message.  In the child of a
