@@ -16,13 +16,16 @@ int KeptBlocks::add(const Entry &e, Entry *out) {
     return pushed;
 }
 
-bool KeptBlocks::take(const Context *owner, uint64_t span, Entry *out) {
+bool KeptBlocks::take(const Context *owner, const Device *device, uint64_t span, Entry *out) {
     std::lock_guard<std::mutex> g(mu_);
-    int best = -1;
-    for (int i = 0; i < n_; ++i)
-        if (kept_[i].owner == owner && kept_[i].span >= span && kept_[i].span / 2 < span &&
-            (best < 0 || kept_[i].span < kept_[best].span))
-            best = i;
+    int own = -1, other = -1;
+    for (int i = 0; i < n_; ++i) {
+        const Entry &e = kept_[i];
+        if (e.span < span || e.span / 2 >= span) continue;
+        int &best = e.owner == owner ? own : other;
+        if ((e.owner == owner || e.device == device) && (best < 0 || e.span < kept_[best].span)) best = i;
+    }
+    const int best = own >= 0 ? own : other;
     if (best < 0) return false;
     *out = remove(best);
     return true;
@@ -60,7 +63,7 @@ KeptBlocks::Entry Manager::keep_locked(Region &r, Context &owner) {
     // No kernel is using it, and none will: a kernel launched while it is
     // kept does not hold it (a free of it would wait for that kernel).
     r.birth_call = UINT64_MAX;
-    return {&r, r.generation, &owner, r.span};
+    return {&r, r.generation, &owner, r.span, r.device};
 }
 
 void Manager::keep(const KeptBlocks::Entry &e) {
@@ -95,27 +98,57 @@ void *Manager::reuse_kept(size_t size, Context &c) {
     size_t span;
     if (!span_for(size, &span)) return nullptr;
     KeptBlocks::Entry e;
-    while (kept_.take(&c, span, &e)) {
+    while (kept_.take(&c, c.device, span, &e)) {
         Region *r = e.r;
+        auto still_kept = [&](const Context *by) {
+            return r->owner() == by && r->live.load() && r->generation == e.generation && r->kept();
+        };
+        Context *from = nullptr;
         {
             OwnerLock lock(r, ptr(r->host));
-            if (lock.owner() == &c && r->live.load() && r->generation == e.generation && r->kept()) {
-                r->birth_call = c.calls.load();
-                r->named_call.store(0, std::memory_order_relaxed);
-                os::FutexGuard g(r->lock);
-                r->size = size;
-                // Another object: what was said of the one freed (the GPU
-                // APIs' advice on its range) is not said of this one.
-                r->generation += 1;
-                stats().add(Counter::allocs);
-                stats().add(Counter::kept_reuses);
-                stats().add(Counter::bytes_allocated, size);
-                return ptr(r->host);
+            from = lock.owner();
+            if (from == &c && still_kept(&c)) return reborn(*r, c, size);
+        }
+        // Another context's: it joins the malloc's, as adsmMigrate would
+        // hand it over (both locked, its owner looked at again).  No kernel
+        // of the old owner holds it: a kept block is in no call.
+        if (from && from != &c && e.device == c.device) {
+            bool moved = false;
+            {
+                ContextPairGuard both(from, &c);
+                if (still_kept(from)) {
+                    from->unlink(r);
+                    r->group = &c;
+                    c.link(r);
+                    c.refs.fetch_add(1);
+                    moved = true;
+                }
+            }
+            if (moved) {
+                contexts_.unref(from);
+                OwnerLock lock(r, ptr(r->host));
+                if (lock.owner() == &c && still_kept(&c)) return reborn(*r, c, size);
             }
         }
-        drop_kept(e);  // moved to another context meanwhile: given back
+        drop_kept(e);  // freed or moved meanwhile: given back
     }
     return nullptr;
+}
+
+// A kept block, owned by c, becomes the object a malloc of `size` gets.
+// Caller holds c's lock (OwnerLock).
+void *Manager::reborn(Region &r, Context &c, size_t size) {
+    r.birth_call = c.calls.load();
+    r.named_call.store(0, std::memory_order_relaxed);
+    os::FutexGuard g(r.lock);
+    r.size = size;
+    // Another object: what was said of the one freed (the GPU APIs' advice
+    // on its range) is not said of this one.
+    r.generation += 1;
+    stats().add(Counter::allocs);
+    stats().add(Counter::kept_reuses);
+    stats().add(Counter::bytes_allocated, size);
+    return ptr(r.host);
 }
 
 }  // namespace adsm

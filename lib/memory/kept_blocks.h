@@ -10,7 +10,9 @@
 // it), and every lookup fails on it as on a freed block (a double free is
 // still reported).  The Manager keeps and reuses blocks (Manager::free and
 // Manager::alloc); this is the list, bounded in blocks and bytes, oldest
-// first.
+// first.  A malloc takes a block its own context freed first, else one
+// another context freed on the same device (a pipeline's buffers are
+// malloc'd by one thread and freed by another).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +21,7 @@
 
 namespace adsm {
 
+class Device;
 struct Context;
 struct Region;
 
@@ -31,6 +34,7 @@ public:
         uint32_t generation = 0;  // r's, when it was kept: a slot freed since is another object
         Context *owner = nullptr;
         uint64_t span = 0;
+        const Device *device = nullptr;  // where its memory is
     };
 
     // At most `max_bytes` of spans kept (0: none).
@@ -43,8 +47,9 @@ public:
     int add(const Entry &e, Entry *out);
     // Takes the smallest kept block of `owner` whose span holds `span`
     // bytes and is less than twice that (a small malloc must not hold a
-    // large block's pages); false if none.
-    bool take(const Context *owner, uint64_t span, Entry *out);
+    // large block's pages), else the smallest such of another owner on
+    // `device`; false if none.
+    bool take(const Context *owner, const Device *device, uint64_t span, Entry *out);
     // Takes every kept block into out[] (room for kMax): returns how many.
     int take_all(Entry *out);
 

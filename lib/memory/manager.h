@@ -217,6 +217,7 @@ private:
     void drop_kept(const KeptBlocks::Entry &e);
     // A kept block of c's for a malloc of `size`, or nullptr.
     void *reuse_kept(size_t size, Context &c);
+    void *reborn(Region &r, Context &c, size_t size);
 
     // A region's addresses, with device memory committed on `on`.
     // (A replicated one on every device, a host-resident one on none.)

@@ -166,6 +166,34 @@ TEST(MallocTest, AFreedBlockServesTheNextMallocOfItsSizeWhereItIs) {
     free(q);
 }
 
+// A block another thread's context kept (a worker that mallocs a buffer
+// per task and ends, a pool whose tasks run on any thread) serves this
+// thread's malloc of about its size: its pages stay warm, and it is this
+// thread's object from then on (its kernels move it).
+TEST(MallocTest, AnotherThreadsKeptBlockServesThisThreadsMalloc) {
+    const size_t n = (size_t{3} << 20) + 9 * 4096 + 17;  // a span no other test's blocks have
+    uintptr_t at = 0;
+    std::thread worker([&] {
+        auto *p = static_cast<uint8_t *>(malloc(n));
+        if (!shared(p)) return;
+        memset(p, 6, n);
+        add_on_device(p, n, 1);  // the worker's context used it
+        at = reinterpret_cast<uintptr_t>(p);
+        free(p);
+    });
+    worker.join();
+    ASSERT_NE(at, 0u);
+    const uint64_t reused = counter(adsm::Counter::kept_reuses);
+    auto *q = static_cast<uint8_t *>(malloc(n - 50));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(q), at) << "a fresh block, the worker's kept one left idle";
+    EXPECT_EQ(counter(adsm::Counter::kept_reuses) - reused, 1u);
+    EXPECT_EQ(adsmGetSize(q), n - 50);
+    for (size_t i = 0; i < n - 50; ++i) q[i] = static_cast<uint8_t>(i * 5);
+    add_on_device(q, n - 50, 3);
+    for (size_t i = 0; i < n - 50; ++i) ASSERT_EQ(q[i], static_cast<uint8_t>(i * 5 + 3)) << i;
+    free(q);
+}
+
 // malloc_trim gives the kept blocks back, as the C library gives back its
 // free memory: the next malloc of that size gets fresh addresses.
 TEST(MallocTest, MallocTrimGivesTheKeptBlocksBack) {

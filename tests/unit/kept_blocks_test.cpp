@@ -19,8 +19,16 @@ constexpr uint64_t kMiB = 1 << 20;
 // Stand-ins: the list only compares the pointers.
 adsm::Region *region(int i) { return reinterpret_cast<adsm::Region *>(uintptr_t{0x1000} * (i + 1)); }
 adsm::Context *context(int i) { return reinterpret_cast<adsm::Context *>(uintptr_t{0x100000} * (i + 1)); }
+const adsm::Device *device(int i) { return reinterpret_cast<const adsm::Device *>(uintptr_t{0x10000000} * (i + 1)); }
 
-KeptBlocks::Entry block(int i, uint64_t span, int owner = 0) { return {region(i), 1, context(owner), span}; }
+// (Contexts 0 and 1 on device 0, context 2 on device 1.)
+const adsm::Device *device_of(int owner) { return device(owner == 2 ? 1 : 0); }
+KeptBlocks::Entry block(int i, uint64_t span, int owner = 0) {
+    return {region(i), 1, context(owner), span, device_of(owner)};
+}
+bool take(KeptBlocks &k, int owner, uint64_t span, KeptBlocks::Entry *e) {
+    return k.take(context(owner), device_of(owner), span, e);
+}
 
 }  // namespace
 
@@ -32,16 +40,34 @@ TEST(KeptBlocksTest, AMallocGetsTheSmallestOfItsOwnersBlocksThatHoldsIt) {
     EXPECT_EQ(k.add(block(2, 4 * kMiB, 1), out), 0);  // another context's
     EXPECT_EQ(k.add(block(3, 6 * kMiB), out), 0);
     KeptBlocks::Entry e;
-    ASSERT_TRUE(k.take(context(0), 4 * kMiB, &e));
-    EXPECT_EQ(e.r, region(1)) << "5 MiB: the smallest of its own that holds 4";
-    ASSERT_TRUE(k.take(context(0), 4 * kMiB, &e));
+    ASSERT_TRUE(take(k, 0, 4 * kMiB, &e));
+    EXPECT_EQ(e.r, region(1)) << "5 MiB: the smallest of its own that holds 4, before another context's 4";
+    ASSERT_TRUE(take(k, 0, 4 * kMiB, &e));
     EXPECT_EQ(e.r, region(3));
-    EXPECT_FALSE(k.take(context(0), 4 * kMiB, &e)) << "8 MiB is twice 4 or more: a new block gives its pages back";
-    ASSERT_TRUE(k.take(context(0), 4 * kMiB + 4096, &e));
+    ASSERT_TRUE(take(k, 0, 4 * kMiB + 4096, &e));
     EXPECT_EQ(e.r, region(0));
-    ASSERT_TRUE(k.take(context(1), 4 * kMiB, &e));
+    ASSERT_TRUE(take(k, 1, 4 * kMiB, &e));
     EXPECT_EQ(e.r, region(2));
-    EXPECT_FALSE(k.take(context(1), 4 * kMiB, &e)) << "each block is taken once";
+    EXPECT_FALSE(take(k, 1, 4 * kMiB, &e)) << "each block is taken once";
+    EXPECT_EQ(k.add(block(4, 8 * kMiB), out), 0);
+    EXPECT_FALSE(take(k, 0, 4 * kMiB, &e)) << "8 MiB is twice 4 or more: a new block gives its pages back";
+}
+
+TEST(KeptBlocksTest, AnotherContextsBlockOnTheSameDeviceIsTakenWhenItsOwnHasNone) {
+    KeptBlocks k(64 * kMiB);
+    KeptBlocks::Entry out[KeptBlocks::kMax];
+    EXPECT_EQ(k.add(block(0, 4 * kMiB, 1), out), 0);  // context 1's, device 0
+    EXPECT_EQ(k.add(block(1, 3 * kMiB, 2), out), 0);  // context 2's, device 1
+    EXPECT_EQ(k.add(block(2, 5 * kMiB, 1), out), 0);
+    KeptBlocks::Entry e;
+    ASSERT_TRUE(take(k, 0, 3 * kMiB, &e)) << "a thread that frees what another mallocs";
+    EXPECT_EQ(e.r, region(0)) << "the smallest on its device that holds it, not device 1's 3 MiB";
+    EXPECT_EQ(e.owner, context(1));
+    ASSERT_TRUE(take(k, 0, 3 * kMiB, &e));
+    EXPECT_EQ(e.r, region(2));
+    EXPECT_FALSE(take(k, 0, 3 * kMiB, &e)) << "never another device's";
+    ASSERT_TRUE(take(k, 2, 3 * kMiB, &e));
+    EXPECT_EQ(e.r, region(1));
 }
 
 TEST(KeptBlocksTest, TheOldestGoWhenTheBoundsWouldBePassed) {
@@ -72,7 +98,7 @@ TEST(KeptBlocksTest, TakeAllEmptiesTheList) {
     EXPECT_EQ(out[0].r, region(0));
     EXPECT_EQ(out[1].r, region(1));
     KeptBlocks::Entry e;
-    EXPECT_FALSE(k.take(context(0), kMiB, &e));
+    EXPECT_FALSE(take(k, 0, kMiB, &e));
     EXPECT_EQ(k.take_all(out), 0);
     for (int i = 0; i < KeptBlocks::kMax; ++i) EXPECT_EQ(k.add(block(i, 8 * kMiB), out), 0) << "its bytes were reset";
 }
