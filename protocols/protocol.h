@@ -38,11 +38,11 @@ struct ProtocolEnv {
     os::UffdTracker *tracker;  // fault-free write tracking, or nullptr: write faults
     std::vector<Device *> devices = {};  // all of them, device 0 first (empty: device 0 alone)
     // Whether the program may launch a kernel yet: it has used the API or
-    // routed GPU calls, or a release happened.  Until then nothing is sent
-    // ahead of a call or stored for the device alone: a preloaded program
-    // that never calls a kernel moved its data to a device for nothing
-    // (sort, 40 MB under rolling: 104 MB sent, 40 MB fetched back).
-    // nullptr: from the start.
+    // routed GPU calls, or chaos mode forces releases.  Until then nothing
+    // is sent ahead of a call or stored for the device alone: a preloaded
+    // program that never calls a kernel moved its data to a device for
+    // nothing (sort, 40 MB under rolling: 104 MB sent, 40 MB fetched
+    // back).  nullptr: from the start.
     const std::atomic<bool> *kernels_expected = nullptr;
 };
 

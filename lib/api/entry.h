@@ -36,15 +36,15 @@ inline void *record_ptr(adsmError_t e, void *p) {
 // Every entry point marks the thread as inside the runtime, so that the
 // runtime's own allocations never come back to it through interposed malloc,
 // and tells the protocol that a program using the API may launch kernels.
-#define ADSM_RUNTIME(rt)                                                  \
-    adsm::Inside scope_;                                                  \
-    Runtime *rt = nullptr;                                                \
-    if (Status _s = runtime(&rt); _s != adsmSuccess) return record(_s);   \
+#define ADSM_RUNTIME(rt)                                                             \
+    adsm::Inside scope_;                                                             \
+    Runtime *rt = nullptr;                                                           \
+    if (Status _s = runtime(&rt); _s != adsmSuccess) return record(_s);              \
     expect_kernels(*rt)
 
-#define ADSM_RUNTIME_PTR(rt)                                                       \
-    adsm::Inside scope_;                                                           \
-    Runtime *rt = nullptr;                                                         \
+#define ADSM_RUNTIME_PTR(rt)                                                         \
+    adsm::Inside scope_;                                                             \
+    Runtime *rt = nullptr;                                                           \
     if (Status _s = runtime(&rt); _s != adsmSuccess) return record_ptr(_s, nullptr); \
     expect_kernels(*rt)
 

@@ -32,8 +32,8 @@ struct Runtime {
     KernelRegistry kernels;
     // The collector, started by the first call that needs it.
     std::atomic<gc::Collector *> collector{nullptr};
-    // Set by the program's first API call (or routed GPU call) and by any
-    // release: ProtocolEnv::kernels_expected.
+    // Set by the program's first API call or routed GPU call, and at the
+    // start in chaos mode: ProtocolEnv::kernels_expected.
     std::atomic<bool> kernels_expected{false};
 };
 
