@@ -7,8 +7,8 @@
 // the C library's fortified and second names.  The stat families are in
 // kernel_structs.cpp, beside their structures.
 //
-// Not here: the exec family and posix_spawn, whose argument and
-// environment strings could be in shared memory too (README).
+// The exec family, posix_spawn, system and popen, whose paths come with
+// argument and environment strings, are in process_strings.cpp.
 #include "interpose/kernel_paths.h"
 
 #include <dirent.h>
@@ -48,31 +48,33 @@ size_t read_plain(const void *p, void *out, size_t n) {
 }
 }  // namespace
 
-bool copy_path(const char *path, char (&out)[PATH_MAX]) {
+size_t read_string(const char *p, char *out, size_t max, int too_long) {
     // A page at a time (4 KiB bounds are page bounds for every page size):
     // bytes past the zero may belong to nothing readable.
     constexpr uintptr_t kChunk = 4096;
+    char scratch[kChunk];
     size_t got = 0;
-    while (got < PATH_MAX) {
-        const uintptr_t at = reinterpret_cast<uintptr_t>(path) + got;
-        const size_t want = std::min<size_t>(PATH_MAX - got, kChunk - at % kChunk);
+    while (got < max) {
+        const uintptr_t at = reinterpret_cast<uintptr_t>(p) + got;
+        const size_t want = std::min<size_t>(max - got, kChunk - at % kChunk);
         preload::Piece pieces[4];
-        const size_t count = preload::split(path + got, want, pieces, 4);
+        const size_t count = preload::split(p + got, want, pieces, 4);
+        char *to = out ? out + got : scratch;
         for (size_t i = 0; i < count; ++i) {
-            char *to = out + got;
             const preload::Piece &piece = pieces[i];
             size_t n = piece.shared ? (preload::read_shared(piece.p, to, piece.n) == adsmSuccess ? piece.n : 0)
                                     : read_plain(piece.p, to, piece.n);
-            if (memchr(to, 0, n)) return true;
+            if (const void *zero = memchr(to, 0, n)) return got + (static_cast<const char *>(zero) - to) + 1;
             got += n;
+            to += n;
             if (n < piece.n) {
                 errno = EFAULT;
-                return false;
+                return 0;
             }
         }
     }
-    errno = ENAMETOOLONG;
-    return false;
+    errno = too_long;
+    return 0;
 }
 
 }  // namespace adsm::interpose

@@ -10,16 +10,22 @@
 #include <errno.h>
 #include <limits.h>
 
+#include <cstddef>
 #include <type_traits>
 
 #include "interpose/staged_calls.h"
 
 namespace adsm::interpose {
 
-// Copies the path at p into out.  False, with errno what the kernel would
-// have said, when a byte cannot be read (EFAULT) or no zero comes within
-// PATH_MAX bytes (ENAMETOOLONG).
-bool copy_path(const char *p, char (&out)[PATH_MAX]);
+// Reads the string at p as the kernel reads one: a page at a time, up to
+// and including its zero, shared memory through the protocol.  Into out
+// (room for max bytes), or, with out null, only measured.  Its length with
+// the zero, or 0 with errno what the kernel would say: EFAULT where a byte
+// cannot be read, `too_long` where no zero comes within max bytes.
+size_t read_string(const char *p, char *out, size_t max, int too_long);
+
+// Copies the path at p into out (ENAMETOOLONG past PATH_MAX).
+inline bool copy_path(const char *p, char (&out)[PATH_MAX]) { return read_string(p, out, PATH_MAX, ENAMETOOLONG) != 0; }
 
 // What a call that returns R gives back when it fails before it is made.
 template <class R>

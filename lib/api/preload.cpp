@@ -25,6 +25,7 @@ Runtime *ready_runtime() {
 
 
 bool detached() { return forked_child(); }
+bool runs_here() { return in_runtime_process(); }
 
 void *alloc(size_t n, bool zero, size_t room) {
     // The runtime's bookkeeping allocates from the C library here.

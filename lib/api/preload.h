@@ -59,6 +59,8 @@ size_t size_of(const void *p);
 
 // Whether the runtime is gone from this process (a fork child).
 bool detached();
+// Whether the runtime runs in this very process (not a fork or vfork child).
+bool runs_here();
 
 // A piece of a buffer: shared memory (which the runtime must move) or
 // anything else (which the kernel may use directly, including unallocated

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "api/exit_reports.h"
 #include "api/preload.h"
@@ -32,6 +33,9 @@ Status g_status = adsmErrorInitialization;
 std::string *g_failure = nullptr;
 
 std::atomic<bool> g_forked{false};
+// The process the runtime started in: a vfork child shares its memory
+// under another pid, without the fork handlers ever running.
+std::atomic<pid_t> g_pid{0};
 
 // The granularity of GPU virtual-memory mappings (2 MiB on current NVIDIA GPUs).
 constexpr uint64_t kWindowAlign = 2ull << 20;
@@ -240,6 +244,9 @@ std::string device_names(const Runtime &rt) {
 Runtime *started_runtime() { return g_runtime.load(std::memory_order_acquire); }
 const char *start_failure() { return g_runtime.load(std::memory_order_acquire) || !g_failure ? nullptr : g_failure->c_str(); }
 bool forked_child() { return g_forked.load(std::memory_order_relaxed); }
+bool in_runtime_process() {
+    return started_runtime() && !forked_child() && getpid() == g_pid.load(std::memory_order_relaxed);
+}
 
 const char *dirty_tracking_name(const Runtime &rt) {
     if (!rt.protocol->uses_faults()) return "-";
@@ -266,6 +273,7 @@ Status runtime(Runtime **out) {
         Runtime *rt = nullptr;
         g_status = start(&rt);
         if (g_status == adsmSuccess) {
+            g_pid.store(getpid(), std::memory_order_relaxed);
             g_runtime.store(rt, std::memory_order_release);
             if (rt->config.stats) atexit(print_stats);
         } else {

@@ -52,6 +52,10 @@ Status runtime(Runtime **out);
 // readable there); nullptr otherwise.  Never starts it.
 Runtime *started_runtime();
 bool forked_child();
+// Whether the runtime started and runs in this very process: not a fork
+// child, nor a vfork child (another process in the same memory, which
+// must not enter the runtime: its locks and threads are the parent's).
+bool in_runtime_process();
 // Why the runtime could not start, when a start failed; nullptr otherwise.
 const char *start_failure();
 

@@ -10,8 +10,10 @@ every fortified form, every second name), of the other calls whose
 buffers the kernel fills or reads (getrandom, getentropy, poll, ppoll and
 the epoll waits), and of those that fill or read one structure (the stat
 families, pipe, socketpair, the waits, select, epoll_ctl, socket addresses
-and options, the limits, getrusage, uname, sysinfo, times), and of those
-that take a path name, and checks each against what libadsm.so exports.
+and options, the limits, getrusage, uname, sysinfo, times), of those that
+take a path name, and of those that start a program (the exec family,
+posix_spawn, system, popen), and checks each against what libadsm.so
+exports.
 
   check_io_symbols.py LIBADSM
 """
@@ -37,16 +39,6 @@ LEFT_OUT = {
     "__fstat64": "GLIBC_PRIVATE: called only inside the C library",
     "__open_nocancel": "GLIBC_PRIVATE: called only inside the C library",
     "__open64_nocancel": "GLIBC_PRIVATE: called only inside the C library",
-    "execve": "argument and environment strings in shared memory: not covered (README)",
-    "execveat": "argument and environment strings in shared memory: not covered (README)",
-    "execv": "argument and environment strings in shared memory: not covered (README)",
-    "execvp": "argument and environment strings in shared memory: not covered (README)",
-    "execvpe": "argument and environment strings in shared memory: not covered (README)",
-    "execl": "argument and environment strings in shared memory: not covered (README)",
-    "execle": "argument and environment strings in shared memory: not covered (README)",
-    "execlp": "argument and environment strings in shared memory: not covered (README)",
-    "posix_spawn": "argument and environment strings in shared memory: not covered (README)",
-    "posix_spawnp": "argument and environment strings in shared memory: not covered (README)",
 }
 
 # The I/O families, and the other calls whose buffers the kernel fills or
@@ -61,13 +53,14 @@ STRUCTS = re.compile(r"^(__)?((f|l)?x?stat(at)?(64)?|statx|f?statv?fs(64)?|pipe2
                      r"getrusage|[gs]etrlimit(64)?|prlimit(64)?|[gs]etitimer|uname|sysinfo|times|"
                      r"(clock_)?nanosleep)$")
 # Calls that take a path the kernel reads (interpose/kernel_paths.cpp; the
-# stat families above), by whole name.
+# stat families above), and those that start a program from strings
+# (interpose/process_strings.cpp), by whole name.
 PATHS = re.compile(r"^(__)?(open(at)?(64)?(_2|_nocancel)?|creat(64)?|f?reopen(64)?|fopen(64)?|opendir|"
                    r"(f|euid|e)?access(at)?|pathconf|readlink(at)?(_chk)?|l?(get|set|list|remove)xattr|"
                    r"mkdir(at)?|rmdir|unlink(at)?|remove|rename(at2?)?|(sym)?link(at)?|mkfifo(at)?|x?mknod(at)?|"
                    r"l?chmod|fchmodat|l?chown|fchownat|truncate(64)?|utimes?|lutimes|futimesat|utimensat|"
                    r"chdir|chroot|getcwd(_chk)?|u?mount2?|swapo(n|ff)|acct|inotify_add_watch|fanotify_mark|"
-                   r"name_to_handle_at|exec(ve|veat|v|vp|vpe|l|le|lp)|posix_spawnp?)$")
+                   r"name_to_handle_at|f?exec(ve|veat|v|vp|vpe|l|le|lp)|posix_spawnp?|system|popen)$")
 
 
 def dynamic_symbols(path):

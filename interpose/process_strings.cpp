@@ -1,0 +1,210 @@
+// The strings a new program starts from: its path, its arguments and its
+// environment (the exec family, posix_spawn, system, popen).  The kernel
+// reads them itself, during the exec, and cannot take the runtime's fault:
+// one of them (or one of the two arrays) in shared memory whose block was
+// closed made the exec fail with EFAULT, or the spawned child exit with
+// 127.  Where any lies in the window, the call gets copies of those that
+// do, with both arrays, in memory mapped for it and given back when it
+// returns (an exec that succeeds leaves it behind with the old image).
+//
+// Only in the runtime's own process: a vfork child shares the program's
+// memory under another pid (Python's subprocess execs so), and must not
+// enter the runtime, whose locks and threads are the parent's; its strings
+// go to the kernel as they are.
+#include <spawn.h>
+#include <stdarg.h>
+#include <alloca.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "api/preload.h"
+#include "interpose/interceptor.h"
+#include "interpose/kernel_paths.h"
+
+extern "C" char **environ;
+
+namespace {
+
+using adsm::interpose::read_string;
+using adsm::interpose::stages;
+
+// The kernel's bound on one argument or environment string (MAX_ARG_STRLEN).
+constexpr size_t kMaxArgString = 32 * 4096;
+
+class ProcessStrings {
+public:
+    // `first`: the path (or the command of system and popen), at most
+    // first_max bytes with its zero; either array may be null.
+    ProcessStrings(const char *first, size_t first_max, char *const *argv, char *const *envp)
+        : first_(first), argv_(argv), envp_(envp) {
+        if (!adsm::preload::runs_here()) return;
+        const bool first_shared = first && stages(first, 1);
+        if (!first_shared && !in_window(argv) && !in_window(envp)) return;
+        // Measured first, then copied into memory of exactly that size.
+        size_t bytes = 0, nargv = 0, nenvp = 0;
+        if (first_shared && !(ok_ = measure(first, first_max, ENAMETOOLONG, &bytes))) return;
+        if (!(ok_ = measure_all(argv, &nargv, &bytes) && measure_all(envp, &nenvp, &bytes))) return;
+        const size_t arrays = (argv ? nargv + 1 : 0) + (envp ? nenvp + 1 : 0);
+        len_ = arrays * sizeof(char *) + bytes;
+        void *m = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            ok_ = false;  // (errno: mmap's ENOMEM, as the exec's own would be)
+            return;
+        }
+        mem_ = m;
+        char **slots = static_cast<char **>(m);
+        char *text = reinterpret_cast<char *>(slots + arrays);
+        if (first_shared) first_ = copy(first, first_max, ENAMETOOLONG, &text);
+        if (argv) argv_ = copy_all(argv, nargv, slots, &text), slots += nargv + 1;
+        if (envp) envp_ = copy_all(envp, nenvp, slots, &text);
+        ok_ = (!first || first_) && (!argv || argv_) && (!envp || envp_);
+    }
+    ~ProcessStrings() {
+        if (mem_) munmap(mem_, len_);
+    }
+    ProcessStrings(const ProcessStrings &) = delete;
+    ProcessStrings &operator=(const ProcessStrings &) = delete;
+
+    // False (errno set: EFAULT, E2BIG, ENAMETOOLONG, ENOMEM) when the
+    // strings could not be read or copied: the call fails so, as the
+    // kernel's exec would.
+    bool ok() const { return ok_; }
+    const char *first() const { return first_; }
+    char *const *argv() const { return argv_; }
+    char *const *envp() const { return envp_; }
+
+private:
+    static bool in_window(char *const *a) {
+        if (!a) return false;
+        if (stages(a, sizeof *a)) return true;
+        for (; *a; ++a)
+            if (stages(*a, 1)) return true;
+        return false;
+    }
+    static bool measure(const char *s, size_t max, int too_long, size_t *bytes) {
+        size_t n = read_string(s, nullptr, max, too_long);
+        *bytes += n;
+        return n != 0;
+    }
+    static bool measure_all(char *const *a, size_t *count, size_t *bytes) {
+        for (; a && a[*count]; ++*count)
+            if (stages(a[*count], 1) && !measure(a[*count], kMaxArgString, E2BIG, bytes)) return false;
+        return true;
+    }
+    // Null when the string changed between measuring and copying.
+    static const char *copy(const char *s, size_t max, int too_long, char **text) {
+        char *at = *text;
+        size_t n = read_string(s, at, max, too_long);
+        *text += n;
+        return n ? at : nullptr;
+    }
+    static char *const *copy_all(char *const *a, size_t count, char **slots, char **text) {
+        for (size_t i = 0; i < count; ++i) {
+            char *s = a[i];
+            if (stages(s, 1) && !(s = const_cast<char *>(copy(s, kMaxArgString, E2BIG, text)))) return nullptr;
+            slots[i] = s;
+        }
+        slots[count] = nullptr;
+        return slots;
+    }
+
+    const char *first_;
+    char *const *argv_;
+    char *const *envp_;
+    void *mem_ = nullptr;
+    size_t len_ = 0;
+    bool ok_ = true;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- exec
+
+INTERCEPTOR(int, execve, const char *path, char *const argv[], char *const envp[]) {
+    ProcessStrings s(path, PATH_MAX, argv, envp);
+    return s.ok() ? REAL(execve)(s.first(), s.argv(), s.envp()) : -1;
+}
+INTERCEPTOR(int, execveat, int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
+    ProcessStrings s(path, PATH_MAX, argv, envp);
+    return s.ok() ? REAL(execveat)(dirfd, s.first(), s.argv(), s.envp(), flags) : -1;
+}
+INTERCEPTOR(int, fexecve, int fd, char *const argv[], char *const envp[]) {
+    ProcessStrings s(nullptr, 0, argv, envp);
+    return s.ok() ? REAL(fexecve)(fd, s.argv(), s.envp()) : -1;
+}
+INTERCEPTOR(int, execvpe, const char *file, char *const argv[], char *const envp[]) {
+    ProcessStrings s(file, PATH_MAX, argv, envp);
+    return s.ok() ? REAL(execvpe)(s.first(), s.argv(), s.envp()) : -1;
+}
+// (The C library's execv and execvp pass its environment on through names
+// of its own: they come here, with it, instead.)
+INTERCEPTOR(int, execv, const char *path, char *const argv[]) { return execve(path, argv, environ); }
+INTERCEPTOR(int, execvp, const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
+
+// The list forms: their arguments gathered into an array on the stack, as
+// the C library does, for call(args); the list is left after their
+// terminating null (execle's environment follows).
+namespace {
+template <class Call>
+int with_list_args(const char *first, va_list *ap, Call &&call) {
+    va_list counting;
+    va_copy(counting, *ap);
+    size_t n = 1;
+    while (va_arg(counting, char *)) ++n;
+    va_end(counting);
+    char **args = static_cast<char **>(alloca((n + 1) * sizeof(char *)));
+    args[0] = const_cast<char *>(first);
+    for (size_t i = 1; i <= n; ++i) args[i] = va_arg(*ap, char *);
+    return call(args);
+}
+}  // namespace
+
+INTERCEPTOR(int, execl, const char *path, const char *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    int r = with_list_args(arg, &ap, [&](char **args) { return execve(path, args, environ); });
+    va_end(ap);
+    return r;
+}
+INTERCEPTOR(int, execlp, const char *file, const char *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    int r = with_list_args(arg, &ap, [&](char **args) { return execvpe(file, args, environ); });
+    va_end(ap);
+    return r;
+}
+INTERCEPTOR(int, execle, const char *path, const char *arg, ...) {
+    va_list ap;
+    va_start(ap, arg);
+    int r = with_list_args(arg, &ap, [&](char **args) { return execve(path, args, va_arg(ap, char *const *)); });
+    va_end(ap);
+    return r;
+}
+
+// ---------------------------------------------------------------- spawning
+
+INTERCEPTOR(int, posix_spawn, pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    ProcessStrings s(path, PATH_MAX, argv, envp);
+    return s.ok() ? REAL(posix_spawn)(pid, s.first(), actions, attr, s.argv(), s.envp()) : errno;
+}
+INTERCEPTOR(int, posix_spawnp, pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    ProcessStrings s(file, PATH_MAX, argv, envp);
+    return s.ok() ? REAL(posix_spawnp)(pid, s.first(), actions, attr, s.argv(), s.envp()) : errno;
+}
+// The command goes to the shell as an argument (`sh -c command`).  The C
+// library passes its own environment, by a name of its own: strings put
+// there from shared memory (putenv) go as they are.
+INTERCEPTOR(int, system, const char *command) {
+    ProcessStrings s(command, kMaxArgString, nullptr, nullptr);
+    return s.ok() ? REAL(system)(s.first()) : -1;
+}
+INTERCEPTOR(FILE *, popen, const char *command, const char *mode) {
+    ProcessStrings s(command, kMaxArgString, nullptr, nullptr);
+    return s.ok() ? REAL(popen)(s.first(), mode) : nullptr;
+}

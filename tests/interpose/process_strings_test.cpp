@@ -1,0 +1,124 @@
+// Programs started from strings in closed shared memory (the blocks' data
+// on the device): posix_spawn's path, arguments and environment, and the
+// commands of system and popen, reach the new program as written (the
+// kernel alone would fail the exec: the child exits with 127).  The exec
+// family itself runs in its own process: interpose.exec.* (exec_check.c).
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "helpers.h"
+#include "os/fault_injection.h"
+
+using namespace interpose_test;
+
+namespace {
+
+// Strings written into a closed buffer where each spans two blocks where
+// it can, and arrays of their addresses in another closed buffer.
+struct ClosedStrings {
+    ClosedBuffer text, arrays;
+    size_t next = kThreshold - 8;
+    // The string's address; its blocks closed again, the bytes kept.
+    char *put(const std::string &s) {
+        char *p = reinterpret_cast<char *>(text.p) + next;
+        memcpy(p, s.c_str(), s.size() + 1);
+        next += kThreshold;  // the next block's end
+        if (next + s.size() >= ClosedBuffer::kSize) next = kThreshold / 2;
+        close();
+        return p;
+    }
+    void close() {
+        text.keep_on_device();
+        arrays.keep_on_device();
+    }
+    char **array(size_t at) { return reinterpret_cast<char **>(arrays.p + kThreshold - 16 + at * 64); }
+};
+
+// What a child wrote to the pipe until it closed it.
+std::string drain(int fd) {
+    std::string out;
+    char buf[256];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    return out;
+}
+
+}  // namespace
+
+TEST(ProcessStringsTest, PosixSpawnTakesPathArgumentsAndEnvironmentFromClosedBlocks) {
+    ClosedStrings s;
+    ASSERT_TRUE(shared(s.text.p));
+    char *path = s.put("/bin/sh");
+    char *a0 = s.put("sh"), *a1 = s.put("-c"), *a2 = s.put("printf '%s|%s' \"$0\" \"$ADSM_SPAWN\""),
+         *a3 = s.put("argument"), *e0 = s.put("ADSM_SPAWN=environment");
+    char **argv = s.array(0), **envp = s.array(8);
+    argv[0] = a0, argv[1] = a1, argv[2] = a2, argv[3] = a3, argv[4] = nullptr;
+    envp[0] = e0, envp[1] = nullptr;
+    for (bool search : {false, true}) {
+        SCOPED_TRACE(search ? "posix_spawnp" : "posix_spawn");
+        int out[2];
+        ASSERT_EQ(pipe(out), 0);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+        posix_spawn_file_actions_addclose(&actions, out[0]);
+        s.close();
+        pid_t pid = 0;
+        int r = search ? posix_spawnp(&pid, path, &actions, nullptr, argv, envp)
+                       : posix_spawn(&pid, path, &actions, nullptr, argv, envp);
+        posix_spawn_file_actions_destroy(&actions);
+        ::close(out[1]);
+        ASSERT_EQ(r, 0) << strerror(r);
+        const std::string got = drain(out[0]);
+        ::close(out[0]);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+        EXPECT_EQ(got, "argument|environment");
+    }
+}
+
+TEST(ProcessStringsTest, SystemAndPopenTakeTheirCommandsFromClosedBlocks) {
+    ClosedStrings s;
+    char *exit7 = s.put("exit 7");
+    int status = system(exit7);
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 7) << "127: the shell never got its command";
+
+    char *echo = s.put("echo popen from shared memory");
+    FILE *f = popen(echo, "r");
+    ASSERT_NE(f, nullptr) << strerror(errno);
+    char line[64] = {};
+    ASSERT_NE(fgets(line, sizeof line, f), nullptr);
+    EXPECT_EQ(pclose(f), 0);
+    EXPECT_EQ(std::string(line), "popen from shared memory\n");
+}
+
+TEST(ProcessStringsTest, AStringThatCannotBeReadFailsTheSpawnAndStartsNothing) {
+    namespace inj = adsm::os::injection;
+    // (Batch reads the host copy, which cannot fail.)
+    const bool can_fail = protocol_in_use() != "batch";
+    ClosedStrings s;
+    char *path = s.put("/bin/true");
+    // (The array on the stack: a CPU read of a closed one would take the
+    // injected failure in the fault handler instead.)
+    char *argv[] = {s.put("true"), nullptr};
+    inj::arm(inj::Site::device_copy, 1);
+    pid_t pid = 0;
+    int r = posix_spawn(&pid, path, nullptr, nullptr, argv, nullptr);
+    inj::arm(inj::Site::device_copy, 0);
+    if (can_fail) {
+        EXPECT_EQ(r, EFAULT);
+        int status = 0;
+        EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1) << "a child was started";
+    } else {
+        ASSERT_EQ(r, 0) << strerror(r);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    }
+}
