@@ -11,14 +11,15 @@
 // memory under another pid (Python's subprocess execs so), and must not
 // enter the runtime, whose locks and threads are the parent's; its strings
 // go to the kernel as they are.
+#include <alloca.h>
 #include <spawn.h>
 #include <stdarg.h>
-#include <alloca.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "api/preload.h"
@@ -56,6 +57,7 @@ public:
             return;
         }
         mem_ = m;
+        end_ = static_cast<char *>(m) + len_;
         char **slots = static_cast<char **>(m);
         char *text = reinterpret_cast<char *>(slots + arrays);
         if (first_shared) first_ = copy(first, first_max, ENAMETOOLONG, &text);
@@ -95,14 +97,15 @@ private:
             if (stages(a[*count], 1) && !measure(a[*count], kMaxArgString, E2BIG, bytes)) return false;
         return true;
     }
-    // Null when the string changed between measuring and copying.
-    static const char *copy(const char *s, size_t max, int too_long, char **text) {
+    // Null when the string cannot be read, or grew past the room measured
+    // for it (another thread wrote it meanwhile).
+    const char *copy(const char *s, size_t max, int too_long, char **text) const {
         char *at = *text;
-        size_t n = read_string(s, at, max, too_long);
+        size_t n = read_string(s, at, std::min<size_t>(max, static_cast<size_t>(end_ - at)), too_long);
         *text += n;
         return n ? at : nullptr;
     }
-    static char *const *copy_all(char *const *a, size_t count, char **slots, char **text) {
+    char *const *copy_all(char *const *a, size_t count, char **slots, char **text) const {
         for (size_t i = 0; i < count; ++i) {
             char *s = a[i];
             if (stages(s, 1) && !(s = const_cast<char *>(copy(s, kMaxArgString, E2BIG, text)))) return nullptr;
@@ -116,6 +119,7 @@ private:
     char *const *argv_;
     char *const *envp_;
     void *mem_ = nullptr;
+    char *end_ = nullptr;
     size_t len_ = 0;
     bool ok_ = true;
 };
