@@ -17,6 +17,7 @@
 #include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/times.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -529,4 +530,31 @@ TEST(KernelStructsTest, ASleepReadsItsLengthAndWritesItsRemainderInClosedBlocks)
         EXPECT_GT(rem->tv_sec, 90) << "the remainder of a 100 s sleep cut short after 50 ms";
     }
     sigaction(SIGUSR2, &old, nullptr);
+}
+
+// The vectored calls' iovec arrays in closed blocks (the buffers they name
+// ordinary memory): the interposer reads the array to learn whether any
+// buffer is shared, which opens its block as any CPU read does, so the
+// kernel finds it readable.
+TEST(KernelStructsTest, IovecArraysInClosedBlocksReachTheKernel) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    char one[] = "one ", two[] = "two";
+    auto *iov = b.at_block_end<struct iovec[2]>()[0];
+    iov[0] = {one, 4};
+    iov[1] = {two, 3};
+    b.keep_on_device();
+    ASSERT_EQ(writev(fds[1], iov, 2), 7) << strerror(errno);
+    char got1[4] = {}, got2[3] = {};
+    b.close();
+    iov = b.at_block_end<struct iovec[2]>()[0];
+    iov[0] = {got1, 4};
+    iov[1] = {got2, 3};
+    b.keep_on_device();
+    ASSERT_EQ(readv(fds[0], iov, 2), 7) << strerror(errno);
+    EXPECT_EQ(std::string(got1, 4) + std::string(got2, 3), "one two");
+    close(fds[0]);
+    close(fds[1]);
 }
