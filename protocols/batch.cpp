@@ -69,9 +69,9 @@ public:
         return HostCopyProtocol::read_out(r, off, dst, len, ticket);
     }
 
-    Status snapshot(const SharedObject &r, uint8_t *dst) override {
+    Status snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) override {
         if (r.on_device) return r.device->copy_to_host(dst, r.dev, r.size);
-        return Protocol::snapshot(r, dst);
+        return Protocol::snapshot(r, dst, held);
     }
 
 private:

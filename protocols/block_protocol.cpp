@@ -705,8 +705,8 @@ Status BlockProtocol::fetch_range(SharedObject &r, size_t off, size_t len) {
     return result;
 }
 
-Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst) {
-    if (!r.blocks) return Protocol::snapshot(r, dst);
+Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) {
+    if (!r.blocks) return Protocol::snapshot(r, dst, held);
     Status result = adsmSuccess;
     for (uint32_t k = 0; k < r.nblocks; ++k) {
         size_t b = r.block_begin(k), e = r.block_data_end(k);
@@ -716,7 +716,7 @@ Status BlockProtocol::snapshot(const SharedObject &r, uint8_t *dst) {
             if (Status s = r.device->copy_to_host(dst + b, r.dev + b, e - b); s != adsmSuccess && result == adsmSuccess)
                 result = s;
         } else {
-            os::real_memcpy(dst + b, r.alias + b, e - b);
+            copy_held(r, dst, b, e, held);
         }
     }
     return result;

@@ -70,7 +70,7 @@ public:
     Status fetch_range(SharedObject &r, size_t off, size_t len) override;
     Status prefetch_range(SharedObject &r, size_t off, size_t len) override;
     FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override;
-    Status snapshot(const SharedObject &r, uint8_t *dst) override;
+    Status snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) override;
 
 protected:
     // Policy hooks, called without any region lock held.  dirtied: a write

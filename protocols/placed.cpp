@@ -156,8 +156,8 @@ public:
                                                                                     : FaultOutcome::failed;
     }
 
-    Status snapshot(const SharedObject &r, uint8_t *dst) override {
-        return r.own_coherence() ? Protocol::snapshot(r, dst) : inner_->snapshot(r, dst);
+    Status snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) override {
+        return r.own_coherence() ? Protocol::snapshot(r, dst, held) : inner_->snapshot(r, dst, held);
     }
 
 private:

@@ -1,11 +1,22 @@
 #include "protocols/protocol.h"
 
+#include <algorithm>
+
 #include "os/real_libc.h"
 
 namespace adsm {
 
-Status Protocol::snapshot(const SharedObject &r, uint8_t *dst) {
-    os::real_memcpy(dst, r.alias, r.size);
+void copy_held(const SharedObject &r, uint8_t *dst, size_t b, size_t e, const os::Runs &held) {
+    // The first run that ends past b, then each while it starts before e.
+    auto it = std::upper_bound(held.begin(), held.end(), b, [](size_t at, const auto &run) { return at < run.second; });
+    for (; it != held.end() && it->first < e; ++it) {
+        size_t lo = std::max<size_t>(b, it->first), hi = std::min<size_t>(e, it->second);
+        os::real_memcpy(dst + lo, r.alias + lo, hi - lo);
+    }
+}
+
+Status Protocol::snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) {
+    copy_held(r, dst, 0, r.size, held);
     return adsmSuccess;
 }
 

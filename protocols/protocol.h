@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "os/vm.h"
 #include "protocols/shared_object.h"
 #include "support/config.h"
 #include "support/status.h"
@@ -127,9 +128,15 @@ public:
     };
     virtual FaultOutcome on_fault(SharedObject &, uintptr_t, bool) { return FaultOutcome::not_mine; }
 
-    // Writes the object's current contents to dst (a fork child keeps them).
-    virtual Status snapshot(const SharedObject &r, uint8_t *dst);
+    // Writes the object's current contents to dst, zeroed memory (a fork
+    // child keeps them).  Of what the host copy holds, only `held` (runs of
+    // offsets into the object) is copied: the rest are pages never made,
+    // zeros, and copying them would make them in the parent's mirror too.
+    virtual Status snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held);
 };
+
+// Copies the bytes of [b, e) of the object's host copy that lie in `held` to dst.
+void copy_held(const SharedObject &r, uint8_t *dst, size_t b, size_t e, const os::Runs &held);
 
 // A protocol whose host copy is the current one whenever the runtime works
 // for the program (batch between a sync and the next call; integrated

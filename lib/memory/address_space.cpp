@@ -96,6 +96,12 @@ void AddressSpace::prefault(uintptr_t addr, size_t span) {
     (void)os::populate(reinterpret_cast<void *>(addr), span, false);
 }
 
+os::Runs AddressSpace::host_runs(uintptr_t addr, size_t len) const {
+    os::Runs runs;
+    if (host_fd_ < 0 || !os::data_runs(host_fd_, addr - base_, len, &runs)) runs.assign(1, {0, len});
+    return runs;
+}
+
 uint64_t AddressSpace::free_bytes() {
     std::lock_guard<std::mutex> lock(mu_);
     return ranges_.free_bytes();

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "memory/range_allocator.h"
+#include "os/vm.h"
 #include "support/status.h"
 
 namespace adsm {
@@ -55,6 +56,11 @@ public:
     void prefault(uintptr_t addr, size_t span);
 
     uint64_t free_bytes();
+
+    // The runs of [addr, addr+len) whose host mirror pages hold data,
+    // relative to addr; the rest read as zeros.  All of it where the mirror
+    // will not say.
+    os::Runs host_runs(uintptr_t addr, size_t len) const;
 
     // In a fork child, after the window became private memory: drop the
     // alias and the memfd so the parent's memory is not kept alive here.

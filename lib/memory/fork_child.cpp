@@ -61,13 +61,21 @@ void Manager::become_fork_child() {
                      reinterpret_cast<void *>(r.host), os::error_text(errno));
             return;
         }
-        // Both sides' pages made in one call each: a fork leaves a shared
-        // mapping's page tables empty, and a fault per page of a copy and of
-        // its source made a child of a program with a 10 MiB heap take 150 ms
-        // to start.  (A side that cannot be made now faults as before.)
-        os::populate(pages, r.span, true);
-        if (r.alias) os::populate(r.alias, r.span, false);
-        if (protocol_.snapshot(r, static_cast<uint8_t *>(pages)) != adsmSuccess)
+        // Only what the mirror holds is copied: the pages the program never
+        // made are zeros in the copy as they were, and making them to read
+        // them would make them in the parent's mirror too (a 512 MiB object
+        // with 4 MiB used took 340 ms a fork, and 512 MiB more of the
+        // parent's memory).  Both sides' pages made in one call a run: a
+        // fork leaves a shared mapping's page tables empty, and a fault per
+        // page of a copy and of its source made a child of a program with a
+        // 10 MiB heap take 150 ms to start.  (A side that cannot be made now
+        // faults as before.)
+        const os::Runs held = space_.host_runs(r.host, r.size);
+        for (auto [b, e] : held) {
+            os::populate(static_cast<uint8_t *>(pages) + b, e - b, true);
+            if (r.alias) os::populate(r.alias + b, e - b, false);
+        }
+        if (protocol_.snapshot(r, static_cast<uint8_t *>(pages), held) != adsmSuccess)
             ADSM_LOG(error, "fork: the child's copy of the shared object at %p lacks what the device held: %s",
                      reinterpret_cast<void *>(r.host), last_detail());
         copies.push_back({r.host, r.span, pages});
