@@ -12,6 +12,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/kernel_in_place.h"
 #include "interpose/kernel_structs.h"
 #include "interpose/staged_calls.h"
 #include "interpose/staging.h"
@@ -33,6 +34,7 @@ namespace {
 using adsm::interpose::Address;
 using adsm::interpose::filled;
 using adsm::interpose::Local;
+using adsm::interpose::open_in_place;
 using adsm::interpose::Staged;
 using adsm::interpose::staged_in;
 using adsm::interpose::staged_out;
@@ -88,7 +90,9 @@ bool iov_staged(const struct msghdr *msg) {
 // A message's own parts: its header, its address and its control data (the
 // descriptors and credentials passed with it).  The kernel reads them, and
 // on a receive writes them, itself: where any is shared memory the call
-// gets copies of them (kernel_structs.h), stored back after a receive.
+// gets copies of them (kernel_structs.h), stored back after a receive;
+// control data larger than a copy takes is opened in place
+// (kernel_in_place.h).
 bool parts_shared(const struct msghdr *msg) {
     return stages(msg, sizeof *msg) || (msg->msg_name && stages(msg->msg_name, msg->msg_namelen)) ||
            (msg->msg_control && stages(msg->msg_control, msg->msg_controllen));
@@ -103,6 +107,8 @@ ssize_t with_parts(struct msghdr *msg, bool receiving, Call &&call) {
     }
     struct msghdr m = *hdr.get<struct msghdr>();
     Local name(m.msg_name, m.msg_namelen, receiving), control(m.msg_control, m.msg_controllen, receiving);
+    // Control data too large for a copy (many descriptors) is opened where it is.
+    if (m.msg_control && !control.copied()) open_in_place(m.msg_control, m.msg_controllen, receiving);
     m.msg_name = name.get<void>();
     m.msg_control = control.get<void>();
     ssize_t r = filled<ssize_t>([&] { return call(&m); }, name, control);

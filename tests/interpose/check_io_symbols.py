@@ -10,7 +10,8 @@ every fortified form, every second name), of the other calls whose
 buffers the kernel fills or reads (getrandom, getentropy, poll, ppoll and
 the epoll waits), and of those that fill or read one structure (the stat
 families, pipe, socketpair, the waits, select, epoll_ctl, socket addresses
-and options, the limits, getrusage, uname, sysinfo, times), of those that
+and options, the limits, getrusage, uname, sysinfo, times; ioctl's and
+fcntl's, opened in place: interpose/kernel_controls.cpp), of those that
 take a path name, and of those that start a program (the exec family,
 posix_spawn, system, popen), and checks each against what libadsm.so
 exports.
@@ -51,7 +52,7 @@ FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getr
 STRUCTS = re.compile(r"^(__)?((f|l)?x?stat(at)?(64)?|statx|f?statv?fs(64)?|pipe2?|socketpair|wait(pid|3|4|id)?|"
                      r"p?select|epoll_ctl|accept4?|getsockname|getpeername|[gs]etsockopt|connect|bind|"
                      r"getrusage|[gs]etrlimit(64)?|prlimit(64)?|[gs]etitimer|uname|sysinfo|times|"
-                     r"(clock_)?nanosleep)$")
+                     r"(clock_)?nanosleep|ioctl|fcntl(64)?)$")
 # Calls that take a path the kernel reads (interpose/kernel_paths.cpp; the
 # stat families above), and those that start a program from strings
 # (interpose/process_strings.cpp), by whole name.

@@ -449,6 +449,59 @@ TEST(KernelStructsTest, MessageAddressesAndControlDataLandInClosedBlocks) {
     for (int fd : {passed, pipe_fds[0], pipe_fds[1], sv[0], sv[1]}) close(fd);
 }
 
+// Control data larger than the copies the message's other parts get (a
+// few hundred descriptors) is opened in place, at both ends.
+TEST(KernelStructsTest, LargeControlDataInClosedBlocksReachesTheKernel) {
+    constexpr int kPassed = 200;  // 800 bytes of descriptors
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    int sv[2], pipe_fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    const size_t room = CMSG_SPACE(kPassed * sizeof(int));
+    ASSERT_GT(room, 512u);
+    auto *control = reinterpret_cast<char *>(b.p + 2 * kThreshold - 512);  // across two blocks
+    char byte = 'x';
+    struct iovec v = {&byte, 1};
+    struct msghdr mh = {};
+    mh.msg_iov = &v;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = room;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(kPassed * sizeof(int));
+    for (int i = 0; i < kPassed; ++i) memcpy(CMSG_DATA(c) + i * sizeof(int), &pipe_fds[1], sizeof(int));
+    b.keep_on_device();
+    ASSERT_EQ(sendmsg(sv[0], &mh, 0), 1) << strerror(errno);
+
+    b.close();
+    char received = 0;
+    v = {&received, 1};
+    mh = {};
+    mh.msg_iov = &v;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = room;
+    ASSERT_EQ(recvmsg(sv[1], &mh, 0), 1) << strerror(errno);
+    EXPECT_EQ(received, 'x');
+    EXPECT_EQ(mh.msg_flags & MSG_CTRUNC, 0);
+    c = CMSG_FIRSTHDR(&mh);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(c->cmsg_type, SCM_RIGHTS);
+    ASSERT_EQ(c->cmsg_len, CMSG_LEN(kPassed * sizeof(int)));
+    EXPECT_TRUE(b.kept_outside(control, room));
+    std::vector<int> passed(kPassed);
+    memcpy(passed.data(), CMSG_DATA(c), kPassed * sizeof(int));
+    ASSERT_EQ(write(passed.back(), "!", 1), 1) << "a descriptor passed is the pipe's";
+    char bang = 0;
+    ASSERT_EQ(read(pipe_fds[0], &bang, 1), 1);
+    EXPECT_EQ(bang, '!');
+    for (int fd : passed) close(fd);
+    for (int fd : {pipe_fds[0], pipe_fds[1], sv[0], sv[1]}) close(fd);
+}
+
 TEST(KernelStructsTest, LimitsLandInClosedBlocks) {
     struct rlimit own;
     ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
