@@ -19,7 +19,9 @@
 // collection waiting for threads that never stop.  Before that (a program
 // that never collects) it is the program's like any other signal.
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <ucontext.h>
 
 #include "interpose/interceptor.h"
 #include "os/deferred_signals.h"
@@ -120,6 +122,23 @@ INTERCEPTOR(int, sigprocmask, int how, const sigset_t *set, sigset_t *old) {
 INTERCEPTOR(int, pthread_sigmask, int how, const sigset_t *set, sigset_t *old) {
     sigset_t copy;
     return REAL(pthread_sigmask)(how, how == SIG_UNBLOCK ? set : fault_signal_open(set, &copy), old);
+}
+
+// The mask a context switch puts in place (set by the C library with a
+// system call of its own), and a new thread's first one: coroutine
+// libraries and thread pools may block every signal there.  The program's
+// context loses SIGSEGV where it is, as a mask it reads back does.
+INTERCEPTOR(int, setcontext, const ucontext_t *ucp) {
+    if (ucp) sigdelset(const_cast<sigset_t *>(&ucp->uc_sigmask), SIGSEGV);
+    return REAL(setcontext)(ucp);
+}
+INTERCEPTOR(int, swapcontext, ucontext_t *oucp, const ucontext_t *ucp) {
+    if (ucp) sigdelset(const_cast<sigset_t *>(&ucp->uc_sigmask), SIGSEGV);
+    return REAL(swapcontext)(oucp, ucp);
+}
+INTERCEPTOR(int, pthread_attr_setsigmask_np, pthread_attr_t *attr, const sigset_t *set) {
+    sigset_t copy;
+    return REAL(pthread_attr_setsigmask_np)(attr, fault_signal_open(set, &copy));
 }
 
 // The handlers that run while the thread waits run under this mask.

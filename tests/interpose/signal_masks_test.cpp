@@ -1,9 +1,12 @@
 // Signal masks that block SIGSEGV, which a thread then could not take the
 // runtime's fault under: a thread started with every signal blocked, a
-// handler whose mask blocks every signal, and a mask that blocks SIGSEGV
-// alone all read and write closed shared memory (its data on the device).
+// handler whose mask blocks every signal, a mask that blocks SIGSEGV
+// alone, a context switched to with every signal blocked and a thread whose
+// attributes block every signal all read and write closed shared memory
+// (its data on the device).
 #include <pthread.h>
 #include <signal.h>
+#include <ucontext.h>
 
 #include <thread>
 
@@ -101,4 +104,104 @@ TEST(SignalMasksTest, BlockingSigsegvAloneLeavesItOpen) {
     ASSERT_EQ(sigprocmask(SIG_SETMASK, &before, nullptr), 0);
     EXPECT_EQ(bumped_wrong(p, 42), 0u);
     free(p);
+}
+
+namespace {
+ucontext_t g_main_context, g_coroutine;
+uint8_t *g_coroutine_buffer;
+size_t g_coroutine_wrong = ~size_t(0);
+int g_coroutine_segv_blocked = -1;
+
+uint8_t g_resume_pattern;
+
+// (Apart from the functions that call getcontext, which returns twice.)
+__attribute__((noinline)) uint8_t *shared_buffer() {
+    auto *p = static_cast<uint8_t *>(malloc(kBytes));
+    if (!shared(p)) _exit(10);
+    return p;
+}
+
+// Reads and bumps the buffer; resumed (setcontext), does it again with the
+// next pattern.
+void coroutine() {
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    g_coroutine_segv_blocked = sigismember(&now, SIGSEGV);
+    g_coroutine_wrong = read_then_bump(g_coroutine_buffer, 43);
+    swapcontext(&g_coroutine, &g_main_context);
+    g_coroutine_wrong = read_then_bump(g_coroutine_buffer, g_resume_pattern);
+    swapcontext(&g_coroutine, &g_main_context);
+}
+
+// A coroutine whose context blocks every signal (the C library sets a
+// context's mask with a system call of its own); exits 0 when it read and
+// wrote closed shared memory.
+[[noreturn]] void switch_to_a_coroutine_that_blocks_every_signal() {
+    g_coroutine_buffer = shared_buffer();
+    close_on_device(g_coroutine_buffer, kBytes, 43);
+    static char stack[256 * 1024];
+    if (getcontext(&g_coroutine) != 0) _exit(11);
+    g_coroutine.uc_stack.ss_sp = stack;
+    g_coroutine.uc_stack.ss_size = sizeof stack;
+    g_coroutine.uc_link = &g_main_context;
+    sigfillset(&g_coroutine.uc_sigmask);
+    makecontext(&g_coroutine, coroutine, 0);
+    if (swapcontext(&g_main_context, &g_coroutine) != 0) _exit(12);
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    if (sigismember(&now, SIGSEGV) != 0) _exit(13);
+    if (g_coroutine_segv_blocked != 0) _exit(14);
+    if (sigismember(&g_coroutine.uc_sigmask, SIGUSR1) != 1) _exit(15);  // the rest as asked
+    if (g_coroutine_wrong != 0 || bumped_wrong(g_coroutine_buffer, 43) != 0) _exit(16);
+    // Back into it with setcontext, every signal blocked again: it reads
+    // the next pattern, and its last swap returns here.
+    close_on_device(g_coroutine_buffer, kBytes, 44);
+    sigfillset(&g_coroutine.uc_sigmask);
+    static volatile int resumed = 0;
+    g_resume_pattern = 44;
+    if (getcontext(&g_main_context) != 0) _exit(17);
+    if (!resumed) {
+        resumed = 1;
+        setcontext(&g_coroutine);
+        _exit(18);
+    }
+    _exit(g_coroutine_wrong == 0 && bumped_wrong(g_coroutine_buffer, 44) == 0 ? 0 : 19);
+}
+
+size_t g_thread_wrong = ~size_t(0);
+uint8_t *g_thread_buffer;
+void *bump_thread_buffer(void *) {
+    g_thread_wrong = read_then_bump(g_thread_buffer, 45);
+    return nullptr;
+}
+
+// A thread whose attributes set its first mask to block every signal.
+[[noreturn]] void start_a_thread_whose_attributes_block_every_signal() {
+    g_thread_buffer = shared_buffer();
+    close_on_device(g_thread_buffer, kBytes, 45);
+    pthread_attr_t attr;
+    sigset_t all, back;
+    pthread_attr_init(&attr);
+    sigfillset(&all);
+    if (pthread_attr_setsigmask_np(&attr, &all) != 0) _exit(11);
+    if (pthread_attr_getsigmask_np(&attr, &back) != 0 || sigismember(&back, SIGSEGV) != 0 ||
+        sigismember(&back, SIGUSR1) != 1)
+        _exit(12);
+    pthread_t t;
+    if (pthread_create(&t, &attr, bump_thread_buffer, nullptr) != 0) _exit(13);
+    pthread_join(t, nullptr);
+    _exit(g_thread_wrong == 0 && bumped_wrong(g_thread_buffer, 45) == 0 ? 0 : 14);
+}
+}  // namespace
+
+// Each in a child: with SIGSEGV blocked the kernel would end the process at
+// the first closed page it touches.
+TEST(SignalMasksTest, AContextSwitchedToWithEverySignalBlockedTakesTheRuntimesFaults) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(switch_to_a_coroutine_that_blocks_every_signal(), testing::ExitedWithCode(0), "");
+}
+
+TEST(SignalMasksTest, AThreadWhoseAttributesBlockEverySignalTakesTheRuntimesFaults) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(start_a_thread_whose_attributes_block_every_signal(), testing::ExitedWithCode(0), "");
 }
