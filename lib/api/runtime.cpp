@@ -17,6 +17,7 @@
 #include "memory/fault_engine.h"
 #include "os/call_stack.h"
 #include "os/error_text.h"
+#include "os/fork_handshake.h"
 #include "os/real_libc.h"
 #include "os/vm.h"
 #include "support/inside.h"
@@ -46,23 +47,30 @@ void trace_kernels_at_exit() {
         for (auto &d : rt->devices) d->trace_kernels();
 }
 
+// The forking thread's: its child copies the shared objects while it waits.
+thread_local os::ForkHandshake t_fork;
+
 void fork_prepare() {
     Runtime *rt = g_runtime.load();
     if (!rt || g_forked.load() || inside_runtime()) return;
     Inside in;
-    rt->manager->before_fork();
+    if (rt->manager->before_fork()) t_fork.prepare();
 }
+
+void fork_parent() { t_fork.parent_wait(); }
 
 void fork_child() {
     Runtime *rt = g_runtime.load();
     // A child of a child has nothing left to convert: its parent did it.
     if (!rt || g_forked.exchange(true)) return;
+    t_fork.child_started();
     gc::tls_cache = nullptr;  // the child's one thread: its pages are not the collector's here
     trace::disable_in_child();
     profile::disable_in_child();
     for (os::UffdTracker *t : {rt->tracker.get(), rt->gc_tracker.get()})
         if (t) t->detach_after_fork();
     rt->manager->become_fork_child();
+    t_fork.child_done();
 }
 
 // A write tracker over the window, or none (*out null) when the kernel has
@@ -169,7 +177,7 @@ Status start(Runtime **out) {
             return s;
     }
     if (rt->config.profile_top) profile::start(rt->config.profile_top);
-    pthread_atfork(fork_prepare, nullptr, fork_child);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     preload::g_chaos.store(rt->config.chaos_every > 0, std::memory_order_relaxed);
     // (Chaos mode's releases stand for kernel calls at any moment.)
     if (rt->config.chaos_every > 0) expect_kernels(*rt);

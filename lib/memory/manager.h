@@ -196,7 +196,8 @@ public:
     // device that cannot serve the child holds (serves_fork_child) is brought
     // to the host, so the child's copy of it is whole.  An object a kernel
     // is using stays where it is (the child gets what the host had).
-    void before_fork();
+    // Whether the child will have objects to copy.
+    bool before_fork();
 
     Protocol &protocol() { return protocol_; }
     // The runtime's writes for the program (above) are noted here from now

@@ -342,6 +342,33 @@ TEST(EdgeTest, ForkChildCopiesOnlyThePagesTheObjectHolds) {
     adsmFree(p);
 }
 
+// The child copies its objects from memory its parent still shares with
+// it: what the forking thread writes once fork returns must not reach the
+// child, however long the copy takes.  The parent writes at once, the
+// object's last page first (the child copies from its first).
+TEST(EdgeTest, WhatTheParentWritesAfterTheForkDoesNotReachTheChild) {
+    const size_t n = 64u << 20;
+    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    ASSERT_NE(p, nullptr);
+    memset(p, 1, n);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        for (size_t i = 0; i < n; i += 4096)
+            if (p[i] != 1 || p[i + 4095] != 1) _exit(1);
+        _exit(0);
+    }
+    for (size_t page = n / 4096; page-- > 0;) p[page * 4096 + 4095] = 2;
+    memset(p, 2, n);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child saw the parent's writes from after the fork";
+    EXPECT_EQ(p[0], 2);
+    EXPECT_EQ(p[n - 1], 2);
+    adsmFree(p);
+}
+
 TEST(EdgeTest, ForkChildGetsEachObjectApartWithAFreedOneBetween) {
     // Several objects, one freed in between: each moves into the child on
     // its own (a move covers one mapping on kernels before 6.17), and none
