@@ -299,11 +299,11 @@ size_t pages_in_memory(const void *p, size_t n) {
 
 // A fork child's copy of a big object the program used a little of takes
 // what the object holds, nothing more: the pages never made stay unmade in
-// the child and in the parent's mirror (making them cost the parent 64 MiB
+// the child and in the parent's mirror (making them cost the parent 32 MiB
 // of memory and the fork a fault's work per page).  The child of a later
 // round, after a kernel wrote where the CPU never did, gets that too.
 TEST(EdgeTest, ForkChildCopiesOnlyThePagesTheObjectHolds) {
-    const size_t n = 64u << 20, bs = block_size();
+    const size_t n = 32u << 20, bs = block_size();
     auto *p = static_cast<uint8_t *>(adsmAlloc(n));
     ASSERT_NE(p, nullptr);
     memset(p, 1, 4096);
@@ -347,7 +347,7 @@ TEST(EdgeTest, ForkChildCopiesOnlyThePagesTheObjectHolds) {
 // child, however long the copy takes.  The parent writes at once, the
 // object's last page first (the child copies from its first).
 TEST(EdgeTest, WhatTheParentWritesAfterTheForkDoesNotReachTheChild) {
-    const size_t n = 64u << 20;
+    const size_t n = 16u << 20;
     auto *p = static_cast<uint8_t *>(adsmAlloc(n));
     ASSERT_NE(p, nullptr);
     memset(p, 1, n);
