@@ -57,7 +57,11 @@ void fork_prepare() {
     if (rt->manager->before_fork()) t_fork.prepare();
 }
 
-void fork_parent() { t_fork.parent_wait(); }
+void fork_parent() {
+    if (t_fork.parent_wait() == os::ForkHandshake::Wait::stopped)
+        ADSM_LOG(warn, "fork: the child was stopped before it had copied the shared objects; the parent goes on, and "
+                       "what it writes now may reach the child's copy");
+}
 
 void fork_child() {
     Runtime *rt = g_runtime.load();

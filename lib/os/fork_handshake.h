@@ -21,7 +21,11 @@ public:
     void child_started();
     void child_done();
     // In the forking thread after the fork, whether it made a child or not.
-    void parent_wait();
+    // A child held stopped (a debugger that keeps it, SIGSTOP) does not
+    // hold its parent: every second of waiting the parent looks, and goes
+    // on without the wait when it finds the child stopped.
+    enum class Wait { done, stopped };
+    Wait parent_wait();
 
 private:
     void close_all();

@@ -1,0 +1,132 @@
+// The forking thread's wait for its child's copy of the shared objects
+// (os/fork_handshake.h): it lasts until the child says its copy is done or
+// ends, and no longer than a second or two once the child is held stopped,
+// before it said who it is or during its copy.  Each parent's wait runs
+// under a watchdog that ends the child after 10 s (the wait then ends too).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "os/fork_handshake.h"
+
+namespace {
+
+using adsm::os::ForkHandshake;
+using Clock = std::chrono::steady_clock;
+
+struct Waited {
+    ForkHandshake::Wait how;
+    double seconds;
+    bool killed;  // by the watchdog
+};
+
+// The parent's side, in the forking thread as in the runtime's handler.
+Waited wait_for(ForkHandshake &h, pid_t child) {
+    std::atomic<bool> over{false}, killed{false};
+    std::thread watchdog([&] {
+        for (int i = 0; i < 1000 && !over.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (!over.load()) {
+            killed = true;
+            kill(child, SIGKILL);
+        }
+    });
+    const auto t0 = Clock::now();
+    ForkHandshake::Wait how = h.parent_wait();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    over = true;
+    watchdog.join();
+    return {how, s, killed.load()};
+}
+
+void reap(pid_t child) {
+    kill(child, SIGKILL);
+    int st = 0;
+    waitpid(child, &st, 0);
+}
+
+}  // namespace
+
+TEST(ForkHandshakeTest, TheParentWaitsUntilItsChildHasCopied) {
+    ForkHandshake h;
+    h.prepare();
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        h.child_started();
+        usleep(300 * 1000);  // the copy
+        h.child_done();
+        pause();
+        _exit(0);
+    }
+    Waited w = wait_for(h, child);
+    reap(child);
+    EXPECT_FALSE(w.killed);
+    EXPECT_EQ(w.how, ForkHandshake::Wait::done);
+    EXPECT_GE(w.seconds, 0.29) << "the parent went on before its child's copy was done";
+    EXPECT_LT(w.seconds, 5.0);
+}
+
+TEST(ForkHandshakeTest, AChildThatEndsBeforeItIsDoneLetsItsParentGo) {
+    ForkHandshake h;
+    h.prepare();
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        h.child_started();
+        _exit(3);
+    }
+    Waited w = wait_for(h, child);
+    int st = 0;
+    ASSERT_EQ(waitpid(child, &st, 0), child);
+    EXPECT_FALSE(w.killed);
+    EXPECT_EQ(w.how, ForkHandshake::Wait::done);
+    EXPECT_LT(w.seconds, 5.0);
+}
+
+TEST(ForkHandshakeTest, AChildStoppedDuringItsCopyLetsItsParentGo) {
+    ForkHandshake h;
+    h.prepare();
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        h.child_started();
+        raise(SIGSTOP);  // as a debugger holding the child would
+        h.child_done();
+        _exit(0);
+    }
+    Waited w = wait_for(h, child);
+    reap(child);
+    EXPECT_FALSE(w.killed) << "the parent waited for a stopped child";
+    EXPECT_EQ(w.how, ForkHandshake::Wait::stopped);
+    EXPECT_LT(w.seconds, 5.0);
+}
+
+TEST(ForkHandshakeTest, AChildStoppedBeforeItSaidWhoItIsLetsItsParentGo) {
+    ForkHandshake h;
+    h.prepare();
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        raise(SIGSTOP);  // an earlier fork handler's, say
+        h.child_started();
+        h.child_done();
+        _exit(0);
+    }
+    Waited w = wait_for(h, child);
+    reap(child);
+    EXPECT_FALSE(w.killed) << "the parent waited for a stopped child";
+    EXPECT_EQ(w.how, ForkHandshake::Wait::stopped);
+    EXPECT_LT(w.seconds, 5.0);
+}
+
+TEST(ForkHandshakeTest, WithoutAPipeNothingWaits) {
+    ForkHandshake h;  // never prepared: the parent and child sides do nothing
+    h.child_started();
+    h.child_done();
+    EXPECT_EQ(h.parent_wait(), ForkHandshake::Wait::done);
+}
