@@ -17,22 +17,24 @@
 namespace adsm {
 
 bool Manager::before_fork() {
+    // (A process with device memory alone has nothing for a child to copy,
+    // and is counted all the same: asking would walk every region.)
+    const bool any = table_.live_regions() > 0;
     bool fetch = false;
     for (Device *d : devices_) fetch |= !d->serves_fork_child();
+    if (!fetch || !any) return any;
     // The objects first, then each on its own (fetch_to_host takes the
     // locks and looks each up again: one freed meanwhile is skipped).
     std::vector<std::pair<uintptr_t, size_t>> objects;
-    bool any = false;
     table_.for_each_live([&](Region &r) {
-        if (r.kind == RegionKind::device || !r.host) return;
-        any = true;
-        if (fetch && r.device && !r.device->serves_fork_child()) objects.emplace_back(r.host, r.size);
+        if (r.kind != RegionKind::device && r.host && r.device && !r.device->serves_fork_child())
+            objects.emplace_back(r.host, r.size);
     });
     for (auto [host, size] : objects)
         if (fetch_to_host(reinterpret_cast<void *>(host), size) != adsmSuccess)
             ADSM_LOG(debug, "fork: the object at %p stays on the device: %s", reinterpret_cast<void *>(host),
                      last_detail());
-    return any;
+    return true;
 }
 
 void Manager::become_fork_child() {

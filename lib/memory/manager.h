@@ -196,7 +196,7 @@ public:
     // device that cannot serve the child holds (serves_fork_child) is brought
     // to the host, so the child's copy of it is whole.  An object a kernel
     // is using stays where it is (the child gets what the host had).
-    // Whether the child will have objects to copy.
+    // Whether any region is live (the child then may have objects to copy).
     bool before_fork();
 
     Protocol &protocol() { return protocol_; }
