@@ -130,3 +130,34 @@ TEST(ForkHandshakeTest, WithoutAPipeNothingWaits) {
     h.child_done();
     EXPECT_EQ(h.parent_wait(), ForkHandshake::Wait::done);
 }
+
+// Another thread's child, forked while this pipe existed, holds it open
+// (close-on-exec closes it only at an exec): a child that ends without
+// saying it is done still lets its parent go at once, through its pidfd,
+// not when the other child lets go of the pipe.
+TEST(ForkHandshakeTest, AChildThatEndsWithoutSayingSoLetsItsParentGoWhileAnotherHoldsThePipe) {
+    ForkHandshake h;
+    h.prepare();
+    pid_t holder = -1;
+    std::thread([&holder] {
+        holder = fork();
+        if (holder == 0) {
+            usleep(2000 * 1000);
+            _exit(0);
+        }
+    }).join();
+    ASSERT_GT(holder, 0);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        h.child_started();
+        _exit(0);
+    }
+    Waited w = wait_for(h, child);
+    reap(holder);
+    int st = 0;
+    waitpid(child, &st, 0);
+    EXPECT_FALSE(w.killed);
+    EXPECT_EQ(w.how, ForkHandshake::Wait::done);
+    EXPECT_LT(w.seconds, 1.0) << "the parent waited for the other child to let go of the pipe";
+}
