@@ -66,9 +66,10 @@ void open_ioctl_argument(unsigned long request, void *arg) {
         auto at = reinterpret_cast<uintptr_t>(arg);
         a = {std::max<size_t>(adsm::os::page_up(at + 1) - at, 256), true};
     }
-    open_in_place(arg, a.n, a.written);
-    if (request == SIOCGIFCONF) {
-        // The interfaces' records land where the structure says.
+    const bool opened = open_in_place(arg, a.n, a.written);
+    if (request == SIOCGIFCONF && opened) {
+        // The interfaces' records land where the structure says.  (Read
+        // only once open: a pointer to no object is the kernel's to refuse.)
         const auto *conf = static_cast<const struct ifconf *>(arg);
         if (conf->ifc_buf && conf->ifc_len > 0) open_in_place(conf->ifc_buf, static_cast<size_t>(conf->ifc_len), true);
     }
@@ -107,13 +108,14 @@ INTERCEPTOR(int, ioctl, int fd, unsigned long request, ...) {
 }
 
 // fcntl64 is fcntl where off_t is 64 bits wide (every 64-bit target).
-#define FCNTL(name)                                                                 \
-    INTERCEPTOR(int, name, int fd, int cmd, ...) {                                  \
-        void *arg;                                                                  \
-        LAST_ARGUMENT(cmd, arg);                                                    \
-        if (Argument a = fcntl_argument(cmd); a.n && adsm::preload::touches_window(arg, a.n)) \
-            open_in_place(arg, a.n, a.written);                                     \
-        return REAL(name)(fd, cmd, arg);                                            \
+#define FCNTL(name)                                                       \
+    INTERCEPTOR(int, name, int fd, int cmd, ...) {                        \
+        void *arg;                                                        \
+        LAST_ARGUMENT(cmd, arg);                                          \
+        Argument a = fcntl_argument(cmd);                                 \
+        if (a.n && adsm::preload::touches_window(arg, a.n))               \
+            open_in_place(arg, a.n, a.written);                           \
+        return REAL(name)(fd, cmd, arg);                                  \
     }
 FCNTL(fcntl)
 FCNTL(fcntl64)

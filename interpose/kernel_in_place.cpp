@@ -19,12 +19,14 @@ void write_nothing(uint8_t *b) {
 }
 }  // namespace
 
-void open_in_place(const void *p, size_t n, bool write) {
-    if (!stages(p, n)) return;
+bool open_in_place(const void *p, size_t n, bool write) {
+    if (!stages(p, n)) return false;
     preload::Piece pieces[4];
     const size_t count = preload::split(p, n, pieces, 4);
+    size_t opened = 0;
     for (size_t i = 0; i < count; ++i) {
         if (!pieces[i].shared) continue;
+        opened += pieces[i].n;
         // Each page's first byte in the piece (the object's own bytes only).
         for (uintptr_t at = reinterpret_cast<uintptr_t>(pieces[i].p), end = at + pieces[i].n; at < end;
              at = os::page_down(at) + os::kPageSize) {
@@ -32,6 +34,7 @@ void open_in_place(const void *p, size_t n, bool write) {
             else (void)*reinterpret_cast<volatile uint8_t *>(at);
         }
     }
+    return opened == n;
 }
 
 }  // namespace adsm::interpose

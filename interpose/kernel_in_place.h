@@ -17,7 +17,7 @@ namespace adsm::interpose {
 
 // Opens the shared memory in [p, p+n) to the kernel (anything else is the
 // kernel's to use or refuse, and is not touched); `write`: the kernel may
-// write it.
-void open_in_place(const void *p, size_t n, bool write);
+// write it.  Whether all of it was shared memory, now open.
+bool open_in_place(const void *p, size_t n, bool write);
 
 }  // namespace adsm::interpose
