@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "os/fork_handshake.h"
@@ -25,8 +26,20 @@ struct Waited {
     bool killed;  // by the watchdog
 };
 
-// The parent's side, in the forking thread as in the runtime's handler.
-Waited wait_for(ForkHandshake &h, pid_t child) {
+// Prepares a handshake, runs `before` (with the pipe made), forks a child
+// that runs `child_side` and ends, and waits as the forking thread does in
+// the runtime's handler, under the watchdog; the child is gone after.
+Waited fork_and_wait(const std::function<void(ForkHandshake &)> &child_side,
+                     const std::function<void()> &before = [] {}) {
+    ForkHandshake h;
+    h.prepare();
+    before();
+    pid_t child = fork();
+    if (child == 0) {
+        child_side(h);
+        _exit(0);
+    }
+    if (child < 0) return {ForkHandshake::Wait::done, 0, true};
     std::atomic<bool> over{false}, killed{false};
     std::thread watchdog([&] {
         for (int i = 0; i < 1000 && !over.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -40,31 +53,21 @@ Waited wait_for(ForkHandshake &h, pid_t child) {
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     over = true;
     watchdog.join();
-    return {how, s, killed.load()};
-}
-
-void reap(pid_t child) {
     kill(child, SIGKILL);
     int st = 0;
     waitpid(child, &st, 0);
+    return {how, s, killed.load()};
 }
 
 }  // namespace
 
 TEST(ForkHandshakeTest, TheParentWaitsUntilItsChildHasCopied) {
-    ForkHandshake h;
-    h.prepare();
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
+    Waited w = fork_and_wait([](ForkHandshake &h) {
         h.child_started();
         usleep(300 * 1000);  // the copy
         h.child_done();
         pause();
-        _exit(0);
-    }
-    Waited w = wait_for(h, child);
-    reap(child);
+    });
     EXPECT_FALSE(w.killed);
     EXPECT_EQ(w.how, ForkHandshake::Wait::done);
     EXPECT_GE(w.seconds, 0.29) << "the parent went on before its child's copy was done";
@@ -72,53 +75,29 @@ TEST(ForkHandshakeTest, TheParentWaitsUntilItsChildHasCopied) {
 }
 
 TEST(ForkHandshakeTest, AChildThatEndsBeforeItIsDoneLetsItsParentGo) {
-    ForkHandshake h;
-    h.prepare();
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        h.child_started();
-        _exit(3);
-    }
-    Waited w = wait_for(h, child);
-    int st = 0;
-    ASSERT_EQ(waitpid(child, &st, 0), child);
+    Waited w = fork_and_wait([](ForkHandshake &h) { h.child_started(); });
     EXPECT_FALSE(w.killed);
     EXPECT_EQ(w.how, ForkHandshake::Wait::done);
     EXPECT_LT(w.seconds, 5.0);
 }
 
 TEST(ForkHandshakeTest, AChildStoppedDuringItsCopyLetsItsParentGo) {
-    ForkHandshake h;
-    h.prepare();
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
+    Waited w = fork_and_wait([](ForkHandshake &h) {
         h.child_started();
         raise(SIGSTOP);  // as a debugger holding the child would
         h.child_done();
-        _exit(0);
-    }
-    Waited w = wait_for(h, child);
-    reap(child);
+    });
     EXPECT_FALSE(w.killed) << "the parent waited for a stopped child";
     EXPECT_EQ(w.how, ForkHandshake::Wait::stopped);
     EXPECT_LT(w.seconds, 5.0);
 }
 
 TEST(ForkHandshakeTest, AChildStoppedBeforeItSaidWhoItIsLetsItsParentGo) {
-    ForkHandshake h;
-    h.prepare();
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
+    Waited w = fork_and_wait([](ForkHandshake &h) {
         raise(SIGSTOP);  // an earlier fork handler's, say
         h.child_started();
         h.child_done();
-        _exit(0);
-    }
-    Waited w = wait_for(h, child);
-    reap(child);
+    });
     EXPECT_FALSE(w.killed) << "the parent waited for a stopped child";
     EXPECT_EQ(w.how, ForkHandshake::Wait::stopped);
     EXPECT_LT(w.seconds, 5.0);
@@ -136,27 +115,21 @@ TEST(ForkHandshakeTest, WithoutAPipeNothingWaits) {
 // saying it is done still lets its parent go at once, through its pidfd,
 // not when the other child lets go of the pipe.
 TEST(ForkHandshakeTest, AChildThatEndsWithoutSayingSoLetsItsParentGoWhileAnotherHoldsThePipe) {
-    ForkHandshake h;
-    h.prepare();
     pid_t holder = -1;
-    std::thread([&holder] {
-        holder = fork();
-        if (holder == 0) {
-            usleep(2000 * 1000);
-            _exit(0);
-        }
-    }).join();
+    Waited w = fork_and_wait([](ForkHandshake &h) { h.child_started(); },
+                             [&holder] {
+                                 std::thread([&holder] {
+                                     holder = fork();
+                                     if (holder == 0) {
+                                         usleep(2000 * 1000);
+                                         _exit(0);
+                                     }
+                                 }).join();
+                             });
     ASSERT_GT(holder, 0);
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        h.child_started();
-        _exit(0);
-    }
-    Waited w = wait_for(h, child);
-    reap(holder);
+    kill(holder, SIGKILL);
     int st = 0;
-    waitpid(child, &st, 0);
+    waitpid(holder, &st, 0);
     EXPECT_FALSE(w.killed);
     EXPECT_EQ(w.how, ForkHandshake::Wait::done);
     EXPECT_LT(w.seconds, 1.0) << "the parent waited for the other child to let go of the pipe";
