@@ -216,6 +216,7 @@ Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, 
     size_t page = off / os::kPageSize;
     uint32_t ahead = 0, ahead_end = 0;
     if (st == kInvalid) {
+        if (off >= r.device_stores_begin && off < r.device_stores_end) r.cpu_reads_stores = true;
         bool landed = r.blocks[k] & kLanded;
         if (!landed) result = fetch(r, k, k + 1);
         if (result == adsmSuccess) {
@@ -320,6 +321,12 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
     // copy into memory the CPU has not touched is data on its way to a
     // kernel, and making host pages for it costs several times the copy it
     // would save if the CPU read it after all (a fault fetches it then).
+    // An object whose CPU did read such bytes back before its next release
+    // (cpu_reads_stores) takes its later stores on the host: a program
+    // reading a file into it a piece at a time and checking each piece sent
+    // every byte three times (there, back, and at the release, which takes
+    // the pages the fetch made for written ones while the userfaultfd
+    // tracker is not watching yet).
     // While such stores may still be on their way (asynchronous, an I/O
     // call's), even a few bytes of a closed block go to the device: a fetch
     // of the block could overtake them.
@@ -328,7 +335,7 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
         return covered(k) || part(k) >= kDeviceOnlyStore || (r.stores_ticket != 0 && closed(k));
     };
     auto unmade = [&](uint32_t k) {
-        return r.state(k) == kReadOnly && !flushing && !r.coarse && !r.read_mostly &&
+        return r.state(k) == kReadOnly && !flushing && !r.coarse && !r.read_mostly && !r.cpu_reads_stores &&
                !r.kernel_reads.load(std::memory_order_acquire) &&
                !os::any_page_made(r.alias + r.block_begin(k), r.block_end(k) - r.block_begin(k));
     };
@@ -353,6 +360,9 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
             bool any_open = false;
             for (uint32_t i = k; i < j && !any_open; ++i) any_open = r.state(i) == kReadOnly;
             if (any_open) {
+                if (r.device_stores_end == 0) r.device_stores_begin = b;
+                r.device_stores_begin = std::min(r.device_stores_begin, b);
+                r.device_stores_end = std::max(r.device_stores_end, e);
                 if (result != adsmSuccess) {
                     // The device copy may be half written: the host's, which
                     // still holds the bytes from before, goes whole at the release.
@@ -474,6 +484,7 @@ void BlockProtocol::keep_open(SharedObject &r, uint32_t first, uint32_t last) {
 Status BlockProtocol::flush_region(SharedObject &r) {
     ADSM_HOLDS(r.lock);
     r.stores_ticket = 0;  // every caller waited for the device's copies
+    r.device_stores_begin = r.device_stores_end = 0;
     if (!r.blocks) return adsmSuccess;
     bool any_open = false;
     for (uint32_t k = 0; k < r.nblocks && !any_open; ++k) any_open = r.state(k) != kInvalid;

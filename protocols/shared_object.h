@@ -176,6 +176,14 @@ struct SharedObject {
     // and leave the block to the release, which waits for them first.
     std::atomic<uint32_t> flushes_in_flight{0};
     ReadAhead ahead;  // faults in order fetch what follows (read_ahead.h)
+    // Stores that went to the device alone because the CPU had never made
+    // their pages (BlockProtocol::store) since the object was last flushed:
+    // [device_stores_begin, device_stores_end).  A fault in there means the
+    // CPU reads what it stored before any kernel could: the bytes crossed
+    // the link twice.  From then on `cpu_reads_stores` keeps the object's
+    // stores on the host.
+    size_t device_stores_begin = 0, device_stores_end = 0;
+    bool cpu_reads_stores = false;
 
     // Clears everything but identity, the lock and the live flag, for a reused slot.
     void reset_object() {
@@ -202,6 +210,8 @@ struct SharedObject {
         resend.store(false, std::memory_order_relaxed);
         flushes_in_flight.store(0, std::memory_order_relaxed);
         ahead = ReadAhead{};
+        device_stores_begin = device_stores_end = 0;
+        cpu_reads_stores = false;
         kernel_reads.store(false, std::memory_order_relaxed);
         stats.clear();
     }
