@@ -304,7 +304,8 @@ void BlockProtocol::land(PrefetchRun &run, Status status) {
         // A failed prefetch leaves the block Invalid: a touch fetches it.
         if (status != adsmSuccess || r.state(k) != kInvalid) continue;
         // (Where the block cannot open by itself, the CPU's touch opens it.)
-        if (run.open || run.protocol->reads_->open_on_landing(r, k)) {
+        // (Not while a fork's hold is on: an open block could take writes.)
+        if ((run.open || run.protocol->reads_->open_on_landing(r, k)) && !r.writes_held) {
             if (!run.protocol->open_alone(r, k, false)) r.blocks[k] |= kLanded;
         } else {
             r.blocks[k] |= kLanded;

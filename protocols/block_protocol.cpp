@@ -250,6 +250,42 @@ Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, 
     return FaultOutcome::retry;
 }
 
+// Dirty blocks are the writable ones: each run of them turns read-only,
+// and back as the write detection wants it.  Every run is tried; the first
+// failure is returned (a run that cannot close stays writable, its writes
+// unheld; one that cannot reopen does at its next write fault).
+template <class F>
+static Status each_dirty_run(SharedObject &r, F &&f) {
+    Status result = adsmSuccess;
+    for (uint32_t k = 0; k < r.nblocks;) {
+        if (r.state(k) != kDirty) {
+            ++k;
+            continue;
+        }
+        uint32_t j = k + 1;
+        while (j < r.nblocks && r.state(j) == kDirty) ++j;
+        if (Status s = f(k, j); s != adsmSuccess && result == adsmSuccess) result = s;
+        k = j;
+    }
+    return result;
+}
+
+Status BlockProtocol::hold_writes(SharedObject &r) {
+    os::FutexGuard g(r.lock);
+    if (!r.blocks || !r.live.load(std::memory_order_acquire) || r.writes_held) return adsmSuccess;
+    r.writes_held = true;
+    return each_dirty_run(r, [&](uint32_t k, uint32_t j) { return protect_blocks(r, k, j, PROT_READ); });
+}
+
+Status BlockProtocol::resume_writes(SharedObject &r) {
+    os::FutexGuard g(r.lock);
+    if (!r.writes_held) return adsmSuccess;
+    r.writes_held = false;
+    if (!r.blocks) return adsmSuccess;
+    if (r.coarse) return protect_blocks(r, 0, r.nblocks, PROT_READ | PROT_WRITE);
+    return each_dirty_run(r, [&](uint32_t k, uint32_t j) { return writes_->reopen(r, k, j); });
+}
+
 Status BlockProtocol::read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *ticket) {
     if (len == 0) return adsmSuccess;
     uint32_t first = r.block_of(off), last = r.block_of(off + len - 1) + 1;

@@ -71,6 +71,8 @@ public:
     Status prefetch_range(SharedObject &r, size_t off, size_t len) override;
     FaultOutcome on_fault(SharedObject &r, uintptr_t addr, bool write) override;
     Status snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) override;
+    Status hold_writes(SharedObject &r) override;
+    Status resume_writes(SharedObject &r) override;
 
 protected:
     // Policy hooks, called without any region lock held.  dirtied: a write

@@ -156,6 +156,20 @@ public:
                                                                                     : FaultOutcome::failed;
     }
 
+    Status hold_writes(SharedObject &r) override {
+        return r.own_coherence() ? Protocol::hold_writes(r) : inner_->hold_writes(r);
+    }
+    // Writable whole again, as after its fault: a replicated object's
+    // replicas may miss what is written now, so they count as stale.
+    Status resume_writes(SharedObject &r) override {
+        if (!r.own_coherence()) return inner_->resume_writes(r);
+        os::FutexGuard g(r.lock);
+        if (!r.writes_held) return adsmSuccess;
+        r.writes_held = false;
+        changed(r);
+        return protect_range(r.host, r.span, PROT_READ | PROT_WRITE);
+    }
+
     Status snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) override {
         return r.own_coherence() ? Protocol::snapshot(r, dst, held) : inner_->snapshot(r, dst, held);
     }

@@ -1,8 +1,11 @@
 #include "protocols/protocol.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 
 #include "os/real_libc.h"
+#include "protocols/protection.h"
 
 namespace adsm {
 
@@ -18,6 +21,21 @@ void copy_held(const SharedObject &r, uint8_t *dst, size_t b, size_t e, const os
 Status Protocol::snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) {
     copy_held(r, dst, 0, r.size, held);
     return adsmSuccess;
+}
+
+Status Protocol::hold_writes(SharedObject &r) {
+    os::FutexGuard g(r.lock);
+    if (!r.live.load(std::memory_order_acquire) || r.writes_held) return adsmSuccess;
+    if (Status s = protect_range(r.host, r.span, PROT_READ); s != adsmSuccess) return s;
+    r.writes_held = true;
+    return adsmSuccess;
+}
+
+Status Protocol::resume_writes(SharedObject &r) {
+    os::FutexGuard g(r.lock);
+    if (!r.writes_held) return adsmSuccess;
+    r.writes_held = false;
+    return protect_range(r.host, r.span, PROT_READ | PROT_WRITE);
 }
 
 Status HostCopyProtocol::read_out(SharedObject &r, size_t off, void *dst, size_t len, uint64_t *) {

@@ -128,6 +128,16 @@ public:
     };
     virtual FaultOutcome on_fault(SharedObject &, uintptr_t, bool) { return FaultOutcome::not_mine; }
 
+    // While a fork child copies the objects from the mirror it shares with
+    // its parent, the parent's CPU writes must wait (os/write_hold.h):
+    // hold_writes takes write access from the object's pages, so that a
+    // write faults, and resume_writes gives back what the object's state
+    // allows.  Both take r.lock and are async-signal-safe: a thread the hold
+    // does not stop resumes an object it writes from the fault handler.  The
+    // default is for objects whose pages are always writable.
+    virtual Status hold_writes(SharedObject &r);
+    virtual Status resume_writes(SharedObject &r);
+
     // Writes the object's current contents to dst, zeroed memory (a fork
     // child keeps them).  Of what the host copy holds, only `held` (runs of
     // offsets into the object) is copied: the rest are pages never made,

@@ -159,6 +159,9 @@ struct SharedObject {
         }
         return nullptr;
     }
+    // A fork's hold took write access from its pages (Protocol::hold_writes).
+    // (Changed under `lock`; the fault handler looks without it.)
+    std::atomic<bool> writes_held{false};
     // The system refused to split this object's protection (too many
     // mappings): its blocks open and close together from then on.
     bool coarse = false;
@@ -207,6 +210,7 @@ struct SharedObject {
         for (IncomingRun &run : incoming_runs) run = IncomingRun{};
         incoming_next = 0;
         coarse = false;
+        writes_held.store(false, std::memory_order_relaxed);
         resend.store(false, std::memory_order_relaxed);
         flushes_in_flight.store(0, std::memory_order_relaxed);
         ahead = ReadAhead{};

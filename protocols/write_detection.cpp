@@ -22,6 +22,10 @@ Status WriteDetection::agree(SharedObject &r, uint32_t k, size_t) {
     return protect_blocks(r, k, k + 1, protection(r.state(k)));
 }
 
+Status WriteDetection::reopen(SharedObject &r, uint32_t first, uint32_t last) {
+    return protect_blocks(r, first, last, protection(kDirty));
+}
+
 // Stop writers, then copy: a later write faults and dirties it again.  A
 // block whose protection cannot change alone just stays Dirty.
 bool WriteDetection::rewatch(SharedObject &r, uint32_t k, bool *written) {

@@ -52,6 +52,9 @@ public:
     // Another thread resolved the fault at `page` first: makes the
     // protection there agree with block k's state.
     virtual Status agree(SharedObject &r, uint32_t k, size_t page);
+    // Dirty blocks [first, last), read-only for a while (a fork's hold),
+    // take the protection their state and what was written give them.
+    virtual Status reopen(SharedObject &r, uint32_t first, uint32_t last);
 
     // ---- releases, with r closed (PROT_NONE) and r.lock held.
     // Whether a Dirty block goes whole (nothing says which of its pages were

@@ -67,6 +67,20 @@ public:
         return WriteDetection::agree(r, k, page);
     }
 
+    // A forced block is writable whole; any other, in its written pages.
+    Status reopen(SharedObject &r, uint32_t first, uint32_t last) override {
+        for (uint32_t k = first; k < last; ++k) {
+            if (r.blocks[k] & kForced) {
+                if (Status s = protect_blocks(r, k, k + 1, PROT_READ | PROT_WRITE); s != adsmSuccess) return s;
+                continue;
+            }
+            for (size_t p = r.block_begin(k) / os::kPageSize; p < r.block_end(k) / os::kPageSize; ++p)
+                if (bit(r.dirty_pages, p))
+                    if (Status s = protect_page(r, p, PROT_READ | PROT_WRITE); s != adsmSuccess) return s;
+        }
+        return adsmSuccess;
+    }
+
     void collect(SharedObject &r, ByteRuns &runs) override {
         size_t pages = r.span / os::kPageSize;
         for (size_t p = 0; p < pages;) {

@@ -20,6 +20,7 @@
 #include "os/fork_handshake.h"
 #include "os/real_libc.h"
 #include "os/vm.h"
+#include "os/write_hold.h"
 #include "support/inside.h"
 #include "support/log.h"
 #include "support/profile.h"
@@ -47,26 +48,58 @@ void trace_kernels_at_exit() {
         for (auto &d : rt->devices) d->trace_kernels();
 }
 
-// The forking thread's: its child copies the shared objects while it waits.
+// The forking thread's: its child copies the shared objects while it waits,
+// and the other threads' writes to them wait too (t_holding).
 thread_local os::ForkHandshake t_fork;
+thread_local bool t_holding = false;
+
+RacePolicy race_policy(const std::string &s) {
+    return s == "warn" ? RacePolicy::warn : s == "abort" ? RacePolicy::abort : RacePolicy::sync;
+}
+
+// A fork's hold closes the objects to writes, which then fault: under a
+// protocol that takes no faults the handler comes with the first fork.
+bool serve_faults(Runtime &rt) {
+    if (rt.faults_served.load()) return true;
+    static std::mutex installing;
+    std::lock_guard<std::mutex> g(installing);
+    if (rt.faults_served.load()) return true;
+    if (install_fault_engine(&rt.table, rt.protocol.get(), rt.manager.get(), race_policy(rt.config.on_race)) !=
+        adsmSuccess) {
+        ADSM_LOG(warn, "fork: %s; the parent's other threads go on while the child copies the shared objects, and "
+                       "what they write may reach it", last_detail());
+        return false;
+    }
+    rt.faults_served.store(true);
+    return true;
+}
 
 void fork_prepare() {
     Runtime *rt = g_runtime.load();
     if (!rt || g_forked.load() || inside_runtime()) return;
     Inside in;
-    if (rt->manager->before_fork()) t_fork.prepare();
+    if (!rt->manager->before_fork()) return;
+    t_fork.prepare();
+    t_holding = serve_faults(*rt) && rt->manager->hold_writes();
 }
 
 void fork_parent() {
     if (t_fork.parent_wait() == os::ForkHandshake::Wait::stopped)
         ADSM_LOG(warn, "fork: the child was stopped before it had copied the shared objects; the parent goes on, and "
                        "what it writes now may reach the child's copy");
+    if (t_holding) {
+        t_holding = false;
+        Inside in;
+        if (Runtime *rt = g_runtime.load()) rt->manager->resume_writes();
+    }
 }
 
 void fork_child() {
     Runtime *rt = g_runtime.load();
     // A child of a child has nothing left to convert: its parent did it.
     if (!rt || g_forked.exchange(true)) return;
+    os::write_hold::reset_after_fork();
+    t_holding = false;
     t_fork.child_started();
     gc::tls_cache = nullptr;  // the child's one thread: its pages are not the collector's here
     trace::disable_in_child();
@@ -115,9 +148,6 @@ Status choose_tracker(Runtime &rt) {
                        &rt.tracker);
 }
 
-RacePolicy race_policy(const std::string &s) {
-    return s == "warn" ? RacePolicy::warn : s == "abort" ? RacePolicy::abort : RacePolicy::sync;
-}
 
 Status start(Runtime **out) {
     if (in_device_process())
@@ -179,6 +209,7 @@ Status start(Runtime **out) {
                                             race_policy(rt->config.on_race));
             s != adsmSuccess)
             return s;
+        rt->faults_served.store(true);
     }
     if (rt->config.profile_top) profile::start(rt->config.profile_top);
     pthread_atfork(fork_prepare, fork_parent, fork_child);

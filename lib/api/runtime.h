@@ -30,6 +30,9 @@ struct Runtime {
     std::unique_ptr<Protocol> protocol;
     std::unique_ptr<Manager> manager;
     KernelRegistry kernels;
+    // The fault handler serves the window: from the start where the protocol
+    // takes faults, else from the first fork (whose hold closes objects).
+    std::atomic<bool> faults_served{false};
     // The collector, started by the first call that needs it.
     std::atomic<gc::Collector *> collector{nullptr};
     // Set by the program's first API call or routed GPU call, and at the

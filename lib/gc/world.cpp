@@ -23,6 +23,7 @@
 #include "os/real_libc.h"
 #include "os/stop_signal.h"
 #include "os/vm.h"
+#include "os/write_hold.h"
 #include "support/log.h"
 
 // The caller's callee-saved registers, stored by thread_ranges before any
@@ -482,6 +483,10 @@ Status World::stop(const pid_t *exempt, size_t n) {
     if (dl_iterate_phdr(note_tls, nullptr) != 0)
         return fail(adsmErrorMemoryAllocation, "collector: no memory for the TLS layout");
 
+    // Not while a fork child copies the shared objects, unless this thread
+    // is changing them itself; from here on no change waits for that copy
+    // (the forking thread may be among those stopped).
+    os::write_hold::world_stopping();
     // The last stop's threads out of the handler before its table is reused
     // (in a fork child, they are the parent's: none here).
     pid_t pid = getpid();
@@ -525,6 +530,7 @@ void World::start() {
     g_released.store(gen, std::memory_order_release);
     os::futex_wake(&g_released);
     g_stopped = false;
+    os::write_hold::world_started();
 }
 
 }  // namespace adsm::gc

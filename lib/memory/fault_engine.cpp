@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "memory/context.h"
 #include "memory/manager.h"
@@ -16,6 +17,7 @@
 #include "os/error_text.h"
 #include "os/fault_signals.h"
 #include "os/safe_line.h"
+#include "os/write_hold.h"
 #include "protocols/protocol.h"
 #include "support/driver_thread.h"
 #include "support/inside.h"
@@ -91,6 +93,11 @@ void report_failed_fault(uintptr_t addr, bool write, void *uctx) {
 
 Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     uint64_t t0 = os::now_ns();
+    // The program's own write waits here while a fork child copies the
+    // objects (os/write_hold.h); the runtime's, inside its own work, goes on.
+    const uint32_t holds_ended = os::write_hold::holds_ended();
+    std::optional<os::write_hold::Change> change;
+    if (!inside_runtime()) change.emplace();
     Inside in;  // what the handler allocates stays private
     profile::Cause cause(uctx);
     bool write = is_write(uctx);
@@ -135,6 +142,17 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     bool first = !r->touched.load(std::memory_order_relaxed) && !r->touched.exchange(true, std::memory_order_acq_rel);
     Manager::MirrorRange fresh = g_manager->ready_mirror(*r, a, first);
     Protocol::FaultOutcome outcome = g_protocol->on_fault(*r, a, write);
+    // A write to an object whose protocol takes no faults, closed by a
+    // fork's hold: writable again once the hold ended (it did while the
+    // change waited, or since the fault), or now if the hold did not stop
+    // this write (the runtime's own, the collector's with the world stopped).
+    if (outcome == Protocol::FaultOutcome::not_mine && write && r->live.load() && r->contains_host(a)) {
+        if (r->writes_held.load())
+            outcome = g_protocol->resume_writes(*r) == adsmSuccess ? Protocol::FaultOutcome::retry
+                                                                   : Protocol::FaultOutcome::failed;
+        else if (os::write_hold::holds_ended() != holds_ended)
+            outcome = Protocol::FaultOutcome::retry;
+    }
     if (outcome == Protocol::FaultOutcome::retry) g_manager->enter_mirror(fresh);
     uint64_t t1 = os::now_ns();
     stats().add(Counter::fault_ns, t1 - t0);

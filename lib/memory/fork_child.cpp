@@ -11,10 +11,17 @@
 
 #include "memory/manager.h"
 #include "os/error_text.h"
+#include "os/proc_text.h"
 #include "os/vm.h"
+#include "os/write_hold.h"
 #include "support/log.h"
 
 namespace adsm {
+namespace {
+// A change to shared memory under way when a fork holds them is waited for
+// this long at most (a fault waiting for a device's copy, a store's I/O).
+constexpr uint64_t kForkHoldPatienceNs = 1'000'000'000ull;
+}  // namespace
 
 bool Manager::before_fork() {
     // (A process with device memory alone has nothing for a child to copy,
@@ -35,6 +42,36 @@ bool Manager::before_fork() {
             ADSM_LOG(debug, "fork: the object at %p stays on the device: %s", reinterpret_cast<void *>(host),
                      last_detail());
     return true;
+}
+
+bool Manager::hold_writes() {
+    // (A thread the count misses, started meanwhile, is held all the same:
+    // only its writes before the hold could reach the child, as before.)
+    if (os::thread_count() == 1) return false;
+    if (!os::write_hold::hold(kForkHoldPatienceNs)) {
+        ADSM_LOG(warn, "fork: a change to shared memory under way did not end within a second; the parent's other "
+                       "threads go on while the child copies the shared objects, and what they write may reach it");
+        return false;
+    }
+    // No allocation or free runs now: the regions stay as they are.
+    table_.for_each_live([&](Region &r) {
+        if (r.kind == RegionKind::device || !r.host) return;
+        if (protocol_.hold_writes(r) != adsmSuccess)
+            ADSM_LOG(debug, "fork: writes to the shared object at %p are not held: %s", reinterpret_cast<void *>(r.host),
+                     last_detail());
+    });
+    return true;
+}
+
+void Manager::resume_writes() {
+    table_.for_each_live([&](Region &r) {
+        if (r.kind == RegionKind::device || !r.host || !r.writes_held.load()) return;
+        // (Failing, the blocks stay read-only and each reopens at its next write.)
+        if (protocol_.resume_writes(r) != adsmSuccess)
+            ADSM_LOG(debug, "fork: the shared object at %p stays read-only until its next write: %s",
+                     reinterpret_cast<void *>(r.host), last_detail());
+    });
+    os::write_hold::release();
 }
 
 void Manager::become_fork_child() {

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "backend/split_device.h"
@@ -10,6 +11,7 @@
 #include "os/clock.h"
 #include "os/invariant.h"
 #include "os/vm.h"
+#include "os/write_hold.h"
 #include "protocols/protection.h"
 #include "support/profile.h"
 #include "support/stats.h"
@@ -357,6 +359,7 @@ void Manager::retire(Region *r) {
 Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOrigin origin, size_t align,
                       const Placement *place) {
     *out = nullptr;
+    os::write_hold::Change change;  // (a fork child must not find an object half made)
     Timed timed(Counter::memory_ns, trace::Kind::alloc);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
@@ -410,6 +413,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
 
 Status Manager::safe_alloc(size_t size, void **out) {
     *out = nullptr;
+    os::write_hold::Change change;
     Context *c = current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
     Region *r;
@@ -464,8 +468,12 @@ Status Manager::free(void *p, bool wait, bool collector) {
                     static_cast<size_t>(a - r->host), ptr(r->host));
     Context *owner = nullptr;
     KeptBlocks::Entry kept;
+    // What a free gives back a fork child may be copying: the hold waits
+    // for it (not across the wait for a kernel, which could be long).
+    std::optional<os::write_hold::Change> change;
     for (;;) {
         Context *busy = nullptr;
+        change.emplace();
         {
             OwnerLock lock(r, p);
             if (!lock.valid() || r->host != a)
@@ -483,6 +491,7 @@ Status Manager::free(void *p, bool wait, bool collector) {
             }
         }
         if (!busy) break;
+        change.reset();
         settle(busy);  // then look again: another call may have come meanwhile
     }
     stats().add(Counter::frees);
@@ -502,6 +511,7 @@ void Manager::end_locked(Region &r, Context &owner) {
 }
 
 bool Manager::resize(void *p, size_t n) {
+    os::write_hold::Change change;  // (what it gives back a fork child may be copying)
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     size_t fresh;
     Region *r = table_.find(a);

@@ -198,6 +198,14 @@ public:
     // is using stays where it is (the child gets what the host had).
     // Whether any region is live (the child then may have objects to copy).
     bool before_fork();
+    // In the forking thread, after before_fork: while the child copies the
+    // objects, the parent's other threads wait at their next write to one
+    // (os/write_hold.h), so that the copy holds the objects as they were at
+    // the fork.  Whether the hold is on (not where no other thread runs,
+    // nor when a change under way did not end within a second).
+    bool hold_writes();
+    // Once the child's copy is done: the objects are writable as before.
+    void resume_writes();
 
     Protocol &protocol() { return protocol_; }
     // The runtime's writes for the program (above) are noted here from now

@@ -10,6 +10,7 @@
 #include "memory/manager.h"
 #include "memory/owner_lock.h"
 #include "os/uffd.h"
+#include "os/write_hold.h"
 #include "support/profile.h"
 
 namespace adsm {
@@ -119,11 +120,13 @@ Status Manager::wait_for_own_kernels() {
 
 Status Manager::memset(void *p, int value, size_t n) {
     profile::Cause cause;
+    os::write_hold::Change change;  // (stores for the program wait for a fork's copy as its writes do)
     return with_idle(p, n, false, [&](Region &r, size_t off) { return fill(r, off, value, n); });
 }
 
 Status Manager::memcpy(void *dst, const void *src, size_t n) {
     profile::Cause cause;
+    os::write_hold::Change change;
     if (n == 0) return adsmSuccess;
     if (!dst || !src) return fail(adsmErrorInvalidValue, "NULL %s", dst ? "source" : "destination");
     uintptr_t d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
@@ -192,6 +195,7 @@ Status Manager::program_read(const void *src, void *dst, size_t n, uint64_t *tic
 
 Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ticket, bool wait) {
     profile::Cause cause;
+    os::write_hold::Change change;
     return with_idle(dst, n, wait, [&](Region &r, size_t off) {
         return with_ticket(r, ticket, [&](uint64_t *t) { return write_in(r, off, src, n, t); });
     });
@@ -199,6 +203,7 @@ Status Manager::program_write(void *dst, const void *src, size_t n, uint64_t *ti
 
 Status Manager::program_fill(void *dst, int value, size_t n) {
     profile::Cause cause;
+    os::write_hold::Change change;
     return with_idle(dst, n, true, [&](Region &r, size_t off) { return fill(r, off, value, n); });
 }
 

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/proc_text.h"
+
 namespace adsm::os {
 
 namespace {
@@ -27,24 +29,12 @@ bool write_all(int fd, const void *p, size_t n) {
     return true;
 }
 
-// The text of a small file (of /proc), NUL-terminated in buf; false when
-// it cannot be read.
-bool read_text(const char *path, char *buf, size_t size) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n <= 0) return false;
-    buf[n] = 0;
-    return true;
-}
-
 // Whether the process is stopped, by a signal or a tracer: the state
 // after the name (which may hold spaces and parentheses) in its stat.
 bool stopped(pid_t pid) {
     char path[64], stat[512];
     snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-    if (!read_text(path, stat, sizeof stat)) return false;
+    if (!read_proc_text(path, stat, sizeof stat)) return false;
     const char *name_end = strrchr(stat, ')');
     return name_end && name_end[1] == ' ' && (name_end[2] == 'T' || name_end[2] == 't');
 }
@@ -54,7 +44,7 @@ bool held_stopped(pid_t child) {
     if (child > 0) return stopped(child);
     char path[64], list[4096];
     snprintf(path, sizeof path, "/proc/self/task/%ld/children", static_cast<long>(syscall(SYS_gettid)));
-    if (!read_text(path, list, sizeof list)) return false;
+    if (!read_proc_text(path, list, sizeof list)) return false;
     for (char *at = list; *at;) {
         char *end = nullptr;
         long pid = strtol(at, &end, 10);

@@ -369,6 +369,56 @@ TEST(EdgeTest, WhatTheParentWritesAfterTheForkDoesNotReachTheChild) {
     adsmFree(p);
 }
 
+// Nor what the parent's other threads write meanwhile: a thread writing
+// one counter at the object's start and then at its end, as fast as it
+// can, and another storing a second pair with adsmMemcpy (as interposed
+// I/O stores).  Any instant holds each start counter at or past its end
+// counter; a copy made while the writers went on (the child copies from
+// the object's start) found the end's newer.
+TEST(EdgeTest, WhatOtherThreadsWriteWhileTheChildCopiesDoesNotReachIt) {
+    const size_t n = 16u << 20;
+    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    ASSERT_NE(p, nullptr);
+    memset(p, 0, n);
+    auto *cpu_first = reinterpret_cast<volatile uint64_t *>(p);
+    auto *cpu_last = reinterpret_cast<volatile uint64_t *>(p + n - 8);
+    uint8_t *store_first = p + 64, *store_last = p + n - 64;
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> cpu_rounds{0}, store_rounds{0};
+    std::thread cpu([&] {
+        for (uint64_t i = 1; !stop.load(std::memory_order_relaxed); ++i) {
+            *cpu_first = i;
+            *cpu_last = i;
+            cpu_rounds.store(i, std::memory_order_relaxed);
+        }
+    });
+    std::thread stores([&] {
+        for (uint64_t i = 1; !stop.load(std::memory_order_relaxed); ++i) {
+            if (adsmMemcpy(store_first, &i, sizeof i) != adsmSuccess || adsmMemcpy(store_last, &i, sizeof i) != adsmSuccess)
+                return;
+            store_rounds.store(i, std::memory_order_relaxed);
+        }
+    });
+    while (cpu_rounds.load() < 1000 || store_rounds.load() < 100) std::this_thread::yield();
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint64_t a = *cpu_first, b = *cpu_last, c, d;
+        memcpy(&c, store_first, 8);
+        memcpy(&d, store_last, 8);
+        _exit(a < b ? 1 : c < d ? 2 : 0);
+    }
+    stop = true;
+    cpu.join();
+    stores.join();
+    ASSERT_GE(pid, 0);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "1: a CPU write, 2: a store, from during the child's copy reached it";
+    EXPECT_GT(store_rounds.load(), 100u) << "the storing thread failed";
+    adsmFree(p);
+}
+
 TEST(EdgeTest, ForkChildGetsEachObjectApartWithAFreedOneBetween) {
     // Several objects, one freed in between: each moves into the child on
     // its own (a move covers one mapping on kernels before 6.17), and none
