@@ -62,6 +62,12 @@ bool detached();
 // Whether the runtime runs in this very process (not a fork or vfork child).
 bool runs_here();
 
+// The runtime's fork handlers (pthread_atfork's), for a fork that runs none
+// (_Fork): before it in the forking thread, then in the child or the parent.
+void fork_prepare();
+void fork_child();
+void fork_parent();
+
 // A piece of a buffer: shared memory (which the runtime must move) or
 // anything else (which the kernel may use directly, including unallocated
 // parts of the window, which it reports as it would unmapped memory).

@@ -148,7 +148,6 @@ Status choose_tracker(Runtime &rt) {
                        &rt.tracker);
 }
 
-
 Status start(Runtime **out) {
     if (in_device_process())
         return fail(adsmErrorNotSupported, "the adsm API cannot be called from inside a kernel");
@@ -250,6 +249,10 @@ Status collector_write_tracking(Runtime &rt, os::UffdTracker **out) {
     return adsmSuccess;
 }
 }  // namespace
+
+void preload::fork_prepare() { adsm::fork_prepare(); }
+void preload::fork_child() { adsm::fork_child(); }
+void preload::fork_parent() { adsm::fork_parent(); }
 
 Status collector(Runtime &rt, gc::Collector **out) {
     if (gc::Collector *c = rt.collector.load(std::memory_order_acquire)) {

@@ -45,8 +45,7 @@ bool Manager::before_fork() {
 }
 
 bool Manager::hold_writes() {
-    // (A thread the count misses, started meanwhile, is held all the same:
-    // only its writes before the hold could reach the child, as before.)
+    // (No other thread, no other writer: only this one makes threads now.)
     if (os::thread_count() == 1) return false;
     if (!os::write_hold::hold(kForkHoldPatienceNs)) {
         ADSM_LOG(warn, "fork: a change to shared memory under way did not end within a second; the parent's other "

@@ -333,6 +333,34 @@ TEST(MallocTest, AcrossFork) {
     free(p);
 }
 
+extern "C" pid_t _Fork(void);
+
+// A fork that runs no atfork handler (_Fork) still gives the child its own
+// copy: what it writes stays out of the parent, and it finds what only the
+// device held.
+TEST(MallocTest, AcrossAForkWithoutHandlers) {
+    auto *p = static_cast<uint8_t *>(malloc(2 * kThreshold));
+    ASSERT_TRUE(shared(p));
+    memset(p, 7, 2 * kThreshold);
+    close_on_device(p, kThreshold, 1);
+    pid_t pid = _Fork();
+    if (pid == 0) {
+        int code = 0;
+        for (size_t i = 0; i < kThreshold; ++i)
+            if (p[i] != pattern(i, 1)) code = 1;
+        memset(p + kThreshold, 9, kThreshold);
+        _exit(code);
+    }
+    ASSERT_GT(pid, 0);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child did not find what the device held";
+    EXPECT_EQ(p[kThreshold + 5], 7) << "the child wrote into its parent's memory";
+    EXPECT_EQ(p[2 * kThreshold - 1], 7);
+    free(p);
+}
+
 // A child forked while another thread changes a signal's action sets its
 // own, as children do before an exec, without waiting for ever for a lock
 // the other thread held at the fork.
