@@ -635,6 +635,9 @@ Status Manager::device_free(void *p) {
 // ---------------------------------------------------------------- kernels
 
 Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limit, const ObjectUse *uses, size_t n) {
+    // (A kernel launched while a fork child copies the objects could change
+    // the device copies it takes.)
+    os::write_hold::Change change;
     Timed timed(Counter::call_ns, trace::Kind::call, launch.kernel ? launch.kernel->name.c_str() : nullptr);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
@@ -693,6 +696,7 @@ Status Manager::release_for_driver(Context *in) {
 }
 
 Status Manager::release_for_driver_launch(Context *in, void *program_stream, const std::function<Status()> &launch) {
+    os::write_hold::Change change;  // (as in call)
     Timed timed(Counter::call_ns, trace::Kind::call, "(the program's graph)");
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");

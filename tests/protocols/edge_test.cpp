@@ -14,12 +14,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "os/write_hold.h"
 #include "support/config.h"
 #include "support/stats.h"
 
@@ -53,6 +55,11 @@ void add_bytes(const adsm::thread_index &t, const uint8_t *src, uint8_t *dst, si
 void slow_write(const adsm::thread_index &, uint64_t *p, uint64_t v) {
     usleep(150 * 1000);
     *p = v;
+}
+
+void stamp_pages(const adsm::thread_index &t, uint8_t *p, size_t pages, uint8_t v) {
+    size_t i = adsm::global_x(t);
+    if (i < pages) p[i * 4096] = static_cast<uint8_t>(v + i);
 }
 
 adsm::kernel<fill_bytes> &fill_k() {
@@ -416,6 +423,49 @@ TEST(EdgeTest, WhatOtherThreadsWriteWhileTheChildCopiesDoesNotReachIt) {
     ASSERT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 0) << "1: a CPU write, 2: a store, from during the child's copy reached it";
     EXPECT_GT(store_rounds.load(), 100u) << "the storing thread failed";
+    adsmFree(p);
+}
+
+// Nor a kernel another thread launches meanwhile (the child takes what only
+// the device holds from the device): a thread that launches one as soon as
+// the fork's hold is on finds its launch waiting until the copy is done.
+TEST(EdgeTest, AKernelLaunchedWhileTheChildCopiesDoesNotReachIt) {
+    const size_t pages = 8192;
+    auto *p = static_cast<uint8_t *>(adsmAlloc(pages * 4096));
+    ASSERT_NE(p, nullptr);
+    adsm::kernel<stamp_pages> stamp("edge.stamp");
+    stamp(adsm::blocks_for(pages, 256), 256, p, pages, uint8_t{10});
+    ASSERT_EQ(adsmSync(), adsmSuccess);
+    std::atomic<int> launched{0};  // 1: during the hold; -1: never saw it
+    adsmContext_t ctx = adsmGetContext();  // (the object's, for the other thread's calls)
+    std::thread other([&] {
+        if (adsmSetContext(ctx) != adsmSuccess) {
+            launched = -3;
+            return;
+        }
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!adsm::os::write_hold::held())
+            if (std::chrono::steady_clock::now() > give_up) {
+                launched = -1;
+                return;
+            }
+        stamp(adsm::blocks_for(pages, 256), 256, p, pages, uint8_t{20});
+        launched = adsmSync() == adsmSuccess ? 1 : -2;
+    });
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (size_t i = 0; i < pages; ++i)
+            if (p[i * 4096] != static_cast<uint8_t>(10 + i)) _exit(1);
+        _exit(0);
+    }
+    other.join();
+    ASSERT_GE(pid, 0);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(launched.load(), 1) << "-1: the launching thread never saw the hold; -2: its kernel failed; -3: no context";
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "a kernel launched during the child's copy reached it";
+    EXPECT_EQ(p[5 * 4096], static_cast<uint8_t>(25));
     adsmFree(p);
 }
 
