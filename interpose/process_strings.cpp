@@ -201,14 +201,38 @@ INTERCEPTOR(int, posix_spawnp, pid_t *pid, const char *file, const posix_spawn_f
     ProcessStrings s(file, PATH_MAX, argv, envp);
     return s.ok() ? REAL(posix_spawnp)(pid, s.first(), actions, attr, s.argv(), s.envp()) : errno;
 }
-// The command goes to the shell as an argument (`sh -c command`).  The C
-// library passes its own environment, by a name of its own: strings put
-// there from shared memory (putenv) go as they are.
+namespace {
+// The C library's system and popen pass `environ` to the shell: where a
+// string there (put from shared memory with putenv) or the array lies in
+// the window, environ points at the copies for the length of the call.
+// (Another thread's setenv meanwhile would be undone, as setenv during a
+// system call of another thread is not safe anyway.)
+class EnvironFor {
+public:
+    explicit EnvironFor(char *const *copy) : saved_(environ) {
+        if (copy != saved_) environ = const_cast<char **>(copy);
+    }
+    ~EnvironFor() {
+        if (environ != saved_) environ = saved_;
+    }
+    EnvironFor(const EnvironFor &) = delete;
+    EnvironFor &operator=(const EnvironFor &) = delete;
+
+private:
+    char **saved_;
+};
+}  // namespace
+
+// The command goes to the shell as an argument (`sh -c command`).
 INTERCEPTOR(int, system, const char *command) {
-    ProcessStrings s(command, kMaxArgString, nullptr, nullptr);
-    return s.ok() ? REAL(system)(s.first()) : -1;
+    ProcessStrings s(command, kMaxArgString, nullptr, environ);
+    if (!s.ok()) return -1;
+    EnvironFor env(s.envp());
+    return REAL(system)(s.first());
 }
 INTERCEPTOR(FILE *, popen, const char *command, const char *mode) {
-    ProcessStrings s(command, kMaxArgString, nullptr, nullptr);
-    return s.ok() ? REAL(popen)(s.first(), mode) : nullptr;
+    ProcessStrings s(command, kMaxArgString, nullptr, environ);
+    if (!s.ok()) return nullptr;
+    EnvironFor env(s.envp());
+    return REAL(popen)(s.first(), mode);
 }

@@ -99,6 +99,31 @@ TEST(ProcessStringsTest, SystemAndPopenTakeTheirCommandsFromClosedBlocks) {
     EXPECT_EQ(std::string(line), "popen from shared memory\n");
 }
 
+// The environment system and popen pass (environ) with a string put there
+// from shared memory: the shell finds it, and environ is the program's
+// again after the call.
+TEST(ProcessStringsTest, SystemAndPopenPassAnEnvironmentStringFromClosedBlocks) {
+    ClosedStrings s;
+    char *var = s.put("ADSM_PUT=from-shared-memory");
+    ASSERT_EQ(putenv(var), 0);
+    char **before = environ;
+    s.close();
+    int status = system("test \"$ADSM_PUT\" = from-shared-memory");
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the shell did not find the variable; 127: no shell";
+    EXPECT_EQ(environ, before);
+    s.close();
+    FILE *f = popen("echo \"$ADSM_PUT\"", "r");
+    ASSERT_NE(f, nullptr) << strerror(errno);
+    char line[64] = {};
+    ASSERT_NE(fgets(line, sizeof line, f), nullptr);
+    EXPECT_EQ(pclose(f), 0);
+    EXPECT_EQ(std::string(line), "from-shared-memory\n");
+    EXPECT_EQ(environ, before);
+    EXPECT_STREQ(getenv("ADSM_PUT"), "from-shared-memory");
+    ASSERT_EQ(unsetenv("ADSM_PUT"), 0);
+}
+
 TEST(ProcessStringsTest, AStringThatCannotBeReadFailsTheSpawnAndStartsNothing) {
     namespace inj = adsm::os::injection;
     // (Batch reads the host copy, which cannot fail.)
