@@ -216,7 +216,10 @@ Protocol::FaultOutcome BlockProtocol::on_fault(SharedObject &r, uintptr_t addr, 
     size_t page = off / os::kPageSize;
     uint32_t ahead = 0, ahead_end = 0;
     if (st == kInvalid) {
-        if (off >= r.device_stores_begin && off < r.device_stores_end) r.cpu_reads_stores = true;
+        if (off >= r.device_stores_begin && off < r.device_stores_end) {
+            r.cpu_reads_stores = true;
+            if (r.group) r.group->stores_read_back.store(true, std::memory_order_relaxed);
+        }
         bool landed = r.blocks[k] & kLanded;
         if (!landed) result = fetch(r, k, k + 1);
         if (result == adsmSuccess) {
@@ -362,7 +365,9 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
     // reading a file into it a piece at a time and checking each piece sent
     // every byte three times (there, back, and at the release, which takes
     // the pages the fetch made for written ones while the userfaultfd
-    // tracker is not watching yet).
+    // tracker is not watching yet).  So do the other objects of its group
+    // until the group's next call (a program reading several inputs into
+    // new buffers and parsing each before it calls a kernel).
     // While such stores may still be on their way (asynchronous, an I/O
     // call's), even a few bytes of a closed block go to the device: a fetch
     // of the block could overtake them.
@@ -370,8 +375,10 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
     auto big = [&](uint32_t k) {
         return covered(k) || part(k) >= kDeviceOnlyStore || (r.stores_ticket != 0 && closed(k));
     };
+    const bool reads_back =
+        r.cpu_reads_stores || (r.group && r.group->stores_read_back.load(std::memory_order_relaxed));
     auto unmade = [&](uint32_t k) {
-        return r.state(k) == kReadOnly && !flushing && !r.coarse && !r.read_mostly && !r.cpu_reads_stores &&
+        return r.state(k) == kReadOnly && !flushing && !r.coarse && !r.read_mostly && !reads_back &&
                !r.kernel_reads.load(std::memory_order_acquire) &&
                !os::any_page_made(r.alias + r.block_begin(k), r.block_end(k) - r.block_begin(k));
     };
@@ -611,6 +618,7 @@ void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
 }
 
 Status BlockProtocol::release(ReleaseGroup &c) {
+    c.stores_read_back.store(false, std::memory_order_relaxed);  // a kernel may read what comes next
     // Background copies of these blocks must land before the final ones; a
     // failed one has marked its region for a whole resend, done below.
     if (c.device) (void)c.device->wait_copies(Device::kAllCopies);
@@ -633,6 +641,7 @@ Status BlockProtocol::release(ReleaseGroup &c) {
 }
 
 Status BlockProtocol::release_object(SharedObject &r, bool read_only) {
+    if (r.group) r.group->stores_read_back.store(false, std::memory_order_relaxed);  // (as in release)
     (void)r.device->wait_copies(Device::kAllCopies);  // background flushes land first, as in release()
     lock_settled(r, 0, r.nblocks);
     // The blocks whose host copy is current now stay so after the flush.

@@ -256,6 +256,11 @@ struct ReleaseGroup {
     // unless the object is kept on a preferred device).
     Device *device = nullptr;
 
+    // Since the group's last call, the CPU read back what a store had put
+    // on the device alone (SharedObject::cpu_reads_stores): until its next
+    // call, stores into any of its objects stay on the host.
+    std::atomic<bool> stores_read_back{false};
+
     // The protocol's own state for the group (rolling's dirty list), under
     // its own async-signal-safe lock because the fault handler changes it.
     os::FutexLock protocol_lock;

@@ -169,6 +169,53 @@ TEST(FreshMemoryTest, AnObjectWhoseStoresTheCpuReadsBackTakesLaterStoresOnTheHos
     EXPECT_EQ(adsmFree(out), adsmSuccess);
 }
 
+// Once the CPU has read back a store that went to the device alone, the
+// other objects of its context take their stores on the host too, until
+// the context's next call: a program reading several inputs into new
+// buffers, parsing each before it calls a kernel.  After the call stores
+// into fresh memory go ahead again, as at first.
+TEST(FreshMemoryTest, AfterTheCpuReadsBackAStoreItsContextStoresOnTheHostUntilItsNextCall) {
+    // Where fresh blocks open read-only, a big store into them goes to the
+    // device alone (not under batch, on an integrated device, nor where
+    // the userfaultfd tracker leaves them writable: lazy, delta).
+    const adsmDeviceInfo info = device_info();
+    const std::string protocol = info.protocol;
+    const bool ahead = protocol != "batch" && !info.integrated &&
+                       !(std::string(info.dirty_tracking) == "uffd" && (protocol == "lazy" || protocol == "delta"));
+    const size_t piece = 256 * kPage;
+    std::vector<uint8_t> source(piece);
+    for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<uint8_t>(i * 7 + 3);
+    auto *out = static_cast<uint8_t *>(adsmAlloc(kPage));
+    ASSERT_NE(out, nullptr);
+    auto call = [&] {
+        fill_pages_k()(1, 64, out, size_t{1}, uint8_t{1});
+        ASSERT_EQ(adsmSync(), adsmSuccess);
+    };
+    call();  // (what the context's earlier objects did counts no more)
+    uint8_t *objs[3] = {};
+    for (int i = 0; i < 2; ++i) {
+        objs[i] = static_cast<uint8_t *>(adsmAlloc(2 * piece));
+        ASSERT_NE(objs[i], nullptr);
+    }
+    // Stores a piece into o and reads it back: the bytes fetched meanwhile.
+    auto store_and_read = [&](uint8_t *o) {
+        EXPECT_EQ(adsmMemcpy(o, source.data(), piece), adsmSuccess);
+        const uint64_t before = fetched();
+        unsigned wrong = 0;
+        for (size_t i = 0; i < piece; i += kPage / 2) wrong += o[i] != source[i];
+        EXPECT_EQ(wrong, 0u);
+        return fetched() - before;
+    };
+    EXPECT_EQ(store_and_read(objs[0]) > 0, ahead) << "the first store into fresh memory";
+    EXPECT_EQ(store_and_read(objs[1]), 0u) << "a store went to the device alone after the CPU read one back";
+    call();
+    objs[2] = static_cast<uint8_t *>(adsmAlloc(2 * piece));  // (fresh: one the call released is the device's)
+    ASSERT_NE(objs[2], nullptr);
+    EXPECT_EQ(store_and_read(objs[2]) > 0, ahead) << "after the call, stores into fresh memory went as at first";
+    for (uint8_t *o : objs) EXPECT_EQ(adsmFree(o), adsmSuccess);
+    EXPECT_EQ(adsmFree(out), adsmSuccess);
+}
+
 // Where fresh memory's blocks open writable (the userfaultfd tracker under
 // lazy and delta), a big copy or fill into it lands in the host copy; the
 // CPU then reads it without a fault per page to map what the runtime wrote.
