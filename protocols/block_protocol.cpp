@@ -403,8 +403,8 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
             bool any_open = false;
             for (uint32_t i = k; i < j && !any_open; ++i) any_open = r.state(i) == kReadOnly;
             if (any_open) {
-                if (r.device_stores_end == 0) r.device_stores_begin = b;
-                r.device_stores_begin = std::min(r.device_stores_begin, b);
+                const bool first_store = r.device_stores_end == 0;
+                r.device_stores_begin = first_store ? b : std::min(r.device_stores_begin, b);
                 r.device_stores_end = std::max(r.device_stores_end, e);
                 if (result != adsmSuccess) {
                     // The device copy may be half written: the host's, which

@@ -62,6 +62,13 @@ void stamp_pages(const adsm::thread_index &t, uint8_t *p, size_t pages, uint8_t 
     if (i < pages) p[i * 4096] = static_cast<uint8_t>(v + i);
 }
 
+// The exit code of child pid once it ended, or -1 if it did not exit (a signal).
+int exit_code_of(pid_t pid) {
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
 adsm::kernel<fill_bytes> &fill_k() {
     static adsm::kernel<fill_bytes> k("edge.fill");
     return k;
@@ -268,10 +275,8 @@ TEST(EdgeTest, ForkChildSeesTheDataAsOrdinaryMemory) {
         if (!WIFEXITED(gst) || WEXITSTATUS(gst) != 0) code = 4;
         _exit(code);
     }
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "1: kernel results, 2: CPU write, 3: API in the child, 4: grandchild";
+    EXPECT_EQ(exit_code_of(pid), 0)
+        << "-1: the child died; 1: kernel results, 2: CPU write, 3: API in the child, 4: grandchild";
     // The parent's data and device are untouched by the child.
     for (size_t i = 0; i + 1 < n; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(10 + i)) << i;
     EXPECT_EQ(p[n - 1], 0xab);
@@ -337,11 +342,9 @@ TEST(EdgeTest, ForkChildCopiesOnlyThePagesTheObjectHolds) {
             if (round == 0 && made > 3 * std::max<size_t>(1, bs / 4096)) code = 4;
             _exit(code);
         }
-        int st = 0;
-        ASSERT_EQ(waitpid(pid, &st, 0), pid);
-        ASSERT_TRUE(WIFEXITED(st));
-        EXPECT_EQ(WEXITSTATUS(st), 0) << "round " << round
-                                      << "; 1, 2: the CPU's bytes, 3: the kernel's, 4: pages the object never held";
+        EXPECT_EQ(exit_code_of(pid), 0) << "round " << round
+                                        << "; -1: the child died; 1, 2: the CPU's bytes, 3: the kernel's, 4: pages "
+                                           "the object never held";
         EXPECT_LT(mirror_bytes() - before, 8ll << 20) << "round " << round << ": the fork made the mirror's pages";
         device_fill(p + written, bs, 10);
         ASSERT_EQ(adsmSync(), adsmSuccess);
@@ -367,10 +370,7 @@ TEST(EdgeTest, WhatTheParentWritesAfterTheForkDoesNotReachTheChild) {
     }
     for (size_t page = n / 4096; page-- > 0;) p[page * 4096 + 4095] = 2;
     memset(p, 2, n);
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child saw the parent's writes from after the fork";
+    EXPECT_EQ(exit_code_of(pid), 0) << "-1: the child died; 1: the child saw the parent's writes from after the fork";
     EXPECT_EQ(p[0], 2);
     EXPECT_EQ(p[n - 1], 2);
     adsmFree(p);
@@ -401,7 +401,8 @@ TEST(EdgeTest, WhatOtherThreadsWriteWhileTheChildCopiesDoesNotReachIt) {
     });
     std::thread stores([&] {
         for (uint64_t i = 1; !stop.load(std::memory_order_relaxed); ++i) {
-            if (adsmMemcpy(store_first, &i, sizeof i) != adsmSuccess || adsmMemcpy(store_last, &i, sizeof i) != adsmSuccess)
+            if (adsmMemcpy(store_first, &i, sizeof i) != adsmSuccess ||
+                adsmMemcpy(store_last, &i, sizeof i) != adsmSuccess)
                 return;
             store_rounds.store(i, std::memory_order_relaxed);
         }
@@ -418,10 +419,7 @@ TEST(EdgeTest, WhatOtherThreadsWriteWhileTheChildCopiesDoesNotReachIt) {
     cpu.join();
     stores.join();
     ASSERT_GE(pid, 0);
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "1: a CPU write, 2: a store, from during the child's copy reached it";
+    EXPECT_EQ(exit_code_of(pid), 0) << "1: a CPU write, 2: a store, from during the child's copy reached it; -1: died";
     EXPECT_GT(store_rounds.load(), 100u) << "the storing thread failed";
     adsmFree(p);
 }
@@ -460,11 +458,10 @@ TEST(EdgeTest, AKernelLaunchedWhileTheChildCopiesDoesNotReachIt) {
     }
     other.join();
     ASSERT_GE(pid, 0);
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(launched.load(), 1) << "-1: the launching thread never saw the hold; -2: its kernel failed; -3: no context";
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "a kernel launched during the child's copy reached it";
+    const int code = exit_code_of(pid);
+    EXPECT_EQ(launched.load(), 1)
+        << "-1: the launching thread never saw the hold; -2: its kernel failed; -3: no context";
+    EXPECT_EQ(code, 0) << "1: a kernel launched during the child's copy reached it; -1: the child died";
     EXPECT_EQ(p[5 * 4096], static_cast<uint8_t>(25));
     adsmFree(p);
 }
@@ -507,10 +504,7 @@ TEST(EdgeTest, ForkChildGetsEachObjectApartWithAFreedOneBetween) {
         for (size_t i = 0; i < n; ++i)
             ASSERT_EQ(objs[k][i], static_cast<uint8_t>(40 * k + i)) << "object " << k << " byte " << i;
     ASSERT_EQ(write(to_child[1], &done, 1), 1);
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    ASSERT_TRUE(WIFEXITED(st));
-    EXPECT_EQ(WEXITSTATUS(st), 0) << "10+k: object k's data in the child; 20, 21: the pipe";
+    EXPECT_EQ(exit_code_of(pid), 0) << "-1: the child died; 10+k: object k's data in the child; 20, 21: the pipe";
     for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) close(fd);
     for (int k : {0, 2, 3}) adsmFree(objs[k]);
 }
