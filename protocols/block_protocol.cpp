@@ -174,6 +174,7 @@ bool BlockProtocol::open_alone(SharedObject &r, uint32_t k, bool write) {
     ADSM_HOLDS(r.lock);
     ADSM_INVARIANT(r.state(k) == kInvalid, "only an Invalid block opens");
     if (r.coarse) return false;
+    writes_->refilled(r, k);  // (before the CPU may write it)
     uint8_t s = writes_->open_state(write);
     if (protect_blocks(r, k, k + 1, writes_->protection(s)) != adsmSuccess) return false;
     r.set_state(k, s);

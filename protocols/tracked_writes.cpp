@@ -44,6 +44,15 @@ public:
         return adsmSuccess;
     }
 
+    // Until its first release an object's made pages count as written
+    // (watch): a block fetched back from the device would go to it again
+    // at that release (a store sent ahead, then read by the CPU, crossed
+    // three times).  Watched from here on, its pages count only once written.
+    // (Where the kernel refuses, they count as before.)
+    void refilled(SharedObject &r, uint32_t k) override {
+        if (r.unwatched_pages) (void)tracker_->arm(r.host + r.block_begin(k), r.block_end(k) - r.block_begin(k));
+    }
+
     void collect(SharedObject &r, ByteRuns &runs) override {
         Found f{&r, unit_, &runs};
         if (scan(r, r.host, r.span, &TrackedWrites::found, &f) != 0) {

@@ -49,6 +49,9 @@ public:
     // not seen yet, for page_written() to handle (not the block's state).
     virtual bool page_unseen(const SharedObject &, size_t /*page*/) const { return false; }
     virtual Status page_written(SharedObject &, uint32_t /*k*/, size_t /*page*/) { return adsmSuccess; }
+    // Invalid block k holds the device's bytes again (fetched, or landed)
+    // and is about to open: nothing the CPU wrote is in it.
+    virtual void refilled(SharedObject &, uint32_t /*k*/) {}
     // Another thread resolved the fault at `page` first: makes the
     // protection there agree with block k's state.
     virtual Status agree(SharedObject &r, uint32_t k, size_t page);
