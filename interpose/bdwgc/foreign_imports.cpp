@@ -41,9 +41,16 @@ size_t symbol_count(uintptr_t hash, uintptr_t gnu_hash) {
     return last + 1;
 }
 
-// Calls fn(symbol, name) for each symbol in the object's dynamic table.
+// The symbols DT_GNU_HASH leaves out, which come first in the table:
+// every undefined one is among them (only definitions are hashed).
+size_t unhashed_count(uintptr_t gnu_hash) { return reinterpret_cast<const uint32_t *>(gnu_hash)[1]; }
+
+// Calls fn(symbol, name) for each symbol in the object's dynamic table, or
+// where the table says which they are, for those that may be imports
+// alone (every process's start looks at every object's imports: libc
+// defines thousands of symbols and imports a handful).
 template <class F>
-void for_each_symbol(const dl_phdr_info *info, F &&fn) {
+void for_each_symbol(const dl_phdr_info *info, bool imports, F &&fn) {
     const ElfW(Dyn) *dyn = nullptr;
     for (int i = 0; i < info->dlpi_phnum; ++i)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -62,7 +69,7 @@ void for_each_symbol(const dl_phdr_info *info, F &&fn) {
         }
     }
     if (!symtab || !strtab) return;
-    size_t n = symbol_count(hash, gnu_hash);
+    size_t n = imports && gnu_hash ? unhashed_count(gnu_hash) : symbol_count(hash, gnu_hash);
     auto *syms = reinterpret_cast<const ElfW(Sym) *>(symtab);
     auto *strs = reinterpret_cast<const char *>(strtab);
     for (size_t i = 1; i < n; ++i)
@@ -96,7 +103,7 @@ int visit(dl_phdr_info *info, size_t, void *p) {
     auto *w = static_cast<Walk *>(p);
     if (holds(info, reinterpret_cast<uintptr_t>(w->self)) || is_vdso(info)) return 0;
     const bool named = info->dlpi_name && *info->dlpi_name;
-    for_each_symbol(info, [&](const ElfW(Sym) &s, const char *sym) {
+    for_each_symbol(info, true, [&](const ElfW(Sym) &s, const char *sym) {
         unsigned bind = ELF64_ST_BIND(s.st_info);
         if (s.st_shndx != SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK)) return;
         if (strncmp(sym, "GC_", 3) == 0)
@@ -115,7 +122,7 @@ struct OwnLookup {
 int find_own(dl_phdr_info *info, size_t, void *p) {
     auto *l = static_cast<OwnLookup *>(p);
     if (!holds(info, reinterpret_cast<uintptr_t>(l->self))) return 0;
-    for_each_symbol(info, [&](const ElfW(Sym) &s, const char *sym) {
+    for_each_symbol(info, false, [&](const ElfW(Sym) &s, const char *sym) {
         if (s.st_shndx != SHN_UNDEF && !l->found && strcmp(sym, l->name) == 0)
             l->found = reinterpret_cast<void *>(info->dlpi_addr + s.st_value);
     });

@@ -1,6 +1,5 @@
 #include "backend/remote/keyed_hash.h"
 
-#include <cmath>
 #include <cstring>
 
 namespace adsm::remote {
@@ -9,6 +8,23 @@ namespace {
 // FIPS 180-4's constants are the first 32 bits of the fractional parts of
 // the cube roots (K) and square roots (H0) of the first primes: computed
 // here rather than transcribed, and checked by the standard's test vectors.
+// In integers, exactly: those bits are the low 32 of the integer root of
+// n * 2^(32 * degree).  (No libm: the library it would bring costs every
+// process started under the preload a load.)
+uint32_t fraction_bits_of_root(unsigned n, unsigned degree) {
+    using u128 = unsigned __int128;
+    const u128 target = static_cast<u128>(n) << (32 * degree);
+    auto power = [&](u128 x) { return degree == 2 ? x * x : x * x * x; };
+    // The largest x with power(x) <= target; roots of n < 2^8 stay below 2^36.
+    uint64_t lo = 0, hi = uint64_t{1} << 36;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (power(mid) <= target) lo = mid;
+        else hi = mid - 1;
+    }
+    return static_cast<uint32_t>(lo);
+}
+
 struct Constants {
     uint32_t k[64];
     uint32_t h0[8];
@@ -19,12 +35,8 @@ struct Constants {
             for (unsigned d = 2; d * d <= n; ++d)
                 if (n % d == 0) prime = false;
             if (!prime) continue;
-            long double c = cbrtl(static_cast<long double>(n));
-            k[found] = static_cast<uint32_t>(ldexpl(c - floorl(c), 32));
-            if (found < 8) {
-                long double s = sqrtl(static_cast<long double>(n));
-                h0[found] = static_cast<uint32_t>(ldexpl(s - floorl(s), 32));
-            }
+            k[found] = fraction_bits_of_root(n, 3);
+            if (found < 8) h0[found] = fraction_bits_of_root(n, 2);
             ++found;
         }
     }
