@@ -364,11 +364,10 @@ Status BlockProtocol::store(SharedObject &r, size_t off, size_t len, HostPut &&h
     // An object whose CPU did read such bytes back before its next release
     // (cpu_reads_stores) takes its later stores on the host: a program
     // reading a file into it a piece at a time and checking each piece sent
-    // every byte three times (there, back, and at the release, which takes
-    // the pages the fetch made for written ones while the userfaultfd
-    // tracker is not watching yet).  So do the other objects of its group
-    // until the group's next call (a program reading several inputs into
-    // new buffers and parsing each before it calls a kernel).
+    // every byte twice (there and back).  So do the other objects of its
+    // group, while the group's calls find its CPU reading stores back (a
+    // program reading several inputs into new buffers and parsing each
+    // before it calls a kernel: ReleaseGroup::call_made).
     // While such stores may still be on their way (asynchronous, an I/O
     // call's), even a few bytes of a closed block go to the device: a fetch
     // of the block could overtake them.
@@ -619,7 +618,6 @@ void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
 }
 
 Status BlockProtocol::release(ReleaseGroup &c) {
-    c.stores_read_back.store(false, std::memory_order_relaxed);  // a kernel may read what comes next
     // Background copies of these blocks must land before the final ones; a
     // failed one has marked its region for a whole resend, done below.
     if (c.device) (void)c.device->wait_copies(Device::kAllCopies);
@@ -642,7 +640,6 @@ Status BlockProtocol::release(ReleaseGroup &c) {
 }
 
 Status BlockProtocol::release_object(SharedObject &r, bool read_only) {
-    if (r.group) r.group->stores_read_back.store(false, std::memory_order_relaxed);  // (as in release)
     (void)r.device->wait_copies(Device::kAllCopies);  // background flushes land first, as in release()
     lock_settled(r, 0, r.nblocks);
     // The blocks whose host copy is current now stay so after the flush.

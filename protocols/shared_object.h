@@ -256,10 +256,30 @@ struct ReleaseGroup {
     // unless the object is kept on a preferred device).
     Device *device = nullptr;
 
-    // Since the group's last call, the CPU read back what a store had put
-    // on the device alone (SharedObject::cpu_reads_stores): until its next
-    // call, stores into any of its objects stay on the host.
+    // The CPU read back what a store had put on the device alone
+    // (SharedObject::cpu_reads_stores): stores into any of the group's
+    // objects stay on the host, until a call drops it (call_made).
     std::atomic<bool> stores_read_back{false};
+    // Calls in a row at which stores_read_back was set.
+    uint32_t read_back_calls = 0;
+
+    // At each of the group's calls, under its lock.  A kernel may read what
+    // is stored next, so stores go to the device alone again; but a program
+    // whose every phase reads its input, checks it and calls a kernel would
+    // learn anew in each phase, and each phase's first input would make the
+    // round trip (all of it, read with one call and parsed).  So what was
+    // learnt is kept while the CPU goes on reading stores back, and dropped
+    // now and then to see whether it still does: at the first, second,
+    // fourth... call in a row that finds it, and every 64th from the 64th.
+    void call_made() {
+        if (!stores_read_back.load(std::memory_order_relaxed)) {
+            read_back_calls = 0;
+            return;
+        }
+        ++read_back_calls;
+        if ((read_back_calls & (read_back_calls - 1)) == 0 || read_back_calls % 64 == 0)
+            stores_read_back.store(false, std::memory_order_relaxed);
+    }
 
     // The protocol's own state for the group (rolling's dirty list), under
     // its own async-signal-safe lock because the fault handler changes it.

@@ -662,6 +662,7 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
 }
 
 Status Manager::release_for_call(Context &c, const ObjectUse *uses, size_t n) {
+    c.call_made();  // (what stores learnt of the CPU: the protocol's)
     if (uses) {
         if (Status s = release_named(c, uses, n); s != adsmSuccess) return s;
     } else {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/stats.h"
@@ -174,7 +175,9 @@ TEST(FreshMemoryTest, AnObjectWhoseStoresTheCpuReadsBackTakesLaterStoresOnTheHos
 // other objects of its context take their stores on the host too, until
 // the context's next call: a program reading several inputs into new
 // buffers, parsing each before it calls a kernel.  After the call stores
-// into fresh memory go ahead again, as at first.
+// into fresh memory go ahead again, as at first (the first call after the
+// context learnt it checks whether it still holds).  In a thread of its
+// own: a context of its own, which no other test taught anything.
 TEST(FreshMemoryTest, AfterTheCpuReadsBackAStoreItsContextStoresOnTheHostUntilItsNextCall) {
     // Where fresh blocks open read-only, a big store into them goes to the
     // device alone (not under batch, on an integrated device, nor where
@@ -186,35 +189,82 @@ TEST(FreshMemoryTest, AfterTheCpuReadsBackAStoreItsContextStoresOnTheHostUntilIt
     const size_t piece = 256 * kPage;
     std::vector<uint8_t> source(piece);
     for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<uint8_t>(i * 7 + 3);
-    auto *out = static_cast<uint8_t *>(adsmAlloc(kPage));
-    ASSERT_NE(out, nullptr);
-    auto call = [&] {
-        fill_pages_k()(1, 64, out, size_t{1}, uint8_t{1});
-        ASSERT_EQ(adsmSync(), adsmSuccess);
-    };
-    call();  // (what the context's earlier objects did counts no more)
-    uint8_t *objs[3] = {};
-    for (int i = 0; i < 2; ++i) {
-        objs[i] = static_cast<uint8_t *>(adsmAlloc(2 * piece));
-        ASSERT_NE(objs[i], nullptr);
+    std::thread program([&] {
+        auto *out = static_cast<uint8_t *>(adsmAlloc(kPage));
+        ASSERT_NE(out, nullptr);
+        auto call = [&] {
+            fill_pages_k()(1, 64, out, size_t{1}, uint8_t{1});
+            ASSERT_EQ(adsmSync(), adsmSuccess);
+        };
+        uint8_t *objs[3] = {};
+        for (int i = 0; i < 2; ++i) {
+            objs[i] = static_cast<uint8_t *>(adsmAlloc(2 * piece));
+            ASSERT_NE(objs[i], nullptr);
+        }
+        // Stores a piece into o and reads it back: the bytes fetched meanwhile.
+        auto store_and_read = [&](uint8_t *o) {
+            EXPECT_EQ(adsmMemcpy(o, source.data(), piece), adsmSuccess);
+            const uint64_t before = fetched();
+            unsigned wrong = 0;
+            for (size_t i = 0; i < piece; i += kPage / 2) wrong += o[i] != source[i];
+            EXPECT_EQ(wrong, 0u);
+            return fetched() - before;
+        };
+        EXPECT_EQ(store_and_read(objs[0]) > 0, ahead) << "the first store into fresh memory";
+        EXPECT_EQ(store_and_read(objs[1]), 0u) << "a store went to the device alone after the CPU read one back";
+        call();
+        objs[2] = static_cast<uint8_t *>(adsmAlloc(2 * piece));  // (fresh: one the call released is the device's)
+        ASSERT_NE(objs[2], nullptr);
+        EXPECT_EQ(store_and_read(objs[2]) > 0, ahead) << "after the call, stores into fresh memory went as at first";
+        for (uint8_t *o : objs) EXPECT_EQ(adsmFree(o), adsmSuccess);
+        EXPECT_EQ(adsmFree(out), adsmSuccess);
+    });
+    program.join();
+}
+
+// A program whose every phase reads its input into a new buffer, checks it
+// on the CPU and calls a kernel: what its context learnt of the CPU reading
+// stores back is kept from one call to the next, dropped only now and then
+// to see whether it still holds.  Each phase's input made the round trip
+// before (there alone, and back at the check).  In a thread of its own: a
+// context of its own, which no other test taught anything.
+TEST(FreshMemoryTest, WhatAProgramTeachesOfReadingStoresBackOutlastsItsCalls) {
+    const adsmDeviceInfo info = device_info();
+    const std::string protocol = info.protocol;
+    // (Where fresh blocks open read-only: as in the test before.)
+    const bool ahead = protocol != "batch" && !info.integrated &&
+                       !(std::string(info.dirty_tracking) == "uffd" && (protocol == "lazy" || protocol == "delta"));
+    const size_t piece = 256 * kPage, phases = 16;
+    std::vector<uint8_t> source(piece);
+    for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<uint8_t>(i * 5 + 1);
+    size_t fetching = 0;  // phases whose check fetched what was stored
+    std::thread program([&] {
+        auto *out = static_cast<uint8_t *>(adsmAlloc(kPage));
+        ASSERT_NE(out, nullptr);
+        for (size_t p = 0; p < phases; ++p) {
+            auto *in = static_cast<uint8_t *>(adsmAlloc(piece));
+            ASSERT_NE(in, nullptr);
+            ASSERT_EQ(adsmMemcpy(in, source.data(), piece), adsmSuccess);
+            const uint64_t before = fetched();
+            unsigned wrong = 0;
+            for (size_t i = 0; i < piece; i += kPage / 2) wrong += in[i] != source[i];
+            EXPECT_EQ(wrong, 0u) << "phase " << p;
+            fetching += fetched() != before;
+            fill_pages_k()(1, 64, out, size_t{1}, static_cast<uint8_t>(p));
+            ASSERT_EQ(adsmSync(), adsmSuccess);
+            EXPECT_EQ(adsmFree(in), adsmSuccess);
+        }
+        EXPECT_EQ(adsmFree(out), adsmSuccess);
+    });
+    program.join();
+    if (!ahead) {
+        EXPECT_EQ(fetching, 0u) << "stores into fresh memory went to the device alone";
+        return;
     }
-    // Stores a piece into o and reads it back: the bytes fetched meanwhile.
-    auto store_and_read = [&](uint8_t *o) {
-        EXPECT_EQ(adsmMemcpy(o, source.data(), piece), adsmSuccess);
-        const uint64_t before = fetched();
-        unsigned wrong = 0;
-        for (size_t i = 0; i < piece; i += kPage / 2) wrong += o[i] != source[i];
-        EXPECT_EQ(wrong, 0u);
-        return fetched() - before;
-    };
-    EXPECT_EQ(store_and_read(objs[0]) > 0, ahead) << "the first store into fresh memory";
-    EXPECT_EQ(store_and_read(objs[1]), 0u) << "a store went to the device alone after the CPU read one back";
-    call();
-    objs[2] = static_cast<uint8_t *>(adsmAlloc(2 * piece));  // (fresh: one the call released is the device's)
-    ASSERT_NE(objs[2], nullptr);
-    EXPECT_EQ(store_and_read(objs[2]) > 0, ahead) << "after the call, stores into fresh memory went as at first";
-    for (uint8_t *o : objs) EXPECT_EQ(adsmFree(o), adsmSuccess);
-    EXPECT_EQ(adsmFree(out), adsmSuccess);
+    // Learnt in the first phase; then checked at the 1st, 2nd, 4th, 8th
+    // and 16th call in a row: relearnt in phases 2, 3, 5 and 9.
+    EXPECT_GE(fetching, 1u) << "no store into fresh memory went to the device alone";
+    EXPECT_LE(fetching, 5u) << "of " << phases << " phases, each reading its input back";
 }
 
 // Where fresh memory's blocks open writable (the userfaultfd tracker under
