@@ -50,6 +50,27 @@ long minor_faults_of_this_thread() {
 uint64_t sent() { return adsm::stats().get(adsm::Counter::h2d_bytes); }
 uint64_t fetched() { return adsm::stats().get(adsm::Counter::d2h_bytes); }
 
+// Whether a big store into fresh memory goes to the device alone: where its
+// blocks open read-only (not under batch, on an integrated device, nor
+// where the userfaultfd tracker leaves them writable: lazy, delta).
+bool fresh_stores_go_ahead() {
+    const adsmDeviceInfo info = device_info();
+    const std::string protocol = info.protocol;
+    return protocol != "batch" && !info.integrated &&
+           !(std::string(info.dirty_tracking) == "uffd" && (protocol == "lazy" || protocol == "delta"));
+}
+
+// Stores `source` into o and has the CPU read it back: the bytes fetched
+// from the device meanwhile.
+uint64_t store_and_read_back(uint8_t *o, const std::vector<uint8_t> &source) {
+    EXPECT_EQ(adsmMemcpy(o, source.data(), source.size()), adsmSuccess);
+    const uint64_t before = fetched();
+    unsigned wrong = 0;
+    for (size_t i = 0; i < source.size(); i += kPage / 2) wrong += o[i] != source[i];
+    EXPECT_EQ(wrong, 0u) << "the CPU read back other bytes than were stored";
+    return fetched() - before;
+}
+
 TEST(FreshMemoryTest, NeitherUntouchedMemoryNorAKernelsOutputReadBackGoesToTheDevice) {
     const size_t pages = 64;
     auto *out = static_cast<uint8_t *>(adsmAlloc(pages * kPage));
@@ -179,43 +200,27 @@ TEST(FreshMemoryTest, AnObjectWhoseStoresTheCpuReadsBackTakesLaterStoresOnTheHos
 // context learnt it checks whether it still holds).  In a thread of its
 // own: a context of its own, which no other test taught anything.
 TEST(FreshMemoryTest, AfterTheCpuReadsBackAStoreItsContextStoresOnTheHostUntilItsNextCall) {
-    // Where fresh blocks open read-only, a big store into them goes to the
-    // device alone (not under batch, on an integrated device, nor where
-    // the userfaultfd tracker leaves them writable: lazy, delta).
-    const adsmDeviceInfo info = device_info();
-    const std::string protocol = info.protocol;
-    const bool ahead = protocol != "batch" && !info.integrated &&
-                       !(std::string(info.dirty_tracking) == "uffd" && (protocol == "lazy" || protocol == "delta"));
+    const bool ahead = fresh_stores_go_ahead();
     const size_t piece = 256 * kPage;
     std::vector<uint8_t> source(piece);
     for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<uint8_t>(i * 7 + 3);
     std::thread program([&] {
         auto *out = static_cast<uint8_t *>(adsmAlloc(kPage));
         ASSERT_NE(out, nullptr);
-        auto call = [&] {
-            fill_pages_k()(1, 64, out, size_t{1}, uint8_t{1});
-            ASSERT_EQ(adsmSync(), adsmSuccess);
-        };
         uint8_t *objs[3] = {};
         for (int i = 0; i < 2; ++i) {
             objs[i] = static_cast<uint8_t *>(adsmAlloc(2 * piece));
             ASSERT_NE(objs[i], nullptr);
         }
-        // Stores a piece into o and reads it back: the bytes fetched meanwhile.
-        auto store_and_read = [&](uint8_t *o) {
-            EXPECT_EQ(adsmMemcpy(o, source.data(), piece), adsmSuccess);
-            const uint64_t before = fetched();
-            unsigned wrong = 0;
-            for (size_t i = 0; i < piece; i += kPage / 2) wrong += o[i] != source[i];
-            EXPECT_EQ(wrong, 0u);
-            return fetched() - before;
-        };
-        EXPECT_EQ(store_and_read(objs[0]) > 0, ahead) << "the first store into fresh memory";
-        EXPECT_EQ(store_and_read(objs[1]), 0u) << "a store went to the device alone after the CPU read one back";
-        call();
+        EXPECT_EQ(store_and_read_back(objs[0], source) > 0, ahead) << "the first store into fresh memory";
+        EXPECT_EQ(store_and_read_back(objs[1], source), 0u)
+            << "a store went to the device alone after the CPU read one back";
+        fill_pages_k()(1, 64, out, size_t{1}, uint8_t{1});
+        ASSERT_EQ(adsmSync(), adsmSuccess);
         objs[2] = static_cast<uint8_t *>(adsmAlloc(2 * piece));  // (fresh: one the call released is the device's)
         ASSERT_NE(objs[2], nullptr);
-        EXPECT_EQ(store_and_read(objs[2]) > 0, ahead) << "after the call, stores into fresh memory went as at first";
+        EXPECT_EQ(store_and_read_back(objs[2], source) > 0, ahead)
+            << "after the call, stores into fresh memory went as at first";
         for (uint8_t *o : objs) EXPECT_EQ(adsmFree(o), adsmSuccess);
         EXPECT_EQ(adsmFree(out), adsmSuccess);
     });
@@ -229,11 +234,7 @@ TEST(FreshMemoryTest, AfterTheCpuReadsBackAStoreItsContextStoresOnTheHostUntilIt
 // before (there alone, and back at the check).  In a thread of its own: a
 // context of its own, which no other test taught anything.
 TEST(FreshMemoryTest, WhatAProgramTeachesOfReadingStoresBackOutlastsItsCalls) {
-    const adsmDeviceInfo info = device_info();
-    const std::string protocol = info.protocol;
-    // (Where fresh blocks open read-only: as in the test before.)
-    const bool ahead = protocol != "batch" && !info.integrated &&
-                       !(std::string(info.dirty_tracking) == "uffd" && (protocol == "lazy" || protocol == "delta"));
+    const bool ahead = fresh_stores_go_ahead();
     const size_t piece = 256 * kPage, phases = 16;
     std::vector<uint8_t> source(piece);
     for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<uint8_t>(i * 5 + 1);
@@ -244,12 +245,7 @@ TEST(FreshMemoryTest, WhatAProgramTeachesOfReadingStoresBackOutlastsItsCalls) {
         for (size_t p = 0; p < phases; ++p) {
             auto *in = static_cast<uint8_t *>(adsmAlloc(piece));
             ASSERT_NE(in, nullptr);
-            ASSERT_EQ(adsmMemcpy(in, source.data(), piece), adsmSuccess);
-            const uint64_t before = fetched();
-            unsigned wrong = 0;
-            for (size_t i = 0; i < piece; i += kPage / 2) wrong += in[i] != source[i];
-            EXPECT_EQ(wrong, 0u) << "phase " << p;
-            fetching += fetched() != before;
+            fetching += store_and_read_back(in, source) > 0;
             fill_pages_k()(1, 64, out, size_t{1}, static_cast<uint8_t>(p));
             ASSERT_EQ(adsmSync(), adsmSuccess);
             EXPECT_EQ(adsmFree(in), adsmSuccess);
