@@ -1,4 +1,5 @@
-// Fresh memory under every protocol and tracker of the model test: the
+// Fresh memory under every protocol and tracker of the model test (on
+// `sim` and `cpu`, and on the CUDA driver's double: fresh.cuda.*): the
 // CPU's first writes reach the device, a page the CPU only reads back after
 // a kernel wrote it is not sent again, a copy into it crosses the link once,
 // a program that reads back what it stored in fresh memory stops sending
