@@ -21,9 +21,11 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/doubles/fake_module.hpp"
 #include "os/write_hold.h"
 #include "support/config.h"
 #include "support/stats.h"
+
 
 namespace {
 
@@ -70,7 +72,7 @@ int exit_code_of(pid_t pid) {
 }
 
 adsm::kernel<fill_bytes> &fill_k() {
-    static adsm::kernel<fill_bytes> k("edge.fill");
+    static adsm::kernel<fill_bytes> k = adsm_test::device_kernel<fill_bytes>("edge.fill");
     return k;
 }
 
@@ -109,7 +111,7 @@ TEST(EdgeTest, SizesThatAreNotMultiplesOfTheBlockSize) {
     ASSERT_EQ(adsmSync(), adsmSuccess);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], i < 3 * bs ? 1 : static_cast<uint8_t>(7 + i - 3 * bs)) << i;
     p[n - 1] = 99;
-    adsm::kernel<add_bytes> add("edge.add");
+    adsm::kernel<add_bytes> add = adsm_test::device_kernel<add_bytes>("edge.add");
     auto *q = static_cast<uint8_t *>(adsmCalloc(1, 1));
     add(1, 1, p + n - 1, q, size_t(1));
     ASSERT_EQ(adsmSync(), adsmSuccess);
@@ -147,7 +149,7 @@ TEST(EdgeTest, FreeWhileDirtyLeavesNothingBehind) {
     // The device goes on working with fresh objects, zeroed ones included.
     auto *z = static_cast<uint8_t *>(adsmCalloc(n, 1));
     auto *out = static_cast<uint8_t *>(adsmCalloc(n, 1));
-    adsm::kernel<add_bytes> add("edge.add");
+    adsm::kernel<add_bytes> add = adsm_test::device_kernel<add_bytes>("edge.add");
     add(adsm::blocks_for(n, 256), 256, z, out, n);
     ASSERT_EQ(adsmSync(), adsmSuccess);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 0) << "stale device data at " << i;
@@ -157,7 +159,7 @@ TEST(EdgeTest, FreeWhileDirtyLeavesNothingBehind) {
 
 TEST(EdgeTest, FreeDuringARunningKernelIsAClearError) {
     auto *p = static_cast<uint64_t *>(adsmAlloc(4096));
-    adsm::kernel<slow_write> k("edge.slow_write");
+    adsm::kernel<slow_write> k = adsm_test::device_kernel<slow_write>("edge.slow_write");
     k(1, 1, p, uint64_t(5));
     EXPECT_EQ(adsmFree(p), adsmErrorBusy);
     EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("adsmSync"), std::string::npos);
@@ -200,7 +202,7 @@ TEST(EdgeTest, ThreadsFaultingOnOneBlockTogetherMoveItOnce) {
 TEST(EdgeTest, CpuAccessDuringAKernelWaitsForIt) {
     auto *v = static_cast<uint64_t *>(adsmAlloc(sizeof(uint64_t)));
     *v = 1;
-    adsm::kernel<slow_write> k("edge.slow_write");
+    adsm::kernel<slow_write> k = adsm_test::device_kernel<slow_write>("edge.slow_write");
     testing::internal::CaptureStderr();
     k(1, 1, v, uint64_t(42));
     uint64_t seen = *v;  // a race: between adsmCall and adsmSync
@@ -223,7 +225,7 @@ namespace {
 void read_during_a_kernel() {
     setenv("ADSM_ON_RACE", "abort", 1);
     auto *v = static_cast<uint64_t *>(adsmAlloc(8));
-    adsm::kernel<slow_write> k("edge.slow_write");
+    adsm::kernel<slow_write> k = adsm_test::device_kernel<slow_write>("edge.slow_write");
     k(1, 1, v, uint64_t(42));
     volatile uint64_t x = *v;
     (void)x;
@@ -313,10 +315,17 @@ size_t pages_in_memory(const void *p, size_t n) {
 // what the object holds, nothing more: the pages never made stay unmade in
 // the child and in the parent's mirror (making them cost the parent 32 MiB
 // of memory and the fork a fault's work per page).  The child of a later
-// round, after a kernel wrote where the CPU never did, gets that too.
+// round, after a kernel wrote where the CPU never did, gets that too.  (On
+// a GPU only the bytes are checked: its mirror is pinned a granule at a
+// time at first use, making pages no touch made, and what only the GPU
+// holds comes to the host before the fork, the child being unable to ask
+// the GPU for it.)
 TEST(EdgeTest, ForkChildCopiesOnlyThePagesTheObjectHolds) {
     const size_t n = 32u << 20, bs = block_size();
-    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    const bool counts = !adsm_test::on_gpu();
+    // (Zero-filled: the bytes never written are zeros on the device too,
+    // which a GPU's fresh memory need not be.)
+    auto *p = static_cast<uint8_t *>(adsmCalloc(1, n));
     ASSERT_NE(p, nullptr);
     memset(p, 1, 4096);
     p[n / 2] = 2;
@@ -339,13 +348,15 @@ TEST(EdgeTest, ForkChildCopiesOnlyThePagesTheObjectHolds) {
             // The blocks of the first page and of the two bytes (rolling,
             // sending a block ahead, reads all of it).  After a kernel, a
             // protocol may have fetched the whole object: batch does.
-            if (round == 0 && made > 3 * std::max<size_t>(1, bs / 4096)) code = 4;
+            if (counts && round == 0 && made > 3 * std::max<size_t>(1, bs / 4096)) code = 4;
             _exit(code);
         }
         EXPECT_EQ(exit_code_of(pid), 0) << "round " << round
                                         << "; -1: the child died; 1, 2: the CPU's bytes, 3: the kernel's, 4: pages "
                                            "the object never held";
-        EXPECT_LT(mirror_bytes() - before, 8ll << 20) << "round " << round << ": the fork made the mirror's pages";
+        if (counts) {
+            EXPECT_LT(mirror_bytes() - before, 8ll << 20) << "round " << round << ": the fork made the mirror's pages";
+        }
         device_fill(p + written, bs, 10);
         ASSERT_EQ(adsmSync(), adsmSuccess);
     }
@@ -431,7 +442,7 @@ TEST(EdgeTest, AKernelLaunchedWhileTheChildCopiesDoesNotReachIt) {
     const size_t pages = 8192;
     auto *p = static_cast<uint8_t *>(adsmAlloc(pages * 4096));
     ASSERT_NE(p, nullptr);
-    adsm::kernel<stamp_pages> stamp("edge.stamp");
+    adsm::kernel<stamp_pages> stamp = adsm_test::device_kernel<stamp_pages>("edge.stamp");
     stamp(adsm::blocks_for(pages, 256), 256, p, pages, uint8_t{10});
     ASSERT_EQ(adsmSync(), adsmSuccess);
     std::atomic<int> launched{0};  // 1: during the hold; -1: never saw it
