@@ -95,7 +95,10 @@ ADSM_API const char *adsmGetLastErrorDetail(void);
 
 /* ---- Shared memory (paper, Table 1) ------------------------------------- */
 
-/* Shared memory at one address valid on CPU and accelerator, or NULL. */
+/* Shared memory at one address valid on CPU and accelerator, or NULL.  Its
+ * bytes are undefined until written, as malloc's: a GPU's fresh memory
+ * holds what it held, so a byte never written may read differently after a
+ * kernel (adsmCalloc's are zeros on both sides). */
 ADSM_API void *adsmAlloc(size_t size);
 /* As adsmAlloc for nmemb*size bytes, zero-filled; overflow is an error. */
 ADSM_API void *adsmCalloc(size_t nmemb, size_t size);
