@@ -102,28 +102,10 @@ foreach(cfg "batch|256K|auto" "lazy|256K|auto" "rolling|64K|auto" "rolling|4K|au
   math(EXPR seed "${seed} + 1")
 endforeach()
 
-# The protocols' fresh-memory and edge tests on the double, with the GPU's
-# memory apart from the host's and the mirror pinned for it: stores into
-# fresh memory that go to the GPU alone, what the CPU reads back of them and
-# what its context learns from that, what each tracker takes for written
-# (fresh.cuda.*); blocks, frees, races, the program's own fault handlers,
-# and fork children copying what only the GPU held while the parent's other
-# threads write and launch (edge.cuda.*).
-foreach(cfg "batch|256K|auto" "lazy|256K|mprotect" "lazy|256K|uffd" "rolling|64K|mprotect" "rolling|64K|uffd"
-            "delta|64K|mprotect" "delta|64K|uffd")
-  string(REPLACE "|" ";" parts "${cfg}")
-  list(GET parts 0 p)
-  list(GET parts 1 bs)
-  list(GET parts 2 tr)
-  foreach(suite "fresh|FreshMemoryTest.*" "edge|EdgeTest.*:EdgeDeathTest.*")
-    string(REPLACE "|" ";" named "${suite}")
-    list(GET named 0 label)
-    list(GET named 1 filter)
-    add_test(NAME ${label}.cuda.${p}.${bs}.${tr} COMMAND protocol_tests --gtest_filter=${filter})
-    set_tests_properties(${label}.cuda.${p}.${bs}.${tr} PROPERTIES TIMEOUT 300 ENVIRONMENT
-      "${on_double};ADSM_PROTOCOL=${p};ADSM_BLOCK_SIZE=${bs};ADSM_DIRTY_TRACKING=${tr}")
-  endforeach()
-endforeach()
+# The protocols' fresh-memory and edge tests on the double, in every
+# protocol and tracker (the mirror pinned, as on a GPU).
+protocol_suites_on_double(cuda "${on_double}" "batch|256K|auto" "lazy|256K|mprotect" "lazy|256K|uffd"
+  "rolling|64K|mprotect" "rolling|64K|uffd" "delta|64K|mprotect" "delta|64K|uffd")
 
 # One GPU too small for the objects: they share granules (objects are
 # page-aligned on one GPU) and are evicted in turn.  12 MiB holds any

@@ -74,6 +74,11 @@ foreach(cfg "batch|256K" "lazy|256K" "rolling|64K" "rolling|4K" "delta|64K" "del
   math(EXPR seed "${seed} + 1")
 endforeach()
 
+# The protocols' fresh-memory and edge tests on the double, as on cuda's,
+# in each protocol.
+protocol_suites_on_double(levelzero "${on_ze_double}" "batch|256K|auto" "lazy|256K|mprotect" "rolling|64K|mprotect"
+  "delta|64K|uffd")
+
 # Two GPUs of one context (FAKE_ZE_DEVICES=2), as cuda2 in
 # cuda_device_tests.cmake: the device, placement and device-memory suites,
 # and the model-based test moving objects between the GPUs and, with GPUs
