@@ -1,5 +1,6 @@
 // The protocols' edge cases, run under every protocol, block size and dirty
-// tracker of the model test.  Where protocols legitimately differ (batch
+// tracker of the model test, and on the GPU drivers' doubles (edge.cuda.*,
+// edge.levelzero.*).  Where protocols legitimately differ (batch
 // takes no faults, so it cannot see a race), each test asserts the
 // behaviour the protocol documents.
 #include <adsm.hpp>
@@ -25,7 +26,6 @@
 #include "os/write_hold.h"
 #include "support/config.h"
 #include "support/stats.h"
-
 
 namespace {
 

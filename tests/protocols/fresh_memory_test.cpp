@@ -1,11 +1,12 @@
 // Fresh memory under every protocol and tracker of the model test (on
-// `sim` and `cpu`, and on the CUDA driver's double: fresh.cuda.*): the
-// CPU's first writes reach the device, a page the CPU only reads back after
-// a kernel wrote it is not sent again, a copy into it crosses the link once,
-// a program that reads back what it stored in fresh memory stops sending
-// its stores ahead, and where the userfaultfd tracker leaves open blocks
-// writable (lazy, delta) a fresh page's first write faults once, not twice,
-// and what a big copy or fill put there is read without a fault per page.
+// `sim` and `cpu`, and on the GPU drivers' doubles: fresh.cuda.*,
+// fresh.levelzero.*): the CPU's first writes reach the device, a page the
+// CPU only reads back after a kernel wrote it is not sent again, a copy
+// into it crosses the link once, a program that reads back what it stored
+// in fresh memory stops sending its stores ahead, and where the userfaultfd
+// tracker leaves open blocks writable (lazy, delta) a fresh page's first
+// write faults once, not twice, and what a big copy or fill put there is
+// read without a fault per page.
 #include <adsm.hpp>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
