@@ -33,6 +33,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/stream_buffers.h"
 
 extern "C" [[noreturn]] void __chk_fail(void);
 
@@ -161,11 +162,17 @@ INTERCEPTOR(FILE *, fopen, const char *path, const char *mode) {
 INTERCEPTOR(FILE *, fopen64, const char *path, const char *mode) {
     return with_path(path, [&](const char *p) { return REAL(fopen64)(p, mode); });
 }
+// (A buffer the program gave the stream is dropped with its file, whether
+// the new one opens or not.)
 INTERCEPTOR(FILE *, freopen, const char *path, const char *mode, FILE *stream) {
-    return with_path(path, [&](const char *p) { return REAL(freopen)(p, mode, stream); });
+    FILE *f = with_path(path, [&](const char *p) { return REAL(freopen)(p, mode, stream); });
+    adsm::interpose::forget_stream_buffer(stream);
+    return f;
 }
 INTERCEPTOR(FILE *, freopen64, const char *path, const char *mode, FILE *stream) {
-    return with_path(path, [&](const char *p) { return REAL(freopen64)(p, mode, stream); });
+    FILE *f = with_path(path, [&](const char *p) { return REAL(freopen64)(p, mode, stream); });
+    adsm::interpose::forget_stream_buffer(stream);
+    return f;
 }
 INTERCEPTOR(DIR *, opendir, const char *path) {
     return with_path(path, [&](const char *p) { return REAL(opendir)(p); });

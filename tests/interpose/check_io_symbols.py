@@ -12,6 +12,7 @@ the epoll waits), and of those that fill or read one structure (the stat
 families, pipe, socketpair, the waits, select, epoll_ctl, socket addresses
 and options, the limits, getrusage, uname, sysinfo, times; ioctl's and
 fcntl's, opened in place: interpose/kernel_controls.cpp), of those that
+give a stream a buffer the C library fills itself, of those that
 take a path name, and of those that start a program (the exec family,
 posix_spawn, system, popen), and checks each against what libadsm.so
 exports.
@@ -40,11 +41,15 @@ LEFT_OUT = {
     "__fstat64": "GLIBC_PRIVATE: called only inside the C library",
     "__open_nocancel": "GLIBC_PRIVATE: called only inside the C library",
     "__open64_nocancel": "GLIBC_PRIVATE: called only inside the C library",
+    "setlinebuf": "gives a stream no buffer of the program's",
 }
 
 # The I/O families, and the other calls whose buffers the kernel fills or
 # reads (random bytes, readiness arrays: interpose/kernel_buffers.cpp).
 FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getrandom|getentropy|poll|ppoll|epoll_wait|epoll_pwait)")
+# Buffers the C library fills and drains with system calls of its own: a
+# stream's (interpose/stream_buffers.cpp).
+BUFFERS = re.compile(r"^(setv?buf|setbuffer|setlinebuf)$")
 # Calls that fill or read one structure of the program's
 # (interpose/kernel_structs.cpp), by whole name: file and file system status,
 # descriptor pairs, a child's status and usage, readiness sets, socket
@@ -87,7 +92,7 @@ def main():
     libadsm = sys.argv[1]
     libc = libc_of(libadsm)
     ours = dynamic_symbols(libadsm)
-    family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n) or STRUCTS.match(n) or PATHS.match(n))
+    family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n) or STRUCTS.match(n) or PATHS.match(n) or BUFFERS.match(n))
     missing = [n for n in family if n not in ours and n not in LEFT_OUT]
     interposed = [n for n in family if n in ours]
     left_out = [n for n in family if n not in ours and n in LEFT_OUT]

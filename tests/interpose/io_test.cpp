@@ -401,6 +401,58 @@ TEST(IoTest, StdioFreadAndFwrite) {
     free(p);
 }
 
+// A buffer the program gives a stream: the C library fills and drains it
+// with system calls of its own, which the kernel fails with EFAULT in a
+// closed block of shared memory (the stream then reads as empty, or loses
+// what it held for writing).
+TEST(IoTest, AStreamsBufferInSharedMemory) {
+    const size_t n = 5 * kThreshold + 77, size = 2 * kThreshold;
+    TempFile f(n);
+    auto *vb = static_cast<uint8_t *>(malloc(size));
+    ASSERT_TRUE(shared(vb));
+    close_on_device(vb, size, 4);
+    FILE *fp = fdopen(dup(f.fd), "r");
+    ASSERT_EQ(setvbuf(fp, reinterpret_cast<char *>(vb), _IOFBF, size), 0);
+    std::vector<uint8_t> in;
+    for (int c; (c = fgetc(fp)) != EOF;) in.push_back(static_cast<uint8_t>(c));
+    EXPECT_FALSE(ferror(fp));
+    ASSERT_EQ(in.size(), n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(in[i], file_byte(i)) << i;
+    EXPECT_EQ(fclose(fp), 0);
+
+    // What a stream holds for writing outlasts a call, which sends the
+    // context's objects to the device.
+    FILE *w = tmpfile();
+    ASSERT_EQ(setvbuf(w, reinterpret_cast<char *>(vb), _IOFBF, size), 0);
+    for (size_t i = 0; i < 3000; ++i) ASSERT_EQ(fputc(file_byte(i), w), file_byte(i));
+    auto *other = static_cast<uint8_t *>(malloc(kThreshold));
+    close_on_device(other, kThreshold, 6);
+    ASSERT_EQ(fflush(w), 0) << strerror(errno);
+    rewind(w);
+    for (size_t i = 0; i < 3000; ++i) ASSERT_EQ(fgetc(w), file_byte(i)) << i;
+    EXPECT_EQ(fgetc(w), EOF);
+    EXPECT_EQ(fclose(w), 0);
+
+    // The stream drops the buffer when it reopens (setbuf, the other name),
+    // and a later setvbuf before any I/O replaces it.
+    FILE *r = fdopen(dup(f.fd), "r");
+    setbuf(r, reinterpret_cast<char *>(vb));
+    ASSERT_EQ(fseek(r, 0, SEEK_SET), 0);
+    EXPECT_EQ(fgetc(r), file_byte(0));
+    ASSERT_EQ(freopen(f.path.c_str(), "r", r), r);
+    char line[100];
+    ASSERT_EQ(setvbuf(r, reinterpret_cast<char *>(vb), _IOFBF, size), 0);
+    ASSERT_EQ(setvbuf(r, line, _IOFBF, sizeof line), 0);
+    std::vector<uint8_t> again(n);
+    EXPECT_EQ(fread(again.data(), 1, n, r), n);
+    EXPECT_EQ(memcmp(again.data(), in.data(), n), 0);
+    EXPECT_EQ(fclose(r), 0);
+    // The program's buffer is as the kernel left it: the streams used others.
+    for (size_t i = 0; i < size; ++i) ASSERT_EQ(vb[i], pattern(i, 4)) << i;
+    free(other);
+    free(vb);
+}
+
 TEST(IoTest, BadInputGetsWhatTheCLibraryGives) {
     auto *p = static_cast<uint8_t *>(malloc(kThreshold));
     int fds[2];
