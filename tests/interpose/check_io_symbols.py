@@ -12,7 +12,8 @@ the epoll waits), and of those that fill or read one structure (the stat
 families, pipe, socketpair, the waits, select, epoll_ctl, socket addresses
 and options, the limits, getrusage, uname, sysinfo, times; ioctl's and
 fcntl's, opened in place: interpose/kernel_controls.cpp), of those that
-give a stream a buffer the C library fills itself, of those that
+give a stream a buffer the C library fills itself, of asynchronous I/O
+(whose helper threads make the system calls), of those that
 take a path name, and of those that start a program (the exec family,
 posix_spawn, system, popen), and checks each against what libadsm.so
 exports.
@@ -42,14 +43,19 @@ LEFT_OUT = {
     "__open_nocancel": "GLIBC_PRIVATE: called only inside the C library",
     "__open64_nocancel": "GLIBC_PRIVATE: called only inside the C library",
     "setlinebuf": "gives a stream no buffer of the program's",
+    "aio_fsync": "moves no program buffer",
+    "aio_fsync64": "moves no program buffer",
+    "aio_init": "tunes the C library's helper threads, moves no buffer",
 }
 
 # The I/O families, and the other calls whose buffers the kernel fills or
 # reads (random bytes, readiness arrays: interpose/kernel_buffers.cpp).
 FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getrandom|getentropy|poll|ppoll|epoll_wait|epoll_pwait)")
 # Buffers the C library fills and drains with system calls of its own: a
-# stream's (interpose/stream_buffers.cpp).
-BUFFERS = re.compile(r"^(setv?buf|setbuffer|setlinebuf)$")
+# stream's (interpose/stream_buffers.cpp), and those of asynchronous I/O,
+# whose helper threads make the calls, with the calls that end a request
+# (interpose/async_io.cpp).
+BUFFERS = re.compile(r"^(setv?buf|setbuffer|setlinebuf|aio_[a-z]+(64)?|lio_listio(64)?)$")
 # Calls that fill or read one structure of the program's
 # (interpose/kernel_structs.cpp), by whole name: file and file system status,
 # descriptor pairs, a child's status and usage, readiness sets, socket

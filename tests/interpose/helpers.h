@@ -5,11 +5,13 @@
 #include <adsm.hpp>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "api/preload.h"
 #include "support/stats.h"
@@ -53,6 +55,26 @@ inline void close_on_device(uint8_t *p, size_t n, uint8_t v) {
 }
 
 inline uint8_t pattern(size_t i, uint8_t v) { return static_cast<uint8_t>(v + i * 7); }
+
+// A file of n bytes with byte i = i * 13 + 5.
+struct TempFile {
+    std::string path;
+    int fd = -1;
+    explicit TempFile(size_t n) {
+        char tmpl[] = "/tmp/adsm-io-XXXXXX";
+        fd = mkstemp(tmpl);
+        path = tmpl;
+        std::vector<uint8_t> data(n);
+        for (size_t i = 0; i < n; ++i) data[i] = static_cast<uint8_t>(i * 13 + 5);
+        EXPECT_EQ(::write(fd, data.data(), n), static_cast<ssize_t>(n));
+        lseek(fd, 0, SEEK_SET);
+    }
+    ~TempFile() {
+        close(fd);
+        unlink(path.c_str());
+    }
+};
+inline uint8_t file_byte(size_t i) { return static_cast<uint8_t>(i * 13 + 5); }
 
 inline void device_add(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_t v) {
     size_t i = adsm::global_x(t);

@@ -19,33 +19,6 @@
 
 using namespace interpose_test;
 
-namespace {
-
-// A file of n bytes with byte i = i * 13 + 5.
-struct TempFile {
-    std::string path;
-    int fd = -1;
-    explicit TempFile(size_t n) {
-        char tmpl[] = "/tmp/adsm-io-XXXXXX";
-        fd = mkstemp(tmpl);
-        path = tmpl;
-        std::vector<uint8_t> data(n);
-        for (size_t i = 0; i < n; ++i) data[i] = static_cast<uint8_t>(i * 13 + 5);
-        EXPECT_EQ(::write(fd, data.data(), n), static_cast<ssize_t>(n));
-        lseek(fd, 0, SEEK_SET);
-    }
-    ~TempFile() {
-        close(fd);
-        unlink(path.c_str());
-    }
-};
-uint8_t file_byte(size_t i) { return static_cast<uint8_t>(i * 13 + 5); }
-
-// The coherence protocol the runtime runs ("batch" writes a read's bytes
-// to the host copy, the others to the device).
-
-}  // namespace
-
 TEST(IoTest, ReadIntoSharedMemoryInEveryState) {
     const size_t n = 6 * 256 * 1024 + 1234;
     TempFile f(n);
