@@ -11,6 +11,7 @@
 #include "memory/manager.h"
 #include "memory/region_table.h"
 #include "os/clock.h"
+#include "os/raw_syscall.h"
 #include "os/uffd.h"
 #include "support/log.h"
 #include "support/stats.h"
@@ -20,7 +21,7 @@ namespace adsm::gc {
 __thread ThreadCache *tls_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
-pid_t gettid_raw() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+pid_t gettid_raw() { return static_cast<pid_t>(os::raw_syscall(SYS_gettid)); }
 }  // namespace
 
 Collector::Collector(Manager &manager, RegionTable &table, AddressSpace &space, GcConfig config)

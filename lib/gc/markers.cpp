@@ -10,6 +10,7 @@
 #include "gc/collector.h"
 #include "gc/proc_self.h"
 #include "os/futex.h"
+#include "os/raw_syscall.h"
 #include "support/log.h"
 
 namespace adsm::gc {
@@ -37,7 +38,7 @@ void Collector::program_cpus(cpu_set_t *out) {
 void *Collector::marker_main(void *arg) {
     auto *self = static_cast<Collector *>(arg);
     unsigned me = self->markers_up_.fetch_add(1) + 1;
-    self->marker_tids_[me] = static_cast<pid_t>(syscall(SYS_gettid));
+    self->marker_tids_[me] = static_cast<pid_t>(os::raw_syscall(SYS_gettid));
     pthread_setname_np(pthread_self(), "adsm-marker");  // (top -H, gdb, tests)
     // Counted only once its id is known: the collector exempts markers from
     // the stop by id, and a stopped marker never finishes its share.

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/raw_syscall.h"
+
 extern "C" void *__libc_stack_end;  // glibc's: the main thread's stack at start
 
 namespace adsm::gc {
@@ -18,17 +20,17 @@ namespace {
 // The C library's open and read may be the preload's (interpose/io.cpp),
 // which takes the runtime's locks; these are the kernel's.
 int sys_open(const char *path, int flags) {
-    return static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC));
+    return static_cast<int>(os::raw_syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC));
 }
 
 long sys_read(int fd, char *buf, size_t n) {
     long r;
-    do r = syscall(SYS_read, fd, buf, n);
+    do r = os::raw_syscall(SYS_read, fd, buf, n);
     while (r < 0 && errno == EINTR);
     return r;
 }
 
-void sys_close(int fd) { syscall(SYS_close, fd); }
+void sys_close(int fd) { os::raw_syscall(SYS_close, fd); }
 
 // PROCMAP_QUERY's interface (linux/fs.h of 6.11, which older headers lack).
 struct ProcmapQuery {
@@ -49,7 +51,7 @@ int query(int fd, uintptr_t a, Range *out) {
     q.query_flags = kQueryReadable;  // covering a, not the next one
     q.query_addr = a;
     long r;
-    do r = syscall(SYS_ioctl, fd, kProcmapQuery, &q);
+    do r = os::raw_syscall(SYS_ioctl, fd, kProcmapQuery, &q);
     while (r != 0 && errno == EINTR);
     if (r != 0) return errno == ENOENT ? 0 : -errno;
     *out = Range{q.vma_start, q.vma_end};
@@ -94,7 +96,7 @@ int for_each_thread(void (*fn)(void *arg, pid_t tid), void *arg) {
     if (fd < 0) return -errno;
     alignas(struct dirent64) char buf[4096];
     for (;;) {
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        long n = os::raw_syscall(SYS_getdents64, fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             int e = errno;

@@ -20,6 +20,7 @@
 #include "os/fault_signals.h"
 #include "os/futex.h"
 #include "os/invariant.h"
+#include "os/raw_syscall.h"
 #include "os/real_libc.h"
 #include "os/stop_signal.h"
 #include "os/vm.h"
@@ -100,10 +101,10 @@ uintptr_t interrupted_sp(const ucontext_t *uc) {
 #endif
 }
 
-pid_t sys_gettid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+pid_t sys_gettid() { return static_cast<pid_t>(os::raw_syscall(SYS_gettid)); }
 
 int signal_thread(pid_t pid, pid_t tid) {
-    return syscall(SYS_tgkill, pid, tid, os::kStopSignal) == 0 ? 0 : -errno;
+    return os::raw_syscall(SYS_tgkill, pid, tid, os::kStopSignal) == 0 ? 0 : -errno;
 }
 
 uint64_t slot_state(const Slot &s) { return __atomic_load_n(&s.state, __ATOMIC_ACQUIRE); }

@@ -9,6 +9,7 @@
 
 #include "os/fault_signals.h"
 #include "os/futex_lock.h"
+#include "os/raw_syscall.h"
 #include "os/real_libc.h"
 
 namespace adsm::os {
@@ -78,7 +79,7 @@ void trampoline(int sig, siginfo_t *info, void *uctx) {
         pthread_sigmask(SIG_BLOCK, &one, nullptr);
         sigaddset(&static_cast<ucontext_t *>(uctx)->uc_sigmask, sig);
         tls_deferral.held |= bit(sig);
-        syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, info);
+        raw_syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, info);
         errno = saved_errno;
         return;
     }

@@ -12,6 +12,7 @@
 
 #include "os/deferred_signals.h"
 #include "os/futex_lock.h"
+#include "os/raw_syscall.h"
 #include "os/real_libc.h"
 
 namespace adsm::os {
@@ -167,12 +168,12 @@ static bool run_chained(int sig, const struct sigaction &act, siginfo_t *info, v
     }
     sigset_t mask, ours;
     if (uctx) mask = static_cast<ucontext_t *>(uctx)->uc_sigmask;
-    else syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &mask, _NSIG / 8);
+    else raw_syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &mask, _NSIG / 8);
     sigorset(&mask, &mask, &act.sa_mask);
     if (!(act.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
+    raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &ours, _NSIG / 8);
     run_program_handler(act, sig, info, uctx);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &ours, nullptr, _NSIG / 8);
+    raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &ours, nullptr, _NSIG / 8);
     return true;
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "os/proc_text.h"
+#include "os/raw_syscall.h"
 
 namespace adsm::os {
 
@@ -43,7 +44,7 @@ bool stopped(pid_t pid) {
 bool held_stopped(pid_t child) {
     if (child > 0) return stopped(child);
     char path[64], list[4096];
-    snprintf(path, sizeof path, "/proc/self/task/%ld/children", static_cast<long>(syscall(SYS_gettid)));
+    snprintf(path, sizeof path, "/proc/self/task/%ld/children", static_cast<long>(raw_syscall(SYS_gettid)));
     if (!read_proc_text(path, list, sizeof list)) return false;
     for (char *at = list; *at;) {
         char *end = nullptr;
@@ -109,7 +110,8 @@ ForkHandshake::Wait ForkHandshake::parent_wait() {
         ssize_t n = read(fds_[0], reinterpret_cast<char *>(&child) + have, sizeof child - have);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        if ((have += static_cast<size_t>(n)) == sizeof child) ended = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+        if ((have += static_cast<size_t>(n)) == sizeof child)
+            ended = static_cast<int>(raw_syscall(SYS_pidfd_open, child, 0));
     }
     if (ended >= 0) close(ended);
     close_all();

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "os/raw_syscall.h"
+
 namespace adsm::os {
 
 // Sleeps while *word == expected, at most timeout_ns (0: no limit).
@@ -22,13 +24,13 @@ inline int futex_wait(std::atomic<uint32_t> *word, uint32_t expected, uint64_t t
         ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000ull);
         tsp = &ts;
     }
-    long r = syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT, expected, tsp, nullptr, 0);
+    long r = raw_syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT, expected, tsp, nullptr, 0);
     if (r == 0 || errno == EAGAIN) return 0;
     return -errno;
 }
 
 inline void futex_wake(std::atomic<uint32_t> *word, int count = 0x7fffffff) {
-    syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE, count, nullptr, nullptr, 0);
+    raw_syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE, count, nullptr, nullptr, 0);
 }
 
 inline void cpu_relax() { __builtin_ia32_pause(); }

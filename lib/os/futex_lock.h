@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "os/invariant.h"
+#include "os/raw_syscall.h"
 
 namespace adsm::os {
 
@@ -39,7 +40,7 @@ public:
         owner_.store(nullptr, std::memory_order_relaxed);
 #endif
         if (s_.exchange(0, std::memory_order_release) == 2)
-            syscall(SYS_futex, reinterpret_cast<uint32_t *>(&s_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+            raw_syscall(SYS_futex, reinterpret_cast<uint32_t *>(&s_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
     }
 #if ADSM_CHECK_INVARIANTS
     bool held_by_me() const { return s_.load(std::memory_order_relaxed) != 0 && owner_.load(std::memory_order_relaxed) == self(); }
@@ -63,7 +64,7 @@ private:
         }
         // 2: locked with waiters.
         while (s_.exchange(2, std::memory_order_acquire) != 0)
-            syscall(SYS_futex, reinterpret_cast<uint32_t *>(&s_), FUTEX_WAIT_PRIVATE, 2, nullptr, nullptr, 0);
+            raw_syscall(SYS_futex, reinterpret_cast<uint32_t *>(&s_), FUTEX_WAIT_PRIVATE, 2, nullptr, nullptr, 0);
     }
 
     std::atomic<uint32_t> s_{0};

@@ -15,6 +15,7 @@
 
 #include "os/raw_syscall.h"
 
+
 namespace adsm::os {
 namespace {
 
@@ -191,12 +192,12 @@ int spawn_detached(const char *path, char *const argv[], char *const envp[], con
 }
 
 int pidfd_of(pid_t pid) {
-    long fd = syscall(SYS_pidfd_open, pid, 0);
+    long fd = raw_syscall(SYS_pidfd_open, pid, 0);
     return fd < 0 ? -errno : static_cast<int>(fd);
 }
 
 int pidfd_kill(int pidfd, int sig) {
-    return syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0 ? 0 : -errno;
+    return raw_syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0 ? 0 : -errno;
 }
 
 }  // namespace adsm::os

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "os/raw_syscall.h"
+
 // Debian 12's headers predate these (Linux 6.7); the values are the kernel ABI.
 #ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
 #define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
@@ -40,7 +42,7 @@ constexpr uint64_t kPageIsWritten = 1 << 1;
 constexpr uint64_t kFeatures = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_WP_UNPOPULATED;
 
 int open_uffd() {
-    int fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+    int fd = static_cast<int>(adsm::os::raw_syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
     if (fd < 0) return -errno;
     struct uffdio_api api;
     memset(&api, 0, sizeof api);

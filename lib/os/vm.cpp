@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "os/fault_injection.h"
+#include "os/raw_syscall.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -17,7 +18,7 @@
 namespace adsm::os {
 namespace {
 void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    long r = raw_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
     if (r < 0 && r > -4096) {
         errno = static_cast<int>(-r);
         return MAP_FAILED;
@@ -27,7 +28,7 @@ void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
 }  // namespace
 
 int memfd_sized(const char *name, uint64_t size) {
-    int fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_CLOEXEC));
+    int fd = static_cast<int>(raw_syscall(SYS_memfd_create, name, MFD_CLOEXEC));
     if (fd < 0) return -errno;
     if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
         int e = errno;
@@ -67,7 +68,7 @@ void *map_anon(size_t len, int prot, bool noreserve) {
 }
 
 int unmap(void *addr, size_t len) {
-    long r = syscall(SYS_munmap, addr, len);
+    long r = raw_syscall(SYS_munmap, addr, len);
     return r < 0 ? -errno : 0;
 }
 
@@ -78,7 +79,7 @@ int readable(const void *addr) {
     // that read: such a page is not asked about.
     int saved = errno;
     unsigned char made = 0;
-    if (syscall(SYS_mincore, page_down(reinterpret_cast<uintptr_t>(addr)), kPageSize, &made) == 0 && !(made & 1)) {
+    if (raw_syscall(SYS_mincore, page_down(reinterpret_cast<uintptr_t>(addr)), kPageSize, &made) == 0 && !(made & 1)) {
         errno = saved;
         return -1;
     }
@@ -102,7 +103,7 @@ bool for_each_made_run(const void *addr, size_t len, Run &&run) {
     while (at < end) {
         size_t pages = (end - at + kPageSize - 1) / kPageSize;
         if (pages > sizeof made) pages = sizeof made;
-        if (syscall(SYS_mincore, at, pages * kPageSize, made) != 0) return false;
+        if (raw_syscall(SYS_mincore, at, pages * kPageSize, made) != 0) return false;
         for (size_t i = 0; i < pages; ++i, at += kPageSize) {
             if (made[i] & 1) {
                 if (!start) start = at;
@@ -134,12 +135,12 @@ bool any_page_made(const void *addr, size_t len) {
 int protect(void *addr, size_t len, int prot) {
     // As when a split would pass vm.max_map_count.
     if (injection::should_fail(injection::Site::protect)) return -ENOMEM;
-    long r = syscall(SYS_mprotect, addr, len, prot);
+    long r = raw_syscall(SYS_mprotect, addr, len, prot);
     return r < 0 ? -errno : 0;
 }
 
 int remap_fixed(void *from, size_t len, void *to) {
-    long r = syscall(SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+    long r = raw_syscall(SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
     return r < 0 ? -errno : 0;
 }
 
@@ -147,7 +148,7 @@ int populate(void *addr, size_t len, bool for_write) {
 #ifndef MADV_POPULATE_READ
     constexpr int MADV_POPULATE_READ = 22, MADV_POPULATE_WRITE = 23;
 #endif
-    long r = syscall(SYS_madvise, addr, len, for_write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+    long r = raw_syscall(SYS_madvise, addr, len, for_write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
     return r < 0 ? -errno : 0;
 }
 
@@ -170,11 +171,11 @@ bool data_runs(int fd, uint64_t off, uint64_t len, Runs *out) {
     Runs runs;
     const uint64_t end = off + len;
     for (uint64_t at = off; at < end;) {
-        long data = syscall(SYS_lseek, fd, static_cast<off_t>(at), SEEK_DATA);
+        long data = raw_syscall(SYS_lseek, fd, static_cast<off_t>(at), SEEK_DATA);
         if (data < 0 && errno == ENXIO) break;  // only holes from here to the file's end
         if (data < 0) return false;
         if (static_cast<uint64_t>(data) >= end) break;
-        long hole = syscall(SYS_lseek, fd, data, SEEK_HOLE);
+        long hole = raw_syscall(SYS_lseek, fd, data, SEEK_HOLE);
         if (hole < 0) return false;
         uint64_t stop = static_cast<uint64_t>(hole) < end ? static_cast<uint64_t>(hole) : end;
         runs.emplace_back(static_cast<uint64_t>(data) - off, stop - off);

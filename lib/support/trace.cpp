@@ -14,6 +14,7 @@
 
 #include "os/clock.h"
 #include "os/error_text.h"
+#include "os/raw_syscall.h"
 #include "support/config.h"
 #include "support/inside.h"
 
@@ -44,7 +45,7 @@ void (*g_before_writing)() = nullptr;
 __attribute__((tls_model("initial-exec"))) thread_local uint32_t tls_tid = 0;
 
 uint32_t this_thread() {
-    if (tls_tid == 0) tls_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    if (tls_tid == 0) tls_tid = static_cast<uint32_t>(os::raw_syscall(SYS_gettid));
     return tls_tid;
 }
 
