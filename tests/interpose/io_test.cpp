@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -374,6 +375,48 @@ TEST(IoTest, StdioFreadAndFwrite) {
     EXPECT_EQ(fread(back.data(), 1, n, w), n / 3 * 3);
     EXPECT_EQ(memcmp(back.data(), p, n / 3 * 3), 0);
     fclose(w);
+    free(p);
+}
+
+// System calls by number (syscall(2)) move shared buffers as the C
+// library's functions do; the rest go on as they are.
+TEST(IoTest, SystemCallsByNumber) {
+    const size_t n = 3 * kThreshold + 5;
+    TempFile f(2 * n);
+    auto *p = static_cast<uint8_t *>(malloc(n));
+    ASSERT_TRUE(shared(p));
+    close_on_device(p, n, 12);
+    ASSERT_EQ(syscall(SYS_pread64, f.fd, p, n, 100), static_cast<long>(n)) << strerror(errno);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], file_byte(100 + i)) << i;
+    close_on_device(p, n, 13);
+    ASSERT_EQ(syscall(SYS_read, f.fd, p, 1000), 1000) << strerror(errno);
+    for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(p[i], file_byte(i)) << i;
+    close_on_device(p, n, 14);
+    struct iovec iov[2] = {{p, 10}, {p + kThreshold, kThreshold}};
+    ASSERT_EQ(syscall(SYS_preadv, f.fd, iov, 2, 7, 0), static_cast<long>(kThreshold + 10));
+    for (size_t i = 0; i < kThreshold; ++i) ASSERT_EQ(p[kThreshold + i], file_byte(17 + i)) << i;
+    EXPECT_EQ(p[10], pattern(10, 14));
+
+    close_on_device(p, n, 15);
+    FILE *t = tmpfile();
+    ASSERT_EQ(syscall(SYS_write, fileno(t), p, n), static_cast<long>(n)) << strerror(errno);
+    std::vector<uint8_t> back(n);
+    ASSERT_EQ(pread(fileno(t), back.data(), n, 0), static_cast<ssize_t>(n));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], pattern(i, 15)) << i;
+    fclose(t);
+
+    close_on_device(p, n, 16);
+    ASSERT_EQ(syscall(SYS_getrandom, p, 4096, 0), 4096) << strerror(errno);
+    size_t same = 0;
+    for (size_t i = 0; i < 4096; ++i) same += p[i] == pattern(i, 16);
+    EXPECT_LT(same, 100u) << "random bytes did not reach the buffer";
+    EXPECT_EQ(p[4096], pattern(4096, 16));
+
+    // Errors as the kernel gives them, and calls that move no buffer.
+    errno = 0;
+    EXPECT_EQ(syscall(SYS_read, -1, p, 10), -1);
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_EQ(syscall(SYS_getpid), getpid());
     free(p);
 }
 
