@@ -112,6 +112,42 @@ INTERCEPTOR(sighandler_t, sysv_signal, int sig, sighandler_t handler) {
     return REAL(sysv_signal)(sig, handler);
 }
 
+// The C library's other names for these, each of which calls its own
+// sigaction inside it, past this one: a program built in a strict standard
+// mode (-std=c99) calls signal() as __sysv_signal, and zstd's crash handler
+// so replaced the runtime's fault handler, ending it at its first fault on
+// shared memory.
+INTERCEPTOR(sighandler_t, __sysv_signal, int sig, sighandler_t handler) { return sysv_signal(sig, handler); }
+INTERCEPTOR(int, __sigaction, int sig, const struct sigaction *act, struct sigaction *old) {
+    return sigaction(sig, act, old);
+}
+INTERCEPTOR(sighandler_t, ssignal, int sig, sighandler_t handler) { return signal(sig, handler); }
+
+// System V's: a handler (reset to nothing blocked in it) and the signal
+// unblocked, or the signal blocked (SIG_HOLD); the disposition before, or
+// SIG_HOLD where the signal was blocked.  Through the functions above and
+// the masks' below.
+INTERCEPTOR(sighandler_t, sigset, int sig, sighandler_t disp) {
+    sigset_t one, before;
+    struct sigaction old = {};
+    if (sigemptyset(&one) < 0 || sigaddset(&one, sig) < 0) return SIG_ERR;
+    if (disp == SIG_HOLD) {
+        if (sigaction(sig, nullptr, &old) < 0 || sigprocmask(SIG_BLOCK, &one, &before) < 0) return SIG_ERR;
+    } else {
+        struct sigaction sa = {};
+        sa.sa_handler = disp;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sig, &sa, &old) < 0 || sigprocmask(SIG_UNBLOCK, &one, &before) < 0) return SIG_ERR;
+    }
+    return sigismember(&before, sig) == 1 ? SIG_HOLD : handler_of(old);
+}
+INTERCEPTOR(int, sigignore, int sig) {
+    struct sigaction sa = {};
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(sig, &sa, nullptr);
+}
+
 // ---------------------------------------------------------------- signal masks
 
 INTERCEPTOR(int, sigprocmask, int how, const sigset_t *set, sigset_t *old) {
@@ -147,3 +183,33 @@ INTERCEPTOR(int, sigsuspend, const sigset_t *mask) {
     return REAL(sigsuspend)(fault_signal_open(mask, &copy));
 }
 INTERCEPTOR(int, __sigsuspend, const sigset_t *mask) { return sigsuspend(mask); }
+
+// System V's and BSD's mask calls, which set the mask inside the C library.
+INTERCEPTOR(int, sighold, int sig) {
+    sigset_t one;
+    if (sigemptyset(&one) < 0 || sigaddset(&one, sig) < 0) return -1;
+    return sigprocmask(SIG_BLOCK, &one, nullptr);
+}
+// (A mask of the first 32 signals, one bit each.  Old names, deprecated
+// in the headers, that programs still call.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+constexpr int kSigsegvBit = 1 << (SIGSEGV - 1);
+INTERCEPTOR(int, sigblock, int mask) { return REAL(sigblock)(mask & ~kSigsegvBit); }
+INTERCEPTOR(int, sigsetmask, int mask) { return REAL(sigsetmask)(mask & ~kSigsegvBit); }
+// BSD's sigpause waits under a mask of these bits.  (C++'s sigpause is
+// X/Open's, __xpg_sigpause, which takes one signal off the mask: the C
+// library's sigpause is defined here by its symbol's name.)  The C
+// library's own name takes either.
+namespace adsm::interpose::real {
+ADSM_REAL_FUNCTION(bsd_sigpause, "sigpause");
+}
+extern "C" __attribute__((visibility("default"))) int bsd_sigpause(int mask) __asm__("sigpause");
+extern "C" int bsd_sigpause(int mask) {
+    auto real = reinterpret_cast<int (*)(int)>(adsm::os::real(adsm::interpose::real::bsd_sigpause));
+    return real(mask & ~kSigsegvBit);
+}
+INTERCEPTOR(int, __sigpause, int sig_or_mask, int is_sig) {
+    return REAL(__sigpause)(is_sig ? sig_or_mask : sig_or_mask & ~kSigsegvBit, is_sig);
+}
+#pragma GCC diagnostic pop

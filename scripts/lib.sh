@@ -2,7 +2,7 @@
 # Sourced, not run.
 
 ADSM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ADSM_PACKAGES=(g++ cmake make pkg-config libgtest-dev libgmock-dev libunwind-dev libze-dev libfabric-dev libfabric-bin valgrind python3 sqlite3 gzip xz-utils
+ADSM_PACKAGES=(g++ cmake make pkg-config libgtest-dev libgmock-dev libunwind-dev libze-dev libfabric-dev libfabric-bin valgrind python3 sqlite3 gzip xz-utils zstd
     libjemalloc2 libtcmalloc-minimal4 libgc-dev guile-3.0 clang llvm-spirv-14)
 
 # Installs the Debian packages that are not installed yet (none: no apt-get at all).

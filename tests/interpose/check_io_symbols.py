@@ -13,7 +13,8 @@ families, pipe, socketpair, the waits, select, epoll_ctl, socket addresses
 and options, the limits, getrusage, uname, sysinfo, times; ioctl's and
 fcntl's, opened in place: interpose/kernel_controls.cpp), of those that
 give a stream a buffer the C library fills itself, of asynchronous I/O
-(whose helper threads make the system calls), of those that
+(whose helper threads make the system calls), of those that set a
+signal's action or mask (not I/O: the same check), of those that
 take a path name, and of those that start a program (the exec family,
 posix_spawn, system, popen), and checks each against what libadsm.so
 exports.
@@ -46,6 +47,11 @@ LEFT_OUT = {
     "aio_fsync": "moves no program buffer",
     "aio_fsync64": "moves no program buffer",
     "aio_init": "tunes the C library's helper threads, moves no buffer",
+    "sigrelse": "only unblocks",
+    "siginterrupt": "writes back the action it reads, the runtime's handler",
+    "__xpg_sigpause": "takes one signal off the current mask, which lacks SIGSEGV",
+    "sigvec": "an old binary's only: the C library has no default version of it",
+    "sigstack": "gives the kernel no stack size; the linker warns against it",
 }
 
 # The I/O families, and the other calls whose buffers the kernel fills or
@@ -56,6 +62,12 @@ FAMILY = re.compile(r"^(__)?(read|pread|write|pwrite|recv|send|fread|fwrite|getr
 # whose helper threads make the calls, with the calls that end a request
 # (interpose/async_io.cpp).
 BUFFERS = re.compile(r"^(setv?buf|setbuffer|setlinebuf|aio_[a-z]+(64)?|lio_listio(64)?)$")
+# Not I/O, but covered the same way: every name that sets a signal's action
+# or mask inside the C library, past sigaction and sigprocmask, which could
+# take SIGSEGV from the runtime or block it (interpose/signals.cpp).
+SIGNALS = re.compile(r"^(__)?(sysv_signal|bsd_signal|signal|ssignal|sigaction|sigset|sigignore|sighold|sigrelse|"
+                     r"sigblock|sigsetmask|sigprocmask|pthread_sigmask|sigsuspend|siginterrupt|sigpause|"
+                     r"xpg_sigpause|sigvec|sigstack|sigaltstack)$")
 # Calls that fill or read one structure of the program's
 # (interpose/kernel_structs.cpp), by whole name: file and file system status,
 # descriptor pairs, a child's status and usage, readiness sets, socket
@@ -98,7 +110,8 @@ def main():
     libadsm = sys.argv[1]
     libc = libc_of(libadsm)
     ours = dynamic_symbols(libadsm)
-    family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n) or STRUCTS.match(n) or PATHS.match(n) or BUFFERS.match(n))
+    family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n) or STRUCTS.match(n) or PATHS.match(n) or BUFFERS.match(n)
+              or SIGNALS.match(n))
     missing = [n for n in family if n not in ours and n not in LEFT_OUT]
     interposed = [n for n in family if n in ours]
     left_out = [n for n in family if n not in ours and n in LEFT_OUT]

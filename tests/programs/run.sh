@@ -7,7 +7,7 @@
 # it; ADSM_PROGRAM_PROTOCOLS picks a subset of the protocols.
 #
 #   run.sh PROGRAM LIBADSM WORKDIR [ALLOCATOR after|before]
-#   PROGRAM: python3 sqlite3 gzip xz sort copy bash
+#   PROGRAM: python3 sqlite3 gzip xz zstd sort copy bash
 set -euo pipefail
 program=$1 lib=$2 work=$3 allocator=${4:-} order=${5:-after}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,6 +60,9 @@ run() {
         # Two compressing threads, which liblzma starts with every signal
         # blocked, on 3 MiB blocks of the input.
         xz) /usr/bin/head -c 12000000 "$big" | /usr/bin/xz -T2 -1 -c | /usr/bin/xz -dc | /usr/bin/md5sum ;;
+        # Two threads again, and a crash handler installed with signal(),
+        # which a program built with -std=c99 calls as __sysv_signal.
+        zstd) /usr/bin/head -c 12000000 "$big" | /usr/bin/zstd -T2 -3 -c | /usr/bin/zstd -dc | /usr/bin/md5sum ;;
         sort) /usr/bin/sort -S 64M "$lines" | /usr/bin/md5sum ;;
         copy)
             /usr/bin/cat "$big" >"$work/cat.$1"
