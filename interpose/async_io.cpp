@@ -29,6 +29,7 @@
 #include "api/preload.h"
 #include "interpose/interceptor.h"
 #include "os/futex_lock.h"
+#include "os/raw_syscall.h"
 #include "os/vm.h"
 
 DECLARE_REAL(aio_error)
@@ -184,7 +185,7 @@ void deliver(const struct sigevent &e) {
         info.si_pid = getpid();
         info.si_uid = getuid();
         info.si_value = e.sigev_value;
-        syscall(SYS_rt_sigqueueinfo, getpid(), e.sigev_signo, &info);
+        adsm::os::raw_syscall(SYS_rt_sigqueueinfo, getpid(), e.sigev_signo, &info);
     }
 }
 
