@@ -222,12 +222,8 @@ TEST(AsyncIoTest, AReadWhoseBytesCannotBeStoredEndsInEio) {
     namespace inj = adsm::os::injection;
     const size_t n = 256 * 1024;
     TempFile f(n);
-    // (A new object: under delta a block the CPU read before, as a block
-    // malloc kept may have been, comes back to the host after the sync,
-    // and the read's bytes then go there.)
-    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    uint8_t *p = closed_new_object(n, 10);
     ASSERT_NE(p, nullptr);
-    close_on_device(p, n, 10);
     const std::string protocol = protocol_in_use();
     struct aiocb cb = request(f.fd, p, n, 0);
     ASSERT_EQ(aio_read(&cb), 0);

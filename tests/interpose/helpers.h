@@ -56,6 +56,17 @@ inline void close_on_device(uint8_t *p, size_t n, uint8_t v) {
 
 inline uint8_t pattern(size_t i, uint8_t v) { return static_cast<uint8_t>(v + i * 7); }
 
+// A new object of n bytes, closed on the device by close_on_device(v), for
+// a test that makes the runtime's store into it fail.  New, not malloc'd:
+// under delta a block the CPU read before (as a block malloc kept may
+// have been) comes back to the host after the sync, and a store then goes
+// there, where nothing can fail.  Freed with adsmFree.
+inline uint8_t *closed_new_object(size_t n, uint8_t v) {
+    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    if (p) close_on_device(p, n, v);
+    return p;
+}
+
 // A file of n bytes with byte i = i * 13 + 5.
 struct TempFile {
     std::string path;

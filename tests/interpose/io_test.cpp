@@ -81,12 +81,8 @@ TEST(IoTest, AReadWhoseBytesCannotBeStoredFailsWithEio) {
     namespace inj = adsm::os::injection;
     const size_t n = 256 * 1024;
     TempFile f(n);
-    // (A new object: under delta a block the CPU read before, as a block
-    // malloc kept may have been, comes back to the host after the sync,
-    // and the read's bytes then go there, where nothing can fail.)
-    auto *p = static_cast<uint8_t *>(adsmAlloc(n));
+    uint8_t *p = closed_new_object(n, 6);
     ASSERT_TRUE(shared(p));
-    close_on_device(p, n, 6);
     const std::string protocol = protocol_in_use();
     inj::arm(inj::Site::device_copy, 1);
     errno = 0;
