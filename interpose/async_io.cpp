@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <new>
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
@@ -258,7 +259,18 @@ Bounced *bounce(struct aiocb *cb, bool read, bool *failed) {
     Bounced *b;
     {
         Scope inside;
-        b = new Bounced{cb, 0, cb->aio_buf, cb->aio_sigevent, buf, mapped, read, false, false, 0, nullptr};
+        b = new (std::nothrow)
+            Bounced{cb, 0, cb->aio_buf, cb->aio_sigevent, buf, mapped, read, false, false, 0, nullptr};
+    }
+    if (!b) {
+        if (n) {
+            Scope inside;
+            ::operator delete(n);
+        }
+        adsm::os::unmap(buf, mapped);
+        *failed = true;
+        errno = EAGAIN;
+        return nullptr;
     }
     {
         std::lock_guard<adsm::os::FutexLock> hold(g_lock);

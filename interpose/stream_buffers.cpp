@@ -2,10 +2,9 @@
 // C library fills and drains a stream's buffer with its own read and write
 // system calls, made inside it where no interposer sees them, and the kernel
 // cannot take the runtime's fault: in shared memory whose block was closed
-// those calls failed with EFAULT, and the stream read as empty (fgets on a
-// 64 MiB file returned nothing) or lost what it held for writing (a 1 MiB
-// malloc'd stdout buffer, shared at the default threshold, when a call had
-// sent it to the device).  The C standard leaves the array's contents
+// those calls failed with EFAULT, and the stream read as empty (its first
+// fgetc found the end of the file) or lost what it held for writing (when
+// a call had sent its buffer to the device).  The C standard leaves the array's contents
 // indeterminate while the stream uses it, so a stream given a buffer in the
 // window gets a private one of the same size in its place; that one goes
 // when the stream stops using it (fclose, freopen, another setvbuf).
@@ -13,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <mutex>
+#include <new>
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
@@ -88,7 +88,11 @@ INTERCEPTOR(int, setvbuf, FILE *stream, char *buf, int mode, size_t size) {
     InPlace *e;
     {
         adsm::preload::Scope inside;
-        e = new InPlace{stream, mine, bytes, nullptr};
+        e = new (std::nothrow) InPlace{stream, mine, bytes, nullptr};
+    }
+    if (!e) {
+        drop(before);
+        return 0;  // (the stream keeps the private buffer, which then outlives it)
     }
     {
         std::lock_guard<adsm::os::FutexLock> hold(g_lock);
