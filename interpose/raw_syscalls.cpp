@@ -6,8 +6,10 @@
 // program buffer go, when that buffer touches shared memory, to the
 // interposer of the C library function that makes the same call (with its
 // staging), and return what syscall() returns: the result, or -1 with errno
-// set.  Every other call goes straight on.  The runtime makes its own
-// system calls without this function (os/raw_syscall.h).
+// set.  Linux's native asynchronous I/O (libaio's io_submit and
+// io_getevents come this way) is bounced as POSIX's is (linux_aio.cpp).
+// Every other call goes straight on.  The runtime makes its own system
+// calls without this function (os/raw_syscall.h).
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/random.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "interpose/interceptor.h"
+#include "interpose/linux_aio.h"
 #include "interpose/staged_calls.h"
 
 using adsm::interpose::stages;
@@ -87,6 +90,24 @@ INTERCEPTOR(long, syscall, long nr, ...) {
         if (stages(buf(a), static_cast<size_t>(b)))
             return getrandom(buf(a), static_cast<size_t>(b), static_cast<unsigned>(c));
         break;
+    case SYS_io_submit:
+        return adsm::interpose::linux_aio_submit(a, b, reinterpret_cast<struct iocb **>(c));
+    case SYS_io_getevents:
+    case SYS_io_pgetevents: {
+        long r = REAL(syscall)(nr, a, b, c, d, e, f);
+        if (r > 0) adsm::interpose::linux_aio_harvested(a, reinterpret_cast<struct io_event *>(d), r);
+        return r;
+    }
+    case SYS_io_cancel: {
+        long r = REAL(syscall)(nr, a, b, c, d, e, f);
+        if (r == 0) adsm::interpose::linux_aio_harvested(a, reinterpret_cast<struct io_event *>(c), 1);
+        return r;
+    }
+    case SYS_io_destroy: {
+        long r = REAL(syscall)(nr, a, b, c, d, e, f);
+        adsm::interpose::linux_aio_destroyed(a);
+        return r;
+    }
     default:
         break;
     }
