@@ -5,7 +5,7 @@
  * the kernel itself reads or writes the buffer: POSIX asynchronous I/O (the
  * C library's helper threads make the calls), a stream's buffer given with
  * setvbuf (the C library fills and drains it), and syscall(SYS_pread64),
- * syscall(SYS_getrandom).  Under a tracker that protects what the CPU has
+ * syscall(SYS_getrandom) and Linux's native asynchronous I/O by number.  Under a tracker that protects what the CPU has
  * not written, or in chaos mode, the kernel found those pages closed and
  * failed with EFAULT.  Prints "kernel I/O identical" when every byte is
  * what the file holds.
@@ -14,6 +14,7 @@
 #include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,8 +107,28 @@ int main(void) {
     r = syscall(SYS_getrandom, f, 4096, 0);
     if (r != 4096) bad = printf("syscall(SYS_getrandom): %ld %s (DIFFERENT)\n", r, strerror(errno));
 
+    /* Linux's native asynchronous I/O, by number as libaio makes it. */
+    unsigned char *g = malloc(kBytes);
+    if (!g) return 2;
+    aio_context_t ctx = 0;
+    if (syscall(SYS_io_setup, 4, &ctx) != 0) return 2;
+    struct iocb native;
+    memset(&native, 0, sizeof native);
+    native.aio_lio_opcode = IOCB_CMD_PREAD;
+    native.aio_fildes = (unsigned)fd;
+    native.aio_buf = (unsigned long)g;
+    native.aio_nbytes = kBytes;
+    native.aio_offset = 12345;
+    struct iocb *one[1] = {&native};
+    struct io_event ev;
+    if (syscall(SYS_io_submit, ctx, 1, one) != 1 || syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1)
+        return printf("io_submit: %s\n", strerror(errno)), 1;
+    if (ev.res != kBytes) bad = printf("io_submit: %lld (DIFFERENT)\n", (long long)ev.res);
+    else bad |= check("io_submit", g, kBytes, 12345);
+    syscall(SYS_io_destroy, ctx);
+
     if (bad) return 1;
     printf("kernel I/O identical\n");
-    free(a), free(b), free(c), free(d), free(vb), free(line), free(e), free(f);
+    free(a), free(b), free(c), free(d), free(vb), free(line), free(e), free(f), free(g);
     return 0;
 }
