@@ -245,8 +245,12 @@ TEST(GcKernelAllocTest, ObjectsReachableOnlyThroughWhatKernelsWroteSurvive) {
 }
 
 namespace {
-// The file whose making lets the kernels below go on (host_pid: the test's).
-std::string gate_path(int host_pid) { return "/tmp/adsm-gc-gate-" + std::to_string(host_pid); }
+// The file whose making lets the kernels below go on (host_pid: the test's;
+// in TMPDIR, as the device process sees it too).
+std::string gate_path(int host_pid) {
+    const char *dir = getenv("TMPDIR");
+    return std::string(dir && *dir ? dir : "/tmp") + "/adsm-gc-gate-" + std::to_string(host_pid);
+}
 
 // Thread 0 of each block: `len` nodes; then it waits (20 s at most) until
 // the host makes the gate, and says in opened[block] whether it did (1) or
