@@ -18,6 +18,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/signal_masks.h"
 #include "interpose/staged_calls.h"
 #include "interpose/staging.h"
 
@@ -136,6 +137,8 @@ INTERCEPTOR(int, poll, struct pollfd *fds, nfds_t nfds, int timeout) {
 }
 
 INTERCEPTOR(int, ppoll, struct pollfd *fds, nfds_t nfds, const struct timespec *timeout, const sigset_t *mask) {
+    sigset_t open;
+    mask = adsm::interpose::fault_signal_open(mask, &open);
     return staged_array(fds, nfds, sizeof *fds, Use::read_then_written,
                         [&](void *a) { return REAL(ppoll)(static_cast<struct pollfd *>(a), nfds, timeout, mask); });
 }
@@ -147,6 +150,8 @@ INTERCEPTOR(int, epoll_wait, int epfd, struct epoll_event *events, int maxevents
 }
 
 INTERCEPTOR(int, epoll_pwait, int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *mask) {
+    sigset_t open;
+    mask = adsm::interpose::fault_signal_open(mask, &open);
     return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
         return REAL(epoll_pwait)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout, mask);
     });
@@ -154,6 +159,8 @@ INTERCEPTOR(int, epoll_pwait, int epfd, struct epoll_event *events, int maxevent
 
 INTERCEPTOR(int, epoll_pwait2, int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
             const sigset_t *mask) {
+    sigset_t open;
+    mask = adsm::interpose::fault_signal_open(mask, &open);
     return staged_array(events, static_cast<size_t>(maxevents), sizeof *events, Use::entry_per_result, [&](void *a) {
         return REAL(epoll_pwait2)(epfd, static_cast<struct epoll_event *>(a), maxevents, timeout, mask);
     });

@@ -28,6 +28,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/signal_masks.h"
 #include "interpose/kernel_paths.h"
 #include "interpose/kernel_structs.h"
 #include "interpose/staged_calls.h"
@@ -295,8 +296,10 @@ INTERCEPTOR(int, pselect, int nfds, fd_set *r, fd_set *w, fd_set *e, const struc
     Local lr(r, n), lw(w, n), le(e, n), lt(timeout, sizeof *timeout, false), lm(mask, sizeof *mask, false);
     return filled<int>(
         [&] {
+            sigset_t open;
             return REAL(pselect)(nfds, lr.get<fd_set>(), lw.get<fd_set>(), le.get<fd_set>(),
-                                 lt.get<const struct timespec>(), lm.get<const sigset_t>());
+                                 lt.get<const struct timespec>(),
+                                 adsm::interpose::fault_signal_open(lm.get<const sigset_t>(), &open));
         },
         lr, lw, le, lt, lm);
 }

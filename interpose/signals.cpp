@@ -24,10 +24,13 @@
 #include <ucontext.h>
 
 #include "interpose/interceptor.h"
+#include "interpose/signal_masks.h"
 #include "os/deferred_signals.h"
 #include "os/fault_signals.h"
 #include "os/safe_line.h"
 #include "os/stop_signal.h"
+
+using adsm::interpose::fault_signal_open;
 
 namespace {
 
@@ -69,14 +72,6 @@ bool app_signal(int sig, sighandler_t h, int flags, sighandler_t *old_handler) {
         return false;
     *old_handler = result == 0 ? handler_of(old) : SIG_ERR;
     return true;
-}
-
-// `set` without SIGSEGV (in `copy` when it had it).
-const sigset_t *fault_signal_open(const sigset_t *set, sigset_t *copy) {
-    if (!set || sigismember(set, SIGSEGV) != 1) return set;
-    *copy = *set;
-    sigdelset(copy, SIGSEGV);
-    return copy;
 }
 
 }  // namespace

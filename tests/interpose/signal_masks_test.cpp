@@ -3,9 +3,13 @@
 // handler whose mask blocks every signal, a mask that blocks SIGSEGV
 // alone, a context switched to with every signal blocked and a thread whose
 // attributes block every signal all read and write closed shared memory
-// (its data on the device).
+// (its data on the device); so does a handler that runs during a wait
+// (ppoll, pselect, epoll_pwait) whose mask blocks every other signal.
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <ucontext.h>
 
 #include <thread>
@@ -204,4 +208,46 @@ TEST(SignalMasksTest, AContextSwitchedToWithEverySignalBlockedTakesTheRuntimesFa
 TEST(SignalMasksTest, AThreadWhoseAttributesBlockEverySignalTakesTheRuntimesFaults) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(start_a_thread_whose_attributes_block_every_signal(), testing::ExitedWithCode(0), "");
+}
+
+namespace {
+// In a child: SIGUSR1 pending while blocked, then a wait whose mask blocks
+// every other signal, SIGSEGV among them, so that its handler runs during
+// the wait, under that mask, and reads and writes closed shared memory.
+template <class Wait>
+[[noreturn]] void handler_during_a_wait(Wait wait) {
+    g_handler_buffer = static_cast<uint8_t *>(malloc(kBytes));
+    close_on_device(g_handler_buffer, kBytes, 41);
+    struct sigaction sa = {};
+    sa.sa_handler = touching_handler;
+    sigaction(SIGUSR1, &sa, nullptr);
+    sigset_t usr1, during;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+    raise(SIGUSR1);
+    sigfillset(&during);
+    sigdelset(&during, SIGUSR1);
+    int r = wait(&during);
+    _exit(r == -1 && errno == EINTR && g_handler_wrong == 0 && g_handler_segv_blocked == 0 ? 0 : 1);
+}
+}  // namespace
+
+TEST(SignalMasksTest, AHandlerRunningDuringAWaitTakesTheRuntimesFaults) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    const struct timespec second = {1, 0};
+    EXPECT_EXIT(handler_during_a_wait([&](const sigset_t *m) { return ppoll(nullptr, 0, &second, m); }),
+                testing::ExitedWithCode(0), "")
+        << "ppoll";
+    EXPECT_EXIT(handler_during_a_wait([&](const sigset_t *m) {
+                    return pselect(0, nullptr, nullptr, nullptr, &second, m);
+                }),
+                testing::ExitedWithCode(0), "")
+        << "pselect";
+    EXPECT_EXIT(handler_during_a_wait([](const sigset_t *m) {
+                    struct epoll_event ev;
+                    return epoll_pwait(epoll_create1(0), &ev, 1, 1000, m);
+                }),
+                testing::ExitedWithCode(0), "")
+        << "epoll_pwait";
 }
