@@ -55,7 +55,7 @@ struct Bounced {
     // Until the C library has queued it, the aiocb's status is its last
     // request's: it cannot say whether this one is over.
     bool queued;
-    bool settling;  // a thread is moving its bytes and restoring the aiocb
+    bool settling;  // a thread has claimed it: it checks whether it is over, or settles it
     int status;     // lio_listio: the aiocb's status before the C library queued it
     Bounced *next;
 };
@@ -122,38 +122,32 @@ void finish(Bounced *b) {
 // Settles the request `cb` (its latest) or `serial` names, if it is over;
 // waits while another thread settles it.  A notification (by serial) also
 // waits for its request to be queued: it may come before its submitter
-// has marked it so.
+// has marked it so.  The request is claimed before its aiocb is read:
+// while it is, no other thread settles it and its program cannot learn
+// that it is over (every way to learn it settles first), so the aiocb is
+// still the program's, not a stack since left or a next request's.
 void settle(const struct aiocb *cb, uint64_t serial = 0) {
     if (g_count.load(std::memory_order_relaxed) == 0) return;
     for (;;) {
-        struct aiocb *which = nullptr;
-        uint64_t id = 0;
-        bool wait = false;
+        Bounced *mine = nullptr;
         {
             std::lock_guard<adsm::os::FutexLock> hold(g_lock);
             Bounced *b = g_bounced;
             while (b && !(serial ? b->serial == serial : b->cb == cb)) b = b->next;
             if (!b || (!b->queued && !serial)) return;
-            which = b->cb;
-            id = b->serial;
-            wait = b->settling || !b->queued;
+            if (!b->settling && b->queued) {
+                b->settling = true;
+                mine = b;
+            }
         }
-        if (wait) {
-            sched_yield();  // moments: a copy, or the submitter's next step
+        if (!mine) {
+            sched_yield();  // moments: another thread's check or copy, or the submitter's next step
             continue;
         }
-        if (REAL(aio_error)(which) == EINPROGRESS) return;
-        // (Claimed under the lock: another thread may have meanwhile.)
-        Bounced *mine = nullptr;
-        {
-            std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-            for (Bounced *at = g_bounced; at && !mine; at = at->next)
-                if (at->serial == id && !at->settling) {
-                    at->settling = true;
-                    mine = at;
-                }
-        }
-        if (mine) return finish(mine);
+        if (REAL(aio_error)(mine->cb) != EINPROGRESS) return finish(mine);
+        std::lock_guard<adsm::os::FutexLock> hold(g_lock);
+        mine->settling = false;
+        return;
     }
 }
 
