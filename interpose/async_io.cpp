@@ -29,6 +29,7 @@
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
+#include "interpose/bounce_buffers.h"
 #include "os/futex_lock.h"
 #include "os/raw_syscall.h"
 #include "os/vm.h"
@@ -59,45 +60,18 @@ struct Bounced {
     int status;     // lio_listio: the aiocb's status before the C library queued it
     Bounced *next;
 };
-adsm::os::FutexLock g_lock;
-Bounced *g_bounced = nullptr;
-uint64_t g_serial = 0;
-// Requests on bounce buffers: while none, the calls that settle them cost
-// one load.
-std::atomic<size_t> g_count{0};
-
-// Whether cb's buffer is one shared allocation, whole.
-bool needs_bounce(const struct aiocb *cb) {
-    const void *buf = const_cast<const void *>(cb->aio_buf);
-    if (cb->aio_nbytes == 0 || !adsm::preload::touches_window(buf, cb->aio_nbytes) || adsm::preload::inside())
-        return false;
-    adsm::preload::Piece piece;
-    return adsm::preload::split(buf, cb->aio_nbytes, &piece, 1) == 1 && piece.shared && piece.n == cb->aio_nbytes;
-}
+adsm::interpose::BounceRecords<Bounced> g_records;
+uint64_t g_serial = 0;  // (under g_records.lock)
 
 // The record of cb's latest request on a bounce buffer, if it has one.
 Bounced *find(const struct aiocb *cb) {
-    std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-    for (Bounced *at = g_bounced; at; at = at->next)
+    std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
+    for (Bounced *at = g_records.head; at; at = at->next)
         if (at->cb == cb) return at;
     return nullptr;
 }
 
-// Unlinks and frees a request's record.
-void forget(Bounced *b) {
-    {
-        std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-        for (Bounced **at = &g_bounced; *at; at = &(*at)->next)
-            if (*at == b) {
-                *at = b->next;
-                break;
-            }
-        g_count.fetch_sub(1, std::memory_order_relaxed);
-    }
-    adsm::os::unmap(b->bounce, b->mapped);
-    Scope inside;
-    delete b;
-}
+void forget(Bounced *b) { g_records.forget(b); }
 
 // Once the request is over: its bytes into the program's buffer (a read),
 // and the aiocb as the program made it.  A read whose bytes could not all
@@ -127,12 +101,12 @@ void finish(Bounced *b) {
 // that it is over (every way to learn it settles first), so the aiocb is
 // still the program's, not a stack since left or a next request's.
 void settle(const struct aiocb *cb, uint64_t serial = 0) {
-    if (g_count.load(std::memory_order_relaxed) == 0) return;
+    if (!g_records.any()) return;
     for (;;) {
         Bounced *mine = nullptr;
         {
-            std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-            Bounced *b = g_bounced;
+            std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
+            Bounced *b = g_records.head;
             while (b && !(serial ? b->serial == serial : b->cb == cb)) b = b->next;
             if (!b || (!b->queued && !serial)) return;
             if (!b->settling && b->queued) {
@@ -145,14 +119,14 @@ void settle(const struct aiocb *cb, uint64_t serial = 0) {
             continue;
         }
         if (REAL(aio_error)(mine->cb) != EINPROGRESS) return finish(mine);
-        std::lock_guard<adsm::os::FutexLock> hold(g_lock);
+        std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
         mine->settling = false;
         return;
     }
 }
 
 void mark_queued(Bounced *b) {
-    std::lock_guard<adsm::os::FutexLock> hold(g_lock);
+    std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
     b->queued = true;
 }
 
@@ -228,51 +202,36 @@ bool notifies(const struct sigevent &e) { return e.sigev_notify == SIGEV_THREAD 
 // is; *failed: it must not go at all (errno set).
 Bounced *bounce(struct aiocb *cb, bool read, bool *failed) {
     *failed = false;
-    if (!needs_bounce(cb)) return nullptr;
+    if (!adsm::interpose::bounces(const_cast<const void *>(cb->aio_buf), cb->aio_nbytes)) return nullptr;
     settle(cb);  // an earlier request on this aiocb that nobody asked about
-    size_t mapped = adsm::os::page_up(cb->aio_nbytes);
-    void *buf = adsm::os::map_anon(mapped, PROT_READ | PROT_WRITE);
-    if (buf == MAP_FAILED) {
+    size_t mapped = 0;
+    void *buf = adsm::interpose::make_bounce(cb->aio_nbytes, read ? nullptr : const_cast<const void *>(cb->aio_buf),
+                                             &mapped);
+    if (!buf) {
         *failed = true;
-        errno = EAGAIN;
         return nullptr;
     }
-    if (!read && adsm::preload::read_shared(const_cast<const void *>(cb->aio_buf), buf, cb->aio_nbytes) != adsmSuccess) {
-        adsm::os::unmap(buf, mapped);
-        *failed = true;
-        errno = EIO;
-        return nullptr;
-    }
-    Notice *n = nullptr;
-    if (notifies(cb->aio_sigevent) && !(n = make_notice(cb->aio_sigevent, 1))) {
-        adsm::os::unmap(buf, mapped);
-        *failed = true;
-        errno = EAGAIN;
-        return nullptr;
-    }
-    Bounced *b;
-    {
+    const bool notify = notifies(cb->aio_sigevent);
+    Notice *n = notify ? make_notice(cb->aio_sigevent, 1) : nullptr;
+    Bounced *b = nullptr;
+    if (n || !notify) {
         Scope inside;
         b = new (std::nothrow)
             Bounced{cb, 0, cb->aio_buf, cb->aio_sigevent, buf, mapped, read, false, false, 0, nullptr};
     }
     if (!b) {
-        if (n) {
-            Scope inside;
-            ::operator delete(n);
-        }
+        Scope inside;
+        ::operator delete(n);
         adsm::os::unmap(buf, mapped);
         *failed = true;
         errno = EAGAIN;
         return nullptr;
     }
     {
-        std::lock_guard<adsm::os::FutexLock> hold(g_lock);
+        std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
         b->serial = ++g_serial;
-        b->next = g_bounced;
-        g_bounced = b;
-        g_count.fetch_add(1, std::memory_order_relaxed);
     }
+    g_records.link(b);
     cb->aio_buf = buf;
     if (n) {
         n->serials[0] = b->serial;
@@ -412,7 +371,7 @@ INTERCEPTOR(ssize_t, aio_return64, struct aiocb64 *cb) {
 // program that knows which ended may read their buffers at once.
 INTERCEPTOR(int, aio_suspend, const struct aiocb *const list[], int nent, const struct timespec *timeout) {
     int r = REAL(aio_suspend)(list, nent, timeout);
-    if (g_count.load(std::memory_order_relaxed) != 0) {
+    if (g_records.any()) {
         int e = errno;
         for (int i = 0; i < nent; ++i)
             if (list[i]) settle(list[i]);
@@ -427,7 +386,7 @@ INTERCEPTOR(int, aio_suspend64, const struct aiocb64 *const list[], int nent, co
 // A request cancelled is over: its aiocb is the program's again.
 INTERCEPTOR(int, aio_cancel, int fd, struct aiocb *cb) {
     int r = REAL(aio_cancel)(fd, cb);
-    if (g_count.load(std::memory_order_relaxed) == 0) return r;
+    if (!g_records.any()) return r;
     int e = errno;
     if (cb) {
         settle(cb);
@@ -437,11 +396,11 @@ INTERCEPTOR(int, aio_cancel, int fd, struct aiocb *cb) {
         struct aiocb **on_fd = nullptr;
         {
             Scope inside;
-            std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-            for (Bounced *at = g_bounced; at; at = at->next) n += at->cb->aio_fildes == fd;
+            std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
+            for (Bounced *at = g_records.head; at; at = at->next) n += at->cb->aio_fildes == fd;
             on_fd = new (std::nothrow) struct aiocb *[n];
             n = 0;
-            for (Bounced *at = g_bounced; at && on_fd; at = at->next)
+            for (Bounced *at = g_records.head; at && on_fd; at = at->next)
                 if (at->cb->aio_fildes == fd) on_fd[n++] = at->cb;
         }
         for (size_t i = 0; i < n && on_fd; ++i) settle(on_fd[i]);

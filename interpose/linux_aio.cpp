@@ -22,6 +22,7 @@
 #include <new>
 
 #include "api/preload.h"
+#include "interpose/bounce_buffers.h"
 #include "interpose/interceptor.h"
 #include "os/futex_lock.h"
 #include "os/vm.h"
@@ -45,45 +46,21 @@ struct Bounced {
     bool queued;  // the kernel took it: its completion may be harvested
     Bounced *next;
 };
-adsm::os::FutexLock g_lock;
-Bounced *g_bounced = nullptr;
-std::atomic<size_t> g_count{0};
+adsm::interpose::BounceRecords<Bounced> g_records;
 
 bool needs_bounce(const struct iocb *cb) {
-    if (cb->aio_lio_opcode != IOCB_CMD_PREAD && cb->aio_lio_opcode != IOCB_CMD_PWRITE) return false;
-    const void *buf = reinterpret_cast<const void *>(cb->aio_buf);
-    if (cb->aio_nbytes == 0 || !adsm::preload::touches_window(buf, cb->aio_nbytes)) return false;
-    adsm::preload::Piece piece;
-    return adsm::preload::split(buf, cb->aio_nbytes, &piece, 1) == 1 && piece.shared && piece.n == cb->aio_nbytes;
-}
-
-void forget(Bounced *b) {
-    {
-        std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-        for (Bounced **at = &g_bounced; *at; at = &(*at)->next)
-            if (*at == b) {
-                *at = b->next;
-                break;
-            }
-        g_count.fetch_sub(1, std::memory_order_relaxed);
-    }
-    adsm::os::unmap(b->bounce, b->mapped);
-    Scope inside;
-    delete b;
+    return (cb->aio_lio_opcode == IOCB_CMD_PREAD || cb->aio_lio_opcode == IOCB_CMD_PWRITE) &&
+           adsm::interpose::bounces(reinterpret_cast<const void *>(cb->aio_buf), cb->aio_nbytes);
 }
 
 // A record for cb on a bounce buffer, linked (not yet queued), its iocb
 // naming the bounce buffer; nullptr where none could be made.
 Bounced *bounce(long ctx, struct iocb *cb) {
-    size_t mapped = adsm::os::page_up(cb->aio_nbytes);
-    void *buf = adsm::os::map_anon(mapped, PROT_READ | PROT_WRITE);
-    if (buf == MAP_FAILED) return nullptr;
     const bool read = cb->aio_lio_opcode == IOCB_CMD_PREAD;
-    if (!read && adsm::preload::read_shared(reinterpret_cast<const void *>(cb->aio_buf), buf, cb->aio_nbytes) !=
-                     adsmSuccess) {
-        adsm::os::unmap(buf, mapped);
-        return nullptr;
-    }
+    size_t mapped = 0;
+    const void *from = read ? nullptr : reinterpret_cast<const void *>(cb->aio_buf);
+    void *buf = adsm::interpose::make_bounce(cb->aio_nbytes, from, &mapped);
+    if (!buf) return nullptr;
     Bounced *b;
     {
         Scope inside;
@@ -93,12 +70,7 @@ Bounced *bounce(long ctx, struct iocb *cb) {
         adsm::os::unmap(buf, mapped);
         return nullptr;
     }
-    {
-        std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-        b->next = g_bounced;
-        g_bounced = b;
-        g_count.fetch_add(1, std::memory_order_relaxed);
-    }
+    g_records.link(b);
     cb->aio_buf = reinterpret_cast<uint64_t>(buf);
     return b;
 }
@@ -109,8 +81,8 @@ Bounced *take(long ctx, uint64_t cb) {
     for (;;) {
         bool wait = false;
         {
-            std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-            for (Bounced *at = g_bounced; at; at = at->next) {
+            std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
+            for (Bounced *at = g_records.head; at; at = at->next) {
                 if (at->ctx != ctx || reinterpret_cast<uint64_t>(at->cb) != cb) continue;
                 if (!at->queued) {
                     wait = true;
@@ -159,10 +131,10 @@ long linux_aio_submit(long ctx, long nr, struct iocb **iocbs) {
         long index = 0;
         while (iocbs[index] != b->cb) ++index;
         if (index < taken) {
-            std::lock_guard<adsm::os::FutexLock> hold(g_lock);
+            std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
             b->queued = true;
         } else {
-            forget(b);
+            g_records.forget(b);
         }
     }
     errno = e;
@@ -170,7 +142,7 @@ long linux_aio_submit(long ctx, long nr, struct iocb **iocbs) {
 }
 
 void linux_aio_harvested(long ctx, struct io_event *events, long count) {
-    if (g_count.load(std::memory_order_relaxed) == 0 || !events) return;
+    if (!g_records.any() || !events) return;
     int e = errno;
     for (long i = 0; i < count; ++i) {
         Bounced *b = take(ctx, events[i].obj);
@@ -179,22 +151,22 @@ void linux_aio_harvested(long ctx, struct io_event *events, long count) {
             adsm::preload::write_shared(reinterpret_cast<void *>(b->program), b->bounce,
                                         static_cast<size_t>(events[i].res)) != adsmSuccess)
             events[i].res = -EIO;
-        forget(b);
+        g_records.forget(b);
     }
     errno = e;
 }
 
 void linux_aio_destroyed(long ctx) {
-    if (g_count.load(std::memory_order_relaxed) == 0) return;
+    if (!g_records.any()) return;
     for (;;) {
         Bounced *b = nullptr;
         {
-            std::lock_guard<adsm::os::FutexLock> hold(g_lock);
-            for (Bounced *at = g_bounced; at && !b; at = at->next)
+            std::lock_guard<adsm::os::FutexLock> hold(g_records.lock);
+            for (Bounced *at = g_records.head; at && !b; at = at->next)
                 if (at->ctx == ctx) b = at;
         }
         if (!b) return;
-        forget(b);
+        g_records.forget(b);
     }
 }
 
