@@ -19,11 +19,9 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <mutex>
 #include <new>
 
@@ -71,8 +69,6 @@ Bounced *find(const struct aiocb *cb) {
     return nullptr;
 }
 
-void forget(Bounced *b) { g_records.forget(b); }
-
 // Once the request is over: its bytes into the program's buffer (a read),
 // and the aiocb as the program made it.  A read whose bytes could not all
 // reach shared memory is an EIO, as a read's is.
@@ -90,7 +86,7 @@ void finish(Bounced *b) {
         cb->__return_value = -1;
         cb->__error_code = EIO;
     }
-    forget(b);
+    g_records.forget(b);
 }
 
 // Settles the request `cb` (its latest) or `serial` names, if it is over;
@@ -249,7 +245,7 @@ void unbounce(Bounced *b) {
     }
     b->cb->aio_buf = b->program;
     b->cb->aio_sigevent = b->event;
-    forget(b);
+    g_records.forget(b);
 }
 
 template <class Real>

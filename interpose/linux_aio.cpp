@@ -14,10 +14,8 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include <atomic>
 #include <mutex>
 #include <new>
 
