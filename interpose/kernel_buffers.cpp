@@ -19,6 +19,7 @@
 #include "api/preload.h"
 #include "interpose/interceptor.h"
 #include "interpose/signal_masks.h"
+#include "interpose/staged_buffer.h"
 #include "interpose/staged_calls.h"
 #include "interpose/staging.h"
 
@@ -26,42 +27,11 @@ extern "C" [[noreturn]] void __chk_fail(void);
 
 namespace {
 
+using adsm::interpose::OnStaging;
 using adsm::interpose::Staged;
 using adsm::interpose::StagingCall;
 using adsm::interpose::staged_in;
 using adsm::interpose::stages;
-
-// One program buffer on staging for one call.  The array calls need it in
-// one piece: one that straddles shared and other memory (which no single
-// allocation does) goes to the kernel as it is, and its result is the
-// kernel's.
-class OnStaging {
-public:
-    // (Accounted as a read: each of these calls fills the buffer.)
-    OnStaging(void *buf, size_t n) : bracket_(true, n), whole_{buf, n} { st_.layout(&whole_, 1, 0, 0); }
-    const Staged &staged() const { return st_; }
-    void *whole() const {
-        return st_.iovcnt() == 1 && st_.requested() == whole_.iov_len ? st_.iov()[0].iov_base : nullptr;
-    }
-    // The program's bytes into staging, for a call that reads them.
-    bool gather() {
-        uint64_t ticket = 0;
-        return st_.gather(&ticket) && adsm::preload::wait_copies(ticket) == adsmSuccess;
-    }
-    // The first n staged bytes into the program's buffer; false when some
-    // did not reach shared memory.
-    bool scatter(size_t n) {
-        bool failed = false;
-        st_.scatter(n, false, &failed);
-        bracket_.set_result(failed ? 0 : n);
-        return !failed;
-    }
-
-private:
-    StagingCall bracket_;  // first: it owns the staging buffer while the call lasts
-    struct iovec whole_;
-    Staged st_;
-};
 
 // How the kernel uses a readiness array: poll's it reads, then writes
 // whole; epoll's it only writes, one entry per event it returns.

@@ -1,11 +1,12 @@
 // Calls that take path names (kernel_paths.h): opening (open, creat,
-// fopen, freopen, opendir), asking (access, readlink, pathconf, the
-// extended attributes), changing the file tree (mkdir, rmdir, unlink,
-// remove, rename, link, symlink, mknod, mkfifo), a file's owner, mode,
-// size and times, the directory (chdir, chroot, getcwd's answer), file
-// systems (mount, swapon, acct) and watches (inotify, fanotify), with
-// the C library's fortified and second names.  The stat families are in
-// kernel_structs.cpp, beside their structures.
+// fopen, freopen, opendir), asking (access, readlink, pathconf),
+// changing the file tree (mkdir, rmdir, unlink, remove, rename, link,
+// symlink, mknod, mkfifo), a file's owner, mode, size and times, the
+// directory (chdir, chroot, getcwd's answer), file systems (mount, swapon,
+// acct) and watches (inotify, fanotify), with the C library's fortified
+// and second names.  The stat families are in kernel_structs.cpp, beside
+// their structures; the extended attributes in kernel_values.cpp, beside
+// their values.
 //
 // The exec family, posix_spawn, system and popen, whose paths come with
 // argument and environment strings, are in process_strings.cpp.
@@ -24,7 +25,6 @@
 #include <sys/swap.h>
 #include <sys/time.h>
 #include <sys/uio.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
 
@@ -235,33 +235,6 @@ INTERCEPTOR(ssize_t, __readlink_chk, const char *path, char *buf, size_t n, size
 INTERCEPTOR(ssize_t, __readlinkat_chk, int dirfd, const char *path, char *buf, size_t n, size_t buflen) {
     if (n > buflen) __chk_fail();
     return readlinkat(dirfd, path, buf, n);
-}
-
-// The extended attributes' names and values are the C library's own
-// business here: only the path is the kernel's to read.
-INTERCEPTOR(ssize_t, getxattr, const char *path, const char *name, void *value, size_t n) {
-    return with_path(path, [&](const char *p) { return REAL(getxattr)(p, name, value, n); });
-}
-INTERCEPTOR(ssize_t, lgetxattr, const char *path, const char *name, void *value, size_t n) {
-    return with_path(path, [&](const char *p) { return REAL(lgetxattr)(p, name, value, n); });
-}
-INTERCEPTOR(int, setxattr, const char *path, const char *name, const void *value, size_t n, int flags) {
-    return with_path(path, [&](const char *p) { return REAL(setxattr)(p, name, value, n, flags); });
-}
-INTERCEPTOR(int, lsetxattr, const char *path, const char *name, const void *value, size_t n, int flags) {
-    return with_path(path, [&](const char *p) { return REAL(lsetxattr)(p, name, value, n, flags); });
-}
-INTERCEPTOR(ssize_t, listxattr, const char *path, char *list, size_t n) {
-    return with_path(path, [&](const char *p) { return REAL(listxattr)(p, list, n); });
-}
-INTERCEPTOR(ssize_t, llistxattr, const char *path, char *list, size_t n) {
-    return with_path(path, [&](const char *p) { return REAL(llistxattr)(p, list, n); });
-}
-INTERCEPTOR(int, removexattr, const char *path, const char *name) {
-    return with_path(path, [&](const char *p) { return REAL(removexattr)(p, name); });
-}
-INTERCEPTOR(int, lremovexattr, const char *path, const char *name) {
-    return with_path(path, [&](const char *p) { return REAL(lremovexattr)(p, name); });
 }
 
 // ---------------------------------------------------------------- changing the tree

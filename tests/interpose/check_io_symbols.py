@@ -8,10 +8,13 @@ interpose, fails with EFAULT.  This lists the C library's dynamic symbols of
 the read, write, receive, send and stdio block families (every offset width,
 every fortified form, every second name), of the other calls whose
 buffers the kernel fills or reads (getrandom, getentropy, poll, ppoll and
-the epoll waits), and of those that fill or read one structure (the stat
-families, pipe, socketpair, the waits, select, epoll_ctl, socket addresses
-and options, the limits, getrusage, uname, sysinfo, times; ioctl's and
-fcntl's, opened in place: interpose/kernel_controls.cpp), of those that
+the epoll waits; extended attributes, directory entries, message queues,
+another process's memory), and of those that fill or read one structure
+(the stat families, pipe, socketpair, the waits, select, epoll_ctl, socket
+addresses and options, the limits, getrusage, uname, sysinfo, times,
+signals waited for, clocks and timers, scheduling, identities, offsets;
+ioctl's and fcntl's, opened in place: interpose/kernel_controls.cpp), of
+those that
 give a stream a buffer the C library fills itself, of asynchronous I/O
 (whose helper threads make the system calls), of those that set a
 signal's action or mask (not I/O: the same check), of those that
@@ -29,8 +32,6 @@ import sys
 # program does not put in shared memory.
 LEFT_OUT = {
     "readahead": "moves no program buffer",
-    "sendfile": "file to socket inside the kernel, no program buffer",
-    "sendfile64": "file to socket inside the kernel, no program buffer",
     "readdir": "returns the C library's own buffer",
     "readdir64": "returns the C library's own buffer",
     "readdir_r": "a directory entry, not bulk data",
@@ -52,6 +53,25 @@ LEFT_OUT = {
     "__xpg_sigpause": "takes one signal off the current mask, which lacks SIGSEGV",
     "sigvec": "an old binary's only: the C library has no default version of it",
     "sigstack": "gives the kernel no stack size; the linker warns against it",
+    "__clock_gettime": "GLIBC_PRIVATE: called only inside the C library",
+    "__sigtimedwait": "GLIBC_PRIVATE: called only inside the C library",
+    "time": "answered in the vDSO, in user mode, where the runtime's fault is taken",
+    "gettimeofday": "answered in the vDSO, in user mode, where the runtime's fault is taken",
+    "__gettimeofday": "answered in the vDSO, in user mode, where the runtime's fault is taken",
+    "adjtime": "the C library reads and fills it around a structure of its own",
+    "ntp_gettime": "the C library fills it from a structure of its own",
+    "ntp_gettimex": "the C library fills it from a structure of its own",
+    "stime": "an old binary's only: the C library has no default version of it",
+    "ustat": "an old binary's only: the C library has no default version of it",
+    "sysctl": "an old binary's only, and gone from the kernel",
+    "__sysctl": "an old binary's only, and gone from the kernel",
+    "vmsplice": "the pipe keeps the pages themselves, not a copy: a staged copy would change under it",
+    "syslog": "formats its message in the C library's own buffer",
+    "__syslog_chk": "formats its message in the C library's own buffer",
+    "prctl": "options whose arguments' kinds differ, none of them bulk data",
+    "ptrace": "a tracer's calls on another process's memory",
+    "quotactl": "its argument's kind depends on the command",
+    "fsconfig": "its value's kind (string, blob, path, descriptor) depends on the command",
 }
 
 # The I/O families, and the other calls whose buffers the kernel fills or
@@ -75,12 +95,25 @@ SIGNALS = re.compile(r"^(__)?(sysv_signal|bsd_signal|signal|ssignal|sigaction|si
 STRUCTS = re.compile(r"^(__)?((f|l)?x?stat(at)?(64)?|statx|f?statv?fs(64)?|pipe2?|socketpair|wait(pid|3|4|id)?|"
                      r"p?select|epoll_ctl|accept4?|getsockname|getpeername|[gs]etsockopt|connect|bind|"
                      r"getrusage|[gs]etrlimit(64)?|prlimit(64)?|[gs]etitimer|uname|sysinfo|times|"
-                     r"(clock_)?nanosleep|ioctl|fcntl(64)?)$")
+                     r"(clock_)?nanosleep|ioctl|fcntl(64)?|"
+                     r"sigtimedwait|sigwaitinfo|sigwait|sigpending|signalfd|"
+                     r"clock_(gettime|getres|settime|adjtime)|(ntp_)?adjtimex?|ntp_gettimex?|s?time|[gs]ettimeofday|"
+                     r"timer_(create|settime|gettime)|timerfd_(settime|gettime)|"
+                     r"sched_(getaffinity|setaffinity|getparam|setparam|setscheduler|rr_get_interval)|getcpu|"
+                     r"[gs]etgroups|getgroups_chk|getres[ug]id|cap[gs]et|sendfile(64)?|splice|copy_file_range|"
+                     r"ustat|sysctl|prctl|ptrace|quotactl)$")
+# Buffers of a size the program gives, outside the I/O families
+# (interpose/kernel_values.cpp): extended attributes' values and lists,
+# directory entries, the messages of System V and POSIX queues with their
+# controls, another process's memory, the kernel's log, resident pages.
+VALUES = re.compile(r"^(__)?(getdents64|msg(rcv|snd|ctl)|sem(op|timedop|ctl)|shmctl|"
+                    r"mq_(open|open_2|unlink|send|receive|timedsend|timedreceive|getattr|setattr|notify)|"
+                    r"process_vm_(readv|writev)|vmsplice|klogctl|syslog(_chk)?|mincore|fsconfig)$")
 # Calls that take a path the kernel reads (interpose/kernel_paths.cpp; the
 # stat families above), and those that start a program from strings
 # (interpose/process_strings.cpp), by whole name.
 PATHS = re.compile(r"^(__)?(open(at)?(64)?(_2|_nocancel)?|creat(64)?|f?reopen(64)?|fopen(64)?|opendir|"
-                   r"(f|euid|e)?access(at)?|pathconf|readlink(at)?(_chk)?|l?(get|set|list|remove)xattr|"
+                   r"(f|euid|e)?access(at)?|pathconf|readlink(at)?(_chk)?|[fl]?(get|set|list|remove)xattr|"
                    r"mkdir(at)?|rmdir|unlink(at)?|remove|rename(at2?)?|(sym)?link(at)?|mkfifo(at)?|x?mknod(at)?|"
                    r"l?chmod|fchmodat|l?chown|fchownat|truncate(64)?|utimes?|lutimes|futimesat|utimensat|"
                    r"chdir|chroot|getcwd(_chk)?|u?mount2?|swapo(n|ff)|acct|inotify_add_watch|fanotify_mark|"
@@ -111,7 +144,7 @@ def main():
     libc = libc_of(libadsm)
     ours = dynamic_symbols(libadsm)
     family = sorted(n for n in dynamic_symbols(libc) if FAMILY.match(n) or STRUCTS.match(n) or PATHS.match(n) or BUFFERS.match(n)
-              or SIGNALS.match(n))
+              or SIGNALS.match(n) or VALUES.match(n))
     missing = [n for n in family if n not in ours and n not in LEFT_OUT]
     interposed = [n for n in family if n in ours]
     left_out = [n for n in family if n not in ours and n in LEFT_OUT]

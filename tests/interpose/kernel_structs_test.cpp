@@ -6,16 +6,19 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/times.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
@@ -610,4 +613,177 @@ TEST(KernelStructsTest, IovecArraysInClosedBlocksReachTheKernel) {
     EXPECT_EQ(std::string(got1, 4) + std::string(got2, 3), "one two");
     close(fds[0]);
     close(fds[1]);
+}
+
+TEST(KernelStructsTest, SignalsWaitedForAreReadAndWrittenInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    sigset_t usr, old;
+    sigemptyset(&usr);
+    sigaddset(&usr, SIGUSR2);
+    ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &usr, &old), 0);
+    ASSERT_EQ(raise(SIGUSR2), 0);
+    auto *pending = b.at_block_end<sigset_t>();
+    ASSERT_EQ(sigpending(pending), 0) << strerror(errno);
+    EXPECT_EQ(sigismember(pending, SIGUSR2), 1);
+    EXPECT_TRUE(b.kept_outside(pending, sizeof *pending));
+
+    // The set the kernel waits on and the information it fills, both
+    // where the device wrote last.
+    auto *set = reinterpret_cast<sigset_t *>(b.p + 100);
+    *set = usr;
+    b.keep_on_device();
+    auto *info = reinterpret_cast<siginfo_t *>(b.p + 2 * kThreshold - 64);
+    struct timespec now = {0, 0};
+    ASSERT_EQ(sigtimedwait(set, info, &now), SIGUSR2) << strerror(errno);
+    EXPECT_EQ(info->si_signo, SIGUSR2);
+    EXPECT_EQ(info->si_pid, getpid());
+    ASSERT_EQ(raise(SIGUSR2), 0);
+    b.keep_on_device();
+    ASSERT_EQ(sigwaitinfo(set, info), SIGUSR2) << strerror(errno);
+    EXPECT_EQ(info->si_signo, SIGUSR2);
+    ASSERT_EQ(raise(SIGUSR2), 0);
+    b.keep_on_device();
+    int got = 0;
+    ASSERT_EQ(sigwait(set, &got), 0);
+    EXPECT_EQ(got, SIGUSR2);
+    ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &old, nullptr), 0);
+}
+
+TEST(KernelStructsTest, ClocksAndTimersAreReadAndWrittenInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    // The CPU-time clocks are read by the kernel, not the vDSO.
+    volatile double spin = 0;
+    for (int i = 0; i < 2000000; ++i) spin = spin + i;
+    auto *ts = b.at_block_end<struct timespec>();
+    ASSERT_EQ(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, ts), 0) << strerror(errno);
+    EXPECT_TRUE(ts->tv_sec > 0 || ts->tv_nsec > 0);
+    EXPECT_TRUE(b.kept_outside(ts, sizeof *ts));
+    b.close();
+    ASSERT_EQ(clock_gettime(CLOCK_THREAD_CPUTIME_ID, ts), 0) << strerror(errno);
+    b.close();
+    ASSERT_EQ(clock_getres(CLOCK_PROCESS_CPUTIME_ID, ts), 0) << strerror(errno);
+    EXPECT_EQ(ts->tv_sec, 0);
+    b.close();
+    ASSERT_EQ(clock_gettime(CLOCK_MONOTONIC, ts), 0) << strerror(errno);
+
+    // A timer descriptor's setting read from, and its state written into,
+    // closed blocks.
+    int fd = timerfd_create(CLOCK_MONOTONIC, 0);
+    ASSERT_GE(fd, 0);
+    auto *value = reinterpret_cast<struct itimerspec *>(b.p + 300);
+    *value = {};
+    value->it_value.tv_sec = 1000;
+    value->it_interval.tv_sec = 7;
+    b.keep_on_device();
+    auto *old = b.at_block_end<struct itimerspec>();
+    ASSERT_EQ(timerfd_settime(fd, 0, value, old), 0) << strerror(errno);
+    EXPECT_EQ(old->it_value.tv_sec, 0);
+    b.close();
+    ASSERT_EQ(timerfd_gettime(fd, old), 0) << strerror(errno);
+    EXPECT_GT(old->it_value.tv_sec, 990) << "the setting the kernel read was the device's";
+    EXPECT_EQ(old->it_interval.tv_sec, 7);
+    close(fd);
+
+    // A POSIX timer: the event read, the id written.
+    auto *event = reinterpret_cast<struct sigevent *>(b.p + 1000);
+    *event = {};
+    event->sigev_notify = SIGEV_NONE;
+    b.keep_on_device();
+    auto *id = b.at_block_end<timer_t>();
+    ASSERT_EQ(timer_create(CLOCK_MONOTONIC, event, id), 0) << strerror(errno);
+    timer_t mine = *id;
+    *value = {};
+    value->it_value.tv_sec = 1000;
+    b.keep_on_device();
+    ASSERT_EQ(timer_settime(mine, 0, value, nullptr), 0) << strerror(errno);
+    b.close();
+    ASSERT_EQ(timer_gettime(mine, old), 0) << strerror(errno);
+    EXPECT_GT(old->it_value.tv_sec, 990);
+    EXPECT_EQ(timer_delete(mine), 0);
+}
+
+TEST(KernelStructsTest, SchedulingAndIdentitiesLandInClosedBlocks) {
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    cpu_set_t mine;
+    ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    auto *mask = b.at_block_end<cpu_set_t>();
+    ASSERT_EQ(sched_getaffinity(0, sizeof *mask, mask), 0) << strerror(errno);
+    EXPECT_TRUE(CPU_EQUAL(mask, &mine));
+    EXPECT_TRUE(b.kept_outside(mask, sizeof *mask));
+    b.keep_on_device();
+    ASSERT_EQ(sched_setaffinity(0, sizeof *mask, mask), 0) << strerror(errno);
+
+    b.close();
+    auto *param = b.at_block_end<struct sched_param>();
+    ASSERT_EQ(sched_getparam(0, param), 0) << strerror(errno);
+    EXPECT_EQ(param->sched_priority, 0);
+    b.keep_on_device();
+    ASSERT_EQ(sched_setparam(0, param), 0) << strerror(errno);
+    b.close();
+    ASSERT_EQ(sched_rr_get_interval(0, b.at_block_end<struct timespec>()), 0) << strerror(errno);
+    b.close();
+    auto *cpu = reinterpret_cast<unsigned *>(b.p + kThreshold - 2);
+    auto *node = reinterpret_cast<unsigned *>(b.p + 2 * kThreshold - 2);
+    ASSERT_EQ(getcpu(cpu, node), 0) << strerror(errno);
+    EXPECT_LT(*cpu, 4096u);
+
+    b.close();
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    ASSERT_GE(n, 0);
+    auto *list = reinterpret_cast<gid_t *>(b.p + kThreshold - 6);
+    ASSERT_EQ(getgroups(256, list), n) << strerror(errno);
+    EXPECT_TRUE(std::equal(groups, groups + n, list));
+    EXPECT_TRUE(b.kept_outside(list, n * sizeof *list));
+
+    b.close();
+    auto *r = reinterpret_cast<uid_t *>(b.p + kThreshold - 2), *e = r + 1, *s = r + 2;
+    ASSERT_EQ(getresuid(r, e, s), 0) << strerror(errno);
+    EXPECT_EQ(*r, getuid());
+    EXPECT_EQ(*e, geteuid());
+    b.close();
+    auto *gr = reinterpret_cast<gid_t *>(b.p + kThreshold - 2);
+    ASSERT_EQ(getresgid(gr, gr + 1, gr + 2), 0) << strerror(errno);
+    EXPECT_EQ(gr[1], getegid());
+}
+
+TEST(KernelStructsTest, OffsetsTheKernelMovesAreReadAndWrittenInClosedBlocks) {
+    TempFile in(200000);
+    char tmpl[] = "/tmp/adsm-offsets-XXXXXX";
+    int out = mkstemp(tmpl);
+    ASSERT_GE(out, 0);
+    unlink(tmpl);
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    auto *at = b.at_block_end<off_t>();
+    *at = 1000;
+    b.keep_on_device();
+    ASSERT_EQ(sendfile(out, in.fd, at, 5000), 5000) << strerror(errno);
+    EXPECT_EQ(*at, 6000) << "the kernel moved the device's offset";
+    auto *to = reinterpret_cast<off64_t *>(b.p + 2 * kThreshold - 4);
+    *at = 100000;
+    *to = 5000;
+    b.keep_on_device();
+    ASSERT_EQ(copy_file_range(in.fd, at, out, to, 3000, 0), 3000) << strerror(errno);
+    EXPECT_EQ(*at, 103000);
+    EXPECT_EQ(*to, 8000);
+    uint8_t got[8000];
+    ASSERT_EQ(pread(out, got, sizeof got, 0), 8000);
+    for (size_t i = 0; i < 5000; ++i) ASSERT_EQ(got[i], file_byte(1000 + i)) << i;
+    for (size_t i = 0; i < 3000; ++i) ASSERT_EQ(got[5000 + i], file_byte(100000 + i)) << i;
+
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    *at = 50;
+    b.keep_on_device();
+    ASSERT_EQ(splice(in.fd, reinterpret_cast<loff_t *>(at), fds[1], nullptr, 100, 0), 100) << strerror(errno);
+    EXPECT_EQ(*at, 150);
+    ASSERT_EQ(read(fds[0], got, 100), 100);
+    EXPECT_EQ(got[0], file_byte(50));
+    close(fds[0]);
+    close(fds[1]);
+    close(out);
 }

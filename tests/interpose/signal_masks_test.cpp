@@ -121,7 +121,7 @@ uint8_t g_resume_pattern;
 // (Apart from the functions that call getcontext, which returns twice.)
 __attribute__((noinline)) uint8_t *shared_buffer() {
     auto *p = static_cast<uint8_t *>(malloc(kBytes));
-    if (!shared(p)) _exit(10);
+    if (!shared(opaque(p))) _exit(10);
     return p;
 }
 
