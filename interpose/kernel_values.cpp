@@ -6,6 +6,7 @@
 // (process_vm_readv, process_vm_writev); the kernel's log (klogctl); and
 // which pages are resident (mincore).  Without these, each failed with
 // EFAULT on shared memory whose block was closed (its data on the device).
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,7 +21,6 @@
 #include <sys/shm.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -203,8 +203,9 @@ INTERCEPTOR(int, shmctl, int id, int cmd, struct shmid_ds *buf) {
 
 INTERCEPTOR(int, semop, int id, struct sembuf *ops, size_t n) {
     if (n > SIZE_MAX / sizeof *ops) return REAL(semop)(id, ops, n);
-    return read_buffer<int>(
-        ops, n * sizeof *ops, [&](const void *o) { return REAL(semop)(id, static_cast<struct sembuf *>(const_cast<void *>(o)), n); });
+    return read_buffer<int>(ops, n * sizeof *ops, [&](const void *o) {
+        return REAL(semop)(id, static_cast<struct sembuf *>(const_cast<void *>(o)), n);
+    });
 }
 INTERCEPTOR(int, semtimedop, int id, struct sembuf *ops, size_t n, const struct timespec *timeout) {
     if (n > SIZE_MAX / sizeof *ops) return REAL(semtimedop)(id, ops, n, timeout);
@@ -297,8 +298,9 @@ INTERCEPTOR(ssize_t, mq_receive, mqd_t q, char *msg, size_t n, unsigned *prio) {
     Local p(prio, sizeof *prio);
     return filled<ssize_t>(
         [&] {
-            return bytes_out(msg, n, EIO,
-                             [&](void *m) { return REAL(mq_receive)(q, static_cast<char *>(m), n, p.get<unsigned>()); });
+            return bytes_out(msg, n, EIO, [&](void *m) {
+                return REAL(mq_receive)(q, static_cast<char *>(m), n, p.get<unsigned>());
+            });
         },
         p);
 }
@@ -314,7 +316,8 @@ INTERCEPTOR(ssize_t, mq_timedreceive, mqd_t q, char *msg, size_t n, unsigned *pr
         p, t);
 }
 INTERCEPTOR(int, mq_send, mqd_t q, const char *msg, size_t n, unsigned prio) {
-    return read_buffer<int>(msg, n, [&](const void *m) { return REAL(mq_send)(q, static_cast<const char *>(m), n, prio); });
+    return read_buffer<int>(msg, n,
+                            [&](const void *m) { return REAL(mq_send)(q, static_cast<const char *>(m), n, prio); });
 }
 INTERCEPTOR(int, mq_timedsend, mqd_t q, const char *msg, size_t n, unsigned prio, const struct timespec *at) {
     Local t(at, sizeof *at, false);
@@ -331,7 +334,8 @@ INTERCEPTOR(int, mq_getattr, mqd_t q, struct mq_attr *attr) {
 }
 INTERCEPTOR(int, mq_setattr, mqd_t q, const struct mq_attr *attr, struct mq_attr *old) {
     Local a(attr, sizeof *attr, false), o(old, sizeof *old);
-    return filled<int>([&] { return REAL(mq_setattr)(q, a.get<const struct mq_attr>(), o.get<struct mq_attr>()); }, a, o);
+    return filled<int>(
+        [&] { return REAL(mq_setattr)(q, a.get<const struct mq_attr>(), o.get<struct mq_attr>()); }, a, o);
 }
 INTERCEPTOR(int, mq_notify, mqd_t q, const struct sigevent *event) {
     Local e(event, sizeof *event, false);
@@ -392,7 +396,8 @@ INTERCEPTOR(int, klogctl, int type, char *buf, int n) {
     if ((type != 2 && type != 3 && type != 4) || n <= 0) return REAL(klogctl)(type, buf, n);
     return filled_buffer<int>(
         buf, static_cast<size_t>(n), type == 3 ? EFAULT : EIO,
-        [&](void *b) { return REAL(klogctl)(type, static_cast<char *>(b), n); }, [](int r) { return static_cast<size_t>(r); });
+        [&](void *b) { return REAL(klogctl)(type, static_cast<char *>(b), n); },
+        [](int r) { return static_cast<size_t>(r); });
 }
 
 INTERCEPTOR(int, mincore, void *addr, size_t n, unsigned char *vec) {

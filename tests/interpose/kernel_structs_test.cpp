@@ -3,6 +3,7 @@
 // works as on ordinary memory (the kernel alone would fail it with EFAULT),
 // and only the structure's bytes change.
 #include <arpa/inet.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <sys/time.h>
 #include <sys/timerfd.h>
 #include <sys/times.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -35,6 +37,11 @@
 #include "os/fault_injection.h"
 
 using namespace interpose_test;
+
+extern "C" {
+int capget(cap_user_header_t header, cap_user_data_t data);
+int capset(cap_user_header_t header, const cap_user_data_t data);
+}
 
 TEST(KernelStructsTest, FileStatusLandsInClosedBlocks) {
     char path[] = "/tmp/adsm-kernel-structs-XXXXXX";
@@ -748,6 +755,29 @@ TEST(KernelStructsTest, SchedulingAndIdentitiesLandInClosedBlocks) {
     auto *gr = reinterpret_cast<gid_t *>(b.p + kThreshold - 2);
     ASSERT_EQ(getresgid(gr, gr + 1, gr + 2), 0) << strerror(errno);
     EXPECT_EQ(gr[1], getegid());
+
+    // Capabilities: the header read and written, then two sets of data.
+    struct __user_cap_header_struct plain_header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct plain[2];
+    ASSERT_EQ(syscall(SYS_capget, &plain_header, plain), 0);
+    auto *header = reinterpret_cast<struct __user_cap_header_struct *>(b.p + 200);
+    auto *data = reinterpret_cast<struct __user_cap_data_struct *>(b.p + kThreshold - 12);
+    // A version the kernel does not know: it writes its own back, asked
+    // without data (a probe, 0) and with (EINVAL).
+    for (bool probe : {true, false}) {
+        *header = {0x12345678, 0};
+        b.keep_on_device();
+        errno = 0;
+        EXPECT_EQ(capget(header, probe ? nullptr : data), probe ? 0 : -1);
+        EXPECT_EQ(errno, probe ? 0 : EINVAL);
+        EXPECT_EQ(header->version, static_cast<uint32_t>(_LINUX_CAPABILITY_VERSION_3)) << probe;
+    }
+    b.keep_on_device();
+    ASSERT_EQ(capget(header, data), 0) << strerror(errno);
+    EXPECT_EQ(data[0].effective, plain[0].effective);
+    EXPECT_EQ(data[1].permitted, plain[1].permitted);
+    b.keep_on_device();
+    ASSERT_EQ(capset(header, data), 0) << strerror(errno) << ": setting the sets it has";
 }
 
 TEST(KernelStructsTest, OffsetsTheKernelMovesAreReadAndWrittenInClosedBlocks) {

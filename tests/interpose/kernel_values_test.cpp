@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <mqueue.h>
 #include <sys/ipc.h>
+#include <sys/klog.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
@@ -305,6 +306,31 @@ TEST(KernelValuesTest, AnotherProcesssMemoryMovesToAndFromClosedBlocks) {
     EXPECT_EQ(p[1 + 5000], pattern(5001, 3));
     free(p);
     munmap(theirs, n);
+}
+
+TEST(KernelValuesTest, TheKernelsLogLandsInAClosedBlockAsInPlainMemory) {
+    // Reading all of it may need a privilege (dmesg_restrict): the answer
+    // in shared memory must be the one in plain memory.
+    std::vector<char> plain(16384);
+    errno = 0;
+    int r = klogctl(3, plain.data(), static_cast<int>(plain.size()));
+    const int err = errno;
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    char *buf = reinterpret_cast<char *>(b.p + kThreshold - 8000);
+    errno = 0;
+    int s = klogctl(3, buf, static_cast<int>(plain.size()));
+    if (r < 0) {
+        EXPECT_EQ(s, -1);
+        EXPECT_EQ(errno, err);
+        EXPECT_TRUE(b.kept_outside(buf, 0));
+        return;
+    }
+    ASSERT_GE(s, 0) << strerror(errno);
+    // (Messages may arrive between the two reads: the first bytes match
+    // unless the buffer wrapped.)
+    EXPECT_GT(s, 0);
+    EXPECT_TRUE(b.kept_outside(buf, static_cast<size_t>(s)));
 }
 
 TEST(KernelValuesTest, ResidentPagesLandInAClosedBlock) {
