@@ -8,21 +8,36 @@
 // staging), and return what syscall() returns: the result, or -1 with errno
 // set.  Linux's native asynchronous I/O (libaio's io_submit and
 // io_getevents come this way) is bounced as POSIX's is (linux_aio.cpp).
-// Every other call goes straight on.  The runtime makes its own system
-// calls without this function (os/raw_syscall.h).
+// A signal's action, the mask and the alternate stack set by number go
+// through the runtime's sigaction, mask and stack as the C library's
+// names do (signals.cpp, alt_stacks.cpp): a SIGSEGV handler installed so
+// replaced the runtime's in the kernel, and the next fault on shared
+// memory went to the program's.  Every other call goes straight on.  The
+// runtime makes its own system calls without this function
+// (os/raw_syscall.h).
+#include <dirent.h>
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <sys/msg.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
 
 #include "interpose/interceptor.h"
 #include "interpose/linux_aio.h"
 #include "interpose/staged_calls.h"
 
 using adsm::interpose::stages;
+
+DECLARE_REAL(syscall)
 
 namespace {
 
@@ -32,6 +47,76 @@ off_t offset_of(long low, long) { return static_cast<off_t>(low); }
 
 const struct iovec *vec(long a) { return reinterpret_cast<const struct iovec *>(a); }
 void *buf(long a) { return reinterpret_cast<void *>(a); }
+const char *str(long a) { return reinterpret_cast<const char *>(a); }
+
+// The program's bytes at p, copied as the kernel copies them: false (the
+// kernel's EFAULT) where it cannot, rather than a fault here.
+bool copy_in(void *to, const void *p, size_t n) {
+    struct iovec mine = {to, n}, theirs = {const_cast<void *>(p), n};
+    return process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0) == static_cast<ssize_t>(n);
+}
+bool copy_out(void *p, const void *from, size_t n) {
+    struct iovec mine = {const_cast<void *>(from), n}, theirs = {p, n};
+    return process_vm_writev(getpid(), &mine, 1, &theirs, 1, 0) == static_cast<ssize_t>(n);
+}
+long efault() {
+    errno = EFAULT;
+    return -1;
+}
+
+#if defined(__x86_64__) || defined(__aarch64__)
+#define ADSM_KERNEL_SIGACTION 1
+// The kernel's own sigaction, which a call by number passes: the handler,
+// the flags, the restorer (the C library supplies its own), and the mask
+// as one word.
+struct KernelSigaction {
+    void *handler;
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+constexpr unsigned long kRestorer = 0x04000000;  // SA_RESTORER
+
+long kernel_sigaction(int sig, const void *act, void *old) {
+    struct sigaction a = {}, o = {};
+    if (act) {
+        KernelSigaction k;
+        if (!copy_in(&k, act, sizeof k)) return efault();
+        a.sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t *, void *)>(k.handler);
+        a.sa_flags = static_cast<int>(k.flags & ~kRestorer);
+        sigemptyset(&a.sa_mask);
+        memcpy(&a.sa_mask, &k.mask, sizeof k.mask);
+    }
+    if (sigaction(sig, act ? &a : nullptr, old ? &o : nullptr) != 0) return -1;
+    if (old) {
+        KernelSigaction k = {};
+        k.handler = reinterpret_cast<void *>(o.sa_sigaction);
+        k.flags = static_cast<unsigned int>(o.sa_flags) | (o.sa_restorer ? kRestorer : 0);
+        k.restorer = o.sa_restorer;
+        memcpy(&k.mask, &o.sa_mask, sizeof k.mask);
+        if (!copy_out(old, &k, sizeof k)) return efault();
+    }
+    return 0;
+}
+#endif
+
+// A mask set by number loses SIGSEGV, as one set through the C library
+// does (signal_masks.h).
+long kernel_sigprocmask(long nr, long how, const void *set, long old, long size) {
+    uint64_t copy;
+    if (how == SIG_UNBLOCK || !set || size != sizeof copy || !copy_in(&copy, set, sizeof copy))
+        return REAL(syscall)(nr, how, set, old, size);
+    copy &= ~(uint64_t{1} << (SIGSEGV - 1));
+    return REAL(syscall)(nr, how, &copy, old, size);
+}
+
+long kernel_sigaltstack(const void *ss, void *old) {
+    stack_t s, o;
+    if (ss && !copy_in(&s, ss, sizeof s)) return efault();
+    if (sigaltstack(ss ? &s : nullptr, old ? &o : nullptr) != 0) return -1;
+    if (old && !copy_out(old, &o, sizeof o)) return efault();
+    return 0;
+}
 
 }  // namespace
 
@@ -90,6 +175,44 @@ INTERCEPTOR(long, syscall, long nr, ...) {
         if (stages(buf(a), static_cast<size_t>(b)))
             return getrandom(buf(a), static_cast<size_t>(b), static_cast<unsigned>(c));
         break;
+    case SYS_getdents64:
+        if (stages(buf(b), static_cast<size_t>(c))) return getdents64(fd, buf(b), static_cast<size_t>(c));
+        break;
+    case SYS_msgrcv:
+        if (stages(buf(b), static_cast<size_t>(c) + sizeof(long)))
+            return msgrcv(fd, buf(b), static_cast<size_t>(c), d, static_cast<int>(e));
+        break;
+    case SYS_msgsnd:
+        if (stages(buf(b), static_cast<size_t>(c) + sizeof(long)))
+            return msgsnd(fd, buf(b), static_cast<size_t>(c), static_cast<int>(d));
+        break;
+    case SYS_process_vm_readv:
+        return process_vm_readv(static_cast<pid_t>(a), vec(b), static_cast<unsigned long>(c), vec(d),
+                                static_cast<unsigned long>(e), static_cast<unsigned long>(f));
+    case SYS_process_vm_writev:
+        return process_vm_writev(static_cast<pid_t>(a), vec(b), static_cast<unsigned long>(c), vec(d),
+                                 static_cast<unsigned long>(e), static_cast<unsigned long>(f));
+    case SYS_getxattr:
+        return getxattr(str(a), str(b), buf(c), static_cast<size_t>(d));
+    case SYS_lgetxattr:
+        return lgetxattr(str(a), str(b), buf(c), static_cast<size_t>(d));
+    case SYS_fgetxattr:
+        return fgetxattr(fd, str(b), buf(c), static_cast<size_t>(d));
+    case SYS_setxattr:
+        return setxattr(str(a), str(b), buf(c), static_cast<size_t>(d), static_cast<int>(e));
+    case SYS_lsetxattr:
+        return lsetxattr(str(a), str(b), buf(c), static_cast<size_t>(d), static_cast<int>(e));
+    case SYS_fsetxattr:
+        return fsetxattr(fd, str(b), buf(c), static_cast<size_t>(d), static_cast<int>(e));
+#ifdef ADSM_KERNEL_SIGACTION
+    case SYS_rt_sigaction:
+        if (d == sizeof(uint64_t)) return kernel_sigaction(static_cast<int>(a), buf(b), buf(c));
+        break;
+#endif
+    case SYS_rt_sigprocmask:
+        return kernel_sigprocmask(nr, a, buf(b), c, d);
+    case SYS_sigaltstack:
+        return kernel_sigaltstack(buf(a), buf(b));
     case SYS_io_submit:
         return adsm::interpose::linux_aio_submit(a, b, reinterpret_cast<struct iocb **>(c));
     case SYS_io_getevents:

@@ -14,6 +14,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -345,4 +346,45 @@ TEST(KernelValuesTest, ResidentPagesLandInAClosedBlock) {
     for (size_t i = 0; i < 64; ++i) EXPECT_EQ(vec[i] & 1, i % 2 == 0 ? 1 : 0) << i;
     EXPECT_TRUE(b.kept_outside(vec, 64));
     munmap(m, 64 * page);
+}
+
+TEST(KernelValuesTest, TheSameCallsByNumberGoThroughClosedBlocks) {
+    TempFile f(16);
+    ClosedBuffer b;
+    ASSERT_TRUE(shared(b.p));
+    char *value = reinterpret_cast<char *>(b.p + kThreshold - 10);
+    strcpy(value, "by-number");
+    b.keep_on_device();
+    ASSERT_EQ(syscall(SYS_setxattr, f.path.c_str(), "user.adsm.n", value, 9, 0), 0) << strerror(errno);
+    b.close();
+    ASSERT_EQ(syscall(SYS_fgetxattr, f.fd, "user.adsm.n", value, 100), 9) << strerror(errno);
+    EXPECT_EQ(memcmp(value, "by-number", 9), 0);
+
+    b.close();
+    int dir = open("/", O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(dir, 0);
+    long r = syscall(SYS_getdents64, dir, b.p + kThreshold - 100, 4096);
+    ASSERT_GT(r, 0) << strerror(errno);
+    EXPECT_TRUE(b.kept_outside(b.p + kThreshold - 100, static_cast<size_t>(r)));
+    close(dir);
+
+    int q = msgget(IPC_PRIVATE, 0600);
+    ASSERT_GE(q, 0);
+    auto *m = reinterpret_cast<Message *>(b.p + kThreshold - 50);
+    m->type = 3;
+    memset(m->text, 'q', 1000);
+    b.keep_on_device();
+    ASSERT_EQ(syscall(SYS_msgsnd, q, m, 1000, 0), 0) << strerror(errno);
+    b.close();
+    ASSERT_EQ(syscall(SYS_msgrcv, q, m, 1000, 0, IPC_NOWAIT), 1000) << strerror(errno);
+    EXPECT_EQ(m->type, 3);
+    EXPECT_EQ(m->text[999], 'q');
+    msgctl(q, IPC_RMID, nullptr);
+
+    b.close();
+    char theirs[3000];
+    memset(theirs, 'r', sizeof theirs);
+    struct iovec local = {b.p + kThreshold - 1000, sizeof theirs}, remote = {theirs, sizeof theirs};
+    ASSERT_EQ(syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0), 3000) << strerror(errno);
+    EXPECT_EQ(b.p[kThreshold - 1000 + 2999], 'r');
 }

@@ -1,7 +1,7 @@
 // The C library's other names for installing a handler or setting a mask
 // (__sysv_signal, which signal() is in a program built with -std=c99,
 // __sigaction, ssignal, sigset, sigignore, sighold, sigblock, sigsetmask,
-// BSD's sigpause):
+// BSD's sigpause), and the system calls made by number through syscall():
 // each sets SIGSEGV's action or mask inside the C library, past sigaction
 // and sigprocmask.  Whatever the program does through them, the runtime's
 // fault handler stays, its faults on shared memory are taken, and the
@@ -9,6 +9,8 @@
 // program's handler took the runtime's place, it ends the child with
 // status 3 at the first closed page.
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -133,6 +135,47 @@ TEST(SignalNamesTest, WaitsUnderAMaskOfBits) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_EXIT(pause_then_touch(bsd_sigpause), testing::ExitedWithCode(0), "");
     EXPECT_EXIT(pause_then_touch([](int mask) { return __sigpause(mask, 0); }), testing::ExitedWithCode(0), "");
+}
+
+// The kernel's sigaction, as a call by number passes it (x86-64, AArch64).
+struct KernelSigaction {
+    void *handler;
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+
+#if defined(__x86_64__) || defined(__aarch64__)
+TEST(SignalNamesTest, AnActionSetByNumber) {
+    with([] {
+        KernelSigaction k = {reinterpret_cast<void *>(programs_handler), 0, nullptr, 0};
+        KernelSigaction old = {};
+        need(syscall(SYS_rt_sigaction, SIGSEGV, &k, &old, sizeof k.mask) == 0);
+        // What it reads back by number is its handler too.
+        need(syscall(SYS_rt_sigaction, SIGSEGV, nullptr, &old, sizeof k.mask) == 0);
+        need(old.handler == reinterpret_cast<void *>(programs_handler));
+        // Bad pointers are the kernel's EFAULT, not a fault here.
+        errno = 0;
+        need(syscall(SYS_rt_sigaction, SIGSEGV, reinterpret_cast<void *>(8), nullptr, sizeof k.mask) == -1 &&
+             errno == EFAULT);
+    });
+}
+#endif
+
+TEST(SignalNamesTest, AMaskAndAnAlternateStackSetByNumber) {
+    with([] {
+        uint64_t mask = uint64_t{1} << (SIGSEGV - 1) | uint64_t{1} << (SIGUSR1 - 1), old = 0;
+        need(syscall(SYS_rt_sigprocmask, SIG_BLOCK, &mask, &old, sizeof mask) == 0);
+        need(syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, nullptr, sizeof mask) == 0);
+        sigset_t now;
+        need(pthread_sigmask(SIG_BLOCK, nullptr, &now) == 0 && sigismember(&now, SIGUSR1) == 1);
+        // An alternate stack by number goes where the C library's would.
+        static char stack[64 * 1024];
+        stack_t ss = {stack, 0, sizeof stack}, was = {};
+        need(syscall(SYS_sigaltstack, &ss, &was) == 0);
+        need(syscall(SYS_sigaltstack, nullptr, &was) == 0 && was.ss_sp == stack);
+        need(signal(SIGSEGV, programs_handler) != SIG_ERR);
+    });
 }
 
 #pragma GCC diagnostic pop
