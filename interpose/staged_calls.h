@@ -47,6 +47,28 @@ inline void chaos_tick() {
     if (adsm::preload::g_chaos.load(std::memory_order_relaxed)) adsm::preload::chaos_tick();
 }
 
+// Device copies still filling or draining the thread's staging buffers.
+// The real calls are cancellation points: a thread cancelled at one
+// unwinds through here, and its staging buffers go when it ends, so the
+// copies must be over first (else the copy engine wrote into, or read
+// from, memory unmapped under it).
+struct CopiesInFlight {
+    uint64_t ticket[2] = {0, 0};
+    CopiesInFlight() = default;
+    CopiesInFlight(const CopiesInFlight &) = delete;
+    CopiesInFlight &operator=(const CopiesInFlight &) = delete;
+    // Waits for both; false if some copy failed.
+    bool wait() {
+        bool ok = true;
+        for (uint64_t &t : ticket) {
+            if (t) ok &= adsm::preload::wait_copies(t) == adsmSuccess;
+            t = 0;
+        }
+        return ok;
+    }
+    ~CopiesInFlight() { wait(); }
+};
+
 // Data into memory.  call(iov, iovcnt, done) makes one real call; with
 // `rounds` a complete round is followed by another (regular files), and the
 // rounds alternate staging buffers so that one round's copies to the device
@@ -59,8 +81,11 @@ inline ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call 
     size_t done = 0;
     ssize_t result = -1;
     int err = 0;
-    uint64_t pending[2] = {0, 0};
     Staged st[2];
+    // (After the buffers: destroyed first, it waits before a buffer of the
+    // call's own is unmapped.)
+    CopiesInFlight in_flight;
+    uint64_t *pending = in_flight.ticket;
     // Bytes whose copy into shared memory failed were read from the file but
     // are not in the program's buffer: the call fails with EIO.
     bool lost = false;
@@ -92,8 +117,7 @@ inline ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call 
         }
     }
     // The data is in place when the call returns.
-    lost |= adsm::preload::wait_copies(pending[0]) != adsmSuccess;
-    lost |= adsm::preload::wait_copies(pending[1]) != adsmSuccess;
+    lost |= !in_flight.wait();
     if (lost) {
         result = -1;
         err = EIO;
@@ -113,7 +137,8 @@ inline ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
     StagingCall bracket(false, want);
     size_t done = 0;
     Staged st[2];
-    uint64_t ticket[2] = {0, 0};
+    CopiesInFlight in_flight;
+    uint64_t *ticket = in_flight.ticket;
     st[0].layout(iov, iovcnt, 0, 0);
     if (st[0].requested() == 0) {
         if (!st[0].out_of_staging()) return 0;
@@ -152,7 +177,7 @@ inline ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
             break;
         }
     }
-    adsm::preload::wait_copies(ticket[0] > ticket[1] ? ticket[0] : ticket[1]);
+    in_flight.wait();
     bracket.set_result(done);
     if (result < 0) errno = err;
     return result;

@@ -19,10 +19,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum { kBytes = 4 << 20, kKinds = 5, kRounds = 4 };
+enum { kBytes = 4 << 20, kKinds = 5, kRounds = 4, kBig = 24 << 20, kFileRounds = 40 };
 
-static unsigned char *g_buf;
-static int g_pipe[2], g_sock[2], g_queue;
+static unsigned char *g_buf, *g_big;
+static int g_pipe[2], g_sock[2], g_queue, g_file;
 static mqd_t g_mq;
 static volatile int g_cleanups;
 
@@ -46,6 +46,21 @@ static void *blocked(void *arg) {
     }
     case 3: msgrcv(g_queue, g_buf + 8192, 4096, 0, 0); break;
     default: mq_receive(g_mq, (char *)g_buf + 65536, 8192, NULL); break;
+    }
+    pthread_cleanup_pop(0);
+    return (void *)1;
+}
+
+/* Reads and writes a file in rounds through both staging buffers, with one
+ * round's copies under way while the next round's call runs: cancelled at
+ * such a call, the thread's staging buffers go with it, and copies still
+ * reading or filling them must be over by then. */
+static void *streaming(void *arg) {
+    (void)arg;
+    pthread_cleanup_push(cleanup, NULL);
+    for (;;) {
+        if (pread(g_file, g_big, kBig, 0) != kBig) break;
+        if (pwrite(g_file, g_big, kBig, kBig) != kBig) break;
     }
     pthread_cleanup_pop(0);
     return (void *)1;
@@ -80,10 +95,35 @@ int main(void) {
                 ++bad;
             }
         }
-    if (g_cleanups != kRounds * kKinds) {
-        printf("%d of %d cleanup handlers ran\n", g_cleanups, kRounds * kKinds);
+    /* Threads cancelled in the middle of big reads and writes. */
+    char path[] = "/tmp/adsm-cancel-XXXXXX";
+    g_file = mkstemp(path);
+    if (g_file < 0) return perror("mkstemp"), 2;
+    unlink(path);
+    g_big = malloc(kBig);
+    memset(g_big, 3, kBig);
+    if (pwrite(g_file, g_big, kBig, 0) != kBig) return perror("pwrite"), 2;
+    srand(7);
+    for (int round = 0; round < kFileRounds; ++round) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, streaming, NULL)) return perror("pthread_create"), 2;
+        usleep(500 + rand() % 20000);
+        pthread_cancel(t);
+        void *res = NULL;
+        pthread_join(t, &res);
+        if (res != PTHREAD_CANCELED) {
+            printf("streaming: not cancelled\n");
+            ++bad;
+        }
+    }
+    const int threads = kRounds * kKinds + kFileRounds;
+    if (g_cleanups != threads) {
+        printf("%d of %d cleanup handlers ran\n", g_cleanups, threads);
         ++bad;
     }
+    if (pread(g_file, g_big, kBig, 0) != kBig || g_big[kBig - 1] != 3) printf("a big read after: wrong\n"), ++bad;
+    close(g_file);
+    free(g_big);
 
     /* The same calls afterwards, on the same shared memory. */
     if (write(g_pipe[1], "abcde", 5) != 5 || read(g_pipe[0], g_buf + 100, 5) != 5 || memcmp(g_buf + 100, "abcde", 5))
@@ -104,6 +144,6 @@ int main(void) {
         printf("cancellation: %d checks FAILED\n", bad);
         return 1;
     }
-    printf("cancellation clean: %d threads cancelled in staged calls\n", kRounds * kKinds);
+    printf("cancellation clean: %d threads cancelled in staged calls\n", threads);
     return 0;
 }
