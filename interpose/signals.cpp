@@ -28,6 +28,7 @@
 #include "os/deferred_signals.h"
 #include "os/fault_signals.h"
 #include "os/safe_line.h"
+#include "os/stack_switches.h"
 #include "os/stop_signal.h"
 
 using adsm::interpose::fault_signal_open;
@@ -159,12 +160,15 @@ INTERCEPTOR(int, pthread_sigmask, int how, const sigset_t *set, sigset_t *old) {
 // system call of its own), and a new thread's first one: coroutine
 // libraries and thread pools may block every signal there.  The program's
 // context loses SIGSEGV where it is, as a mask it reads back does.
+// (Counted: os/stack_switches.h.)
 INTERCEPTOR(int, setcontext, const ucontext_t *ucp) {
     if (ucp) sigdelset(const_cast<sigset_t *>(&ucp->uc_sigmask), SIGSEGV);
+    adsm::os::note_stack_switch();
     return REAL(setcontext)(ucp);
 }
 INTERCEPTOR(int, swapcontext, ucontext_t *oucp, const ucontext_t *ucp) {
     if (ucp) sigdelset(const_cast<sigset_t *>(&ucp->uc_sigmask), SIGSEGV);
+    adsm::os::note_stack_switch();
     return REAL(swapcontext)(oucp, ucp);
 }
 INTERCEPTOR(int, pthread_attr_setsigmask_np, pthread_attr_t *attr, const sigset_t *set) {

@@ -70,6 +70,7 @@ private:
     size_t requested_ = 0;
     bool out_of_staging_ = false;
     uint8_t *owned_ = nullptr;  // a buffer of this call's own (nested in a signal handler)
+    int thread_buffer_ = -1;    // else which of the thread's two it uses
 };
 
 // Brackets a whole interposed call: the thread's staging buffers belong to
@@ -90,6 +91,10 @@ private:
     size_t bytes_, moved_ = 0;
     uint64_t start_;
 };
+
+// How many staged calls the thread has under way, nested ones included, as
+// staging counts them (the tests read it).
+int calls_under_way();
 
 // Whether any of the iovecs touches the shared window.
 bool touches_shared(const struct iovec *iov, int iovcnt);
