@@ -68,8 +68,7 @@ bool copy_pieces(const struct iocb *cb, struct iovec *out) {
     const size_t n = cb->aio_nbytes * sizeof *out;
     const void *from = reinterpret_cast<const void *>(cb->aio_buf);
     if (adsm::preload::touches_window(from, n)) return adsm::preload::read_shared(from, out, n) == adsmSuccess;
-    struct iovec mine = {out, n}, theirs = {const_cast<void *>(from), n};
-    return process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0) == static_cast<ssize_t>(n);
+    return adsm::os::copy_checked_from(out, from, n);
 }
 
 // Whether a vector's pieces go through a bounce buffer (*total: their

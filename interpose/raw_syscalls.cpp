@@ -34,6 +34,7 @@
 #include "interpose/interceptor.h"
 #include "interpose/linux_aio.h"
 #include "interpose/staged_calls.h"
+#include "os/vm.h"
 
 using adsm::interpose::stages;
 
@@ -49,16 +50,10 @@ const struct iovec *vec(long a) { return reinterpret_cast<const struct iovec *>(
 void *buf(long a) { return reinterpret_cast<void *>(a); }
 const char *str(long a) { return reinterpret_cast<const char *>(a); }
 
-// The program's bytes at p, copied as the kernel copies them: false (the
-// kernel's EFAULT) where it cannot, rather than a fault here.
-bool copy_in(void *to, const void *p, size_t n) {
-    struct iovec mine = {to, n}, theirs = {const_cast<void *>(p), n};
-    return process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0) == static_cast<ssize_t>(n);
-}
-bool copy_out(void *p, const void *from, size_t n) {
-    struct iovec mine = {const_cast<void *>(from), n}, theirs = {p, n};
-    return process_vm_writev(getpid(), &mine, 1, &theirs, 1, 0) == static_cast<ssize_t>(n);
-}
+// The program's structures, copied as the kernel copies them: a bad
+// pointer is EFAULT, not a fault here.
+bool copy_in(void *to, const void *p, size_t n) { return adsm::os::copy_checked_from(to, p, n); }
+bool copy_out(void *p, const void *from, size_t n) { return adsm::os::copy_checked_to(p, from, n); }
 long efault() {
     errno = EFAULT;
     return -1;

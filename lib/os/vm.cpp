@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "os/fault_injection.h"
 #include "os/raw_syscall.h"
@@ -90,6 +91,25 @@ int readable(const void *addr) {
     errno = saved;
     return verdict;
 }
+
+namespace {
+bool copy_checked(void *to, const void *from, size_t n, bool remote_is_from) {
+    const int saved = errno;
+    struct iovec local = {remote_is_from ? to : const_cast<void *>(from), n};
+    struct iovec remote = {remote_is_from ? const_cast<void *>(from) : to, n};
+    ssize_t r = remote_is_from ? process_vm_readv(getpid(), &local, 1, &remote, 1, 0)
+                               : process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+    if (r < 0 && errno != EFAULT) {
+        std::memcpy(to, from, n);
+        r = static_cast<ssize_t>(n);
+    }
+    errno = saved;
+    return r == static_cast<ssize_t>(n);
+}
+}  // namespace
+
+bool copy_checked_from(void *to, const void *from, size_t n) { return copy_checked(to, from, n, true); }
+bool copy_checked_to(void *to, const void *from, size_t n) { return copy_checked(to, from, n, false); }
 
 namespace {
 // Calls run(lo, hi) for each run of pages of [page_down(addr), addr+len)

@@ -51,6 +51,12 @@ int protect(void *addr, size_t len, int prot);
 // not say (the system call is filtered), or asking would make the page (it
 // is not in memory).  Async-signal-safe.
 int readable(const void *addr);
+// Copies n bytes from another place of this process as the kernel copies
+// a system call's argument: false (the kernel's EFAULT) where some byte is
+// not readable, or writable for copy_checked_to, rather than a fault.
+// Where a sandbox filters the copy's system call, copied plainly.
+bool copy_checked_from(void *to, const void *from, size_t n);
+bool copy_checked_to(void *to, const void *from, size_t n);
 // Whether any page of [addr, addr+len) exists, as mincore sees it (a page
 // of a shared mapping is in memory once made; one swapped out reads as not
 // made).  True where the kernel will not say.  Async-signal-safe.
