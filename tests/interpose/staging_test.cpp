@@ -10,11 +10,14 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,6 +40,23 @@ struct Nesting {
     std::atomic<bool> read_ok{false};
 };
 Nesting *g_nesting;
+
+// Whether thread `tid` is blocked in system call `nr` within 10 s, as
+// /proc says (its staged bytes are in the call then).
+bool blocked_in(pid_t tid, long nr) {
+    const std::string path = "/proc/self/task/" + std::to_string(tid) + "/syscall";
+    for (int i = 0; i < 10000; ++i) {
+        FILE *f = fopen(path.c_str(), "r");
+        long now = -2;
+        if (f) {
+            if (fscanf(f, "%ld", &now) != 1) now = -2;
+            fclose(f);
+        }
+        if (now == nr) return true;
+        usleep(1000);
+    }
+    return false;
+}
 
 void handler_reads(int) {
     Nesting &n = *g_nesting;
@@ -62,7 +82,7 @@ void write_interrupted_by_a_read(Nesting &n, bool on_signal_stack) {
     sa.sa_flags = SA_RESTART | (on_signal_stack ? SA_ONSTACK : 0);
     struct sigaction old;
     ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
-    std::atomic<bool> writing{false};
+    std::atomic<pid_t> writing{0};
     ssize_t wrote = -1;
     std::thread writer([&] {
         if (on_signal_stack) {
@@ -74,23 +94,22 @@ void write_interrupted_by_a_read(Nesting &n, bool on_signal_stack) {
             ss.ss_sp = mmap(nullptr, ss.ss_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             sigaltstack(&ss, nullptr);
         }
-        writing = true;
+        writing = gettid();
         size_t done = 0;
         for (ssize_t r; done < kOut && (r = write(p[1], n.out + done, kOut - done)) > 0;) done += static_cast<size_t>(r);
         wrote = static_cast<ssize_t>(done);
     });
     while (!writing) std::this_thread::yield();
-    usleep(20000);  // blocked in the write by now, its bytes staged
-    ASSERT_EQ(pthread_kill(writer.native_handle(), SIGUSR1), 0);
+    // (The staged write goes to the kernel as a vector.)
+    EXPECT_TRUE(blocked_in(writing, SYS_writev)) << "the write never blocked";
+    EXPECT_EQ(pthread_kill(writer.native_handle(), SIGUSR1), 0);
     for (int i = 0; i < 2000 && n.depth_seen < 0; ++i) usleep(1000);
     std::vector<uint8_t> got(filler + kOut);
     size_t have = 0;
-    while (have < got.size()) {
-        ssize_t r = read(p[0], got.data() + have, got.size() - have);
-        ASSERT_GT(r, 0);
+    for (ssize_t r; have < got.size() && (r = read(p[0], got.data() + have, got.size() - have)) > 0;)
         have += static_cast<size_t>(r);
-    }
     writer.join();
+    ASSERT_EQ(have, got.size());
     got.erase(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(filler));
     EXPECT_EQ(wrote, static_cast<ssize_t>(kOut));
     EXPECT_EQ(n.depth_seen, 1) << "after the handler's read, the interrupted write is still under way";
