@@ -33,7 +33,9 @@ public:
         adsm::preload::Piece piece;
         if (adsm::preload::split(p, n, &piece, 1) != 1 || !piece.shared || piece.n != n) return;
         copied_ = true;
+        const int saved = errno;  // (a call that succeeds leaves errno as it was)
         loaded_ = adsm::preload::read_shared(p, copy_, n) == adsmSuccess;
+        errno = saved;
     }
     Local(const Local &) = delete;
     Local &operator=(const Local &) = delete;

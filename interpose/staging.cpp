@@ -195,12 +195,14 @@ void Staged::layout(const struct iovec *iov, int iovcnt, size_t skip, int buffer
 }
 
 bool Staged::gather(uint64_t *ticket) {
+    const int saved = errno;  // (a call that succeeds leaves errno as it was)
     bool ok = true;
     for (int i = 0; i < n_ && ok; ++i)
         if (slots_[i].shared &&
             preload::read_shared(slots_[i].shared, slots_[i].stage, slots_[i].len, ticket) != adsmSuccess)
             ok = false;
     if (ticket && *ticket && thread_buffer_ >= 0) tls_stage_ticket[thread_buffer_] = *ticket;
+    errno = saved;
     return ok;
 }
 

@@ -13,8 +13,12 @@ constexpr size_t kPage = 4096;
 const ra::Location kHost{ra::Where::host, 0};
 ra::Location device(int d) { return {ra::Where::device, d}; }
 
-// An allocation of eight pages and a half, at an address no test shares.
-ra::Allocation allocation(uintptr_t base, uint64_t identity = 1) { return {base, 8 * kPage + kPage / 2, identity}; }
+// An allocation of eight pages and a half, at an address no test shares,
+// with no record yet (a repeated test finds none of its last run's).
+ra::Allocation allocation(uintptr_t base, uint64_t identity = 1) {
+    ra::forget(base);
+    return {base, 8 * kPage + kPage / 2, identity};
+}
 
 TEST(RangeAdvice, NoAdviceIsNone) {
     ra::Allocation a = allocation(0x10000000);
@@ -75,7 +79,7 @@ TEST(RangeAdvice, LastPrefetchIsCommonOrNone) {
 TEST(RangeAdvice, AnotherAllocationAtTheSameBaseStartsAnew) {
     ra::Allocation a = allocation(0x60000000, 7);
     ASSERT_TRUE(ra::advise(a, a.base, a.size, ra::Advice::read_mostly, {}));
-    ra::Allocation later = allocation(a.base, 8);
+    ra::Allocation later = {a.base, a.size, 8};  // (not forgotten first: replaced by its identity)
     EXPECT_FALSE(ra::summary(later, later.base, later.size).read_mostly);
     ASSERT_TRUE(ra::advise(later, later.base, kPage, ra::Advice::prefer, kHost));
     EXPECT_FALSE(ra::summary(later, later.base, kPage).read_mostly) << "the earlier allocation's advice is gone";
