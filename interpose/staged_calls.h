@@ -75,6 +75,7 @@ struct CopiesInFlight {
 // overlap the next round's call.
 template <class Call>
 inline ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call &&call) {
+    const int entry_errno = errno;  // what a call that succeeds leaves, whatever the runtime did
     chaos_tick();
     const size_t want = total_of(iov, iovcnt);
     StagingCall bracket(true, want);
@@ -123,7 +124,7 @@ inline ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call 
         err = EIO;
     }
     bracket.set_result(lost ? 0 : done);
-    if (result < 0) errno = err;
+    errno = result < 0 ? err : entry_errno;
     return result;
 }
 
@@ -132,6 +133,7 @@ inline ssize_t staged_in(const struct iovec *iov, int iovcnt, bool rounds, Call 
 // device while this round's call runs.
 template <class Call>
 inline ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
+    const int entry_errno = errno;
     chaos_tick();
     const size_t want = total_of(iov, iovcnt);
     StagingCall bracket(false, want);
@@ -141,7 +143,10 @@ inline ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
     uint64_t *ticket = in_flight.ticket;
     st[0].layout(iov, iovcnt, 0, 0);
     if (st[0].requested() == 0) {
-        if (!st[0].out_of_staging()) return 0;
+        if (!st[0].out_of_staging()) {
+            errno = entry_errno;
+            return 0;
+        }
         errno = ENOMEM;  // (returning 0 would leave the program retrying for ever)
         return -1;
     }
@@ -179,7 +184,7 @@ inline ssize_t staged_out(const struct iovec *iov, int iovcnt, Call &&call) {
     }
     in_flight.wait();
     bracket.set_result(done);
-    if (result < 0) errno = err;
+    errno = result < 0 ? err : entry_errno;
     return result;
 }
 
