@@ -44,13 +44,16 @@ template <class Call>
 int staged_array(void *array, size_t entries, size_t entry, Use use, Call &&call) {
     if (entries == 0 || entries > INT_MAX / entry || !stages(array, entries * entry)) return call(array);
     const size_t bytes = entries * entry;
+    const int entry_errno = errno;  // what a call that succeeds leaves, whatever the runtime did
     OnStaging on(array, bytes);
     void *staged = on.whole();
+    errno = entry_errno;
     if (!staged) return call(array);
     if (use == Use::read_then_written && !on.gather()) {
         errno = EFAULT;  // the array's bytes could not be read
         return -1;
     }
+    errno = entry_errno;
     int r = call(staged);
     if (r < 0) return r;  // (the kernel wrote nothing back)
     int saved = errno;
@@ -87,8 +90,10 @@ INTERCEPTOR(ssize_t, getrandom, void *buf, size_t n, unsigned int flags) {
 INTERCEPTOR(int, getentropy, void *buf, size_t n) {
     // (More than 256 bytes is refused before anything is written.)
     if (n > 256 || !stages(buf, n)) return REAL(getentropy)(buf, n);
+    const int entry = errno;
     OnStaging on(buf, n);
     const Staged &st = on.staged();
+    errno = entry;
     if (st.requested() != n) return REAL(getentropy)(buf, n);
     for (int i = 0; i < st.iovcnt(); ++i)
         if (REAL(getentropy)(st.iov()[i].iov_base, st.iov()[i].iov_len) != 0) return -1;
@@ -96,6 +101,7 @@ INTERCEPTOR(int, getentropy, void *buf, size_t n) {
         errno = EIO;
         return -1;
     }
+    errno = entry;
     return 0;
 }
 

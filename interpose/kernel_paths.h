@@ -40,7 +40,9 @@ R failure() {
 template <class Call>
 __attribute__((noinline)) auto call_with_copy(const char *path, Call &call) -> decltype(call(path)) {
     char copy[PATH_MAX];
+    const int entry = errno;  // what a call that succeeds leaves
     if (!copy_path(path, copy)) return failure<decltype(call(path))>();
+    errno = entry;
     return call(static_cast<const char *>(copy));
 }
 

@@ -60,7 +60,9 @@ template <class Call>
 auto with_name(const char *name, Call &&call) -> decltype(call(name)) {
     if (!name || !stages(name, 1)) return call(name);
     char copy[XATTR_NAME_MAX + 1];
+    const int entry = errno;
     if (!adsm::interpose::read_string(name, copy, sizeof copy, ERANGE)) return failure<decltype(call(name))>();
+    errno = entry;
     return call(static_cast<const char *>(copy));
 }
 

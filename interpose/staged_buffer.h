@@ -64,17 +64,18 @@ private:
 template <class R, class Call, class Written>
 R filled_buffer(void *buf, size_t n, int lost, Call &&call, Written &&written) {
     if (n == 0 || !stages(buf, n)) return call(buf);
+    const int entry = errno;  // what a call that succeeds leaves, whatever the runtime did
     OnStaging on(buf, n);
     void *staged = on.whole();
+    errno = entry;
     if (!staged) return call(buf);
     R r = call(staged);
     if (r < 0) return r;  // (the kernel wrote nothing the program may read)
-    const int saved = errno;
     if (!on.scatter(written(r))) {
         errno = lost;
         return static_cast<R>(-1);
     }
-    errno = saved;
+    errno = entry;
     return r;
 }
 
@@ -85,13 +86,16 @@ R filled_buffer(void *buf, size_t n, int lost, Call &&call, Written &&written) {
 template <class R, class Call>
 R read_buffer(const void *buf, size_t n, Call &&call) {
     if (n == 0 || !stages(buf, n)) return call(buf);
+    const int entry = errno;
     OnStaging on(const_cast<void *>(buf), n, false);
     void *staged = on.whole();
+    errno = entry;
     if (!staged) return call(buf);
     if (!on.gather()) {
         errno = EFAULT;
         return static_cast<R>(-1);
     }
+    errno = entry;
     return call(static_cast<const void *>(staged));
 }
 
