@@ -11,6 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -27,6 +28,8 @@ TEST(ErrnoTest, SuccessfulCallsOnSharedMemoryLeaveErrno) {
     ASSERT_TRUE(shared(p));
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
+    FILE *stream = fdopen(dup(f.fd), "r+");
+    ASSERT_NE(stream, nullptr);
     struct Case {
         const char *name;
         std::function<bool()> call;
@@ -51,7 +54,27 @@ TEST(ErrnoTest, SuccessfulCallsOnSharedMemoryLeaveErrno) {
              strcpy(reinterpret_cast<char *>(p + 100), f.path.c_str());
              return access(reinterpret_cast<char *>(p + 100), R_OK) == 0;
          }},
-        {"xattr", [&] { return fsetxattr(f.fd, "user.adsm.e", p + 9, 300, 0) == 0 && fgetxattr(f.fd, "user.adsm.e", p + kThreshold - 5, 300) == 300; }},
+        {"xattr", [&] {
+             return fsetxattr(f.fd, "user.adsm.e", p + 9, 300, 0) == 0 &&
+                    fgetxattr(f.fd, "user.adsm.e", p + kThreshold - 5, 300) == 300;
+         }},
+        // Bulk memory and streams through the protocol.
+        {"memcpy", [&] {
+             memcpy(p + n / 2, opaque(p), n / 2);
+             return true;
+         }},
+        {"memset", [&] {
+             memset(opaque(p), 7, n);
+             return true;
+         }},
+        {"fread", [&] {
+             rewind(stream);
+             return fread(p, 1, n, stream) == n;
+         }},
+        {"fwrite", [&] {
+             rewind(stream);
+             return fwrite(p, 1, n, stream) == n && fflush(stream) == 0;
+         }},
     };
     for (const Case &c : cases)
         for (int round = 0; round < 20; ++round) {
@@ -60,6 +83,7 @@ TEST(ErrnoTest, SuccessfulCallsOnSharedMemoryLeaveErrno) {
             ASSERT_TRUE(c.call()) << c.name << ": " << strerror(errno);
             ASSERT_EQ(errno, 12345) << c.name << " (round " << round << ") left errno " << errno;
         }
+    fclose(stream);
     close(fds[0]);
     close(fds[1]);
     free(p);
