@@ -3,7 +3,9 @@
 // copying structures): programs that read errno after a call that did not
 // fail, as many do to tell an end of file from an error, see their own.
 #include <fcntl.h>
+#include <aio.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -74,6 +76,37 @@ TEST(ErrnoTest, SuccessfulCallsOnSharedMemoryLeaveErrno) {
         {"fwrite", [&] {
              rewind(stream);
              return fwrite(p, 1, n, stream) == n && fflush(stream) == 0;
+         }},
+        // Asynchronous I/O, a stream's buffer, allocations, SIGSEGV's action.
+        {"aio", [&] {
+             struct aiocb cb = {};
+             cb.aio_fildes = f.fd;
+             cb.aio_buf = p;
+             cb.aio_nbytes = n;
+             if (aio_read(&cb) != 0) return false;
+             const struct aiocb *list[] = {&cb};
+             while (aio_error(&cb) == EINPROGRESS) aio_suspend(list, 1, nullptr);
+             return aio_return(&cb) == static_cast<ssize_t>(n);
+         }},
+        {"setvbuf", [&] {
+             FILE *s2 = fopen(f.path.c_str(), "r");
+             bool ok = s2 && setvbuf(s2, reinterpret_cast<char *>(p), _IOFBF, kThreshold) == 0 && fgetc(s2) != EOF;
+             if (s2) fclose(s2);
+             return ok;
+         }},
+        {"malloc", [&] {
+             void *q = malloc(2 * kThreshold);
+             bool ok = q && shared(q);
+             free(q);
+             q = calloc(1, 3 * kThreshold);
+             q = realloc(q, 5 * kThreshold);
+             ok = ok && q;
+             free(q);
+             return ok;
+         }},
+        {"sigaction", [&] {
+             struct sigaction now;
+             return sigaction(SIGSEGV, nullptr, &now) == 0 && sigaction(SIGSEGV, &now, nullptr) == 0;
          }},
     };
     for (const Case &c : cases)
