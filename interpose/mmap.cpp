@@ -4,6 +4,13 @@
 // (EEXIST for MAP_FIXED_NOREPLACE, EACCES for mprotect, EINVAL otherwise)
 // and a warning names the first one; harmless advice is accepted.  Every
 // call that does not touch the window goes to the C library unchanged.
+//
+// mlockall locks pages as they are first touched: the runtime maps the
+// device's memory and a view of all shared memory, each the window's size
+// (64 GiB on sim), and locked whole, as MCL_CURRENT and MCL_FUTURE lock
+// them, they filled the machine's memory and the kernel killed the
+// program (mlockall(MCL_CURRENT | MCL_FUTURE), then a shared allocation:
+// SIGKILL).  MCL_ONFAULT is added, once said.
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -112,4 +119,16 @@ INTERCEPTOR(int, posix_madvise, void *addr, size_t len, int advice) {
         return EINVAL;  // posix_madvise reports, it does not set errno
     }
     return REAL(posix_madvise)(addr, len, advice);
+}
+
+INTERCEPTOR(int, mlockall, int flags) {
+    if ((flags & (MCL_CURRENT | MCL_FUTURE)) && !(flags & MCL_ONFAULT)) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            adsm::log(adsm::LogLevel::warn,
+                      "mlockall locks pages as they are first touched (MCL_ONFAULT added): adsm's device memory and "
+                      "its view of shared memory, locked whole, would fill the machine's memory");
+        flags |= MCL_ONFAULT;
+    }
+    return REAL(mlockall)(flags);
 }
