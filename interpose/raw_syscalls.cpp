@@ -12,7 +12,11 @@
 // through the runtime's sigaction, mask and stack as the C library's
 // names do (signals.cpp, alt_stacks.cpp): a SIGSEGV handler installed so
 // replaced the runtime's in the kernel, and the next fault on shared
-// memory went to the program's.  Every other call goes straight on.  The
+// memory went to the program's.  A fork or clone by number that makes a
+// process of its own (a copy of the caller's memory, on the caller's stack)
+// runs between the runtime's fork handlers, as _Fork does (forks.h):
+// without them the child wrote into its parent's objects.  Every other
+// call goes straight on.  The
 // runtime makes its own system calls without this function
 // (os/raw_syscall.h).
 #include <dirent.h>
@@ -31,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "interpose/forks.h"
 #include "interpose/interceptor.h"
 #include "interpose/linux_aio.h"
 #include "interpose/staged_calls.h"
@@ -111,6 +116,19 @@ long kernel_sigaltstack(const void *ss, void *old) {
     if (sigaltstack(ss ? &s : nullptr, old ? &o : nullptr) != 0) return -1;
     if (old && !copy_out(old, &o, sizeof o)) return efault();
     return 0;
+}
+
+// A clone that shares no memory and keeps the caller's stack returns in
+// the child as fork does; any other (a thread, a vfork, a child on a stack
+// of its own) is the program's business.
+constexpr unsigned long kCloneVm = 0x00000100;  // CLONE_VM
+bool makes_a_copy(unsigned long flags, long stack) { return !(flags & kCloneVm) && stack == 0; }
+
+// clone3's arguments start with the flags and, five words on, the stack.
+bool clone3_makes_a_copy(const void *args, long size) {
+    uint64_t head[6];
+    if (!args || size < static_cast<long>(sizeof head) || !copy_in(head, args, sizeof head)) return false;
+    return makes_a_copy(head[0], static_cast<long>(head[5]));
 }
 
 }  // namespace
@@ -226,6 +244,16 @@ INTERCEPTOR(long, syscall, long nr, ...) {
         adsm::interpose::linux_aio_destroyed(a);
         return r;
     }
+#ifdef SYS_fork
+    case SYS_fork:
+#endif
+    case SYS_clone:
+    case SYS_clone3:
+        if (nr == SYS_clone ? makes_a_copy(static_cast<unsigned long>(a), b)
+            : nr == SYS_clone3 ? clone3_makes_a_copy(buf(a), b)
+                               : true)
+            return adsm::interpose::with_fork_handlers([&] { return REAL(syscall)(nr, a, b, c, d, e, f); });
+        break;
     default:
         break;
     }

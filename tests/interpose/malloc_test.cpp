@@ -1,5 +1,6 @@
 #include <malloc.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -370,6 +371,43 @@ TEST(MallocTest, AcrossAForkWithoutHandlers) {
     EXPECT_EQ(p[kThreshold + 5], 7) << "the child wrote into its parent's memory";
     EXPECT_EQ(p[2 * kThreshold - 1], 7);
     free(p);
+}
+
+// A fork or clone made by number through syscall() (a sandbox's or a
+// runtime's own process making) runs no atfork handler either: the child
+// still gets its own copy.
+TEST(MallocTest, AcrossAForkOrCloneByNumber) {
+    struct clone_args3 {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    };
+    for (int how = 0; how < 3; ++how) {
+        SCOPED_TRACE(how == 0 ? "SYS_fork" : how == 1 ? "SYS_clone" : "SYS_clone3");
+        uint8_t *p = half_on_device();
+        ASSERT_TRUE(shared(p));
+        auto *open = static_cast<uint8_t *>(malloc(kThreshold));  // written last by the host: no fault to take
+        ASSERT_TRUE(shared(open));
+        memset(open, 7, kThreshold);
+        clone_args3 args = {};
+        args.exit_signal = SIGCHLD;
+        long pid = how == 0 ? syscall(SYS_fork)
+                   : how == 1 ? syscall(SYS_clone, SIGCHLD, 0L, 0L, 0L, 0L)
+                              : syscall(SYS_clone3, &args, sizeof args);
+        if (pid == 0) {
+            memset(open, 9, kThreshold);
+            int code = 0;
+            for (size_t i = 0; i < kThreshold; ++i)
+                if (p[i] != pattern(i, 1)) code = 1;
+            memset(p + kThreshold, 9, kThreshold);
+            _exit(code);
+        }
+        ASSERT_GT(pid, 0) << strerror(errno);
+        EXPECT_EQ(exit_code_of(static_cast<pid_t>(pid)), 0) << "the child did not find what the device held (-1: it died)";
+        EXPECT_EQ(open[5], 7) << "the child wrote into its parent's memory";
+        EXPECT_EQ(p[kThreshold + 5], 7) << "the child wrote into its parent's memory";
+        EXPECT_EQ(p[2 * kThreshold - 1], 7);
+        free(open);
+        free(p);
+    }
 }
 
 // A child forked while another thread changes a signal's action sets its
