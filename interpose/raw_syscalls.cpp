@@ -15,7 +15,9 @@
 // memory went to the program's.  A fork or clone by number that makes a
 // process of its own (a copy of the caller's memory, on the caller's stack)
 // runs between the runtime's fork handlers, as _Fork does (forks.h):
-// without them the child wrote into its parent's objects.  Every other
+// without them the child wrote into its parent's objects.  Closing and
+// duplicating onto descriptors keeps off the runtime's own
+// (descriptors.cpp).  Every other
 // call goes straight on.  The
 // runtime makes its own system calls without this function
 // (os/raw_syscall.h).
@@ -35,6 +37,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "interpose/descriptors.h"
 #include "interpose/forks.h"
 #include "interpose/interceptor.h"
 #include "interpose/linux_aio.h"
@@ -244,6 +247,17 @@ INTERCEPTOR(long, syscall, long nr, ...) {
         adsm::interpose::linux_aio_destroyed(a);
         return r;
     }
+    case SYS_close:
+        return close(fd);
+    case SYS_close_range:
+        return adsm::interpose::close_range_around_held(static_cast<unsigned>(a), static_cast<unsigned>(b),
+                                                        static_cast<int>(c));
+#ifdef SYS_dup2
+    case SYS_dup2:
+        return dup2(fd, static_cast<int>(b));
+#endif
+    case SYS_dup3:
+        return dup3(fd, static_cast<int>(b), static_cast<int>(c));
 #ifdef SYS_fork
     case SYS_fork:
 #endif

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/held_fds.h"
 #include "os/raw_syscall.h"
 
 extern "C" void *__libc_stack_end;  // glibc's: the main thread's stack at start
@@ -151,7 +152,7 @@ bool Mappings::parse(const char *line, size_t len) {
 }
 
 Mappings::~Mappings() {
-    if (fd_ >= 0) sys_close(fd_);
+    os::close_held(fd_);
 }
 
 int Mappings::read(bool ask_kernel) {
@@ -159,12 +160,12 @@ int Mappings::read(bool ask_kernel) {
     stack_ = Range{};
     failed_ = false;
     // (Opened afresh each time: a fork child's inherited file is its parent's.)
-    if (fd_ >= 0) sys_close(fd_);
+    os::close_held(fd_);
     fd_ = -1;
     int fd = sys_open("/proc/self/maps", O_RDONLY);
     if (fd < 0) return -errno;
     if (ask_kernel && kernel_answers(fd)) {
-        fd_ = fd;
+        fd_ = os::hold_fd(fd);  // kept between questions: out of the program's reach
         return 0;
     }
     char buf[8192];

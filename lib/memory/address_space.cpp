@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "os/error_text.h"
+#include "os/held_fds.h"
 #include "os/real_libc.h"
 #include "os/vm.h"
 
@@ -19,12 +20,12 @@ constexpr size_t kPunchThreshold = 64 * 1024;
 }  // namespace
 
 Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) {
-    int fd = os::memfd_sized("adsm-host", size);
+    int fd = os::hold_fd(os::memfd_sized("adsm-host", size));
     if (fd < 0) return fail(adsmErrorInitialization, "cannot create the host mirror memfd: %s", os::error_text(-fd));
     void *user = os::map_shared(fd, 0, size, PROT_NONE, preferred, over_device);
     if (user == MAP_FAILED && over_device) {
         int e = errno;
-        close(fd);
+        os::close_held(fd);
         return fail(adsmErrorInitialization, "cannot map the host mirror over the device's window at %p (%llu bytes): %s",
                     reinterpret_cast<void *>(preferred), static_cast<unsigned long long>(size), os::error_text(e));
     }
@@ -34,7 +35,7 @@ Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) 
     }
     if (user == MAP_FAILED) {
         int e = errno;
-        close(fd);
+        os::close_held(fd);
         return fail(adsmErrorInitialization, "cannot reserve a %llu-byte shared window: %s",
                     static_cast<unsigned long long>(size), os::error_text(e));
     }
@@ -42,7 +43,7 @@ Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) 
     if (alias == MAP_FAILED) {
         int e = errno;
         os::unmap(user, size);
-        close(fd);
+        os::close_held(fd);
         return fail(adsmErrorInitialization, "cannot map the host mirror alias: %s", os::error_text(e));
     }
     base_ = reinterpret_cast<uintptr_t>(user);
@@ -114,7 +115,7 @@ namespace adsm {
 void AddressSpace::detach_after_fork() {
     if (alias_) os::unmap(alias_, size_);
     alias_ = nullptr;
-    if (host_fd_ >= 0) close(host_fd_);
+    os::close_held(host_fd_);
     host_fd_ = -1;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "os/held_fds.h"
 #include "os/raw_syscall.h"
 
 // Debian 12's headers predate these (Linux 6.7); the values are the kernel ABI.
@@ -113,12 +114,12 @@ int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step, int
         *failed_step = "opening /proc/self/pagemap";
         return e;
     }
-    uffd_ = fd;
-    pagemap_ = pm;
+    uffd_ = hold_fd(fd);
+    pagemap_ = hold_fd(pm);
     if (backing >= 0) {
         char path[48];
         snprintf(path, sizeof path, "/proc/self/fd/%d", backing);
-        backing_ = open(path, O_RDONLY | O_CLOEXEC);  // (-1: collect_made is collect)
+        backing_ = hold_fd(open(path, O_RDONLY | O_CLOEXEC));  // (-1: collect_made is collect)
     }
     pid_ = getpid();
     base_ = base;
@@ -127,15 +128,14 @@ int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step, int
 }
 
 UffdTracker::~UffdTracker() {
-    for (int fd : {uffd_, pagemap_, backing_})
-        if (fd >= 0) close(fd);
+    for (int fd : {uffd_, pagemap_, backing_}) close_held(fd);
     const size_t bytes = ((size_ >> 12) + 63) / 64 * sizeof(uint64_t);
     for (auto &log : logs_)
         if (std::atomic<uint64_t> *l = log.load(std::memory_order_acquire)) munmap(l, bytes);
 }
 
 void UffdTracker::detach_after_fork() {
-    if (backing_ >= 0) close(backing_);
+    close_held(backing_);
     backing_ = -1;
 }
 

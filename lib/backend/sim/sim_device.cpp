@@ -22,6 +22,7 @@
 #include "os/clock.h"
 #include "os/error_text.h"
 #include "os/fault_injection.h"
+#include "os/held_fds.h"
 #include "os/futex.h"
 #include "os/real_libc.h"
 #include "os/spawn.h"
@@ -85,39 +86,39 @@ SimDevice::~SimDevice() {
             if (d == this) d = nullptr;
     }
     // Closing the socket ends the device process.
-    if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
+    os::close_held(sock_.exchange(-1));
     // Then what reaches device memory and the channel goes, and they with
     // it (a device server makes and ends one per client session).
     engine_.stop();
     host_.reset();
     if (dma_) munmap(dma_, size_);
     if (channel_) munmap(channel_, sizeof(exec::Channel));
-    if (dev_fd_ >= 0) close(dev_fd_);
-    if (channel_fd_ >= 0) close(channel_fd_);
-    if (int fd = pidfd_.exchange(-1); fd >= 0) close(fd);
+    os::close_held(dev_fd_);
+    os::close_held(channel_fd_);
+    os::close_held(pidfd_.exchange(-1));
 }
 
 Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) {
-    int fd = os::memfd_sized("adsm-sim-device-memory", size);
+    int fd = os::hold_fd(os::memfd_sized("adsm-sim-device-memory", size));
     if (fd < 0) return fail(adsmErrorInitialization, "sim: cannot create device memory: %s", os::error_text(-fd));
     void *dma = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE);
     if (dma == MAP_FAILED) {
         int e = errno;
-        close(fd);
+        os::close_held(fd);
         return fail(adsmErrorInitialization, "sim: cannot map device memory: %s", os::error_text(e));
     }
-    int cfd = os::memfd_sized("adsm-sim-channel", sizeof(exec::Channel));
+    int cfd = os::hold_fd(os::memfd_sized("adsm-sim-channel", sizeof(exec::Channel)));
     if (cfd < 0) {
         munmap(dma, size);
-        close(fd);
+        os::close_held(fd);
         return fail(adsmErrorInitialization, "sim: cannot create the command channel: %s", os::error_text(-cfd));
     }
     void *ch = os::map_shared(cfd, 0, sizeof(exec::Channel), PROT_READ | PROT_WRITE);
     if (ch == MAP_FAILED) {
         int e = errno;
         munmap(dma, size);
-        close(fd);
-        close(cfd);
+        os::close_held(fd);
+        os::close_held(cfd);
         return fail(adsmErrorInitialization, "sim: cannot map the command channel: %s", os::error_text(e));
     }
     base_ = base;
@@ -372,13 +373,13 @@ void SimDevice::detach_after_fork() {
     // Our copy of the socket must go, or the device process would outlive
     // the parent for as long as this child runs.
     running_.store(false);
-    if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
+    os::close_held(sock_.exchange(-1));
     if (dma_) munmap(dma_, size_);
     dma_ = nullptr;
-    if (dev_fd_ >= 0) close(dev_fd_);
-    if (channel_fd_ >= 0) close(channel_fd_);
+    os::close_held(dev_fd_);
+    os::close_held(channel_fd_);
     dev_fd_ = channel_fd_ = -1;
-    if (int fd = pidfd_.exchange(-1); fd >= 0) close(fd);
+    os::close_held(pidfd_.exchange(-1));
 }
 
 Status SimDevice::create_stream(StreamId *out) { return host_->create_stream(out); }
@@ -394,7 +395,7 @@ void SimDevice::handle_death(uint32_t generation) {
                       "; device memory is intact and the next launch starts a new device process";
     ADSM_LOG(error, "%s", why.c_str());
     host_->lost(generation, why.c_str());
-    if (int fd = sock_.exchange(-1); fd >= 0) close(fd);
+    os::close_held(sock_.exchange(-1));
 }
 
 Status SimDevice::start_server() {
@@ -463,8 +464,8 @@ Status SimDevice::start_server() {
         close(pidfd);
         pidfd = -1;
     }
-    if (int old = pidfd_.exchange(pidfd); old >= 0) close(old);
-    sock_.store(sv[0]);
+    os::close_held(pidfd_.exchange(os::hold_fd(pidfd)));
+    sock_.store(os::hold_fd(sv[0]));
     generation_.fetch_add(1);
     running_.store(true);
     {
