@@ -9,8 +9,12 @@
 //
 // Only in the runtime's own process: a vfork child shares the program's
 // memory under another pid (Python's subprocess execs so), and must not
-// enter the runtime, whose locks and threads are the parent's; its strings
-// go to the kernel as they are.
+// call into the runtime, whose locks and threads are the parent's.  Its
+// strings are read in user mode first instead, where a closed block's
+// fault is served as for any read of the program's (the handler runs on
+// the thread's stack and tables, the parent's thread being suspended), and
+// then go to the kernel as they are: without that, Python's subprocess
+// failed with EFAULT for an argument in a block a release had closed.
 #include <alloca.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -21,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "api/preload.h"
 #include "interpose/interceptor.h"
@@ -42,7 +47,10 @@ public:
     // first_max bytes with its zero; either array may be null.
     ProcessStrings(const char *first, size_t first_max, char *const *argv, char *const *envp)
         : first_(first), argv_(argv), envp_(envp) {
-        if (!adsm::preload::runs_here()) return;
+        if (!adsm::preload::runs_here()) {
+            read_in_user_mode(first, argv, envp);
+            return;
+        }
         const bool first_shared = first && stages(first, 1);
         if (!first_shared && !in_window(argv) && !in_window(envp)) return;
         // Measured first, then copied into memory of exactly that size.
@@ -80,6 +88,19 @@ public:
     char *const *envp() const { return envp_; }
 
 private:
+    static void read_in_user_mode(const char *s) {
+        if (!s || !adsm::preload::in_window(s)) return;
+        size_t n = strlen(s);
+        asm volatile("" : : "r"(n) : "memory");
+    }
+    static void read_in_user_mode(char *const *a) {
+        for (; a && *a; ++a) read_in_user_mode(*a);  // (the array itself is read so too)
+    }
+    static void read_in_user_mode(const char *first, char *const *argv, char *const *envp) {
+        read_in_user_mode(first);
+        read_in_user_mode(argv);
+        read_in_user_mode(envp);
+    }
     static bool in_window(char *const *a) {
         if (!a) return false;
         if (stages(a, sizeof *a)) return true;

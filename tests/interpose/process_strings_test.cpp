@@ -48,6 +48,19 @@ std::string drain(int fd) {
     return out;
 }
 
+// A vfork child, its output to fd, that execs path with execve (with envp)
+// or execv; exits with 14 when the exec fails with EFAULT.
+__attribute__((noinline)) pid_t vfork_exec(bool with_env, int fd, const char *path, char **argv, char **envp) {
+    pid_t pid = vfork();
+    if (pid == 0) {
+        dup2(fd, 1);
+        if (with_env) execve(path, argv, envp);
+        else execv(path, argv);
+        _exit(errno == EFAULT ? 14 : 127);
+    }
+    return pid;
+}
+
 }  // namespace
 
 TEST(ProcessStringsTest, PosixSpawnTakesPathArgumentsAndEnvironmentFromClosedBlocks) {
@@ -80,6 +93,35 @@ TEST(ProcessStringsTest, PosixSpawnTakesPathArgumentsAndEnvironmentFromClosedBlo
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
         EXPECT_EQ(got, "argument|environment");
+    }
+}
+
+// A vfork child (Python's subprocess starts programs so) execs from strings
+// in closed blocks: it may not call into the runtime, whose locks and
+// threads are its parent's, and the kernel alone failed the exec with
+// EFAULT.
+TEST(ProcessStringsTest, AVforkChildExecsFromClosedBlocks) {
+    ClosedStrings s;
+    char *path = s.put("/bin/sh");
+    char *a0 = s.put("sh"), *a1 = s.put("-c"), *a2 = s.put("printf '%s|%s' \"$0\" \"$ADSM_SPAWN\""),
+         *a3 = s.put("argument"), *e0 = s.put("ADSM_SPAWN=environment");
+    char **argv = s.array(0), **envp = s.array(8);
+    argv[0] = a0, argv[1] = a1, argv[2] = a2, argv[3] = a3, argv[4] = nullptr;
+    envp[0] = e0, envp[1] = nullptr;
+    for (int how = 0; how < 2; ++how) {
+        SCOPED_TRACE(how == 0 ? "execve" : "execv");
+        int out[2];
+        ASSERT_EQ(pipe(out), 0);
+        s.close();
+        pid_t pid = vfork_exec(how == 0, out[1], path, argv, envp);
+        ::close(out[1]);
+        ASSERT_GT(pid, 0);
+        const std::string got = drain(out[0]);
+        ::close(out[0]);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << " (14 << 8: EFAULT)";
+        EXPECT_EQ(got, how == 0 ? "argument|environment" : "argument|");
     }
 }
 
