@@ -34,6 +34,7 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -128,10 +129,43 @@ static inline unsigned char *vmm_view(uintptr_t va, size_t *contiguous) {
     return r;
 }
 
-/* The device's own mappings, by system call: a preloaded runtime guards
- * its window against the program's mmap, and this is not the program. */
+/* The driver's own system calls, made with the instruction itself: a
+ * preloaded runtime interposes the C library's syscall() for the program
+ * (a fork by number runs its fork handlers, which wait for the very kernel
+ * this driver runs; a signal's action set by number becomes the program's
+ * handler behind the runtime's), and this is not the program.  Returns the
+ * kernel's answer: negative errno on failure. */
+static inline long vmm_raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return r;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    register long x5 __asm__("x5") = f;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+    return x0;
+#else
+    long r = syscall(nr, a, b, c, d, e, f);
+    return r < 0 ? -errno : r;
+#endif
+}
+
+/* The device's own mappings: a preloaded runtime guards its window
+ * against the program's mmap. */
 static inline void *vmm_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    long r = vmm_raw_syscall(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
     return r < 0 && r > -4096 ? MAP_FAILED : (void *)r;
 }
 
@@ -142,7 +176,7 @@ static inline int vmm_run_kernel(const fake_job *j, int device) {
      * half way through changing them when it is made.  No atfork handlers
      * run: only this thread lives on in the child. */
     pthread_mutex_lock(&vmm_mu);
-    pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    pid_t pid = (pid_t)vmm_raw_syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0, 0);
     if (pid != 0) pthread_mutex_unlock(&vmm_mu);
     if (pid < 0) return VMM_ELAUNCH;
     if (pid == 0) {
@@ -155,8 +189,8 @@ static inline int vmm_run_kernel(const fake_job *j, int device) {
             void *restorer;
             unsigned long mask;
         } dfl = {(void *)SIG_DFL, 0, NULL, 0};
-        syscall(SYS_rt_sigaction, SIGSEGV, &dfl, NULL, sizeof dfl.mask);
-        syscall(SYS_rt_sigaction, SIGBUS, &dfl, NULL, sizeof dfl.mask);
+        vmm_raw_syscall(SYS_rt_sigaction, SIGSEGV, (long)&dfl, 0, sizeof dfl.mask, 0, 0);
+        vmm_raw_syscall(SYS_rt_sigaction, SIGBUS, (long)&dfl, 0, sizeof dfl.mask, 0, 0);
         for (int i = 0; i < 16; ++i)
             if (vmm_reserved[i].size &&
                 vmm_sys_mmap((void *)vmm_reserved[i].va, vmm_reserved[i].size, PROT_NONE,
