@@ -26,8 +26,9 @@ Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) 
     if (user == MAP_FAILED && over_device) {
         int e = errno;
         os::close_held(fd);
-        return fail(adsmErrorInitialization, "cannot map the host mirror over the device's window at %p (%llu bytes): %s",
-                    reinterpret_cast<void *>(preferred), static_cast<unsigned long long>(size), os::error_text(e));
+        return fail(adsmErrorInitialization, "cannot map the host mirror over the device's window at %p (%llu bytes): %s%s",
+                    reinterpret_cast<void *>(preferred), static_cast<unsigned long long>(size), os::error_text(e),
+                    os::address_limit_note(e).c_str());
     }
     if (user == MAP_FAILED) {
         // The preferred window is taken; any free range serves as well.
@@ -36,15 +37,16 @@ Status AddressSpace::init(uintptr_t preferred, uint64_t size, bool over_device) 
     if (user == MAP_FAILED) {
         int e = errno;
         os::close_held(fd);
-        return fail(adsmErrorInitialization, "cannot reserve a %llu-byte shared window: %s",
-                    static_cast<unsigned long long>(size), os::error_text(e));
+        return fail(adsmErrorInitialization, "cannot reserve a %llu-byte shared window: %s%s",
+                    static_cast<unsigned long long>(size), os::error_text(e), os::address_limit_note(e).c_str());
     }
     void *alias = os::map_shared(fd, 0, size, PROT_READ | PROT_WRITE, 0);
     if (alias == MAP_FAILED) {
         int e = errno;
         os::unmap(user, size);
         os::close_held(fd);
-        return fail(adsmErrorInitialization, "cannot map the host mirror alias: %s", os::error_text(e));
+        return fail(adsmErrorInitialization, "cannot map the host mirror alias: %s%s", os::error_text(e),
+                    os::address_limit_note(e).c_str());
     }
     base_ = reinterpret_cast<uintptr_t>(user);
     size_ = size;

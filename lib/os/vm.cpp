@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "os/fault_injection.h"
@@ -18,15 +20,23 @@
 
 namespace adsm::os {
 namespace {
+// (raw_syscall sets errno and returns -1 on failure, as syscall() does:
+// the code itself, taken as the kernel's negative one, said EPERM for
+// every failed mapping.)
 void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     long r = raw_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-    if (r < 0 && r > -4096) {
-        errno = static_cast<int>(-r);
-        return MAP_FAILED;
-    }
-    return reinterpret_cast<void *>(r);
+    return r == -1 ? MAP_FAILED : reinterpret_cast<void *>(r);
 }
 }  // namespace
+
+std::string address_limit_note(int err) {
+    struct rlimit r;
+    if (err != ENOMEM || getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return "";
+    char note[160];
+    snprintf(note, sizeof note, " (the process may map %llu MiB in all: RLIMIT_AS, `ulimit -v`)",
+             static_cast<unsigned long long>(r.rlim_cur >> 20));
+    return note;
+}
 
 int memfd_sized(const char *name, uint64_t size) {
     int fd = static_cast<int>(raw_syscall(SYS_memfd_create, name, MFD_CLOEXEC));

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,10 @@ inline bool page_round(size_t n, size_t *out) {
 
 // A sparse memfd of `size` bytes (close-on-exec); returns the fd or -errno.
 int memfd_sized(const char *name, uint64_t size);
+// For the message of a mapping that failed with err: where the process has
+// an address-space limit (RLIMIT_AS, `ulimit -v`) and err is ENOMEM, a
+// note saying how much it may map; else "".
+std::string address_limit_note(int err);
 
 // Maps [off, off+len) of fd shared.  With `at` != 0 the mapping must land
 // exactly there without replacing anything (MAP_FIXED_NOREPLACE); with

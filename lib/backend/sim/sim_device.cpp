@@ -105,7 +105,8 @@ Status SimDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uint
     if (dma == MAP_FAILED) {
         int e = errno;
         os::close_held(fd);
-        return fail(adsmErrorInitialization, "sim: cannot map device memory: %s", os::error_text(e));
+        return fail(adsmErrorInitialization, "sim: cannot map device memory: %s%s", os::error_text(e),
+                    os::address_limit_note(e).c_str());
     }
     int cfd = os::hold_fd(os::memfd_sized("adsm-sim-channel", sizeof(exec::Channel)));
     if (cfd < 0) {

@@ -1,0 +1,49 @@
+// What the OS layer says when the kernel refuses: the error the kernel
+// gave (a failed mapping was reported as EPERM whatever the cause), and,
+// where the process has an address-space limit, that limit.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "os/vm.h"
+
+TEST(VmErrorsTest, AFailedMappingKeepsTheKernelsError) {
+    errno = 0;
+    EXPECT_EQ(adsm::os::map_shared(-1, 0, 4096, PROT_READ), MAP_FAILED);
+    EXPECT_EQ(errno, EBADF);
+    const int fd = adsm::os::memfd_sized("vm-errors-test", 4096);
+    ASSERT_GE(fd, 0);
+    errno = 0;
+    EXPECT_EQ(adsm::os::map_shared(fd, 0, 0, PROT_READ), MAP_FAILED);
+    EXPECT_EQ(errno, EINVAL);
+    close(fd);
+    EXPECT_EQ(adsm::os::address_limit_note(EBADF), "");
+}
+
+// In a child: a 64 GiB mapping under a 1 GiB limit is ENOMEM, and the note
+// names the limit.
+TEST(VmErrorsTest, AnAddressSpaceLimitIsNamed) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        struct rlimit r = {1ull << 30, 1ull << 30};
+        if (setrlimit(RLIMIT_AS, &r) != 0) _exit(10);
+        int fd = adsm::os::memfd_sized("vm-errors-test", 64ull << 30);
+        if (fd < 0) _exit(11);
+        errno = 0;
+        if (adsm::os::map_shared(fd, 0, 64ull << 30, PROT_NONE) != MAP_FAILED) _exit(12);
+        if (errno != ENOMEM) _exit(13);
+        const std::string note = adsm::os::address_limit_note(ENOMEM);
+        if (note.find("1024 MiB") == std::string::npos || note.find("ulimit -v") == std::string::npos) _exit(14);
+        _exit(0);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "13: the mapping's error was not ENOMEM; 14: the note does not name the limit";
+}
