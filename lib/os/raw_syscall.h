@@ -11,6 +11,8 @@
 
 #include <type_traits>
 
+#include "os/syscall_instruction.h"
+
 // Code that runs on a stack it borrowed, with the host's memory and
 // thread-local storage: a sanitizer's bookkeeping would take its frames for
 // the host thread's (AddressSanitizer's stack of a thread that never
@@ -32,34 +34,15 @@ namespace adsm::os {
 // the program (interpose/raw_syscalls.cpp); elsewhere that function, whose
 // interposer passes every call that touches no shared memory straight on.
 ADSM_ON_BORROWED_STACK inline long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f) {
-#if defined(__x86_64__)
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = f;
-    long r;
-    __asm__ volatile("syscall"
-                     : "=a"(r)
-                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    register long x4 __asm__("x4") = e;
-    register long x5 __asm__("x5") = f;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-    long r = x0;
-#else
-    return syscall(nr, a, b, c, d, e, f);
-#endif
-#if defined(__x86_64__) || defined(__aarch64__)
+#ifdef ADSM_HAVE_SYSCALL_INSTRUCTION
+    const long r = adsm_syscall_instruction(nr, a, b, c, d, e, f);
     if (static_cast<unsigned long>(r) > -4096UL) {
         errno = static_cast<int>(-r);
         return -1;
     }
     return r;
+#else
+    return syscall(nr, a, b, c, d, e, f);
 #endif
 }
 

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "fake_device.h"
+#include "os/syscall_instruction.h"
 
 #define VMM_MAX 4096
 #define VMM_DEVICES 4
@@ -136,26 +137,8 @@ static inline unsigned char *vmm_view(uintptr_t va, size_t *contiguous) {
  * handler behind the runtime's), and this is not the program.  Returns the
  * kernel's answer: negative errno on failure. */
 static inline long vmm_raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
-#if defined(__x86_64__)
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = f;
-    long r;
-    __asm__ volatile("syscall"
-                     : "=a"(r)
-                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return r;
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    register long x4 __asm__("x4") = e;
-    register long x5 __asm__("x5") = f;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-    return x0;
+#ifdef ADSM_HAVE_SYSCALL_INSTRUCTION
+    return adsm_syscall_instruction(nr, a, b, c, d, e, f);
 #else
     long r = syscall(nr, a, b, c, d, e, f);
     return r < 0 ? -errno : r;
