@@ -5,7 +5,6 @@
 // its objects gone; dup2 onto one replaced the host mirror with the
 // program's file.  The runtime's are refused as the kernel refuses a
 // descriptor that is not open (EBADF); a range closes around them.
-#define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>

@@ -17,10 +17,8 @@
 // runs between the runtime's fork handlers, as _Fork does (forks.h):
 // without them the child wrote into its parent's objects.  Closing and
 // duplicating onto descriptors keeps off the runtime's own
-// (descriptors.cpp).  Every other
-// call goes straight on.  The
-// runtime makes its own system calls without this function
-// (os/raw_syscall.h).
+// (descriptors.cpp).  Every other call goes straight on.  The runtime
+// makes its own system calls without this function (os/raw_syscall.h).
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>

@@ -2,7 +2,6 @@
 // numbered high, not closed by close, close_range or closefrom, not
 // replaced by dup2 or dup3, by name or by number; shared memory, kernels
 // and fork work after a program closed everything it could.
-#define _GNU_SOURCE 1
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sys/syscall.h>
