@@ -27,11 +27,43 @@ void *real_memmove(void *dst, const void *src, size_t n) { return fn<decltype(&:
 
 void *real_memset(void *dst, int value, size_t n) { return fn<decltype(&::memset)>(g_memset)(dst, value, n); }
 
-const char *env(const char *name) {
-    size_t len = strlen(name);
-    for (char **e = environ; e && *e; ++e)
+namespace {
+
+const char *lookup(char *const *vars, const char *name) {
+    const size_t len = strlen(name);
+    for (char *const *e = vars; e && *e; ++e)
         if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
     return nullptr;
+}
+
+// The runtime's variables as the program started with them, copied before
+// its code runs: a program that clears its environment (clearenv, or
+// environ set to an array of its own) before its first large allocation
+// started the runtime with none of its settings (the device, the protocol,
+// the statistics silently back to their defaults).
+char g_start_text[16384];
+char *g_start_vars[256];
+
+bool runtimes(const char *var) {
+    return strncmp(var, "ADSM_", 5) == 0 || strncmp(var, "GC_", 3) == 0 || strncmp(var, "LD_PRELOAD=", 11) == 0;
+}
+
+__attribute__((constructor(101))) void keep_start_environment() {
+    size_t used = 0, n = 0;
+    for (char **e = environ; e && *e && n + 1 < sizeof g_start_vars / sizeof *g_start_vars; ++e) {
+        const size_t len = strlen(*e) + 1;
+        if (!runtimes(*e) || used + len > sizeof g_start_text) continue;
+        memcpy(g_start_text + used, *e, len);
+        g_start_vars[n++] = g_start_text + used;
+        used += len;
+    }
+}
+
+}  // namespace
+
+const char *env(const char *name) {
+    if (const char *v = lookup(environ, name)) return v;
+    return lookup(g_start_vars, name);
 }
 
 int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {

@@ -20,6 +20,8 @@ int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 // answers the runtime's lookups too.  bash's looks in its shell variables,
 // and while bash starts (when its first large allocation starts the
 // runtime) it has not imported them yet: every ADSM_ setting was lost.
+// A variable the environment no longer has is answered as the program
+// started with it (a program that cleared its environment).
 const char *env(const char *name);
 
 // dlsym past the preload's own (which hands out GPU wrappers), for the
