@@ -53,7 +53,7 @@ __attribute__((constructor(101))) void keep_start_environment() {
     for (char **e = environ; e && *e && n + 1 < sizeof g_start_vars / sizeof *g_start_vars; ++e) {
         const size_t len = strlen(*e) + 1;
         if (!runtimes(*e) || used + len > sizeof g_start_text) continue;
-        memcpy(g_start_text + used, *e, len);
+        for (size_t i = 0; i < len; ++i) g_start_text[used + i] = (*e)[i];  // (memcpy is interposed, maybe unresolved yet)
         g_start_vars[n++] = g_start_text + used;
         used += len;
     }
