@@ -95,7 +95,7 @@ bool pin_staging(void *p, size_t n);
 void unpin_staging(void *p);
 
 // Chaos mode (ADSM_CHAOS_RELEASE_EVERY): called at interposed calls; now and
-// then forces a release and an acquire of the calling thread's context.
+// then forces a release and an acquire of every context (Manager::chaos_cycle).
 extern std::atomic<bool> g_chaos;
 void chaos_tick();
 

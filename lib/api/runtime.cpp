@@ -202,8 +202,10 @@ Status start(Runtime **out) {
     // say "(unknown code)".)
     os::load_unwinder();
     // The last step that can fail: the fault handler keeps what it is given
-    // here for good, and a failed start frees all of it.
-    if (rt->protocol->uses_faults()) {
+    // here for good, and a failed start frees all of it.  (Chaos mode's
+    // cycles under a protocol that takes no faults hold the program's
+    // writes with them: Manager::chaos_cycle.)
+    if (rt->protocol->uses_faults() || rt->config.chaos_every > 0) {
         if (Status s = install_fault_engine(&rt->table, rt->protocol.get(), rt->manager.get(),
                                             race_policy(rt->config.on_race));
             s != adsmSuccess)

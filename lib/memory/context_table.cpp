@@ -147,11 +147,11 @@ Context *ContextTable::program_context() {
     return c;
 }
 
-std::vector<Context *> ContextTable::hold_live(bool all) {
+std::vector<Context *> ContextTable::hold_live() {
     std::vector<Context *> live;
     std::lock_guard<std::mutex> lock(mu_);
     for (Context *c : slots_)
-        if (c->live.load() && (all || c == tls_context)) {
+        if (c->live.load()) {
             c->refs.fetch_add(1);
             live.push_back(c);
         }

@@ -35,9 +35,8 @@ public:
 
     // Drops a reference; the last one ends the context.
     void unref(Context *c);
-    // A reference to each live context, or with !all to the calling thread's
-    // current one only; the caller unrefs each.
-    std::vector<Context *> hold_live(bool all);
+    // A reference to each live context; the caller unrefs each.
+    std::vector<Context *> hold_live();
 
 private:
     Context *new_context();

@@ -91,6 +91,14 @@ void report_failed_fault(uintptr_t addr, bool write, void *uctx) {
     os::deliver_bus_error(reinterpret_cast<void *>(addr), uctx);
 }
 
+// The last write fault a hold may have caused that this thread retried
+// (handle, below).
+struct UnheldWrite {
+    uintptr_t at;
+    uint32_t holds_ended;
+};
+__attribute__((tls_model("initial-exec"))) thread_local UnheldWrite t_unheld_write = {0, 0};
+
 Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     uint64_t t0 = os::now_ns();
     // The program's own write waits here while a fork child copies the
@@ -143,15 +151,20 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     Manager::MirrorRange fresh = g_manager->ready_mirror(*r, a, first);
     Protocol::FaultOutcome outcome = g_protocol->on_fault(*r, a, write);
     // A write to an object whose protocol takes no faults, closed by a
-    // fork's hold: writable again once the hold ended (it did while the
-    // change waited, or since the fault), or now if the hold did not stop
-    // this write (the runtime's own, the collector's with the world stopped).
+    // hold (a fork's, a chaos cycle's): writable again once the hold ended
+    // (it did while the change waited, or since the fault), or now if the
+    // hold did not stop this write (the runtime's own, the collector's with
+    // the world stopped).  A thread that ran late into the handler may find
+    // every hold since its fault over: it tries once more, and only a second
+    // fault at the same place with no hold ended between is the program's.
     if (outcome == Protocol::FaultOutcome::not_mine && write && r->live.load() && r->contains_host(a)) {
         if (r->writes_held.load())
             outcome = g_protocol->resume_writes(*r) == adsmSuccess ? Protocol::FaultOutcome::retry
                                                                    : Protocol::FaultOutcome::failed;
-        else if (os::write_hold::holds_ended() != holds_ended)
+        else if (os::write_hold::holds_ended() != holds_ended || t_unheld_write.at != a ||
+                 t_unheld_write.holds_ended != holds_ended)
             outcome = Protocol::FaultOutcome::retry;
+        t_unheld_write = {outcome == Protocol::FaultOutcome::retry ? a : 0, holds_ended};
     }
     if (outcome == Protocol::FaultOutcome::retry) g_manager->enter_mirror(fresh);
     uint64_t t1 = os::now_ns();

@@ -52,14 +52,18 @@ bool Manager::hold_writes() {
                        "threads go on while the child copies the shared objects, and what they write may reach it");
         return false;
     }
+    close_to_writes();
+    return true;
+}
+
+void Manager::close_to_writes() {
     // No allocation or free runs now: the regions stay as they are.
     table_.for_each_live([&](Region &r) {
         if (r.kind == RegionKind::device || !r.host) return;
         if (protocol_.hold_writes(r) != adsmSuccess)
-            ADSM_LOG(debug, "fork: writes to the shared object at %p are not held: %s", reinterpret_cast<void *>(r.host),
+            ADSM_LOG(debug, "writes to the shared object at %p are not held: %s", reinterpret_cast<void *>(r.host),
                      last_detail());
     });
-    return true;
 }
 
 void Manager::resume_writes() {
@@ -67,7 +71,7 @@ void Manager::resume_writes() {
         if (r.kind == RegionKind::device || !r.host || !r.writes_held.load()) return;
         // (Failing, the blocks stay read-only and each reopens at its next write.)
         if (protocol_.resume_writes(r) != adsmSuccess)
-            ADSM_LOG(debug, "fork: the shared object at %p stays read-only until its next write: %s",
+            ADSM_LOG(debug, "the shared object at %p stays read-only until its next write: %s",
                      reinterpret_cast<void *>(r.host), last_detail());
     });
     os::write_hold::release();

@@ -10,6 +10,7 @@
 #include "memory/owner_lock.h"
 #include "os/clock.h"
 #include "os/invariant.h"
+#include "os/proc_text.h"
 #include "os/vm.h"
 #include "os/write_hold.h"
 #include "protocols/protection.h"
@@ -19,6 +20,12 @@
 
 namespace adsm {
 namespace {
+
+// A chaos cycle under a protocol that takes no faults waits this long at
+// most for changes under way to end (a store's I/O, another thread's hold),
+// else it is skipped: it stands for a kernel call that may come at any
+// moment, not one the program must wait for.
+constexpr uint64_t kChaosHoldPatienceNs = 10'000'000ull;
 
 // Counts the time a call spends in the runtime, draws it on the trace and
 // makes the program's calling code the cause of its work.
@@ -821,14 +828,21 @@ Status Manager::acquire_released(Context &c) {
 
 void Manager::chaos_cycle() {
     // A forced cycle of a context that another thread may be writing is safe
-    // only where the protocol protects what it releases (the write faults
-    // and waits).  Batch protects nothing: its acquire would copy the device's
-    // older bytes over the other thread's fresh writes.  There only the
-    // caller's own context cycles, its thread being here and not writing.
-    const bool others_too = protocol_.uses_faults();
+    // only while that thread's writes wait.  Under a protocol that protects
+    // what it releases, they fault and wait for the cycle.  Batch protects
+    // nothing: its acquire would copy the device's older bytes over another
+    // thread's fresh writes, to any object (one thread's malloc'd buffer is
+    // often another's to fill).  There the cycle closes every object to
+    // writes for its length (the hold a fork takes), or does not run.
+    bool held = false;
+    if (!protocol_.uses_faults() && os::thread_count() != 1) {
+        if (!os::write_hold::hold(kChaosHoldPatienceNs)) return;
+        close_to_writes();
+        held = true;
+    }
     // Hold a reference to each live context, then cycle each under its own
     // lock (never under the table's, which frees take after a context's).
-    for (Context *c : contexts_.hold_live(others_too)) {
+    for (Context *c : contexts_.hold_live()) {
         {
             ContextGuard lock(*c);
             if (c->unsynced_calls == 0) {
@@ -843,6 +857,7 @@ void Manager::chaos_cycle() {
         }
         contexts_.unref(c);
     }
+    if (held) resume_writes();
 }
 
 // Keeps the first error of an implicit wait for the next adsmSync, which

@@ -132,7 +132,9 @@ public:
     enum class Advice { read_mostly, not_read_mostly, prefer_host, no_preference };
     Status advise(const void *p, size_t n, Advice advice);
 
-    // Chaos mode: a release and an acquire of every context now.
+    // Chaos mode: a release and an acquire of every context now.  Under a
+    // protocol that takes no faults the fault handler must be installed
+    // (writes are held by faults meanwhile).
     void chaos_cycle();
 
     // ---- device memory
@@ -213,6 +215,9 @@ public:
     void set_write_log(os::UffdTracker *t) { write_log_.store(t, std::memory_order_release); }
 
 private:
+    // Every object's pages read-only, writes then fault and wait while
+    // os/write_hold.h holds them (the hold already on).
+    void close_to_writes();
     // Takes r, which no kernel uses, out of its owner's objects and the
     // protocol's (owner locked); retire and unref follow, unlocked.
     void end_locked(Region &r, Context &owner);

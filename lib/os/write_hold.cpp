@@ -65,9 +65,18 @@ Change::~Change() {
 }
 
 bool hold(uint64_t patience_ns) {
-    g_hold.store(1, std::memory_order_seq_cst);
-    t_state.holder = true;
+    // (Inside a change of its own the caller would wait for itself.)
+    if (t_state.depth > 0 || t_state.holder) return false;
     const uint64_t give_up = now_ns() + patience_ns;
+    // One hold at a time: two threads forking, or cycling in chaos mode,
+    // each hold until its own copy is done, and the first to end must not
+    // end the other's.
+    for (uint32_t free = 0; !g_hold.compare_exchange_strong(free, 1, std::memory_order_seq_cst); free = 0) {
+        const uint64_t now = now_ns();
+        if (now >= give_up) return false;
+        futex_wait(&g_hold, 1, give_up - now);
+    }
+    t_state.holder = true;
     while (changes_under_way() != 0) {
         if (now_ns() > give_up) {
             release();

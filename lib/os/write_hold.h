@@ -1,6 +1,7 @@
 // A hold on the program's changes to shared memory, for as long as a fork
 // child copies the shared objects from the mirror it still shares with its
-// parent (memory/fork_child.cpp).  The forking thread waits for that copy;
+// parent (memory/fork_child.cpp), or a chaos cycle copies them to a device
+// and back without faults to stop writers (memory/manager.cpp).  The forking thread waits for that copy;
 // without a hold the parent's other threads wrote on meanwhile, and the
 // child found a mix of before and after the fork that no instant held.
 //
@@ -31,8 +32,10 @@ private:
     std::atomic<uint32_t> *counted_ = nullptr;
 };
 
-// Starts a hold, in the forking thread: true once no change is under way,
-// false (and no hold) if some did not end within patience_ns.
+// Starts a hold (a fork's, or a chaos cycle's under a protocol that takes
+// no faults): true once no change is under way, false (and no hold) if some,
+// or another thread's hold, did not end within patience_ns, or the caller
+// is inside a change.
 bool hold(uint64_t patience_ns);
 // Ends it: the waiting changes go on.
 void release();

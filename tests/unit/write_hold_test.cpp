@@ -95,6 +95,50 @@ TEST(WriteHoldTest, NeitherTheHolderNorANestedChangeWaits) {
     hold::release();
 }
 
+// Two holders (two threads forking, or cycling in chaos mode) take turns:
+// the first to end must not end the other's hold under it.
+TEST(WriteHoldTest, OneHoldAtATime) {
+    ASSERT_TRUE(hold::hold(kSecond));
+    std::atomic<int> second{0};  // 1: held; -1: gave up
+    std::thread other([&] {
+        second = hold::hold(5 * kSecond) ? 1 : -1;
+        if (second == 1) {
+            std::this_thread::sleep_for(100ms);
+            hold::release();
+        }
+    });
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(second.load(), 0) << "a second hold began while the first was on";
+    hold::release();
+    while (second == 0) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(second.load(), 1);
+    // Its hold is still on: a change waits for it, not for the first's end.
+    auto start = Clock::now();
+    { hold::Change c; }
+    EXPECT_GE(Clock::now() - start, 50ms) << "a change went on during the second hold";
+    other.join();
+    EXPECT_FALSE(hold::held());
+    // A hold that cannot have its turn in time gives up, and is not on.
+    std::thread long_hold([] {
+        ASSERT_TRUE(hold::hold(kSecond));
+        std::this_thread::sleep_for(300ms);
+        hold::release();
+    });
+    while (!hold::held()) std::this_thread::sleep_for(1ms);
+    EXPECT_FALSE(hold::hold(kSecond / 20));
+    long_hold.join();
+    EXPECT_FALSE(hold::held());
+}
+
+// A thread inside a change cannot hold: it would wait for itself.
+TEST(WriteHoldTest, NoHoldFromInsideAChange) {
+    hold::Change c;
+    auto start = Clock::now();
+    EXPECT_FALSE(hold::hold(kSecond));
+    EXPECT_LT(Clock::now() - start, 500ms) << "the hold waited for the holder's own change";
+    EXPECT_FALSE(hold::held());
+}
+
 TEST(WriteHoldTest, ChangesGoOnWhileTheCollectorHasTheWorldStopped) {
     ASSERT_TRUE(hold::hold(kSecond));
     std::atomic<bool> done{false};
