@@ -40,6 +40,9 @@ using adsm::interpose::stages;
 
 // The kernel's bound on one argument or environment string (MAX_ARG_STRLEN).
 constexpr size_t kMaxArgString = 32 * 4096;
+// A vfork child's exec tries this often while its strings keep being closed
+// between its reads and the kernel's (ProcessStrings::exec).
+constexpr int kExecTries = 64;
 
 class ProcessStrings {
 public:
@@ -48,7 +51,7 @@ public:
     ProcessStrings(const char *first, size_t first_max, char *const *argv, char *const *envp)
         : first_(first), argv_(argv), envp_(envp) {
         if (!adsm::preload::runs_here()) {
-            read_in_user_mode(first, argv, envp);
+            read_first_ = read_in_user_mode(first, argv, envp);
             return;
         }
         const bool first_shared = first && stages(first, 1);
@@ -83,23 +86,41 @@ public:
     // strings could not be read or copied: the call fails so, as the
     // kernel's exec would.
     bool ok() const { return ok_; }
+
+    // call(first, argv, envp), an exec.  In a vfork child the strings were
+    // opened by reading them, and another of the parent's threads may have
+    // released them to a device again before the kernel read them: an exec
+    // that fails so has changed nothing, and reads and tries again.
+    template <class Exec>
+    int exec(Exec &&call) {
+        if (!ok_) return -1;
+        for (int tries = 1;; ++tries) {
+            int r = call(first_, argv_, envp_);
+            if (r != -1 || errno != EFAULT || !read_first_ || tries == kExecTries) return r;
+            read_in_user_mode(first_, argv_, envp_);
+        }
+    }
     const char *first() const { return first_; }
     char *const *argv() const { return argv_; }
     char *const *envp() const { return envp_; }
 
 private:
-    static void read_in_user_mode(const char *s) {
-        if (!s || !adsm::preload::in_window(s)) return;
+    // Each reads what lies in the window, and says whether anything did.
+    static bool read_in_user_mode(const char *s) {
+        if (!s || !adsm::preload::in_window(s)) return false;
         size_t n = strlen(s);
         asm volatile("" : : "r"(n) : "memory");
+        return true;
     }
-    static void read_in_user_mode(char *const *a) {
-        for (; a && *a; ++a) read_in_user_mode(*a);  // (the array itself is read so too)
+    static bool read_in_user_mode(char *const *a) {
+        bool any = a && adsm::preload::in_window(a);
+        for (; a && *a; ++a) any |= read_in_user_mode(*a);  // (the array itself is read so too)
+        return any;
     }
-    static void read_in_user_mode(const char *first, char *const *argv, char *const *envp) {
-        read_in_user_mode(first);
-        read_in_user_mode(argv);
-        read_in_user_mode(envp);
+    static bool read_in_user_mode(const char *first, char *const *argv, char *const *envp) {
+        bool any = read_in_user_mode(first);
+        any |= read_in_user_mode(argv);
+        return read_in_user_mode(envp) || any;
     }
     static bool in_window(char *const *a) {
         if (!a) return false;
@@ -143,6 +164,7 @@ private:
     char *end_ = nullptr;
     size_t len_ = 0;
     bool ok_ = true;
+    bool read_first_ = false;  // (in a vfork child: some read in user mode, not copied)
 };
 
 }  // namespace
@@ -151,19 +173,19 @@ private:
 
 INTERCEPTOR(int, execve, const char *path, char *const argv[], char *const envp[]) {
     ProcessStrings s(path, PATH_MAX, argv, envp);
-    return s.ok() ? REAL(execve)(s.first(), s.argv(), s.envp()) : -1;
+    return s.exec([](const char *f, char *const *a, char *const *e) { return REAL(execve)(f, a, e); });
 }
 INTERCEPTOR(int, execveat, int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
     ProcessStrings s(path, PATH_MAX, argv, envp);
-    return s.ok() ? REAL(execveat)(dirfd, s.first(), s.argv(), s.envp(), flags) : -1;
+    return s.exec([&](const char *f, char *const *a, char *const *e) { return REAL(execveat)(dirfd, f, a, e, flags); });
 }
 INTERCEPTOR(int, fexecve, int fd, char *const argv[], char *const envp[]) {
     ProcessStrings s(nullptr, 0, argv, envp);
-    return s.ok() ? REAL(fexecve)(fd, s.argv(), s.envp()) : -1;
+    return s.exec([&](const char *, char *const *a, char *const *e) { return REAL(fexecve)(fd, a, e); });
 }
 INTERCEPTOR(int, execvpe, const char *file, char *const argv[], char *const envp[]) {
     ProcessStrings s(file, PATH_MAX, argv, envp);
-    return s.ok() ? REAL(execvpe)(s.first(), s.argv(), s.envp()) : -1;
+    return s.exec([](const char *f, char *const *a, char *const *e) { return REAL(execvpe)(f, a, e); });
 }
 // (The C library's execv and execvp pass its environment on through names
 // of its own: they come here, with it, instead.)

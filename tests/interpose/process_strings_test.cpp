@@ -9,7 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "helpers.h"
 #include "os/fault_injection.h"
@@ -123,6 +126,54 @@ TEST(ProcessStringsTest, AVforkChildExecsFromClosedBlocks) {
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << " (14 << 8: EFAULT)";
         EXPECT_EQ(got, how == 0 ? "argument|environment" : "argument|");
     }
+}
+
+// The same while another thread keeps closing the blocks (its kernels use
+// them): one closed between the child's reads and the kernel's failed the
+// exec with EFAULT; such an exec reads them again and tries again.
+TEST(ProcessStringsTest, AVforkChildExecsWhileAnotherThreadClosesItsStrings) {
+    std::atomic<ClosedStrings *> shared_strings{nullptr};
+    std::atomic<bool> stop{false};
+    std::atomic<long> closes{0};
+    // The strings are the closing thread's (its context's objects, which its
+    // kernels release).
+    std::thread closer([&] {
+        ClosedStrings s;
+        char *path = s.put("/bin/sh");
+        char *a0 = s.put("sh"), *a1 = s.put("-c"), *a2 = s.put("printf '%s' \"$0\""), *a3 = s.put("argument");
+        char **argv = s.array(0);
+        argv[0] = a0, argv[1] = a1, argv[2] = a2, argv[3] = a3, argv[4] = nullptr;
+        *s.array(8) = path;
+        s.close();
+        shared_strings = &s;
+        while (!stop) {
+            s.close();
+            ++closes;
+        }
+    });
+    while (!shared_strings) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ClosedStrings &s = *shared_strings;
+    char *path = *s.array(8);
+    int efaults = 0, wrong = 0;
+    const int kExecs = 150;
+    for (int i = 0; i < kExecs; ++i) {
+        int out[2];
+        ASSERT_EQ(pipe(out), 0);
+        pid_t pid = vfork_exec(false, out[1], path, s.array(0), nullptr);
+        ::close(out[1]);
+        ASSERT_GT(pid, 0);
+        const std::string got = drain(out[0]);
+        ::close(out[0]);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 14) ++efaults;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != "argument") ++wrong;
+    }
+    stop = true;
+    closer.join();
+    EXPECT_EQ(efaults, 0) << "of " << kExecs << " execs, with the strings closed " << closes << " times meanwhile";
+    EXPECT_EQ(wrong, 0);
+    EXPECT_GT(closes.load(), 10) << "the strings were not closed while the children execed";
 }
 
 TEST(ProcessStringsTest, SystemAndPopenTakeTheirCommandsFromClosedBlocks) {
