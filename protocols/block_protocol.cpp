@@ -617,31 +617,39 @@ void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
     r.blocks[k] &= static_cast<uint8_t>(~kForced);
 }
 
+void BlockProtocol::lock_flushed(SharedObject &r, bool waited) {
+    for (bool wait = !waited;; wait = true) {
+        if (wait) (void)r.device->wait_copies(Device::kAllCopies);
+        lock_settled(r, 0, r.nblocks);
+        if (r.flushes_in_flight.load(std::memory_order_acquire) == 0) return;
+        r.lock.unlock();
+    }
+}
+
 Status BlockProtocol::release(ReleaseGroup &c) {
     // Background copies of these blocks must land before the final ones; a
     // failed one has marked its region for a whole resend, done below.
     if (c.device) (void)c.device->wait_copies(Device::kAllCopies);
     Status result = adsmSuccess;
     for (SharedObject *r = c.objects; r; r = r->next) {
-        // (An object kept on another device has its copies on that one.)
-        if (r->device != c.device) (void)r->device->wait_copies(Device::kAllCopies);
         // Every region is flushed even after a failure, so that a retried
         // call has as little left to send as possible.
         if (r->read_mostly) {
             if (Status s = release_object(*r, true); s != adsmSuccess && result == adsmSuccess) result = s;
             continue;
         }
-        os::FutexGuard g(r->lock);
+        // (An object kept on another device has its copies on that one.)
+        lock_flushed(*r, r->device == c.device);
         if (Status s = flush_region(*r); s != adsmSuccess && result == adsmSuccess) result = s;
         check_protections(*r);
+        r->lock.unlock();
     }
     released(c);
     return result;
 }
 
 Status BlockProtocol::release_object(SharedObject &r, bool read_only) {
-    (void)r.device->wait_copies(Device::kAllCopies);  // background flushes land first, as in release()
-    lock_settled(r, 0, r.nblocks);
+    lock_flushed(r);
     // The blocks whose host copy is current now stay so after the flush.
     std::vector<bool> current;
     if (read_only && r.blocks)
@@ -680,8 +688,7 @@ void BlockProtocol::forget_prefetch_ticket(SharedObject &r) {
 }
 
 Status BlockProtocol::settle_on_device(SharedObject &r) {
-    (void)r.device->wait_copies(Device::kAllCopies);  // as a release: background flushes land first
-    lock_settled(r, 0, r.nblocks);
+    lock_flushed(r);  // (as a release)
     forget_prefetch_ticket(r);
     Status s = flush_region(r);
     check_protections(r);
@@ -690,14 +697,9 @@ Status BlockProtocol::settle_on_device(SharedObject &r) {
 }
 
 Status BlockProtocol::evict(SharedObject &r) {
-    // Background flushes land first: the device memory they go to is given
-    // up once this returns.
-    for (;;) {
-        (void)r.device->wait_copies(Device::kAllCopies);
-        lock_settled(r, 0, r.nblocks);
-        if (r.flushes_in_flight.load(std::memory_order_acquire) == 0) break;
-        r.lock.unlock();
-    }
+    // (The device memory background flushes go to is given up once this
+    // returns.)
+    lock_flushed(r);
     forget_prefetch_ticket(r);
     Status result = adsmSuccess;
     // Every block the host lacks comes in first (a landed prefetch already

@@ -7,8 +7,11 @@
  * value than it had just stored).  Now a cycle holds their writes: with
  * more writers than cores, a writer often reaches the fault handler only
  * after the hold that closed its page is over, and was then taken for a
- * program fault (a segmentation fault).  Each writer stores increasing
- * values and reads back the one before. */
+ * program fault (a segmentation fault).  Under rolling, a writer's fault
+ * that sent another writer's block ahead while a cycle's release went
+ * through the objects left that block to a copy still on its way when the
+ * release closed it, and the block's next fetch could overtake the copy.
+ * Each writer stores increasing values and reads back the one before. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
