@@ -1,5 +1,6 @@
 #include "api/runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -41,6 +42,7 @@ std::atomic<pid_t> g_pid{0};
 
 // The granularity of GPU virtual-memory mappings (2 MiB on current NVIDIA GPUs).
 constexpr uint64_t kWindowAlign = 2ull << 20;
+constexpr uint64_t kMinWindow = 64ull << 20;  // (the least ADSM_VA_SIZE takes)
 
 // Kernels that ran but were never waited for are drawn too.
 void trace_kernels_at_exit() {
@@ -168,7 +170,7 @@ Status start(Runtime **out) {
         pins |= d->pins_host_memory();
     }
 
-    uint64_t window = rt->config.va_size ? rt->config.va_size : default_window_size(capacity);
+    uint64_t window = rt->config.va_size ? rt->config.va_size : fit_address_limit(default_window_size(capacity));
     window = (window + kWindowAlign - 1) / kWindowAlign * kWindowAlign;  // whole GPU pages
     // A GPU driver owns device addresses: it reserves the window first and
     // the host mirror goes over its reservation (mapping the host first
@@ -299,6 +301,24 @@ bool in_runtime_process() {
 const char *dirty_tracking_name(const Runtime &rt) {
     if (!rt.protocol->uses_faults()) return "-";
     return rt.tracker ? "uffd" : "mprotect";
+}
+
+// Under an address-space limit (RLIMIT_AS: `ulimit -v`, a batch system's
+// memory limit) a window of the default size cannot be mapped at all, and
+// the runtime did not start.  The window is mapped about three times over
+// (reserved with the host mirror on it, the mirror's alias, a simulated
+// device's memory): it takes a sixth of what the process may still map,
+// half of that room, and leaves the rest to the program.  A size set with
+// ADSM_VA_SIZE is kept, and fails as it must.
+uint64_t fit_address_limit(uint64_t window) {
+    const uint64_t room = os::address_room();
+    if (room == UINT64_MAX) return window;
+    const uint64_t fits = std::max<uint64_t>(room / 6 / kWindowAlign * kWindowAlign, kMinWindow);
+    if (fits >= window) return window;
+    ADSM_LOG(info, "the shared window is %llu MiB, not %llu: the process may map %llu MiB more (RLIMIT_AS, `ulimit -v`)",
+             static_cast<unsigned long long>(fits >> 20), static_cast<unsigned long long>(window >> 20),
+             static_cast<unsigned long long>(room >> 20));
+    return fits;
 }
 
 uint64_t default_window_size(uint64_t capacity) {

@@ -73,5 +73,7 @@ const char *dirty_tracking_name(const Runtime &rt);
 
 // Window size for a device of `capacity` bytes unless ADSM_VA_SIZE says otherwise.
 uint64_t default_window_size(uint64_t capacity);
+// That size, or less under an address-space limit (RLIMIT_AS).
+uint64_t fit_address_limit(uint64_t window);
 
 }  // namespace adsm

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "os/fault_injection.h"
+#include "os/proc_text.h"
 #include "os/raw_syscall.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -36,6 +37,17 @@ std::string address_limit_note(int err) {
     snprintf(note, sizeof note, " (the process may map %llu MiB in all: RLIMIT_AS, `ulimit -v`)",
              static_cast<unsigned long long>(r.rlim_cur >> 20));
     return note;
+}
+
+uint64_t address_room() {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    // (statm's first field: the pages mapped now, as the limit counts them.)
+    char statm[128];
+    unsigned long long pages = 0;
+    if (!read_proc_text("/proc/self/statm", statm, sizeof statm) || sscanf(statm, "%llu", &pages) != 1) return 0;
+    const uint64_t used = pages * kPageSize;
+    return r.rlim_cur > used ? r.rlim_cur - used : 0;
 }
 
 int memfd_sized(const char *name, uint64_t size) {

@@ -34,6 +34,9 @@ int memfd_sized(const char *name, uint64_t size);
 // an address-space limit (RLIMIT_AS, `ulimit -v`) and err is ENOMEM, a
 // note saying how much it may map; else "".
 std::string address_limit_note(int err);
+// What the process may still map under its address-space limit (RLIMIT_AS
+// less what it maps now), or UINT64_MAX where it has none.
+uint64_t address_room();
 
 // Maps [off, off+len) of fd shared.  With `at` != 0 the mapping must land
 // exactly there without replacing anything (MAP_FIXED_NOREPLACE); with
