@@ -116,14 +116,15 @@ private:
     // Takes r.lock once no block in [first, last) is being prefetched.
     void lock_settled(SharedObject &r, uint32_t first, uint32_t last);
     // lock_settled over the whole object, once no background flush of it
-    // (rolling's, sent ahead) is on its way either.  A release, eviction or
-    // acquire waits so before it changes the blocks' states: a flush that
-    // another thread's fault starts while a release goes through its
-    // objects leaves its block to that copy, and once the release closed
-    // the block a fetch could overtake the copy and bring back the
-    // device's older bytes (the CPU's writes lost).  Waiting for every
-    // copy of the device once, before all objects, left that window open.
-    // (`waited`: the caller has just waited for every copy of r's device.)
+    // (rolling's, sent ahead) is on its way either.  A release, a settle
+    // and an eviction wait so before they change the blocks' states: a
+    // flush that another thread's fault starts while a release goes
+    // through its objects leaves its block to that copy, and once the
+    // release closed the block a fetch could overtake the copy and bring
+    // back the device's older bytes (the CPU's writes lost).  Waiting for
+    // every copy of the device once, before all objects, left that window
+    // open.  (`waited`: the caller has just waited for every copy of r's
+    // device.)
     void lock_flushed(SharedObject &r, bool waited = false);
     void resend_open_blocks(SharedObject &r, uint32_t k, uint32_t j);
     // With r.lock held (released while waiting): waits for the prefetch

@@ -64,6 +64,24 @@ __attribute__((noinline)) pid_t vfork_exec(bool with_env, int fd, const char *pa
     return pid;
 }
 
+// vfork_exec's child run to its end: its wait status (-1 where it could not
+// be started or waited for) and what it wrote.
+struct ChildRun {
+    int status = -1;
+    std::string out;
+};
+ChildRun run_vfork_exec(bool with_env, const char *path, char **argv, char **envp) {
+    ChildRun r;
+    int out[2];
+    if (pipe(out) != 0) return r;
+    pid_t pid = vfork_exec(with_env, out[1], path, argv, envp);
+    ::close(out[1]);
+    if (pid > 0) r.out = drain(out[0]);
+    ::close(out[0]);
+    if (pid > 0 && waitpid(pid, &r.status, 0) != pid) r.status = -1;
+    return r;
+}
+
 }  // namespace
 
 TEST(ProcessStringsTest, PosixSpawnTakesPathArgumentsAndEnvironmentFromClosedBlocks) {
@@ -113,18 +131,11 @@ TEST(ProcessStringsTest, AVforkChildExecsFromClosedBlocks) {
     envp[0] = e0, envp[1] = nullptr;
     for (int how = 0; how < 2; ++how) {
         SCOPED_TRACE(how == 0 ? "execve" : "execv");
-        int out[2];
-        ASSERT_EQ(pipe(out), 0);
         s.close();
-        pid_t pid = vfork_exec(how == 0, out[1], path, argv, envp);
-        ::close(out[1]);
-        ASSERT_GT(pid, 0);
-        const std::string got = drain(out[0]);
-        ::close(out[0]);
-        int status = 0;
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << " (14 << 8: EFAULT)";
-        EXPECT_EQ(got, how == 0 ? "argument|environment" : "argument|");
+        const ChildRun run = run_vfork_exec(how == 0, path, argv, envp);
+        EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0)
+            << "status " << run.status << " (14 << 8: EFAULT)";
+        EXPECT_EQ(run.out, how == 0 ? "argument|environment" : "argument|");
     }
 }
 
@@ -157,17 +168,10 @@ TEST(ProcessStringsTest, AVforkChildExecsWhileAnotherThreadClosesItsStrings) {
     int efaults = 0, wrong = 0;
     const int kExecs = 150;
     for (int i = 0; i < kExecs; ++i) {
-        int out[2];
-        ASSERT_EQ(pipe(out), 0);
-        pid_t pid = vfork_exec(false, out[1], path, s.array(0), nullptr);
-        ::close(out[1]);
-        ASSERT_GT(pid, 0);
-        const std::string got = drain(out[0]);
-        ::close(out[0]);
-        int status = 0;
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 14) ++efaults;
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != "argument") ++wrong;
+        const ChildRun run = run_vfork_exec(false, path, s.array(0), nullptr);
+        if (WIFEXITED(run.status) && WEXITSTATUS(run.status) == 14) ++efaults;
+        else if (run.status == -1 || !WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0 || run.out != "argument")
+            ++wrong;
     }
     stop = true;
     closer.join();
