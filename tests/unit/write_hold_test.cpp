@@ -100,10 +100,12 @@ TEST(WriteHoldTest, NeitherTheHolderNorANestedChangeWaits) {
 TEST(WriteHoldTest, OneHoldAtATime) {
     ASSERT_TRUE(hold::hold(kSecond));
     std::atomic<int> second{0};  // 1: held; -1: gave up
+    std::atomic<bool> second_ending{false};
     std::thread other([&] {
         second = hold::hold(5 * kSecond) ? 1 : -1;
         if (second == 1) {
             std::this_thread::sleep_for(100ms);
+            second_ending = true;
             hold::release();
         }
     });
@@ -113,9 +115,8 @@ TEST(WriteHoldTest, OneHoldAtATime) {
     while (second == 0) std::this_thread::sleep_for(1ms);
     EXPECT_EQ(second.load(), 1);
     // Its hold is still on: a change waits for it, not for the first's end.
-    auto start = Clock::now();
     { hold::Change c; }
-    EXPECT_GE(Clock::now() - start, 50ms) << "a change went on during the second hold";
+    EXPECT_TRUE(second_ending) << "a change went on during the second hold";
     other.join();
     EXPECT_FALSE(hold::held());
     // A hold that cannot have its turn in time gives up, and is not on.
