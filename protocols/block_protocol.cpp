@@ -602,7 +602,7 @@ Status BlockProtocol::flush_region(SharedObject &r) {
 void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
     ADSM_HOLDS(r.lock);
     if (!r.blocks || r.state(k) != kDirty || r.coarse || r.kernel_reads.load(std::memory_order_acquire) ||
-        !r.resident.load(std::memory_order_relaxed))
+        !r.resident.load(std::memory_order_relaxed) || r.flushes_awaited.load(std::memory_order_acquire))
         return;
     size_t b = r.block_begin(k), e = r.block_end(k);
     // The block goes whole, so what the runtime wrote into it through the
@@ -618,12 +618,16 @@ void BlockProtocol::flush_block_async(SharedObject &r, uint32_t k) {
 }
 
 void BlockProtocol::lock_flushed(SharedObject &r, bool waited) {
+    r.flushes_awaited.fetch_add(1, std::memory_order_acq_rel);
     for (bool wait = !waited;; wait = true) {
         if (wait) (void)r.device->wait_copies(Device::kAllCopies);
         lock_settled(r, 0, r.nblocks);
-        if (r.flushes_in_flight.load(std::memory_order_acquire) == 0) return;
+        if (r.flushes_in_flight.load(std::memory_order_acquire) == 0) break;
         r.lock.unlock();
     }
+    // (Under the lock no flush starts; once the caller is done, none of the
+    // object's blocks is Dirty.)
+    r.flushes_awaited.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 Status BlockProtocol::release(ReleaseGroup &c) {

@@ -178,6 +178,10 @@ struct SharedObject {
     // bytes (they run on another queue), so stores write the host copy only
     // and leave the block to the release, which waits for them first.
     std::atomic<uint32_t> flushes_in_flight{0};
+    // Threads waiting for those to land before they close the object
+    // (BlockProtocol::lock_flushed): no new one starts meanwhile, or a
+    // stream of writes sending blocks ahead could keep them waiting.
+    std::atomic<uint32_t> flushes_awaited{0};
     ReadAhead ahead;  // faults in order fetch what follows (read_ahead.h)
     // Stores that went to the device alone because the CPU had never made
     // their pages (BlockProtocol::store) since the object was last flushed:
@@ -213,6 +217,7 @@ struct SharedObject {
         writes_held.store(false, std::memory_order_relaxed);
         resend.store(false, std::memory_order_relaxed);
         flushes_in_flight.store(0, std::memory_order_relaxed);
+        flushes_awaited.store(0, std::memory_order_relaxed);
         ahead = ReadAhead{};
         device_stores_begin = device_stores_end = 0;
         cpu_reads_stores = false;
