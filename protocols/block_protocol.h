@@ -73,6 +73,8 @@ public:
     Status snapshot(const SharedObject &r, uint8_t *dst, const os::Runs &held) override;
     Status hold_writes(SharedObject &r) override;
     Status resume_writes(SharedObject &r) override;
+    // (Only its dirty blocks are writable.)
+    bool holds_by_span(const SharedObject &) const override { return false; }
 
 protected:
     // Policy hooks, called without any region lock held.  dirtied: a write

@@ -156,6 +156,11 @@ public:
                                                                                     : FaultOutcome::failed;
     }
 
+    // (A replicated object is also closed for writing between its updates,
+    // and its resume marks the replicas stale: one at a time.)
+    bool holds_by_span(const SharedObject &r) const override {
+        return !r.own_coherence() && inner_->holds_by_span(r);
+    }
     Status hold_writes(SharedObject &r) override {
         return r.own_coherence() ? Protocol::hold_writes(r) : inner_->hold_writes(r);
     }

@@ -23,4 +23,35 @@ Status protect_page(SharedObject &r, size_t page, int prot) {
     return protect_range(r.host + page * os::kPageSize, os::kPageSize, prot);
 }
 
+void ProtectionRuns::add(uintptr_t at, size_t len) {
+    size_t before = count_, after = count_;  // the runs ending at `at`, starting at its end
+    for (size_t i = 0; i < count_; ++i) {
+        if (runs_[i].at + runs_[i].len == at) before = i;
+        if (at + len == runs_[i].at) after = i;
+    }
+    if (before != count_ && after != count_) {
+        runs_[before].len += len + runs_[after].len;
+        runs_[after] = runs_[--count_];
+    } else if (before != count_) {
+        runs_[before].len += len;
+    } else if (after != count_) {
+        runs_[after].at = at;
+        runs_[after].len += len;
+    } else {
+        if (count_ == kMaxRuns) make(runs_[--count_]);
+        runs_[count_++] = {at, len};
+    }
+}
+
+void ProtectionRuns::make(const Run &run) {
+    Status s = protect_range(run.at, run.len, prot_);
+    if (first_error_ == adsmSuccess) first_error_ = s;
+}
+
+Status ProtectionRuns::flush() {
+    for (size_t i = 0; i < count_; ++i) make(runs_[i]);
+    count_ = 0;
+    return first_error_;
+}
+
 }  // namespace adsm

@@ -31,6 +31,18 @@ Status Protocol::hold_writes(SharedObject &r) {
     return adsmSuccess;
 }
 
+bool Protocol::mark_writes_held(SharedObject &r) {
+    os::FutexGuard g(r.lock);
+    if (!r.live.load(std::memory_order_acquire) || r.writes_held) return false;
+    r.writes_held = true;
+    return true;
+}
+
+void Protocol::clear_writes_held(SharedObject &r) {
+    os::FutexGuard g(r.lock);
+    r.writes_held = false;
+}
+
 Status Protocol::resume_writes(SharedObject &r) {
     os::FutexGuard g(r.lock);
     if (!r.writes_held) return adsmSuccess;

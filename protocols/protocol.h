@@ -137,6 +137,17 @@ public:
     // default is for objects whose pages are always writable.
     virtual Status hold_writes(SharedObject &r);
     virtual Status resume_writes(SharedObject &r);
+    // Whether a hold is no more than the whole object read-only while
+    // writes_held is set (its pages otherwise always writable).  Such
+    // objects are held many at a time: neighbours' changes of protection
+    // are made together (ProtectionRuns), where one mprotect per object
+    // made a chaos cycle over thousands of small objects cost milliseconds.
+    virtual bool holds_by_span(const SharedObject &) const { return true; }
+    // For holds_by_span objects, under r.lock: marks a live object held
+    // (true) or finds it held already or freed (false)...
+    static bool mark_writes_held(SharedObject &r);
+    // ... and, once its pages are writable again, unmarks it.
+    static void clear_writes_held(SharedObject &r);
 
     // Writes the object's current contents to dst, zeroed memory (a fork
     // child keeps them).  Of what the host copy holds, only `held` (runs of

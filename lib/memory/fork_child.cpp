@@ -14,6 +14,7 @@
 #include "os/proc_text.h"
 #include "os/vm.h"
 #include "os/write_hold.h"
+#include "protocols/protection.h"
 #include "support/log.h"
 
 namespace adsm {
@@ -56,24 +57,47 @@ bool Manager::hold_writes() {
     return true;
 }
 
+// No allocation or free runs during a hold: the regions stay as they are,
+// and no thread but the holder changes shared memory (the others' changes
+// wait), so an object marked held before its pages close, or writable
+// before it is unmarked, is seen by no one in between.
 void Manager::close_to_writes() {
-    // No allocation or free runs now: the regions stay as they are.
+    ProtectionRuns closing(PROT_READ);
     table_.for_each_live([&](Region &r) {
         if (r.kind == RegionKind::device || !r.host) return;
-        if (protocol_.hold_writes(r) != adsmSuccess)
+        if (protocol_.holds_by_span(r)) {
+            if (Protocol::mark_writes_held(r)) closing.add(r.host, r.span);
+        } else if (protocol_.hold_writes(r) != adsmSuccess) {
             ADSM_LOG(debug, "writes to the shared object at %p are not held: %s", reinterpret_cast<void *>(r.host),
                      last_detail());
+        }
     });
+    // (Failing, some objects marked held stay writable: their writes are
+    // not held, as when one object's hold fails; each resumes as usual.)
+    if (closing.flush() != adsmSuccess) ADSM_LOG(debug, "writes to some shared objects are not held: %s", last_detail());
 }
 
 void Manager::resume_writes() {
+    ProtectionRuns opening(PROT_READ | PROT_WRITE);
+    auto held = [](const Region &r) { return r.kind != RegionKind::device && r.host && r.writes_held.load(); };
     table_.for_each_live([&](Region &r) {
-        if (r.kind == RegionKind::device || !r.host || !r.writes_held.load()) return;
-        // (Failing, the blocks stay read-only and each reopens at its next write.)
-        if (protocol_.resume_writes(r) != adsmSuccess)
+        if (!held(r)) return;
+        if (protocol_.holds_by_span(r)) {
+            opening.add(r.host, r.span);
+        } else if (protocol_.resume_writes(r) != adsmSuccess) {
+            // (Failing, the blocks stay read-only and each reopens at its next write.)
             ADSM_LOG(debug, "the shared object at %p stays read-only until its next write: %s",
                      reinterpret_cast<void *>(r.host), last_detail());
+        }
     });
+    // Failing, every such object stays marked: each reopens at its next write.
+    if (opening.flush() == adsmSuccess) {
+        table_.for_each_live([&](Region &r) {
+            if (held(r) && protocol_.holds_by_span(r)) Protocol::clear_writes_held(r);
+        });
+    } else {
+        ADSM_LOG(debug, "some shared objects stay read-only until their next write: %s", last_detail());
+    }
     os::write_hold::release();
 }
 
