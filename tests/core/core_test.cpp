@@ -31,6 +31,7 @@
 #include "os/fault_injection.h"
 #include "os/invariant.h"
 #include "os/uffd.h"
+#include "unit/kernel_may_write.h"
 #include "protocols/protocol.h"
 #include "support/stats.h"
 
@@ -630,18 +631,6 @@ TEST_F(PrefetchRaceTest, AFetchIntoARegionCoarseSinceAnEarlierCycle) {
     EXPECT_EQ(p[3 * bs - 1], 1);
 }
 
-// Whether the kernel may write the page (a read from a pipe into it fails
-// with EFAULT where it may not), without a fault in this process.
-bool kernel_may_write_to(uint8_t *page) {
-    int fds[2];
-    EXPECT_EQ(pipe(fds), 0);
-    EXPECT_EQ(write(fds[1], "x", 1), 1);
-    ssize_t n = read(fds[0], page, 1);
-    close(fds[0]);
-    close(fds[1]);
-    return n == 1;
-}
-
 // A hold (a fork's, a chaos cycle's) closes every object the program wrote
 // and its end opens them all again, data unchanged.  Objects closed whole
 // are closed and opened in one change per run of neighbours: one per
@@ -673,7 +662,7 @@ TEST_F(CoreTest, AHoldClosesWrittenObjectsTogetherAndItsEndOpensThem) {
     if (runs) inj::arm(inj::Site::protect, runs + 1);  // one change more would fail
     ASSERT_TRUE(core().manager->hold_writes());
     EXPECT_EQ(inj::injected(inj::Site::protect), before);
-    for (int i = 0; i < 8; ++i) EXPECT_FALSE(kernel_may_write_to(p[i] + n / 2)) << i;
+    for (int i = 0; i < 8; ++i) EXPECT_FALSE(kernel_may_write(p[i] + n / 2)) << i;
     if (runs) inj::arm(inj::Site::protect, runs + 1);
     core().manager->resume_writes();
     disarm();
@@ -683,7 +672,7 @@ TEST_F(CoreTest, AHoldClosesWrittenObjectsTogetherAndItsEndOpensThem) {
         ASSERT_NE(r, nullptr);
         EXPECT_FALSE(r->writes_held.load()) << i;
         if (core().protocol->holds_by_span(*r)) {
-            EXPECT_TRUE(kernel_may_write_to(p[i] + n / 2)) << i;
+            EXPECT_TRUE(kernel_may_write(p[i] + n / 2)) << i;
         }
         EXPECT_EQ(p[i][0], i + 1);
         EXPECT_EQ(p[i][n - 1], i + 1);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernel_may_write.h"
 #include "os/fault_injection.h"
 #include "protocols/protection.h"
 
@@ -17,20 +18,6 @@ namespace {
 
 namespace inj = adsm::os::injection;
 constexpr size_t kRunsPage = 4096;
-
-// Whether the kernel may write the page (a read from a pipe into it fails
-// with EFAULT where it may not), without a fault in this process.
-bool kernel_may_write(uint8_t *page) {
-    int fds[2];
-    EXPECT_EQ(pipe(fds), 0);
-    EXPECT_EQ(write(fds[1], "x", 1), 1);
-    ssize_t n = read(fds[0], page, 1);
-    int e = errno;
-    close(fds[0]);
-    close(fds[1]);
-    EXPECT_TRUE(n == 1 || e == EFAULT);
-    return n == 1;
-}
 
 class ProtectionRunsTest : public ::testing::Test {
 protected:
