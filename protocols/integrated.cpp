@@ -13,6 +13,7 @@ class Integrated final : public HostCopyProtocol {
 public:
     explicit Integrated(const ProtocolEnv &env) : env_(env) {}
     const char *name() const override { return "integrated"; }
+    bool moves_data() const override { return false; }
     Status on_alloc(SharedObject &r, bool) override { return protect_range(r.host, r.span, PROT_READ | PROT_WRITE); }
     void on_free(SharedObject &) override {}
     Status release(ReleaseGroup &) override { return adsmSuccess; }

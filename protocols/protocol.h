@@ -53,6 +53,11 @@ public:
     virtual const char *name() const = 0;
     // Whether CPU accesses can fault (the runtime then installs its handler).
     virtual bool uses_faults() const { return false; }
+    // Whether a release or an acquire can copy bytes between the host copy
+    // and a device's.  One that never does (integrated: every device works
+    // on the host's own pages) cannot put older bytes over a CPU write, so
+    // a chaos cycle need not stop the program's writers for it.
+    virtual bool moves_data() const { return true; }
 
     virtual void context_created(ReleaseGroup &) {}
     virtual void context_destroyed(ReleaseGroup &) {}

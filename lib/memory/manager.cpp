@@ -833,9 +833,11 @@ void Manager::chaos_cycle() {
     // nothing: its acquire would copy the device's older bytes over another
     // thread's fresh writes, to any object (one thread's malloc'd buffer is
     // often another's to fill).  There the cycle closes every object to
-    // writes for its length (the hold a fork takes), or does not run.
+    // writes for its length (the hold a fork takes), or does not run.  A
+    // protocol that moves nothing (integrated) needs no hold: one made every
+    // other call stopped git's threads for 100 s of a 5 s gc.
     bool held = false;
-    if (!protocol_.uses_faults() && os::thread_count() != 1) {
+    if (!protocol_.uses_faults() && protocol_.moves_data() && os::thread_count() != 1) {
         if (!os::write_hold::hold(kChaosHoldPatienceNs)) return;
         close_to_writes();
         held = true;
