@@ -526,10 +526,12 @@ bool Manager::resize(void *p, size_t n) {
     OwnerLock lock(r, p);
     // Only an object that is the malloc family's, whose size nothing but
     // its owner's calls reads meanwhile: not one a kernel may be using
-    // (moving it waits for the kernel), nor one in parts or with a
-    // coherence of its own, whose device copies know their extent.
+    // (moving it waits for the kernel), nor one in parts or placed outside
+    // device memory, whose device copies know their extent.  (In an
+    // integrated device's memory it has one copy, the host's: on the cpu
+    // device a buffer grown by realloc moved at every step.)
     if (!lock.valid() || r->host != a || r->origin != RegionOrigin::malloc || lock.owner()->holds(*r) ||
-        r->own_coherence() || r->split)
+        r->home != Home::device || r->split)
         return false;
     // Within its pages, and not so far below them that a new object would
     // give most of them back.
