@@ -62,7 +62,7 @@ void shared_memory_still_works() {
 TEST(DescriptorsTest, TheRuntimesLieAboveTheProgramsOwn) {
     Started s;
     const std::vector<int> fds = held();
-    if (protocol_in_use() == "integrated") {
+    if (protocol_in_use() == "integrated") {  // cpu devices alone
         ASSERT_GE(fds.size(), 1u) << "the host mirror at least";
     } else {
         ASSERT_GE(fds.size(), 3u) << "the host mirror, the device's memory and its channel at least";

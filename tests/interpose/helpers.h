@@ -41,6 +41,13 @@ inline std::string protocol_in_use() {
     return info.protocol;
 }
 
+// Whether the calling thread's device works on the host's own pages (cpu).
+inline bool device_is_integrated() {
+    adsmDeviceInfo info;
+    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    return info.integrated != 0;
+}
+
 inline void device_write(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_t v) {
     size_t i = adsm::global_x(t);
     if (i < n) p[i] = static_cast<uint8_t>(v + i * 7);
