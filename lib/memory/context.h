@@ -79,34 +79,57 @@ struct Context : ReleaseGroup {
 
 inline Context *Region::owner() const { return static_cast<Context *>(group); }
 
+// The contexts whose locks this thread holds (two at most, ContextPairGuard).
+// Read by the fault handler: a fault this thread takes while it holds the
+// object's context's lock (a GPU driver reading the program's memory inside
+// a launch) must not wait for that lock.
+inline __attribute__((tls_model("initial-exec"))) thread_local const Context *t_locked_contexts[2] = {nullptr, nullptr};
+
+inline bool holds_context_lock(const Context &c) { return t_locked_contexts[0] == &c || t_locked_contexts[1] == &c; }
+
 // Holds a context's lock.  No asynchronous signal can run on this thread
 // meanwhile: a handler of the program's that touched shared memory would
 // fault into the runtime and wait for this very lock.
 class ContextGuard {
 public:
-    explicit ContextGuard(Context &c) : c_(&c) { c_->mu.lock(); }
+    explicit ContextGuard(Context &c) { lock(c); }
     ContextGuard() = default;  // holds nothing (yet): see lock()
     ~ContextGuard() { unlock(); }
     ContextGuard(const ContextGuard &) = delete;
     ContextGuard &operator=(const ContextGuard &) = delete;
     void lock(Context &c) {
         unlock();
-        c_ = &c;
-        c_->mu.lock();
+        c.mu.lock();
+        held(&c);
     }
     // Takes c's lock if no thread (this one included) holds it.
     bool try_lock(Context &c) {
         unlock();
         if (!c.mu.try_lock()) return false;
-        c_ = &c;
+        held(&c);
         return true;
     }
     void unlock() {
-        if (c_) c_->mu.unlock();
+        if (!c_) return;
+        for (const Context *&slot : t_locked_contexts)
+            if (slot == c_) {
+                slot = nullptr;
+                break;
+            }
+        c_->mu.unlock();
         c_ = nullptr;
     }
 
 private:
+    void held(Context *c) {
+        c_ = c;
+        for (const Context *&slot : t_locked_contexts)
+            if (!slot) {
+                slot = c;
+                break;
+            }
+    }
+
     os::DeferredSignals deferred_;
     Context *c_ = nullptr;
 };

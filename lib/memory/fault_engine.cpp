@@ -111,8 +111,11 @@ Protocol::FaultOutcome handle(Region *r, uintptr_t a, void *uctx) {
     bool write = is_write(uctx);
     Context *c = r->owner();
     // (A replicated object's kernels read their own device's copy: the CPU
-    // writing the host's is no race.)
-    if (c && r->home == Home::device && c->holds(*r)) {
+    // writing the host's is no race.  Nor is an access made inside a call or
+    // sync of the object's own context, whose lock this thread holds: a GPU
+    // driver reading the program's environment strings during a launch.  It
+    // cannot wait for that lock, and is served as it is.)
+    if (c && r->home == Home::device && c->holds(*r) && !holds_context_lock(*c)) {
         if (!c->kernels_may_run()) {
             // Every call since the sync failed to launch: no kernel to race,
             // and the objects come back as at a sync.

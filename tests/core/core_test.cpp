@@ -248,6 +248,33 @@ TEST_F(CoreTest, AKernelsResultsReachTheCpu) {
     EXPECT_GE(core().device.bytes(DeviceOp::to_host), n);
 }
 
+// A GPU driver may read the program's memory inside a launch (its
+// environment strings, for getenv).  Such a read of an object the call just
+// released faults on the launching thread, which holds the context's lock:
+// it is served there, not made to wait for that lock (it waited for ever).
+TEST_F(CoreTest, AReadInsideTheLaunchItselfIsServed) {
+    const size_t n = 4 * kPage;
+    uint8_t *p = object(n);
+    memset(p, 0x5a, n);
+    // A thread waiting for itself ends the test, not the suite.  (Not by a
+    // signal: the runtime defers them while it holds a context's lock.)
+    std::atomic<bool> done{false};
+    std::thread watchdog([&] {
+        for (int i = 0; i < 6000 && !done; ++i) usleep(10000);
+        if (!done) {
+            fprintf(stderr, "the launch's own read waited for a minute\n");
+            _exit(1);
+        }
+    });
+    uint8_t seen = 0;
+    EXPECT_EQ(call([&](RecordingDevice &) { seen = *static_cast<volatile uint8_t *>(p + n / 2); }), adsmSuccess);
+    done = true;
+    watchdog.join();
+    EXPECT_EQ(seen, 0x5a);
+    ASSERT_EQ(sync(), adsmSuccess);
+    for (size_t i = 0; i < n; i += kPage / 2) ASSERT_EQ(p[i], 0x5a) << i;
+}
+
 // A launch whose checks assumed the context had synced no further than a
 // point (its kernel heaps were open then) is refused, with nothing released
 // or launched, when a sync came in between; at that point it goes ahead.
