@@ -642,6 +642,11 @@ Status BlockProtocol::release(ReleaseGroup &c) {
             if (Status s = release_object(*r, true); s != adsmSuccess && result == adsmSuccess) result = s;
             continue;
         }
+        // An object on the host alone has no device copy to send to: a kept
+        // malloc block evicted to make room (gather_objects brings every
+        // other back before a release).  Closed here, the block it becomes
+        // next was fetched from device memory it did not have.
+        if (!r->resident.load(std::memory_order_acquire)) continue;
         // (An object kept on another device has its copies on that one.)
         lock_flushed(*r, r->device == c.device);
         if (Status s = flush_region(*r); s != adsmSuccess && result == adsmSuccess) result = s;
