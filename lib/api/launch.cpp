@@ -58,6 +58,7 @@ Status launch_kernel(Runtime &rt, adsmKernel_t kernel, adsmDim3 grid, adsmDim3 b
         if (ctx)
             if (Status s = c->note_launch(ctx, blob, k->args_size, &synced_limit); s != adsmSuccess) return s;
     }
+    if (!in) note_api_launch(rt);  // (a routed launch names the program's context)
     return rt.manager->call(l, in, synced_limit, uses, n);
 }
 

@@ -35,19 +35,23 @@ void *alloc(size_t n, bool zero, size_t room) {
     if (!rt) return nullptr;
     void *p = nullptr;
     // A routed GPU API releases the program context at its launches, so
-    // memory the program allocates for its kernels must be there too.
-    Context *ctx = gpu_bridge::any_routed() ? rt->manager->program_context() : nullptr;
+    // memory the program allocates for its kernels must be there too;
+    // unless the program launches them with the API (note_api_launch).
+    Context *ctx = gpu_bridge::any_routed() && !rt->api_launches.load(std::memory_order_acquire)
+                       ? rt->manager->program_context()
+                       : nullptr;
     // The room first, then the size asked for within it (kept whole should
     // that fail: a block larger than asked for keeps every promise of
     // malloc); without the room where it does not fit.
     if (room && room <= SIZE_MAX - n && rt->manager->alloc(n + room, zero, &p, ctx, RegionOrigin::malloc) == adsmSuccess) {
         (void)rt->manager->resize(p, n);
-        return p;
-    }
-    if (rt->manager->alloc(n, zero, &p, ctx, RegionOrigin::malloc) != adsmSuccess) {
+    } else if (rt->manager->alloc(n, zero, &p, ctx, RegionOrigin::malloc) != adsmSuccess) {
         ADSM_LOG(debug, "shared allocation of %zu bytes failed (%s); using the C library", n, last_detail());
         return nullptr;
     }
+    // (Another thread's first API launch may have adopted the program
+    // context's objects while this one was being made there.)
+    if (ctx && rt->api_launches.load(std::memory_order_acquire)) rt->manager->adopt_program_mallocs();
     return p;
 }
 

@@ -292,6 +292,12 @@ std::string device_names(const Runtime &rt) {
 }
 
 Runtime *started_runtime() { return g_runtime.load(std::memory_order_acquire); }
+
+void note_api_launch(Runtime &rt) {
+    if (rt.api_launches.load(std::memory_order_relaxed) || rt.api_launches.exchange(true, std::memory_order_acq_rel))
+        return;
+    rt.manager->adopt_program_mallocs();
+}
 const char *start_failure() { return g_runtime.load(std::memory_order_acquire) || !g_failure ? nullptr : g_failure->c_str(); }
 bool forked_child() { return g_forked.load(std::memory_order_relaxed); }
 bool in_runtime_process() {

@@ -38,6 +38,10 @@ struct Runtime {
     // Set by the program's first API call or routed GPU call, and at the
     // start in chaos mode: ProtocolEnv::kernels_expected.
     std::atomic<bool> kernels_expected{false};
+    // Set by the program's first kernel launched with the API (adsmCall):
+    // from then on, with a GPU API routed, a thread's malloc'd shared memory
+    // is its own context's (note_api_launch).
+    std::atomic<bool> api_launches{false};
 };
 
 // The program may launch kernels from now on.  (Read first: API calls on
@@ -45,6 +49,16 @@ struct Runtime {
 inline void expect_kernels(Runtime &rt) {
     if (!rt.kernels_expected.load(std::memory_order_relaxed)) rt.kernels_expected.store(true, std::memory_order_relaxed);
 }
+
+// A kernel launched with the API (adsmCall), which releases the calling
+// thread's context: malloc'd shared memory goes to that context from now
+// on, not to the program's, which routed GPU launches release.  At the
+// first, what the program malloc'd before moves to the calling thread's
+// context (where no routed launch used it yet), so that a program written
+// for the API hands its malloc'd buffers to its kernels on a GPU as it does
+// on sim.  (Other API calls do not count: a library of kernels for routed
+// launches registers them with adsmRegisterKernel.)
+void note_api_launch(Runtime &rt);
 
 // The runtime, starting it if needed.  A failed start is remembered: every
 // later call fails the same way, with the same message.  In the child of a

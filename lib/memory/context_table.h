@@ -32,6 +32,8 @@ public:
     Status resolve(adsmContext_t handle, Context **out);
     // One context for the whole program, never ending (see Manager).
     Context *program_context();
+    // The program context if it was ever made (never makes it).
+    Context *existing_program_context() { return program_.load(std::memory_order_acquire); }
 
     // Drops a reference; the last one ends the context.
     void unref(Context *c);

@@ -71,6 +71,11 @@ public:
     // device is full.  Refused with adsmErrorBusy while a kernel of its
     // owner may be using it.
     Status migrate(void *ptr, adsmContext_t to);
+    // The malloc'd objects of the program context (routed GPU calls'), when
+    // it has launched nothing yet, become the calling thread's context's,
+    // on the same device: a program launching its kernels with the API
+    // launched its first (note_api_launch).  What cannot move stays.
+    void adopt_program_mallocs();
 
     // ---- shared memory
     // In `in`, or the calling thread's context when null; at a multiple of

@@ -268,6 +268,34 @@ Status Manager::migrate(void *p, adsmContext_t handle) {
     return s;
 }
 
+void Manager::adopt_program_mallocs() {
+    Context *from = contexts_.existing_program_context();
+    Context *to = current();
+    if (!from || !to || from == to) return;
+    size_t moved = 0;
+    {
+        ContextPairGuard both(from, to);
+        // A routed launch released them already: they are the routed calls'.
+        if (from->calls.load() != 0 || from->device != to->device) return;
+        for (SharedObject **list : {&from->objects, &from->placed}) {
+            for (SharedObject *o = *list; o;) {
+                SharedObject *next = o->next;
+                Region *r = static_cast<Region *>(o);
+                if (r->origin == RegionOrigin::malloc && r->live.load()) {
+                    from->unlink(r);
+                    r->group = to;
+                    r->birth_call = to->calls.load();
+                    to->link(r);
+                    to->refs.fetch_add(1);
+                    ++moved;
+                }
+                o = next;
+            }
+        }
+    }
+    for (size_t i = 0; i < moved; ++i) contexts_.unref(from);
+}
+
 Status Manager::migrate_to(void *p, Context *to) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     Region *r = nullptr;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/preload.h"
+#include "gpu/doubles/fake_module.hpp"
 #include "support/stats.h"
 
 namespace interpose_test {
@@ -56,7 +57,7 @@ inline void device_write(const adsm::thread_index &t, uint8_t *p, size_t n, uint
 // Makes every block of p's allocation closed (its data on the device) by
 // having a kernel write it: p[i] = v + 7i.
 inline void close_on_device(uint8_t *p, size_t n, uint8_t v) {
-    static adsm::kernel<device_write> k("interpose.device_write");
+    static auto k = adsm_test::device_kernel<device_write>("interpose.device_write");
     k(adsm::blocks_for(n, 256), 256, p, n, v);
     adsm::sync();
 }
@@ -102,7 +103,7 @@ inline void device_add(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_
 // A kernel adds v to every byte of p: it reads what the CPU wrote, and the
 // CPU then reads what it wrote.
 inline void add_on_device(uint8_t *p, size_t n, uint8_t v) {
-    static adsm::kernel<device_add> k("interpose.device_add");
+    static auto k = adsm_test::device_kernel<device_add>("interpose.device_add");
     k(adsm::blocks_for(n, 256), 256, p, n, v);
     adsm::sync();
 }

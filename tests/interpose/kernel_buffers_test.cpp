@@ -78,7 +78,7 @@ TEST(KernelBuffersTest, PollReadsAndFillsAnArrayTheDeviceWrote) {
     auto *p = static_cast<uint8_t *>(malloc(3 * kThreshold));
     ASSERT_TRUE(shared(p));
     auto *a = reinterpret_cast<struct pollfd *>(p + kThreshold - 512);
-    static adsm::kernel<device_pollfds> fill("interpose.device_pollfds");
+    static auto fill = adsm_test::device_kernel<device_pollfds>("interpose.device_pollfds");
     for (int round = 0; round < 2; ++round) {
         SCOPED_TRACE(round ? "ppoll" : "poll");
         fill(adsm::blocks_for(entries, 256), 256, a, entries, fds[0]);
