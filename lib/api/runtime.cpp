@@ -298,6 +298,7 @@ void note_api_launch(Runtime &rt) {
         return;
     rt.manager->adopt_program_mallocs();
 }
+
 const char *start_failure() { return g_runtime.load(std::memory_order_acquire) || !g_failure ? nullptr : g_failure->c_str(); }
 bool forked_child() { return g_forked.load(std::memory_order_relaxed); }
 bool in_runtime_process() {

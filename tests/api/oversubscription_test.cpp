@@ -183,8 +183,9 @@ TEST_F(OversubscriptionTest, AKeptMallocBlockIsNotBroughtBackByARelease) {
     inc_(adsm::blocks_for(n, 256), 256, objs[0], n);
     adsm::sync();
     EXPECT_FALSE(resident(kept)) << "a release brought the kept block back to the device";
-    // (On a GPU the malloc family's objects are the program context's, not
-    // this thread's: the malloc tests run kernels on a reused block.)
+    // (The kept block is this thread's since the calls above, on a GPU too:
+    // the release before left it alone, on the host; the malloc tests run
+    // kernels on a reused block.)
     auto *again = static_cast<uint32_t *>(adsm::preload::alloc(n * sizeof(uint32_t), false));
     ASSERT_EQ(again, kept);
     for (size_t k = 0; k < n; ++k) again[k] = static_cast<uint32_t>(k);
