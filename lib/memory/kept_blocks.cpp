@@ -120,10 +120,7 @@ void *Manager::reuse_kept(size_t size, Context &c) {
             {
                 ContextPairGuard both(from, &c);
                 if (still_kept(from)) {
-                    from->unlink(r);
-                    r->group = &c;
-                    c.link(r);
-                    c.refs.fetch_add(1);
+                    hand_over_locked(*r, *from, c);
                     moved = true;
                 }
             }

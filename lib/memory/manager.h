@@ -304,6 +304,10 @@ private:
     Eviction evict_object(Region &v, Device &d, Context *held, uint64_t needed, uint64_t *freed);
     static constexpr uint64_t kContendedWaitNs = 2'000'000'000;  // 2 s
     Status migrate_to(void *ptr, Context *to);
+    // Moves r from `from`'s list to `to`'s, both locked: `to`'s calls
+    // release it from now on (none it launched before saw it).  The caller
+    // drops `from`'s reference for it once both locks are let go.
+    void hand_over_locked(Region &r, Context &from, Context &to);
     void retire(Region *r);
     Status start_coherence(Region &r, bool zeroed);
     Status wait_for_kernels(Context *c);

@@ -268,6 +268,15 @@ Status Manager::migrate(void *p, adsmContext_t handle) {
     return s;
 }
 
+void Manager::hand_over_locked(Region &r, Context &from, Context &to) {
+    from.unlink(&r);
+    r.group = &to;
+    // Kernels `to` launched before now never saw it.
+    r.birth_call = to.calls.load();
+    to.link(&r);
+    to.refs.fetch_add(1);
+}
+
 void Manager::adopt_program_mallocs() {
     Context *from = contexts_.existing_program_context();
     Context *to = current();
@@ -282,11 +291,7 @@ void Manager::adopt_program_mallocs() {
                 SharedObject *next = o->next;
                 Region *r = static_cast<Region *>(o);
                 if (r->origin == RegionOrigin::malloc && r->live.load()) {
-                    from->unlink(r);
-                    r->group = to;
-                    r->birth_call = to->calls.load();
-                    to->link(r);
-                    to->refs.fetch_add(1);
+                    hand_over_locked(*r, *from, *to);
                     ++moved;
                 }
                 o = next;
@@ -320,12 +325,7 @@ Status Manager::migrate_to(void *p, Context *to) {
             return fail(adsmErrorBusy, "%p may be in use by a kernel its context launched: call adsmSync before migrating it",
                         p);
         if (Status s = relocate(*r, *to->device); s != adsmSuccess) return s;
-        from->unlink(r);
-        r->group = to;
-        // Kernels `to` launched before now never saw it.
-        r->birth_call = to->calls.load();
-        to->link(r);
-        to->refs.fetch_add(1);
+        hand_over_locked(*r, *from, *to);
     }
     contexts_.unref(from);
     return adsmSuccess;

@@ -62,8 +62,7 @@ void shared_memory_still_works() {
 TEST(DescriptorsTest, TheRuntimesLieAboveTheProgramsOwn) {
     Started s;
     const std::vector<int> fds = held();
-    adsmDeviceInfo info;
-    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    const adsmDeviceInfo info = device_info();
     if (std::string(info.name) == "sim") {
         ASSERT_GE(fds.size(), 3u) << "the host mirror, the device's memory and its channel at least";
     } else {

@@ -36,18 +36,17 @@ inline bool shared(const void *p) {
 
 inline uint64_t counter(adsm::Counter c) { return adsm::stats().get(c); }
 
-inline std::string protocol_in_use() {
-    adsmDeviceInfo info;
+// The calling thread's device.
+inline adsmDeviceInfo device_info() {
+    adsmDeviceInfo info{};
     EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
-    return info.protocol;
+    return info;
 }
 
+inline std::string protocol_in_use() { return device_info().protocol; }
+
 // Whether the calling thread's device works on the host's own pages (cpu).
-inline bool device_is_integrated() {
-    adsmDeviceInfo info;
-    EXPECT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
-    return info.integrated != 0;
-}
+inline bool device_is_integrated() { return device_info().integrated != 0; }
 
 inline void device_write(const adsm::thread_index &t, uint8_t *p, size_t n, uint8_t v) {
     size_t i = adsm::global_x(t);
