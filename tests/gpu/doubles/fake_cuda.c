@@ -81,19 +81,11 @@ static __thread CUcontext context_stack[8];
 static __thread int context_depth;
 #define current_ctx (context_depth ? context_stack[context_depth - 1] : (CUcontext)NULL)
 
-/* GPUs the double has: FAKE_CUDA_DEVICES (1 to 4, default 1), read once, as
- * a driver reads its settings when it starts: read at every call, it read
- * the program's environment strings from inside the runtime's calls, where
- * a string in shared memory the runtime had closed cannot be fetched. */
+/* GPUs the double has: FAKE_CUDA_DEVICES (1 to 4, default 1). */
 static int gpu_count(void) {
-    static atomic_int count;
-    int n = atomic_load(&count);
-    if (n) return n;
-    const char *v = getenv("FAKE_CUDA_DEVICES");
-    n = v ? atoi(v) : 1;
-    n = n < 1 ? 1 : n > VMM_DEVICES ? VMM_DEVICES : n;
-    atomic_store(&count, n);
-    return n;
+    const char *v = fake_getenv("FAKE_CUDA_DEVICES");
+    int n = v ? atoi(v) : 1;
+    return n < 1 ? 1 : n > VMM_DEVICES ? VMM_DEVICES : n;
 }
 static int ordinal_of(CUcontext c) {
     for (int i = 0; i < gpu_count(); ++i)
@@ -1022,7 +1014,7 @@ EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr p, size_t size) {
 
 /* Every pair of GPUs has a peer link unless FAKE_CUDA_NO_PEER=1. */
 static int peer_link(void) {
-    const char *v = getenv("FAKE_CUDA_NO_PEER");
+    const char *v = fake_getenv("FAKE_CUDA_NO_PEER");
     return !(v && *v == '1');
 }
 

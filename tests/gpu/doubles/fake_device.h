@@ -20,6 +20,34 @@
 
 #define FAKE_MAX_PARAMS 16
 
+/* The double's settings (FAKE_* variables), copied when it is loaded, as a
+ * driver reads its settings when it starts.  Read with getenv at each call,
+ * they were the program's environment strings read inside the runtime's
+ * own driver calls, where a string in shared memory the runtime had closed
+ * cannot be fetched: the fault's own copy faulted again. */
+static char fake_settings[4096];
+__attribute__((constructor)) static void fake_copy_settings(void) {
+    extern char **environ;
+    size_t at = 0;
+    for (char **e = environ; e && *e; ++e) {
+        size_t n = strlen(*e) + 1;
+        if (strncmp(*e, "FAKE_", 5) != 0) continue;
+        if (at + n >= sizeof fake_settings) {
+            fprintf(stderr, "driver double: more FAKE_ settings than it keeps (%zu bytes)\n", sizeof fake_settings);
+            abort();
+        }
+        memcpy(fake_settings + at, *e, n);
+        at += n;
+    }
+}
+static const char *fake_getenv(const char *name) {
+    const size_t len = strlen(name);
+    for (const char *p = fake_settings; *p; p += strlen(p) + 1)
+        if (strncmp(p, name, len) == 0 && p[len] == '=') return p + len + 1;
+    return NULL;
+}
+
+
 typedef struct fake_kernel {
     char name[64];
     unsigned nparams;
@@ -271,7 +299,7 @@ static struct {
 } fake_failure = {"", -1, 0};
 static pthread_once_t fake_failure_once = PTHREAD_ONCE_INIT;
 static void fake_read_failure(void) {
-    const char *v = getenv(FAKE_FAIL_ENV);
+    const char *v = fake_getenv(FAKE_FAIL_ENV);
     if (!v || !*v) return;
     const char *colon = strrchr(v, ':');
     char *end = NULL;

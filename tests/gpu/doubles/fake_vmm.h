@@ -78,13 +78,13 @@ static struct {
 } vmm_registered[VMM_MAX];
 
 static inline size_t vmm_total(void) {
-    const char *v = getenv(VMM_MEMORY_ENV);
+    const char *v = fake_getenv(VMM_MEMORY_ENV);
     size_t n = v ? strtoull(v, NULL, 0) : 0;
     return n ? n : (1ul << 30);
 }
 
 static inline size_t vmm_granularity(void) {
-    const char *v = getenv(VMM_GRANULE_ENV);
+    const char *v = fake_getenv(VMM_GRANULE_ENV);
     size_t g = v ? strtoull(v, NULL, 0) : 0;
     return g >= 4096 && (g & (g - 1)) == 0 ? g : (2ul << 20);
 }

@@ -116,7 +116,7 @@ static atomic_int initialized;
 static int the_driver, the_context;
 static int the_devices[VMM_DEVICES];
 static int device_count(void) {
-    const char *v = getenv("FAKE_ZE_DEVICES");
+    const char *v = fake_getenv("FAKE_ZE_DEVICES");
     int n = v ? atoi(v) : 1;
     return n < 1 ? 1 : n > VMM_DEVICES ? VMM_DEVICES : n;
 }
@@ -133,7 +133,7 @@ static fake_device *queue_of(ze_device_handle_t dev) {
 }
 /* Every pair of GPUs has a peer link unless FAKE_ZE_NO_PEER=1. */
 static int peer_link(int a, int b) {
-    const char *v = getenv("FAKE_ZE_NO_PEER");
+    const char *v = fake_getenv("FAKE_ZE_NO_PEER");
     return a == b || !(v && strcmp(v, "1") == 0);
 }
 
