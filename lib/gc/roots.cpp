@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "os/driver_objects.h"
 #include "os/vm.h"
 #include "support/log.h"
 
@@ -129,6 +130,9 @@ int visit(struct dl_phdr_info *info, size_t, void *arg) {
     // registered roots.  Linked into the program itself (the tests), its
     // data is the program's and stays.
     if (own && info->dlpi_name && info->dlpi_name[0]) return 0;
+    // A device driver's data holds the host ranges the runtime pinned, not
+    // the program's references (os/driver_objects.h).
+    if (os::is_driver_object(info->dlpi_addr)) return 0;
     for (int i = 0; i < info->dlpi_phnum; ++i) {
         const ElfW(Phdr) &ph = info->dlpi_phdr[i];
         if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_W)) continue;

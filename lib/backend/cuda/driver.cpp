@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backend/gpu/load_once.h"
+#include "os/driver_objects.h"
 #include "os/real_libc.h"
 #include "support/log.h"
 
@@ -18,7 +19,9 @@ gpu::LoadOnce<Driver> g_driver;
 Status load(Driver *d) {
     // RTLD_GLOBAL: a CUDA runtime the program loads later finds the same
     // driver, so the program and the runtime share its primary context.
+    os::DriverLoading loading;  // (what the driver loads as it starts is its own)
     void *lib = dlopen(kLibrary, RTLD_NOW | RTLD_GLOBAL);
+    loading.opened(lib);
     if (!lib)
         return fail(adsmErrorNoDevice,
                     "ADSM_DEVICE=cuda: the NVIDIA driver library %s cannot be loaded (%s); is an NVIDIA driver installed "

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include "backend/gpu/load_once.h"
+#include "os/driver_objects.h"
 #include "os/real_libc.h"
 
 namespace adsm::levelzero {
@@ -15,7 +16,9 @@ constexpr const char *kLibrary = "libze_loader.so.1";
 gpu::LoadOnce<Driver> g_driver;
 
 Status load(Driver *d) {
+    os::DriverLoading loading;  // (what the driver loads as it starts is its own)
     void *lib = dlopen(kLibrary, RTLD_NOW | RTLD_GLOBAL);
+    loading.opened(lib);
     if (!lib)
         return fail(adsmErrorNoDevice,
                     "ADSM_DEVICE=levelzero: the Level Zero loader %s cannot be loaded (%s); is a Level Zero driver "
