@@ -26,6 +26,7 @@ constexpr uint64_t kWindow = 32 * kGranule;
 class RecordingDriver final : public adsm::gpu::GranuleDriver {
 public:
     Status back(uintptr_t, uint64_t, uint64_t *handle) override {
+        if (room >= 0 && backed >= room) return adsmErrorMemoryAllocation;
         *handle = ++handles;
         ++backed;
         return adsmSuccess;
@@ -70,8 +71,11 @@ public:
     std::map<uintptr_t, uint64_t> pinned;
     std::vector<std::pair<uintptr_t, uintptr_t>> remapped;
     uint64_t handles = 0, scratch = 0;
+    bool work_may_run() override { return working; }
     std::vector<uintptr_t> unmapped;
     int backed = 0, pins = 0, unpins = 0, refused_unmaps = 0, refused = 0;
+    int room = -1;         // granules the device holds at most (-1: no limit)
+    bool working = false;  // a kernel may be running
 };
 
 class GranulesTest : public ::testing::Test {
@@ -185,6 +189,54 @@ TEST_F(GranulesTest, AGranuleTheDriverWouldNotUnmapIsTriedAgain) {
     g_.release(&driver_);
     EXPECT_EQ(driver_.backed, 0);
     EXPECT_EQ(driver_.unmapped.size(), 2u);
+}
+
+// A granule given up while a kernel may run stays mapped (CUDA's unmap
+// would wait for the kernel: a collection giving a chunk back did).
+TEST_F(GranulesTest, AGranuleGivenUpWhileTheDeviceWorksIsUnmappedOnceItIsIdle) {
+    start(Pinning::off);
+    ASSERT_EQ(g_.commit(kBase, kGranule), adsmSuccess);
+    driver_.working = true;
+    g_.decommit(kBase, kGranule);
+    EXPECT_TRUE(driver_.unmapped.empty()) << "unmapped while the device's work may run";
+    EXPECT_EQ(g_.used(), 0u) << "no allocation uses it";
+    ASSERT_EQ(g_.commit(kBase + 2 * kGranule, 4096), adsmSuccess);
+    EXPECT_TRUE(driver_.unmapped.empty());
+    driver_.working = false;
+    g_.decommit(kBase + 2 * kGranule, 4096);  // looks at the idle granules first
+    ASSERT_EQ(driver_.unmapped.size(), 2u);
+    EXPECT_EQ(driver_.unmapped[0], kBase);
+    EXPECT_EQ(driver_.backed, 0);
+}
+
+TEST_F(GranulesTest, AnIdleGranuleServesTheNextCommitAtItsAddresses) {
+    start(Pinning::off);
+    ASSERT_EQ(g_.commit(kBase, 4096), adsmSuccess);
+    driver_.working = true;
+    g_.decommit(kBase, 4096);
+    ASSERT_EQ(g_.commit(kBase + 8192, 4096), adsmSuccess);
+    EXPECT_EQ(driver_.handles, 1u) << "a second granule was made where the first still was";
+    EXPECT_TRUE(driver_.unmapped.empty());
+    EXPECT_EQ(g_.used(), kGranule);
+    driver_.working = false;
+    g_.decommit(kBase + 8192, 4096);
+    EXPECT_EQ(driver_.backed, 0);
+}
+
+TEST_F(GranulesTest, DeviceMemoryRunningShortUnmapsIdleGranulesFirst) {
+    start(Pinning::off);
+    driver_.room = 1;
+    ASSERT_EQ(g_.commit(kBase, kGranule), adsmSuccess);
+    driver_.working = true;
+    g_.decommit(kBase, kGranule);
+    // The device is full of the idle granule: it goes, its work waited for.
+    ASSERT_EQ(g_.commit(kBase + 4 * kGranule, kGranule), adsmSuccess);
+    ASSERT_EQ(driver_.unmapped.size(), 1u);
+    EXPECT_EQ(driver_.unmapped[0], kBase);
+    g_.decommit(kBase + 4 * kGranule, kGranule);
+    // And the device's release takes every idle granule with it.
+    g_.release(&driver_);
+    EXPECT_EQ(driver_.backed, 0);
 }
 
 TEST_F(GranulesTest, ACommitCostsTheGranulesItBacksWhole) {

@@ -155,7 +155,7 @@ Status CudaDevice::attach_window(uintptr_t base, uint64_t size, int host_fd, uin
     window_.base = base;
     window_.size = size;
     window_.alias = host_alias;
-    granule_driver_.init(d_, dev_);
+    granule_driver_.init(d_, dev_, [this] { return streams_may_run(); });
     auto pins = std::make_unique<GranuleDriver>();
     pins->init(d_, dev_);
     if (Status s = set_->share_window(window_, host_fd, std::move(pins), name(), gpu_name_); s != adsmSuccess) return s;
@@ -471,6 +471,15 @@ CUresult CudaDevice::query_stream(StreamId id) {
     return d_->cuStreamQuery(s);
 }
 
+bool CudaDevice::streams_may_run() {
+    Entered in(this);
+    if (in.status() != adsmSuccess) return false;  // (nothing is unmapped then)
+    const uint32_t used = std::min(stream_slots_used_.load(), kMaxStreams);
+    for (uint32_t i = 0; i < used; ++i)
+        if (CUstream s = streams_[i].s.load(); s && d_->cuStreamQuery(s) == CUDA_ERROR_NOT_READY) return true;
+    return false;
+}
+
 Status CudaDevice::create_stream(StreamId *out) {
     ADSM_ENTER();
     CUstream s = nullptr;
@@ -480,6 +489,8 @@ Status CudaDevice::create_stream(StreamId *out) {
         CUstream none = nullptr;
         if (streams_[i].s.compare_exchange_strong(none, s)) {
             streams_[i].last.store(nullptr);
+            for (uint32_t used = stream_slots_used_.load(); used <= i && !stream_slots_used_.compare_exchange_weak(used, i + 1);) {
+            }
             *out = i;
             return adsmSuccess;
         }

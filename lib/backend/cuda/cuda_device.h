@@ -119,6 +119,8 @@ private:
     bool copy_stream_failed();
     Status copy_failure();
     CUresult query_stream(StreamId id);
+    // Whether a kernel or copy queued on a context's stream may still run.
+    bool streams_may_run();
 
     static constexpr uint32_t kMaxStreams = 4096;
     struct Stream {
@@ -139,7 +141,7 @@ private:
     GranuleDriver granule_driver_;
     CopyEngine copies_;
     Stream streams_[kMaxStreams];
-    std::atomic<uint32_t> next_stream_{0};
+    std::atomic<uint32_t> stream_slots_used_{0};  // slots below it may hold a stream
     gpu::DeviceLoss loss_{"cuda"};
     // Last: its threads stop before anything they may call goes.
     gpu::HandlerCalls handler_calls_;

@@ -36,7 +36,16 @@ void clear_bit(std::vector<uint64_t> &bm, uint64_t i) { bm[i >> 6] &= ~(uint64_t
 
 Status Granules::create(uint64_t index, Granule *g, GranuleDriver *owner) {
     if (!stuck_.empty()) unstick(nullptr);
-    if (Status s = owner->back(base_ + index * granularity_, granularity_, &g->handle); s != adsmSuccess) return s;
+    if (!revive(index, g, owner)) {
+        Status s = owner->back(base_ + index * granularity_, granularity_, &g->handle);
+        // Memory idle granules still hold: given back now, waiting for the
+        // device's work if need be.
+        if (s == adsmErrorMemoryAllocation && !idle_.empty()) {
+            unmap_idle(nullptr, true);
+            s = owner->back(base_ + index * granularity_, granularity_, &g->handle);
+        }
+        if (s != adsmSuccess) return s;
+    }
     g->owner = owner;
     owner->granules.fetch_add(1, std::memory_order_relaxed);
     const size_t words = (pages_per_granule() + 63) / 64;
@@ -204,7 +213,8 @@ void Granules::destroy(uint64_t index, Granule &g) {
     uint64_t offset = index * granularity_;
     if (!g.cpu_seen) unseen_.fetch_sub(1, std::memory_order_relaxed);
     if (g.has_unpinned) unpinned_.fetch_sub(1, std::memory_order_relaxed);
-    if (!g.owner->unback(base_ + offset, granularity_, g.handle)) stuck_.push_back({index, g.handle, g.owner});
+    if (g.owner->work_may_run()) idle_.push_back({index, g.handle, g.owner});
+    else if (!g.owner->unback(base_ + offset, granularity_, g.handle)) stuck_.push_back({index, g.handle, g.owner});
     g.owner->granules.fetch_sub(1, std::memory_order_relaxed);
     // The host pages stay: an evicted or migrating object's host copy is
     // its only one now (forget_host gives back a freed object's).
@@ -227,6 +237,38 @@ void Granules::unstick(const GranuleDriver *owner) {
     }
 }
 
+void Granules::unmap_idle(const GranuleDriver *owner, bool wait) {
+    for (size_t i = 0; i < idle_.size();) {
+        const Stuck s = idle_[i];
+        if ((owner && s.owner != owner) || (!wait && s.owner->work_may_run())) {
+            ++i;
+            continue;
+        }
+        idle_[i] = idle_.back();
+        idle_.pop_back();
+        if (!s.owner->unback(base_ + s.index * granularity_, granularity_, s.handle)) stuck_.push_back(s);
+    }
+}
+
+// A granule of `owner`'s that waits idle at `index` serves the commit
+// there as it is: its memory is still mapped where the commit wants it.
+// One of another GPU's is unmapped first.
+bool Granules::revive(uint64_t index, Granule *g, GranuleDriver *owner) {
+    for (size_t i = 0; i < idle_.size(); ++i) {
+        if (idle_[i].index != index) continue;
+        const Stuck s = idle_[i];
+        idle_[i] = idle_.back();
+        idle_.pop_back();
+        if (s.owner == owner) {
+            g->handle = s.handle;
+            return true;
+        }
+        if (!s.owner->unback(base_ + s.index * granularity_, granularity_, s.handle)) stuck_.push_back(s);
+        return false;
+    }
+    return false;
+}
+
 Granules::GranuleMap::iterator Granules::drop(GranuleMap::iterator it) {
     destroy(it->first, it->second);
     granules_in_use_.fetch_sub(1, std::memory_order_relaxed);
@@ -243,6 +285,7 @@ void Granules::release(GranuleDriver *owner) {
         }
         it = drop(it);
     }
+    unmap_idle(owner, true);
     unstick(owner);
     // (destroy undoes a registration with its last granule; one of a
     // granule never backed would stay.)
@@ -306,6 +349,7 @@ Status Granules::commit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner) {
     if (!owner) owner = driver_;
     uint64_t first = (addr - base_) / granularity_, last = (addr - base_ + bytes - 1) / granularity_;
     std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) unmap_idle(nullptr, false);
     for (uint64_t i = first; i <= last; ++i) {
         Granule &g = granules_[i];
         Status s = adsmSuccess;
@@ -360,6 +404,7 @@ void Granules::decommit(uintptr_t addr, uint64_t bytes, GranuleDriver *owner) {
     if (!owner) owner = driver_;
     uint64_t first = (addr - base_) / granularity_, last = (addr - base_ + bytes - 1) / granularity_;
     std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) unmap_idle(nullptr, false);
     for (uint64_t i = first; i <= last; ++i) {
         auto it = granules_.find(i);
         if (it == granules_.end() || it->second.users == 0 || it->second.owner != owner) continue;

@@ -60,6 +60,11 @@ public:
     virtual Status reserve_scratch(uint64_t size, uintptr_t *va);
     virtual void free_scratch(uintptr_t va, uint64_t size);
     virtual Status remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle);
+    // Whether work the runtime queued on the device may still be running.
+    // Where the driver's unmap waits for it (CUDA's cuMemUnmap does), a
+    // granule no allocation uses any more waits mapped until it is over:
+    // a collection that gives a chunk back must not wait for a kernel.
+    virtual bool work_may_run() { return false; }
 
     // Granules of this driver's device in the table (Granules counts them).
     std::atomic<uint64_t> granules{0};
@@ -226,6 +231,14 @@ private:
     };
     std::vector<Stuck> stuck_;
     void unstick(const GranuleDriver *owner);  // under mu_; owner null: all
+    // Granules given up while their device's work may run (work_may_run):
+    // still mapped, their memory no longer counted as used.  Unmapped once
+    // the device is idle (looked at by each commit and decommit), at once
+    // when device memory runs short or the device goes, and made usable
+    // again as they are when their addresses are committed again.
+    std::vector<Stuck> idle_;
+    void unmap_idle(const GranuleDriver *owner, bool wait);  // under mu_; owner null: all
+    bool revive(uint64_t index, Granule *g, GranuleDriver *owner);  // under mu_
     std::map<uint64_t, Registration> registrations_;
     std::atomic<uint64_t> granules_in_use_{0};
     std::atomic<uint64_t> unpinned_{0};    // granules with allocated pages not pinned yet: copies skip the lock at 0
