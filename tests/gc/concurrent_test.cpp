@@ -21,6 +21,7 @@
 
 #include "api/runtime.h"
 #include "gc/collector.h"
+#include "gpu/doubles/fake_module.hpp"
 
 namespace {
 
@@ -372,7 +373,7 @@ Cell **g_kernel_heads[4];  // roots: the lists of the last rounds
 TEST(GcConcurrentTest, KernelHeapsWhileMarkersRunLoseNothing) {
     Collector *c = the_collector();
     ASSERT_NE(c, nullptr);
-    adsm::kernel<kernel_lists> k("gc.concurrent.kernel_lists");
+    auto k = adsm_test::device_kernel<kernel_lists>("gc.concurrent.kernel_lists");
     const unsigned n = 256, len = 64;
     Collector::Usage before, after;
     c->usage(&before);

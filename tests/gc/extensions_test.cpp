@@ -20,6 +20,7 @@
 #include "gc/collector.h"
 #include "gc/layouts.h"
 #include "gc/mark.h"
+#include "gpu/doubles/fake_module.hpp"
 
 namespace {
 
@@ -498,7 +499,7 @@ __attribute__((noinline)) void make_target() {
 // the device after the kernel; elsewhere the write lands on the host, where
 // marking reads it.)
 TEST(GcExtensionsTest, AWriteAfterTheDeviceCopyWasReadLosesNothing) {
-    static adsm::kernel<touch_kernel> k("gc.ext.touch_kernel");
+    static auto k = adsm_test::device_kernel<touch_kernel>("gc.ext.touch_kernel");
     Collector *c = the_collector();
     auto *root = static_cast<uint64_t **>(malloc(sizeof(uint64_t *)));  // a registered root
     g_holder = *root = static_cast<uint64_t *>(adsmGcAlloc(kHolderBytes));

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "gpu/doubles/fake_module.hpp"
 
 namespace {
 
@@ -450,7 +451,7 @@ __attribute__((noinline)) Node *fresh_tree(int depth) {
 }  // namespace
 
 TEST(GcTest, KernelHoldsTheOnlyReferenceAcrossCollections) {
-    adsm::kernel<walk_when_told> k("gc.walk_when_told");
+    auto k = adsm_test::device_kernel<walk_when_told>("gc.walk_when_told");
     adsm::shared_array<long> out(2);
     out[0] = out[1] = 0;
     const long me = getpid();
@@ -484,7 +485,7 @@ TEST(GcTest, KernelHoldsTheOnlyReferenceAcrossCollections) {
 TEST(GcTest, PointersOnlyTheDeviceHoldsKeepObjects) {
     // After the sync, the pointer the kernel wrote may be current only in the
     // device's copy (lazy, rolling, delta): the collector must find it there.
-    adsm::kernel<link_kernel> k("gc.link_kernel");
+    auto k = adsm_test::device_kernel<link_kernel>("gc.link_kernel");
     auto *holder = static_cast<Node **>(malloc(sizeof(Node *)));
     *holder = node(1);
     ASSERT_EQ(adsmGcAddRoots(holder, sizeof(Node *)), adsmSuccess);
@@ -512,8 +513,8 @@ TEST(GcTest, AContextMovesToAnotherDeviceWithItsCollectedObjects) {
         EXPECT_EQ(adsmSetDevice(1), adsmErrorInvalidDevice);
         return;
     }
-    adsm::kernel<link_kernel> link("gc.link_kernel");
-    adsm::kernel<walk_kernel> walk_k("gc.walk_kernel");
+    auto link = adsm_test::device_kernel<link_kernel>("gc.link_kernel");
+    auto walk_k = adsm_test::device_kernel<walk_kernel>("gc.walk_kernel");
     auto *holder = static_cast<Node **>(malloc(sizeof(Node *)));
     *holder = node(1);
     ASSERT_EQ(adsmGcAddRoots(holder, sizeof(Node *)), adsmSuccess);

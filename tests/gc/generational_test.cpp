@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include "gpu/doubles/fake_module.hpp"
 
 namespace {
 
@@ -172,7 +173,7 @@ TEST(GcGenerationalTest, AYoungObjectTheRuntimeCopiedIntoAnOldOneSurvives) {
 TEST(GcGenerationalTest, AYoungObjectAKernelLinkedIntoAnOldOneSurvives) {
     START();
     young_child_of_old([](Cell *old, Cell *young) {
-        static adsm::kernel<link_kernel> k("gc.generational.link_kernel");
+        static auto k = adsm_test::device_kernel<link_kernel>("gc.generational.link_kernel");
         k(1, 1, old, young);
         adsm::sync();
     });
@@ -183,7 +184,7 @@ TEST(GcGenerationalTest, AYoungObjectLinkedByAKernelStillRunningSurvives) {
     // The minor collection runs before the sync: the kernel's write may land
     // on the device after the collection looked.
     young_child_of_old([](Cell *old, Cell *young) {
-        static adsm::kernel<link_kernel> k("gc.generational.link_kernel");
+        static auto k = adsm_test::device_kernel<link_kernel>("gc.generational.link_kernel");
         k(1, 1, old, young);
         minor();
         adsm::sync();

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "gpu/doubles/fake_module.hpp"
 
 namespace {
 
@@ -117,7 +118,7 @@ void forget_links() {
 }  // namespace
 
 TEST(GcKernelAllocTest, ListsBuiltInKernelsBecomeOrdinaryObjects) {
-    adsm::kernel<build_lists> k("gc.kalloc.build_lists");
+    auto k = adsm_test::device_kernel<build_lists>("gc.kalloc.build_lists");
     const unsigned n = 512, len = 20;
     g_heads = static_cast<KNode **>(adsmGcAlloc(n * sizeof(KNode *)));
     ASSERT_NE(g_heads, nullptr);
@@ -212,7 +213,7 @@ __attribute__((noinline)) KNode **make_inputs() {
 }  // namespace
 
 TEST(GcKernelAllocTest, ObjectsReachableOnlyThroughWhatKernelsWroteSurvive) {
-    adsm::kernel<link_to_host> k("gc.kalloc.link_to_host");
+    auto k = adsm_test::device_kernel<link_to_host>("gc.kalloc.link_to_host");
     auto *holder = static_cast<Holder *>(adsmGcAlloc(sizeof(Holder)));
     ASSERT_NE(holder, nullptr);
     g_hold = reinterpret_cast<void **>(holder);
@@ -279,7 +280,7 @@ void gated_lists(const adsm::thread_index &t, adsmGcKernelHeap *h, KNode **heads
 // Collections run while the kernels wait, half-way through their
 // allocations, for the host to let them go on after those collections.
 TEST(GcKernelAllocTest, CollectionsWhileTheKernelAllocatesKeepEverything) {
-    adsm::kernel<gated_lists> k("gc.kalloc.gated_lists");
+    auto k = adsm_test::device_kernel<gated_lists>("gc.kalloc.gated_lists");
     const unsigned blocks = 2, len = 500;
     g_heads = static_cast<KNode **>(adsmGcAlloc(blocks * sizeof(KNode *)));
     auto *opened = static_cast<int *>(adsmGcAllocAtomic(blocks * sizeof(int)));
@@ -331,7 +332,7 @@ void fill_objects(const adsm::thread_index &t, adsmGcKernelHeap *h, uint64_t **o
 TEST(GcKernelAllocTest, OverflowingSharedBuffersLoseAndTearNothing) {
     // Every block on two buffers of 512 bytes: with several workers they
     // overflow at once, and the last good top of each must hold.
-    adsm::kernel<fill_objects> k("gc.kalloc.fill_objects");
+    auto k = adsm_test::device_kernel<fill_objects>("gc.kalloc.fill_objects");
     const unsigned blocks = 16, threads = 256, per = 4, total = blocks * threads * per;
     auto **objs = static_cast<uint64_t **>(adsmGcAlloc(total * sizeof(uint64_t *)));
     ASSERT_NE(objs, nullptr);
@@ -400,7 +401,7 @@ long count_nodes(const KNode *n) {
 }  // namespace
 
 TEST(GcKernelAllocTest, ExhaustedHeapReturnsNullAndSaysSo) {
-    adsm::kernel<greedy_lists> k("gc.kalloc.greedy_lists");
+    auto k = adsm_test::device_kernel<greedy_lists>("gc.kalloc.greedy_lists");
     const unsigned blocks = 4, threads = 64, per = 16, n = blocks * threads;
     const size_t budget = 64 << 10, huge = size_t(1) << 30;
     g_heads = static_cast<KNode **>(adsmGcAlloc(n * sizeof(KNode *)));
@@ -472,8 +473,8 @@ TEST(GcKernelAllocTest, BadInputGetsAClearError) {
     void *obj = adsmGcAlloc(64);
     EXPECT_EQ(adsmGcKernelHeapCheck(static_cast<adsmGcKernelHeap *>(obj)), adsmErrorInvalidPointer);
 
-    adsm::kernel<one_node> once("gc.kalloc.one_node");
-    adsm::kernel<indirect_node> indirect("gc.kalloc.indirect_node");
+    auto once = adsm_test::device_kernel<one_node>("gc.kalloc.one_node");
+    auto indirect = adsm_test::device_kernel<indirect_node>("gc.kalloc.indirect_node");
     adsm::gc_kernel_heap heap(4096);
     EXPECT_EQ(adsmGcKernelHeapGetInfo(heap.get(), nullptr), adsmErrorInvalidValue);
     auto **out = static_cast<KNode **>(adsmGcAlloc(sizeof(KNode *)));
@@ -536,7 +537,7 @@ __attribute__((noinline)) void paint_stack(uintptr_t value) {
 // earlier call left in the stack there (here, a closed heap's address) must
 // not get the launch refused.
 TEST(GcKernelAllocTest, StaleBytesBetweenArgumentsAreNotAClosedHeap) {
-    adsm::kernel<one_node> once("gc.kalloc.one_node");
+    auto once = adsm_test::device_kernel<one_node>("gc.kalloc.one_node");
     auto **out = static_cast<KNode **>(adsmGcAlloc(sizeof(KNode *)));
     ASSERT_NE(out, nullptr);
     ASSERT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &g_closed), adsmSuccess) << adsmGetLastErrorDetail();
@@ -581,7 +582,7 @@ long tree_size(const KNode *n) {
 }
 
 __attribute__((noinline)) void grow_trees(KNode **roots, unsigned n, int depth, size_t budget) {
-    adsm::kernel<build_trees> k("gc.kalloc.build_trees");
+    auto k = adsm_test::device_kernel<build_trees>("gc.kalloc.build_trees");
     adsm::gc_kernel_heap heap(budget);
     k(n / 8, 8, heap.get(), roots, depth);
     adsm::sync();

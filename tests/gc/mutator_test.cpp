@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+#include "gpu/doubles/fake_module.hpp"
 
 namespace {
 
@@ -139,7 +140,7 @@ private:
         model_.edges[from->id][k] = to ? to->id : 0;
     }
     void kernel_changes() {
-        static adsm::kernel<apply_changes> k("gc.mutator.apply_changes");
+        static auto k = adsm_test::device_kernel<apply_changes>("gc.mutator.apply_changes");
         unsigned n = 1 + rng_() % 16;
         auto *changes = static_cast<Change *>(adsmGcAlloc(n * sizeof(Change)));  // holds pointers: scanned
         ASSERT_NE(changes, nullptr);
