@@ -337,11 +337,15 @@ TEST(LevelZeroDeviceFault, FaultingKernelIsALaunchFailureThenTheDeviceIsLost) {
     device_test::faulting_kernel_is_a_launch_failure_then_the_device_is_lost("ZE_RESULT_ERROR_DEVICE_LOST");
 }
 
-// Ends the device: run alone.  (Kernels and copies share the device's
-// queue: the copy waits for the faulting kernel.)
+// Ends the device: run alone.  (The copy runs on the copy engine, beside
+// the kernel: it meets the fault once the kernel has faulted.)
 TEST(LevelZeroDeviceCopyFault, ACopyThatMeetsAKernelsFaultLosesTheDevice) {
     device_test::a_copy_that_meets_a_kernels_fault_loses_the_device(
-        "ZE_RESULT_ERROR_DEVICE_LOST", nullptr,
+        "ZE_RESULT_ERROR_DEVICE_LOST",
+        [] {
+            auto lost = double_fn<int (*)()>("fake_ze_lost");
+            for (int i = 0; i < 500 && !lost(); ++i) usleep(10000);
+        },
         [] { return double_fn<long (*)(const char *)>("fake_ze_calls")("zeCommandListAppendMemoryCopy"); });
 }
 

@@ -73,6 +73,10 @@ static int run_kernel(const fake_job *j);
 #define DEVICE_QUEUE(i) \
     {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run_kernel = run_kernel, .ordinal = (i)}
 static fake_device devices[VMM_DEVICES] = {DEVICE_QUEUE(0), DEVICE_QUEUE(1), DEVICE_QUEUE(2), DEVICE_QUEUE(3)};
+/* Each GPU's copy engine (queue group 1): a queue of its own, as a GPU's
+ * copy engine runs beside its kernels; what must land before a kernel
+ * starts, or after it ends, is ordered with events. */
+static fake_device copy_engines[VMM_DEVICES] = {DEVICE_QUEUE(0), DEVICE_QUEUE(1), DEVICE_QUEUE(2), DEVICE_QUEUE(3)};
 static atomic_int vmm_active; /* kernels run as a discrete device's, once memory is mapped */
 
 static int run_kernel(const fake_job *j) {
@@ -89,7 +93,10 @@ static int any_lost(void) {
     return 0;
 }
 static void drain_all(void) {
-    for (int i = 0; i < VMM_DEVICES; ++i) fake_drain(&devices[i]);
+    for (int i = 0; i < VMM_DEVICES; ++i) {
+        fake_drain(&devices[i]);
+        fake_drain(&copy_engines[i]);
+    }
 }
 
 /* What the discrete device holds, and how many copies moved bytes from or
@@ -127,9 +134,11 @@ static int device_index(ze_device_handle_t dev) {
     return -1;
 }
 static int known_device(ze_device_handle_t dev) { return device_index(dev) >= 0; }
-static fake_device *queue_of(ze_device_handle_t dev) {
+/* Queue groups: 0 computes (and copies), 1 only copies. */
+#define COPY_ONLY_GROUP 1u
+static fake_device *queue_of(ze_device_handle_t dev, int copy_only) {
     int i = device_index(dev);
-    return &devices[i < 0 ? 0 : i];
+    return copy_only ? &copy_engines[i < 0 ? 0 : i] : &devices[i < 0 ? 0 : i];
 }
 /* Every pair of GPUs has a peer link unless FAKE_ZE_NO_PEER=1. */
 static int peer_link(int a, int b) {
@@ -191,6 +200,7 @@ struct _ze_event_pool_handle_t {
 };
 struct _ze_command_queue_handle_t {
     ze_device_handle_t dev;
+    int copy_only;
 };
 
 /* A regular list's command, run when the list is executed. */
@@ -209,6 +219,7 @@ typedef struct command {
 struct _ze_command_list_handle_t {
     ze_device_handle_t dev;
     int immediate, closed;
+    int copy_only; /* of the copy engine's group: no kernels */
     command cmds[64];
     int n;
 };
@@ -536,8 +547,10 @@ ENTRY(zeCommandQueueCreate, ze_context_handle_t ctx, ze_device_handle_t dev, con
     NEED_INIT();
     if (!ctx || !dev) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (!desc || !q) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (desc->ordinal > COPY_ONLY_GROUP) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     *q = (ze_command_queue_handle_t)calloc(1, sizeof(struct _ze_command_queue_handle_t));
     (*q)->dev = dev;
+    (*q)->copy_only = desc->ordinal == COPY_ONLY_GROUP;
     return ZE_RESULT_SUCCESS;
 }
 
@@ -548,13 +561,15 @@ ENTRY(zeCommandQueueDestroy, ze_command_queue_handle_t q) {
     return ZE_RESULT_SUCCESS;
 }
 
-static ze_result_t new_list(ze_context_handle_t ctx, ze_device_handle_t dev, const void *desc, int immediate,
+static ze_result_t new_list(ze_context_handle_t ctx, ze_device_handle_t dev, uint32_t group, int immediate,
                             ze_command_list_handle_t *list) {
     NEED_INIT();
     if (!ctx || !known_device(dev)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-    if (!desc || !list) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (group > COPY_ONLY_GROUP) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     *list = (ze_command_list_handle_t)calloc(1, sizeof(struct _ze_command_list_handle_t));
     (*list)->immediate = immediate;
+    (*list)->copy_only = group == COPY_ONLY_GROUP;
     (*list)->dev = dev;
     atomic_fetch_add(&lists_live, 1);
     return ZE_RESULT_SUCCESS;
@@ -563,13 +578,15 @@ static ze_result_t new_list(ze_context_handle_t ctx, ze_device_handle_t dev, con
 ENTRY(zeCommandListCreate, ze_context_handle_t ctx, ze_device_handle_t dev, const ze_command_list_desc_t *desc,
       ze_command_list_handle_t *list) {
     COUNT();
-    return new_list(ctx, dev, desc, 0, list);
+    if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    return new_list(ctx, dev, desc->commandQueueGroupOrdinal, 0, list);
 }
 
 ENTRY(zeCommandListCreateImmediate, ze_context_handle_t ctx, ze_device_handle_t dev,
       const ze_command_queue_desc_t *desc, ze_command_list_handle_t *list) {
     COUNT();
-    return new_list(ctx, dev, desc, 1, list);
+    if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    return new_list(ctx, dev, desc->ordinal, 1, list);
 }
 
 ENTRY(zeCommandListClose, ze_command_list_handle_t list) {
@@ -626,6 +643,10 @@ ENTRY(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_
         fprintf(stderr, "fake libze_loader: kernel '%s' of a module built for another device than the list's\n", k->k.name);
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     }
+    if (list->copy_only) {
+        fprintf(stderr, "fake libze_loader: kernel '%s' appended to a copy engine's list\n", k->k.name);
+        return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    }
     NOT_LOST();
     for (uint32_t i = 0; i < nwait; ++i)
         while (!atomic_load(&waits[i]->signaled)) sched_yield();
@@ -637,7 +658,7 @@ ENTRY(zeCommandListAppendLaunchKernel, ze_command_list_handle_t list, ze_kernel_
     c->block = k->group;
     c->signal = signal;
     if (signal) atomic_store(&signal->signaled, 0);
-    if (list->immediate) submit(c, queue_of(list->dev));
+    if (list->immediate) submit(c, queue_of(list->dev, list->copy_only));
     else list->n++;
     return ZE_RESULT_SUCCESS;
 }
@@ -649,8 +670,8 @@ ENTRY(zeCommandQueueExecuteCommandLists, ze_command_queue_handle_t q, uint32_t n
     if (!lists) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (n == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
     for (uint32_t i = 0; i < n; ++i)
-        if (!lists[i]->closed) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-    fake_device *queue = queue_of(q->dev);
+        if (!lists[i]->closed || lists[i]->copy_only != q->copy_only) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    fake_device *queue = queue_of(q->dev, q->copy_only);
     for (uint32_t i = 0; i < n; ++i)
         for (int j = 0; j < lists[i]->n; ++j) {
             ze_result_t r = execute(&lists[i]->cmds[j], queue);
@@ -694,6 +715,8 @@ ENTRY(zeFenceDestroy, ze_fence_handle_t f) {
  * for the tests (a helper of the runtime's must never be one for long). */
 static atomic_int blocking_waits;
 EXPORT int fake_ze_blocking_waits(void) { return atomic_load(&blocking_waits); }
+/* Whether a GPU was lost (a kernel faulted there), for the tests. */
+EXPORT int fake_ze_lost(void) { return any_lost(); }
 static ze_result_t wait_flag(atomic_int *flag, uint64_t timeout) {
     if (timeout == 0 && !atomic_load(flag)) return ZE_RESULT_NOT_READY;
     if (!atomic_load(flag)) {
@@ -1049,7 +1072,7 @@ ENTRY(zeCommandListAppendMemoryCopy, ze_command_list_handle_t list, void *dst, c
         c->size = size;
         return ZE_RESULT_SUCCESS;
     }
-    fake_device *q = queue_of(list->dev);
+    fake_device *q = queue_of(list->dev, list->copy_only);
     ze_result_t r = do_copy(dst, src, size, q);
     return r == ZE_RESULT_SUCCESS ? signal_after(signal, q) : r;
 }
@@ -1068,7 +1091,7 @@ ENTRY(zeCommandListAppendMemoryCopyRegion, ze_command_list_handle_t list, void *
     if (copy_append_refused(&refused)) return refused;
     ze_result_t checked = check_append(list, nwait, waits);
     if (checked != ZE_RESULT_SUCCESS) return checked;
-    fake_device *q = queue_of(list->dev);
+    fake_device *q = queue_of(list->dev, list->copy_only);
     const uint32_t rows = src_region->height, slices = src_region->depth ? src_region->depth : 1;
     for (uint32_t z = 0; z < slices; ++z)
         for (uint32_t y = 0; y < rows; ++y) {
@@ -1118,7 +1141,7 @@ ENTRY(zeCommandListAppendMemoryFill, ze_command_list_handle_t list, void *ptr, c
         memcpy(c->pattern, pattern, pattern_size);
         return ZE_RESULT_SUCCESS;
     }
-    fake_device *q = queue_of(list->dev);
+    fake_device *q = queue_of(list->dev, list->copy_only);
     ze_result_t r = do_fill(ptr, pattern, pattern_size, size, q);
     return r == ZE_RESULT_SUCCESS ? signal_after(signal, q) : r;
 }
@@ -1133,7 +1156,7 @@ ENTRY(zeCommandListAppendBarrier, ze_command_list_handle_t list, ze_event_handle
         record(list, CMD_BARRIER, signal);
         return ZE_RESULT_SUCCESS;
     }
-    return signal_after(signal, queue_of(list->dev));
+    return signal_after(signal, queue_of(list->dev, list->copy_only));
 }
 
 /* A regular list's command at its execution. */
