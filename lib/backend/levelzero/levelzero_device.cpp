@@ -216,7 +216,7 @@ Status LevelZeroDevice::attach_window(uintptr_t base, uint64_t size, int host_fd
     window_.base = base;
     window_.size = size;
     window_.alias = host_alias;
-    granule_driver_.init(d_, ctx_, dev_);
+    granule_driver_.init(d_, ctx_, dev_, [this] { return streams_may_run(); });
     auto pins = std::make_unique<GranuleDriver>();  // (pins nothing: copies are staged)
     pins->init(d_, ctx_, dev_);
     if (Status s = set_->share_window(window_, host_fd, std::move(pins), name(), gpu_name_); s != adsmSuccess) return s;
@@ -501,6 +501,9 @@ Status LevelZeroDevice::create_stream(StreamId *out) {
             return driver_error(r, "levelzero: creating a context's command list", adsmErrorNoDevice);
         }
         st.last.store(nullptr);
+        st.synced.store(st.launched.load());
+        for (uint32_t used = stream_slots_used_.load(); used <= i && !stream_slots_used_.compare_exchange_weak(used, i + 1);) {
+        }
         st.list.store(list, std::memory_order_release);
         *out = i;
         return adsmSuccess;
@@ -571,6 +574,7 @@ Status LevelZeroDevice::launch(StreamId id, const LaunchDesc &l) {
     if (r == ZE_RESULT_SUCCESS && target != list) r = join(streams_[id], target);
     if (r != ZE_RESULT_SUCCESS) return driver_error(r, what, adsmErrorLaunchFailure);
     streams_[id].last.store(k);
+    streams_[id].launched.fetch_add(1, std::memory_order_release);
     return adsmSuccess;
 }
 
@@ -639,6 +643,7 @@ Status LevelZeroDevice::synchronize(StreamId id) {
     Stream *st = id < kMaxStreams ? &streams_[id] : nullptr;
     ze_command_list_handle_t list = st ? st->list.load(std::memory_order_acquire) : nullptr;
     if (!list) return fail(adsmErrorInvalidContext, "levelzero: context %u has no command list", id);
+    const uint64_t launched = st->launched.load(std::memory_order_acquire);
     ze_result_t r = d_->zeCommandListAppendBarrier(list, st->done, 0, nullptr);
     if (r == ZE_RESULT_SUCCESS) {
         r = d_->zeEventHostSynchronize(st->done, UINT64_MAX);
@@ -649,7 +654,17 @@ Status LevelZeroDevice::synchronize(StreamId id) {
         if (ze_result_t j = wait_joins(*st); r == ZE_RESULT_SUCCESS) r = j;
     }
     if (r != ZE_RESULT_SUCCESS) return sync_failed(id, r);
+    st->synced.store(launched, std::memory_order_release);
     return async_.take_failure();
+}
+
+bool LevelZeroDevice::streams_may_run() const {
+    const uint32_t used = std::min(stream_slots_used_.load(), kMaxStreams);
+    for (uint32_t i = 0; i < used; ++i)
+        if (streams_[i].list.load(std::memory_order_acquire) &&
+            streams_[i].launched.load(std::memory_order_acquire) != streams_[i].synced.load(std::memory_order_acquire))
+            return true;
+    return false;
 }
 
 Status LevelZeroDevice::sync_failed(StreamId id, ze_result_t r) {

@@ -107,6 +107,10 @@ private:
     uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
 
     static constexpr uint32_t kMaxStreams = 4096;
+    std::atomic<uint32_t> stream_slots_used_{0};  // slots below it may hold a list
+    // Whether a kernel launched on a context's list may not have ended
+    // (launched since its last sync).
+    bool streams_may_run() const;
     static constexpr uint32_t kJoins = 32;
     struct Stream {
         std::atomic<ze_command_list_handle_t> list{nullptr};
@@ -114,6 +118,8 @@ private:
         ze_event_handle_t done = nullptr;  // signalled by the barrier a sync appends
         std::atomic<const KernelInfo *> last{nullptr};  // for messages about a failure
         std::atomic<bool> busy{false};  // slot taken (list may still be in the making)
+        // Kernels launched, and of them those a sync has seen end.
+        std::atomic<uint64_t> launched{0}, synced{0};
         // Kernels launched on a routed program's own lists since the last
         // sync: the barrier after each signals one of these, and the sync
         // waits for them all (lists run apart from each other).

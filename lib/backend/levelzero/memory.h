@@ -7,6 +7,8 @@
 // (zeVirtualMemReserve), as the window's own reservation is.
 #pragma once
 
+#include <functional>
+
 #include "backend/gpu/granules.h"
 #include "backend/levelzero/driver.h"
 
@@ -14,10 +16,14 @@ namespace adsm::levelzero {
 
 class GranuleDriver final : public gpu::GranuleDriver {
 public:
-    void init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev) {
+    // work_may_run: whether the device's lists may still run a kernel
+    // (memory unmapped under a running kernel is the runtime's fault).
+    void init(const Driver *d, ze_context_handle_t ctx, ze_device_handle_t dev,
+              std::function<bool()> work_may_run = {}) {
         d_ = d;
         ctx_ = ctx;
         dev_ = dev;
+        work_may_run_ = std::move(work_may_run);
     }
     Status back(uintptr_t va, uint64_t size, uint64_t *handle) override;
     bool unback(uintptr_t va, uint64_t size, uint64_t handle) override;
@@ -26,11 +32,13 @@ public:
     Status reserve_scratch(uint64_t size, uintptr_t *va) override;
     void free_scratch(uintptr_t va, uint64_t size) override;
     Status remap(uintptr_t from, uintptr_t va, uint64_t size, uint64_t handle) override;
+    bool work_may_run() override { return work_may_run_ && work_may_run_(); }
 
 private:
     const Driver *d_ = nullptr;
     ze_context_handle_t ctx_ = nullptr;
     ze_device_handle_t dev_ = nullptr;
+    std::function<bool()> work_may_run_;
 };
 
 }  // namespace adsm::levelzero
