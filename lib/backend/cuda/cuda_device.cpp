@@ -474,7 +474,7 @@ CUresult CudaDevice::query_stream(StreamId id) {
 bool CudaDevice::streams_may_run() {
     Entered in(this);
     if (in.status() != adsmSuccess) return false;  // (nothing is unmapped then)
-    const uint32_t used = std::min(stream_slots_used_.load(), kMaxStreams);
+    const uint32_t used = std::min(stream_slots_.end(), kMaxStreams);
     for (uint32_t i = 0; i < used; ++i)
         if (CUstream s = streams_[i].s.load(); s && d_->cuStreamQuery(s) == CUDA_ERROR_NOT_READY) return true;
     return false;
@@ -489,8 +489,7 @@ Status CudaDevice::create_stream(StreamId *out) {
         CUstream none = nullptr;
         if (streams_[i].s.compare_exchange_strong(none, s)) {
             streams_[i].last.store(nullptr);
-            for (uint32_t used = stream_slots_used_.load(); used <= i && !stream_slots_used_.compare_exchange_weak(used, i + 1);) {
-            }
+            stream_slots_.reach(i);
             *out = i;
             return adsmSuccess;
         }

@@ -29,6 +29,7 @@
 #include "backend/gpu/gpu_set.h"
 #include "backend/gpu/granules.h"
 #include "backend/gpu/handler_calls.h"
+#include "backend/gpu/high_water.h"
 #include "backend/gpu/window.h"
 
 namespace adsm::cuda {
@@ -141,7 +142,7 @@ private:
     GranuleDriver granule_driver_;
     CopyEngine copies_;
     Stream streams_[kMaxStreams];
-    std::atomic<uint32_t> stream_slots_used_{0};  // slots below it may hold a stream
+    gpu::HighWater stream_slots_;
     gpu::DeviceLoss loss_{"cuda"};
     // Last: its threads stop before anything they may call goes.
     gpu::HandlerCalls handler_calls_;

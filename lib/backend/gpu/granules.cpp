@@ -238,9 +238,20 @@ void Granules::unstick(const GranuleDriver *owner) {
 }
 
 void Granules::unmap_idle(const GranuleDriver *owner, bool wait) {
+    // (Each GPU asked once: asking queries each of its streams.)
+    const GranuleDriver *asked[8] = {};
+    bool working[8] = {};
+    unsigned nasked = 0;
+    auto works = [&](GranuleDriver *d) {
+        for (unsigned j = 0; j < nasked; ++j)
+            if (asked[j] == d) return working[j];
+        const bool w = d->work_may_run();
+        if (nasked < 8) asked[nasked] = d, working[nasked++] = w;
+        return w;
+    };
     for (size_t i = 0; i < idle_.size();) {
         const Stuck s = idle_[i];
-        if ((owner && s.owner != owner) || (!wait && s.owner->work_may_run())) {
+        if ((owner && s.owner != owner) || (!wait && works(s.owner))) {
             ++i;
             continue;
         }

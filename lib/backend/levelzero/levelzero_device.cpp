@@ -502,8 +502,7 @@ Status LevelZeroDevice::create_stream(StreamId *out) {
         }
         st.last.store(nullptr);
         st.synced.store(st.launched.load());
-        for (uint32_t used = stream_slots_used_.load(); used <= i && !stream_slots_used_.compare_exchange_weak(used, i + 1);) {
-        }
+        stream_slots_.reach(i);
         st.list.store(list, std::memory_order_release);
         *out = i;
         return adsmSuccess;
@@ -659,7 +658,7 @@ Status LevelZeroDevice::synchronize(StreamId id) {
 }
 
 bool LevelZeroDevice::streams_may_run() const {
-    const uint32_t used = std::min(stream_slots_used_.load(), kMaxStreams);
+    const uint32_t used = std::min(stream_slots_.end(), kMaxStreams);
     for (uint32_t i = 0; i < used; ++i)
         if (streams_[i].list.load(std::memory_order_acquire) &&
             streams_[i].launched.load(std::memory_order_acquire) != streams_[i].synced.load(std::memory_order_acquire))

@@ -36,6 +36,7 @@
 #include "backend/gpu/gpu_set.h"
 #include "backend/gpu/granules.h"
 #include "backend/gpu/handler_calls.h"
+#include "backend/gpu/high_water.h"
 #include "backend/gpu/window.h"
 #include "backend/levelzero/async_copies.h"
 #include "backend/levelzero/copies.h"
@@ -107,7 +108,7 @@ private:
     uint64_t copy_async(bool to_device, void *host, uintptr_t dev, size_t n, CopyDone done, void *arg);
 
     static constexpr uint32_t kMaxStreams = 4096;
-    std::atomic<uint32_t> stream_slots_used_{0};  // slots below it may hold a list
+    gpu::HighWater stream_slots_;
     // Whether a kernel launched on a context's list may not have ended
     // (launched since its last sync).
     bool streams_may_run() const;
