@@ -215,7 +215,10 @@ INTERCEPTOR(void *, realloc, void *p, size_t n) {
             free(p);
             return nullptr;
         }
-        if (adsm::preload::resize(p, n)) {
+        // (Below the threshold it leaves shared memory, as a new block
+        // would: on several GPUs an object's span is whole granules, and
+        // any size fits the one it has.)
+        if (wants_shared(n) && adsm::preload::resize(p, n)) {
             tick();
             return p;
         }
