@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+
 #include "gpu/doubles/fake_module.hpp"
 
 namespace {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+
 #include "gpu/doubles/fake_module.hpp"
 
 namespace {

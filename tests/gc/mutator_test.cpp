@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
 #include "gpu/doubles/fake_module.hpp"
 
 namespace {

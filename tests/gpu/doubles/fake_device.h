@@ -47,7 +47,6 @@ static const char *fake_getenv(const char *name) {
     return NULL;
 }
 
-
 typedef struct fake_kernel {
     char name[64];
     unsigned nparams;
