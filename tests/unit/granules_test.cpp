@@ -239,6 +239,22 @@ TEST_F(GranulesTest, DeviceMemoryRunningShortUnmapsIdleGranulesFirst) {
     EXPECT_EQ(driver_.backed, 0);
 }
 
+// A lost device goes without its memory given back: no later commit of
+// another GPU's asks its driver anything (it is gone).
+TEST_F(GranulesTest, ALostDevicesIdleGranulesAreNeverAskedForAgain) {
+    start(Pinning::off);
+    ASSERT_EQ(g_.commit(kBase, kGranule), adsmSuccess);
+    driver_.working = true;
+    g_.decommit(kBase, kGranule);
+    g_.abandon(&driver_);
+    driver_.working = false;
+    RecordingDriver other;
+    ASSERT_EQ(g_.commit(kBase + 4 * kGranule, kGranule, &other), adsmSuccess);
+    g_.decommit(kBase + 4 * kGranule, kGranule, &other);
+    EXPECT_TRUE(driver_.unmapped.empty()) << "the lost device's driver was asked to unmap";
+    EXPECT_EQ(other.backed, 0);
+}
+
 TEST_F(GranulesTest, ACommitCostsTheGranulesItBacksWhole) {
     start(Pinning::off);
     EXPECT_EQ(g_.unbacked(kBase, 4096), kGranule);

@@ -111,6 +111,7 @@ CudaDevice::~CudaDevice() {
     {
         Entered in(this);
         // A lost context frees nothing more: the program resets it.
+        if (in.status() != adsmSuccess && set_) memory().abandon(&granule_driver_);
         if (in.status() == adsmSuccess) {
             for (uint32_t i = 0; i < kMaxStreams; ++i)
                 if (streams_[i].s.load(std::memory_order_relaxed)) destroy_stream(i);

@@ -305,6 +305,14 @@ void Granules::release(GranuleDriver *owner) {
     registrations_.clear();
 }
 
+void Granules::abandon(const GranuleDriver *owner) {
+    if (!initialized()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto mine = [owner](const Stuck &s) { return s.owner == owner; };
+    idle_.erase(std::remove_if(idle_.begin(), idle_.end(), mine), idle_.end());
+    stuck_.erase(std::remove_if(stuck_.begin(), stuck_.end(), mine), stuck_.end());
+}
+
 void Granules::forget_host(uintptr_t addr, uint64_t bytes) {
     if (bytes == 0 || addr < base_) return;
     const uint64_t p0 = (addr - base_) / kPage, p1 = (addr - base_ + bytes + kPage - 1) / kPage;

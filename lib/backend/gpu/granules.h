@@ -112,6 +112,10 @@ public:
     // `owner`'s device goes: lets go of every granule it holds, and once no
     // granule is left, of every host registration.
     void release(GranuleDriver *owner);
+    // `owner`'s device goes without its driver being asked (it was lost):
+    // its granules stay as they are, and nothing here calls its driver
+    // again (other GPUs' commits look at idle granules).
+    void abandon(const GranuleDriver *owner);
     // The host copy of [addr, addr+bytes) is garbage (its allocation was
     // freed): gives its pages back to the system, but for pinned ones.
     void forget_host(uintptr_t addr, uint64_t bytes);

@@ -168,7 +168,10 @@ LevelZeroDevice::~LevelZeroDevice() {
     handler_calls_.stop();
     // A fork child's driver is not its own, and a lost device's objects
     // may still be in use by work that never ends: both keep everything.
-    if (loss_.usable() != adsmSuccess) return;
+    if (loss_.usable() != adsmSuccess) {
+        if (set_ && !loss_.in_fork_child()) memory().abandon(&granule_driver_);
+        return;
+    }
     for (uint32_t i = 0; i < kMaxStreams; ++i)
         if (streams_[i].list.load(std::memory_order_relaxed)) destroy_stream(i);
     async_.close();
