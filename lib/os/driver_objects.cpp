@@ -25,26 +25,33 @@ void note(uintptr_t load_address) {
     g_count.store(i + 1, std::memory_order_release);
 }
 
+// Each loaded object's load address, under the loader's lock (another
+// thread's dlclose cannot free an entry meanwhile).
 template <class F>
 void for_each_object(F f) {
-    for (const link_map *m = _r_debug.r_map; m; m = m->l_next) f(*m);
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *arg) {
+            (*static_cast<F *>(arg))(static_cast<uintptr_t>(info->dlpi_addr));
+            return 0;
+        },
+        &f);
 }
 
 }  // namespace
 
 DriverLoading::DriverLoading() {
-    for_each_object([&](const link_map &m) {
-        if (nbefore_ < kBefore) before_[nbefore_++] = m.l_addr;
+    for_each_object([&](uintptr_t at) {
+        if (nbefore_ < kBefore) before_[nbefore_++] = at;
         else complete_ = false;
     });
 }
 
 DriverLoading::~DriverLoading() {
     if (!complete_) return;  // what is new cannot be told
-    for_each_object([&](const link_map &m) {
+    for_each_object([&](uintptr_t at) {
         for (unsigned i = 0; i < nbefore_; ++i)
-            if (before_[i] == m.l_addr) return;
-        note(m.l_addr);
+            if (before_[i] == at) return;
+        note(at);
     });
 }
 

@@ -473,11 +473,10 @@ CUresult CudaDevice::query_stream(StreamId id) {
 }
 
 bool CudaDevice::streams_may_run() {
-    Entered in(this);
-    if (in.status() != adsmSuccess) return false;  // (nothing is unmapped then)
+    // (A lost device answers no query: nothing is unmapped there then.)
     const uint32_t used = std::min(stream_slots_.end(), kMaxStreams);
     for (uint32_t i = 0; i < used; ++i)
-        if (CUstream s = streams_[i].s.load(); s && d_->cuStreamQuery(s) == CUDA_ERROR_NOT_READY) return true;
+        if (query_stream(i) == CUDA_ERROR_NOT_READY) return true;
     return false;
 }
 

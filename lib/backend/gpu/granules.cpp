@@ -227,7 +227,7 @@ void Granules::destroy(uint64_t index, Granule &g) {
 
 void Granules::unstick(const GranuleDriver *owner) {
     for (size_t i = 0; i < stuck_.size();) {
-        const Stuck &s = stuck_[i];
+        const Left &s = stuck_[i];
         if ((owner && s.owner != owner) || !s.owner->unback(base_ + s.index * granularity_, granularity_, s.handle)) {
             ++i;
             continue;
@@ -250,7 +250,7 @@ void Granules::unmap_idle(const GranuleDriver *owner, bool wait) {
         return w;
     };
     for (size_t i = 0; i < idle_.size();) {
-        const Stuck s = idle_[i];
+        const Left s = idle_[i];
         if ((owner && s.owner != owner) || (!wait && works(s.owner))) {
             ++i;
             continue;
@@ -267,7 +267,7 @@ void Granules::unmap_idle(const GranuleDriver *owner, bool wait) {
 bool Granules::revive(uint64_t index, Granule *g, GranuleDriver *owner) {
     for (size_t i = 0; i < idle_.size(); ++i) {
         if (idle_[i].index != index) continue;
-        const Stuck s = idle_[i];
+        const Left s = idle_[i];
         idle_[i] = idle_.back();
         idle_.pop_back();
         if (s.owner == owner) {
@@ -308,7 +308,7 @@ void Granules::release(GranuleDriver *owner) {
 void Granules::abandon(const GranuleDriver *owner) {
     if (!initialized()) return;
     std::lock_guard<std::mutex> lock(mu_);
-    auto mine = [owner](const Stuck &s) { return s.owner == owner; };
+    auto mine = [owner](const Left &s) { return s.owner == owner; };
     idle_.erase(std::remove_if(idle_.begin(), idle_.end(), mine), idle_.end());
     stuck_.erase(std::remove_if(stuck_.begin(), stuck_.end(), mine), stuck_.end());
 }

@@ -225,22 +225,23 @@ private:
     // fault handler's copy cannot find it held by its own thread).
     std::mutex mu_;
     GranuleMap granules_;
-    // Granules the driver would not unmap (GranuleDriver::unback): tried
-    // again before a granule is made, and when their device goes; until
-    // then their addresses hold their old memory.
-    struct Stuck {
+    // A granule no allocation uses that is still mapped: its addresses
+    // hold its old memory until it is unmapped.
+    struct Left {
         uint64_t index;
         uint64_t handle;
         GranuleDriver *owner;
     };
-    std::vector<Stuck> stuck_;
+    // Those the driver would not unmap (GranuleDriver::unback): tried
+    // again before a granule is made, and when their device goes.
+    std::vector<Left> stuck_;
     void unstick(const GranuleDriver *owner);  // under mu_; owner null: all
     // Granules given up while their device's work may run (work_may_run):
     // still mapped, their memory no longer counted as used.  Unmapped once
     // the device is idle (looked at by each commit and decommit), at once
     // when device memory runs short or the device goes, and made usable
     // again as they are when their addresses are committed again.
-    std::vector<Stuck> idle_;
+    std::vector<Left> idle_;
     void unmap_idle(const GranuleDriver *owner, bool wait);  // under mu_; owner null: all
     bool revive(uint64_t index, Granule *g, GranuleDriver *owner);  // under mu_
     std::map<uint64_t, Registration> registrations_;
