@@ -103,6 +103,8 @@ struct alignas(64) Chunk {
     uint64_t device_blocks = 0;  // bit k: block k (a chunk has at most 64 blocks of interest)
     bool all_on_device = false;  // more blocks than bits, or the whole object (batch)
     uint32_t writes_seen = 0;    // its region's program_writes before the copy was read
+    uint64_t calls_copied = 0;      // its owner's kernel calls before the copy was read
+    bool held_when_copied = false;  // by a kernel's call (Heap::held)
     // A concurrent full collection's markers read device blocks of it, a
     // copy that may be older than the one the collection finishes with.
     bool device_at_start = false;

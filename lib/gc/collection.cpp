@@ -48,51 +48,112 @@ void for_each_live(Page &p, const SizeClass &sc, F &&f) {
 
 // ---- before the world stops
 
+namespace {
+// Whether a page holds no object and none can be allocated there before the
+// world stops: empty, or of a size class with every object free and no
+// thread's cache owning it (a cache allocates without the heap's lock,
+// which the collection holds from its device copies to the restart).
+bool page_holds_nothing(const Page &p) {
+    if (p.kind == PageKind::empty || p.kind == PageKind::reserved) return true;
+    if (p.kind != PageKind::small || p.cache_mask) return false;
+    const unsigned n = kSizeClasses[p.cls].objects;
+    for (unsigned w = 0; w < kMaskWords && w * 64 < n; ++w) {
+        const unsigned bits = n - w * 64 < 64 ? n - w * 64 : 64;
+        const uint64_t all = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+        if ((p.free[w] & all) != all) return false;
+    }
+    return true;
+}
+
+// Whether no object of [off, off + n) of the chunk can be reached while
+// the world is stopped: marking never reads its device copy.
+bool holds_nothing(const Chunk &c, size_t off, size_t n) {
+    if (c.huge) return false;
+    for (size_t pg = off >> kPageShift; pg <= (off + n - 1) >> kPageShift && pg < c.npages; ++pg)
+        if (!page_holds_nothing(c.pages[pg])) return false;
+    return true;
+}
+}  // namespace
+
 void Collector::take_device_copies() {
-    for (Chunk *c : heap_.chunks()) {
-        c->device_blocks = 0;
-        c->all_on_device = false;
-        c->block_size = 0;
-        const Region *r = c->region;
-        c->writes_seen = r->program_writes.load(std::memory_order_seq_cst);
-        if (r->device->integrated()) continue;  // one copy, the host's
-        bool any = false;
-        uint64_t bs = r->block_size && r->blocks ? r->block_size : c->bytes;
-        if (r->on_device || (r->nblocks > 64 && r->blocks)) {
-            // Whole object on the device (batch), or more blocks than the mask holds.
-            bool all = r->on_device;
-            for (uint32_t k = 0; !all && k < r->nblocks; ++k) all = r->state(k) == block::kInvalid;
-            any = c->all_on_device = all;
-        } else if (r->blocks) {
-            for (uint32_t k = 0; k < r->nblocks; ++k)
-                if (r->state(k) == block::kInvalid) c->device_blocks |= uint64_t(1) << k;
-            any = c->device_blocks != 0;
-        }
-        if (!any) continue;
-        if (!c->device_copy) {
-            void *p = os::map_anon(c->bytes, PROT_READ | PROT_WRITE, true);
-            if (p == MAP_FAILED) {
-                ADSM_LOG(warn, "collector: no memory to copy a chunk's device blocks; nothing is freed this time");
-                device_copy_missing_ = true;
-                continue;
+    for (Chunk *c : heap_.chunks()) read_device_blocks(*c);
+    // A kernel that ran meanwhile may have changed blocks read already:
+    // those chunks are read again, twice at most (one a kernel finishes
+    // after that makes device_copies_stale true).
+    for (int round = 0; round < 2; ++round) {
+        bool again = false;
+        for (Chunk *c : heap_.chunks())
+            if (device_copy_outdated(*c)) {
+                read_device_blocks(*c);
+                again = true;
             }
-            c->device_copy = static_cast<uint8_t *>(p);
+        if (!again) break;
+    }
+}
+
+// Reads the chunk's blocks whose current copy is on the device.  Its owner's
+// calls are noted first: a kernel running then or launched after may write
+// any block (device_copy_outdated).
+void Collector::read_device_blocks(Chunk &c) {
+    c.device_blocks = 0;
+    c.all_on_device = false;
+    c.block_size = 0;
+    const Region *r = c.region;
+    c.calls_copied = c.owner ? c.owner->calls.load(std::memory_order_seq_cst) : 0;
+    c.held_when_copied = heap_.held(c);
+    c.writes_seen = r->program_writes.load(std::memory_order_seq_cst);
+    if (r->device->integrated()) return;  // one copy, the host's
+    bool any = false;
+    uint64_t bs = r->block_size && r->blocks ? r->block_size : c.bytes;
+    if (r->on_device || (r->nblocks > 64 && r->blocks)) {
+        // Whole object on the device (batch), or more blocks than the mask holds.
+        bool all = r->on_device;
+        for (uint32_t k = 0; !all && k < r->nblocks; ++k) all = r->state(k) == block::kInvalid;
+        any = c.all_on_device = all;
+    } else if (r->blocks) {
+        for (uint32_t k = 0; k < r->nblocks; ++k)
+            if (r->state(k) == block::kInvalid) c.device_blocks |= uint64_t(1) << k;
+        any = c.device_blocks != 0;
+    }
+    if (!any) return;
+    if (!c.device_copy) {
+        void *p = os::map_anon(c.bytes, PROT_READ | PROT_WRITE, true);
+        if (p == MAP_FAILED) {
+            ADSM_LOG(warn, "collector: no memory to copy a chunk's device blocks; nothing is freed this time");
+            device_copy_missing_ = true;
+            return;
         }
-        c->block_size = bs;
-        for (size_t off = 0; off < c->bytes; off += bs) {
-            size_t k = off / bs;
-            if (!c->all_on_device && !(c->device_blocks >> k & 1)) continue;
-            size_t n = off + bs < c->bytes ? bs : c->bytes - off;
-            // The device copy is read while a kernel may be writing it: what a
-            // kernel can reach is kept by other means (mark_kernel_reachable);
-            // this copy finds what the device holds that the host does not.
-            if (r->device->copy_to_host(c->device_copy + off, r->dev + off, n) != adsmSuccess) {
-                ADSM_LOG(warn, "collector: could not read a device block at %p (%s); nothing is freed this time",
-                         reinterpret_cast<void *>(r->dev + off), last_detail());
-                device_copy_missing_ = true;
-            }
+        c.device_copy = static_cast<uint8_t *>(p);
+    }
+    c.block_size = bs;
+    for (size_t off = 0; off < c.bytes; off += bs) {
+        size_t k = off / bs;
+        if (!c.all_on_device && !(c.device_blocks >> k & 1)) continue;
+        size_t n = off + bs < c.bytes ? bs : c.bytes - off;
+        // After a collection most of a heap may be pages with no object,
+        // which a kernel left on the device: no use reading them.
+        if (holds_nothing(c, off, n)) continue;
+        // The device copy is read while a kernel may be writing it: what a
+        // kernel can reach is kept by other means (mark_kernel_reachable);
+        // this copy finds what the device holds that the host does not.
+        if (r->device->copy_to_host(c.device_copy + off, r->dev + off, n) != adsmSuccess) {
+            ADSM_LOG(warn, "collector: could not read a device block at %p (%s); nothing is freed this time",
+                     reinterpret_cast<void *>(r->dev + off), last_detail());
+            device_copy_missing_ = true;
         }
     }
+}
+
+// Whether a kernel that ran while the chunk's blocks were read, or was
+// launched after, may have written any of them since (those the host held
+// then too) and been synced: its copy lacks what the kernel wrote.  (A
+// chunk a kernel still holds keeps its objects whole, mark_kernel_reachable.)
+bool Collector::device_copy_outdated(const Chunk &c) const {
+    const Region *r = c.region;
+    if (r->device->integrated() || !c.owner || heap_.held(c)) return false;
+    // (A call is numbered one past the calls before it.)
+    return c.held_when_copied || c.owner->whole_call.load(std::memory_order_seq_cst) > c.calls_copied ||
+           r->named_call.load(std::memory_order_seq_cst) > c.calls_copied;
 }
 
 // ---- while the world is stopped
@@ -109,6 +170,7 @@ bool Collector::device_copies_stale() const {
     for (Chunk *c : heap_.chunks()) {
         const Region *r = c->region;
         if (r->device->integrated()) continue;
+        if (device_copy_outdated(*c)) return true;
         uint32_t w = r->program_writes.load(std::memory_order_seq_cst);
         if (w == c->writes_seen && !(w & 1)) continue;
         if (c->block_size || c->all_on_device || r->on_device) return true;

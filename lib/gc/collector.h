@@ -213,6 +213,8 @@ private:
     void gather_roots();
     Status start_markers();
     void take_device_copies();
+    void read_device_blocks(Chunk &c);
+    bool device_copy_outdated(const Chunk &c) const;
     bool device_copies_stale() const;
     void snapshot_live(bool full);
     void snapshot_chunk(Chunk &c, bool full);

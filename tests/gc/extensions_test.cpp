@@ -12,8 +12,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "api/runtime.h"
@@ -527,6 +531,86 @@ TEST(GcExtensionsTest, AWriteAfterTheDeviceCopyWasReadLosesNothing) {
     ASSERT_EQ(adsmGcRemoveRoots(root, sizeof *root), adsmSuccess);
     free(root);
     free(g_source);
+}
+
+namespace {
+// Stores a pointer once told to.  (Both pointers hidden: a launch with a
+// heap pointer among its arguments waits for the collection, which holds
+// the heap's lock, and keeps what it points to.)
+// (Told through a file: a device's kernels may run in another process.)
+std::string store_now_path(long host_pid) {
+    const char *dir = getenv("TMPDIR");
+    return std::string(dir && *dir ? dir : "/tmp") + "/adsm-gc-store-now." + std::to_string(host_pid);
+}
+void store_when_told(const adsm::thread_index &, uintptr_t hidden_obj, uintptr_t hidden_v, long host_pid) {
+    const std::string told = store_now_path(host_pid);
+    for (int i = 0; i < 10000 && access(told.c_str(), F_OK) != 0; ++i)  // ten seconds at most
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    reinterpret_cast<uint64_t *>(~hidden_obj)[0] = ~hidden_v;
+}
+auto &store_kernel() {
+    static auto k = adsm_test::device_kernel<store_when_told>("gc.ext.store_when_told");
+    return k;
+}
+void launch_store() {
+    store_kernel()(1, 1, ~reinterpret_cast<uintptr_t>(g_holder), g_hidden_target, static_cast<long>(getpid()));
+}
+bool g_launch_in_hook;
+void kernel_before_the_stop(Collector::Event e, void *) {
+    if (e != Collector::Event::stop_world || g_wrote) return;
+    g_wrote = true;
+    std::ofstream(store_now_path(getpid())).put('1');
+    if (g_launch_in_hook) launch_store();
+    adsm::sync();
+}
+
+// A kernel that writes a pointer into a block the host held when the
+// collector read the device's copies, and is synced before the world stops
+// (launched before the collection and running while the copies are read,
+// or launched after them): the pointer is only on the device, where the
+// world stopped cannot read it (the driver's threads are stopped too).
+void kernel_between_the_copies_and_the_stop(bool launch_in_hook) {
+    Collector *c = the_collector();
+    auto *root = static_cast<uint64_t **>(malloc(sizeof(uint64_t *)));
+    g_holder = *root = static_cast<uint64_t *>(adsmGcAlloc(kHolderBytes));
+    ASSERT_NE(g_holder, nullptr);
+    ASSERT_EQ(adsmGcAddRoots(root, sizeof *root), adsmSuccess);
+    for (size_t i = 0; i < kHolderBytes / 8; i += 512) g_holder[i] = 0;  // the host's copy is current
+    make_target();
+    clobber_stack();
+    g_wrote = false;
+    unlink(store_now_path(getpid()).c_str());
+    g_launch_in_hook = launch_in_hook;
+    if (!launch_in_hook) launch_store();
+    Collector::Usage before, after;
+    c->usage(&before);
+    c->set_event_hook(kernel_before_the_stop, nullptr);
+    collect();
+    c->set_event_hook(nullptr, nullptr);
+    c->usage(&after);
+    unlink(store_now_path(getpid()).c_str());
+    ASSERT_TRUE(g_wrote);
+    // That collection could not read what the kernel wrote: it freed
+    // nothing.  (Device and host share one copy on an integrated device.)
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    EXPECT_EQ(after.abandoned, before.abandoned + (info.integrated ? 0 : 1));
+    for (int i = 0; i < 50000; ++i) adsmGcAlloc(64);  // would reuse the target, were it freed
+    collect();
+    EXPECT_EQ(g_holder[0], ~g_hidden_target);
+    auto *target = reinterpret_cast<const uint64_t *>(~g_hidden_target);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(target[i], kIntact) << "word " << i << " of the target was reused";
+    ASSERT_EQ(adsmGcRemoveRoots(root, sizeof *root), adsmSuccess);
+    free(root);
+}
+}  // namespace
+
+TEST(GcExtensionsTest, AKernelRunningWhileTheDeviceCopiesAreReadLosesNothing) {
+    kernel_between_the_copies_and_the_stop(false);
+}
+
+TEST(GcExtensionsTest, AKernelLaunchedAfterTheDeviceCopiesWereReadLosesNothing) {
+    kernel_between_the_copies_and_the_stop(true);
 }
 
 namespace {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -512,15 +513,33 @@ TEST(GcKernelAllocTest, BadInputGetsAClearError) {
     EXPECT_EQ(adsmGcFree(node), adsmErrorInvalidPointer);
     EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("freed already"), std::string::npos);
 
-    // A heap belongs to the context that made it.
+    // A heap belongs to the context that made it.  (Its thread uses it and
+    // syncs once this is checked: a heap left open would make every later
+    // launch wait for collections, the hooks of the tests that follow among
+    // them.)
     adsmGcKernelHeap *foreign = nullptr;
-    std::thread([&] { EXPECT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &foreign), adsmSuccess); }).join();
+    std::promise<void> made, checked;
+    std::thread other([&] {
+        EXPECT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &foreign), adsmSuccess);
+        made.set_value();
+        checked.get_future().wait();
+        if (foreign) once(1, 1, foreign, out);
+        adsm::sync();
+    });
+    made.get_future().wait();
+    if (foreign) {
+        adsmKernel_t raw = once.handle();
+        void *args[] = {&foreign, &out};
+        EXPECT_EQ(adsmCall(raw, adsmDim3{1, 1, 1}, adsmDim3{1, 1, 1}, args), adsmErrorInvalidValue);
+        EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("belongs to another context"), std::string::npos)
+            << adsmGetLastErrorDetail();
+    }
+    checked.set_value();
+    other.join();
     ASSERT_NE(foreign, nullptr);
-    adsmKernel_t raw = once.handle();
-    void *args[] = {&foreign, &out};
-    EXPECT_EQ(adsmCall(raw, adsmDim3{1, 1, 1}, adsmDim3{1, 1, 1}, args), adsmErrorInvalidValue);
-    EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("belongs to another context"), std::string::npos)
-        << adsmGetLastErrorDetail();
+    EXPECT_EQ(adsmGcKernelHeapGetInfo(foreign, &info), adsmSuccess);
+    EXPECT_EQ(info.closed, 1) << "its context synced";
+    EXPECT_EQ(info.objects, 1u);
 }
 
 namespace {
