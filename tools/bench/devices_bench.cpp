@@ -2,7 +2,7 @@
 // Each part runs in a child process of its own, because the runtime reads
 // its configuration (devices, their memory, the link model) once.
 //
-//   adsm-bench-devices [split|oversubscribe|many]...   (default: all)
+//   adsm-bench-devices [split|oversubscribe|many|many=N]...   (default: all)
 //
 // split: one workload over two simulated devices against the same work on
 //   one, with two host threads either way.  Each simulated device gets one
@@ -11,9 +11,9 @@
 //   object it uses (adsmCallWith), against the cost model of fault-driven
 //   managed memory once oversubscribed: the same migrations at about
 //   5 Gbit/s (the figure seed 004 reports for CUDA managed memory).
-// many: 16384 small objects at 4x device memory, a kernel per object: what
-//   choosing a victim costs when there are many to choose from, beside the
-//   same calls on one object that stays resident.
+// many: 16384 small objects (or N) at 4x device memory, a kernel per
+//   object: what choosing a victim costs when there are many to choose
+//   from, beside the same calls on one object that stays resident.
 #include <adsm.hpp>
 #include <atomic>
 #include <chrono>
@@ -254,14 +254,15 @@ void oversubscribe() {
            kManagedGBps);
 }
 
-void many() {
-    const size_t objects = 16384;
+void many(size_t objects) {
     const uint64_t object_bytes = 16 << 10;
-    printf("many: %zu objects of %llu KiB (4x device memory), a kernel per object naming it, 2 rounds (sim: 64 MiB of "
-           "device memory, a %s GB/s, %s us link)\n",
-           objects, static_cast<unsigned long long>(object_bytes >> 10), kLinkGbps, kLinkLatencyUs);
+    const uint64_t device_mib = objects * object_bytes / 4 >> 20;
+    printf("many: %zu objects of %llu KiB (4x device memory), a kernel per object naming it, 2 rounds (sim: %llu MiB "
+           "of device memory, a %s GB/s, %s us link)\n",
+           objects, static_cast<unsigned long long>(object_bytes >> 10), static_cast<unsigned long long>(device_mib),
+           kLinkGbps, kLinkLatencyUs);
     auto env = link_env();
-    env.push_back("ADSM_SIM_MEMORY=64M");
+    env.push_back("ADSM_SIM_MEMORY=" + std::to_string(device_mib) + "M");
     auto kv = run_child({"many", std::to_string(objects), std::to_string(object_bytes)}, env);
     // What the link alone takes per call: one object out, one in.
     double link_us = 2 * (std::atof(kLinkLatencyUs) + object_bytes / (std::atof(kLinkGbps) * 1e3));
@@ -289,9 +290,11 @@ int main(int argc, char **argv) {
         } else if (p == "oversubscribe") {
             oversubscribe();
         } else if (p == "many") {
-            many();
+            many(16384);
+        } else if (p.rfind("many=", 0) == 0 && atol(p.c_str() + 5) >= 1024) {
+            many(static_cast<size_t>(atol(p.c_str() + 5)));
         } else {
-            fprintf(stderr, "usage: adsm-bench-devices [split|oversubscribe|many]...\n");
+            fprintf(stderr, "usage: adsm-bench-devices [split|oversubscribe|many|many=N (1024 or more)]...\n");
             return 2;
         }
     }
