@@ -462,7 +462,9 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
         memcpy(&w, b + off, sizeof w);
         any = heap_.chunk_of(w) != nullptr;
     }
-    if (!any && !kernel_heaps_.open()) return adsmSuccess;
+    // (Not while another context's heap is open: a launch would wait for
+    // every collection meanwhile, for good if that context never syncs.)
+    if (!any && ctx->open_kernel_heaps.load(std::memory_order_acquire) == 0) return adsmSuccess;
     std::lock_guard<std::mutex> lock(heap_.lock());
     // A kernel heap whose context synced closes before this launch hands
     // its chunk to the device again, so that no later kernel allocates there.

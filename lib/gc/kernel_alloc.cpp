@@ -95,7 +95,7 @@ Status Collector::create_kernel_heap(size_t budget, const adsmGcKernelHeapOption
     }
     a->created_calls = ctx->calls.load(std::memory_order_acquire);
     a->state = KernelArena::State::open;
-    kernel_heaps_.opened();
+    kernel_heaps_.opened(*ctx);
     *out = descriptor(*a);
     return adsmSuccess;
 }
@@ -169,7 +169,7 @@ bool Collector::adopt_kernel_heap(KernelArena &a) {
     // stores reached those through the runtime's view, unseen.
     for (uint64_t w = 0; w < (a.granules + 63) / 64; ++w) a.marks[w].store(a.starts[w], std::memory_order_relaxed);
     a.state = KernelArena::State::adopted;
-    kernel_heaps_.closed();
+    kernel_heaps_.closed(*a.ctx);
     stats_.allocated.fetch_add(r.bytes, std::memory_order_relaxed);
     a.release_pages(heap_);  // what no kernel used, and the metadata; the descriptor stays
     // Kernels that reach the heap from now on get NULL.

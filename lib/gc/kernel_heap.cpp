@@ -29,6 +29,16 @@ int64_t prev_bit(const uint64_t *bm, uint64_t from) {
 
 }  // namespace
 
+void KernelHeaps::opened(Context &c) {
+    open_.fetch_add(1, std::memory_order_relaxed);
+    c.open_kernel_heaps.fetch_add(1, std::memory_order_release);
+}
+
+void KernelHeaps::closed(Context &c) {
+    open_.fetch_sub(1, std::memory_order_relaxed);
+    c.open_kernel_heaps.fetch_sub(1, std::memory_order_release);
+}
+
 bool KernelArena::finished() const {
     return state == State::open && ctx->synced_calls.load(std::memory_order_acquire) > created_calls;
 }

@@ -98,9 +98,10 @@ class KernelHeaps {
 public:
     const std::vector<KernelArena *> &arenas() const { return arenas_; }
     void add(KernelArena *a) { arenas_.push_back(a); }
-    // Arenas whose context may still sync, for the launch path's quick test.
-    void opened() { open_.fetch_add(1, std::memory_order_relaxed); }
-    void closed() { open_.fetch_sub(1, std::memory_order_relaxed); }
+    // Arenas whose context may still sync, in all and per context, for the
+    // launch path's quick test.
+    void opened(Context &c);
+    void closed(Context &c);
     unsigned open() const { return open_.load(std::memory_order_relaxed); }
     // The arena whose descriptor is at `heap`, open or adopted, or nullptr.
     KernelArena *find(const Heap &heap, uintptr_t at) const;

@@ -47,6 +47,11 @@ struct Context : ReleaseGroup {
     std::atomic<uint64_t> launched_call{0};
     bool has_stream = false;
     StreamId stream = 0;
+    // The collector's kernel heaps of this context not closed yet: only
+    // while some are does a launch naming no collected object take the
+    // collector's lock (to close those its last sync finished), which a
+    // collection holds throughout.
+    std::atomic<uint32_t> open_kernel_heaps{0};
     // adsmPrefetch to the host queued copies of its objects since its last
     // sync, which waits for them to land.
     std::atomic<bool> host_prefetches{false};

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -611,6 +612,59 @@ TEST(GcExtensionsTest, AKernelRunningWhileTheDeviceCopiesAreReadLosesNothing) {
 
 TEST(GcExtensionsTest, AKernelLaunchedAfterTheDeviceCopiesWereReadLosesNothing) {
     kernel_between_the_copies_and_the_stop(true);
+}
+
+namespace {
+void nothing_kernel(const adsm::thread_index &, int) {}
+auto &nothing() {
+    static auto k = adsm_test::device_kernel<nothing_kernel>("gc.ext.nothing_kernel");
+    return k;
+}
+std::atomic<bool> g_launched;
+bool g_launched_in_time;
+void launch_beside_the_collection(Collector::Event e, void *) {
+    if (e != Collector::Event::stop_world) return;
+    // From another thread, its own context: this one holds the heap's lock.
+    std::thread([] {
+        nothing()(1, 1, 7);
+        adsm::sync();
+        g_launched = true;
+    }).detach();
+    for (int i = 0; i < 5000 && !g_launched; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    g_launched_in_time = g_launched;
+}
+}  // namespace
+
+// A launch that names no collected object does not wait for a collection
+// (which holds the heap's lock throughout), though another context has a
+// kernel heap open: it waited for every collection while that heap stayed
+// open, for good if its context never synced.
+TEST(GcExtensionsTest, ALaunchNamingNoCollectedObjectDoesNotWaitForACollection) {
+    adsmGcKernelHeap *open_heap = nullptr;
+    std::promise<void> made, done;
+    std::thread owner([&] {
+        EXPECT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &open_heap), adsmSuccess) << adsmGetLastErrorDetail();
+        made.set_value();
+        done.get_future().wait();
+        nothing()(1, 1, 0);  // a call and its sync close the heap
+        adsm::sync();
+    });
+    made.get_future().wait();
+    ASSERT_NE(open_heap, nullptr);
+    (void)nothing();  // (its module loaded before the collection)
+    Collector *c = the_collector();
+    g_launched = false;
+    g_launched_in_time = false;
+    c->set_event_hook(launch_beside_the_collection, nullptr);
+    collect();
+    c->set_event_hook(nullptr, nullptr);
+    EXPECT_TRUE(g_launched_in_time) << "the launch waited for the collection";
+    while (!g_launched) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    done.set_value();
+    owner.join();
+    adsmGcKernelHeapInfo info;
+    EXPECT_EQ(adsmGcKernelHeapGetInfo(open_heap, &info), adsmSuccess);
+    EXPECT_EQ(info.closed, 1);
 }
 
 namespace {
