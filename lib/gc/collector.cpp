@@ -462,8 +462,9 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
         memcpy(&w, b + off, sizeof w);
         any = heap_.chunk_of(w) != nullptr;
     }
-    // (Not while another context's heap is open: a launch would wait for
-    // every collection meanwhile, for good if that context never syncs.)
+    // (Only this context's open heaps count: with any context's, every
+    // launch waited for the collections meanwhile, for good once a thread
+    // left a heap open and never synced.)
     if (!any && ctx->open_kernel_heaps.load(std::memory_order_acquire) == 0) return adsmSuccess;
     std::lock_guard<std::mutex> lock(heap_.lock());
     // A kernel heap whose context synced closes before this launch hands

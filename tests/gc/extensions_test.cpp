@@ -535,10 +535,10 @@ TEST(GcExtensionsTest, AWriteAfterTheDeviceCopyWasReadLosesNothing) {
 }
 
 namespace {
-// Stores a pointer once told to.  (Both pointers hidden: a launch with a
-// heap pointer among its arguments waits for the collection, which holds
-// the heap's lock, and keeps what it points to.)
-// (Told through a file: a device's kernels may run in another process.)
+// Stores a pointer once told to, through a file (a device's kernels may
+// run in another process).  Both pointers hidden: a launch with a heap
+// pointer among its arguments waits for the collection, which holds the
+// heap's lock, and keeps what it points to.
 std::string store_now_path(long host_pid) {
     const char *dir = getenv("TMPDIR");
     return std::string(dir && *dir ? dir : "/tmp") + "/adsm-gc-store-now." + std::to_string(host_pid);
