@@ -64,6 +64,9 @@ struct Context : ReleaseGroup {
     uint32_t slot = 0;
     uint32_t generation = 0;
     std::atomic<int> refs{0};
+    // Of those, the ones threads hold (the thread it was made for, threads
+    // bound to it): when the last such thread ends, nobody is left to sync.
+    std::atomic<int> thread_refs{0};
     std::atomic<bool> live{false};
 
     // Whether a kernel of a call since the last sync may be running.

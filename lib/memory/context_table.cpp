@@ -47,6 +47,7 @@ Context *ContextTable::new_context() {
     c->deferred = adsmSuccess;
     c->generation++;
     c->refs.store(1);
+    c->thread_refs.store(0);
     protocol_.context_created(*c);
     c->live.store(true);
     return c;
@@ -71,14 +72,23 @@ void ContextTable::unref(Context *c) {
     free_slots_.push_back(c->slot);
 }
 
-void ContextTable::thread_exit(void *ctx) {
-    if (g_instance && ctx) g_instance->unref(static_cast<Context *>(ctx));
+void ContextTable::thread_exit(void *p) {
+    if (!g_instance || !p) return;
+    auto *c = static_cast<Context *>(p);
+    // (Only at a thread's end: a thread that binds elsewhere may come back
+    // and sync, or hand the context's handle on.  The program's context
+    // serves every thread and is never left alone.)
+    if (c->thread_refs.fetch_sub(1) == 1 && c->refs.load() > 1 && c != g_instance->program_.load() &&
+        g_instance->orphan_)
+        g_instance->orphan_(*c, g_instance->orphan_arg_);
+    g_instance->unref(c);
 }
 
 Context *ContextTable::home() {
     if (Context *c = tls_home) return c;
     Context *c = new_context();  // its one reference is the thread's
     if (!c) return nullptr;
+    c->thread_refs.store(1);
     tls_home = c;
     pthread_setspecific(home_key_, c);
     return c;
@@ -86,9 +96,13 @@ Context *ContextTable::home() {
 
 void ContextTable::switch_to(Context *c) {
     Context *old = tls_context;
+    c->thread_refs.fetch_add(1);
     tls_context = c;
     pthread_setspecific(current_key_, c);
-    if (old) unref(old);
+    if (old) {
+        old->thread_refs.fetch_sub(1);
+        unref(old);
+    }
 }
 
 Context *ContextTable::current() {

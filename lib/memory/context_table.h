@@ -37,6 +37,14 @@ public:
 
     // Drops a reference; the last one ends the context.
     void unref(Context *c);
+    // Called at a thread's end when it held the last thread reference to a
+    // context that lives on (it owns memory): whatever its calls left with
+    // the device has nobody left to sync it.
+    using OrphanHandler = void (*)(Context &c, void *arg);
+    void set_orphan_handler(OrphanHandler fn, void *arg) {
+        orphan_ = fn;
+        orphan_arg_ = arg;
+    }
     // A reference to each live context; the caller unrefs each.
     std::vector<Context *> hold_live();
 
@@ -56,6 +64,8 @@ private:
     std::atomic<Context *> program_{nullptr};
     pthread_key_t current_key_;  // both keys drop a reference at thread exit
     pthread_key_t home_key_;
+    OrphanHandler orphan_ = nullptr;
+    void *orphan_arg_ = nullptr;
 };
 
 }  // namespace adsm

@@ -64,6 +64,7 @@ Manager::Manager(const Config &config, AddressSpace &space, RegionTable &table, 
                                       : Spill::host),
       kept_(config.malloc_keep) {
     for (size_t i = 0; i < devices_.size(); ++i) victims_.push_back(std::make_unique<VictimList>());
+    contexts_.set_orphan_handler(&Manager::orphaned, this);
     one_memory_ = all_integrated(devices_);
     for (Device *a : devices_)
         for (Device *b : devices_)
@@ -775,6 +776,21 @@ void Manager::settle(Context *c) {
         c->unsynced_calls = 0;
         c->synced_calls.store(c->calls.load(), std::memory_order_release);
     }
+}
+
+void Manager::orphaned(Context &c, void *manager) {
+    // What its calls released stays the device's until a sync, and none
+    // will come: every later CPU access would be a race, and the
+    // collector's heaps there (a kernel heap above all) would stay open for
+    // good.  The thread's end waits for its kernels instead.
+    if (c.unsynced_calls.load(std::memory_order_acquire) == 0) return;
+    static_cast<Manager *>(manager)->settle(&c);
+    ContextGuard lock(c);
+    if (c.deferred != adsmSuccess)
+        ADSM_LOG(error,
+                 "kernels of a thread that ended without adsmSync failed: %s (kept for the next adsmSync in its "
+                 "context, if a thread binds to it)",
+                 c.deferred_detail);
 }
 
 Status Manager::release_named(Context &c, const ObjectUse *uses, size_t n) {

@@ -176,6 +176,9 @@ public:
     // would; a kernel error waits for the next adsmSync.  For a CPU access
     // that raced with a kernel (called from the fault handler).
     void settle(Context *c);
+    // c's last thread ended without syncing its calls (ContextTable's
+    // orphan handler): settles it, as that thread's adsmSync would have.
+    static void orphaned(Context &c, void *manager);
     // At a CPU fault at host address a in r (`first`: its first on r),
     // before the protocol handles it: a device that pins mirror pages at
     // their first use pins those around the block the protocol opens now.

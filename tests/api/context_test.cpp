@@ -1,5 +1,6 @@
 #include <thread>
 
+#include "counters.h"
 #include "test_kernels.h"
 
 using namespace adsm_test;
@@ -76,4 +77,25 @@ TEST(ContextTest, NullReturnsToTheThreadsOwnContext) {
     ASSERT_EQ(adsmSetContext(nullptr), adsmSuccess);
     EXPECT_EQ(adsmGetContext(), own);
     EXPECT_EQ(adsmFree(held), adsmSuccess);
+}
+
+// A thread that ends with calls unsynced leaves its objects with the device,
+// and no thread is left to sync them: its end waits for the kernels and
+// brings the objects back, so that the CPU reading them later is no race
+// (which ADSM_ON_RACE=abort would turn into an abort).
+TEST(ContextTest, AThreadThatEndsWithoutSyncingGivesItsObjectsBack) {
+    auto inc = adsm_test::device_kernel<increment>("context.increment");
+    const size_t n = 4096;
+    uint32_t *v = nullptr;
+    std::thread([&] {
+        v = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+        if (!v) return;
+        for (size_t i = 0; i < n; ++i) v[i] = 1;
+        inc(adsm::blocks_for(n, 256), 256, v, n);
+    }).join();
+    ASSERT_NE(v, nullptr) << detail();
+    const uint64_t races = counter(adsm::Counter::race_faults);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 2u) << i;
+    EXPECT_EQ(counter(adsm::Counter::race_faults), races) << "reading what the ended thread's kernel wrote was a race";
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
 }

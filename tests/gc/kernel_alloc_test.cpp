@@ -543,6 +543,38 @@ TEST(GcKernelAllocTest, BadInputGetsAClearError) {
 }
 
 namespace {
+KNode **g_left = nullptr;  // a root for what the ended thread's kernel made
+}  // namespace
+
+// A thread that ends without syncing leaves its kernel heap to nobody: its
+// end syncs its context instead, and the heap closes as at a sync (open for
+// good, it was kept whole, and every launch of the context would wait for
+// collections).  Its object is then an ordinary one.
+TEST(GcKernelAllocTest, AHeapWhoseThreadEndedWithoutSyncingCloses) {
+    auto once = adsm_test::device_kernel<one_node>("gc.kalloc.one_node");
+    adsmGcKernelHeap *h = nullptr;
+    std::thread([&] {
+        // (In the thread's context, whose call releases it to the kernel.)
+        g_left = static_cast<KNode **>(adsmGcAlloc(sizeof(KNode *)));
+        ASSERT_NE(g_left, nullptr);
+        ASSERT_EQ(adsmGcKernelHeapCreate(4096, nullptr, &h), adsmSuccess) << adsmGetLastErrorDetail();
+        once(1, 1, h, g_left);
+    }).join();
+    ASSERT_NE(h, nullptr);
+    ASSERT_NE(g_left, nullptr);
+    adsmGcKernelHeapInfo info;
+    ASSERT_EQ(adsmGcKernelHeapGetInfo(h, &info), adsmSuccess) << adsmGetLastErrorDetail();
+    EXPECT_EQ(info.closed, 1) << "the heap of a thread that ended without adsmSync stayed open";
+    EXPECT_EQ(info.objects, 1u);
+    clobber_stack();
+    collect();
+    churn(1 << 20);
+    ASSERT_NE(*g_left, nullptr);
+    EXPECT_EQ((*g_left)->check, 7 * kCheck);
+    g_left = nullptr;
+}
+
+namespace {
 adsmGcKernelHeap *g_closed = nullptr;  // keeps a closed heap's descriptor alive
 
 // Leaves `value` in the stack below the caller, where a launch's argument
