@@ -6,6 +6,7 @@
 
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "api/runtime.h"
 
@@ -94,4 +95,24 @@ TEST(SeparationTest, AKernelFaultsWhereNoDeviceMemoryIsCommitted) {
     k(1, 1, fresh.data() + 511, uint64_t(3));
     ASSERT_EQ(adsmSync(), adsmSuccess) << adsmGetLastErrorDetail();
     EXPECT_EQ(fresh[511], 3u);
+}
+
+// A fill of zeros gives whole pages back and writes the ends: a range that
+// starts and ends inside pages comes out zero everywhere, its neighbours
+// untouched, though the device memory held other bytes before.
+TEST(SeparationTest, AZeroFillOfARaggedRangeZeroesItAll) {
+    adsm::Runtime *rt = nullptr;
+    ASSERT_EQ(adsm::runtime(&rt), adsmSuccess);
+    const size_t span = 512 * 1024;
+    auto *x = static_cast<uint8_t *>(adsmAlloc(span));
+    ASSERT_NE(x, nullptr);
+    const uintptr_t dev = reinterpret_cast<uintptr_t>(x);
+    std::vector<uint8_t> dirt(span, 0xab), back(span, 0);
+    ASSERT_EQ(rt->device->copy_to_device(dev, dirt.data(), span), adsmSuccess);
+    const size_t from = 1000, len = 300007;  // (ends inside a page)
+    ASSERT_EQ(rt->device->fill(dev + from, 0, len), adsmSuccess) << adsmGetLastErrorDetail();
+    ASSERT_EQ(rt->device->copy_to_host(back.data(), dev, span), adsmSuccess);
+    for (size_t i = 0; i < span; ++i)
+        ASSERT_EQ(back[i], i >= from && i < from + len ? 0 : 0xab) << "byte " << i;
+    adsmFree(x);
 }

@@ -336,10 +336,16 @@ Status SimDevice::copy_to_peer(Device &to, uintptr_t dev, size_t n) {
 Status SimDevice::fill(uintptr_t dev, int value, size_t n) {
     if (Status s = check_range(dev, n); s != adsmSuccess) return s;
     if (Status s = injected_failure(os::injection::Site::device_copy, "fill"); s != adsmSuccess) return s;
-    // Zeroing a large range by giving its pages back costs nothing when,
-    // as for fresh allocations, it holds none.
-    if (value == 0 && n >= kPunchThreshold && (dev - base_) % os::kPageSize == 0 && n % os::kPageSize == 0) {
-        os::punch_hole(dev_fd_, dev - base_, n);
+    // Zeroing a large range by giving its whole pages back costs nothing
+    // when, as for fresh allocations, it holds none; the ends of a range
+    // that is not whole pages (a calloc of 200,000 bytes) are written.  (A
+    // memset made and cleared every page of each such calloc: five times a
+    // malloc-heavy program's own time.)
+    const uintptr_t lo = os::page_up(dev), hi = os::page_down(dev + n);
+    if (value == 0 && hi > lo && hi - lo >= kPunchThreshold) {
+        os::real_memset(dma_ + (dev - base_), 0, lo - dev);
+        os::punch_hole(dev_fd_, lo - base_, hi - lo);
+        os::real_memset(dma_ + (hi - base_), 0, dev + n - hi);
     } else {
         make_device_pages(dma_ + (dev - base_), n);
         os::real_memset(dma_ + (dev - base_), value, n);
