@@ -104,8 +104,9 @@ Status BlockProtocol::on_alloc(SharedObject &r, bool zeroed) {
     };
     if (Status s = writes_->watch(r); s != adsmSuccess) return undo(s);
     // Both copies are taken as current from here on: the device's must
-    // hold the zeros too.
-    if (zeroed)
+    // hold the zeros too (its memory was committed for this object just
+    // now).
+    if (zeroed && !r.device->commits_zeroed())
         if (Status s = r.device->fill(r.dev, 0, r.size); s != adsmSuccess) return undo(s);
     if (Status s = protect_range(r.host, r.span, writes_->protection(initial)); s != adsmSuccess) return undo(s);
     check_protections(r);

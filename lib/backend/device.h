@@ -46,6 +46,10 @@ public:
     virtual bool integrated() const = 0;
     virtual uint64_t capacity() const = 0;
     virtual uint64_t used() const = 0;
+    // A range reads as zeros once committed, whatever it held before: a
+    // zeroed allocation's device copy needs no fill of its own (a round
+    // trip each on a remote device).
+    virtual bool commits_zeroed() const { return false; }
 
     // Where the window must lie, for a device whose driver hands out device
     // addresses (a GPU): the driver reserves the range first and the host

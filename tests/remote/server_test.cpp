@@ -225,6 +225,31 @@ TEST_F(Fixture, AClientWithTheKeyGetsMemoryOfItsOwnByRma) {
     EXPECT_NE(c.ep().read(back.data(), 4096, 0, m.rma_key, 3000), adsmSuccess);
 }
 
+// A range reads as zeros once committed, whatever it held before it was
+// given back (the attach's kZeroedCommits): a client's zeroed allocation
+// takes no fill of its own.  (Small ranges keep their pages at a decommit.)
+TEST_F(Fixture, ACommittedRangeReadsAsZerosThoughItHeldBytesBefore) {
+    Server s(args());
+    Client c(s, key_text);
+    ASSERT_TRUE(c.ok()) << adsm::last_detail();
+    Reply a = c.attach();
+    ASSERT_EQ(a.status, adsmSuccess) << a.message;
+    EXPECT_EQ(a.flags & kZeroedCommits, kZeroedCommits);
+    for (size_t len : {size_t(8192), size_t(1) << 20}) {
+        Reply m = c.commit(kBase, len);
+        ASSERT_EQ(m.status, adsmSuccess) << m.message;
+        std::vector<uint8_t> dirt(len, 0xab), back(len, 1);
+        ASSERT_EQ(c.ep().write(dirt.data(), len, 0, m.rma_key, 5000), adsmSuccess) << adsm::last_detail();
+        RangeBody d{kBase, len};
+        ASSERT_EQ(c.request(Op::decommit, &d).status, adsmSuccess);
+        m = c.commit(kBase, len);
+        ASSERT_EQ(m.status, adsmSuccess) << m.message;
+        ASSERT_EQ(c.ep().read(back.data(), len, 0, m.rma_key, 5000), adsmSuccess) << adsm::last_detail();
+        EXPECT_EQ(back, std::vector<uint8_t>(len, 0)) << len << " bytes committed again";
+        ASSERT_EQ(c.request(Op::decommit, &d).status, adsmSuccess);
+    }
+}
+
 TEST_F(Fixture, TwoClientsAtTheSameAddressesDoNotSeeEachOther) {
     Server s(args());
     Client a(s, key_text), b(s, key_text);

@@ -24,6 +24,7 @@ public:
     // Device memory for the window [base, base+size); says the capacity and
     // whether the memory is staged (remote::kStagedMemory) in *reply.
     virtual Status attach(uint64_t base, uint64_t size, remote::Reply *reply) = 0;
+    // Committed, the range reads as zeros (remote::kZeroedCommits).
     virtual Status commit(uint64_t addr, uint64_t len) = 0;
     virtual void decommit(uint64_t addr, uint64_t len) = 0;
     // Where the client's RMA reaches the committed byte at addr: the device

@@ -41,6 +41,7 @@ Status Session::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     device_ = make_hosting(options_);
     Status s = device_->attach(base, size, reply);
     if (s != adsmSuccess) device_.reset();  // the client has no device: nothing else is answered
+    else reply->flags |= remote::kZeroedCommits;  // (every hosting's commit zeroes)
     return s;
 }
 

@@ -23,6 +23,17 @@ Status SimHosting::attach(uint64_t base, uint64_t size, remote::Reply *reply) {
     return adsmSuccess;
 }
 
+Status SimHosting::commit(uint64_t addr, uint64_t len) {
+    if (Status s = device_->commit(addr, len); s != adsmSuccess) return s;
+    // (Pages given back at a decommit read as zeros, but only ranges of
+    // 64 KiB or more give theirs back.)
+    if (Status s = device_->fill(addr, 0, len); s != adsmSuccess) {
+        device_->decommit(addr, len);
+        return s;
+    }
+    return adsmSuccess;
+}
+
 Status SimHosting::launch(const remote::LaunchBody &l) {
     const KernelInfo *k = nullptr;
     if (Status s = registered_kernel(l, &k); s != adsmSuccess) return s;

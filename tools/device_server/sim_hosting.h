@@ -20,8 +20,7 @@ public:
     }
 
     Status attach(uint64_t base, uint64_t size, remote::Reply *reply) override;
-    Status commit(uint64_t addr, uint64_t len) override { return device_->commit(addr, len); }
-    // Given back: its pages go, and read as zeros if committed again.
+    Status commit(uint64_t addr, uint64_t len) override;
     void decommit(uint64_t addr, uint64_t len) override { device_->decommit(addr, len); }
     uint8_t *exposed(uint64_t addr) override { return device_->memory_at(addr); }
     Status fill(uint64_t addr, uint8_t value, uint64_t len) override { return device_->fill(addr, value, len); }

@@ -124,6 +124,12 @@ Status Worker::commit(uint64_t addr, uint64_t len) {
         return fail(adsmErrorMemoryAllocation, "cannot open [%#llx, +%llu) to the client's kernels: %s",
                     static_cast<unsigned long long>(addr), static_cast<unsigned long long>(len), strerror(e));
     }
+    // Zeros, as the client is told (a GPU's memory holds what it held
+    // before); the staging copy's pages were given back at the decommit.
+    if (Status s = device_->fill(addr, 0, len); s != adsmSuccess) {
+        decommit(addr, len);
+        return s;
+    }
     return adsmSuccess;
 }
 

@@ -10,6 +10,7 @@
 #include "os/clock.h"
 #include "os/deferred_signals.h"
 #include "os/futex.h"
+#include "support/log.h"
 #include "support/stats.h"
 #include "support/trace.h"
 
@@ -129,6 +130,25 @@ Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool 
     return fail(result, "%s", reply->message);
 }
 
+Status Link::post(Op op, const void *body, size_t body_size) {
+    if (body_size > kMaxMessage - sizeof(RequestHeader))
+        return fail(adsmErrorInvalidValue, "a %zu-byte request body is too large", body_size);
+    const size_t size = sizeof(RequestHeader) + body_size;
+    auto *msg = new (std::nothrow) uint8_t[size];
+    if (!msg) return fail(adsmErrorMemoryAllocation, "no memory for a request");
+    RequestHeader h{kWireMagic, op, 0, static_cast<uint32_t>(body_size), 0};
+    memcpy(msg, &h, sizeof h);
+    if (body_size) memcpy(msg + sizeof h, body, body_size);
+    while (submit(Job{Kind::posted, 0, msg, size, nullptr, nullptr, false, nullptr, nullptr, adsmSuccess}) == 0) {
+        if (!running_.load()) {
+            delete[] msg;
+            return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
+        }
+        wait(last_ticket());  // full: let it drain
+    }
+    return adsmSuccess;
+}
+
 Status Link::lose(const char *what) {
     if (!lost_.exchange(true)) {
         snprintf(lost_reason_, sizeof lost_reason_, "the device server at %s was lost (%s): %s", where_.c_str(), what,
@@ -177,10 +197,47 @@ Status Link::stage(Op op, uint64_t dev, size_t n) {
 
 Status Link::request(const Job &j) { return exchange(j.local, j.n, j.patient, j.reply); }
 
+Status Link::send_posted(const Job &j) {
+    auto *msg = static_cast<uint8_t *>(j.local);
+    auto *h = reinterpret_cast<RequestHeader *>(msg);
+    h->seq = ++seq_;
+    // (Once sent, its buffer is no longer the provider's.)
+    Status s = ep_->send(msg, j.n);
+    delete[] msg;
+    if (s != adsmSuccess) return lose("sending a request");
+    if (posted_unanswered_++ == 0) posted_first_seq_ = seq_;
+    if (posted_unanswered_ > kMaxPostedUnanswered) return take_posted_reply();
+    return adsmSuccess;
+}
+
+Status Link::take_posted_reply() {
+    size_t got = 0;
+    if (ep_->recv(inbox_.get(), kMaxMessage, &got, timeout_ms_) != adsmSuccess) return lose("waiting for its answer");
+    Reply r{};
+    if (got == sizeof r) memcpy(&r, inbox_.get(), sizeof r);
+    if (got != sizeof r || r.magic != kWireMagic || r.seq != posted_first_seq_) {
+        fail(adsmErrorDeviceLost, "a malformed answer");
+        return lose("reading its answer");
+    }
+    // (Those unanswered are numbered one after another: a request between
+    // two would have taken the first's reply before its own.)
+    --posted_unanswered_;
+    ++posted_first_seq_;
+    if (r.status != adsmSuccess) {
+        r.message[sizeof r.message - 1] = '\0';
+        ADSM_LOG(warn, "the device server at %s refused a request nobody waited for: %s", where_.c_str(), r.message);
+    }
+    return adsmSuccess;
+}
+
 Status Link::exchange(void *msg, size_t n, bool patient, Reply *reply) {
     auto *h = static_cast<RequestHeader *>(msg);
     h->seq = ++seq_;
     if (ep_->send(msg, n) != adsmSuccess) return lose("sending a request");
+    // Sent before the replies to posted requests are taken: the two cross
+    // the connection together.
+    while (posted_unanswered_)
+        if (Status s = take_posted_reply(); s != adsmSuccess) return s;
     size_t got = 0;
     // Every message must come within the timeout; a patient request's
     // heartbeats say the server is alive and still at it, and span batches
@@ -235,12 +292,16 @@ void Link::run() {
         if (!job) break;
         Job &j = *job;  // its slot stays ours until the completion thread is done with it
         Status st;
-        if (lost()) st = fail(adsmErrorDeviceLost, "%s", lost_reason_);
-        else st = j.kind == Kind::request ? request(j) : transfer(j);
+        if (lost()) {
+            st = fail(adsmErrorDeviceLost, "%s", lost_reason_);
+            if (j.kind == Kind::posted) delete[] static_cast<uint8_t *>(j.local);
+        } else {
+            st = j.kind == Kind::request ? request(j) : j.kind == Kind::posted ? send_posted(j) : transfer(j);
+        }
         if (j.kind == Kind::request) {
             if (st != adsmSuccess && j.reply && (st == adsmErrorDeviceLost || j.reply->message[0] == '\0'))
                 snprintf(j.reply->message, sizeof j.reply->message, "%s", last_detail());
-        } else if (st == adsmSuccess) {
+        } else if (st == adsmSuccess && j.kind != Kind::posted) {
             stats().transfer(j.kind == Kind::write, j.n);
         }
         j.status = st;
@@ -266,7 +327,7 @@ void Link::finish() {
         }
         // Transferred, so published: take returns at once.
         Job &j = *ring_.take(pos, stop_);
-        if (j.kind != Kind::request && j.status != adsmSuccess) {
+        if ((j.kind == Kind::write || j.kind == Kind::read) && j.status != adsmSuccess) {
             int none = adsmSuccess;
             failure_.compare_exchange_strong(none, j.status, std::memory_order_acq_rel);
         }

@@ -73,6 +73,11 @@ public:
     // sync waits for kernels; its body asks for heartbeat_ms()).  Not from a
     // signal handler.
     Status call(Op op, const void *body, size_t body_size, Reply *reply, bool patient = false);
+    // A request whose reply nobody waits for (a decommit): queued like
+    // call's, its reply taken by the link's thread once the next request is
+    // sent, so that the two cross the connection together.  A refusal goes
+    // to the log.  Not from a signal handler.
+    Status post(Op op, const void *body, size_t body_size);
     // How often a patient request asks the server for a sign of life: four
     // within the timeout.
     uint32_t heartbeat_ms() const {
@@ -85,7 +90,7 @@ public:
     void forget();
 
 private:
-    enum class Kind : uint32_t { write, read, request };
+    enum class Kind : uint32_t { write, read, request, posted };
     struct Job {
         Kind kind;
         uint64_t dev;
@@ -105,6 +110,10 @@ private:
     void wait_transferred(uint64_t t);
     Status transfer(const Job &j);
     Status request(const Job &j);
+    // Sends a posted request (its message is the job's, freed here).
+    Status send_posted(const Job &j);
+    // Takes the reply of the oldest posted request not answered yet.
+    Status take_posted_reply();
     // Sends one request (its header's seq is set here) and takes its reply.
     Status exchange(void *msg, size_t n, bool patient, Reply *reply);
     // A push or pull of a staged transfer's range.
@@ -120,6 +129,14 @@ private:
     int timeout_ms_ = 5000;
     bool staged_ = false;  // set before the first transfer
     uint64_t seq_ = 0;  // the thread's
+    // Posted requests sent and not answered yet, the oldest's seq (the
+    // thread's): their replies come first, in order.
+    uint32_t posted_unanswered_ = 0;
+    uint64_t posted_first_seq_ = 0;
+    // At most this many: each reply holds one of the connection's eight
+    // receive buffers until it is taken, and a patient request's heartbeats
+    // need some.
+    static constexpr uint32_t kMaxPostedUnanswered = 4;
 
     std::mutex ranges_mu_;
     std::map<uint64_t, std::pair<uint64_t, uint64_t>> ranges_;  // start -> (length, key)

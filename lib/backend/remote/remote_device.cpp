@@ -39,6 +39,7 @@ Status RemoteDevice::attach_window(uintptr_t base, uint64_t size, int, uint8_t *
     capacity_ = r.capacity;
     link_.set_staged((r.flags & remote::kStagedMemory) != 0);
     gpu_code_ = (r.flags & remote::kGpuCode) != 0;
+    zeroed_commits_ = (r.flags & remote::kZeroedCommits) != 0;
     return adsmSuccess;
 }
 
@@ -54,9 +55,11 @@ Status RemoteDevice::commit(uintptr_t dev, uint64_t bytes) {
 
 void RemoteDevice::decommit(uintptr_t dev, uint64_t bytes) {
     link_.remove_range(dev);
+    // Not waited for: nothing reaches the range any more, and a later
+    // request (a commit there again) comes after it on the connection.  A
+    // lost server holds nothing any more.
     remote::RangeBody b{dev, bytes};
-    remote::Reply r{};
-    (void)link_.call(remote::Op::decommit, &b, sizeof b, &r);  // a lost server holds nothing any more
+    (void)link_.post(remote::Op::decommit, &b, sizeof b);
     used_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 

@@ -25,6 +25,7 @@ public:
     bool integrated() const override { return false; }
     uint64_t capacity() const override { return capacity_; }
     uint64_t used() const override { return used_.load(std::memory_order_relaxed); }
+    bool commits_zeroed() const override { return zeroed_commits_; }
 
     Status attach_window(uintptr_t base, uint64_t size, int host_fd, uint8_t *host_alias) override;
     Status commit(uintptr_t dev, uint64_t bytes) override;
@@ -63,6 +64,7 @@ private:
     std::vector<bool> streams_;  // in use
 
     bool gpu_code_ = false;  // the server said kGpuCode
+    bool zeroed_commits_ = false;  // the server said kZeroedCommits
     // The kernels of the modules this process loaded on the server: a
     // KernelInfo's device_fn points at one (kept for the process's life).
     struct ModuleKernel {

@@ -151,13 +151,16 @@ struct Reply {
     uint64_t seq;
     uint64_t capacity;  // attach: this client's device memory
     uint64_t rma_key;   // commit: the key under which the range is exposed (offsets from its start)
-    uint32_t flags;     // attach: kStagedMemory, kGpuCode
+    uint32_t flags;     // attach: kStagedMemory, kGpuCode, kZeroedCommits
     uint32_t params;    // function: the kernel's parameters...
     uint32_t param_sizes[kMaxParams];  // ...and their sizes
     char message[200];  // why, when status is not adsmSuccess
 };
 constexpr uint32_t kStagedMemory = 1;
 constexpr uint32_t kGpuCode = 2;
+// attach: a range reads as zeros once committed, so the client's zeroed
+// allocations need no fill of their own (a round trip each).
+constexpr uint32_t kZeroedCommits = 4;
 
 // Windows the server accepts: whole pages, at most this large; streams per
 // client.
