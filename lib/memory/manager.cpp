@@ -348,6 +348,23 @@ Status Manager::start_coherence(Region &r, bool zeroed) {
     return s;
 }
 
+// A region made for c joins it and becomes the program's: found at its
+// addresses (a safe region's device ones too) from now on.
+void Manager::publish(Region &r, Context &c) {
+    {
+        ContextGuard lock(c);
+        r.group = &c;
+        r.birth_call = c.calls.load();
+        c.link(&r);
+        c.refs.fetch_add(1);
+    }
+    r.live.store(true, std::memory_order_release);
+    table_.map(r, r.host, r.span);
+    if (r.dev != r.host) table_.map(r, r.dev, r.span);
+    stats().add(Counter::allocs);
+    stats().add(Counter::bytes_allocated, r.size);
+}
+
 // Gives a region's memory back once nothing can reach it any more.
 void Manager::retire(Region *r) {
     stats().remember_freed(r->summary<RegionSummary>(true));
@@ -403,17 +420,7 @@ Status Manager::alloc(size_t size, bool zero, void **out, Context *in, RegionOri
     // waiting on the host has nothing pinned: entering its pages would
     // allocate all of them (seconds for an object larger than the GPU).
     if (r->resident && r->device->pins_at_commit()) space_.prefault(r->host, r->span);
-    {
-        ContextGuard lock(*c);
-        r->group = c;
-        r->birth_call = c->calls.load();
-        c->link(r);
-        c->refs.fetch_add(1);
-    }
-    r->live.store(true, std::memory_order_release);
-    table_.map(*r, r->host, r->span);
-    stats().add(Counter::allocs);
-    stats().add(Counter::bytes_allocated, size);
+    publish(*r, *c);
     *out = ptr(r->host);
     timed.set(size, r->host);
     return adsmSuccess;
@@ -432,18 +439,7 @@ Status Manager::safe_alloc(size_t size, void **out) {
         retire(r);
         return s;
     }
-    {
-        ContextGuard lock(*c);
-        r->group = c;
-        r->birth_call = c->calls.load();
-        c->link(r);
-        c->refs.fetch_add(1);
-    }
-    r->live.store(true, std::memory_order_release);
-    table_.map(*r, r->host, r->span);
-    if (r->dev != r->host) table_.map(*r, r->dev, r->span);
-    stats().add(Counter::allocs);
-    stats().add(Counter::bytes_allocated, size);
+    publish(*r, *c);
     *out = ptr(r->host);
     return adsmSuccess;
 }

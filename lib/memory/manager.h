@@ -313,6 +313,7 @@ private:
     void hand_over_locked(Region &r, Context &from, Context &to);
     void retire(Region *r);
     Status start_coherence(Region &r, bool zeroed);
+    void publish(Region &r, Context &c);
     Status wait_for_kernels(Context *c);
     // Releases the objects `uses` names (all of c's); c's lock is held.
     Status release_named(Context &c, const ObjectUse *uses, size_t n);
