@@ -19,7 +19,7 @@ set(serve_ze "REMOTE_TEST_SERVER_ARGS=--device levelzero --modules ${remote_kern
 add_test(NAME remote.server.levelzero COMMAND remote_server_tests --gtest_filter=*Staged*)
 # (A faulting kernel ends the client's context: that test has a process of
 # its own.)
-add_test(NAME remote.client.levelzero COMMAND remote_client_tests --gtest_filter=-*Heartbeat*:*MidTransfer*:*KernelErrors*)
+add_test(NAME remote.client.levelzero COMMAND remote_client_tests --gtest_filter=-*Heartbeat*:*MidTransfer*:*KernelErrors*:*RefusedLaunch*)
 add_test(NAME remote.client.levelzero.fault COMMAND remote_client_tests --gtest_filter=*KernelErrors*)
 set_tests_properties(remote.server.levelzero remote.client.levelzero remote.client.levelzero.fault PROPERTIES
   TIMEOUT 180 ENVIRONMENT "${on_ze};${serve_ze}")
@@ -47,10 +47,14 @@ set(on_double "LD_LIBRARY_PATH=${doubles_dir};FAKE_CUDA_MEMORY=1073741824")
 # A faulting kernel ends the client's CUDA context: that test has a process
 # of its own.
 set(serve_cuda "REMOTE_TEST_SERVER_ARGS=--device cuda --modules ${remote_kernels_module};REMOTE_TEST_SERVER_PRELOAD=$<TARGET_FILE:remote_test_kernels>")
-add_test(NAME remote.client.cuda COMMAND remote_client_tests --gtest_filter=-*Heartbeat*:*MidTransfer*:*KernelErrors*)
+add_test(NAME remote.client.cuda COMMAND remote_client_tests --gtest_filter=-*Heartbeat*:*MidTransfer*:*KernelErrors*:*RefusedLaunch*)
 add_test(NAME remote.client.cuda.fault COMMAND remote_client_tests --gtest_filter=*KernelErrors*)
 set_tests_properties(remote.client.cuda remote.client.cuda.fault PROPERTIES TIMEOUT 180 ENVIRONMENT
   "${on_double};${serve_cuda}")
+# The server's GPU driver fails its second launch, one the client posted.
+add_test(NAME remote.client.cuda.refused_launch COMMAND remote_client_tests --gtest_filter=*RefusedLaunch*)
+set_tests_properties(remote.client.cuda.refused_launch PROPERTIES TIMEOUT 120 ENVIRONMENT
+  "${on_double};${serve_cuda};FAKE_CUDA_FAIL=cuLaunchKernel:2")
 foreach(cfg "lazy|256K|uffd" "delta|64K|mprotect")
   string(REPLACE "|" ";" parts "${cfg}")
   list(GET parts 0 p)

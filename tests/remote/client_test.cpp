@@ -223,6 +223,27 @@ TEST(RemoteClientMidTransfer, ASilentServerDuringATransferIsALostDevice) {
     g_server->kill_now();
 }
 
+// A launch of a kernel and shape the server took before is not waited for
+// (remote_device.h): one the server refuses after all (here the GPU
+// driver's second cuLaunchKernel fails: remote.client.cuda.refused_launch)
+// is reported by the stream's next sync, and the device goes on.
+TEST(RemoteClientRefusedLaunch, ARefusalOfALaunchNotWaitedForComesWithTheSync) {
+    const size_t n = 4096;
+    auto *v = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i);
+    ASSERT_EQ(add(v, n, 1), adsmSuccess) << detail();
+    ASSERT_EQ(adsmSync(), adsmSuccess) << detail();
+    ASSERT_EQ(add(v, n, 10), adsmSuccess) << "a launch the server took before is not waited for: " << detail();
+    EXPECT_NE(adsmSync(), adsmSuccess);
+    EXPECT_NE(detail().find("refused a launch"), std::string::npos) << detail();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], i + 1) << "the refused kernel did not run";
+    ASSERT_EQ(add(v, n, 100), adsmSuccess) << detail();
+    EXPECT_EQ(adsmSync(), adsmSuccess) << detail();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], i + 101);
+    EXPECT_EQ(adsmFree(v), adsmSuccess);
+}
+
 // Last: it kills the server.  A sync while the server is gone fails within
 // the timeout, and what the CPU held stays readable.
 TEST(RemoteClientTest, ZKilledServerIsALostDeviceNotAHang) {

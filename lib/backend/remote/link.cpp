@@ -75,11 +75,11 @@ uint64_t Link::submit(const Job &job) {
 }
 
 uint64_t Link::submit_write(uint64_t dev, const void *src, size_t n, CopyDone done, void *arg) {
-    return submit(Job{Kind::write, dev, const_cast<void *>(src), n, done, arg, false, nullptr, nullptr, adsmSuccess});
+    return submit(Job{Kind::write, dev, const_cast<void *>(src), n, done, arg, false, nullptr, nullptr, adsmSuccess, nullptr});
 }
 
 uint64_t Link::submit_read(void *dst, uint64_t dev, size_t n, CopyDone done, void *arg) {
-    return submit(Job{Kind::read, dev, dst, n, done, arg, false, nullptr, nullptr, adsmSuccess});
+    return submit(Job{Kind::read, dev, dst, n, done, arg, false, nullptr, nullptr, adsmSuccess, nullptr});
 }
 
 void Link::wait_transferred(uint64_t t) {
@@ -94,7 +94,7 @@ Status Link::copy_now(bool to_device, uint64_t dev, void *host, size_t n) {
     Status result = adsmErrorDeviceLost;
     uint64_t t;
     while ((t = submit(Job{to_device ? Kind::write : Kind::read, dev, host, n, nullptr, nullptr, false, &result,
-                           nullptr, adsmSuccess})) == 0) {
+                           nullptr, adsmSuccess, nullptr})) == 0) {
         if (!running_.load() || lost()) return fail(adsmErrorDeviceLost, "the remote device is not connected");
         wait_transferred(last_ticket());  // full: let it drain
     }
@@ -119,7 +119,7 @@ Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool 
     if (body_size) memcpy(msg + sizeof h, body, body_size);
     Status result = adsmErrorDeviceLost;
     uint64_t t;
-    while ((t = submit(Job{Kind::request, 0, msg, size, nullptr, nullptr, patient, &result, reply, adsmSuccess})) == 0) {
+    while ((t = submit(Job{Kind::request, 0, msg, size, nullptr, nullptr, patient, &result, reply, adsmSuccess, nullptr})) == 0) {
         if (!running_.load()) return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
         wait(last_ticket());  // full: let it drain
     }
@@ -130,7 +130,9 @@ Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool 
     return fail(result, "%s", reply->message);
 }
 
-Status Link::post(Op op, const void *body, size_t body_size) {
+Status Link::post(Op op, const void *body, size_t body_size, Refused refused, void *arg) {
+    // (A lost connection says so at once, as a call's would.)
+    if (lost()) return fail(adsmErrorDeviceLost, "%s", lost_reason_);
     if (body_size > kMaxMessage - sizeof(RequestHeader))
         return fail(adsmErrorInvalidValue, "a %zu-byte request body is too large", body_size);
     const size_t size = sizeof(RequestHeader) + body_size;
@@ -139,7 +141,7 @@ Status Link::post(Op op, const void *body, size_t body_size) {
     RequestHeader h{kWireMagic, op, 0, static_cast<uint32_t>(body_size), 0};
     memcpy(msg, &h, sizeof h);
     if (body_size) memcpy(msg + sizeof h, body, body_size);
-    while (submit(Job{Kind::posted, 0, msg, size, nullptr, nullptr, false, nullptr, nullptr, adsmSuccess}) == 0) {
+    while (submit(Job{Kind::posted, 0, msg, size, nullptr, arg, false, nullptr, nullptr, adsmSuccess, refused}) == 0) {
         if (!running_.load()) {
             delete[] msg;
             return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
@@ -205,14 +207,18 @@ Status Link::send_posted(const Job &j) {
     Status s = ep_->send(msg, j.n);
     delete[] msg;
     if (s != adsmSuccess) return lose("sending a request");
-    if (posted_unanswered_++ == 0) posted_first_seq_ = seq_;
-    if (posted_unanswered_ > kMaxPostedUnanswered) return take_posted_reply();
+    if (posted_unanswered_ == 0) posted_first_seq_ = seq_;
+    unanswered_[posted_unanswered_++] = {j.refused, j.arg};
+    if (posted_unanswered_ > kMaxPostedUnanswered) return take_posted_reply(false);
     return adsmSuccess;
 }
 
-Status Link::take_posted_reply() {
+Status Link::take_posted_reply(bool patient) {
     size_t got = 0;
-    if (ep_->recv(inbox_.get(), kMaxMessage, &got, timeout_ms_) != adsmSuccess) return lose("waiting for its answer");
+    // (The words of the request waiting behind it: a server that fell
+    // silent fails a sync the same way whatever came before it.)
+    if (ep_->recv(inbox_.get(), kMaxMessage, &got, timeout_ms_) != adsmSuccess)
+        return lose(patient ? "neither its answer nor a heartbeat came in time" : "waiting for its answer");
     Reply r{};
     if (got == sizeof r) memcpy(&r, inbox_.get(), sizeof r);
     if (got != sizeof r || r.magic != kWireMagic || r.seq != posted_first_seq_) {
@@ -221,11 +227,14 @@ Status Link::take_posted_reply() {
     }
     // (Those unanswered are numbered one after another: a request between
     // two would have taken the first's reply before its own.)
+    const Unanswered u = unanswered_[0];
+    for (uint32_t i = 1; i < posted_unanswered_; ++i) unanswered_[i - 1] = unanswered_[i];
     --posted_unanswered_;
     ++posted_first_seq_;
     if (r.status != adsmSuccess) {
         r.message[sizeof r.message - 1] = '\0';
-        ADSM_LOG(warn, "the device server at %s refused a request nobody waited for: %s", where_.c_str(), r.message);
+        if (u.refused) u.refused(u.arg, static_cast<Status>(r.status), r.message);
+        else ADSM_LOG(warn, "the device server at %s refused a request nobody waited for: %s", where_.c_str(), r.message);
     }
     return adsmSuccess;
 }
@@ -237,7 +246,7 @@ Status Link::exchange(void *msg, size_t n, bool patient, Reply *reply) {
     // Sent before the replies to posted requests are taken: the two cross
     // the connection together.
     while (posted_unanswered_)
-        if (Status s = take_posted_reply(); s != adsmSuccess) return s;
+        if (Status s = take_posted_reply(patient); s != adsmSuccess) return s;
     size_t got = 0;
     // Every message must come within the timeout; a patient request's
     // heartbeats say the server is alive and still at it, and span batches

@@ -73,11 +73,13 @@ public:
     // sync waits for kernels; its body asks for heartbeat_ms()).  Not from a
     // signal handler.
     Status call(Op op, const void *body, size_t body_size, Reply *reply, bool patient = false);
-    // A request whose reply nobody waits for (a decommit): queued like
-    // call's, its reply taken by the link's thread once the next request is
-    // sent, so that the two cross the connection together.  A refusal goes
-    // to the log.  Not from a signal handler.
-    Status post(Op op, const void *body, size_t body_size);
+    // A request whose reply nobody waits for (a decommit, a launch known to
+    // be accepted): queued like call's, its reply taken by the link's thread
+    // once the next request is sent, so that the two cross the connection
+    // together.  A refusal goes to `refused` (on the link's thread), else to
+    // the log.  Not from a signal handler.
+    using Refused = void (*)(void *arg, Status s, const char *why);
+    Status post(Op op, const void *body, size_t body_size, Refused refused = nullptr, void *arg = nullptr);
     // How often a patient request asks the server for a sign of life: four
     // within the timeout.
     uint32_t heartbeat_ms() const {
@@ -102,6 +104,7 @@ private:
         Status *result;  // synchronous operations: written once transferred
         Reply *reply;
         Status status;   // for the completion
+        Refused refused;  // posted requests
     };
 
     uint64_t submit(const Job &job);
@@ -112,8 +115,9 @@ private:
     Status request(const Job &j);
     // Sends a posted request (its message is the job's, freed here).
     Status send_posted(const Job &j);
-    // Takes the reply of the oldest posted request not answered yet.
-    Status take_posted_reply();
+    // Takes the reply of the oldest posted request not answered yet, for a
+    // request sent after it (`patient`: one whose heartbeats would come).
+    Status take_posted_reply(bool patient);
     // Sends one request (its header's seq is set here) and takes its reply.
     Status exchange(void *msg, size_t n, bool patient, Reply *reply);
     // A push or pull of a staged transfer's range.
@@ -129,14 +133,20 @@ private:
     int timeout_ms_ = 5000;
     bool staged_ = false;  // set before the first transfer
     uint64_t seq_ = 0;  // the thread's
-    // Posted requests sent and not answered yet, the oldest's seq (the
-    // thread's): their replies come first, in order.
+    // Posted requests sent and not answered yet, the oldest's seq, and whom
+    // each refusal goes to, oldest first (the thread's): their replies come
+    // first, in order.
     uint32_t posted_unanswered_ = 0;
     uint64_t posted_first_seq_ = 0;
+    struct Unanswered {
+        Refused refused;
+        void *arg;
+    };
     // At most this many: each reply holds one of the connection's eight
     // receive buffers until it is taken, and a patient request's heartbeats
     // need some.
     static constexpr uint32_t kMaxPostedUnanswered = 4;
+    Unanswered unanswered_[kMaxPostedUnanswered + 1] = {};
 
     std::mutex ranges_mu_;
     std::map<uint64_t, std::pair<uint64_t, uint64_t>> ranges_;  // start -> (length, key)

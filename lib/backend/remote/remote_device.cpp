@@ -234,6 +234,7 @@ Status RemoteDevice::create_stream(StreamId *out) {
 void RemoteDevice::destroy_stream(StreamId id) {
     std::lock_guard<std::mutex> g(streams_mu_);
     if (id < streams_.size()) streams_[id] = false;
+    if (id < remote::kMaxStreams) refusals_[id].status.store(adsmSuccess, std::memory_order_release);  // (its next owner's)
 }
 
 Status RemoteDevice::launch(StreamId id, const LaunchDesc &l) {
@@ -256,14 +257,44 @@ Status RemoteDevice::launch(StreamId id, const LaunchDesc &l) {
         if (Status s = declare_once(*l.kernel); s != adsmSuccess) return s;
     }
     if (l.args_size) memcpy(b.args, l.args, l.args_size);
+    const size_t size = remote::kLaunchFixedBytes + l.args_size;
+    const LaunchShape shape{l.kernel->id, l.block.x, l.block.y, l.block.z, l.shared_mem};
+    {
+        std::lock_guard<std::mutex> g(accepted_mu_);
+        if (accepted_.count(shape) && id < remote::kMaxStreams)
+            return link_.post(remote::Op::launch, &b, size, &RemoteDevice::launch_refused, &refusals_[id]);
+    }
     remote::Reply r{};
-    return link_.call(remote::Op::launch, &b, remote::kLaunchFixedBytes + l.args_size, &r);
+    if (Status s = link_.call(remote::Op::launch, &b, size, &r); s != adsmSuccess) return s;
+    std::lock_guard<std::mutex> g(accepted_mu_);
+    accepted_.insert(shape);
+    return adsmSuccess;
+}
+
+void RemoteDevice::launch_refused(void *refusal, Status s, const char *why) {
+    auto *r = static_cast<Refusal *>(refusal);
+    int none = adsmSuccess;
+    if (!r->status.compare_exchange_strong(none, Refusal::kWriting, std::memory_order_acq_rel)) return;  // the first stays
+    snprintf(r->why, sizeof r->why, "%s", why);
+    r->status.store(s, std::memory_order_release);
 }
 
 Status RemoteDevice::synchronize(StreamId id) {
     remote::SyncBody b{id, link_.heartbeat_ms(), trace::enabled() ? remote::kSendSpans : 0u, 0};
     remote::Reply r{};
-    return link_.call(remote::Op::sync, &b, sizeof b, &r, /*patient=*/true);
+    Status s = link_.call(remote::Op::sync, &b, sizeof b, &r, /*patient=*/true);
+    // A posted launch's refusal came before the sync's answer.
+    if (id < remote::kMaxStreams) {
+        Refusal &f = refusals_[id];
+        // (Written before the sync's answer was taken: never half-way here.)
+        if (int st = f.status.load(std::memory_order_acquire); st != adsmSuccess && st != Refusal::kWriting) {
+            char why[sizeof f.why];
+            memcpy(why, f.why, sizeof why);
+            f.status.store(adsmSuccess, std::memory_order_release);
+            return fail(static_cast<Status>(st), "the device server at %s refused a launch: %s", config_.remote.c_str(), why);
+        }
+    }
+    return s;
 }
 
 }  // namespace adsm

@@ -5,9 +5,11 @@
 // on one connection (remote/link.h); kernels run on the server by name.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,21 @@ private:
     std::atomic<uint64_t> used_{0};
     std::mutex streams_mu_;
     std::vector<bool> streams_;  // in use
+
+    // Launches the server accepted, by kernel and shape (a GPU's driver may
+    // refuse a kernel one block size and take it another): one of those
+    // again is posted, not waited for, and a refusal then comes with the
+    // stream's next sync.  An empty call and sync: one round trip, not two.
+    using LaunchShape = std::array<uint32_t, 5>;  // kernel id, block x, y, z, shared memory
+    std::mutex accepted_mu_;
+    std::set<LaunchShape> accepted_;
+    struct Refusal {
+        static constexpr int kWriting = -1;
+        std::atomic<int> status{adsmSuccess};
+        char why[200] = {};
+    };
+    Refusal refusals_[remote::kMaxStreams];  // a posted launch's, by stream
+    static void launch_refused(void *refusal, Status s, const char *why);
 
     bool gpu_code_ = false;  // the server said kGpuCode
     bool zeroed_commits_ = false;  // the server said kZeroedCommits
