@@ -114,15 +114,10 @@ Status Link::call(Op op, const void *body, size_t body_size, Reply *reply, bool 
     uint8_t small[256];
     std::unique_ptr<uint8_t[]> large(size > sizeof small ? new uint8_t[size] : nullptr);
     uint8_t *msg = large ? large.get() : small;
-    RequestHeader h{kWireMagic, op, 0, static_cast<uint32_t>(body_size), 0};
-    memcpy(msg, &h, sizeof h);
-    if (body_size) memcpy(msg + sizeof h, body, body_size);
+    frame(op, body, body_size, msg);
     Status result = adsmErrorDeviceLost;
-    uint64_t t;
-    while ((t = submit(Job{Kind::request, 0, msg, size, nullptr, nullptr, patient, &result, reply, adsmSuccess, nullptr})) == 0) {
-        if (!running_.load()) return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
-        wait(last_ticket());  // full: let it drain
-    }
+    const uint64_t t = submit_when_room(Job{Kind::request, 0, msg, size, nullptr, nullptr, patient, &result, reply, adsmSuccess, nullptr});
+    if (t == 0) return not_connected();
     wait_transferred(t);
     if (result == adsmSuccess) return adsmSuccess;
     // (The thread's detail is its own: the reply carries it here.)
@@ -138,17 +133,30 @@ Status Link::post(Op op, const void *body, size_t body_size, Refused refused, vo
     const size_t size = sizeof(RequestHeader) + body_size;
     auto *msg = new (std::nothrow) uint8_t[size];
     if (!msg) return fail(adsmErrorMemoryAllocation, "no memory for a request");
+    frame(op, body, body_size, msg);
+    if (submit_when_room(Job{Kind::posted, 0, msg, size, nullptr, arg, false, nullptr, nullptr, adsmSuccess, refused}) == 0) {
+        delete[] msg;
+        return not_connected();
+    }
+    return adsmSuccess;
+}
+
+void Link::frame(Op op, const void *body, size_t body_size, uint8_t *msg) {
     RequestHeader h{kWireMagic, op, 0, static_cast<uint32_t>(body_size), 0};
     memcpy(msg, &h, sizeof h);
     if (body_size) memcpy(msg + sizeof h, body, body_size);
-    while (submit(Job{Kind::posted, 0, msg, size, nullptr, arg, false, nullptr, nullptr, adsmSuccess, refused}) == 0) {
-        if (!running_.load()) {
-            delete[] msg;
-            return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
-        }
+}
+
+uint64_t Link::submit_when_room(const Job &job) {
+    for (;;) {
+        if (uint64_t t = submit(job)) return t;
+        if (!running_.load()) return 0;
         wait(last_ticket());  // full: let it drain
     }
-    return adsmSuccess;
+}
+
+Status Link::not_connected() {
+    return fail(adsmErrorDeviceLost, "%s", lost_reason_[0] ? lost_reason_ : "the remote device is not connected");
 }
 
 Status Link::lose(const char *what) {

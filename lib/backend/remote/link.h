@@ -108,6 +108,12 @@ private:
     };
 
     uint64_t submit(const Job &job);
+    // The same, waiting while the queue is full; 0 once the link is not
+    // running (not_connected() says why).
+    uint64_t submit_when_room(const Job &job);
+    Status not_connected();
+    // A request's message: its header (seq set when sent) and body.
+    static void frame(Op op, const void *body, size_t body_size, uint8_t *msg);
     void run();
     void finish();  // the completion thread
     void wait_transferred(uint64_t t);
