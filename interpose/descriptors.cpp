@@ -4,7 +4,9 @@
 // loop) left the runtime without its memory's files, and a fork child found
 // its objects gone; dup2 onto one replaced the host mirror with the
 // program's file.  The runtime's are refused as the kernel refuses a
-// descriptor that is not open (EBADF); a range closes around them.
+// descriptor that is not open (EBADF); a range closes around them.  The
+// program's stderr, closed on its way out, is copied first where the
+// runtime has a report to make at exit (os/kept_stderr.h).
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -14,6 +16,7 @@
 #include <atomic>
 #include <climits>
 
+#include "api/preload.h"
 #include "interpose/descriptors.h"
 #include "interpose/interceptor.h"
 #include "os/held_fds.h"
@@ -41,6 +44,7 @@ DECLARE_REAL(close_range)
 namespace adsm::interpose {
 
 int close_range_around_held(unsigned first, unsigned last, int flags) {
+    if (first <= STDERR_FILENO && STDERR_FILENO <= last && !(flags & CLOSE_RANGE_CLOEXEC)) adsm::preload::before_stderr_closes();
     int held[64];
     const int n = adsm::os::held_in(first, last, held, 64);
     if (n == 0) return REAL(close_range)(first, last, flags);
@@ -69,6 +73,7 @@ INTERCEPTOR(int, close, int fd) {
         errno = EBADF;
         return -1;
     }
+    if (fd == STDERR_FILENO) adsm::preload::before_stderr_closes();
     return REAL(close)(fd);
 }
 
@@ -104,5 +109,6 @@ INTERCEPTOR(int, __close, int fd) {
         errno = EBADF;
         return -1;
     }
+    if (fd == STDERR_FILENO) adsm::preload::before_stderr_closes();
     return REAL(__close)(fd);
 }

@@ -112,6 +112,7 @@ INTERCEPTOR(void, setbuffer, FILE *stream, char *buf, size_t size) {
 INTERCEPTOR(void, setbuf, FILE *stream, char *buf) { setvbuf(stream, buf, buf ? _IOFBF : _IONBF, BUFSIZ); }
 
 INTERCEPTOR(int, fclose, FILE *stream) {
+    if (stream == stderr) adsm::preload::before_stderr_closes();
     if (g_count.load(std::memory_order_relaxed) == 0) return REAL(fclose)(stream);
     InPlace *e = take(stream);
     int r = REAL(fclose)(stream);  // flushes from the private buffer

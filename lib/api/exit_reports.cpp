@@ -11,14 +11,17 @@
 #include <vector>
 
 #include "api/gpu_bridge.h"
+#include "api/preload.h"
 #include "api/runtime.h"
 #include "backend/device_process.h"
 #include "gc/collector.h"
 #include "os/error_text.h"
+#include "os/kept_stderr.h"
 #include "os/real_libc.h"
 #include "support/config.h"
 #include "support/inside.h"
 #include "support/log.h"
+#include "support/profile.h"
 #include "support/stats.h"
 #include "support/trace.h"
 
@@ -48,19 +51,20 @@ void print_stats() {
         return;
     }
     fflush(stdout);  // the program's own output first, even through a pipe
+    FILE *out = report_stream();
     char heading[256];
     snprintf(heading, sizeof heading, "device %s, protocol %s, block %zu KiB, dirty tracking %s", device_names(*rt).c_str(),
              rt->protocol->name(), rt->config.block_size / 1024, dirty_tracking_name(*rt));
-    stats().print(stderr, heading, live);
+    stats().print(out, heading, live);
     if (rt->devices.size() > 1)
         for (size_t i = 0; i < rt->devices.size(); ++i)
-            fprintf(stderr, "  device %zu (%s): %.1f of %.1f MiB in use at exit\n", i, rt->devices[i]->name(),
+            fprintf(out, "  device %zu (%s): %.1f of %.1f MiB in use at exit\n", i, rt->devices[i]->name(),
                     static_cast<double>(rt->devices[i]->used()) / (1 << 20),
                     static_cast<double>(rt->devices[i]->capacity()) / (1 << 20));
     if (gc::Collector *c = rt->collector.load(std::memory_order_acquire)) {
         adsmGcStats s;
         c->stats(&s);
-        fprintf(stderr,
+        fprintf(out,
                 "  collector: %llu collections (%llu minor), longest pause %.3f ms (minor %.3f ms), %.3f ms in all; "
                 "heap %.1f MiB, %.1f MiB live after the last; %llu objects freed, %llu finalizers run, %llu weak links "
                 "cleared\n",
@@ -87,24 +91,25 @@ const char *routed_apis(const Config &c) {
 
 void say_no_statistics(const Config &c, const char *failure) {
     fflush(stdout);  // the program's own output first
+    FILE *out = report_stream();
     if (failure) {
-        fprintf(stderr, "adsm statistics: none; the runtime could not start in %s (pid %d): %s\n",
+        fprintf(out, "adsm statistics: none; the runtime could not start in %s (pid %d): %s\n",
                 program_invocation_short_name, static_cast<int>(getpid()), failure);
         return;
     }
-    fprintf(stderr,
+    fprintf(out,
             "adsm statistics: none; the runtime did not start in %s (pid %d): it allocated no shared memory and made "
             "no adsm call\n",
             program_invocation_short_name, static_cast<int>(getpid()));
     uint64_t threshold = UINT64_MAX;
     malloc_threshold_from(os::env("ADSM_MALLOC_THRESHOLD"), true, c.device.c_str(), &threshold);
     if (threshold == UINT64_MAX)
-        fprintf(stderr, "  malloc stays the C library's on %s (ADSM_MALLOC_THRESHOLD=off%s; --threshold 1M shares it)",
+        fprintf(out, "  malloc stays the C library's on %s (ADSM_MALLOC_THRESHOLD=off%s; --threshold 1M shares it)",
                 c.device.c_str(), os::env("ADSM_MALLOC_THRESHOLD") ? "" : ", the default there");
     else
-        fprintf(stderr, "  malloc returns shared memory for %llu bytes or more (ADSM_MALLOC_THRESHOLD)",
+        fprintf(out, "  malloc returns shared memory for %llu bytes or more (ADSM_MALLOC_THRESHOLD)",
                 static_cast<unsigned long long>(threshold));
-    fprintf(stderr, "; GPU calls routed: %s (ADSM_GPU_APIS=%s, device %s)\n", routed_apis(c), c.gpu_apis.c_str(),
+    fprintf(out, "; GPU calls routed: %s (ADSM_GPU_APIS=%s, device %s)\n", routed_apis(c), c.gpu_apis.c_str(),
             c.device.c_str());
 }
 
@@ -116,7 +121,7 @@ void write_unstarted_json(const Config &c, const char *failure) {
     if (stat(path.c_str(), &st) == 0 && st.st_size > 0) return;
     FILE *f = fopen(path.c_str(), "w");
     if (!f) {
-        fprintf(stderr, "adsm: cannot write the statistics to %s: %s\n", path.c_str(), os::error_text(errno));
+        fprintf(report_stream(), "adsm: cannot write the statistics to %s: %s\n", path.c_str(), os::error_text(errno));
         return;
     }
     std::string devices;
@@ -147,5 +152,24 @@ void report_without_runtime() {
 __attribute__((constructor)) void watch_exit_without_runtime() { atexit(report_without_runtime); }
 
 }  // namespace
+
+namespace {
+
+// Whether this process has a report to make on stderr at exit: the
+// statistics' table, the profile.
+bool reports_at_exit() {
+    if (forked_child() || in_device_process()) return false;
+    if (profile::on()) return true;
+    if (Runtime *rt = started_runtime()) return rt->config.stats && rt->config.stats_json.empty();
+    if (!os::env("ADSM_STATS") || !launched_by_adsm_run()) return false;
+    Config c;
+    return parse_config(os::env, &c) == adsmSuccess && c.stats && c.stats_json.empty();
+}
+
+}  // namespace
+
+void preload::before_stderr_closes() {
+    if (reports_at_exit()) os::keep_stderr();
+}
 
 }  // namespace adsm

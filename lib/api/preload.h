@@ -62,6 +62,10 @@ bool detached();
 // Whether the runtime runs in this very process (not a fork or vfork child).
 bool runs_here();
 
+// Before the program closes its stderr (close, a range, fclose): a copy is
+// kept where the runtime has a report to make at exit (os/kept_stderr.h).
+void before_stderr_closes();
+
 // The runtime's fork handlers (pthread_atfork's), for a fork that runs none
 // (_Fork): before it in the forking thread, then in the child or the parent.
 void fork_prepare();

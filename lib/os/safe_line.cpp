@@ -4,12 +4,16 @@
 
 #include <cerrno>
 
+#include "os/kept_stderr.h"
+
 namespace adsm::os {
 
 void write_stderr(const char *p, size_t n) {
     int saved = errno;
+    const int kept = kept_stderr();
+    const int fd = kept >= 0 ? kept : STDERR_FILENO;
     while (n > 0) {
-        ssize_t w = ::write(STDERR_FILENO, p, n);
+        ssize_t w = ::write(fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
             break;

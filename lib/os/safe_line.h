@@ -7,8 +7,9 @@
 
 namespace adsm::os {
 
-// Writes all of [p, p+n) to stderr, leaving errno as it was (diagnostics
-// must not disturb the program's errno).
+// Writes all of [p, p+n) to stderr (its kept copy once the program closed
+// it, os/kept_stderr.h), leaving errno as it was (diagnostics must not
+// disturb the program's errno).
 void write_stderr(const char *p, size_t n);
 
 class SafeLine {

@@ -4,7 +4,9 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "os/kept_stderr.h"
 #include "os/safe_line.h"
+#include "support/inside.h"
 
 namespace adsm {
 namespace {
@@ -37,6 +39,21 @@ void log(LogLevel level, const char *fmt, ...) {
     if (len > sizeof buf - 2) len = sizeof buf - 2;
     buf[len++] = '\n';
     os::write_stderr(buf, len);
+}
+
+FILE *report_stream() {
+    const int kept = os::kept_stderr();
+    if (kept < 0) return stderr;
+    // Line-buffered in a buffer of its own: no allocation after this one
+    // (a report's own writes stay out of shared memory).
+    static char buffer[4096];
+    static FILE *const stream = [kept] {
+        Inside in;
+        FILE *f = fdopen(kept, "w");
+        if (f) setvbuf(f, buffer, _IOLBF, sizeof buffer);
+        return f;
+    }();
+    return stream ? stream : stderr;
 }
 
 }  // namespace adsm

@@ -10,6 +10,7 @@
 
 #include "os/call_stack.h"
 #include "support/inside.h"
+#include "support/log.h"
 
 namespace adsm::profile {
 namespace detail {
@@ -152,9 +153,10 @@ void report() {
         for (uint32_t f = 0; r.site >= 2 && f < g_sites[r.site].nframes; ++f) ips.push_back(g_sites[r.site].ips[f]);
     std::vector<std::string> names = os::describe_code(ips);
     fflush(stdout);
-    fprintf(stderr, "adsm profile: the program's code that made the runtime move data (top %zu of %zu locations)\n",
+    FILE *out = report_stream();
+    fprintf(out, "adsm profile: the program's code that made the runtime move data (top %zu of %zu locations)\n",
             rows.size(), total);
-    fprintf(stderr, "  %10s %10s %9s %9s %10s %8s  %s\n", "host->dev", "dev->host", "rd faults", "wr faults", "I/O bytes",
+    fprintf(out, "  %10s %10s %9s %9s %10s %8s  %s\n", "host->dev", "dev->host", "rd faults", "wr faults", "I/O bytes",
             "entries", "location <- callers");
     size_t at = 0;
     for (const Row &r : rows) {
@@ -167,7 +169,7 @@ void report() {
                 if (f > 0 && (names[at].rfind("__libc_start", 0) == 0 || names[at].rfind("_start", 0) == 0)) continue;
                 where += (f ? " <- " : "") + names[at];
             }
-        fprintf(stderr, "  %10s %10s %9llu %9llu %10s %8llu  %s\n", human(r[Charge::h2d_bytes]).c_str(),
+        fprintf(out, "  %10s %10s %9llu %9llu %10s %8llu  %s\n", human(r[Charge::h2d_bytes]).c_str(),
                 human(r[Charge::d2h_bytes]).c_str(), static_cast<unsigned long long>(r[Charge::read_faults]),
                 static_cast<unsigned long long>(r[Charge::write_faults]), human(r[Charge::io_bytes]).c_str(),
                 static_cast<unsigned long long>(r[Charge::entries]), where.c_str());

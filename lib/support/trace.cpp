@@ -17,6 +17,7 @@
 #include "os/raw_syscall.h"
 #include "support/config.h"
 #include "support/inside.h"
+#include "support/log.h"
 
 namespace adsm::trace {
 namespace detail {
@@ -160,7 +161,7 @@ void write_unused(const char *pattern) {
     if (p.empty() || (stat(p.c_str(), &st) == 0 && st.st_size > 0)) return;
     FILE *f = fopen(p.c_str(), "w");
     if (!f) {
-        fprintf(stderr, "adsm: cannot write the trace %s: %s\n", p.c_str(), os::error_text(errno));
+        fprintf(report_stream(), "adsm: cannot write the trace %s: %s\n", p.c_str(), os::error_text(errno));
         return;
     }
     bool first = true;
@@ -186,7 +187,7 @@ void write_file() {
     Inside in;  // the writer's own mallocs and I/O stay private
     FILE *f = fopen(g_path, "w");
     if (!f) {
-        fprintf(stderr, "adsm: cannot write the trace %s: %s\n", g_path, os::error_text(errno));
+        fprintf(report_stream(), "adsm: cannot write the trace %s: %s\n", g_path, os::error_text(errno));
         return;
     }
     const int pid = getpid();
@@ -232,7 +233,7 @@ void write_file() {
             static_cast<unsigned long long>(total - n));
     fclose(f);
     if (total > n)
-        fprintf(stderr, "adsm: the trace %s holds the first %llu events; %llu more were dropped\n", g_path,
+        fprintf(report_stream(), "adsm: the trace %s holds the first %llu events; %llu more were dropped\n", g_path,
                 static_cast<unsigned long long>(n), static_cast<unsigned long long>(total - n));
 }
 

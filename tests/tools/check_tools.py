@@ -168,6 +168,24 @@ with tempfile.TemporaryDirectory() as tmp:
 
     check("statistics: none" not in r.stderr, "a program that used the runtime says nothing of missing statistics")
 
+    # ---- a program that closes its stderr on its way out (coreutils' close_stdout, mawk) before the runtime's
+    # exit handlers run: the reports still come, where its stderr went
+    for how in ("fclose", "close"):
+        r = run(["--stats", "--profile", "--", APP, scratch], env={"TOOL_APP_CLOSE_STDERR": how})
+        check(r.returncode == 0 and "kernels launched" in r.stderr and "adsm profile" in r.stderr,
+              "the statistics and the profile of a program that closes its stderr at exit (%s)" % how)
+    r = run(["--stats", "--", "ls", tmp])
+    check(r.returncode == 0 and "the runtime did not start in ls" in r.stderr,
+          "a coreutils program, which closes its stderr at exit, still says it did not start the runtime")
+    r = run(["--stats", "--", "sh", "-c", '"$0" "$1" 2>/dev/null', APP, scratch],
+            env={"TOOL_APP_CLOSE_STDERR": "fclose"})
+    check(r.returncode == 0 and "adsm statistics" not in r.stderr,
+          "the kept copy is the program's stderr: sent to /dev/null, the table goes there")
+    r = run(["--stats=json:" + os.path.join(tmp, "closing.json"), "--", APP, scratch],
+            env={"TOOL_APP_CLOSE_STDERR": "fclose"})
+    fds = r.returncode == 0 and os.path.exists(os.path.join(tmp, "closing.json"))
+    check(fds, "a program that closes its stderr writes JSON statistics as before")
+
     # ---- a program that never started the runtime says so, rather than nothing where statistics were asked
     # for; only the program adsm-run launched, not every one it starts, and never adsm-run itself
     r = run(["--stats", "--", "true"])
