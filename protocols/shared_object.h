@@ -252,7 +252,9 @@ struct SharedObject {
 
 struct ReleaseGroup {
     SharedObject *objects = nullptr;  // SharedObject::next/prev
-    size_t nobjects = 0;
+    // Both lists' objects; changed under the owner's lock, read without it
+    // as a hint (whether a group has any to hand over).
+    std::atomic<size_t> nobjects{0};
     // Objects not at home in device memory (SharedObject::home): the
     // group's calls release them through their own coherence.
     SharedObject *placed = nullptr;
@@ -297,7 +299,7 @@ struct ReleaseGroup {
         o->next = head;
         if (head) head->prev = o;
         head = o;
-        ++nobjects;
+        nobjects.fetch_add(1, std::memory_order_relaxed);
     }
     void unlink(SharedObject *o) {
         SharedObject *&head = o->own_coherence() ? placed : objects;
@@ -305,7 +307,7 @@ struct ReleaseGroup {
         else head = o->next;
         if (o->next) o->next->prev = o->prev;
         o->prev = o->next = nullptr;
-        --nobjects;
+        nobjects.fetch_sub(1, std::memory_order_relaxed);
     }
 };
 

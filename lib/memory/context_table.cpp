@@ -35,7 +35,7 @@ Context *ContextTable::new_context() {
         slots_.push_back(c);
     }
     c->objects = c->placed = nullptr;
-    c->nobjects = 0;
+    c->nobjects.store(0, std::memory_order_relaxed);
     c->calls.store(0);
     c->whole_call.store(0);
     c->launched_call.store(0);
@@ -104,6 +104,8 @@ void ContextTable::switch_to(Context *c) {
         unref(old);
     }
 }
+
+Context *ContextTable::current_if_made() { return tls_context; }
 
 Context *ContextTable::current() {
     if (Context *c = tls_context) return c;

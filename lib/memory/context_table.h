@@ -25,6 +25,8 @@ public:
 
     // The calling thread's context, created on first use; nullptr on failure.
     Context *current();
+    // The calling thread's context if it has one yet (never makes it).
+    Context *current_if_made();
     adsmContext_t handle(Context *c) const;
     Status bind(adsmContext_t handle);  // nullptr: back to the thread's own context
     // The live context a handle names (nullptr: the calling thread's

@@ -647,6 +647,7 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
     Timed timed(Counter::call_ns, trace::Kind::call, launch.kernel ? launch.kernel->name.c_str() : nullptr);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+    if (!uses) gather_companion(*c);  // (a call that names its objects names only its own)
     ContextGuard lock(*c);
     // Syncs take this lock too: if none closed the launch's kernel heaps by
     // now, none can before this launch counts in `calls` (which keeps the
@@ -698,6 +699,7 @@ Status Manager::release_for_driver(Context *in) {
     Timed timed(Counter::call_ns, trace::Kind::call, "(the program's command list)");
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+    gather_companion(*c);
     ContextGuard lock(*c);
     return release_driver_work(*c);
 }
@@ -707,6 +709,7 @@ Status Manager::release_for_driver_launch(Context *in, void *program_stream, con
     Timed timed(Counter::call_ns, trace::Kind::call, "(the program's graph)");
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
+    gather_companion(*c);
     ContextGuard lock(*c);
     if (!c->has_stream) {
         if (Status s = c->device->create_stream(&c->stream); s != adsmSuccess) return s;

@@ -76,6 +76,15 @@ public:
     // on the same device: a program launching its kernels with the API
     // launched its first (note_api_launch).  What cannot move stays.
     void adopt_program_mallocs();
+    // In a process whose GPU calls are routed, kernels launch in two
+    // contexts: the program's own launches in the program context, adsmCall
+    // in the calling thread's.  A kernel of either kind may use what the
+    // program made for the other (memory from adsmAlloc passed to
+    // cuLaunchKernel, managed memory or an early malloc to adsmCall), which
+    // the other's releases alone would move.  So a whole call in one first
+    // takes the other's objects (its kernels waited for first): this call
+    // releases them and its sync brings them back.
+    void gather_companion(Context &c);
 
     // ---- shared memory
     // In `in`, or the calling thread's context when null; at a multiple of

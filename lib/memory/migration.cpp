@@ -301,6 +301,35 @@ void Manager::adopt_program_mallocs() {
     for (size_t i = 0; i < moved; ++i) contexts_.unref(from);
 }
 
+void Manager::gather_companion(Context &c) {
+    Context *program = contexts_.existing_program_context();
+    if (!program) return;  // nothing routed
+    Context *from = &c == program ? contexts_.current_if_made() : program;
+    if (!from || from == &c || from->device != c.device || from->nobjects.load(std::memory_order_relaxed) == 0) return;
+    settle(from);
+    size_t moved = 0;
+    {
+        ContextPairGuard both(from, &c);
+        for (SharedObject **list : {&from->objects, &from->placed}) {
+            for (SharedObject *o = *list; o;) {
+                SharedObject *next = o->next;
+                Region *r = static_cast<Region *>(o);
+                // (A kernel launched meanwhile keeps what it holds; the
+                // collector's chunks stay with their context; a replica is
+                // every context's already; device memory alone has no host
+                // copy to keep coherent.)
+                if (r->live.load() && r->kind != RegionKind::device && r->origin != RegionOrigin::collector &&
+                    r->home != Home::every_device && !from->holds(*r)) {
+                    hand_over_locked(*r, *from, c);
+                    ++moved;
+                }
+                o = next;
+            }
+        }
+    }
+    for (size_t i = 0; i < moved; ++i) contexts_.unref(from);
+}
+
 Status Manager::migrate_to(void *p, Context *to) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
     Region *r = nullptr;
