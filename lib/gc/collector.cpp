@@ -475,7 +475,23 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
         uintptr_t w;
         memcpy(&w, b + off, sizeof w);
         KernelArena *a = kernel_heaps_.find(heap_, w);
-        if (!a) continue;
+        if (!a) {
+            // Another context's chunk is that context's calls' to release: this
+            // kernel would read the device's old copy of what the CPU wrote.
+            // (One copy on an integrated device: nothing to release.)
+            if (const Chunk *c = heap_.chunk_of(w); c && c->owner != ctx && !ctx->device->integrated()) {
+                if (ctx == manager_.existing_program_context())
+                    return fail(adsmErrorInvalidValue,
+                                "collected object %p is passed to the program's own GPU launch: collected objects reach "
+                                "kernels launched with adsmCall (in the context that allocated them), not the program's "
+                                "own launches", reinterpret_cast<void *>(w));
+                return fail(adsmErrorInvalidValue,
+                            "collected object %p was allocated in another context than this launch's, whose calls alone "
+                            "move it to the device: allocate it in this context (adsmSetContext)",
+                            reinterpret_cast<void *>(w));
+            }
+            continue;
+        }
         // Finished but not adopted yet: a kernel of the context holds its chunk.
         if (a->adopted() || a->finished())
             return fail(adsmErrorInvalidValue,

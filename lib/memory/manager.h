@@ -46,6 +46,7 @@ public:
     // knows nothing of contexts, and the GPU APIs it calls are process-wide,
     // so its interposed allocations, launches and syncs share this one.
     Context *program_context() { return contexts_.program_context(); }
+    Context *existing_program_context() { return contexts_.existing_program_context(); }
 
     // ---- devices
     size_t device_count() const { return devices_.size(); }

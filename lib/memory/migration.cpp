@@ -305,11 +305,12 @@ void Manager::gather_companion(Context &c) {
     Context *program = contexts_.existing_program_context();
     if (!program) return;  // nothing routed
     Context *from = &c == program ? contexts_.current_if_made() : program;
-    if (!from || from == &c || from->device != c.device || from->nobjects.load(std::memory_order_relaxed) == 0) return;
+    if (!from || from == &c || from->nobjects.load(std::memory_order_relaxed) == 0) return;
     settle(from);
     size_t moved = 0;
     {
         ContextPairGuard both(from, &c);
+        if (from->device != c.device) return;  // (its objects are not on this kernel's device)
         for (SharedObject **list : {&from->objects, &from->placed}) {
             for (SharedObject *o = *list; o;) {
                 SharedObject *next = o->next;

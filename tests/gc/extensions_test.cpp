@@ -534,6 +534,45 @@ TEST(GcExtensionsTest, AWriteAfterTheDeviceCopyWasReadLosesNothing) {
     free(g_source);
 }
 
+// A collected object another thread's context allocated: a launch in this
+// one would not move it (its calls alone do), so the kernel would read the
+// device's old copy of what the CPU wrote.  Refused, with the reason, on a
+// device with a copy of its own; on an integrated one there is one copy.
+TEST(GcExtensionsTest, AKernelGivenAnotherContextsObjectIsRefusedWhereItsCopyWouldBeStale) {
+    static auto k = adsm_test::device_kernel<touch_kernel>("gc.ext.touch_kernel");
+    uint64_t *theirs = nullptr;
+    std::thread([&] { theirs = static_cast<uint64_t *>(adsmGcAlloc(64)); }).join();
+    ASSERT_NE(theirs, nullptr);
+    auto *root = static_cast<uint64_t **>(malloc(sizeof(uint64_t *)));
+    *root = theirs;
+    ASSERT_EQ(adsmGcAddRoots(root, sizeof *root), adsmSuccess);
+    theirs[1] = 5;
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    void *args[] = {&theirs};
+    const adsmError_t e = adsmCall(k.handle(), adsmDim3{1, 1, 1}, adsmDim3{1, 1, 1}, args);
+    if (info.integrated) {
+        EXPECT_EQ(e, adsmSuccess) << adsmGetLastErrorDetail();
+        EXPECT_EQ(adsmSync(), adsmSuccess);
+        EXPECT_EQ(theirs[1], 1u);
+    } else {
+        EXPECT_EQ(e, adsmErrorInvalidValue);
+        EXPECT_NE(std::string(adsmGetLastErrorDetail()).find("allocated in another context"), std::string::npos)
+            << adsmGetLastErrorDetail();
+        EXPECT_EQ(adsmSync(), adsmSuccess);
+        EXPECT_EQ(theirs[1], 5u) << "nothing ran";
+    }
+    // Its own object goes to the kernel as ever.
+    auto *mine = static_cast<uint64_t *>(adsmGcAlloc(64));
+    ASSERT_NE(mine, nullptr);
+    mine[1] = 5;
+    k(1, 1, mine);
+    adsm::sync();
+    EXPECT_EQ(mine[1], 1u);
+    ASSERT_EQ(adsmGcRemoveRoots(root, sizeof *root), adsmSuccess);
+    free(root);
+}
+
 namespace {
 // Stores a pointer once told to, through a file (a device's kernels may
 // run in another process).  Both pointers hidden: a launch with a heap

@@ -6,6 +6,8 @@
  * adsmCall, a malloc after the first adsmCall to cuLaunchKernel), and the
  * CPU writes it between kernels: each kernel must find what the CPU wrote,
  * and each kind's synchronisation must bring its kernel's results back.
+ * A collected object, which only adsmCall can take, is refused the other
+ * kind with the reason.
  * Racing CPU accesses abort (ADSM_ON_RACE=abort in the test), so that only
  * the synchronisations can have brought them back.
  */
@@ -110,6 +112,26 @@ int main(void) {
     check_scaled(mf, 7, 6, "managed memory after cuLaunchKernel and adsmCall");
     check_scaled(a, 5, 2, "adsmAlloc'd memory after a second adsmCall");
     CU(cuCtxSynchronize());
+
+    /* A collected object stays with the context that allocated it: the
+     * program's own launch is refused it, saying why, rather than run on
+     * the device's old copy of what the CPU wrote; adsmCall takes it. */
+    float *g = adsmGcAlloc(N * sizeof(float));
+    CHECK(g != NULL, "adsmGcAlloc: %s", adsmGetLastErrorDetail());
+    ramp(g, 3);
+    {
+        unsigned n = N;
+        float two = 2;
+        void *params[] = {&g, &two, &n};
+        CUresult r = cuLaunchKernel(scale, N / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL);
+        /* (The reason goes to the log: the test looks for it there.) */
+        CHECK(r == CUDA_ERROR_INVALID_VALUE, "a launch given a collected object returned %d", (int)r);
+    }
+    CU(cuCtxSynchronize());
+    check_scaled(g, 3, 1, "a collected object a launch was refused");
+    adsm_scale(g, 2);
+    ADSM(adsmSync());
+    check_scaled(g, 3, 2, "a collected object after adsmCall");
 
     free(h);
     CU(cuMemFree(m));
