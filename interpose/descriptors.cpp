@@ -44,7 +44,8 @@ DECLARE_REAL(close_range)
 namespace adsm::interpose {
 
 int close_range_around_held(unsigned first, unsigned last, int flags) {
-    if (first <= STDERR_FILENO && STDERR_FILENO <= last && !(flags & CLOSE_RANGE_CLOEXEC)) adsm::preload::before_stderr_closes();
+    if (first <= STDERR_FILENO && STDERR_FILENO <= last && !(flags & CLOSE_RANGE_CLOEXEC))
+        adsm::preload::before_stderr_closes();
     int held[64];
     const int n = adsm::os::held_in(first, last, held, 64);
     if (n == 0) return REAL(close_range)(first, last, flags);

@@ -151,10 +151,6 @@ void report_without_runtime() {
 }
 __attribute__((constructor)) void watch_exit_without_runtime() { atexit(report_without_runtime); }
 
-}  // namespace
-
-namespace {
-
 // Whether this process has a report to make on stderr at exit: the
 // statistics' table, the profile.
 bool reports_at_exit() {

@@ -466,6 +466,23 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
     // launch waited for the collections meanwhile, for good once a thread
     // left a heap open and never synced.)
     if (!any && ctx->open_kernel_heaps.load(std::memory_order_acquire) == 0) return adsmSuccess;
+    // Another context's chunk is that context's calls' to release: this
+    // kernel would read the device's old copy of what the CPU wrote.  (One
+    // copy on an integrated device: nothing to release.)
+    auto refuse_foreign = [&](uintptr_t w) -> Status {
+        const Chunk *c = heap_.chunk_of(w);
+        if (!c || c->owner == ctx || ctx->device->integrated()) return adsmSuccess;
+        if (ctx == manager_.existing_program_context())
+            return fail(adsmErrorInvalidValue,
+                        "collected object %p is passed to the program's own GPU launch: collected objects reach "
+                        "kernels launched with adsmCall (in the context that allocated them), not the program's own "
+                        "launches",
+                        reinterpret_cast<void *>(w));
+        return fail(adsmErrorInvalidValue,
+                    "collected object %p was allocated in another context than this launch's, whose calls alone move "
+                    "it to the device: allocate it in this context (adsmSetContext)",
+                    reinterpret_cast<void *>(w));
+    };
     std::lock_guard<std::mutex> lock(heap_.lock());
     // A kernel heap whose context synced closes before this launch hands
     // its chunk to the device again, so that no later kernel allocates there.
@@ -476,20 +493,7 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
         memcpy(&w, b + off, sizeof w);
         KernelArena *a = kernel_heaps_.find(heap_, w);
         if (!a) {
-            // Another context's chunk is that context's calls' to release: this
-            // kernel would read the device's old copy of what the CPU wrote.
-            // (One copy on an integrated device: nothing to release.)
-            if (const Chunk *c = heap_.chunk_of(w); c && c->owner != ctx && !ctx->device->integrated()) {
-                if (ctx == manager_.existing_program_context())
-                    return fail(adsmErrorInvalidValue,
-                                "collected object %p is passed to the program's own GPU launch: collected objects reach "
-                                "kernels launched with adsmCall (in the context that allocated them), not the program's "
-                                "own launches", reinterpret_cast<void *>(w));
-                return fail(adsmErrorInvalidValue,
-                            "collected object %p was allocated in another context than this launch's, whose calls alone "
-                            "move it to the device: allocate it in this context (adsmSetContext)",
-                            reinterpret_cast<void *>(w));
-            }
+            if (Status s = refuse_foreign(w); s != adsmSuccess) return s;
             continue;
         }
         // Finished but not adopted yet: a kernel of the context holds its chunk.
