@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "api/gpu_bridge.h"
 #include "api/runtime.h"
 #include "interpose/bdwgc/threads.h"
 #include "os/real_libc.h"
@@ -91,6 +92,9 @@ void start() {
     GC_least_plausible_heap_addr = reinterpret_cast<void *>(rt->space.base());
     GC_greatest_plausible_heap_addr = reinterpret_cast<void *>(rt->space.base() + rt->space.size() - 1);
     c->set_event_hook(on_collection, nullptr);
+    // Its GPU calls routed, the program launches its own kernels in the
+    // program context: its collected objects must be that context's too.
+    if (gpu_bridge::any_routed()) c->allocate_in(rt->manager->program_context());
     read_bdwgc_environment(*c);
     g_collector.store(c, std::memory_order_release);
     apply_finalizer_policy();

@@ -164,15 +164,17 @@ void *Collector::alloc_large(ThreadCache &tc, size_t n, bool pointers, bool *zer
     return p;
 }
 
-// The calling thread's context for an allocation of *n bytes (0 becomes 1,
-// a unique address, as malloc(0) gives), or nullptr with the reason.
+// The context for an allocation of *n bytes (0 becomes 1, a unique
+// address, as malloc(0) gives): the calling thread's, unless allocate_in
+// says otherwise; nullptr with the reason.
 Context *Collector::allocating_context(size_t *n) {
     if (*n == 0) *n = 1;
     if (*n > space_.size()) {
         fail(adsmErrorMemoryAllocation, "collector: %zu bytes is more than the shared window holds", *n);
         return nullptr;
     }
-    Context *ctx = manager_.current();
+    Context *ctx = fixed_context_.load(std::memory_order_acquire);
+    if (!ctx) ctx = manager_.current();
     if (!ctx) fail(adsmErrorMemoryAllocation, "collector: cannot create a context");
     return ctx;
 }
@@ -474,9 +476,9 @@ Status Collector::note_launch(Context *ctx, const void *args, size_t n, uint64_t
         if (!c || c->owner == ctx || ctx->device->integrated()) return adsmSuccess;
         if (ctx == manager_.existing_program_context())
             return fail(adsmErrorInvalidValue,
-                        "collected object %p is passed to the program's own GPU launch: collected objects reach "
-                        "kernels launched with adsmCall (in the context that allocated them), not the program's own "
-                        "launches",
+                        "collected object %p belongs to a thread's context (adsmGcAlloc), which the program's own "
+                        "GPU launches do not release: launch its kernels with adsmCall in that context (a program "
+                        "using bdwgc's API has its objects where its own launches release them)",
                         reinterpret_cast<void *>(w));
         return fail(adsmErrorInvalidValue,
                     "collected object %p was allocated in another context than this launch's, whose calls alone move "

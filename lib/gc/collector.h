@@ -128,6 +128,12 @@ public:
                        restart_world, world_restarted, end, marking_concurrently };
     void set_event_hook(void (*hook)(Event, void *), void *arg);
 
+    // New objects go to `ctx`, whichever thread allocates them (nullptr:
+    // the calling thread's context).  A routed GPU program that uses
+    // bdwgc's API knows no contexts: its own launches, in the program
+    // context, release the objects it hands them only if they are there.
+    void allocate_in(Context *ctx) { fixed_context_.store(ctx, std::memory_order_release); }
+
     // The heap never grows past `bytes` (0: the window is the limit).
     void set_max_heap(uint64_t bytes);
     // Room for `bytes` more before a collection is due: false when the heap
@@ -346,6 +352,7 @@ private:
     } stats_;
     std::atomic<bool> finalizing_{false};
     std::atomic<bool> on_demand_{false};
+    std::atomic<Context *> fixed_context_{nullptr};  // allocate_in
     std::atomic<bool> notify_due_{false};  // a collection made finalizers due since the last notice
     std::atomic<void (*)()> notify_{nullptr};
     std::atomic<int> disabled_{0};
