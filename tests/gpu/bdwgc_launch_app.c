@@ -7,19 +7,12 @@
  * brought the kernels' results back.
  */
 #define GC_THREADS
-#include <cuda.h>
 #include <gc.h>
 #include <pthread.h>
 
-#include "app_common.h"
+#include "cuda_app.h"
 
 #define N (1u << 16)
-
-#define CU(call)                                                     \
-    do {                                                             \
-        CUresult r_ = (call);                                        \
-        CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_); \
-    } while (0)
 
 static CUfunction scale;
 
@@ -61,14 +54,7 @@ static void *thread_main(void *arg) {
 
 int main(void) {
     GC_INIT();
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule module;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-    CU(cuModuleLoadData(&module, MODULE_IMAGE));
+    CUmodule module = cuda_app_start();
     CU(cuModuleGetFunction(&scale, module, "scale"));
     round_trip("the main thread");
     pthread_t t;

@@ -6,17 +6,10 @@
  * `errors` mode it makes the mistakes a program makes and checks the codes.
  */
 #define CUDA_ENABLE_DEPRECATED 1 /* the deprecated launch, as an old program makes it */
-#include <cuda.h>
-
-#include "app_common.h"
+#include "cuda_app.h"
 
 #define N (1u << 16)
 
-#define CU(call)                                                        \
-    do {                                                                \
-        CUresult r_ = (call);                                           \
-        CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_);    \
-    } while (0)
 
 static float sum3(unsigned i) { return 3.0f * i; }
 static float times6(unsigned i) { return 6.0f * i; }
@@ -532,15 +525,8 @@ static void run_registered(enum mode mode, CUfunction scale) {
 
 int main(int argc, char **argv) {
     enum mode mode = parse_mode(argc, argv);
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule module;
     CUfunction add, scale, sum_list, crash, unregistered;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-    CU(cuModuleLoadData(&module, MODULE_IMAGE));
+    CUmodule module = cuda_app_start();
     CU(cuModuleGetFunction(&add, module, "vec_add"));
     CU(cuModuleGetFunction(&scale, module, "scale"));
     CU(cuModuleGetFunction(&sum_list, module, "sum_list"));

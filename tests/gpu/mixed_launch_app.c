@@ -12,17 +12,10 @@
  * the synchronisations can have brought them back.
  */
 #include <adsm.h>
-#include <cuda.h>
 
-#include "app_common.h"
+#include "cuda_app.h"
 
 #define N (1u << 16)
-
-#define CU(call)                                                     \
-    do {                                                             \
-        CUresult r_ = (call);                                        \
-        CHECK(r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)r_); \
-    } while (0)
 
 #define ADSM(call) CHECK((call) == adsmSuccess, "%s: %s", #call, adsmGetLastErrorDetail())
 
@@ -52,14 +45,7 @@ static void adsm_scale(float *v, float factor) {
 }
 
 int main(void) {
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule module;
-    CU(cuInit(0));
-    CU(cuDeviceGet(&dev, 0));
-    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CU(cuCtxSetCurrent(ctx));
-    CU(cuModuleLoadData(&module, MODULE_IMAGE));
+    CUmodule module = cuda_app_start();
     CU(cuModuleGetFunction(&scale, module, "scale"));
     /* The same kernel as an adsm module (the double's format names code by
      * address). */
