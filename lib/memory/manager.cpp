@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -657,6 +658,8 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
                     "a kernel heap this launch passes was closed by its context's sync in another thread, after it "
                     "was checked: a heap serves only the kernels launched before that sync; create another for this "
                     "launch");
+    if (!uses)
+        if (Status s = check_arguments_owned(*c, launch); s != adsmSuccess) return s;
     if (!c->has_stream) {
         if (Status s = c->device->create_stream(&c->stream); s != adsmSuccess) return s;
         c->has_stream = true;
@@ -790,6 +793,31 @@ void Manager::orphaned(Context &c, void *manager) {
                  "kernels of a thread that ended without adsmSync failed: %s (kept for the next adsmSync in its "
                  "context, if a thread binds to it)",
                  c.deferred_detail);
+}
+
+Status Manager::check_arguments_owned(Context &c, const LaunchDesc &launch) {
+    // (One copy on an integrated device: nothing to move.  Pointers inside
+    // objects cannot be told from data: only the arguments are looked at.)
+    if (c.device->integrated() || !launch.args) return adsmSuccess;
+    const auto *b = static_cast<const uint8_t *>(launch.args);
+    for (size_t off = 0; off + sizeof(uintptr_t) <= launch.args_size; off += sizeof(uintptr_t)) {
+        uintptr_t a;
+        std::memcpy(&a, b + off, sizeof a);  // (Manager::memcpy is the program's)
+        Region *r = nullptr;
+        if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device ||
+            !r->contains_host(a) || a - r->host >= r->size)
+            continue;
+        // (Ownership moves only under both contexts' locks: one not c's
+        // now cannot become c's meanwhile.  The collector says its own.)
+        if (r->owner() == &c || r->home != Home::device || r->origin == RegionOrigin::collector) continue;
+        return fail(adsmErrorInvalidPointer,
+                    "kernel '%s': the argument at byte %zu, %p, is inside a shared allocation of another context: "
+                    "only the calling context's objects are released by its calls, so the kernel would read the "
+                    "device's old copy (adsmMigrate hands it over; threads that share objects share a context, "
+                    "adsmSetContext)",
+                    launch.kernel ? launch.kernel->name.c_str() : "?", off, reinterpret_cast<void *>(a));
+    }
+    return adsmSuccess;
 }
 
 Status Manager::release_named(Context &c, const ObjectUse *uses, size_t n) {

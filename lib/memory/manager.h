@@ -327,6 +327,9 @@ private:
     Status wait_for_kernels(Context *c);
     // Releases the objects `uses` names (all of c's); c's lock is held.
     Status release_named(Context &c, const ObjectUse *uses, size_t n);
+    // Refuses a whole call of c whose arguments point into another
+    // context's object: c's release would not move it; c's lock is held.
+    Status check_arguments_owned(Context &c, const LaunchDesc &launch);
     // Hands back to the CPU what c's calls since its last sync released;
     // c's lock is held.  Async-signal-safe (settle).
     Status acquire_released(Context &c);

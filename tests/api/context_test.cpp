@@ -99,3 +99,43 @@ TEST(ContextTest, AThreadThatEndsWithoutSyncingGivesItsObjectsBack) {
     EXPECT_EQ(counter(adsm::Counter::race_faults), races) << "reading what the ended thread's kernel wrote was a race";
     EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
 }
+
+// A kernel given another context's object in its arguments: this
+// context's release would not move it, so the kernel would read the
+// device's old copy of what the CPU wrote, and its sync would not bring
+// back what the kernel wrote.  Refused on a device with memory of its own,
+// nothing moved; bound to the owner's context, the same call works.
+TEST(ContextTest, AKernelGivenAnotherContextsObjectIsRefusedWhereItsCopyWouldBeStale) {
+    auto inc = adsm_test::device_kernel<increment>("context.increment");
+    const size_t n = 4096;
+    adsmContext_t theirs = nullptr;
+    uint32_t *v = nullptr;
+    std::thread([&] {
+        theirs = adsmGetContext();
+        v = static_cast<uint32_t *>(adsmAlloc(n * sizeof(uint32_t)));
+    }).join();
+    ASSERT_NE(v, nullptr) << detail();
+    for (size_t i = 0; i < n; ++i) v[i] = 1;
+    adsmDeviceInfo info;
+    ASSERT_EQ(adsmGetDeviceInfo(&info), adsmSuccess);
+    size_t count = n;
+    void *args[] = {&v, &count};
+    const adsmError_t e = adsmCall(inc.handle(), adsmDim3{n / 256, 1, 1}, adsmDim3{256, 1, 1}, args);
+    if (info.integrated) {
+        EXPECT_EQ(e, adsmSuccess) << detail();
+        EXPECT_EQ(adsmSync(), adsmSuccess) << detail();
+        EXPECT_EQ(v[n - 1], 2u) << "one copy: the kernel's write is the CPU's";
+    } else {
+        EXPECT_EQ(e, adsmErrorInvalidPointer);
+        EXPECT_NE(detail().find("another context"), std::string::npos) << detail();
+        EXPECT_EQ(adsmSync(), adsmSuccess) << detail();
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 1u) << "nothing ran, nothing moved";
+        adsmContext_t mine = adsmGetContext();
+        ASSERT_EQ(adsmSetContext(theirs), adsmSuccess) << detail();
+        inc(adsm::blocks_for(n, 256), 256, v, n);
+        adsm::sync();
+        EXPECT_EQ(adsmSetContext(mine), adsmSuccess);
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 2u) << i;
+    }
+    EXPECT_EQ(adsmFree(v), adsmSuccess) << detail();
+}
