@@ -648,7 +648,10 @@ Status Manager::call(const LaunchDesc &launch, Context *in, uint64_t synced_limi
     Timed timed(Counter::call_ns, trace::Kind::call, launch.kernel ? launch.kernel->name.c_str() : nullptr);
     Context *c = in ? in : current();
     if (!c) return fail(adsmErrorMemoryAllocation, "cannot create a context");
-    if (!uses) gather_companion(*c);  // (a call that names its objects names only its own)
+    if (!uses) {  // (a call that names its objects names only its own)
+        gather_companion(*c);
+        adopt_argument_mallocs(*c, launch);
+    }
     ContextGuard lock(*c);
     // Syncs take this lock too: if none closed the launch's kernel heaps by
     // now, none can before this launch counts in `calls` (which keeps the

@@ -86,6 +86,12 @@ public:
     // takes the other's objects (its kernels waited for first): this call
     // releases them and its sync brings them back.
     void gather_companion(Context &c);
+    // A preloaded program's mallocs are the program's, not a thread's: a
+    // buffer one thread filled goes to another thread's kernel.  A whole
+    // call of c that is given one of another context's in its arguments
+    // takes it (same device, no kernel of its owner holding it), so that
+    // its release moves it; check_arguments_owned refuses what is left.
+    void adopt_argument_mallocs(Context &c, const LaunchDesc &launch);
 
     // ---- shared memory
     // In `in`, or the calling thread's context when null; at a multiple of

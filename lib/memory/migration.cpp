@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -329,6 +330,28 @@ void Manager::gather_companion(Context &c) {
         }
     }
     for (size_t i = 0; i < moved; ++i) contexts_.unref(from);
+}
+
+void Manager::adopt_argument_mallocs(Context &c, const LaunchDesc &launch) {
+    if (c.device->integrated() || !launch.args) return;
+    const auto *b = static_cast<const uint8_t *>(launch.args);
+    for (size_t off = 0; off + sizeof(uintptr_t) <= launch.args_size; off += sizeof(uintptr_t)) {
+        uintptr_t a;
+        std::memcpy(&a, b + off, sizeof a);
+        Region *r = nullptr;
+        if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->origin != RegionOrigin::malloc ||
+            r->home != Home::device)
+            continue;
+        // (Read unlocked, checked again under both locks.)
+        Context *from = r->owner();
+        if (!from || from == &c) continue;
+        {
+            ContextPairGuard both(from, &c);
+            if (!r->live.load() || r->owner() != from || from->device != c.device || from->holds(*r)) continue;
+            hand_over_locked(*r, *from, c);
+        }
+        contexts_.unref(from);
+    }
 }
 
 Status Manager::migrate_to(void *p, Context *to) {

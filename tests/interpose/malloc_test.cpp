@@ -195,6 +195,34 @@ TEST(MallocTest, AnotherThreadsKeptBlockServesThisThreadsMalloc) {
     free(q);
 }
 
+// A preloaded program's mallocs are the program's: a buffer one thread
+// filled (and used for its own kernel), handed to another thread whose
+// kernel reads and writes it.  That kernel must find what the CPU wrote and
+// its sync bring back what it wrote, each time, both ways.
+TEST(MallocTest, AnotherThreadsBufferGoesToThisThreadsKernel) {
+    const size_t n = 2 * kThreshold + 333;
+    uint8_t *p = nullptr;
+    std::thread([&] {
+        p = static_cast<uint8_t *>(malloc(n));
+        if (!p) return;
+        for (size_t i = 0; i < n; ++i) p[i] = pattern(i, 1);
+        add_on_device(p, n, 1);  // the worker's context used it
+    }).join();
+    ASSERT_TRUE(p && shared(p));
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(pattern(i, 1) + 1)) << i;
+    for (size_t i = 0; i < n; i += 7) p[i] = 9;
+    add_on_device(p, n, 2);
+    for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(p[i], i % 7 ? static_cast<uint8_t>(pattern(i, 1) + 3) : 11) << i;
+    // And back to a thread of its own.
+    std::thread([&] {
+        memset(p, 4, n);
+        add_on_device(p, n, 1);
+    }).join();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 5) << i;
+    free(p);
+}
+
 // malloc_trim gives the kept blocks back, as the C library gives back its
 // free memory: the next malloc of that size gets fresh addresses.
 TEST(MallocTest, MallocTrimGivesTheKeptBlocksBack) {
