@@ -14,22 +14,30 @@ namespace {
 
 void read_word(const adsm::thread_index &, const uint64_t *in, uint64_t *out) { *out = *in; }
 void write_word(const adsm::thread_index &, uint64_t *p, uint64_t v) { *p = v; }
+// Through a pointer stored in shared memory: a call refuses another
+// context's object among its arguments, but cannot tell a stored pointer
+// from data.
+void read_stored(const adsm::thread_index &, uint64_t *const *where, uint64_t *out) { *out = **where; }
+void write_stored(const adsm::thread_index &, uint64_t *const *where, uint64_t v) { **where = v; }
 
 }  // namespace
 
 TEST(SeparationTest, DataNeverReleasedIsInvisibleToKernels) {
     // The main thread's context owns `data`; a kernel launched from another
-    // context does not release it, so the device still holds what the device
-    // memory held before (zeros), not what the CPU wrote.
+    // context (reaching it through a stored pointer) does not release it,
+    // so the device still holds what the device memory held before (zeros),
+    // not what the CPU wrote.
     auto *data = static_cast<uint64_t *>(adsmAlloc(4096));
     ASSERT_NE(data, nullptr);
     *data = 0x1234567890abcdefull;
     uint64_t seen = 1;
     std::thread([&] {
-        adsm::kernel<read_word> k("separation.read_word");
+        adsm::kernel<read_stored> k("separation.read_stored");
+        adsm::shared_array<uint64_t *> where(1);
+        where[0] = data;
         adsm::shared_array<uint64_t> out(1);
         out[0] = 99;
-        k(1, 1, data, out.data());
+        k(1, 1, where.data(), out.data());
         adsm::sync();
         seen = out[0];
     }).join();
@@ -46,14 +54,17 @@ TEST(SeparationTest, DataNeverReleasedIsInvisibleToKernels) {
 }
 
 TEST(SeparationTest, DeviceWritesAreInvisibleUntilAcquired) {
-    // A kernel launched from another context writes the object; the owner's
-    // CPU copy does not change, because the owner never acquired it.
+    // A kernel launched from another context writes the object (through a
+    // stored pointer); the owner's CPU copy does not change, because the
+    // owner never acquired it.
     auto *data = static_cast<uint64_t *>(adsmAlloc(4096));
     ASSERT_NE(data, nullptr);
     *data = 7;
     std::thread([&] {
-        adsm::kernel<write_word> k("separation.write_word");
-        k(1, 1, data, uint64_t(8));
+        adsm::kernel<write_stored> k("separation.write_stored");
+        adsm::shared_array<uint64_t *> where(1);
+        where[0] = data;
+        k(1, 1, where.data(), uint64_t(8));
         adsm::sync();
     }).join();
     EXPECT_EQ(*data, 7u);
