@@ -565,10 +565,8 @@ bool Manager::allocated_for(const void *p, RegionOrigin origin) {
 
 Status Manager::range_of(const void *p, void **base, size_t *size, uint64_t *identity) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    Region *r = nullptr;
-    if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device || !r->contains_host(a) ||
-        a - r->host >= r->size)
-        return fail(adsmErrorInvalidPointer, "%p is not inside a live shared allocation", p);
+    Region *r = host_object_at(a);
+    if (!r) return fail(adsmErrorInvalidPointer, "%p is not inside a live shared allocation", p);
     *base = ptr(r->host);
     *size = r->size;
     if (identity) *identity = uint64_t{r->id} << 32 | r->generation;
@@ -798,6 +796,14 @@ void Manager::orphaned(Context &c, void *manager) {
                  c.deferred_detail);
 }
 
+Region *Manager::host_object_at(uintptr_t a) const {
+    Region *r = nullptr;
+    if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device || !r->contains_host(a) ||
+        a - r->host >= r->size)
+        return nullptr;
+    return r;
+}
+
 Status Manager::check_arguments_owned(Context &c, const LaunchDesc &launch) {
     // (One copy on an integrated device: nothing to move.  Pointers inside
     // objects cannot be told from data: only the arguments are looked at.)
@@ -806,10 +812,8 @@ Status Manager::check_arguments_owned(Context &c, const LaunchDesc &launch) {
     for (size_t off = 0; off + sizeof(uintptr_t) <= launch.args_size; off += sizeof(uintptr_t)) {
         uintptr_t a;
         std::memcpy(&a, b + off, sizeof a);  // (Manager::memcpy is the program's)
-        Region *r = nullptr;
-        if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device ||
-            !r->contains_host(a) || a - r->host >= r->size)
-            continue;
+        Region *r = host_object_at(a);
+        if (!r) continue;
         // (Ownership moves only under both contexts' locks: one not c's
         // now cannot become c's meanwhile.  The collector says its own.)
         if (r->owner() == &c || r->home != Home::device || r->origin == RegionOrigin::collector) continue;
@@ -828,9 +832,8 @@ Status Manager::release_named(Context &c, const ObjectUse *uses, size_t n) {
     std::vector<Region *> regions(n);
     for (size_t i = 0; i < n; ++i) {
         uintptr_t a = reinterpret_cast<uintptr_t>(uses[i].ptr);
-        Region *r = nullptr;
-        if (table_.lookup(a, &r) != RegionTable::Lookup::live || r->kind == RegionKind::device || !r->contains_host(a) ||
-            a - r->host >= r->size)
+        Region *r = host_object_at(a);
+        if (!r)
             return fail(adsmErrorInvalidPointer, "object %zu of the call, %p, is not inside a live shared allocation", i,
                         uses[i].ptr);
         // (Every context's kernels read a replicated object.)

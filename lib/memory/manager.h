@@ -333,6 +333,8 @@ private:
     Status wait_for_kernels(Context *c);
     // Releases the objects `uses` names (all of c's); c's lock is held.
     Status release_named(Context &c, const ObjectUse *uses, size_t n);
+    // The live shared object whose bytes on the host hold a, or nullptr.
+    Region *host_object_at(uintptr_t a) const;
     // Refuses a whole call of c whose arguments point into another
     // context's object: c's release would not move it; c's lock is held.
     Status check_arguments_owned(Context &c, const LaunchDesc &launch);
