@@ -124,7 +124,7 @@ Status new_tracker(Runtime &rt, const char *required, const char *without, std::
     }
     auto t = std::make_unique<os::UffdTracker>();
     const char *step = "";
-    if (int e = t->init(rt.space.base(), rt.space.size(), &step, rt.space.host_fd())) {
+    if (int e = t->init(rt.space.base(), rt.space.size(), &step, rt.space.host_fd(), rt.space.alias(rt.space.base()))) {
         if (required) return fail(adsmErrorInitialization, "%s: %s: %s", required, step, os::error_text(e));
         ADSM_LOG(info, "%s: %s: %s", without, step, os::error_text(e));
         return adsmSuccess;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/data_runs.h"
 #include "os/error_text.h"
 #include "os/held_fds.h"
 #include "os/real_libc.h"
@@ -101,7 +102,7 @@ void AddressSpace::prefault(uintptr_t addr, size_t span) {
 
 os::Runs AddressSpace::host_runs(uintptr_t addr, size_t len) const {
     os::Runs runs;
-    if (host_fd_ < 0 || !os::data_runs(host_fd_, addr - base_, len, &runs)) runs.assign(1, {0, len});
+    if (host_fd_ < 0 || !os::data_runs(host_fd_, alias(addr), addr - base_, len, &runs)) runs.assign(1, {0, len});
     return runs;
 }
 

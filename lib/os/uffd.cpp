@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "os/data_runs.h"
 #include "os/held_fds.h"
 #include "os/raw_syscall.h"
 
@@ -90,7 +91,7 @@ bool UffdTracker::available(const char **why) {
     return verdict == 1;
 }
 
-int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step, int backing) {
+int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step, int backing, const void *backing_view) {
     int fd = open_uffd();
     if (fd < 0) {
         *failed_step = "userfaultfd";
@@ -116,7 +117,8 @@ int UffdTracker::init(uintptr_t base, size_t size, const char **failed_step, int
     }
     uffd_ = hold_fd(fd);
     pagemap_ = hold_fd(pm);
-    if (backing >= 0) {
+    if (backing >= 0 && backing_view) {
+        backing_view_ = static_cast<const uint8_t *>(backing_view);
         char path[48];
         snprintf(path, sizeof path, "/proc/self/fd/%d", backing);
         backing_ = hold_fd(open(path, O_RDONLY | O_CLOEXEC));  // (-1: collect_made is collect)
@@ -137,6 +139,7 @@ UffdTracker::~UffdTracker() {
 void UffdTracker::detach_after_fork() {
     close_held(backing_);
     backing_ = -1;
+    backing_view_ = nullptr;
 }
 
 bool UffdTracker::usable() const { return uffd_ >= 0 && getpid() == pid_; }
@@ -315,22 +318,18 @@ int UffdTracker::collect_made(uintptr_t addr, size_t len, RunFn fn, void *arg) {
 // Calls fn for the parts of [start, start+len) the backing file holds
 // data for; for all of it where the file will not say.
 void UffdTracker::report_data(uintptr_t start, size_t len, RunFn fn, void *arg) const {
-    int saved = errno;
-    const off_t end = static_cast<off_t>(start - base_ + len);
-    for (off_t at = static_cast<off_t>(start - base_); at < end;) {
-        off_t data = lseek(backing_, at, SEEK_DATA);
-        if (data < 0 && errno == ENXIO) break;  // no data from `at` to the file's end
-        if (data < 0) {
-            fn(arg, base_ + static_cast<uintptr_t>(at), static_cast<size_t>(end - at));
-            break;
-        }
-        if (data >= end) break;
-        off_t hole = lseek(backing_, data, SEEK_HOLE);
-        if (hole < 0 || hole > end) hole = end;
-        fn(arg, base_ + static_cast<uintptr_t>(data), static_cast<size_t>(hole - data));
-        at = hole;
-    }
-    errno = saved;
+    struct Report {
+        uintptr_t start;
+        RunFn fn;
+        void *arg;
+    } report{start, fn, arg};
+    (void)for_each_data_run(
+        backing_, backing_view_ + (start - base_), start - base_, len,
+        [](void *p, uint64_t b, uint64_t e) {
+            auto *r = static_cast<Report *>(p);
+            r->fn(r->arg, r->start + b, e - b);
+        },
+        &report);
 }
 
 }  // namespace adsm::os

@@ -37,8 +37,10 @@ public:
     // step that failed.
 
     // Registers the window [base, base+size) for write tracking.  `backing`
-    // is the file the window maps (offset addr - base), for collect_made.
-    int init(uintptr_t base, size_t size, const char **failed_step, int backing = -1);
+    // is the file the window maps (offset addr - base), and backing_view a
+    // mapping of all of it, for collect_made.
+    int init(uintptr_t base, size_t size, const char **failed_step, int backing = -1,
+             const void *backing_view = nullptr);
 
     // Forgets earlier writes to [addr, addr+len) for the protocol: every
     // page counts as clean.  (Other readers still find them written.)
@@ -88,6 +90,7 @@ private:
     int uffd_ = -1;
     int pagemap_ = -1;
     int backing_ = -1;  // its own open file: seeking moves no one else's offset
+    const uint8_t *backing_view_ = nullptr;
     pid_t pid_ = 0;
     uintptr_t base_ = 0;
     size_t size_ = 0;

@@ -209,24 +209,6 @@ int punch_hole(int fd, uint64_t off, uint64_t len) {
     return 0;
 }
 
-bool data_runs(int fd, uint64_t off, uint64_t len, Runs *out) {
-    Runs runs;
-    const uint64_t end = off + len;
-    for (uint64_t at = off; at < end;) {
-        long data = raw_syscall(SYS_lseek, fd, static_cast<off_t>(at), SEEK_DATA);
-        if (data < 0 && errno == ENXIO) break;  // only holes from here to the file's end
-        if (data < 0) return false;
-        if (static_cast<uint64_t>(data) >= end) break;
-        long hole = raw_syscall(SYS_lseek, fd, data, SEEK_HOLE);
-        if (hole < 0) return false;
-        uint64_t stop = static_cast<uint64_t>(hole) < end ? static_cast<uint64_t>(hole) : end;
-        runs.emplace_back(static_cast<uint64_t>(data) - off, stop - off);
-        at = stop;
-    }
-    *out = std::move(runs);
-    return true;
-}
-
 bool page_size_supported() { return sysconf(_SC_PAGESIZE) == static_cast<long>(kPageSize); }
 
 }  // namespace adsm::os

@@ -84,13 +84,8 @@ void populate_made_pages(void *addr, size_t len);
 // Gives the pages of [off, off+len) in fd back to the system; they read as zeros after.
 int punch_hole(int fd, uint64_t off, uint64_t len);
 
-// Sorted, disjoint [begin, end) ranges.
+// Sorted, disjoint [begin, end) ranges (os/data_runs.h).
 using Runs = std::vector<std::pair<uint64_t, uint64_t>>;
-// The runs of [off, off+len) of fd that hold data, relative to off (clipped
-// to it): the rest are holes, pages never written or given back, which read
-// as zeros.  tmpfs counts a page swapped out as data.  False, with *out
-// untouched, where the file will not say.
-bool data_runs(int fd, uint64_t off, uint64_t len, Runs *out);
 
 // The system page size, verified once against kPageSize.
 bool page_size_supported();

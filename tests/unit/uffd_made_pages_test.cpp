@@ -35,7 +35,7 @@ protected:
         alias_ = static_cast<uint8_t *>(q);
         const char *step = "";
         // Registered, never armed: as fresh memory is until its first release.
-        ASSERT_EQ(t_.init(addr(0), kMirrorBytes, &step, fd_), 0) << step;
+        ASSERT_EQ(t_.init(addr(0), kMirrorBytes, &step, fd_, alias_), 0) << step;
     }
     void TearDown() override {
         if (view_) adsm::os::unmap(const_cast<uint8_t *>(view_), kMirrorBytes);
